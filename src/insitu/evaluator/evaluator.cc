@@ -1,0 +1,169 @@
+// The evaluator's dispatcher: walks a computation in program order, keeps one value per
+// instruction, and hands each opcode family to its file (ops.h). Control flow (while,
+// conditional, call, fusion), tuples and custom calls are handled here.
+#include "insitu/evaluator/evaluator.h"
+
+#include <unordered_map>
+
+#include "insitu/evaluator/ops.h"
+#include "insitu/support/str.h"
+
+namespace insitu {
+namespace {
+
+Status unsupported(const Instruction& instruction) {
+  return unimplemented(str_cat("unsupported opcode '", opcode_name(instruction.opcode()), "' in %",
+                               instruction.name(), ": the reference evaluator cannot run it"),
+                       instruction.location());
+}
+
+class Interpreter final : public eval::ComputationRunner {
+ public:
+  explicit Interpreter(const EvaluatorOptions& options) : options_(options) {}
+
+  StatusOr<Literal> run(const Computation& computation, eval::Operands arguments) override {
+    if (static_cast<int64_t>(arguments.size()) != computation.parameter_count()) {
+      return invalid_argument(str_cat("computation ", computation.name(), " takes ", computation.parameter_count(),
+                                      " arguments, got ", arguments.size()),
+                              computation.location());
+    }
+    std::unordered_map<const Instruction*, Literal> values;
+    std::vector<const Literal*> operand_values;
+    for (Instruction* instruction : computation.instructions()) {
+      operand_values.clear();
+      for (Instruction* operand : instruction->operands()) operand_values.push_back(&values.at(operand));
+      StatusOr<Literal> value = evaluate_instruction(*instruction, operand_values, arguments);
+      if (!value.ok()) return value.status().with_location(instruction->location());
+      values.emplace(instruction, std::move(value).value());
+    }
+    INSITU_CHECK(computation.root() != nullptr) << "computation " << computation.name() << " has no root";
+    return std::move(values.at(computation.root()));
+  }
+
+ private:
+  StatusOr<Literal> evaluate_instruction(const Instruction& instruction, eval::Operands operands,
+                                         eval::Operands arguments) {
+    const Opcode opcode = instruction.opcode();
+    if (is_elementwise(opcode) && opcode != Opcode::kMap) return eval::evaluate_elementwise(instruction, operands);
+    switch (opcode) {
+      case Opcode::kParameter: {
+        const Literal& argument = *arguments[instruction.parameter_number];
+        if (!argument.shape().compatible(instruction.shape())) {
+          return invalid_argument(str_cat("argument ", instruction.parameter_number, " has shape ",
+                                          argument.shape().to_string(false), " but parameter %", instruction.name(),
+                                          " expects ", instruction.shape().to_string(false)),
+                                  instruction.location());
+        }
+        return argument;
+      }
+      case Opcode::kConstant: return instruction.literal;
+      case Opcode::kTuple: {
+        std::vector<Literal> elements;
+        for (const Literal* operand : operands) elements.push_back(*operand);
+        return Literal::tuple(std::move(elements));
+      }
+      case Opcode::kGetTupleElement: return operands[0]->element(instruction.tuple_index);
+      case Opcode::kCopy:
+      case Opcode::kCopyDone:
+      case Opcode::kOptimizationBarrier: return *operands[0];
+      case Opcode::kCopyStart:  // (destination, source, context)
+        return Literal::tuple({*operands[0], *operands[0], Literal::scalar<uint32_t>(0)});
+      case Opcode::kBitcastConvert: return eval::evaluate_elementwise(instruction, operands);
+      case Opcode::kIota:
+      case Opcode::kBroadcast:
+      case Opcode::kReshape:
+      case Opcode::kBitcast:
+      case Opcode::kTranspose:
+      case Opcode::kSlice:
+      case Opcode::kDynamicSlice:
+      case Opcode::kDynamicUpdateSlice:
+      case Opcode::kConcatenate:
+      case Opcode::kPad:
+      case Opcode::kReverse: return eval::evaluate_data_movement(instruction, operands);
+      case Opcode::kReduce: return eval::evaluate_reduce(instruction, operands, *this);
+      case Opcode::kReduceWindow: return eval::evaluate_reduce_window(instruction, operands, *this);
+      case Opcode::kDot: return eval::evaluate_dot(instruction, operands);
+      case Opcode::kGather: return eval::evaluate_gather(instruction, operands);
+      case Opcode::kScatter: return eval::evaluate_scatter(instruction, operands, *this);
+      case Opcode::kSort: return eval::evaluate_sort(instruction, operands, *this);
+      case Opcode::kMap: return eval::evaluate_map(instruction, operands, *this);
+      case Opcode::kCall:
+      case Opcode::kFusion: return run(*instruction.to_apply(), operands);
+      case Opcode::kWhile: return evaluate_while(instruction, *operands[0]);
+      case Opcode::kConditional: return evaluate_conditional(instruction, operands);
+      case Opcode::kCustomCall: return evaluate_custom_call(instruction, operands);
+      default: return unsupported(instruction);
+    }
+  }
+
+  StatusOr<Literal> evaluate_while(const Instruction& instruction, Literal state) {
+    for (int64_t iteration = 0;; ++iteration) {
+      if (options_.max_while_iterations > 0 && iteration >= options_.max_while_iterations) {
+        return failed_precondition(str_cat("while %", instruction.name(), " ran more than ",
+                                           options_.max_while_iterations, " iterations"),
+                                   instruction.location());
+      }
+      const Literal* state_argument[] = {&state};
+      INSITU_ASSIGN_OR_RETURN(Literal keep_going, run(*instruction.while_condition(), state_argument));
+      if (keep_going.data<bool>()[0] == false) return state;
+      INSITU_ASSIGN_OR_RETURN(state, run(*instruction.while_body(), state_argument));
+    }
+  }
+
+  StatusOr<Literal> evaluate_conditional(const Instruction& instruction, eval::Operands operands) {
+    const Literal& selector = *operands[0];
+    const int64_t branch_count = static_cast<int64_t>(instruction.called_computations().size());
+    int64_t branch;
+    if (selector.shape().element_type() == PrimitiveType::kPred) {
+      branch = selector.data<bool>()[0] ? 0 : 1;  // true_computation first
+    } else {
+      branch = selector.get_integer(0);
+      // XLA: an out-of-range branch index runs the last branch.
+      if (branch < 0 || branch >= branch_count) branch = branch_count - 1;
+    }
+    const Literal* argument[] = {operands[1 + branch]};
+    return run(*instruction.called_computations()[branch], argument);
+  }
+
+  StatusOr<Literal> evaluate_custom_call(const Instruction& instruction, eval::Operands operands) {
+    const std::string& target = instruction.custom_call.target;
+    const CustomCallRegistry::Kernel* kernel =
+        options_.custom_calls ? options_.custom_calls->find(target) : nullptr;
+    if (kernel == nullptr) {
+      return not_found(str_cat("custom-call %", instruction.name(), ": no kernel is registered for target \"", target,
+                               "\" (load one with --plugin LIB.so)"),
+                       instruction.location());
+    }
+    // Aliased outputs start as their operand's value: the kernel updates them in place.
+    Literal result(instruction.shape());
+    for (const OutputOperandAlias& alias : instruction.custom_call.output_to_operand_aliasing) {
+      const Literal* source = operands[alias.operand_number]->subliteral(alias.operand_index);
+      Literal* destination = result.mutable_subliteral(alias.output_index);
+      INSITU_CHECK(source && destination) << "verifier lets bad output_to_operand_aliasing through";
+      *destination = *source;
+      destination->set_shape_layouts(*instruction.shape().subshape(alias.output_index));
+    }
+    INSITU_RETURN_IF_ERROR((*kernel)(instruction, operands, result));
+    return result;
+  }
+
+  const EvaluatorOptions& options_;
+};
+
+}  // namespace
+
+StatusOr<Literal> evaluate_computation(const Computation& computation, std::span<const Literal* const> arguments,
+                                       const EvaluatorOptions& options) {
+  Interpreter interpreter(options);
+  return interpreter.run(computation, arguments);
+}
+
+StatusOr<Literal> evaluate_module(const Module& module, std::span<const Literal> arguments,
+                                  const EvaluatorOptions& options) {
+  if (module.entry() == nullptr) return invalid_argument("module " + module.name() + " has no ENTRY computation");
+  std::vector<const Literal*> pointers;
+  for (const Literal& argument : arguments) pointers.push_back(&argument);
+  return evaluate_computation(*module.entry(), pointers, options);
+}
+
+}  // namespace insitu

@@ -1,0 +1,44 @@
+// Internal to the evaluator: one function per family of opcodes, each in its own file.
+// The dispatcher (evaluator.cc) evaluates operands, then calls these with the instruction and
+// its operand values. Each returns the result value or a located error.
+#pragma once
+
+#include <span>
+
+#include "insitu/ir/instruction.h"
+
+namespace insitu::eval {
+
+using Operands = std::span<const Literal* const>;
+
+// Evaluates a called computation on arguments (to_apply of reduce/scatter/sort/map, ...).
+class ComputationRunner {
+ public:
+  virtual ~ComputationRunner() = default;
+  virtual StatusOr<Literal> run(const Computation& computation, Operands arguments) = 0;
+};
+
+// elementwise.cc: every unary and binary elementwise op (abs ... xor, atan2, power, remainder,
+// shifts, compare), select, clamp, convert, bitcast-convert, complex, real, imag, is-finite,
+// reduce-precision.
+StatusOr<Literal> evaluate_elementwise(const Instruction& instruction, Operands operands);
+// elementwise.cc: map (applies to_apply per element).
+StatusOr<Literal> evaluate_map(const Instruction& instruction, Operands operands, ComputationRunner& runner);
+
+// data_movement.cc: iota, broadcast, reshape, bitcast (same element count), transpose, slice,
+// dynamic-slice, dynamic-update-slice, concatenate, pad, reverse.
+StatusOr<Literal> evaluate_data_movement(const Instruction& instruction, Operands operands);
+
+// reduce.cc: reduce (variadic), reduce-window (variadic).
+StatusOr<Literal> evaluate_reduce(const Instruction& instruction, Operands operands, ComputationRunner& runner);
+StatusOr<Literal> evaluate_reduce_window(const Instruction& instruction, Operands operands,
+                                         ComputationRunner& runner);
+// dot.cc: dot with general dimension numbers.
+StatusOr<Literal> evaluate_dot(const Instruction& instruction, Operands operands);
+// gather_scatter.cc: gather; scatter (variadic, updates applied in index order).
+StatusOr<Literal> evaluate_gather(const Instruction& instruction, Operands operands);
+StatusOr<Literal> evaluate_scatter(const Instruction& instruction, Operands operands, ComputationRunner& runner);
+// sort.cc: sort (variadic, comparator to_apply, is_stable).
+StatusOr<Literal> evaluate_sort(const Instruction& instruction, Operands operands, ComputationRunner& runner);
+
+}  // namespace insitu::eval

@@ -1,0 +1,79 @@
+#include "insitu/ir/computation.h"
+
+#include <algorithm>
+
+#include "insitu/support/str.h"
+
+namespace insitu {
+
+Instruction* Computation::add_instruction(std::unique_ptr<Instruction> instruction) {
+  return insert_instruction_before(std::move(instruction), nullptr);
+}
+
+Instruction* Computation::insert_instruction_before(std::unique_ptr<Instruction> instruction,
+                                                    Instruction* before) {
+  Instruction* raw = instruction.get();
+  raw->parent_ = this;
+  if (raw->opcode() == Opcode::kParameter && raw->parameter_number >= 0) {
+    size_t number = static_cast<size_t>(raw->parameter_number);
+    if (parameters_.size() <= number) parameters_.resize(number + 1, nullptr);
+    parameters_[number] = raw;
+  }
+  auto position = instructions_.end();
+  if (before != nullptr) {
+    position = std::find_if(instructions_.begin(), instructions_.end(),
+                            [&](const auto& i) { return i.get() == before; });
+    INSITU_CHECK(position != instructions_.end()) << before->name() << " is not in " << name_;
+  }
+  instructions_.insert(position, std::move(instruction));
+  return raw;
+}
+
+void Computation::remove_instruction(Instruction* instruction) {
+  INSITU_CHECK(instruction->users().empty()) << "removing " << instruction->name() << " which has users";
+  INSITU_CHECK(instruction != root_) << "removing the root " << instruction->name();
+  for (int64_t i = 0; i < instruction->operand_count(); ++i) {
+    auto& users = instruction->operand(i)->users_;
+    users.erase(std::remove(users.begin(), users.end(), instruction), users.end());
+  }
+  for (Instruction* predecessor : instruction->control_predecessors_) {
+    auto& successors = predecessor->control_successors_;
+    successors.erase(std::remove(successors.begin(), successors.end(), instruction), successors.end());
+  }
+  for (Instruction* successor : instruction->control_successors_) {
+    auto& predecessors = successor->control_predecessors_;
+    predecessors.erase(std::remove(predecessors.begin(), predecessors.end(), instruction), predecessors.end());
+  }
+  if (instruction->opcode() == Opcode::kParameter) {
+    for (auto& p : parameters_)
+      if (p == instruction) p = nullptr;
+  }
+  instructions_.erase(std::find_if(instructions_.begin(), instructions_.end(),
+                                   [&](const auto& i) { return i.get() == instruction; }));
+}
+
+std::vector<Instruction*> Computation::instructions() const {
+  std::vector<Instruction*> out;
+  out.reserve(instructions_.size());
+  for (const auto& instruction : instructions_) out.push_back(instruction.get());
+  return out;
+}
+
+Instruction* Computation::find_instruction(std::string_view name) const {
+  for (const auto& instruction : instructions_)
+    if (instruction->name() == name) return instruction.get();
+  return nullptr;
+}
+
+std::string Computation::signature_string() const {
+  std::string out = "(";
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += parameters_[i] ? parameters_[i]->name() + ": " + parameters_[i]->shape().to_string() : "<missing>";
+  }
+  out += ") -> ";
+  out += root_ ? root_->shape().to_string() : "<no root>";
+  return out;
+}
+
+}  // namespace insitu

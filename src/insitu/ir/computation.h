@@ -1,0 +1,69 @@
+// Computation: a named list of instructions in program order with a root; the module's
+// ENTRY or a computation called by while/conditional/call/fusion/reduce/...
+//
+// Instruction order is a valid topological order (operands first) and, for a module with
+// is_scheduled=true, the schedule.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "insitu/ir/instruction.h"
+
+namespace insitu {
+
+class Module;
+
+class Computation {
+ public:
+  explicit Computation(std::string name) : name_(std::move(name)) {}
+  Computation(const Computation&) = delete;
+  Computation& operator=(const Computation&) = delete;
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  Module* parent() const { return parent_; }
+  SourceLocation location() const { return location_; }
+  void set_location(SourceLocation location) { location_ = location; }
+  // `, execution_thread="..."` after the closing brace; empty if not written.
+  const std::string& execution_thread() const { return execution_thread_; }
+  void set_execution_thread(std::string thread) { execution_thread_ = std::move(thread); }
+
+  // Appends an instruction (program order) and returns it. Parameters are also recorded by
+  // number.
+  Instruction* add_instruction(std::unique_ptr<Instruction> instruction);
+  // Inserts `instruction` right before `before` in program order.
+  Instruction* insert_instruction_before(std::unique_ptr<Instruction> instruction, Instruction* before);
+  // Removes an instruction that has no users and is not the root.
+  void remove_instruction(Instruction* instruction);
+
+  // Program order.
+  std::vector<Instruction*> instructions() const;
+  int64_t instruction_count() const { return static_cast<int64_t>(instructions_.size()); }
+  Instruction* find_instruction(std::string_view name) const;
+
+  // parameter(i) for i in [0, parameter_count()).
+  const std::vector<Instruction*>& parameters() const { return parameters_; }
+  Instruction* parameter(int64_t i) const { return parameters_.at(i); }
+  int64_t parameter_count() const { return static_cast<int64_t>(parameters_.size()); }
+
+  Instruction* root() const { return root_; }
+  void set_root(Instruction* root) { root_ = root; }
+
+  // "(p0: f32[2], p1: s32[]) -> f32[2]"
+  std::string signature_string() const;
+
+ private:
+  friend class Module;
+
+  std::string name_;
+  Module* parent_ = nullptr;
+  SourceLocation location_;
+  std::string execution_thread_;
+  std::vector<std::unique_ptr<Instruction>> instructions_;
+  std::vector<Instruction*> parameters_;  // indexed by parameter number
+  Instruction* root_ = nullptr;
+};
+
+}  // namespace insitu

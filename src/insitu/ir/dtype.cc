@@ -1,0 +1,87 @@
+#include "insitu/ir/dtype.h"
+
+#include <array>
+#include <utility>
+
+namespace insitu {
+namespace {
+
+constexpr std::array<std::pair<PrimitiveType, std::string_view>, 17> kNames = {{
+    {PrimitiveType::kPred, "pred"}, {PrimitiveType::kS8, "s8"},     {PrimitiveType::kS16, "s16"},
+    {PrimitiveType::kS32, "s32"},   {PrimitiveType::kS64, "s64"},   {PrimitiveType::kU8, "u8"},
+    {PrimitiveType::kU16, "u16"},   {PrimitiveType::kU32, "u32"},   {PrimitiveType::kU64, "u64"},
+    {PrimitiveType::kF16, "f16"},   {PrimitiveType::kBF16, "bf16"}, {PrimitiveType::kF32, "f32"},
+    {PrimitiveType::kF64, "f64"},   {PrimitiveType::kC64, "c64"},   {PrimitiveType::kC128, "c128"},
+    {PrimitiveType::kToken, "token"}, {PrimitiveType::kTuple, "tuple"},
+}};
+
+// Types XLA's parser knows that insitu does not compute with.
+constexpr std::array<std::string_view, 16> kUnsupported = {
+    "s1", "s2", "s4", "u1", "u2", "u4", "f4e2m1fn", "f8e3m4", "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz",
+    "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "f8e8m0fnu", "opaque"};
+
+}  // namespace
+
+std::string_view primitive_type_name(PrimitiveType type) {
+  for (const auto& [t, name] : kNames)
+    if (t == type) return name;
+  return "invalid";
+}
+
+std::optional<PrimitiveType> parse_primitive_type(std::string_view name) {
+  for (const auto& [t, n] : kNames)
+    if (n == name && t != PrimitiveType::kTuple) return t;
+  return std::nullopt;
+}
+
+bool is_unsupported_type_name(std::string_view name) {
+  for (std::string_view n : kUnsupported)
+    if (n == name) return true;
+  return false;
+}
+
+int64_t byte_width(PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::kPred:
+    case PrimitiveType::kS8:
+    case PrimitiveType::kU8: return 1;
+    case PrimitiveType::kS16:
+    case PrimitiveType::kU16:
+    case PrimitiveType::kF16:
+    case PrimitiveType::kBF16: return 2;
+    case PrimitiveType::kS32:
+    case PrimitiveType::kU32:
+    case PrimitiveType::kF32: return 4;
+    case PrimitiveType::kS64:
+    case PrimitiveType::kU64:
+    case PrimitiveType::kF64:
+    case PrimitiveType::kC64: return 8;
+    case PrimitiveType::kC128: return 16;
+    default: return 0;
+  }
+}
+
+bool is_array_type(PrimitiveType type) {
+  return type != PrimitiveType::kInvalid && type != PrimitiveType::kTuple && type != PrimitiveType::kToken;
+}
+bool is_signed_integral(PrimitiveType type) {
+  return type == PrimitiveType::kS8 || type == PrimitiveType::kS16 || type == PrimitiveType::kS32 ||
+         type == PrimitiveType::kS64;
+}
+bool is_unsigned_integral(PrimitiveType type) {
+  return type == PrimitiveType::kU8 || type == PrimitiveType::kU16 || type == PrimitiveType::kU32 ||
+         type == PrimitiveType::kU64;
+}
+bool is_integral(PrimitiveType type) { return is_signed_integral(type) || is_unsigned_integral(type); }
+bool is_floating(PrimitiveType type) {
+  return type == PrimitiveType::kF16 || type == PrimitiveType::kBF16 || type == PrimitiveType::kF32 ||
+         type == PrimitiveType::kF64;
+}
+bool is_complex(PrimitiveType type) { return type == PrimitiveType::kC64 || type == PrimitiveType::kC128; }
+PrimitiveType complex_component_type(PrimitiveType type) {
+  if (type == PrimitiveType::kC64) return PrimitiveType::kF32;
+  if (type == PrimitiveType::kC128) return PrimitiveType::kF64;
+  return type;
+}
+
+}  // namespace insitu

@@ -1,0 +1,141 @@
+// Instruction: one HLO instruction, its operands, called computations and attributes.
+//
+// Instructions are owned by their Computation. Operand and user lists are kept consistent by
+// the mutators below (append_operand, replace_operand, replace_all_uses_with); never edit
+// `operands_`/`users_` behind their back. Attributes are plain public fields: each is
+// meaningful only for the opcodes its comment names, and the verifier checks which are set.
+// Attributes insitu does not model are kept verbatim in `extra_attributes` (printed back in
+// order), so real dumps round-trip even when they carry attributes insitu ignores.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "insitu/ir/attributes.h"
+#include "insitu/ir/literal.h"
+#include "insitu/ir/opcode.h"
+#include "insitu/ir/shape.h"
+#include "insitu/support/status.h"
+
+namespace insitu {
+
+class Computation;
+
+// custom-call's attributes.
+struct CustomCallAttributes {
+  std::string target;                     // custom_call_target="..." (required)
+  std::string api_version;                // api_version=API_VERSION_...; empty if not written
+  bool has_side_effect = false;           // custom_call_has_side_effect=true
+  std::vector<OutputOperandAlias> output_to_operand_aliasing;
+  // operand_layout_constraints={shape, ...}: one shape (with layout) per operand, if written.
+  std::optional<std::vector<Shape>> operand_layout_constraints;
+  std::string schedule;                   // schedule=SCHEDULE_...; empty if not written
+  bool operator==(const CustomCallAttributes&) const = default;
+};
+
+class Instruction {
+ public:
+  Instruction(Opcode opcode, std::string name, Shape shape)
+      : opcode_(opcode), name_(std::move(name)), shape_(std::move(shape)) {}
+  Instruction(const Instruction&) = delete;
+  Instruction& operator=(const Instruction&) = delete;
+
+  Opcode opcode() const { return opcode_; }
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  const Shape& shape() const { return shape_; }
+  Shape& mutable_shape() { return shape_; }
+  void set_shape(Shape shape) { shape_ = std::move(shape); }
+  Computation* parent() const { return parent_; }
+  // Where the instruction was written in the HLO text; invalid for built instructions.
+  SourceLocation location() const { return location_; }
+  void set_location(SourceLocation location) { location_ = location; }
+
+  // --- operands and users ---
+  const std::vector<Instruction*>& operands() const { return operands_; }
+  Instruction* operand(int64_t i) const { return operands_.at(i); }
+  int64_t operand_count() const { return static_cast<int64_t>(operands_.size()); }
+  void append_operand(Instruction* operand);
+  // Replaces operand i; keeps user lists right.
+  void replace_operand(int64_t i, Instruction* new_operand);
+  // Distinct users, in the order they first became users.
+  const std::vector<Instruction*>& users() const { return users_; }
+  // Makes every user of this instruction (and the parent's root, if this is it) use
+  // `replacement` instead.
+  void replace_all_uses_with(Instruction* replacement);
+
+  const std::vector<Instruction*>& control_predecessors() const { return control_predecessors_; }
+  const std::vector<Instruction*>& control_successors() const { return control_successors_; }
+  void add_control_predecessor(Instruction* predecessor);
+
+  // --- called computations ---
+  // while: {condition, body}; conditional: its branches (true, false for a pred selector);
+  // call/map/reduce/reduce-window/scatter/sort/all-reduce/...: {to_apply}; fusion: {calls};
+  // custom-call: called_computations or to_apply.
+  const std::vector<Computation*>& called_computations() const { return called_computations_; }
+  void set_called_computations(std::vector<Computation*> computations) {
+    called_computations_ = std::move(computations);
+  }
+  Computation* to_apply() const { return called_computations_.at(0); }
+  Computation* while_condition() const { return called_computations_.at(0); }
+  Computation* while_body() const { return called_computations_.at(1); }
+
+  // --- attributes (each meaningful for the opcodes named) ---
+  int64_t parameter_number = -1;              // parameter(N)
+  int64_t tuple_index = -1;                   // get-tuple-element: index=
+  int64_t iota_dimension = -1;                // iota: iota_dimension=
+  std::vector<int64_t> dimensions;            // dimensions={..}: broadcast, transpose, reduce,
+                                              // reverse, concatenate, map, sort
+  Literal literal;                            // constant
+  std::vector<SliceDimension> slice;          // slice: slice={[a:b:c],..}
+  std::vector<int64_t> dynamic_slice_sizes;   // dynamic-slice; also gather's slice_sizes
+  std::vector<PaddingDimension> padding;      // pad: padding=
+  std::vector<WindowDimension> window;        // reduce-window, select-and-scatter: window=
+  ComparisonDirection comparison_direction = ComparisonDirection::kEq;  // compare: direction=
+  ComparisonType comparison_type = ComparisonType::kDefault;            // compare: type=
+  DotDimensionNumbers dot_dimension_numbers;  // dot
+  std::vector<std::string> operand_precision; // dot: operand_precision={..}; empty if unwritten
+  GatherDimensionNumbers gather_dimension_numbers;
+  ScatterDimensionNumbers scatter_dimension_numbers;
+  bool indices_are_sorted = false;            // gather, scatter
+  bool unique_indices = false;                // scatter
+  bool is_stable = false;                     // sort
+  std::string fusion_kind;                    // fusion: kind=kLoop|kInput|kOutput|kCustom
+  int64_t exponent_bits = 0;                  // reduce-precision
+  int64_t mantissa_bits = 0;                  // reduce-precision
+  CustomCallAttributes custom_call;           // custom-call
+  std::vector<OutputOperandAlias> fusion_output_to_operand_aliasing;  // fusion
+
+  // --- attributes every instruction may carry ---
+  std::string backend_config;                 // verbatim: `{...}` JSON or a quoted string
+  std::string sharding;                       // verbatim, braces included
+  std::vector<RawAttribute> metadata;         // metadata={op_type="..." source_line=3}, raw values
+  bool has_metadata = false;                  // `metadata={}` written (possibly empty)
+  // frontend_attributes={key="value",...}; values unescaped. insitu records copy provenance here.
+  std::vector<std::pair<std::string, std::string>> frontend_attributes;
+  const std::string* frontend_attribute(std::string_view key) const;
+  void set_frontend_attribute(std::string key, std::string value);
+  // Everything else written on the instruction, in order, verbatim.
+  std::vector<RawAttribute> extra_attributes;
+
+  // "%name = shape opcode(...)" in long form; the printer's job, reused in messages.
+  std::string to_string() const;
+
+ private:
+  friend class Computation;
+
+  Opcode opcode_;
+  std::string name_;
+  Shape shape_;
+  Computation* parent_ = nullptr;
+  SourceLocation location_;
+  std::vector<Instruction*> operands_;
+  std::vector<Instruction*> users_;
+  std::vector<Instruction*> control_predecessors_;
+  std::vector<Instruction*> control_successors_;
+  std::vector<Computation*> called_computations_;
+};
+
+}  // namespace insitu

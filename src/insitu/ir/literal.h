@@ -1,0 +1,118 @@
+// Literal: an immutable-by-convention value of a Shape, the currency of the reference evaluator,
+// constants and .npy I/O.
+//
+// Array data is stored densely in logical row-major order (the last dimension varies fastest),
+// whatever the shape's layout says: a literal is a value, the layout is metadata that the
+// runtime (not the evaluator) honours. pred is stored one byte per element (0 or 1).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "insitu/ir/shape.h"
+#include "insitu/support/check.h"
+
+namespace insitu {
+
+class Literal {
+ public:
+  Literal() = default;
+  // Zero-filled value of `shape` (tuples recursively, tokens empty).
+  explicit Literal(const Shape& shape);
+
+  const Shape& shape() const { return shape_; }
+  // Replaces the shape with a compatible one (another layout); data is unchanged.
+  void set_shape_layouts(const Shape& shape);
+  bool valid() const { return shape_.element_type() != PrimitiveType::kInvalid; }
+
+  // --- arrays ---
+  int64_t element_count() const { return shape_.element_count(); }
+  int64_t size_bytes() const { return static_cast<int64_t>(bytes_.size()); }
+  uint8_t* untyped_data() { return bytes_.data(); }
+  const uint8_t* untyped_data() const { return bytes_.data(); }
+
+  template <typename T>
+  std::span<T> data() {
+    check_type<T>();
+    return {reinterpret_cast<T*>(bytes_.data()), static_cast<size_t>(element_count())};
+  }
+  template <typename T>
+  std::span<const T> data() const {
+    check_type<T>();
+    return {reinterpret_cast<const T*>(bytes_.data()), static_cast<size_t>(element_count())};
+  }
+
+  // Row-major linear position of a multi-index.
+  int64_t linear_index(std::span<const int64_t> index) const;
+  template <typename T>
+  T get(std::span<const int64_t> index) const { return data<T>()[linear_index(index)]; }
+  template <typename T>
+  T get(std::initializer_list<int64_t> index) const {
+    return get<T>(std::span<const int64_t>(index.begin(), index.size()));
+  }
+  template <typename T>
+  void set(std::span<const int64_t> index, T value) { data<T>()[linear_index(index)] = value; }
+  template <typename T>
+  void set(std::initializer_list<int64_t> index, T value) {
+    set<T>(std::span<const int64_t>(index.begin(), index.size()), value);
+  }
+
+  // Element `linear` of an integral or pred array, widened (indices of dynamic-slice etc.).
+  int64_t get_integer(int64_t linear) const;
+  // Element `linear` of a real array as double (pred/integers/floats).
+  double get_double(int64_t linear) const;
+
+  // --- tuples ---
+  std::vector<Literal>& elements() { return elements_; }
+  const std::vector<Literal>& elements() const { return elements_; }
+  Literal& element(int64_t i) { return elements_.at(i); }
+  const Literal& element(int64_t i) const { return elements_.at(i); }
+  // The sub-value at `index`; nullptr if the index does not exist.
+  const Literal* subliteral(const ShapeIndex& index) const;
+  Literal* mutable_subliteral(const ShapeIndex& index);
+
+  // --- construction ---
+  static Literal tuple(std::vector<Literal> elements);
+  template <typename T>
+  static Literal scalar(T value) {
+    return from_values<T>({}, {value});
+  }
+  template <typename T>
+  static Literal vector(std::vector<T> values) {
+    int64_t n = static_cast<int64_t>(values.size());
+    return from_values<T>({n}, std::move(values));
+  }
+  template <typename T>
+  static Literal from_values(std::vector<int64_t> dimensions, const std::vector<T>& values) {
+    Literal literal(Shape::array(kTypeOf<T>, std::move(dimensions)));
+    INSITU_CHECK(static_cast<int64_t>(values.size()) == literal.element_count())
+        << "from_values: " << values.size() << " values for " << literal.shape().to_string();
+    std::copy(values.begin(), values.end(), literal.data<T>().begin());
+    return literal;
+  }
+
+  // Same compatible shape (layouts ignored) and identical bytes (NaNs compare by bits).
+  bool operator==(const Literal& other) const;
+
+  // XLA literal text, e.g. "s32[4] {1, 2, 3, 4}", "(f32[], s32[2]) (1, {2, 3})". Every element
+  // is printed; tools/ abbreviates large values. Implemented in literal_text.cc.
+  std::string to_string() const;
+  // Just the value part: "{1, 2, 3, 4}" or "1" (what constant(...) prints).
+  std::string values_to_string() const;
+
+ private:
+  template <typename T>
+  void check_type() const {
+    INSITU_CHECK(shape_.element_type() == kTypeOf<T>)
+        << "literal of " << shape_.to_string() << " accessed as " << primitive_type_name(kTypeOf<T>);
+  }
+
+  Shape shape_;
+  std::vector<uint8_t> bytes_;      // arrays
+  std::vector<Literal> elements_;   // tuples
+};
+
+}  // namespace insitu

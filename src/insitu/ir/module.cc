@@ -1,0 +1,99 @@
+#include "insitu/ir/module.h"
+
+#include <unordered_map>
+
+namespace insitu {
+
+Computation* Module::add_computation(std::unique_ptr<Computation> computation) {
+  computation->parent_ = this;
+  computations_.push_back(std::move(computation));
+  return computations_.back().get();
+}
+
+std::vector<Computation*> Module::computations() const {
+  std::vector<Computation*> out;
+  out.reserve(computations_.size());
+  for (const auto& computation : computations_) out.push_back(computation.get());
+  return out;
+}
+
+Computation* Module::find_computation(std::string_view name) const {
+  for (const auto& computation : computations_)
+    if (computation->name() == name) return computation.get();
+  return nullptr;
+}
+
+ComputationLayout Module::entry_layout() const {
+  if (config_.entry_computation_layout) return *config_.entry_computation_layout;
+  ComputationLayout layout;
+  if (entry_ == nullptr) return layout;
+  for (Instruction* parameter : entry_->parameters())
+    layout.parameter_shapes.push_back(parameter ? parameter->shape() : Shape());
+  if (entry_->root()) layout.result_shape = entry_->root()->shape();
+  return layout;
+}
+
+std::unique_ptr<Module> Module::clone() const {
+  auto copy = std::make_unique<Module>(name_);
+  copy->config_ = config_;
+  copy->stack_frame_sections_ = stack_frame_sections_;
+  std::unordered_map<const Computation*, Computation*> computation_map;
+  for (const auto& computation : computations_) {
+    auto new_computation = std::make_unique<Computation>(computation->name());
+    new_computation->set_location(computation->location());
+    new_computation->set_execution_thread(computation->execution_thread());
+    computation_map[computation.get()] = copy->add_computation(std::move(new_computation));
+  }
+  for (const auto& computation : computations_) {
+    Computation* target = computation_map.at(computation.get());
+    std::unordered_map<const Instruction*, Instruction*> instruction_map;
+    for (Instruction* old_instruction : computation->instructions()) {
+      auto instruction = std::make_unique<Instruction>(old_instruction->opcode(), old_instruction->name(),
+                                                       old_instruction->shape());
+      Instruction& i = *instruction;
+      const Instruction& o = *old_instruction;
+      i.set_location(o.location());
+      i.parameter_number = o.parameter_number;
+      i.tuple_index = o.tuple_index;
+      i.iota_dimension = o.iota_dimension;
+      i.dimensions = o.dimensions;
+      i.literal = o.literal;
+      i.slice = o.slice;
+      i.dynamic_slice_sizes = o.dynamic_slice_sizes;
+      i.padding = o.padding;
+      i.window = o.window;
+      i.comparison_direction = o.comparison_direction;
+      i.comparison_type = o.comparison_type;
+      i.dot_dimension_numbers = o.dot_dimension_numbers;
+      i.operand_precision = o.operand_precision;
+      i.gather_dimension_numbers = o.gather_dimension_numbers;
+      i.scatter_dimension_numbers = o.scatter_dimension_numbers;
+      i.indices_are_sorted = o.indices_are_sorted;
+      i.unique_indices = o.unique_indices;
+      i.is_stable = o.is_stable;
+      i.fusion_kind = o.fusion_kind;
+      i.exponent_bits = o.exponent_bits;
+      i.mantissa_bits = o.mantissa_bits;
+      i.custom_call = o.custom_call;
+      i.fusion_output_to_operand_aliasing = o.fusion_output_to_operand_aliasing;
+      i.backend_config = o.backend_config;
+      i.sharding = o.sharding;
+      i.metadata = o.metadata;
+      i.has_metadata = o.has_metadata;
+      i.frontend_attributes = o.frontend_attributes;
+      i.extra_attributes = o.extra_attributes;
+      for (Instruction* operand : o.operands()) i.append_operand(instruction_map.at(operand));
+      for (Instruction* predecessor : o.control_predecessors())
+        i.add_control_predecessor(instruction_map.at(predecessor));
+      std::vector<Computation*> called;
+      for (Computation* c : o.called_computations()) called.push_back(computation_map.at(c));
+      i.set_called_computations(std::move(called));
+      instruction_map[old_instruction] = target->add_instruction(std::move(instruction));
+    }
+    if (computation->root()) target->set_root(instruction_map.at(computation->root()));
+  }
+  if (entry_) copy->entry_ = computation_map.at(entry_);
+  return copy;
+}
+
+}  // namespace insitu
