@@ -1,7 +1,12 @@
-// insitu: the command-line tool (stub: being written).
-#include <cstdio>
+// insitu: the command-line tool. All logic lives in the insitu_cli library (cli.h).
+#include <iostream>
+#include <string>
+#include <vector>
 
-int main() {
-  std::printf("insitu: not written yet\n");
-  return 0;
+#include "insitu/cli.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  insitu::cli::CliContext context{std::cout, std::cerr};
+  return insitu::cli::run_insitu(args, context);
 }

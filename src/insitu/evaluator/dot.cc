@@ -1,10 +1,262 @@
-// dot of the reference evaluator (stub: being written).
+// dot with general dimension numbers, for the reference evaluator.
+//
+// The result's dimensions are the batch dimensions, then lhs's non-contracting dimensions,
+// then rhs's non-contracting dimensions, each group in operand order. As in XLA's
+// HloEvaluator, operands whose element type differs from the result's (e.g.
+// preferred_element_type: s8 x s8 -> s32) are first converted to the result type, then each
+// result element is one multiply-accumulate chain over the contracting dimensions in row-major
+// order of lhs_contracting_dims:
+//   f16/bf16   accumulate in f32, round once at the end
+//   integers   accumulate in 64 bits, wrap to the result width (two's complement)
+//   pred       OR of ANDs
+//   f32/f64/complex  accumulate in the type itself
+// XLA's f32 rank-2 fast path uses Eigen, whose summation order may differ in the last bits.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "insitu/evaluator/index_util.h"
 #include "insitu/evaluator/ops.h"
+#include "insitu/support/str.h"
 
 namespace insitu::eval {
+namespace {
 
-StatusOr<Literal> evaluate_dot(const Instruction& instruction, Operands) {
-  return unimplemented("dot not written yet", instruction.location());
+using Dimensions = std::vector<int64_t>;
+
+Status dot_error(const Instruction& instruction, const std::string& message) {
+  return invalid_argument(str_cat("dot %", instruction.name(), ": ", message), instruction.location());
+}
+
+template <typename T>
+inline constexpr bool kIsComplex = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+template <typename T>
+inline constexpr bool kIsHalf = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// XLA's convert of one element: floats to integers saturate (NaN gives 0), f16/bf16 go
+// through f32, complex to complex keeps both parts.
+template <typename To, typename From>
+To convert_element(From value) {
+  if constexpr (kIsHalf<From>) {
+    return convert_element<To>(value.to_float());
+  } else if constexpr (kIsComplex<To>) {
+    using Component = typename To::value_type;
+    if constexpr (kIsComplex<From>) {
+      return To(static_cast<Component>(value.real()), static_cast<Component>(value.imag()));
+    } else {
+      return To(static_cast<Component>(value), 0);
+    }
+  } else if constexpr (kIsComplex<From>) {
+    return convert_element<To>(value.real());  // not reached: checked before converting
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return value != From(0);
+  } else if constexpr (kIsHalf<To>) {
+    return To::from_float(static_cast<float>(value));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (std::isnan(value)) return To(0);
+    if (value <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+    if (value >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(value);
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+Literal convert_literal(const Literal& source, PrimitiveType type) {
+  Literal result(Shape::array(type, source.shape().dimensions()));
+  dispatch_element_type(source.shape().element_type(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    dispatch_element_type(type, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      const From* in = reinterpret_cast<const From*>(source.untyped_data());
+      To* out = reinterpret_cast<To*>(result.untyped_data());
+      for (int64_t i = 0; i < source.element_count(); ++i) out[i] = convert_element<To>(in[i]);
+    });
+  });
+  return result;
+}
+
+// The type each element type multiplies and accumulates in.
+template <typename T>
+struct AccumulatorOf {
+  using type = T;
+};
+template <> struct AccumulatorOf<Half> { using type = float; };
+template <> struct AccumulatorOf<BFloat16> { using type = float; };
+template <> struct AccumulatorOf<int8_t> { using type = uint64_t; };
+template <> struct AccumulatorOf<int16_t> { using type = uint64_t; };
+template <> struct AccumulatorOf<int32_t> { using type = uint64_t; };
+template <> struct AccumulatorOf<int64_t> { using type = uint64_t; };
+template <> struct AccumulatorOf<uint8_t> { using type = uint64_t; };
+template <> struct AccumulatorOf<uint16_t> { using type = uint64_t; };
+template <> struct AccumulatorOf<uint32_t> { using type = uint64_t; };
+
+template <typename Accumulator, typename T>
+Accumulator widen(T value) {
+  if constexpr (kIsHalf<T>) {
+    return value.to_float();
+  } else {
+    return static_cast<Accumulator>(value);  // signed integers: modular, i.e. sign-extended
+  }
+}
+
+template <typename T, typename Accumulator>
+T narrow(Accumulator value) {
+  if constexpr (kIsHalf<T>) {
+    return T::from_float(value);
+  } else {
+    return static_cast<T>(value);  // integers wrap to the result width
+  }
+}
+
+// Where each result element reads its operands: base offsets per result element and the
+// offsets of the contraction steps.
+struct DotPlan {
+  Dimensions result_dimensions;
+  Dimensions lhs_base;  // per result element (row-major)
+  Dimensions rhs_base;
+  Dimensions lhs_step;  // per contraction step
+  Dimensions rhs_step;
+};
+
+Status check_dimension_list(const Instruction& instruction, const Dimensions& list, int64_t rank, const char* name,
+                            std::vector<bool>& used) {
+  for (int64_t d : list) {
+    if (d < 0 || d >= rank)
+      return dot_error(instruction, str_cat(name, " dimension ", d, " is out of range for rank ", rank));
+    if (used[d]) return dot_error(instruction, str_cat(name, " dimension ", d, " is used twice"));
+    used[d] = true;
+  }
+  return ok_status();
+}
+
+StatusOr<DotPlan> plan_dot(const Instruction& instruction, const Shape& lhs, const Shape& rhs) {
+  const DotDimensionNumbers& numbers = instruction.dot_dimension_numbers;
+  if (numbers.lhs_batch_dimensions.size() != numbers.rhs_batch_dimensions.size() ||
+      numbers.lhs_contracting_dimensions.size() != numbers.rhs_contracting_dimensions.size()) {
+    return dot_error(instruction, "lhs and rhs must list the same number of batch and of contracting dimensions");
+  }
+  std::vector<bool> lhs_used(lhs.rank(), false);
+  std::vector<bool> rhs_used(rhs.rank(), false);
+  INSITU_RETURN_IF_ERROR(check_dimension_list(instruction, numbers.lhs_batch_dimensions, lhs.rank(), "lhs batch", lhs_used));
+  INSITU_RETURN_IF_ERROR(
+      check_dimension_list(instruction, numbers.lhs_contracting_dimensions, lhs.rank(), "lhs contracting", lhs_used));
+  INSITU_RETURN_IF_ERROR(check_dimension_list(instruction, numbers.rhs_batch_dimensions, rhs.rank(), "rhs batch", rhs_used));
+  INSITU_RETURN_IF_ERROR(
+      check_dimension_list(instruction, numbers.rhs_contracting_dimensions, rhs.rank(), "rhs contracting", rhs_used));
+  const Dimensions lhs_strides = row_major_strides(lhs.dimensions());
+  const Dimensions rhs_strides = row_major_strides(rhs.dimensions());
+
+  // Result dimensions and, for each, the stride it moves in lhs and in rhs.
+  DotPlan plan;
+  Dimensions lhs_result_strides, rhs_result_strides;
+  for (size_t i = 0; i < numbers.lhs_batch_dimensions.size(); ++i) {
+    const int64_t l = numbers.lhs_batch_dimensions[i], r = numbers.rhs_batch_dimensions[i];
+    if (lhs.dimension(l) != rhs.dimension(r))
+      return dot_error(instruction, str_cat("batch dimensions lhs ", l, " (size ", lhs.dimension(l), ") and rhs ", r,
+                                            " (size ", rhs.dimension(r), ") differ in size"));
+    plan.result_dimensions.push_back(lhs.dimension(l));
+    lhs_result_strides.push_back(lhs_strides[l]);
+    rhs_result_strides.push_back(rhs_strides[r]);
+  }
+  for (int64_t d = 0; d < lhs.rank(); ++d) {
+    if (lhs_used[d]) continue;
+    plan.result_dimensions.push_back(lhs.dimension(d));
+    lhs_result_strides.push_back(lhs_strides[d]);
+    rhs_result_strides.push_back(0);
+  }
+  for (int64_t d = 0; d < rhs.rank(); ++d) {
+    if (rhs_used[d]) continue;
+    plan.result_dimensions.push_back(rhs.dimension(d));
+    lhs_result_strides.push_back(0);
+    rhs_result_strides.push_back(rhs_strides[d]);
+  }
+  Dimensions contracting_sizes;
+  for (size_t i = 0; i < numbers.lhs_contracting_dimensions.size(); ++i) {
+    const int64_t l = numbers.lhs_contracting_dimensions[i], r = numbers.rhs_contracting_dimensions[i];
+    if (lhs.dimension(l) != rhs.dimension(r))
+      return dot_error(instruction, str_cat("contracting dimensions lhs ", l, " (size ", lhs.dimension(l), ") and rhs ",
+                                            r, " (size ", rhs.dimension(r), ") differ in size"));
+    contracting_sizes.push_back(lhs.dimension(l));
+  }
+
+  for_each_index(plan.result_dimensions, [&](std::span<const int64_t> index) {
+    int64_t lhs_offset = 0, rhs_offset = 0;
+    for (size_t i = 0; i < index.size(); ++i) {
+      lhs_offset += index[i] * lhs_result_strides[i];
+      rhs_offset += index[i] * rhs_result_strides[i];
+    }
+    plan.lhs_base.push_back(lhs_offset);
+    plan.rhs_base.push_back(rhs_offset);
+  });
+  for_each_index(contracting_sizes, [&](std::span<const int64_t> index) {
+    int64_t lhs_offset = 0, rhs_offset = 0;
+    for (size_t i = 0; i < index.size(); ++i) {
+      lhs_offset += index[i] * lhs_strides[numbers.lhs_contracting_dimensions[i]];
+      rhs_offset += index[i] * rhs_strides[numbers.rhs_contracting_dimensions[i]];
+    }
+    plan.lhs_step.push_back(lhs_offset);
+    plan.rhs_step.push_back(rhs_offset);
+  });
+  return plan;
+}
+
+template <typename T>
+void multiply_accumulate(const DotPlan& plan, const Literal& lhs, const Literal& rhs, Literal& result) {
+  using Accumulator = typename AccumulatorOf<T>::type;
+  const T* lhs_data = reinterpret_cast<const T*>(lhs.untyped_data());
+  const T* rhs_data = reinterpret_cast<const T*>(rhs.untyped_data());
+  T* out = reinterpret_cast<T*>(result.untyped_data());
+  for (size_t e = 0; e < plan.lhs_base.size(); ++e) {
+    const T* lhs_row = lhs_data + plan.lhs_base[e];
+    const T* rhs_row = rhs_data + plan.rhs_base[e];
+    Accumulator sum = Accumulator(0);
+    for (size_t k = 0; k < plan.lhs_step.size(); ++k) {
+      const Accumulator a = widen<Accumulator>(lhs_row[plan.lhs_step[k]]);
+      const Accumulator b = widen<Accumulator>(rhs_row[plan.rhs_step[k]]);
+      if constexpr (std::is_same_v<T, bool>) {
+        sum = sum || (a && b);
+      } else {
+        sum += a * b;
+      }
+    }
+    out[e] = narrow<T>(sum);
+  }
+}
+
+}  // namespace
+
+StatusOr<Literal> evaluate_dot(const Instruction& instruction, Operands operands) {
+  if (operands.size() != 2 || !operands[0]->shape().is_array() || !operands[1]->shape().is_array())
+    return dot_error(instruction, "expects two array operands (lhs, rhs)");
+  const Shape& shape = instruction.shape();
+  if (!shape.is_array()) return dot_error(instruction, "the result must be an array");
+  const PrimitiveType type = shape.element_type();
+  for (const Literal* operand : operands) {
+    if (is_complex(operand->shape().element_type()) && !is_complex(type))
+      return dot_error(instruction, str_cat("cannot compute a ", primitive_type_name(type), " result from ",
+                                            operand->shape().to_string(false), " operands"));
+  }
+  INSITU_ASSIGN_OR_RETURN(DotPlan plan, plan_dot(instruction, operands[0]->shape(), operands[1]->shape()));
+  if (shape.dimensions() != plan.result_dimensions) {
+    return dot_error(instruction, str_cat("the dimension numbers give [", str_join(plan.result_dimensions, ","),
+                                          "] (batch, lhs non-contracting, rhs non-contracting) but the "
+                                          "instruction's shape is ",
+                                          shape.to_string(false)));
+  }
+  // Operands of another element type are converted to the result's first.
+  Literal converted[2];
+  const Literal* inputs[2];
+  for (int i = 0; i < 2; ++i) {
+    inputs[i] = operands[i];
+    if (operands[i]->shape().element_type() != type) {
+      converted[i] = convert_literal(*operands[i], type);
+      inputs[i] = &converted[i];
+    }
+  }
+  Literal result(shape);
+  dispatch_element_type(type, [&](auto tag) { multiply_accumulate<decltype(tag)>(plan, *inputs[0], *inputs[1], result); });
+  return result;
 }
 
 }  // namespace insitu::eval

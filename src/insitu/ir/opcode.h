@@ -23,7 +23,7 @@ bool is_elementwise_unary(Opcode opcode);
 // Elementwise ops with two array operands of one shape (add, compare, shift-left, ...).
 bool is_elementwise_binary(Opcode opcode);
 // Every elementwise op: the unary and binary ones plus select, clamp, convert,
-// bitcast-convert (same width), complex, real, imag, is-finite, reduce-precision, map.
+// complex, real, imag, is-finite, reduce-precision, map (not bitcast-convert: its width may change).
 bool is_elementwise(Opcode opcode);
 
 }  // namespace insitu

@@ -1,8 +1,133 @@
-// HLO verifier (stub: being written).
+// HLO verifier: module structure first (entry, names, roots, parameters, operand order,
+// called computations), then every instruction's shape against shape inference, then the
+// entry interface and the alias configuration (alias_config_verifier.cc).
 #include "insitu/ir/verifier.h"
 
-namespace insitu {
+#include <algorithm>
+#include <unordered_set>
 
-Status verify_module(const Module&) { return ok_status(); }
+#include "insitu/ir/alias_config_verifier.h"
+#include "insitu/ir/shape_inference.h"
+#include "insitu/support/str.h"
+
+namespace insitu {
+namespace {
+
+std::string operand_shapes_text(const Instruction& instruction) {
+  return str_join(instruction.operands(), ", ",
+                  [](const Instruction* operand) { return operand->shape().to_string(/*with_layout=*/false); });
+}
+
+SourceLocation location_of(const Instruction& instruction) {
+  if (instruction.location().valid() || instruction.parent() == nullptr) return instruction.location();
+  return instruction.parent()->location();
+}
+
+// Computation names are unique in the module; instruction names in their computation. (XLA's
+// parser renames instructions that reuse a name from another computation, which is why its
+// verifier can demand module-wide uniqueness; insitu's parser keeps the names as written.)
+Status check_names_unique(const Module& module) {
+  std::unordered_set<std::string> computations;
+  for (const Computation* computation : module.computations()) {
+    if (!computations.insert(computation->name()).second)
+      return invalid_argument(str_cat("computation name %", computation->name(), " is used twice; rename one"),
+                              computation->location());
+    std::unordered_set<std::string> instructions;
+    for (const Instruction* instruction : computation->instructions()) {
+      if (!instructions.insert(instruction->name()).second) {
+        return invalid_argument(str_cat("instruction name %", instruction->name(), " is used twice in %",
+                                        computation->name(), "; rename one"),
+                                location_of(*instruction));
+      }
+    }
+  }
+  return ok_status();
+}
+
+Status check_computation_structure(const Module& module, const Computation& computation) {
+  std::vector<Instruction*> order = computation.instructions();
+  if (computation.root() == nullptr)
+    return invalid_argument(str_cat("computation %", computation.name(), " has no ROOT instruction"), computation.location());
+  if (computation.root()->parent() != &computation || std::find(order.begin(), order.end(), computation.root()) == order.end())
+    return invalid_argument(str_cat("the ROOT of %", computation.name(), " is not one of its instructions"), computation.location());
+  // Parameters are numbered 0..n-1, each once.
+  for (const Instruction* instruction : order) {
+    if (instruction->opcode() != Opcode::kParameter) continue;
+    int64_t number = instruction->parameter_number;
+    if (number < 0 || number >= computation.parameter_count() || computation.parameter(number) != instruction) {
+      return invalid_argument(str_cat("%", instruction->name(), ": parameter number ", number, " is used twice in %",
+                                      computation.name()),
+                              location_of(*instruction));
+    }
+  }
+  for (int64_t i = 0; i < computation.parameter_count(); ++i) {
+    if (computation.parameter(i) == nullptr)
+      return invalid_argument(str_cat("computation %", computation.name(), " has no parameter(", i, ") but has parameter(",
+                                      computation.parameter_count() - 1, "); number parameters 0..n-1"),
+                              computation.location());
+  }
+  // Operands are defined earlier in the same computation (a topological order).
+  std::unordered_set<const Instruction*> defined;
+  for (const Instruction* instruction : order) {
+    for (const Instruction* operand : instruction->operands()) {
+      if (operand->parent() != &computation) {
+        return invalid_argument(str_cat("%", instruction->name(), " uses %", operand->name(), " from another computation (%",
+                                        operand->parent() ? operand->parent()->name() : std::string("none"),
+                                        "); pass values to called computations as operands"),
+                                location_of(*instruction));
+      }
+      if (!defined.count(operand)) {
+        return invalid_argument(str_cat("%", instruction->name(), " uses %", operand->name(),
+                                        " before it is defined; instructions must come after their operands"),
+                                location_of(*instruction));
+      }
+    }
+    for (const Instruction* predecessor : instruction->control_predecessors()) {
+      if (predecessor->parent() != &computation)
+        return invalid_argument(str_cat("%", instruction->name(), " has control predecessor %", predecessor->name(),
+                                        " from another computation"),
+                                location_of(*instruction));
+    }
+    for (const Computation* called : instruction->called_computations()) {
+      const auto all = module.computations();
+      if (called == nullptr || std::find(all.begin(), all.end(), called) == all.end())
+        return invalid_argument(str_cat("%", instruction->name(), " calls a computation that is not in the module"),
+                                location_of(*instruction));
+      if (called == module.entry())
+        return invalid_argument(str_cat("%", instruction->name(), " calls the ENTRY computation %", called->name(),
+                                        "; call a separate computation"),
+                                location_of(*instruction));
+    }
+    defined.insert(instruction);
+  }
+  return ok_status();
+}
+
+Status check_instruction_shape(const Instruction& instruction) {
+  StatusOr<Shape> inferred = infer_shape(instruction);
+  if (!inferred.ok()) return inferred.status().with_location(location_of(instruction));
+  if (instruction.shape().compatible(*inferred)) return ok_status();
+  return invalid_argument(str_cat("%", instruction.name(), ": shape ", instruction.shape().to_string(false),
+                                  " does not match the inferred shape ", inferred->to_string(false), " of ",
+                                  opcode_name(instruction.opcode()), "(", operand_shapes_text(instruction), ")"),
+                          location_of(instruction));
+}
+
+}  // namespace
+
+Status verify_module(const Module& module) {
+  if (module.entry() == nullptr)
+    return invalid_argument(str_cat("module ", module.name(), " has no ENTRY computation; mark one with ENTRY"));
+  INSITU_RETURN_IF_ERROR(check_names_unique(module));
+  for (const Computation* computation : module.computations())
+    INSITU_RETURN_IF_ERROR(check_computation_structure(module, *computation));
+  for (const Computation* computation : module.computations())
+    for (const Instruction* instruction : computation->instructions())
+      INSITU_RETURN_IF_ERROR(check_instruction_shape(*instruction));
+  INSITU_RETURN_IF_ERROR(verify_entry_computation_layout(module));
+  INSITU_RETURN_IF_ERROR(verify_input_output_alias(module));
+  INSITU_RETURN_IF_ERROR(verify_buffer_donors(module));
+  return ok_status();
+}
 
 }  // namespace insitu

@@ -1,0 +1,217 @@
+// Binary elementwise ops of the reference evaluator (compare lives in elementwise_compare.cc).
+//
+// Integer semantics follow XLA's HloEvaluator exactly:
+//   add/subtract/multiply wrap (two's complement);
+//   x / 0 == -1 for signed, all ones for unsigned; INT_MIN / -1 == INT_MIN;
+//   x % 0 == x; INT_MIN % -1 == 0;
+//   shifts by an amount >= the bit width (negative amounts included, read as unsigned) give 0,
+//   or -1 for an arithmetic right shift of a negative value;
+//   power: x^0 == 1^x == 1, a negative exponent gives 0 (x != 1), otherwise repeated squaring
+//   that wraps; pred power is lhs || !rhs.
+// maximum/minimum propagate NaN (the first NaN operand wins).
+#include <cmath>
+#include <complex>
+#include <limits>
+
+#include "insitu/evaluator/elementwise_internal.h"
+
+namespace insitu::eval {
+namespace {
+
+template <typename T>
+T divide(T lhs, T rhs) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return rhs ? lhs : true;  // pred is unsigned: x / 0 is all ones
+  } else if constexpr (std::is_integral_v<T>) {
+    if (rhs == 0) return std::is_signed_v<T> ? static_cast<T>(-1) : std::numeric_limits<T>::max();
+    if constexpr (std::is_signed_v<T>) {
+      if (rhs == -1 && lhs == std::numeric_limits<T>::min()) return lhs;
+    }
+    return static_cast<T>(lhs / rhs);
+  } else {
+    return lhs / rhs;
+  }
+}
+
+template <typename T>
+T remainder(T lhs, T rhs) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return rhs ? false : lhs;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (rhs == 0) return lhs;
+    if constexpr (std::is_signed_v<T>) {
+      if (rhs == -1 && lhs == std::numeric_limits<T>::min()) return 0;
+    }
+    return static_cast<T>(lhs % rhs);
+  } else {
+    return std::fmod(lhs, rhs);
+  }
+}
+
+// std::max/std::min after letting a NaN operand through (lhs first).
+template <typename T>
+T maximum(T lhs, T rhs) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(lhs)) return lhs;
+    if (std::isnan(rhs)) return rhs;
+  }
+  return (lhs < rhs) ? rhs : lhs;
+}
+
+template <typename T>
+T minimum(T lhs, T rhs) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(lhs)) return lhs;
+    if (std::isnan(rhs)) return rhs;
+  }
+  return (rhs < lhs) ? rhs : lhs;
+}
+
+template <typename T>
+T power(T lhs, T rhs) {
+  if (lhs == T(1) || rhs == T(0)) return T(1);
+  if constexpr (std::is_same_v<T, bool>) {
+    return lhs || !rhs;
+  } else if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_signed_v<T>) {
+      if (rhs < 0) return T(0);  // lhs == 1 was handled above
+    }
+    // XLA squares in the unsigned type with an `int` exponent (a wider exponent is truncated).
+    using U = std::make_unsigned_t<T>;
+    U base = static_cast<U>(lhs);
+    U result = 1;
+    for (int exponent = static_cast<int>(rhs); exponent > 0; exponent >>= 1) {
+      if (exponent & 1) result = static_cast<U>(as_unsigned(result) * as_unsigned(base));
+      base = static_cast<U>(as_unsigned(base) * as_unsigned(base));
+    }
+    return static_cast<T>(result);
+  } else if constexpr (kIsComplex<T>) {
+    // inf^(a + 0i) is inf for a > 0 and 0 for a < 0 (Kahan, "Much Ado About Nothing's Sign Bit").
+    bool lhs_is_positive_infinity = lhs.imag() == 0 && lhs.real() > 0 && std::isinf(lhs.real());
+    if (lhs_is_positive_infinity && rhs.imag() == 0 && rhs.real() > 0) return lhs;
+    if (lhs_is_positive_infinity && rhs.imag() == 0 && rhs.real() < 0) return T(0);
+    return std::pow(lhs, rhs);
+  } else {
+    return std::pow(lhs, rhs);
+  }
+}
+
+template <typename T>
+T arctangent2(T y, T x) {
+  if constexpr (kIsComplex<T>) {
+    const T i(0, 1);
+    return -i * std::log((x + i * y) / std::sqrt(x * x + y * y));
+  } else {
+    return std::atan2(y, x);
+  }
+}
+
+// An amount >= the bit width (read as unsigned, so negative amounts too) shifts everything out.
+template <typename T>
+bool shift_out_of_range(T amount) {
+  return static_cast<std::make_unsigned_t<T>>(amount) >= std::numeric_limits<std::make_unsigned_t<T>>::digits;
+}
+
+template <typename T>
+T shift_left(T lhs, T rhs) {
+  if (shift_out_of_range(rhs)) return T(0);
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(as_unsigned(lhs) << rhs));
+}
+
+template <typename T>
+T shift_right_logical(T lhs, T rhs) {
+  if (shift_out_of_range(rhs)) return T(0);
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(lhs) >> rhs);
+}
+
+template <typename T>
+T shift_right_arithmetic(T lhs, T rhs) {
+  const auto value = static_cast<std::make_signed_t<T>>(lhs);
+  if (shift_out_of_range(rhs)) return static_cast<T>(value < 0 ? -1 : 0);
+  return static_cast<T>(value >> rhs);
+}
+
+// The high half of the double-width product.
+template <typename T>
+T multiply_high(T lhs, T rhs) {
+  constexpr int kBits = std::numeric_limits<std::make_unsigned_t<T>>::digits;
+  if constexpr (kBits == 64) {
+    using Wide = std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>;
+    return static_cast<T>((static_cast<Wide>(lhs) * static_cast<Wide>(rhs)) >> 64);
+  } else {
+    using Wide = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+    return static_cast<T>((static_cast<Wide>(lhs) * static_cast<Wide>(rhs)) >> kBits);
+  }
+}
+
+// complex(real, imag): f32 pairs make c64, f64 pairs make c128.
+StatusOr<Literal> make_complex(const Instruction& instruction, const Literal& real, const Literal& imag) {
+  const PrimitiveType type = real.shape().element_type();
+  if (type == PrimitiveType::kF32) {
+    return map_binary<kFloat>(instruction, real, imag, [](float re, float im) { return std::complex<float>(re, im); });
+  }
+  if (type == PrimitiveType::kF64) {
+    return map_binary<kFloat>(instruction, real, imag,
+                              [](double re, double im) { return std::complex<double>(re, im); });
+  }
+  return invalid_argument(str_cat("complex %", instruction.name(), " needs f32 or f64 operands, got ",
+                                  primitive_type_name(type), ": convert them to f32 or f64 first"),
+                          instruction.location());
+}
+
+}  // namespace
+
+StatusOr<Literal> evaluate_binary(const Instruction& instruction, const Literal& a, const Literal& b) {
+  // Arithmetic in the unsigned type makes overflow wrap; pred arithmetic is C++ bool arithmetic.
+  auto add = [](auto x, auto y) {
+    using T = decltype(x);
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(as_unsigned(x) + as_unsigned(y));
+    else return x + y;
+  };
+  auto subtract = [](auto x, auto y) {
+    using T = decltype(x);
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(as_unsigned(x) - as_unsigned(y));
+    else return x - y;
+  };
+  auto multiply = [](auto x, auto y) {
+    using T = decltype(x);
+    if constexpr (std::is_integral_v<T>) return static_cast<T>(as_unsigned(x) * as_unsigned(y));
+    else return x * y;
+  };
+  switch (instruction.opcode()) {
+    case Opcode::kAdd: return map_binary<kAny>(instruction, a, b, add);
+    case Opcode::kSubtract: return map_binary<kAny>(instruction, a, b, subtract);
+    case Opcode::kMultiply: return map_binary<kAny>(instruction, a, b, multiply);
+    case Opcode::kDivide: return map_binary<kAny>(instruction, a, b, [](auto x, auto y) { return divide(x, y); });
+    case Opcode::kRemainder:
+      return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return remainder(x, y); });
+    case Opcode::kMaximum:
+      return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return maximum(x, y); });
+    case Opcode::kMinimum:
+      return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return minimum(x, y); });
+    case Opcode::kPower: return map_binary<kAny>(instruction, a, b, [](auto x, auto y) { return power(x, y); });
+    case Opcode::kAtan2:
+      return map_binary<kFloat | kComplex>(instruction, a, b, [](auto y, auto x) { return arctangent2(y, x); });
+    case Opcode::kAnd:
+      return map_binary<kPred | kInt>(instruction, a, b, [](auto x, auto y) { return decltype(x)(x & y); });
+    case Opcode::kOr:
+      return map_binary<kPred | kInt>(instruction, a, b, [](auto x, auto y) { return decltype(x)(x | y); });
+    case Opcode::kXor:
+      return map_binary<kPred | kInt>(instruction, a, b, [](auto x, auto y) { return decltype(x)(x ^ y); });
+    case Opcode::kShiftLeft:
+      return map_binary<kInt>(instruction, a, b, [](auto x, auto y) { return shift_left(x, y); });
+    case Opcode::kShiftRightLogical:
+      return map_binary<kInt>(instruction, a, b, [](auto x, auto y) { return shift_right_logical(x, y); });
+    case Opcode::kShiftRightArithmetic:
+      return map_binary<kInt>(instruction, a, b, [](auto x, auto y) { return shift_right_arithmetic(x, y); });
+    case Opcode::kMulhi:
+      return map_binary<kInt>(instruction, a, b, [](auto x, auto y) { return multiply_high(x, y); });
+    case Opcode::kComplex: return make_complex(instruction, a, b);
+    case Opcode::kCompare: return evaluate_compare(instruction, a, b);
+    default: break;
+  }
+  INSITU_UNREACHABLE("evaluate_binary called for " << opcode_name(instruction.opcode()));
+  return unsupported_type_error(instruction, a.shape().element_type());
+}
+
+}  // namespace insitu::eval

@@ -1,0 +1,162 @@
+// convert, bitcast-convert and reduce-precision.
+//
+// convert follows XLA's Literal::Convert:
+//   float -> integer truncates toward zero and saturates; NaN -> 0;
+//   anything -> pred is x != 0 (NaN -> true); pred -> anything is 0 or 1;
+//   -> f16/bf16 goes through f32 and rounds to nearest even (as Eigen's half/bfloat16 do);
+//   real -> complex sets the imaginary part to 0; c64 <-> c128 converts both parts;
+//   complex -> real is rejected (XLA's shape inference: "not implemented").
+// bitcast-convert reinterprets bytes (little endian). Equal widths keep the shape; a wider
+// input gains a minor dimension of size in_bits/out_bits, a narrower one loses its minor
+// dimension, which must be out_bits/in_bits.
+// reduce-precision rounds the mantissa to nearest even, then flushes exponents out of range to
+// zero (below) or infinity (above); NaN stays NaN (or becomes inf when no mantissa bits are
+// left), as XLA's evaluator does. f16/bf16 are reduced in f32.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "insitu/evaluator/elementwise_internal.h"
+
+namespace insitu::eval {
+namespace {
+
+template <typename To, typename From>
+To convert_value(From value) {
+  if constexpr (std::is_same_v<To, From>) {
+    return value;
+  } else if constexpr (kIsHalfLike<From>) {
+    return convert_value<To>(value.to_float());
+  } else if constexpr (kIsComplex<To>) {
+    using Part = typename To::value_type;
+    if constexpr (kIsComplex<From>) return To(static_cast<Part>(value.real()), static_cast<Part>(value.imag()));
+    else return To(static_cast<Part>(value), Part(0));
+  } else if constexpr (kIsComplex<From>) {
+    INSITU_UNREACHABLE("complex to real conversion is rejected before converting");
+    return To{};
+  } else if constexpr (kIsHalfLike<To>) {
+    return To::from_float(static_cast<float>(value));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return value != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (std::isnan(value)) return To(0);
+    if (value >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    if (value <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    return static_cast<To>(value);
+  } else {
+    return static_cast<To>(value);  // integer narrowing wraps (C++20), int -> float rounds to nearest
+  }
+}
+
+template <typename Float>
+Float reduce_precision(Float value, int64_t exponent_bits, int64_t mantissa_bits) {
+  using Bits = std::conditional_t<sizeof(Float) == 4, uint32_t, uint64_t>;
+  constexpr int64_t kMantissaBits = std::numeric_limits<Float>::digits - 1;
+  constexpr int64_t kExponentBits = 8 * sizeof(Float) - kMantissaBits - 1;
+  Bits bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if (mantissa_bits < kMantissaBits) {
+    // Round to nearest, ties to even: add 0111... (plus one when the last kept bit is 1), then
+    // clear the dropped bits. A carry into the exponent is the right answer.
+    const int64_t dropped = kMantissaBits - mantissa_bits;
+    const Bits last_kept_bit = Bits{1} << dropped;
+    const Bits bias = (last_kept_bit >> 1) - 1 + ((bits & last_kept_bit) >> dropped);
+    bits = (bits + bias) & ~(last_kept_bit - 1);
+  }
+  if (exponent_bits < kExponentBits) {
+    const Bits sign_mask = Bits{1} << (8 * sizeof(Float) - 1);
+    const Bits exponent_mask = ((Bits{1} << kExponentBits) - 1) << kMantissaBits;
+    const Bits exponent_bias = (Bits{1} << (kExponentBits - 1)) - 1;
+    const Bits reduced_bias = (Bits{1} << (exponent_bits - 1)) - 1;
+    const Bits max_exponent = exponent_bias + reduced_bias;
+    const Bits min_exponent = exponent_bias - reduced_bias;
+    const Bits exponent = bits & exponent_mask;
+    const Bits signed_zero = bits & sign_mask;
+    if (exponent > (max_exponent << kMantissaBits)) bits = signed_zero | exponent_mask;  // overflow: inf
+    if (exponent <= (min_exponent << kMantissaBits)) bits = signed_zero;  // underflow (and denormals): 0
+  }
+  Float result;
+  std::memcpy(&result, &bits, sizeof(bits));
+  if (std::isnan(value)) return mantissa_bits > 0 ? value : std::numeric_limits<Float>::infinity();
+  return result;
+}
+
+}  // namespace
+
+StatusOr<Literal> evaluate_convert(const Instruction& instruction, const Literal& x) {
+  const PrimitiveType from = x.shape().element_type();
+  const PrimitiveType to = instruction.shape().element_type();
+  if (!instruction.shape().is_array()) {
+    return invalid_argument(str_cat("convert %", instruction.name(), " must produce an array, not ",
+                                    instruction.shape().to_string(false)),
+                            instruction.location());
+  }
+  if (is_complex(from) && !is_complex(to)) {
+    return unimplemented(str_cat("convert %", instruction.name(), " from ", primitive_type_name(from), " to ",
+                                 primitive_type_name(to),
+                                 ": complex to real conversion is not defined in XLA; take real() or imag() first"),
+                         instruction.location());
+  }
+  INSITU_RETURN_IF_ERROR(check_result_shape(instruction, to, x.shape().dimensions()));
+  Literal result(instruction.shape());
+  dispatch_element_type(from, [&](auto from_tag) {
+    using From = decltype(from_tag);
+    dispatch_element_type(to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      if constexpr (!(kIsComplex<From> && !kIsComplex<To>)) {
+        auto in = x.data<From>();
+        auto out = result.data<To>();
+        for (size_t i = 0; i < in.size(); ++i) out[i] = convert_value<To>(in[i]);
+      }
+    });
+  });
+  return result;
+}
+
+StatusOr<Literal> evaluate_bitcast_convert(const Instruction& instruction, const Literal& x) {
+  const Shape& shape = instruction.shape();
+  const PrimitiveType from = x.shape().element_type();
+  if (!shape.is_array() || !x.shape().is_array()) {
+    return invalid_argument(str_cat("bitcast-convert %", instruction.name(), " works on arrays only"),
+                            instruction.location());
+  }
+  const PrimitiveType to = shape.element_type();
+  if (is_complex(from) != is_complex(to)) {
+    return invalid_argument(str_cat("bitcast-convert %", instruction.name(), " between complex and real types (",
+                                    primitive_type_name(from), " to ", primitive_type_name(to),
+                                    ") is not allowed; use real()/imag() and complex()"),
+                            instruction.location());
+  }
+  std::vector<int64_t> expected = x.shape().dimensions();
+  const int64_t from_width = byte_width(from), to_width = byte_width(to);
+  if (from_width > to_width) {
+    expected.push_back(from_width / to_width);
+  } else if (from_width < to_width) {
+    if (expected.empty() || expected.back() != to_width / from_width) {
+      return invalid_argument(str_cat("bitcast-convert %", instruction.name(), " from ",
+                                      x.shape().to_string(false), " to ", primitive_type_name(to),
+                                      " needs a minor dimension of size ", to_width / from_width,
+                                      " to combine into each wider element"),
+                              instruction.location());
+    }
+    expected.pop_back();
+  }
+  INSITU_RETURN_IF_ERROR(check_result_shape(instruction, to, expected));
+  Literal result(shape);
+  INSITU_CHECK(result.size_bytes() == x.size_bytes()) << "bitcast-convert sizes";
+  if (x.size_bytes() > 0) std::memcpy(result.untyped_data(), x.untyped_data(), static_cast<size_t>(x.size_bytes()));
+  return result;
+}
+
+StatusOr<Literal> evaluate_reduce_precision(const Instruction& instruction, const Literal& x) {
+  const int64_t exponent_bits = instruction.exponent_bits, mantissa_bits = instruction.mantissa_bits;
+  if (exponent_bits < 1 || mantissa_bits < 0) {
+    return invalid_argument(str_cat("reduce-precision %", instruction.name(), " needs exponent_bits >= 1 and ",
+                                    "mantissa_bits >= 0, got exponent_bits=", exponent_bits,
+                                    " mantissa_bits=", mantissa_bits),
+                            instruction.location());
+  }
+  return map_unary<kFloat>(instruction, x, [&](auto v) { return reduce_precision(v, exponent_bits, mantissa_bits); });
+}
+
+}  // namespace insitu::eval

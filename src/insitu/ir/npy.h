@@ -1,0 +1,44 @@
+// NumPy .npy files as Literals: how `insitu run --arg` reads inputs and `--save` writes results.
+//
+// Reading accepts format versions 1.0, 2.0 and 3.0 and every numpy dtype that maps to an insitu
+// element type: bool (|b1), i1/i2/i4/i8, u1/u2/u4/u8, f2, f4, f8, c8, c16, in little- or
+// big-endian byte order (big-endian data is converted). Fortran-order files are transposed into
+// C order. Structured, string and object dtypes are errors.
+//
+// bfloat16: numpy has no bf16; ml_dtypes' bfloat16 arrays are saved with the void descriptor
+// '<V2' (older numpy: '|V2'). A 2-byte void file ('|V2', '<V2'; '>V2' is byte-swapped) is read
+// as `void2_type` (default bf16; pass the parameter's type when it is another 2-byte type).
+// A '<f2' file is always f16: feeding it to a bf16 parameter is a dtype mismatch, never a
+// silent reinterpretation of the bits. bf16 is written as '<V2', exactly what ml_dtypes
+// writes, so `np.load(f).view(ml_dtypes.bfloat16)` (or np.load with ml_dtypes imported) reads it.
+//
+// Writing produces version 1.0 (2.0 when the header does not fit), little-endian, C order,
+// header padded to a multiple of 64 bytes as numpy does.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "insitu/ir/literal.h"
+#include "insitu/support/status.h"
+
+namespace insitu {
+
+struct NpyReadOptions {
+  // The element type a 2-byte void ('V2') file holds; must be a 2-byte type.
+  PrimitiveType void2_type = PrimitiveType::kBF16;
+};
+
+// Parses the bytes of a .npy file. Errors say what is wrong with the file (not its name).
+StatusOr<Literal> parse_npy(std::string_view contents, const NpyReadOptions& options = {});
+// Reads and parses `path`; errors name the file.
+StatusOr<Literal> read_npy_file(const std::string& path, const NpyReadOptions& options = {});
+
+// The .npy bytes of an array literal (tuples and tokens are an error).
+StatusOr<std::string> serialize_npy(const Literal& literal);
+Status write_npy_file(const std::string& path, const Literal& literal);
+
+// The numpy descriptor insitu writes for an element type: "<f4", "|b1", "<V2" (bf16).
+std::string npy_descriptor(PrimitiveType type);
+
+}  // namespace insitu

@@ -1,0 +1,122 @@
+// The HLO text parser's internal class, shared by parser*.cc (one file per part of the
+// grammar: module/computations/instructions, shapes and layouts, literals, attributes).
+// Not part of the public API; include insitu/ir/parser.h instead.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "insitu/ir/lexer.h"
+#include "insitu/ir/module.h"
+
+namespace insitu::parser_internal {
+
+// Nesting limit for tuples, literals and braces: deep enough for any real dump, shallow
+// enough that hostile input cannot exhaust the stack.
+inline constexpr int kMaxNesting = 200;
+
+// A name written in the text, with where it was written.
+struct NameRef {
+  std::string name;
+  SourceLocation location;
+};
+
+// Computation references of one instruction, resolved once every computation is parsed.
+struct PendingCalls {
+  Instruction* instruction = nullptr;
+  std::vector<NameRef> condition, body, true_computation, false_computation, branches, to_apply,
+      calls, called, select, scatter;
+};
+
+// Decimal (or 0x hex) integer text with an optional '-'; nullopt on junk or overflow.
+std::optional<int64_t> parse_integer_text(std::string_view text);
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text);
+
+  StatusOr<std::unique_ptr<Module>> parse_module();
+  StatusOr<Shape> parse_shape_text();
+  StatusOr<Literal> parse_literal_text(const Shape& shape);
+
+  // --- tokens (parser.cc) ---
+  const Token& peek(size_t ahead = 0) const;
+  const Token& next();
+  bool at(TokenKind kind, size_t ahead = 0) const { return peek(ahead).kind == kind; }
+  bool at_ident(std::string_view text, size_t ahead = 0) const {
+    return peek(ahead).kind == TokenKind::kIdent && peek(ahead).text == text;
+  }
+  bool accept(TokenKind kind);
+  // Consumes a token of `kind` or fails with "expected <what>".
+  Status expect(TokenKind kind, std::string_view what);
+  Status error_at(const Token& token, std::string message) const;
+  // "expected X, found Y" at the current token; "truncated input: expected X at end of file"
+  // at the end.
+  Status error_expected(std::string_view what) const;
+  // The exact source text from token `first` up to (excluding) token `last`.
+  std::string source_text(size_t first, size_t last) const;
+  size_t position() const { return pos_; }
+  // Byte offset where the previous token ended (adjacency test for raw values).
+  size_t peek_previous_end() const;
+
+  // --- numbers and simple values (parser_shape.cc) ---
+  StatusOr<int64_t> parse_int64();
+  StatusOr<bool> parse_bool();
+  StatusOr<std::vector<int64_t>> parse_int_list();  // {1,2,3} (also {})
+  StatusOr<ShapeIndex> parse_shape_index() { return parse_int_list(); }
+  // A name: %foo or foo.
+  StatusOr<NameRef> parse_name(std::string_view what);
+
+  // --- shapes (parser_shape.cc) ---
+  bool at_shape() const;
+  StatusOr<Shape> parse_shape(int depth = 0);
+  Status parse_layout(Shape& shape);
+
+  // --- literals (parser_literal.cc) ---
+  StatusOr<Literal> parse_literal(const Shape& shape, int depth = 0);
+  Status parse_dense_into(Literal& literal, int64_t dimension, int64_t& linear);
+  Status parse_scalar_into(Literal& literal, int64_t linear);
+  StatusOr<double> parse_float_value(std::string_view type_name);
+
+  // --- raw values (parser_attributes.cc) ---
+  // The exact source text of one attribute value: a string, a balanced {..}/(..)/[..] group
+  // or a run of adjacent tokens, ending before a ',' or an unmatched closer or whitespace.
+  StatusOr<std::string> parse_raw_value(std::string_view attribute);
+
+  // --- header (parser_header.cc) ---
+  Status parse_header_attribute(Module& module);
+  Status parse_stack_frame_sections(Module& module);
+  bool is_stack_frame_section_start() const;
+
+  // --- instruction attributes (parser_attributes.cc) ---
+  Status parse_instruction_attribute(Instruction& instruction, PendingCalls& calls,
+                                     std::vector<NameRef>& control_predecessors);
+  Status parse_window(Instruction& instruction);
+  Status parse_output_operand_aliasing(std::vector<OutputOperandAlias>& out);
+  Status parse_metadata(Instruction& instruction);
+  Status parse_frontend_attributes(std::vector<std::pair<std::string, std::string>>& out);
+  StatusOr<std::vector<NameRef>> parse_name_list();  // {%a, %b}
+
+ private:
+  // --- module structure (parser.cc) ---
+  Status parse_computation(Module& module, std::vector<PendingCalls>& pending, bool& saw_entry);
+  Status parse_instruction(Computation& computation, std::vector<PendingCalls>& pending,
+                           std::unordered_map<std::string, Instruction*>& scope,
+                           std::vector<std::pair<Instruction*, std::vector<NameRef>>>& control,
+                           bool& saw_root);
+  Status parse_operands(Instruction& instruction,
+                        const std::unordered_map<std::string, Instruction*>& scope);
+  Status check_operand_count(const Instruction& instruction, const Token& name_token) const;
+  Status resolve_calls(Module& module, const std::vector<PendingCalls>& pending);
+
+  std::string_view text_;
+  std::vector<Token> tokens_;
+  size_t pos_ = 0;
+};
+
+}  // namespace insitu::parser_internal

@@ -1,0 +1,195 @@
+// HLO text parser: literal values as constant(...) writes them.
+//
+//   7   -2.5   inf   -nan   0x1p-3   true   (1, 2) for complex
+//   {1, 2, 3}   { {1, 2}, {3, 4} }   {...} (elided: filled with zeros)   (1, {2, 3}) for tuples
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "insitu/ir/parser_impl.h"
+#include "insitu/support/str.h"
+
+namespace insitu::parser_internal {
+namespace {
+
+// Constants larger than this are rejected rather than allocated (hostile shapes such as
+// f32[100000000000] with an elided value).
+constexpr int64_t kMaxLiteralBytes = int64_t{1} << 30;
+
+// A signed 128-bit integer from decimal or 0x hex text; nullopt on junk or overflow.
+std::optional<__int128> to_int128(std::string_view text) {
+  bool negative = false;
+  if (!text.empty() && (text[0] == '-' || text[0] == '+')) {
+    negative = text[0] == '-';
+    text.remove_prefix(1);
+  }
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    base = 16;
+    text.remove_prefix(2);
+  }
+  if (text.empty() || text.size() > 24) return std::nullopt;
+  __int128 value = 0;
+  for (char c : text) {
+    int digit;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    else if (base == 16 && c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    else if (base == 16 && c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+    else return std::nullopt;
+    value = value * base + digit;
+  }
+  return negative ? -value : value;
+}
+
+std::optional<double> to_double(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  double value = std::strtod(begin, &end);
+  if (end != begin + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+StatusOr<Literal> Parser::parse_literal(const Shape& shape, int depth) {
+  if (depth > kMaxNesting) return error_at(peek(), "literal is nested too deeply");
+  if (shape.is_tuple()) {
+    Literal literal(shape);
+    INSITU_RETURN_IF_ERROR(expect(TokenKind::kLparen, str_cat("'(' to start a tuple literal of ", shape.to_string())));
+    for (int64_t i = 0; i < shape.tuple_size(); ++i) {
+      if (i > 0) INSITU_RETURN_IF_ERROR(expect(TokenKind::kComma, "',' between tuple literal elements"));
+      INSITU_ASSIGN_OR_RETURN(literal.element(i), parse_literal(shape.tuple_shape(i), depth + 1));
+    }
+    INSITU_RETURN_IF_ERROR(expect(TokenKind::kRparen, str_cat("')' to close the tuple literal of ", shape.to_string())));
+    return literal;
+  }
+  if (!shape.is_array()) return error_at(peek(), str_cat("a constant cannot have shape ", shape.to_string()));
+  if (shape.byte_size() > kMaxLiteralBytes)
+    return error_at(peek(), str_cat("constant of shape ", shape.to_string(), " is too large (", shape.byte_size(),
+                                    " bytes; the limit is ", kMaxLiteralBytes, ")"));
+  Literal literal(shape);
+  if (shape.rank() == 0) {
+    INSITU_RETURN_IF_ERROR(parse_scalar_into(literal, 0));
+    return literal;
+  }
+  // Elided value "{...}": keep the shape, fill with zeros.
+  if (at(TokenKind::kLbrace) && at(TokenKind::kDots, 1) && at(TokenKind::kRbrace, 2)) {
+    next();
+    next();
+    next();
+    return literal;
+  }
+  int64_t linear = 0;
+  INSITU_RETURN_IF_ERROR(parse_dense_into(literal, 0, linear));
+  return literal;
+}
+
+Status Parser::parse_dense_into(Literal& literal, int64_t dimension, int64_t& linear) {
+  const Shape& shape = literal.shape();
+  const Token open = peek();
+  INSITU_RETURN_IF_ERROR(expect(TokenKind::kLbrace, str_cat("'{' to start dimension ", dimension, " of a ",
+                                                             shape.to_string(false), " literal")));
+  const int64_t size = shape.dimension(dimension);
+  int64_t count = 0;
+  if (!at(TokenKind::kRbrace)) {
+    do {
+      if (count == size)
+        return error_at(peek(), str_cat("too many elements in dimension ", dimension, " of a ", shape.to_string(false),
+                                        " literal (expected ", size, ")"));
+      if (dimension + 1 == shape.rank()) {
+        INSITU_RETURN_IF_ERROR(parse_scalar_into(literal, linear));
+        ++linear;
+      } else {
+        INSITU_RETURN_IF_ERROR(parse_dense_into(literal, dimension + 1, linear));
+      }
+      ++count;
+    } while (accept(TokenKind::kComma));
+  }
+  if (!at(TokenKind::kRbrace)) return error_expected(str_cat("'}' to close dimension ", dimension, " of the literal"));
+  if (count != size)
+    return error_at(peek(), str_cat("dimension ", dimension, " of a ", shape.to_string(false), " literal has ", count,
+                                    " elements, expected ", size, " (it starts at ", open.location.line, ":",
+                                    open.location.column, ")"));
+  next();
+  return ok_status();
+}
+
+Status Parser::parse_scalar_into(Literal& literal, int64_t linear) {
+  const PrimitiveType type = literal.shape().element_type();
+  const Token token = peek();
+  std::string type_name(primitive_type_name(type));
+
+  if (type == PrimitiveType::kPred) {
+    bool value;
+    if (at_ident("true") || at_ident("false")) {
+      value = token.text == "true";
+    } else if (at(TokenKind::kNumber) && (token.text == "0" || token.text == "1")) {
+      value = token.text == "1";
+    } else {
+      return error_expected("a pred value (true or false)");
+    }
+    next();
+    literal.data<bool>()[linear] = value;
+    return ok_status();
+  }
+
+  if (is_complex(type)) {
+    INSITU_RETURN_IF_ERROR(expect(TokenKind::kLparen, str_cat("'(' to start a ", type_name, " value (real, imag)")));
+    double parts[2];
+    for (int i = 0; i < 2; ++i) {
+      if (i == 1) INSITU_RETURN_IF_ERROR(expect(TokenKind::kComma, "',' between the real and imaginary parts"));
+      INSITU_ASSIGN_OR_RETURN(parts[i], parse_float_value(type_name));
+    }
+    INSITU_RETURN_IF_ERROR(expect(TokenKind::kRparen, str_cat("')' to close the ", type_name, " value")));
+    if (type == PrimitiveType::kC64) {
+      literal.data<std::complex<float>>()[linear] = {static_cast<float>(parts[0]), static_cast<float>(parts[1])};
+    } else {
+      literal.data<std::complex<double>>()[linear] = {parts[0], parts[1]};
+    }
+    return ok_status();
+  }
+
+  if (is_floating(type)) {
+    INSITU_ASSIGN_OR_RETURN(double value, parse_float_value(type_name));
+    switch (type) {
+      case PrimitiveType::kF16: literal.data<Half>()[linear] = Half::from_float(static_cast<float>(value)); break;
+      case PrimitiveType::kBF16:
+        literal.data<BFloat16>()[linear] = BFloat16::from_float(static_cast<float>(value));
+        break;
+      case PrimitiveType::kF32: literal.data<float>()[linear] = static_cast<float>(value); break;
+      default: literal.data<double>()[linear] = value; break;
+    }
+    return ok_status();
+  }
+
+  // Integers.
+  if (!at(TokenKind::kNumber)) return error_expected(str_cat("a ", type_name, " value"));
+  std::optional<__int128> value = to_int128(token.text);
+  if (!value) return error_at(token, str_cat("expected a ", type_name, " integer, found ", token.text));
+  return dispatch_element_type(type, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (*value < static_cast<__int128>(std::numeric_limits<T>::min()) ||
+          *value > static_cast<__int128>(std::numeric_limits<T>::max()))
+        return error_at(token, str_cat("value ", token.text, " does not fit in ", type_name));
+      next();
+      literal.data<T>()[linear] = static_cast<T>(*value);
+      return ok_status();
+    } else {
+      return error_at(token, str_cat("internal: unexpected element type ", type_name));
+    }
+  });
+}
+
+StatusOr<double> Parser::parse_float_value(std::string_view type_name) {
+  const Token token = peek();
+  if (token.kind != TokenKind::kNumber && !at_ident("inf") && !at_ident("nan"))
+    return error_expected(str_cat("a ", type_name, " value"));
+  std::optional<double> value = to_double(token.text);
+  if (!value) return error_at(token, str_cat("expected a ", type_name, " value, found ", token.text));
+  next();
+  return *value;
+}
+
+}  // namespace insitu::parser_internal

@@ -1,0 +1,263 @@
+// End-to-end tests of the insitu binary: exit statuses and messages as a user sees them.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "insitu/ir/npy.h"
+
+namespace insitu {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << file.rdbuf();
+  return buffer.str();
+}
+
+std::string quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("insitu_cli_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs the insitu binary with `args`, capturing stdout, stderr and the exit status.
+  Result insitu(const std::vector<std::string>& args) {
+    std::string command = quote(INSITU_BINARY);
+    for (const std::string& arg : args) command += " " + quote(arg);
+    command += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
+    int raw = std::system(command.c_str());
+    Result result;
+    result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+    result.out = read_file(dir_ / "stdout");
+    result.err = read_file(dir_ / "stderr");
+    return result;
+  }
+
+  std::string write(const std::string& name, const std::string& contents) {
+    fs::path path = dir_ / name;
+    std::ofstream(path, std::ios::binary) << contents;
+    return path.string();
+  }
+  std::string write_npy(const std::string& name, const Literal& literal) {
+    std::string path = (dir_ / name).string();
+    EXPECT_TRUE(write_npy_file(path, literal).ok());
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+constexpr const char* kAddModule = R"(HloModule add_module
+
+ENTRY main {
+  x = f32[2,3] parameter(0)
+  pair = (s32[], f32[2,3]) parameter(1)
+  y = f32[2,3] get-tuple-element(pair), index=1
+  sum = f32[2,3] add(x, y)
+  n = s32[] get-tuple-element(pair), index=0
+  ROOT out = (f32[2,3], s32[]) tuple(sum, n)
+}
+)";
+
+TEST_F(CliTest, HelpAndVersion) {
+  Result help = insitu({"--help"});
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("Usage: insitu"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("run"), std::string::npos);
+  EXPECT_NE(help.out.find("fmt"), std::string::npos);
+
+  Result run_help = insitu({"run", "--help"});
+  EXPECT_EQ(run_help.status, 0);
+  for (const char* flag : {"--arg", "--save", "--stats", "--plugin", "--threads", "--reference", "--check-races",
+                           "--strict-donation"})
+    EXPECT_NE(run_help.out.find(flag), std::string::npos) << flag;
+
+  Result fmt_help = insitu({"fmt", "--help"});
+  EXPECT_EQ(fmt_help.status, 0);
+  EXPECT_NE(fmt_help.out.find("--short"), std::string::npos);
+
+  Result version = insitu({"--version"});
+  EXPECT_EQ(version.status, 0);
+  EXPECT_EQ(version.out, "insitu 0.1.0\n");
+}
+
+TEST_F(CliTest, UsageErrorsExitWithOne) {
+  Result none = insitu({});
+  EXPECT_EQ(none.status, 1);
+  EXPECT_EQ(none.err.rfind("insitu: error: ", 0), 0u) << none.err;
+
+  Result unknown = insitu({"frobnicate"});
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.err.find("frobnicate"), std::string::npos) << unknown.err;
+
+  std::string module = write("m.hlo", kAddModule);
+  Result threads = insitu({"run", module, "--threads", "0"});
+  EXPECT_EQ(threads.status, 1);
+  EXPECT_NE(threads.err.find("--threads: Value 0 not in range 1 to 4096"), std::string::npos) << threads.err;
+}
+
+TEST_F(CliTest, MissingModuleFile) {
+  for (const char* command : {"run", "fmt"}) {
+    Result result = insitu({command, "/nonexistent/module.hlo"});
+    EXPECT_EQ(result.status, 1);
+    EXPECT_EQ(result.err, "insitu: error: cannot read '/nonexistent/module.hlo': No such file or directory\n");
+    EXPECT_EQ(result.out, "");
+  }
+}
+
+TEST_F(CliTest, UnparseableModuleReportsLineAndColumn) {
+  std::string module = write("bad.hlo",
+                             "HloModule bad\n"
+                             "\n"
+                             "ENTRY main {\n"
+                             "  p = f32[4] parameter(0)\n"
+                             "  ROOT r = f32[4] frobnicate(p)\n"
+                             "}\n");
+  for (const char* command : {"run", "fmt"}) {
+    Result result = insitu({command, module});
+    EXPECT_EQ(result.status, 1);
+    EXPECT_EQ(result.err.rfind(module + ":5:", 0), 0u) << result.err;
+    EXPECT_NE(result.err.find(": error: "), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("frobnicate"), std::string::npos) << result.err;
+  }
+}
+
+TEST_F(CliTest, WrongArgumentShapeNamesParameterAndShapes) {
+  std::string module = write("m.hlo", kAddModule);
+  std::string x = write_npy("x.npy", Literal(Shape::array(PrimitiveType::kF32, {2, 3})));
+  std::string n = write_npy("n.npy", Literal::scalar<int32_t>(4));
+  std::string wrong = write_npy("wrong.npy", Literal(Shape::array(PrimitiveType::kF32, {3, 2})));
+  Result result = insitu({"run", module, "--arg", x, "--arg", n, "--arg", wrong});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_EQ(result.err, "insitu: error: --arg 3 (" + wrong +
+                            "): parameter 1 {1} expects f32[2,3] but the file holds f32[3,2]\n");
+
+  std::string wrong_type = write_npy("wrong_type.npy", Literal(Shape::array(PrimitiveType::kF64, {2, 3})));
+  Result type_result = insitu({"run", module, "--arg", wrong_type, "--arg", n, "--arg", x});
+  EXPECT_EQ(type_result.status, 1);
+  EXPECT_EQ(type_result.err, "insitu: error: --arg 1 (" + wrong_type +
+                                 "): parameter 0 expects f32[2,3] but the file holds f64[2,3]\n");
+}
+
+TEST_F(CliTest, WrongArgumentCountListsTheLeaves) {
+  std::string module = write("m.hlo", kAddModule);
+  std::string x = write_npy("x.npy", Literal(Shape::array(PrimitiveType::kF32, {2, 3})));
+  Result result = insitu({"run", module, "--arg", x});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_EQ(result.err,
+            "insitu: error: the entry computation takes 3 array arguments (parameter 0: f32[2,3], "
+            "parameter 1 {0}: s32[], parameter 1 {1}: f32[2,3]) but 1 --arg file was given\n");
+}
+
+TEST_F(CliTest, UnreadableNpyIsAnError) {
+  std::string module = write("m.hlo", kAddModule);
+  std::string junk = write("junk.npy", "this is not numpy");
+  std::string x = write_npy("x.npy", Literal(Shape::array(PrimitiveType::kF32, {2, 3})));
+  Result result = insitu({"run", module, "--arg", x, "--arg", junk, "--arg", x});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_EQ(result.err, "insitu: error: --arg 2 (" + junk +
+                            "): not a .npy file (the magic string \\x93NUMPY is missing)\n");
+  Result missing = insitu({"run", module, "--arg", x, "--arg", "/nonexistent.npy", "--arg", x});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("--arg 2 (/nonexistent.npy): cannot read '/nonexistent.npy'"), std::string::npos)
+      << missing.err;
+}
+
+TEST_F(CliTest, SaveWritesReadableNpyAndStatsWritesJson) {
+  std::string module = write("m.hlo", kAddModule);
+  std::string x = write_npy("x.npy", Literal::from_values<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  std::string n = write_npy("n.npy", Literal::scalar<int32_t>(42));
+  std::string y = write_npy("y.npy", Literal::from_values<float>({2, 3}, {10, 20, 30, 40, 50, 60}));
+  fs::path save = dir_ / "results" / "nested";
+  fs::path stats = dir_ / "stats.json";
+  Result result = insitu({"run", module, "--arg", x, "--arg", n, "--arg", y, "--save", save.string(), "--stats",
+                          stats.string(), "--reference"});
+  ASSERT_EQ(result.status, 0) << result.err;
+  StatusOr<Literal> out0 = read_npy_file((save / "output_0.npy").string());
+  ASSERT_TRUE(out0.ok()) << out0.status().to_string();
+  EXPECT_EQ(*out0, Literal::from_values<float>({2, 3}, {11, 22, 33, 44, 55, 66}));
+  StatusOr<Literal> out1 = read_npy_file((save / "output_1.npy").string());
+  ASSERT_TRUE(out1.ok()) << out1.status().to_string();
+  EXPECT_EQ(*out1, Literal::scalar<int32_t>(42));
+  EXPECT_FALSE(fs::exists(save / "output_2.npy"));
+
+  std::string json = read_file(stats);
+  for (const char* key : {"\"copies_executed\": 0", "\"bytes_copied\": 0", "\"peak_memory_bytes\": 80",
+                          "\"compile_seconds\": ", "\"run_seconds\": "})
+    EXPECT_NE(json.find(key), std::string::npos) << key << " in " << json;
+}
+
+TEST_F(CliTest, DefaultArgumentsAreDeterministic) {
+  std::string module = write("id.hlo",
+                             "HloModule id\n\nENTRY main {\n  a = s32[9] parameter(0)\n  b = pred[3] parameter(1)\n"
+                             "  ROOT t = (s32[9], pred[3]) tuple(a, b)\n}\n");
+  fs::path save = dir_ / "out";
+  Result result = insitu({"run", module, "--save", save.string()});
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(*read_npy_file((save / "output_0.npy").string()), Literal::vector<int32_t>({1, 2, 3, 4, 5, 6, 7, 1, 2}));
+  EXPECT_EQ(*read_npy_file((save / "output_1.npy").string()), Literal::vector<bool>({true, false, true}));
+  Result again = insitu({"run", module});
+  EXPECT_EQ(again.out, result.out);
+}
+
+TEST_F(CliTest, SeedCustomCallWithoutKernelIsAClearError) {
+  Result result = insitu({"run", std::string(INSITU_SHARED_DIR) + "/seed/ir_to_hlo.hlo"});
+  EXPECT_EQ(result.status, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("no kernel is registered for target \"tpu_custom_call\""), std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("internal error"), std::string::npos) << result.err;
+}
+
+TEST_F(CliTest, BadPluginIsAClearError) {
+  std::string module = write("m.hlo", kAddModule);
+  Result missing = insitu({"run", module, "--plugin", (dir_ / "nope.so").string()});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_EQ(missing.err, "insitu: error: cannot load plugin '" + (dir_ / "nope.so").string() + "': no such file\n");
+  std::string not_elf = write("fake.so", "not a library");
+  Result bad = insitu({"run", module, "--plugin", not_elf});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("cannot load plugin '" + not_elf + "': "), std::string::npos) << bad.err;
+}
+
+TEST_F(CliTest, FmtRoundTrips) {
+  std::string module = write("m.hlo", kAddModule);
+  Result first = insitu({"fmt", module});
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_NE(first.out.find("%sum = f32[2,3]{1,0} add("), std::string::npos) << first.out;
+  std::string printed = write("printed.hlo", first.out);
+  Result second = insitu({"fmt", printed});
+  ASSERT_EQ(second.status, 0) << second.err;
+  EXPECT_EQ(second.out, first.out);
+
+  Result short_form = insitu({"fmt", module, "--short"});
+  ASSERT_EQ(short_form.status, 0) << short_form.err;
+  EXPECT_EQ(short_form.out.find("%"), std::string::npos) << short_form.out;
+  EXPECT_NE(short_form.out.find("add(x, y)"), std::string::npos) << short_form.out;
+}
+
+}  // namespace
+}  // namespace insitu

@@ -1,0 +1,17 @@
+// `--plugin LIB.so`: loads a shared library whose static initializers register custom-call
+// kernels into CustomCallRegistry::global(). The insitu binary exports its symbols
+// (ENABLE_EXPORTS), so a plugin may leave the registry's symbols undefined and bind to the
+// binary's single registry.
+#pragma once
+
+#include <string>
+
+#include "insitu/support/status.h"
+
+namespace insitu::cli {
+
+// dlopens `path` (a bare file name in the working directory is tried as ./NAME first). The
+// library stays loaded for the life of the process. Errors carry dlerror()'s reason.
+Status load_plugin(const std::string& path);
+
+}  // namespace insitu::cli
