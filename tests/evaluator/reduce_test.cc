@@ -117,7 +117,8 @@ TEST_F(ReduceTest, VariadicArgmaxReturnsValueAndIndex) {
     const float acc = args[0]->data<float>()[0], x = args[2]->data<float>()[0];
     const int32_t acc_index = args[1]->data<int32_t>()[0], x_index = args[3]->data<int32_t>()[0];
     const bool take = x > acc || (x == acc && x_index < acc_index);
-    return Literal::tuple({Literal::scalar<float>(take ? x : acc), Literal::scalar<int32_t>(take ? x_index : acc_index)});
+    return Literal::tuple(
+        {Literal::scalar<float>(take ? x : acc), Literal::scalar<int32_t>(take ? x_index : acc_index)});
   });
   Instruction& reduce =
       make_reduce(Shape::tuple({Shape::array(P::kF32, {2}), Shape::array(P::kS32, {2})}), {1});

@@ -22,8 +22,8 @@ Instruction* add_parameter(Computation& computation, int64_t number, Shape shape
 }
 
 Instruction* add_op(Computation& computation, Opcode opcode, Shape shape, std::vector<Instruction*> operands) {
-  auto instruction = std::make_unique<Instruction>(opcode, str_cat(opcode_name(opcode), computation.instruction_count()),
-                                                   std::move(shape));
+  std::string name = str_cat(opcode_name(opcode), computation.instruction_count());
+  auto instruction = std::make_unique<Instruction>(opcode, std::move(name), std::move(shape));
   for (Instruction* operand : operands) instruction->append_operand(operand);
   return computation.add_instruction(std::move(instruction));
 }

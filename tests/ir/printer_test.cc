@@ -315,7 +315,7 @@ TEST(PrinterTest, ConstantsAndComputationDetails) {
   EXPECT_EQ(k->to_string(), "%k = f32[2,2]{1,0} constant({ { 1.5, -2 }, { 0.25, 1e+10 } })");
 }
 
-TEST(PrinterTest, StackFrameSectionsAfterComputations) {
+TEST(PrinterTest, StackFrameSectionsBetweenHeaderAndComputations) {
   Module module("m");
   Computation* c = module.add_computation(std::make_unique<Computation>("main"));
   module.set_entry(c);
@@ -324,8 +324,8 @@ TEST(PrinterTest, StackFrameSectionsAfterComputations) {
   PrintOptions s;
   s.long_form = false;
   EXPECT_EQ(print_module(module, s),
-            "HloModule m\n\nENTRY main {\n  ROOT p = f32[] parameter(0)\n}\n\n"
-            "FileNames\n1 \"a.py\"\n\nStackFrames\n1 {file_location_id=1 parent_frame_id=0}\n");
+            "HloModule m\n\nFileNames\n1 \"a.py\"\n\nStackFrames\n1 {file_location_id=1 parent_frame_id=0}\n\n"
+            "ENTRY main {\n  ROOT p = f32[] parameter(0)\n}\n");
 }
 
 TEST(ModuleEqualTest, NamesTheFirstDifference) {

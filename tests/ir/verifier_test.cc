@@ -173,43 +173,43 @@ const BadCase kBadCases[] = {
     {"AliasByteSizeTuple",
      "HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
      "  c = f32[8] concatenate(p, p), dimensions={0}\n  ROOT t = (f32[8]) tuple(c)\n}\n",
-     "1:1: error: input_output_alias: output {0} (f32[8], 32 bytes) cannot alias parameter 0 {} (f32[4], 16 bytes): "
+     "1:14: error: input_output_alias: output {0} (f32[8], 32 bytes) cannot alias parameter 0 {} (f32[4], 16 bytes): "
      "aliased buffers must have equal byte sizes"},
     {"AliasOutputIndexMissing",
      "HloModule m, input_output_alias={ {1}: (0, {}, may-alias) }\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
      "  ROOT t = (f32[4]) tuple(p)\n}\n",
-     "1:1: error: input_output_alias: output {1} does not exist in the entry result (f32[4]); use an index of the result"},
+     "1:14: error: input_output_alias: output {1} does not exist in the entry result (f32[4]); use an index of the result"},
     {"AliasParameterMissing",
      "HloModule m, input_output_alias={ {0}: (2, {}, may-alias) }\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
      "  ROOT t = (f32[4]) tuple(p)\n}\n",
-     "1:1: error: input_output_alias: parameter 2 does not exist; the entry computation %e has 1 parameters"},
+     "1:14: error: input_output_alias: parameter 2 does not exist; the entry computation %e has 1 parameters"},
     {"AliasParameterTwice",
      "HloModule m, input_output_alias={ {0}: (0, {}, may-alias), {1}: (0, {}, may-alias) }\n\nENTRY e {\n"
      "  p = f32[4] parameter(0)\n  ROOT t = (f32[4], f32[4]) tuple(p, p)\n}\n",
-     "1:1: error: input_output_alias: parameter 0 {} is aliased to outputs {0} and {1}; a parameter buffer can back only "
+     "1:14: error: input_output_alias: parameter 0 {} is aliased to outputs {0} and {1}; a parameter buffer can back only "
      "one output, remove one alias"},
     {"MustAliasLayoutDiffers",
      "HloModule m, input_output_alias={ {0}: (0, {}, must-alias) }, "
      "entry_computation_layout={(f32[2,3]{0,1})->(f32[2,3]{1,0})}\n\nENTRY e {\n  p = f32[2,3] parameter(0)\n"
      "  ROOT t = (f32[2,3]) tuple(p)\n}\n",
-     "1:1: error: input_output_alias: must-alias output {0} (f32[2,3]{1,0}) and parameter 0 {} (f32[2,3]{0,1}) must have "
+     "1:14: error: input_output_alias: must-alias output {0} (f32[2,3]{1,0}) and parameter 0 {} (f32[2,3]{0,1}) must have "
      "identical shapes, layouts and memory spaces; make them agree or use may-alias"},
     {"DonorAlsoAliased",
      "HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }, buffer_donor={ (0, {}) }\n\nENTRY e {\n"
      "  p = f32[4] parameter(0)\n  ROOT t = (f32[4]) tuple(p)\n}\n",
-     "1:1: error: buffer_donor: parameter 0 {} is also in input_output_alias (output {0}); a buffer is either donated or "
+     "1:62: error: buffer_donor: parameter 0 {} is also in input_output_alias (output {0}); a buffer is either donated or "
      "aliased, remove one of the two"},
     {"DonorParameterMissing",
      "HloModule m, buffer_donor={ (1, {}) }\n\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT t = (f32[4]) tuple(p)\n}\n",
-     "1:1: error: buffer_donor: parameter 1 does not exist; the entry computation %e has 1 parameters"},
+     "1:14: error: buffer_donor: parameter 1 does not exist; the entry computation %e has 1 parameters"},
     {"EntryLayoutParameterCount",
      "HloModule m, entry_computation_layout={(f32[4]{0}, f32[4]{0})->f32[4]{0}}\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
      "  ROOT c = f32[4] copy(p)\n}\n",
-     "1:1: error: entry_computation_layout has 2 parameters but the entry computation %e has 1; make them agree"},
+     "1:14: error: entry_computation_layout has 2 parameters but the entry computation %e has 1; make them agree"},
     {"EntryLayoutResultDims",
      "HloModule m, entry_computation_layout={(f32[4]{0})->f32[8]{0}}\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
      "  ROOT c = f32[4] copy(p)\n}\n",
-     "1:1: error: entry_computation_layout result is f32[8] but the entry root %c is f32[4]; they must agree except for "
+     "1:14: error: entry_computation_layout result is f32[8] but the entry root %c is f32[4]; they must agree except for "
      "layouts"},
     {"SelectPredicateNotPred",
      "HloModule m\n\nENTRY e {\n  p = s32[4] parameter(0)\n  x = f32[4] parameter(1)\n"

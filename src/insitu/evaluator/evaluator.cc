@@ -64,8 +64,8 @@ class Interpreter final : public eval::ComputationRunner {
       }
       case Opcode::kGetTupleElement: return operands[0]->element(instruction.tuple_index);
       case Opcode::kCopy:
-      case Opcode::kCopyDone:
       case Opcode::kOptimizationBarrier: return *operands[0];
+      case Opcode::kCopyDone: return operands[0]->element(0);  // copy-start's destination
       case Opcode::kCopyStart:  // (destination, source, context)
         return Literal::tuple({*operands[0], *operands[0], Literal::scalar<uint32_t>(0)});
       case Opcode::kBitcastConvert: return eval::evaluate_elementwise(instruction, operands);

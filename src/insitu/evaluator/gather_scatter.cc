@@ -308,9 +308,10 @@ StatusOr<Literal> evaluate_scatter(const Instruction& instruction, Operands oper
     return bad_instruction(instruction, str_cat("shape ", instruction.shape().to_string(false),
                                                 " must be the operand shape(s)"));
   }
-  for (size_t i = 0; i < count; ++i)
-    if (operands[i]->size_bytes() > 0)
-      std::memcpy(leaves[i]->untyped_data(), operands[i]->untyped_data(), static_cast<size_t>(operands[i]->size_bytes()));
+  for (size_t i = 0; i < count; ++i) {
+    const size_t bytes = static_cast<size_t>(operands[i]->size_bytes());
+    if (bytes > 0) std::memcpy(leaves[i]->untyped_data(), operands[i]->untyped_data(), bytes);
+  }
 
   const std::vector<int64_t> operand_strides = row_major_strides(operand_shape.dimensions());
   const std::vector<int64_t> update_strides = row_major_strides(updates_shape.dimensions());
@@ -339,8 +340,10 @@ StatusOr<Literal> evaluate_scatter(const Instruction& instruction, Operands oper
                 update_linear += (scatter_index[d] + window_index[d]) * update_strides[d];
               int64_t operand_linear = 0;
               for (int64_t d = 0; d < operand_rank; ++d) operand_linear += start[d] * operand_strides[d];
-              for (size_t k = 0; k < window_operand_dimensions.size(); ++k)
-                operand_linear += window_index[numbers.update_window_dims[k]] * operand_strides[window_operand_dimensions[k]];
+              for (size_t k = 0; k < window_operand_dimensions.size(); ++k) {
+                operand_linear +=
+                    window_index[numbers.update_window_dims[k]] * operand_strides[window_operand_dimensions[k]];
+              }
               arguments_storage.clear();
               for (size_t i = 0; i < count; ++i) arguments_storage.push_back(scalar_at(*leaves[i], operand_linear));
               for (size_t i = 0; i < count; ++i)

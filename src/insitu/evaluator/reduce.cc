@@ -76,8 +76,9 @@ StatusOr<std::vector<Literal*>> result_leaves(const Instruction& instruction, Li
   for (size_t i = 0; i < count; ++i) {
     const Shape& shape = leaves[i]->shape();
     if (!shape.is_array() || shape.dimensions() != dimensions || shape.element_type() != split.accumulator_types[i]) {
+      const Shape expected = Shape::array(split.accumulator_types[i], dimensions);
       return bad_instruction(instruction, str_cat("result ", i, " is ", shape.to_string(false), " but expected ",
-                                                  Shape::array(split.accumulator_types[i], dimensions).to_string(false)));
+                                                  expected.to_string(false)));
     }
   }
   return leaves;

@@ -33,8 +33,20 @@ ComputationLayout Module::entry_layout() const {
   return layout;
 }
 
+SourceLocation Module::header_attribute_location(std::string_view attribute) const {
+  for (const auto& [name, location] : header_attribute_locations_)
+    if (name == attribute) return location;
+  return location_;
+}
+
+void Module::set_header_attribute_location(std::string attribute, SourceLocation location) {
+  header_attribute_locations_.emplace_back(std::move(attribute), location);
+}
+
 std::unique_ptr<Module> Module::clone() const {
   auto copy = std::make_unique<Module>(name_);
+  copy->location_ = location_;
+  copy->header_attribute_locations_ = header_attribute_locations_;
   copy->config_ = config_;
   copy->stack_frame_sections_ = stack_frame_sections_;
   std::unordered_map<const Computation*, Computation*> computation_map;

@@ -78,10 +78,17 @@ class Module {
   // computation's parameter and root shapes.
   ComputationLayout entry_layout() const;
 
-  // The FileNames/FunctionNames/FileLocations/StackFrames sections after the computations,
-  // kept verbatim (XLA prints them for stack_frame_id in metadata).
+  // The FileNames/FunctionNames/FileLocations/StackFrames sections, kept verbatim (XLA prints
+  // them between the header and the computations, for stack_frame_id in metadata).
   const std::string& stack_frame_sections() const { return stack_frame_sections_; }
   void set_stack_frame_sections(std::string text) { stack_frame_sections_ = std::move(text); }
+
+  // Where a header attribute ("input_output_alias", "buffer_donor", ...) was written; the
+  // HloModule line when that attribute was not written; invalid for built modules.
+  SourceLocation header_attribute_location(std::string_view attribute) const;
+  void set_header_attribute_location(std::string attribute, SourceLocation location);
+  SourceLocation location() const { return location_; }
+  void set_location(SourceLocation location) { location_ = location; }
 
   // A deep copy (names, attributes, locations, configuration).
   std::unique_ptr<Module> clone() const;
@@ -92,6 +99,8 @@ class Module {
   std::vector<std::unique_ptr<Computation>> computations_;
   Computation* entry_ = nullptr;
   std::string stack_frame_sections_;
+  SourceLocation location_;
+  std::vector<std::pair<std::string, SourceLocation>> header_attribute_locations_;
 };
 
 }  // namespace insitu

@@ -67,9 +67,10 @@ std::string Parser::source_text(size_t first, size_t last) const {
 
 StatusOr<std::unique_ptr<Module>> Parser::parse_module() {
   if (!at_ident("HloModule")) return error_expected("'HloModule' at the start of the module");
-  next();
+  const SourceLocation module_location = next().location;
   INSITU_ASSIGN_OR_RETURN(NameRef module_name, parse_name("a module name"));
   auto module = std::make_unique<Module>(module_name.name);
+  module->set_location(module_location);
   while (accept(TokenKind::kComma)) INSITU_RETURN_IF_ERROR(parse_header_attribute(*module));
 
   std::vector<PendingCalls> pending;

@@ -11,7 +11,9 @@ namespace insitu::parser_internal {
 
 Status Parser::parse_header_attribute(Module& module) {
   if (!at(TokenKind::kIdent) || !at(TokenKind::kEqual, 1)) return error_expected("a module attribute (name=value)");
-  const std::string name = next().text;
+  const Token& name_token = next();
+  const std::string name = name_token.text;
+  module.set_header_attribute_location(name, name_token.location);
   next();  // '='
   ModuleConfig& config = module.config();
 

@@ -272,18 +272,19 @@ std::string print_computation(const Computation& computation, const PrintOptions
 std::string print_module(const Module& module, const PrintOptions& options) {
   std::string out;
   print_header(module, out);
-  for (const Computation* computation : module.computations()) {
-    out += "\n";
-    out += print_computation(*computation, options);
-    out += "\n";
-  }
-  // The stack-frame sections (FileNames, FunctionNames, FileLocations, StackFrames) verbatim.
+  // The stack-frame sections (FileNames, FunctionNames, FileLocations, StackFrames) verbatim,
+  // between the header and the computations, where XLA prints them.
   std::string_view sections = module.stack_frame_sections();
   while (!sections.empty() && (sections.back() == '\n' || sections.back() == ' ')) sections.remove_suffix(1);
   while (!sections.empty() && sections.front() == '\n') sections.remove_prefix(1);
   if (!sections.empty() && options.print_metadata) {
     out += "\n";
     out += sections;
+    out += "\n";
+  }
+  for (const Computation* computation : module.computations()) {
+    out += "\n";
+    out += print_computation(*computation, options);
     out += "\n";
   }
   return out;

@@ -114,7 +114,13 @@ bool Shape::compatible(const Shape& other) const {
 
 std::string Shape::to_string(bool with_layout) const {
   if (is_tuple()) {
-    return "(" + str_join(tuple_shapes_, ", ", [&](const Shape& s) { return s.to_string(with_layout); }) + ")";
+    // XLA marks every fifth element of a tuple shape: "(f32[], ..., /*index=5*/f32[])".
+    std::string out = "(";
+    for (int64_t i = 0; i < tuple_size(); ++i) {
+      if (i > 0) out += i % 5 == 0 ? ", /*index=" + std::to_string(i) + "*/" : std::string(", ");
+      out += tuple_shapes_[i].to_string(with_layout);
+    }
+    return out + ")";
   }
   if (is_token()) return "token[]";
   if (!is_array()) return "invalid[]";
