@@ -3,6 +3,8 @@
 // parser_shape.cc, parser_literal.cc, parser_header.cc and parser_attributes.cc.
 #include "insitu/ir/parser.h"
 
+#include <algorithm>
+
 #include "insitu/ir/parser_impl.h"
 #include "insitu/support/str.h"
 
@@ -17,6 +19,37 @@ std::string location_string(SourceLocation location) {
 // Largest parameter number accepted: keeps a hostile `parameter(4000000000)` from making the
 // computation allocate a parameter table of that size.
 constexpr int64_t kMaxParameterNumber = 1 << 20;
+
+// The attributes XLA's parser requires, per opcode (conditional's alternatives are checked
+// separately). Without them an instruction has no meaning and would not print back.
+std::vector<std::string_view> required_attributes(Opcode opcode) {
+  switch (opcode) {
+    case Opcode::kBroadcast:
+    case Opcode::kConcatenate:
+    case Opcode::kTranspose:
+    case Opcode::kReverse: return {"dimensions"};
+    case Opcode::kReduce:
+    case Opcode::kSort: return {"dimensions", "to_apply"};
+    case Opcode::kMap:
+    case Opcode::kCall: return {"to_apply"};
+    case Opcode::kSlice: return {"slice"};
+    case Opcode::kDynamicSlice: return {"dynamic_slice_sizes"};
+    case Opcode::kPad: return {"padding"};
+    case Opcode::kIota: return {"iota_dimension"};
+    case Opcode::kGetTupleElement: return {"index"};
+    case Opcode::kCompare: return {"direction"};
+    case Opcode::kWhile: return {"condition", "body"};
+    case Opcode::kFusion: return {"kind", "calls"};
+    case Opcode::kReduceWindow: return {"window", "to_apply"};
+    case Opcode::kReducePrecision: return {"exponent_bits", "mantissa_bits"};
+    case Opcode::kGather:
+      return {"offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim", "slice_sizes"};
+    case Opcode::kScatter:
+      return {"update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims", "index_vector_dim",
+              "to_apply"};
+    default: return {};
+  }
+}
 
 }  // namespace
 
@@ -230,6 +263,16 @@ Status Parser::parse_instruction(Computation& computation, std::vector<PendingCa
   }
   if (*opcode == Opcode::kCustomCall && instruction.custom_call.target.empty())
     return error_at(name_token, str_cat("custom-call %", name.name, " needs custom_call_target=\"...\""));
+  for (std::string_view required : required_attributes(*opcode)) {
+    if (std::find(seen_attributes.begin(), seen_attributes.end(), required) == seen_attributes.end())
+      return error_at(name_token, str_cat(opcode_name(*opcode), " %", name.name, " needs the attribute ", required,
+                                          "=..."));
+  }
+  if (*opcode == Opcode::kConditional && calls.branches.empty() &&
+      (calls.true_computation.empty() || calls.false_computation.empty()))
+    return error_at(name_token, str_cat("conditional %", name.name,
+                                        " needs branch_computations={...} or true_computation= and "
+                                        "false_computation="));
 
   Instruction* added = computation.add_instruction(std::move(owned));
   scope[name.name] = added;
