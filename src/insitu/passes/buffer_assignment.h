@@ -1,0 +1,79 @@
+// Buffer assignment: where every value lives at run time.
+//
+// Input: an optimized module (copies inserted, so every must-share link in Dataflow is legal)
+// and its schedule (the instruction order of each computation). Output: allocations and, for
+// every materialized value, a slice (allocation, offset, size):
+//
+//   parameter allocations  one per entry parameter leaf; the caller's buffer, used in place
+//   output allocations     one per entry result leaf not aliased to a parameter (fresh buffers
+//                          the caller receives); aliased outputs live in their parameter's
+//   temp arena             one allocation holding every other value at an offset; values whose
+//                          live ranges do not overlap share bytes (liveness reuse); an
+//                          elementwise op may write into an operand that dies at it
+//   constants              read-only allocations holding literal data
+//
+// Values linked by must-share links (loop state, in-place pairs, conditional results,
+// input_output_alias) get one slice. A scalar broadcast whose users are all elementwise ops is
+// not materialized (no slice): the runtime reads the scalar. Byte sizes are dense (tiles do not
+// pad), as on XLA:CPU. peak_memory_bytes counts every live byte at the worst point of the
+// schedule, parameters included, a buffer shared by aliasing once.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "insitu/analysis/dataflow.h"
+
+namespace insitu {
+
+enum class AllocationKind : uint8_t { kParameter, kOutput, kTemp, kConstant };
+
+struct Allocation {
+  int64_t index = 0;
+  AllocationKind kind = AllocationKind::kTemp;
+  int64_t size = 0;
+  int64_t parameter_number = -1;  // kParameter
+  ShapeIndex parameter_index;     // kParameter
+  ShapeIndex output_index;        // kOutput, or a kParameter aliased to an output
+  bool maybe_live_out = false;    // holds (part of) the entry result
+};
+
+struct BufferSlice {
+  int64_t allocation = -1;
+  int64_t offset = 0;
+  int64_t size = 0;
+  bool operator==(const BufferSlice&) const = default;
+};
+
+class BufferAssignment {
+ public:
+  const std::vector<Allocation>& allocations() const { return allocations_; }
+  // The slice holding a value; nullopt when the value is not materialized.
+  std::optional<BufferSlice> slice(ValueId value) const;
+  // The slice at an instruction's leaf (through Dataflow::value_at).
+  std::optional<BufferSlice> slice_at(const Instruction* instruction, const ShapeIndex& index = {}) const;
+  const Dataflow& dataflow() const { return dataflow_; }
+
+  int64_t temp_bytes() const;          // size of the temp arena
+  int64_t peak_memory_bytes() const { return peak_memory_bytes_; }
+
+  // XLA-style dumps: `...after_optimizations-buffer-assignment.txt` and
+  // `...after_optimizations-memory-usage-report.txt`.
+  std::string to_string() const;
+  std::string memory_usage_report() const;
+
+ private:
+  friend StatusOr<BufferAssignment> assign_buffers(const Module& module);
+  explicit BufferAssignment(Dataflow dataflow) : dataflow_(std::move(dataflow)) {}
+
+  Dataflow dataflow_;
+  std::vector<Allocation> allocations_;
+  std::vector<std::optional<BufferSlice>> slices_;  // indexed by ValueId
+  int64_t peak_memory_bytes_ = 0;
+};
+
+// Requires a module after copy insertion (every must-share link legal on its schedule).
+StatusOr<BufferAssignment> assign_buffers(const Module& module);
+
+}  // namespace insitu
