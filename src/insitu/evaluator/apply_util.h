@@ -16,6 +16,32 @@
 
 namespace insitu::eval {
 
+// "OPCODE %name: message" at the instruction's location.
+inline Status bad_instruction(const Instruction& instruction, std::string_view message) {
+  return invalid_argument(str_cat(opcode_name(instruction.opcode()), " %", instruction.name(), ": ", message),
+                          instruction.location());
+}
+
+// The `count` array leaves of a variadic result (the result itself when count == 1, else its
+// tuple elements), each checked to have its operand's shape.
+inline StatusOr<std::vector<Literal*>> variadic_result_leaves(const Instruction& instruction, Literal& result,
+                                                              std::span<const Literal* const> operands,
+                                                              size_t count) {
+  std::vector<Literal*> leaves;
+  if (count == 1 && result.shape().is_array()) {
+    leaves.push_back(&result);
+  } else if (count > 1 && result.shape().is_tuple() && result.elements().size() == count) {
+    for (Literal& element : result.elements()) leaves.push_back(&element);
+  }
+  bool shape_ok = leaves.size() == count;
+  for (size_t i = 0; shape_ok && i < count; ++i)
+    shape_ok = leaves[i]->shape().is_array() && leaves[i]->shape().compatible(operands[i]->shape());
+  if (!shape_ok)
+    return bad_instruction(instruction,
+                           str_cat("shape ", instruction.shape().to_string(false), " must be the operand shape(s)"));
+  return leaves;
+}
+
 // The scalar at row-major position `linear` of an array literal.
 inline Literal scalar_at(const Literal& array, int64_t linear) {
   const PrimitiveType type = array.shape().element_type();

@@ -22,11 +22,6 @@
 namespace insitu::eval {
 namespace {
 
-Status bad_instruction(const Instruction& instruction, std::string message) {
-  return invalid_argument(str_cat(opcode_name(instruction.opcode()), " %", instruction.name(), ": ", message),
-                          instruction.location());
-}
-
 bool contains(const std::vector<int64_t>& values, int64_t value) {
   return std::find(values.begin(), values.end(), value) != values.end();
 }
@@ -295,19 +290,7 @@ StatusOr<Literal> evaluate_scatter(const Instruction& instruction, Operands oper
 
   // The result starts as the operands.
   Literal result(instruction.shape());
-  std::vector<Literal*> leaves;
-  if (count == 1 && result.shape().is_array()) {
-    leaves.push_back(&result);
-  } else if (count > 1 && result.shape().is_tuple() && result.elements().size() == count) {
-    for (Literal& element : result.elements()) leaves.push_back(&element);
-  }
-  bool shape_ok = leaves.size() == count;
-  for (size_t i = 0; shape_ok && i < count; ++i)
-    shape_ok = leaves[i]->shape().is_array() && leaves[i]->shape().compatible(operands[i]->shape());
-  if (!shape_ok) {
-    return bad_instruction(instruction, str_cat("shape ", instruction.shape().to_string(false),
-                                                " must be the operand shape(s)"));
-  }
+  INSITU_ASSIGN_OR_RETURN(std::vector<Literal*> leaves, variadic_result_leaves(instruction, result, operands, count));
   for (size_t i = 0; i < count; ++i) {
     const size_t bytes = static_cast<size_t>(operands[i]->size_bytes());
     if (bytes > 0) std::memcpy(leaves[i]->untyped_data(), operands[i]->untyped_data(), bytes);

@@ -21,11 +21,6 @@
 namespace insitu::eval {
 namespace {
 
-Status bad_instruction(const Instruction& instruction, std::string message) {
-  return invalid_argument(str_cat(opcode_name(instruction.opcode()), " %", instruction.name(), ": ", message),
-                          instruction.location());
-}
-
 // The N inputs and N init values of a variadic reduce or reduce-window, checked.
 struct ReduceOperands {
   std::vector<const Literal*> inputs;

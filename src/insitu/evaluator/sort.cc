@@ -16,10 +16,6 @@
 namespace insitu::eval {
 namespace {
 
-Status bad_instruction(const Instruction& instruction, std::string message) {
-  return invalid_argument(str_cat("sort %", instruction.name(), ": ", message), instruction.location());
-}
-
 }  // namespace
 
 StatusOr<Literal> evaluate_sort(const Instruction& instruction, Operands operands, ComputationRunner& runner) {
@@ -41,19 +37,7 @@ StatusOr<Literal> evaluate_sort(const Instruction& instruction, Operands operand
   const size_t count = operands.size();
 
   Literal result(instruction.shape());
-  std::vector<Literal*> leaves;
-  if (count == 1 && result.shape().is_array()) {
-    leaves.push_back(&result);
-  } else if (count > 1 && result.shape().is_tuple() && result.elements().size() == count) {
-    for (Literal& element : result.elements()) leaves.push_back(&element);
-  }
-  bool shape_ok = leaves.size() == count;
-  for (size_t i = 0; shape_ok && i < count; ++i)
-    shape_ok = leaves[i]->shape().is_array() && leaves[i]->shape().compatible(operands[i]->shape());
-  if (!shape_ok) {
-    return bad_instruction(instruction, str_cat("shape ", instruction.shape().to_string(false),
-                                                " must be the operand shape(s)"));
-  }
+  INSITU_ASSIGN_OR_RETURN(std::vector<Literal*> leaves, variadic_result_leaves(instruction, result, operands, count));
 
   const std::vector<int64_t> strides = row_major_strides(key_shape.dimensions());
   const int64_t length = key_shape.dimension(sort_dimension);
