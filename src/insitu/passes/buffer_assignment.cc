@@ -1,7 +1,176 @@
-// Buffer assignment (stub: being written).
+// Buffer assignment: classify buffers (values tied by must-share links), let elementwise ops
+// write into a dying operand, pack temps into one arena by liveness, and measure the peak.
+// The dumps are in buffer_assignment_dump.cc.
 #include "insitu/passes/buffer_assignment.h"
 
+#include <algorithm>
+#include <map>
+
+#include "insitu/support/str.h"
+
 namespace insitu {
+namespace {
+
+// Offsets in the temp arena are multiples of this (enough for any element type, SIMD loads).
+constexpr int64_t kTempAlignment = 16;
+
+int64_t align_up(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+
+// One buffer of LiveRanges and what buffer assignment decides about it.
+struct BufferPlan {
+  std::vector<ValueId> values;
+  TimeInterval range;
+  int64_t size = 0;
+  bool materialized = true;
+  AllocationKind kind = AllocationKind::kTemp;
+  const Value* parameter = nullptr;     // the entry parameter leaf it holds
+  const Value* constant = nullptr;      // the constant it holds
+  std::vector<ShapeIndex> outputs;      // entry result leaves it holds
+  BufferId merged_into = -1;            // elementwise reuse: lives in that buffer's bytes
+  int64_t allocation = -1;
+  int64_t offset = 0;
+};
+
+// Instructions whose value at a leaf is a new name for bytes that already exist (callee
+// parameters, control-flow results) or read-only data: they never write a buffer.
+bool writes_buffer(const Instruction& instruction) {
+  switch (instruction.opcode()) {
+    case Opcode::kParameter:
+    case Opcode::kWhile:
+    case Opcode::kConditional:
+    case Opcode::kCall:
+    case Opcode::kConstant:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool is_entry_parameter(const Value& value, const Computation* entry) {
+  return value.defining.instruction->opcode() == Opcode::kParameter && value.computation() == entry;
+}
+
+// broadcast(scalar) read only by elementwise ops: the runtime reads the scalar, no bytes.
+bool is_unmaterialized_scalar_broadcast(const Value& value) {
+  const Instruction* broadcast = value.defining.instruction;
+  if (broadcast->opcode() != Opcode::kBroadcast || broadcast->operand(0)->shape().rank() != 0) return false;
+  if (value.positions.size() != 1 || broadcast == broadcast->parent()->root()) return false;
+  return std::all_of(value.uses.begin(), value.uses.end(),
+                     [](const Use& use) { return is_elementwise(use.instruction->opcode()); });
+}
+
+bool same_layout_and_size(const Shape& a, const Shape& b) {
+  return a.dimensions() == b.dimensions() && a.layout().minor_to_major == b.layout().minor_to_major &&
+         a.byte_size() == b.byte_size();
+}
+
+std::string leaf_name(const Instruction* instruction, const ShapeIndex& index) {
+  return "%" + instruction->name() + (index.empty() ? "" : shape_index_to_string(index));
+}
+
+bool is_aliased(const Module& module, const Value& parameter, const ShapeIndex& output) {
+  for (const InputOutputAlias& alias : module.config().input_output_alias)
+    if (alias.parameter_number == parameter.defining.instruction->parameter_number &&
+        alias.parameter_index == parameter.defining.index && alias.output_index == output)
+      return true;
+  return false;
+}
+
+// Decides the kind of a buffer; an error when the module still needs copy insertion.
+Status classify(const Module& module, const Dataflow& dataflow, BufferPlan& plan) {
+  const Computation* entry = module.entry();
+  const Value* writer = nullptr;
+  for (ValueId id : plan.values) {
+    const Value& value = dataflow.value(id);
+    if (is_entry_parameter(value, entry)) {
+      if (plan.parameter != nullptr)
+        return failed_precondition(
+            str_cat("entry parameter leaves ", leaf_name(plan.parameter->defining.instruction, plan.parameter->defining.index),
+                    " and ", leaf_name(value.defining.instruction, value.defining.index),
+                    " must share one buffer; run copy-insertion before buffer-assignment"),
+            value.defining.instruction->location());
+      plan.parameter = &value;
+    } else if (value.defining.instruction->opcode() == Opcode::kConstant) {
+      if (plan.constant != nullptr)
+        return failed_precondition(str_cat("constants %", plan.constant->defining.instruction->name(), " and %",
+                                           value.defining.instruction->name(),
+                                           " must share one buffer; run copy-insertion before buffer-assignment"),
+                                   value.defining.instruction->location());
+      plan.constant = &value;
+    } else if (writer == nullptr && writes_buffer(*value.defining.instruction)) {
+      writer = &value;
+    }
+    for (const Position& position : value.positions)
+      if (position.instruction == entry->root()) plan.outputs.push_back(position.index);
+  }
+  std::sort(plan.outputs.begin(), plan.outputs.end());
+  plan.outputs.erase(std::unique(plan.outputs.begin(), plan.outputs.end()), plan.outputs.end());
+  const SourceLocation root_location = entry->root()->location();
+  if (plan.outputs.size() > 1)
+    return failed_precondition(str_cat("entry result leaves ", shape_index_to_string(plan.outputs[0]), " and ",
+                                       shape_index_to_string(plan.outputs[1]),
+                                       " hold one buffer; run copy-insertion so each output is distinct"),
+                               root_location);
+
+  if (plan.parameter != nullptr) {
+    const Instruction* parameter = plan.parameter->defining.instruction;
+    if (plan.constant != nullptr)
+      return failed_precondition(str_cat("parameter ", leaf_name(parameter, plan.parameter->defining.index),
+                                         " and constant %", plan.constant->defining.instruction->name(),
+                                         " must share one buffer; run copy-insertion before buffer-assignment"),
+                                 parameter->location());
+    const bool aliased = !plan.outputs.empty() && is_aliased(module, *plan.parameter, plan.outputs[0]);
+    if (!plan.outputs.empty() && !aliased)
+      return failed_precondition(
+          str_cat("entry result leaf ", shape_index_to_string(plan.outputs[0]), " is parameter ",
+                  leaf_name(parameter, plan.parameter->defining.index),
+                  "'s buffer, which the caller owns; add an input_output_alias or run copy-insertion"),
+          root_location);
+    if (writer != nullptr && !aliased)
+      return failed_precondition(
+          str_cat("%", writer->defining.instruction->name(), " writes into parameter ",
+                  leaf_name(parameter, plan.parameter->defining.index),
+                  ", which the caller still owns (not aliased to an output); donate it or run copy-insertion"),
+          writer->defining.instruction->location());
+    plan.kind = AllocationKind::kParameter;
+    return ok_status();
+  }
+  if (plan.constant != nullptr) {
+    if (writer != nullptr || !plan.outputs.empty())
+      return failed_precondition(
+          str_cat("constant %", plan.constant->defining.instruction->name(),
+                  writer != nullptr ? str_cat(" is overwritten by %", writer->defining.instruction->name())
+                                    : std::string(" is an entry result"),
+                  " but constants are read-only; run copy-insertion before buffer-assignment"),
+          plan.constant->defining.instruction->location());
+    plan.kind = AllocationKind::kConstant;
+    return ok_status();
+  }
+  plan.kind = plan.outputs.empty() ? AllocationKind::kTemp : AllocationKind::kOutput;
+  return ok_status();
+}
+
+// Lowest-waste gap among the occupied [offset, offset+size) ranges of buffers that are live at
+// the same time; the end of the arena when no gap fits.
+int64_t find_offset(std::vector<std::pair<int64_t, int64_t>> occupied, int64_t size) {
+  std::sort(occupied.begin(), occupied.end());
+  int64_t best = -1;
+  int64_t best_waste = 0;
+  int64_t cursor = 0;
+  for (const auto& [offset, bytes] : occupied) {
+    if (offset >= cursor + size) {
+      const int64_t waste = offset - cursor - size;
+      if (best < 0 || waste < best_waste) {
+        best = cursor;
+        best_waste = waste;
+      }
+    }
+    cursor = std::max(cursor, align_up(offset + bytes, kTempAlignment));
+  }
+  return best >= 0 ? best : cursor;
+}
+
+}  // namespace
 
 std::optional<BufferSlice> BufferAssignment::slice(ValueId value) const {
   if (value < 0 || value >= static_cast<ValueId>(slices_.size())) return std::nullopt;
@@ -19,9 +188,162 @@ int64_t BufferAssignment::temp_bytes() const {
   return bytes;
 }
 
-std::string BufferAssignment::to_string() const { return "BufferAssignment: not written yet\n"; }
-std::string BufferAssignment::memory_usage_report() const { return "not written yet\n"; }
+StatusOr<BufferAssignment> assign_buffers(const Module& module) {
+  if (module.entry() == nullptr || module.entry()->root() == nullptr)
+    return invalid_argument("buffer assignment needs a module with an entry computation", module.location());
+  BufferAssignment assignment(Dataflow::compute(module));
+  const Dataflow& dataflow = assignment.dataflow_;
+  assignment.live_ranges_ = LiveRanges::compute(module, dataflow);
+  const LiveRanges& live = assignment.live_ranges_;
+  const int64_t end_time = live.schedule_end_time();
 
-StatusOr<BufferAssignment> assign_buffers(const Module&) { return unimplemented("buffer assignment not written yet"); }
+  // Classify every buffer.
+  std::vector<BufferPlan> plans(live.buffer_count());
+  for (BufferId b = 0; b < live.buffer_count(); ++b) {
+    BufferPlan& plan = plans[b];
+    plan.values = live.buffer_values(b);
+    plan.range = live.buffer_range(b);
+    for (ValueId id : plan.values) plan.size = std::max(plan.size, dataflow.value(id).shape.byte_size());
+    const bool all_tokens = std::all_of(plan.values.begin(), plan.values.end(),
+                                        [&](ValueId id) { return dataflow.value(id).shape.is_token(); });
+    if (all_tokens) {  // tokens order side effects; they hold no bytes
+      plan.materialized = false;
+      continue;
+    }
+    INSITU_RETURN_IF_ERROR(classify(module, dataflow, plan));
+    if (plan.kind == AllocationKind::kTemp && plan.values.size() == 1 &&
+        is_unmaterialized_scalar_broadcast(dataflow.value(plan.values[0])))
+      plan.materialized = false;
+  }
+  auto resolve = [&](BufferId b) {
+    while (plans[b].merged_into >= 0) b = plans[b].merged_into;
+    return b;
+  };
+  auto is_plain_temp = [&](BufferId b) {
+    return plans[b].materialized && plans[b].kind == AllocationKind::kTemp && plans[b].merged_into < 0;
+  };
+
+  // Elementwise reuse: the result takes the bytes of an operand buffer that dies right there
+  // (same size and layout, so every element is read before it is overwritten).
+  for (const Instruction* instruction : live.sequence()) {
+    if (!is_elementwise(instruction->opcode()) || !instruction->shape().is_array()) continue;
+    const int64_t now = live.time(instruction);
+    const BufferId result = live.buffer_of(dataflow.value_at(instruction));
+    if (!is_plain_temp(result) || plans[result].range.start != now) continue;
+    for (const Instruction* operand : instruction->operands()) {
+      if (!operand->shape().is_array() || !same_layout_and_size(operand->shape(), instruction->shape())) continue;
+      const BufferId source = resolve(live.buffer_of(dataflow.value_at(operand)));
+      if (source == result || !is_plain_temp(source) || plans[source].range.end != now) continue;
+      if (plans[source].size != plans[result].size) continue;
+      plans[result].merged_into = source;  // the source buffer now lives on as the result
+      plans[source].range.end = std::max(plans[source].range.end, plans[result].range.end);
+      for (ValueId id : plans[result].values) plans[source].values.push_back(id);
+      break;
+    }
+  }
+
+  // Allocations: parameters (by number), constants, outputs (by index), then the temp arena.
+  std::vector<BufferId> order;
+  for (BufferId b = 0; b < live.buffer_count(); ++b)
+    if (plans[b].materialized && plans[b].merged_into < 0) order.push_back(b);
+  auto rank = [&](BufferId b) {
+    const BufferPlan& plan = plans[b];
+    switch (plan.kind) {
+      case AllocationKind::kParameter:
+        return std::make_tuple(0, plan.parameter->defining.instruction->parameter_number, plan.parameter->defining.index);
+      case AllocationKind::kConstant: return std::make_tuple(1, b, ShapeIndex{});
+      case AllocationKind::kOutput: return std::make_tuple(2, int64_t{0}, plan.outputs[0]);
+      case AllocationKind::kTemp: return std::make_tuple(3, b, ShapeIndex{});
+    }
+    return std::make_tuple(4, b, ShapeIndex{});
+  };
+  std::stable_sort(order.begin(), order.end(), [&](BufferId a, BufferId b) { return rank(a) < rank(b); });
+  std::vector<Allocation>& allocations = assignment.allocations_;
+  std::vector<BufferId> temps;
+  for (BufferId b : order) {
+    BufferPlan& plan = plans[b];
+    if (plan.kind == AllocationKind::kTemp) {
+      temps.push_back(b);
+      continue;
+    }
+    Allocation allocation;
+    allocation.index = static_cast<int64_t>(allocations.size());
+    allocation.kind = plan.kind;
+    allocation.size = plan.size;
+    if (plan.kind == AllocationKind::kParameter) {
+      allocation.parameter_number = plan.parameter->defining.instruction->parameter_number;
+      allocation.parameter_index = plan.parameter->defining.index;
+    }
+    if (!plan.outputs.empty()) {
+      allocation.output_index = plan.outputs[0];
+      allocation.maybe_live_out = true;
+    }
+    plan.allocation = allocation.index;
+    allocations.push_back(std::move(allocation));
+  }
+  if (!temps.empty()) {
+    // Greedy by size: biggest first, each at the best-fitting gap among buffers live with it.
+    std::vector<BufferId> by_size = temps;
+    std::stable_sort(by_size.begin(), by_size.end(), [&](BufferId a, BufferId b) {
+      if (plans[a].size != plans[b].size) return plans[a].size > plans[b].size;
+      return plans[a].range.start < plans[b].range.start;
+    });
+    Allocation arena;
+    arena.index = static_cast<int64_t>(allocations.size());
+    arena.kind = AllocationKind::kTemp;
+    std::vector<BufferId> placed;
+    for (BufferId b : by_size) {
+      std::vector<std::pair<int64_t, int64_t>> occupied;
+      for (BufferId other : placed)
+        if (plans[other].range.overlaps(plans[b].range)) occupied.emplace_back(plans[other].offset, plans[other].size);
+      plans[b].offset = find_offset(std::move(occupied), plans[b].size);
+      plans[b].allocation = arena.index;
+      arena.size = std::max(arena.size, plans[b].offset + plans[b].size);
+      placed.push_back(b);
+    }
+    allocations.push_back(std::move(arena));
+  }
+
+  // Slices.
+  assignment.slices_.assign(dataflow.values().size(), std::nullopt);
+  for (BufferId b : order) {
+    const BufferPlan& plan = plans[b];
+    for (ValueId id : plan.values) {
+      const Shape& shape = dataflow.value(id).shape;
+      if (!shape.is_array()) continue;
+      assignment.slices_[id] = BufferSlice{plan.allocation, plan.offset, shape.byte_size()};
+      allocations[plan.allocation].values.push_back(id);
+    }
+  }
+  for (Allocation& allocation : allocations) std::sort(allocation.values.begin(), allocation.values.end());
+
+  // Peak: parameters and constants live for the whole program, everything else over its range.
+  std::map<int64_t, int64_t> deltas;  // time -> change in live bytes
+  for (BufferId b : order) {
+    const BufferPlan& plan = plans[b];
+    const bool whole_program = plan.kind == AllocationKind::kParameter || plan.kind == AllocationKind::kConstant;
+    const TimeInterval range = whole_program ? TimeInterval{0, end_time} : plan.range;
+    deltas[range.start] += plan.size;
+    deltas[range.end + 1] -= plan.size;
+  }
+  int64_t live_bytes = 0;
+  for (const auto& [time, delta] : deltas) {
+    live_bytes += delta;
+    if (live_bytes > assignment.peak_memory_bytes_) {
+      assignment.peak_memory_bytes_ = live_bytes;
+      assignment.peak_time_ = time;
+    }
+  }
+  for (BufferId b : order) {
+    const BufferPlan& plan = plans[b];
+    const bool whole_program = plan.kind == AllocationKind::kParameter || plan.kind == AllocationKind::kConstant;
+    if (whole_program || (plan.range.start <= assignment.peak_time_ && assignment.peak_time_ <= plan.range.end))
+      assignment.peak_buffers_.emplace_back(
+          plan.parameter != nullptr ? plan.parameter->id : *std::min_element(plan.values.begin(), plan.values.end()),
+          plan.size);
+  }
+  std::sort(assignment.peak_buffers_.begin(), assignment.peak_buffers_.end());
+  return assignment;
+}
 
 }  // namespace insitu

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "insitu/analysis/dataflow.h"
+#include "insitu/analysis/live_range.h"
 
 namespace insitu {
 
@@ -37,6 +38,7 @@ struct Allocation {
   ShapeIndex parameter_index;     // kParameter
   ShapeIndex output_index;        // kOutput, or a kParameter aliased to an output
   bool maybe_live_out = false;    // holds (part of) the entry result
+  std::vector<ValueId> values;    // the values assigned to it, by id
 };
 
 struct BufferSlice {
@@ -54,9 +56,13 @@ class BufferAssignment {
   // The slice at an instruction's leaf (through Dataflow::value_at).
   std::optional<BufferSlice> slice_at(const Instruction* instruction, const ShapeIndex& index = {}) const;
   const Dataflow& dataflow() const { return dataflow_; }
+  // The flattened schedule and live ranges the assignment was computed on.
+  const LiveRanges& live_ranges() const { return live_ranges_; }
 
   int64_t temp_bytes() const;          // size of the temp arena
   int64_t peak_memory_bytes() const { return peak_memory_bytes_; }
+  // A time of the flattened schedule at which peak_memory_bytes are live.
+  int64_t peak_time() const { return peak_time_; }
 
   // XLA-style dumps: `...after_optimizations-buffer-assignment.txt` and
   // `...after_optimizations-memory-usage-report.txt`.
@@ -68,9 +74,13 @@ class BufferAssignment {
   explicit BufferAssignment(Dataflow dataflow) : dataflow_(std::move(dataflow)) {}
 
   Dataflow dataflow_;
+  LiveRanges live_ranges_;
   std::vector<Allocation> allocations_;
   std::vector<std::optional<BufferSlice>> slices_;  // indexed by ValueId
   int64_t peak_memory_bytes_ = 0;
+  int64_t peak_time_ = 0;
+  // Live-range section of the dump: each buffer live at the peak, counted once.
+  std::vector<std::pair<ValueId, int64_t>> peak_buffers_;  // (first value, bytes)
 };
 
 // Requires a module after copy insertion (every must-share link legal on its schedule).
