@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "insitu/fmt_command.h"
+#include "insitu/opt_command.h"
 #include "insitu/run_command.h"
 #include "insitu/support/str.h"
 
@@ -72,9 +73,37 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
   fmt_app->add_option("module", fmt.module_path, "HLO text file (XLA format)")->required()->type_name("MODULE.hlo");
   fmt_app->add_flag("--short", fmt.short_form, "Short form: bare names, no operand shapes");
 
+  OptOptions opt;
+  CLI::App* opt_app = app.add_subcommand("opt", "Optimize a module (copies only where needed) and print it.");
+  opt_app->add_option("module", opt.module_path, "HLO text file (XLA format)")->required()->type_name("MODULE.hlo");
+  opt_app->add_option("--dump-to", opt.dump_to,
+                      "Write XLA-style stage files (before/after optimizations, each pass, buffer assignment, "
+                      "memory-usage report) into DIR")
+      ->type_name("DIR");
+  opt_app->add_option("--plugin", opt.plugins, "Load a kernel plugin (.so); repeatable")
+      ->allow_extra_args(false)
+      ->type_name("LIB.so");
+  opt_app->add_flag("--strict-donation", opt.strict_donation, "Make an unusable donated buffer an error");
+
+  ExplainOptions explain;
+  CLI::App* explain_app =
+      app.add_subcommand("explain", "Say why every copy of the optimized module exists, what aliases what, and "
+                                    "why a donated buffer could not be used.");
+  explain_app->add_option("module", explain.module_path, "HLO text file (XLA format)")
+      ->required()
+      ->type_name("MODULE.hlo");
+  explain_app->add_option("--plugin", explain.plugins, "Load a kernel plugin (.so); repeatable")
+      ->allow_extra_args(false)
+      ->type_name("LIB.so");
+  CLI::Option* json_flag = explain_app->add_flag("--json", explain.json, "JSON: copies, peak_memory_bytes, aliases, unused_donors");
+  explain_app->add_flag("--dot", explain.dot, "Graphviz: copies in red with their reasons, aliased parameters marked")
+      ->excludes(json_flag);
+
   // CLI11 would call an unknown word a stray positional; name it instead.
-  if (args.size() > 1 && !args[1].empty() && args[1][0] != '-' && args[1] != "run" && args[1] != "fmt") {
-    context.err << "insitu: error: unknown command '" << args[1] << "' (commands: run, fmt)\nRun 'insitu --help' for usage.\n";
+  if (args.size() > 1 && !args[1].empty() && args[1][0] != '-' && args[1] != "run" && args[1] != "fmt" &&
+      args[1] != "opt" && args[1] != "explain") {
+    context.err << "insitu: error: unknown command '" << args[1]
+                << "' (commands: run, opt, explain, fmt)\nRun 'insitu --help' for usage.\n";
     return 1;
   }
   std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -94,6 +123,8 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
 
   if (run_app->parsed()) return run_command(run, context);
   if (fmt_app->parsed()) return fmt_command(fmt, context);
+  if (opt_app->parsed()) return opt_command(opt, context);
+  if (explain_app->parsed()) return explain_command(explain, context);
   context.err << "insitu: error: no command given\n";
   return 1;
 }

@@ -90,6 +90,13 @@ std::vector<InPlacePair> in_place_pairs(const Instruction& instruction) {
   return pairs;
 }
 
+bool is_loop_initializer_constant(const Value& value) {
+  if (value.defining.instruction->opcode() != Opcode::kConstant || value.uses.size() != 1) return false;
+  if (value.uses[0].instruction->opcode() != Opcode::kWhile) return false;
+  // One position besides its definition: the leaf of the while's initial state.
+  return value.positions.size() <= 2;
+}
+
 std::string_view link_kind_name(LinkKind kind) {
   switch (kind) {
     case LinkKind::kWhileState: return "while-state";

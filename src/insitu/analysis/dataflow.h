@@ -72,6 +72,11 @@ struct InPlacePair {
 // custom-call and fusion: their output_to_operand_aliasing. Empty for every other opcode.
 std::vector<InPlacePair> in_place_pairs(const Instruction& instruction);
 
+// A constant read by nothing but one while loop, at one leaf of its initial state (a loop
+// counter's 0). It is materialized into the loop's buffer on every run instead of living in
+// read-only memory, so the loop may update it in place: no copy.
+bool is_loop_initializer_constant(const Value& value);
+
 enum class LinkKind : uint8_t {
   kWhileState,
   kConditionalOperand,

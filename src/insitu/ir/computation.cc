@@ -59,6 +59,20 @@ std::vector<Instruction*> Computation::instructions() const {
   return out;
 }
 
+void Computation::set_instruction_order(const std::vector<Instruction*>& order) {
+  INSITU_CHECK(order.size() == instructions_.size()) << "reordering " << name_ << ": wrong instruction count";
+  std::vector<std::unique_ptr<Instruction>> reordered;
+  reordered.reserve(instructions_.size());
+  for (Instruction* instruction : order) {
+    auto it = std::find_if(instructions_.begin(), instructions_.end(),
+                           [&](const auto& owned) { return owned.get() == instruction; });
+    INSITU_CHECK(it != instructions_.end() && *it != nullptr)
+        << "reordering " << name_ << ": %" << instruction->name() << " is missing or listed twice";
+    reordered.push_back(std::move(*it));
+  }
+  instructions_ = std::move(reordered);
+}
+
 Instruction* Computation::find_instruction(std::string_view name) const {
   for (const auto& instruction : instructions_)
     if (instruction->name() == name) return instruction.get();

@@ -40,6 +40,8 @@ class Computation {
 
   // Program order.
   std::vector<Instruction*> instructions() const;
+  // Reorders the instructions (a schedule pass): `order` must hold each instruction once.
+  void set_instruction_order(const std::vector<Instruction*>& order);
   int64_t instruction_count() const { return static_cast<int64_t>(instructions_.size()); }
   Instruction* find_instruction(std::string_view name) const;
 

@@ -1,5 +1,6 @@
 #include "insitu/ir/module.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace insitu {
@@ -8,6 +9,14 @@ Computation* Module::add_computation(std::unique_ptr<Computation> computation) {
   computation->parent_ = this;
   computations_.push_back(std::move(computation));
   return computations_.back().get();
+}
+
+void Module::remove_computation(Computation* computation) {
+  INSITU_CHECK(computation != entry_) << "removing the entry computation " << computation->name();
+  auto it = std::find_if(computations_.begin(), computations_.end(),
+                         [&](const auto& c) { return c.get() == computation; });
+  INSITU_CHECK(it != computations_.end()) << computation->name() << " is not in module " << name_;
+  computations_.erase(it);
 }
 
 std::vector<Computation*> Module::computations() const {

@@ -68,6 +68,8 @@ class Module {
   const ModuleConfig& config() const { return config_; }
 
   Computation* add_computation(std::unique_ptr<Computation> computation);
+  // Removes a computation nothing calls any more (never the entry).
+  void remove_computation(Computation* computation);
   // In definition order (callees before callers in XLA dumps, but not required).
   std::vector<Computation*> computations() const;
   Computation* find_computation(std::string_view name) const;

@@ -3,6 +3,7 @@
 #include "insitu/ir/printer_text.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "insitu/support/str.h"
@@ -138,8 +139,14 @@ std::string frontend_attributes_to_string(const std::vector<std::pair<std::strin
   std::vector<std::pair<std::string, std::string>> sorted = attributes;
   std::sort(sorted.begin(), sorted.end());
   return "{" + str_join(sorted, ",", [](const std::pair<std::string, std::string>& item) {
-           if (lexes_as_json_dict(item.second)) return item.first + "=" + item.second;
-           return item.first + "=\"" + c_escape(item.second) + "\"";
+           // a key that is not a plain name (insitu_unused_donor:0:{}) is quoted so it parses back
+           bool plain = !item.first.empty() && !std::isdigit(static_cast<unsigned char>(item.first[0])) &&
+                        std::all_of(item.first.begin(), item.first.end(), [](char c) {
+                          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+                        });
+           std::string key = plain ? item.first : "\"" + c_escape(item.first) + "\"";
+           if (lexes_as_json_dict(item.second)) return key + "=" + item.second;
+           return key + "=\"" + c_escape(item.second) + "\"";
          }) + "}";
 }
 

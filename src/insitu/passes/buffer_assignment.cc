@@ -90,7 +90,7 @@ Status classify(const Module& module, const Dataflow& dataflow, BufferPlan& plan
                     " must share one buffer; run copy-insertion before buffer-assignment"),
             value.defining.instruction->location());
       plan.parameter = &value;
-    } else if (value.defining.instruction->opcode() == Opcode::kConstant) {
+    } else if (value.defining.instruction->opcode() == Opcode::kConstant && !is_loop_initializer_constant(value)) {
       if (plan.constant != nullptr)
         return failed_precondition(str_cat("constants %", plan.constant->defining.instruction->name(), " and %",
                                            value.defining.instruction->name(),

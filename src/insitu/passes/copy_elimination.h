@@ -1,0 +1,18 @@
+// copy-elimination: removes every copy the program does not need, on the schedule.
+//
+// A copy that changes neither layout nor memory space is tentatively removed (its readers read
+// its operand) and the copy-insertion rules are re-checked on the result; the copy goes only if
+// no rule would put it back. So a copy a user wrote, or one an earlier pass inserted "to be
+// safe", disappears when liveness on this schedule shows it is not needed, and a needed copy
+// without a reason gets the reason of the rule that keeps it. Repeats until nothing changes.
+//
+// Pre: as copy insertion, and copy insertion already ran (no rule violated).
+#pragma once
+
+#include "insitu/ir/module.h"
+
+namespace insitu {
+
+StatusOr<bool> eliminate_copies(Module& module);
+
+}  // namespace insitu

@@ -1,0 +1,142 @@
+// apply_fix: inserts one copy and points the chosen reads and root leaves at it. Reads through
+// tuples are redirected by rebuilding the tuple (in place when the reader is its only user).
+#include <algorithm>
+#include <unordered_set>
+
+#include "insitu/passes/copy_insertion_internal.h"
+#include "insitu/support/str.h"
+
+namespace insitu::copy_insertion {
+namespace {
+
+class Editor {
+ public:
+  Editor(Module& module, Computation* computation) : computation_(computation) {
+    for (const Computation* c : module.computations())
+      for (const Instruction* instruction : c->instructions()) names_.insert(instruction->name());
+  }
+
+  std::string fresh_name(const std::string& base) {
+    for (int64_t n = 1;; ++n) {
+      std::string name = str_cat(base, ".", n);
+      if (names_.insert(name).second) return name;
+    }
+  }
+
+  // Inserts before `before` (at the end when null).
+  Instruction* insert(std::unique_ptr<Instruction> instruction, Instruction* before) {
+    return before ? computation_->insert_instruction_before(std::move(instruction), before)
+                  : computation_->add_instruction(std::move(instruction));
+  }
+
+  Instruction* element(Instruction* tuple, int64_t i, Instruction* before) {
+    if (tuple->opcode() == Opcode::kTuple) return tuple->operand(i);
+    auto gte = std::make_unique<Instruction>(Opcode::kGetTupleElement, fresh_name("get-tuple-element"),
+                                             tuple->shape().tuple_shape(i));
+    gte->tuple_index = i;
+    gte->append_operand(tuple);
+    return insert(std::move(gte), before);
+  }
+
+  // `holder` with its leaf `index` replaced by `replacement`. When `owner` is holder's only
+  // reader (one operand slot), a tuple is edited in place; otherwise a new tuple is built.
+  Instruction* replace_leaf(Instruction* holder, const ShapeIndex& index, Instruction* replacement,
+                            Instruction* before, bool may_edit) {
+    if (index.empty()) return replacement;
+    const int64_t i = index.front();
+    const ShapeIndex rest(index.begin() + 1, index.end());
+    if (may_edit && holder->opcode() == Opcode::kTuple && comes_after(holder, replacement)) {
+      Instruction* inner = holder->operand(i);
+      bool inner_editable = inner->users().size() == 1 &&
+                            std::count(holder->operands().begin(), holder->operands().end(), inner) == 1 &&
+                            inner != computation_->root();
+      holder->replace_operand(i, replace_leaf(inner, rest, replacement, before, inner_editable));
+      return holder;
+    }
+    std::vector<Instruction*> elements;
+    std::vector<Shape> shapes;
+    for (int64_t e = 0; e < holder->shape().tuple_size(); ++e) {
+      Instruction* part = element(holder, e, before);
+      if (e == i) part = replace_leaf(part, rest, replacement, before, /*may_edit=*/false);
+      elements.push_back(part);
+      shapes.push_back(part->shape());
+    }
+    auto tuple = std::make_unique<Instruction>(Opcode::kTuple, fresh_name("tuple"), Shape::tuple(shapes));
+    for (Instruction* part : elements) tuple->append_operand(part);
+    return insert(std::move(tuple), before);
+  }
+
+  bool comes_after(const Instruction* a, const Instruction* b) const {
+    const std::vector<Instruction*> order = computation_->instructions();
+    return std::find(order.begin(), order.end(), a) > std::find(order.begin(), order.end(), b);
+  }
+
+  // An instruction whose whole result is `value`, available before `before`.
+  Instruction* materialize(const Value& value, Instruction* before) {
+    const std::vector<Instruction*> order = computation_->instructions();
+    auto position_of = [&](const Instruction* instruction) {
+      return std::find(order.begin(), order.end(), instruction) - order.begin();
+    };
+    const auto limit = before ? position_of(before) : static_cast<int64_t>(order.size());
+    for (const Position& position : value.positions)
+      if (position.index.empty() && position_of(position.instruction) < limit)
+        return const_cast<Instruction*>(position.instruction);
+    Instruction* current = const_cast<Instruction*>(value.defining.instruction);
+    for (int64_t i : value.defining.index) current = element(current, i, before);
+    return current;
+  }
+
+  // Removes tuples and get-tuple-elements that an edit left without readers.
+  void remove_if_dead(Instruction* instruction) {
+    if (instruction->opcode() != Opcode::kTuple && instruction->opcode() != Opcode::kGetTupleElement) return;
+    if (!instruction->users().empty() || instruction == computation_->root()) return;
+    std::vector<Instruction*> operands = instruction->operands();
+    computation_->remove_instruction(instruction);
+    std::sort(operands.begin(), operands.end());
+    operands.erase(std::unique(operands.begin(), operands.end()), operands.end());
+    for (Instruction* operand : operands) remove_if_dead(operand);
+  }
+
+ private:
+  Computation* computation_;
+  std::unordered_set<std::string> names_;
+};
+
+}  // namespace
+
+Instruction* apply_fix(Module& module, const Dataflow& dataflow, const CopyFix& fix) {
+  const Value& value = dataflow.value(fix.value);
+  Computation* computation = const_cast<Computation*>(value.computation());
+  Editor editor(module, computation);
+  Instruction* before = const_cast<Instruction*>(fix.insert_before);
+  // Root leaves get a copy right before a tuple root (edited in place), else at the end.
+  if (before == nullptr && computation->root()->opcode() == Opcode::kTuple) before = computation->root();
+  Instruction* source = editor.materialize(value, before);
+  auto copy = std::make_unique<Instruction>(Opcode::kCopy, editor.fresh_name("copy"), source->shape());
+  copy->append_operand(source);
+  set_copy_reason(*copy, fix.reason, fix.detail);
+  Instruction* inserted = editor.insert(std::move(copy), before);
+
+  for (const Use& use : fix.uses) {
+    Instruction* user = const_cast<Instruction*>(use.instruction);
+    Instruction* old_operand = user->operand(use.operand_number);
+    const bool may_edit = old_operand->users().size() == 1 &&
+                          std::count(user->operands().begin(), user->operands().end(), old_operand) == 1 &&
+                          old_operand != computation->root();
+    user->replace_operand(use.operand_number,
+                          editor.replace_leaf(old_operand, use.operand_index, inserted, user, may_edit));
+    if (user->operand(use.operand_number) != old_operand) editor.remove_if_dead(old_operand);
+  }
+  for (const ShapeIndex& leaf : fix.root_leaves) {
+    Instruction* root = computation->root();
+    const bool may_edit = root->users().empty() && root->opcode() == Opcode::kTuple;
+    Instruction* new_root = editor.replace_leaf(root, leaf, inserted, nullptr, may_edit);
+    if (new_root != root) {
+      computation->set_root(new_root);
+      editor.remove_if_dead(root);
+    }
+  }
+  return inserted;
+}
+
+}  // namespace insitu::copy_insertion

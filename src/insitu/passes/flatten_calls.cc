@@ -1,0 +1,186 @@
+#include "insitu/passes/flatten_calls.h"
+
+#include <deque>
+#include <unordered_map>
+
+#include "insitu/passes/name_table.h"
+
+namespace insitu {
+namespace {
+
+// A new instruction like `original` (every attribute, called computations and location), with
+// no operands yet.
+std::unique_ptr<Instruction> clone_without_operands(const Instruction& original, std::string name) {
+  auto clone = std::make_unique<Instruction>(original.opcode(), std::move(name), original.shape());
+  Instruction& i = *clone;
+  i.set_location(original.location());
+  i.parameter_number = original.parameter_number;
+  i.tuple_index = original.tuple_index;
+  i.iota_dimension = original.iota_dimension;
+  i.dimensions = original.dimensions;
+  i.literal = original.literal;
+  i.slice = original.slice;
+  i.dynamic_slice_sizes = original.dynamic_slice_sizes;
+  i.padding = original.padding;
+  i.window = original.window;
+  i.comparison_direction = original.comparison_direction;
+  i.comparison_type = original.comparison_type;
+  i.dot_dimension_numbers = original.dot_dimension_numbers;
+  i.operand_precision = original.operand_precision;
+  i.gather_dimension_numbers = original.gather_dimension_numbers;
+  i.scatter_dimension_numbers = original.scatter_dimension_numbers;
+  i.indices_are_sorted = original.indices_are_sorted;
+  i.unique_indices = original.unique_indices;
+  i.is_stable = original.is_stable;
+  i.fusion_kind = original.fusion_kind;
+  i.exponent_bits = original.exponent_bits;
+  i.mantissa_bits = original.mantissa_bits;
+  i.custom_call = original.custom_call;
+  i.fusion_output_to_operand_aliasing = original.fusion_output_to_operand_aliasing;
+  i.backend_config = original.backend_config;
+  i.sharding = original.sharding;
+  i.metadata = original.metadata;
+  i.has_metadata = original.has_metadata;
+  i.frontend_attributes = original.frontend_attributes;
+  i.extra_attributes = original.extra_attributes;
+  i.set_called_computations(original.called_computations());
+  return clone;
+}
+
+// Replaces `call` by a copy of its callee's body placed right before it.
+void inline_call(Instruction* call, NameTable& names) {
+  Computation* caller = call->parent();
+  const Computation* callee = call->to_apply();
+  std::unordered_map<const Instruction*, Instruction*> mapped;
+  for (Instruction* original : callee->instructions()) {
+    if (original->opcode() == Opcode::kParameter) {
+      mapped[original] = call->operand(original->parameter_number);
+      continue;
+    }
+    Instruction* clone = caller->insert_instruction_before(
+        clone_without_operands(*original, names.unique(original->name())), call);
+    for (Instruction* operand : original->operands()) clone->append_operand(mapped.at(operand));
+    for (Instruction* predecessor : original->control_predecessors())
+      if (predecessor->opcode() != Opcode::kParameter) clone->add_control_predecessor(mapped.at(predecessor));
+    // Whatever had to run before the call runs before every part of its body.
+    for (Instruction* predecessor : call->control_predecessors()) clone->add_control_predecessor(predecessor);
+    mapped[original] = clone;
+  }
+  Instruction* result = mapped.at(callee->root());
+  for (Instruction* successor : call->control_successors()) successor->add_control_predecessor(result);
+  call->replace_all_uses_with(result);
+  caller->remove_instruction(call);
+}
+
+bool inline_all_calls(Module& module, NameTable& names) {
+  bool changed = false;
+  // Inlined bodies may hold calls themselves: repeat until none is left (HLO has no recursion).
+  for (bool again = true; again;) {
+    again = false;
+    for (const Computation* reached : reachable_computations(module)) {
+      Computation* computation = const_cast<Computation*>(reached);
+      for (Instruction* instruction : computation->instructions()) {
+        if (instruction->opcode() != Opcode::kCall) continue;
+        inline_call(instruction, names);
+        again = changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+// A deep copy of `original` (same instructions, fresh names) added to the module.
+Computation* clone_computation(Module& module, const Computation& original, NameTable& instruction_names,
+                               NameTable& computation_names) {
+  auto clone = std::make_unique<Computation>(computation_names.unique(original.name() + ".clone"));
+  clone->set_location(original.location());
+  clone->set_execution_thread(original.execution_thread());
+  Computation* target = module.add_computation(std::move(clone));
+  std::unordered_map<const Instruction*, Instruction*> mapped;
+  for (Instruction* instruction : original.instructions()) {
+    Instruction* copy =
+        target->add_instruction(clone_without_operands(*instruction, instruction_names.unique(instruction->name())));
+    for (Instruction* operand : instruction->operands()) copy->append_operand(mapped.at(operand));
+    for (Instruction* predecessor : instruction->control_predecessors())
+      copy->add_control_predecessor(mapped.at(predecessor));
+    mapped[instruction] = copy;
+  }
+  target->set_root(mapped.at(original.root()));
+  return target;
+}
+
+bool is_control_flow(Opcode opcode) { return opcode == Opcode::kWhile || opcode == Opcode::kConditional; }
+
+// Gives each while condition/body and conditional branch one call site, cloning the shared ones.
+bool give_each_control_flow_computation_one_caller(Module& module, NameTable& names) {
+  NameTable computation_names;
+  for (Computation* computation : module.computations()) computation_names.add(computation->name());
+  bool changed = false;
+  std::unordered_set<const Computation*> claimed;
+  std::deque<Computation*> worklist = {module.entry()};
+  std::unordered_set<const Computation*> visited = {module.entry()};
+  while (!worklist.empty()) {
+    Computation* computation = worklist.front();
+    worklist.pop_front();
+    for (Instruction* instruction : computation->instructions()) {
+      std::vector<Computation*> called = instruction->called_computations();
+      if (is_control_flow(instruction->opcode())) {
+        for (Computation*& callee : called) {
+          if (!claimed.insert(callee).second) {
+            // second caller: this site gets its own copy
+            callee = clone_computation(module, *callee, names, computation_names);
+            claimed.insert(callee);
+            changed = true;
+          }
+        }
+        instruction->set_called_computations(called);
+      }
+      for (Computation* callee : called)
+        if (visited.insert(callee).second) worklist.push_back(callee);
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+std::unordered_set<const Computation*> reachable_computations(const Module& module) {
+  std::unordered_set<const Computation*> reached;
+  if (module.entry() == nullptr) return reached;
+  std::vector<const Computation*> stack = {module.entry()};
+  reached.insert(module.entry());
+  while (!stack.empty()) {
+    const Computation* computation = stack.back();
+    stack.pop_back();
+    for (const Instruction* instruction : computation->instructions())
+      for (const Computation* callee : instruction->called_computations())
+        if (reached.insert(callee).second) stack.push_back(callee);
+  }
+  return reached;
+}
+
+int remove_unreachable_computations(Module& module,
+                                    const std::unordered_set<const Computation*>& previously_reachable) {
+  std::unordered_set<const Computation*> reached = reachable_computations(module);
+  int removed = 0;
+  for (Computation* computation : module.computations()) {
+    if (computation == module.entry() || reached.count(computation) || !previously_reachable.count(computation))
+      continue;
+    module.remove_computation(computation);
+    ++removed;
+  }
+  return removed;
+}
+
+StatusOr<bool> flatten_calls(Module& module) {
+  if (module.entry() == nullptr) return failed_precondition("flatten-calls needs a module with an entry computation");
+  std::unordered_set<const Computation*> reachable_before = reachable_computations(module);
+  NameTable names(module);
+  bool changed = inline_all_calls(module, names);
+  changed |= give_each_control_flow_computation_one_caller(module, names);
+  // Clones are reachable, so only computations that lost their last caller go.
+  changed |= remove_unreachable_computations(module, reachable_before) > 0;
+  return changed;
+}
+
+}  // namespace insitu

@@ -1,0 +1,34 @@
+// flatten-calls: inline every `call`, and give every control-flow computation one caller.
+//
+// Why: the analyses after it (dataflow, copy insertion, buffer assignment) reason about one
+// call site per while body/condition and conditional branch, the way XLA's CallInliner and
+// FlattenCallGraph prepare a module for copy insertion. A body shared by two while loops would
+// otherwise need one buffer layout for two unrelated loop states.
+//
+//   %r = f32[4] call(%a, %b), to_apply=%f        %t.1 = f32[4] multiply(%a, %b)   (f's body,
+//                                          ==>   ...                              cloned,
+//   %s = f32[4] negate(%r)                       %s = f32[4] negate(%t.1)         renamed)
+//
+//   while(%x), body=%b ; while(%y), body=%b  ==>  while(%x), body=%b ; while(%y), body=%b.clone
+//
+// Post: no `call` instructions; each while condition/body and conditional branch is called
+// from exactly one site. Computations that lost their last caller are removed (never the
+// entry; computations still referenced by fusion/reduce/map/sort/scatter/custom-call/... stay).
+#pragma once
+
+#include <unordered_set>
+
+#include "insitu/ir/module.h"
+
+namespace insitu {
+
+StatusOr<bool> flatten_calls(Module& module);
+
+// Computations reachable from the entry through any called computation.
+std::unordered_set<const Computation*> reachable_computations(const Module& module);
+// Removes computations in `previously_reachable` that are no longer reachable from the entry;
+// returns how many it removed.
+int remove_unreachable_computations(Module& module,
+                                    const std::unordered_set<const Computation*>& previously_reachable);
+
+}  // namespace insitu

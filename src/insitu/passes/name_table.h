@@ -1,0 +1,44 @@
+// NameTable: the instruction names a module already uses, and fresh ones derived from a base
+// ("copy" -> "copy.3"), so instructions a pass creates never collide with existing names.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "insitu/ir/module.h"
+#include "insitu/support/str.h"
+
+namespace insitu {
+
+class NameTable {
+ public:
+  NameTable() = default;
+  // Every instruction name in the module.
+  explicit NameTable(const Module& module) {
+    for (const Computation* computation : module.computations())
+      for (const Instruction* instruction : computation->instructions()) add(instruction->name());
+  }
+  void add(const std::string& name) { used_.insert(name); }
+  // `base` itself when unused, otherwise stem.1, stem.2, ... where stem is `base` without a
+  // numeric suffix ("n.1" -> "n.2", not "n.1.1").
+  std::string unique(const std::string& base) {
+    if (used_.insert(base).second) return base;
+    std::string stem = base;
+    size_t dot = stem.rfind('.');
+    if (dot != std::string::npos && dot + 1 < stem.size() &&
+        stem.find_first_not_of("0123456789", dot + 1) == std::string::npos)
+      stem.resize(dot);
+    int64_t& suffix = next_suffix_[stem];
+    for (;;) {
+      std::string candidate = str_cat(stem, ".", ++suffix);
+      if (used_.insert(candidate).second) return candidate;
+    }
+  }
+
+ private:
+  std::unordered_set<std::string> used_;
+  std::unordered_map<std::string, int64_t> next_suffix_;
+};
+
+}  // namespace insitu

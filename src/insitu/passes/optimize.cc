@@ -1,0 +1,83 @@
+#include "insitu/passes/optimize.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "insitu/ir/printer.h"
+#include "insitu/passes/pipeline.h"
+#include "insitu/support/str.h"
+
+namespace insitu {
+namespace {
+
+Status write_dump(const std::string& directory, const std::string& name, const std::string& text) {
+  std::filesystem::path path = std::filesystem::path(directory) / name;
+  std::ofstream file(path, std::ios::binary);
+  if (!file) return invalid_argument(str_cat("cannot write dump file '", path.string(), "'"));
+  file << text;
+  return file.good() ? ok_status() : invalid_argument(str_cat("cannot write dump file '", path.string(), "'"));
+}
+
+}  // namespace
+
+std::string dump_file_prefix(const Module& module, int module_number) {
+  char number[16];
+  std::snprintf(number, sizeof(number), "%04d", module_number);
+  std::string name = module.name();
+  for (char& c : name)
+    if (c == '/' || c == '\\' || c == '[' || c == ']' || c == ' ') c = '_';
+  return str_cat("module_", number, ".", name);
+}
+
+StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const OptimizeOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool dumping = !options.dump_to.empty();
+  const std::string prefix = dump_file_prefix(*module, options.module_number);
+  if (dumping) {
+    std::error_code error;
+    std::filesystem::create_directories(options.dump_to, error);
+    if (error) return invalid_argument(str_cat("cannot create --dump-to directory '", options.dump_to, "': ", error.message()));
+    INSITU_RETURN_IF_ERROR(write_dump(options.dump_to, prefix + ".before_optimizations.txt", print_module(*module)));
+  }
+
+  Status dump_status;
+  PipelineOptions pipeline_options;
+  pipeline_options.verify_each = options.verify_each;
+  if (dumping) {
+    pipeline_options.after_pass = [&](int index, std::string_view pass, const Module& stage) {
+      char number[16];
+      std::snprintf(number, sizeof(number), "%04d", index + 1);
+      Status status = write_dump(options.dump_to, str_cat(prefix, ".", number, ".after_", pass, ".txt"), print_module(stage));
+      if (dump_status.ok()) dump_status = status;
+    };
+  }
+  Pipeline pipeline = optimization_pipeline(std::move(pipeline_options));
+  INSITU_RETURN_IF_ERROR(pipeline.run(*module).status());
+  INSITU_RETURN_IF_ERROR(dump_status);
+
+  OptimizedModule result;
+  result.unused_donors = recorded_unused_donors(*module);
+  if (options.strict_donation && !result.unused_donors.empty()) {
+    const UnusedDonor& donor = result.unused_donors.front();
+    return invalid_argument(str_cat("--strict-donation: donated parameter ", donor.parameter_number, " ",
+                                    shape_index_to_string(donor.parameter_index), " is not usable (", donor.reason,
+                                    "): ", donor.detail),
+                            module->header_attribute_location("buffer_donor"));
+  }
+  INSITU_ASSIGN_OR_RETURN(BufferAssignment buffers, assign_buffers(*module));
+  result.buffers.emplace(std::move(buffers));
+  result.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (dumping) {
+    INSITU_RETURN_IF_ERROR(write_dump(options.dump_to, prefix + ".after_optimizations.txt", print_module(*module)));
+    INSITU_RETURN_IF_ERROR(write_dump(options.dump_to, prefix + ".after_optimizations-buffer-assignment.txt",
+                                      result.buffers->to_string()));
+    INSITU_RETURN_IF_ERROR(write_dump(options.dump_to, prefix + ".after_optimizations-memory-usage-report.txt",
+                                      result.buffers->memory_usage_report()));
+  }
+  result.module = std::move(module);
+  return result;
+}
+
+}  // namespace insitu

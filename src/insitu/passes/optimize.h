@@ -1,0 +1,39 @@
+// optimize_module: the whole compile path from a parsed (or traced) module to what the runtime
+// executes — the optimization pipeline, then buffer assignment — with XLA-style stage dumps.
+//
+//   module_0001.NAME.before_optimizations.txt
+//   module_0001.NAME.0001.after_flatten-calls.txt ...          (one file per pass)
+//   module_0001.NAME.after_optimizations.txt
+//   module_0001.NAME.after_optimizations-buffer-assignment.txt
+//   module_0001.NAME.after_optimizations-memory-usage-report.txt
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "insitu/passes/buffer_assignment.h"
+#include "insitu/passes/donor_matching.h"
+
+namespace insitu {
+
+struct OptimizeOptions {
+  std::string dump_to;          // a directory for stage dumps; empty: none
+  int module_number = 1;        // the NNNN of module_NNNN in dump names
+  bool strict_donation = false; // an unusable donor is an error instead of a report
+  bool verify_each = true;      // run the verifier after every pass
+};
+
+struct OptimizedModule {
+  std::unique_ptr<Module> module;
+  std::optional<BufferAssignment> buffers;
+  std::vector<UnusedDonor> unused_donors;
+  double compile_seconds = 0;
+};
+
+StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const OptimizeOptions& options = {});
+
+// "module_0001.jit_f" with the characters XLA replaces in dump names (/ \ [ ] space) made '_'.
+std::string dump_file_prefix(const Module& module, int module_number);
+
+}  // namespace insitu

@@ -1,0 +1,52 @@
+// Pipeline: runs passes in order over a module, verifying between them and reporting each
+// stage, the way Halide's Lower.cpp reads as a linear script of lowering steps.
+//
+//   Pipeline pipeline = optimization_pipeline({.after_pass = dump_stage});
+//   StatusOr<bool> changed = pipeline.run(module);
+//
+// After each pass the verifier runs (verify_each, on by default), and a failure is reported as
+// an error naming the pass that broke the module, so a bad pass is found at once instead of as
+// a confusing failure three passes later. `after_pass` sees the module after every pass (stage
+// dumps: `opt --dump-to`).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "insitu/passes/pass.h"
+
+namespace insitu {
+
+struct PipelineOptions {
+  bool verify_each = true;
+  // Called after every pass with its 0-based position, its name and the module it produced.
+  std::function<void(int index, std::string_view pass_name, const Module&)> after_pass;
+};
+
+class Pipeline {
+ public:
+  explicit Pipeline(PipelineOptions options = {}) : options_(std::move(options)) {}
+
+  Pipeline& add(std::unique_ptr<Pass> pass);
+  // Runs every pass in order; true iff any pass changed the module. Stops at the first failing
+  // pass or failed verification, with an error that names the pass.
+  StatusOr<bool> run(Module& module);
+
+  std::vector<std::string_view> pass_names() const;
+
+ private:
+  PipelineOptions options_;
+  std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+// The optimization passes in order (DESIGN.md): call flattening and simplification, layout
+// assignment, donor matching, then schedule, copy insertion and copy elimination. Buffer
+// assignment is not a module pass: it is computed from the optimized module afterwards.
+std::vector<std::unique_ptr<Pass>> optimization_passes();
+
+// A Pipeline holding optimization_passes().
+Pipeline optimization_pipeline(PipelineOptions options = {});
+
+}  // namespace insitu

@@ -1,0 +1,101 @@
+#include "insitu/passes/simplify.h"
+
+#include <algorithm>
+
+#include "insitu/passes/flatten_calls.h"
+
+namespace insitu {
+namespace {
+
+bool has_side_effect_here(const Instruction& instruction) {
+  switch (instruction.opcode()) {
+    case Opcode::kSend:
+    case Opcode::kSendDone:
+    case Opcode::kRecv:
+    case Opcode::kRecvDone:
+    case Opcode::kInfeed:
+    case Opcode::kOutfeed:
+    case Opcode::kRng:
+    case Opcode::kRngGetAndUpdateState:
+    case Opcode::kAllReduceStart:
+    case Opcode::kAllReduceDone:
+    case Opcode::kAllGatherStart:
+    case Opcode::kAllGatherDone:
+    case Opcode::kCollectivePermuteStart:
+    case Opcode::kCollectivePermuteDone:
+    case Opcode::kAsyncStart:
+    case Opcode::kAsyncDone:
+      return true;
+    case Opcode::kCustomCall:
+      return instruction.custom_call.has_side_effect;
+    default:
+      return false;
+  }
+}
+
+// get-tuple-element(tuple(..., x, ...)) reads x: its users read x directly.
+bool forward_tuple_elements(Computation& computation) {
+  bool changed = false;
+  for (Instruction* instruction : computation.instructions()) {
+    if (instruction->opcode() != Opcode::kGetTupleElement) continue;
+    Instruction* tuple = instruction->operand(0);
+    if (tuple->opcode() != Opcode::kTuple) continue;
+    Instruction* element = tuple->operand(instruction->tuple_index);
+    // a different layout on the element would change what users see
+    if (!(element->shape() == instruction->shape())) continue;
+    if (instruction->users().empty() && computation.root() != instruction) continue;
+    instruction->replace_all_uses_with(element);
+    changed = true;
+  }
+  return changed;
+}
+
+bool is_dead(const Instruction& instruction) {
+  return instruction.users().empty() && instruction.parent()->root() != &instruction &&
+         instruction.opcode() != Opcode::kParameter && !has_side_effect(instruction);
+}
+
+// Removes dead instructions, users before operands, keeping control order through them.
+bool remove_dead_code(Computation& computation) {
+  bool changed = false;
+  std::vector<Instruction*> order = computation.instructions();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Instruction* instruction = *it;
+    if (!is_dead(*instruction)) continue;
+    // an ordering a -> dead -> b still orders a before b
+    for (Instruction* successor : instruction->control_successors())
+      for (Instruction* predecessor : instruction->control_predecessors())
+        successor->add_control_predecessor(predecessor);
+    computation.remove_instruction(instruction);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+bool has_side_effect(const Instruction& instruction) {
+  if (has_side_effect_here(instruction)) return true;
+  // a loop or branch that talks to the outside world must still run
+  if (instruction.opcode() == Opcode::kWhile || instruction.opcode() == Opcode::kConditional ||
+      instruction.opcode() == Opcode::kCall) {
+    for (const Computation* callee : instruction.called_computations())
+      for (const Instruction* inner : callee->instructions())
+        if (has_side_effect(*inner)) return true;
+  }
+  return false;
+}
+
+StatusOr<bool> simplify(Module& module) {
+  if (module.entry() == nullptr) return failed_precondition("simplify needs a module with an entry computation");
+  std::unordered_set<const Computation*> reachable_before = reachable_computations(module);
+  bool changed = false;
+  for (Computation* computation : module.computations()) {
+    changed |= forward_tuple_elements(*computation);
+    changed |= remove_dead_code(*computation);
+  }
+  changed |= remove_unreachable_computations(module, reachable_before) > 0;
+  return changed;
+}
+
+}  // namespace insitu

@@ -1,0 +1,23 @@
+// simplify: tuple forwarding and dead-code elimination, so later analyses see values rather
+// than packing and unpacking, and no buffer is spent on a result nobody reads.
+//
+//   %t = (f32[4], s32[]) tuple(%a, %b)
+//   %g = f32[4] get-tuple-element(%t), index=0      ==>   users of %g read %a; %t and %g die
+//
+// Dead code: an instruction with no users that is not its computation's root, not a parameter
+// (parameters are the signature) and has no side effect (custom_call_has_side_effect=true,
+// send/recv/infeed/outfeed/rng, control flow whose callees have side effects) is removed,
+// repeatedly. Control edges through a removed instruction are kept as edges between its
+// predecessors and successors. Computations left without callers are removed.
+#pragma once
+
+#include "insitu/ir/module.h"
+
+namespace insitu {
+
+StatusOr<bool> simplify(Module& module);
+
+// Whether removing `instruction` (when unused) could change what the program does.
+bool has_side_effect(const Instruction& instruction);
+
+}  // namespace insitu

@@ -1,0 +1,36 @@
+// `insitu opt MODULE.hlo [--dump-to DIR] [--plugin LIB.so]... [--strict-donation]`: runs the
+// optimization pipeline and buffer assignment, prints the optimized module, and with --dump-to
+// writes XLA-style stage files (passes/optimize.h).
+//
+// `insitu explain MODULE.hlo [--json | --dot] [--plugin LIB.so]...`: optimizes the module and
+// says, for every copy in the result, why it exists (reason code + detail), which outputs alias
+// which parameters, which donors could not be used and why, and the peak memory. --json gives
+// the DESIGN.md schema; --dot a Graphviz graph with copies in red.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "insitu/cli.h"
+
+namespace insitu::cli {
+
+struct OptOptions {
+  std::string module_path;
+  std::string dump_to;
+  std::vector<std::string> plugins;
+  bool strict_donation = false;
+};
+
+int opt_command(const OptOptions& options, CliContext& context);
+
+struct ExplainOptions {
+  std::string module_path;
+  std::vector<std::string> plugins;
+  bool json = false;
+  bool dot = false;
+};
+
+int explain_command(const ExplainOptions& options, CliContext& context);
+
+}  // namespace insitu::cli
