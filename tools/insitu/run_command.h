@@ -6,9 +6,10 @@
 // entry computation, prints the result as XLA literal text (literal_format.h), and optionally
 // saves the flattened result leaves as .npy files and writes run statistics as JSON.
 //
-// Until the optimizing pipeline and runtime exist, both modes run the reference evaluator;
-// --threads, --check-races and --strict-donation are validated and recorded but do not change
-// the evaluation yet.
+// By default the module is optimized (passes/optimize.h) and executed by the CPU runtime
+// (runtime/executable.h); every argument belongs to the run, so parameters the module aliases
+// to outputs are donated. --reference runs the reference evaluator instead. --check-races is
+// accepted for kernels (a later issue) and changes nothing yet.
 #pragma once
 
 #include <string>

@@ -1,0 +1,91 @@
+// Buffer and BufferHandle: the runtime's memory for one array, and how a caller hands it over.
+//
+// A Buffer owns 64-byte-aligned bytes holding one array of its Shape. Data is stored in
+// logical row-major order (last dimension fastest), the same convention as Literal, whatever
+// the shape's layout says: the layout is metadata here, exactly as in the reference evaluator,
+// so conversions to and from Literal are plain byte copies. (A bitcast whose layouts make it a
+// physical transpose is rejected when an Executable is built; see executable.h.)
+//
+// A BufferHandle is shared ownership of a Buffer plus a "donated" state that every copy of the
+// handle sees. Donating (Executable::execute with a donate flag) consumes the handle: the
+// executable takes the memory, and any later use of that handle is a clear error naming the
+// argument, never a read of memory somebody else now owns.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "insitu/ir/literal.h"
+#include "insitu/support/status.h"
+
+namespace insitu {
+
+inline constexpr int64_t kBufferAlignment = 64;
+
+class Buffer {
+ public:
+  // Zero-filled bytes for an array shape (tuples and tokens have no buffer).
+  explicit Buffer(Shape shape);
+  // Bytes left uninitialized, for memory the runtime writes in full before anyone reads it.
+  static std::shared_ptr<Buffer> uninitialized(Shape shape);
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  const Shape& shape() const { return shape_; }
+  int64_t size_bytes() const { return size_; }
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+
+  // A buffer holding the literal's bytes; the literal must be an array.
+  static StatusOr<std::unique_ptr<Buffer>> from_literal(const Literal& literal);
+  // The buffer's value as a Literal of its shape.
+  Literal to_literal() const;
+
+ private:
+  Buffer(Shape shape, bool zero);
+  Shape shape_;
+  int64_t size_ = 0;
+  uint8_t* data_ = nullptr;
+};
+
+class BufferHandle {
+ public:
+  BufferHandle() = default;  // null: holds nothing
+  explicit BufferHandle(std::shared_ptr<Buffer> buffer);
+  static StatusOr<BufferHandle> from_literal(const Literal& literal);
+
+  bool is_null() const { return state_ == nullptr; }
+  // True once the handle was donated to a call: its memory now belongs to that call's results.
+  bool is_donated() const { return state_ != nullptr && state_->donated; }
+  // Usable: not null and not donated.
+  bool is_usable() const { return state_ != nullptr && !state_->donated && state_->buffer != nullptr; }
+
+  // The buffer; checks is_usable() (callers validate first and report a Status).
+  Buffer& buffer() const;
+  const std::shared_ptr<Buffer>& shared_buffer() const;
+  const Shape& shape() const { return buffer().shape(); }
+  uint8_t* data() const { return buffer().data(); }
+  // The value as a Literal; an error if the handle was donated or is null.
+  StatusOr<Literal> to_literal() const;
+
+  // Marks the handle (and every copy of it) consumed and returns the memory it held.
+  std::shared_ptr<Buffer> donate();
+
+  // Whether two handles are the same handle (copies of one another).
+  bool same_handle(const BufferHandle& other) const { return state_ == other.state_; }
+
+ private:
+  struct State {
+    std::shared_ptr<Buffer> buffer;
+    bool donated = false;
+  };
+  std::shared_ptr<State> state_;
+};
+
+// "argument 0 (parameter 0 {}) was donated to a previous call and is no longer usable": the
+// error for using a consumed handle, `what` naming the argument.
+Status donated_buffer_error(const std::string& what);
+
+}  // namespace insitu

@@ -1,0 +1,62 @@
+// Native convert between real element types (pred, integers, f16, bf16, f32, f64), with the
+// reference evaluator's semantics (elementwise_convert.cc, XLA's Literal::Convert):
+// float -> integer truncates toward zero, saturates, NaN -> 0; x -> pred is x != 0;
+// -> f16/bf16 rounds through f32 to nearest even. Complex conversions use the fallback.
+#include <cmath>
+#include <limits>
+
+#include "insitu/runtime/element_compute.h"
+#include "insitu/runtime/kernels.h"
+
+namespace insitu {
+namespace kernels {
+namespace {
+
+template <typename To, typename From>
+To convert_value(From value) {
+  if constexpr (std::is_same_v<To, From>) {
+    return value;
+  } else if constexpr (kIsHalfLike<From>) {
+    return convert_value<To>(value.to_float());
+  } else if constexpr (kIsHalfLike<To>) {
+    return To::from_float(static_cast<float>(value));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return value != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (std::isnan(value)) return To(0);
+    if (value >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    if (value <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    return static_cast<To>(value);
+  } else {
+    return static_cast<To>(value);  // integer narrowing wraps, int -> float rounds to nearest
+  }
+}
+
+template <typename T>
+inline constexpr bool kIsComplexType = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
+}  // namespace
+}  // namespace kernels
+
+bool run_convert_kernel(const Instruction& instruction, const ArrayView& operand, const ArrayView& out,
+                        ThreadPool& pool) {
+  if (!out.shape->is_array() || is_complex(operand.type()) || is_complex(out.type())) return false;
+  if (!operand.scalar && operand.element_count() != out.element_count()) return false;
+  dispatch_element_type(operand.type(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    dispatch_element_type(out.type(), [&](auto to_tag) {
+      using To = decltype(to_tag);
+      if constexpr (!kernels::kIsComplexType<From> && !kernels::kIsComplexType<To>) {
+        const From* x = reinterpret_cast<const From*>(operand.data);
+        To* o = reinterpret_cast<To*>(out.data);
+        const int64_t stride = operand.scalar ? 0 : 1;
+        run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) o[i] = kernels::convert_value<To>(x[i * stride]);
+        });
+      }
+    });
+  });
+  return true;
+}
+
+}  // namespace insitu

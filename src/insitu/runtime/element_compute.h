@@ -1,0 +1,48 @@
+// Internal to the runtime's elementwise kernels: the compute type of each storage type and
+// the round trip through it, mirroring the reference evaluator (f16/bf16 computed in f32 and
+// rounded to nearest even after every op; integers wrap through their unsigned type), plus the
+// dispatch over the element types that have native kernels.
+#pragma once
+
+#include <type_traits>
+
+#include "insitu/ir/dtype.h"
+
+namespace insitu::kernels {
+
+template <typename T> inline constexpr bool kIsHalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+template <typename T> using ComputeType = std::conditional_t<kIsHalfLike<T>, float, T>;
+
+template <typename T>
+inline ComputeType<T> to_compute(T value) {
+  if constexpr (kIsHalfLike<T>) return value.to_float();
+  else return value;
+}
+
+template <typename Stored, typename Value>
+inline Stored to_stored(Value value) {
+  if constexpr (kIsHalfLike<Stored>) return Stored::from_float(value);
+  else return static_cast<Stored>(value);
+}
+
+template <typename T>
+inline auto as_unsigned(T value) {
+  return static_cast<std::make_unsigned_t<decltype(value + value)>>(value);
+}
+
+// Calls fn(T{}) for the numeric types with native kernels (f32, f64, s32, s64, bf16, f16) and
+// returns true; false for any other type.
+template <typename Fn>
+bool dispatch_native_numeric(PrimitiveType type, Fn&& fn) {
+  switch (type) {
+    case PrimitiveType::kF32: fn(float{}); return true;
+    case PrimitiveType::kF64: fn(double{}); return true;
+    case PrimitiveType::kS32: fn(int32_t{}); return true;
+    case PrimitiveType::kS64: fn(int64_t{}); return true;
+    case PrimitiveType::kBF16: fn(BFloat16{}); return true;
+    case PrimitiveType::kF16: fn(Half{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace insitu::kernels

@@ -1,0 +1,271 @@
+// Native elementwise kernels: add, subtract, multiply, divide, maximum, minimum, negate, abs,
+// exp, log, sqrt, rsqrt, tanh, compare and select over f32/f64/s32/s64/bf16/f16, with scalar
+// operands (unmaterialized broadcasts) read as scalars. Large arrays split over the pool:
+// every element is computed independently, so the split cannot change a result. Semantics are
+// the reference evaluator's (elementwise_binary.cc, elementwise_unary.cc,
+// elementwise_compare.cc), checked bit for bit in tests/runtime/kernels_test.cc.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "insitu/runtime/element_compute.h"
+#include "insitu/runtime/kernels.h"
+
+namespace insitu {
+
+void run_range(ThreadPool& pool, int64_t n, int64_t threshold, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (n < threshold || pool.thread_count() == 1) {
+    fn(0, n);
+    return;
+  }
+  pool.parallel_for(n, fn);
+}
+
+namespace kernels {
+namespace {
+
+// out[i] = fn(a[i]) with the operand possibly a scalar.
+template <typename T, typename Out, typename Fn>
+void map_unary(const ArrayView& a, const ArrayView& out, ThreadPool& pool, Fn fn) {
+  const T* x = reinterpret_cast<const T*>(a.data);
+  Out* o = reinterpret_cast<Out*>(out.data);
+  const int64_t stride = a.scalar ? 0 : 1;
+  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = to_stored<Out>(fn(to_compute(x[i * stride])));
+  });
+}
+
+// out[i] = fn(a[i], b[i]); the common no-scalar case gets a loop the compiler can vectorize.
+template <typename T, typename Out, typename Fn>
+void map_binary(const ArrayView& a, const ArrayView& b, const ArrayView& out, ThreadPool& pool, Fn fn) {
+  const T* x = reinterpret_cast<const T*>(a.data);
+  const T* y = reinterpret_cast<const T*>(b.data);
+  Out* o = reinterpret_cast<Out*>(out.data);
+  const int64_t sx = a.scalar ? 0 : 1;
+  const int64_t sy = b.scalar ? 0 : 1;
+  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+    if (sx == 1 && sy == 1) {
+      for (int64_t i = begin; i < end; ++i) o[i] = to_stored<Out>(fn(to_compute(x[i]), to_compute(y[i])));
+    } else {
+      for (int64_t i = begin; i < end; ++i)
+        o[i] = to_stored<Out>(fn(to_compute(x[i * sx]), to_compute(y[i * sy])));
+    }
+  });
+}
+
+template <typename T>
+T divide_value(T lhs, T rhs) {
+  if constexpr (std::is_integral_v<T>) {
+    if (rhs == 0) return static_cast<T>(-1);  // signed types only reach here
+    if (rhs == -1 && lhs == std::numeric_limits<T>::min()) return lhs;
+    return static_cast<T>(lhs / rhs);
+  } else {
+    return lhs / rhs;
+  }
+}
+
+// NaN wins, the first operand's first.
+template <typename T>
+T maximum_value(T lhs, T rhs) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(lhs)) return lhs;
+    if (std::isnan(rhs)) return rhs;
+  }
+  return (lhs < rhs) ? rhs : lhs;
+}
+
+template <typename T>
+T minimum_value(T lhs, T rhs) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(lhs)) return lhs;
+    if (std::isnan(rhs)) return rhs;
+  }
+  return (rhs < lhs) ? rhs : lhs;
+}
+
+bool run_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const ArrayView& out, ThreadPool& pool) {
+  if (a.type() != b.type() || out.type() != a.type()) return false;
+  bool handled = true;
+  const bool native = dispatch_native_numeric(a.type(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = ComputeType<T>;
+    switch (opcode) {
+      case Opcode::kAdd:
+        map_binary<T, T>(a, b, out, pool, [](C x, C y) -> C {
+          if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(x) + as_unsigned(y));
+          else return x + y;
+        });
+        break;
+      case Opcode::kSubtract:
+        map_binary<T, T>(a, b, out, pool, [](C x, C y) -> C {
+          if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(x) - as_unsigned(y));
+          else return x - y;
+        });
+        break;
+      case Opcode::kMultiply:
+        map_binary<T, T>(a, b, out, pool, [](C x, C y) -> C {
+          if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(x) * as_unsigned(y));
+          else return x * y;
+        });
+        break;
+      case Opcode::kDivide: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return divide_value(x, y); }); break;
+      case Opcode::kMaximum: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return maximum_value(x, y); }); break;
+      case Opcode::kMinimum: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return minimum_value(x, y); }); break;
+      default: handled = false;
+    }
+  });
+  return native && handled;
+}
+
+bool run_unary(Opcode opcode, const ArrayView& a, const ArrayView& out, ThreadPool& pool) {
+  if (out.type() != a.type()) return false;
+  bool handled = true;
+  const bool native = dispatch_native_numeric(a.type(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = ComputeType<T>;
+    if constexpr (std::is_integral_v<C>) {
+      switch (opcode) {
+        case Opcode::kNegate:
+          map_unary<T, T>(a, out, pool, [](C x) { return static_cast<C>(0u - as_unsigned(x)); });
+          break;
+        case Opcode::kAbs:
+          map_unary<T, T>(a, out, pool, [](C x) { return x < 0 ? static_cast<C>(0u - as_unsigned(x)) : x; });
+          break;
+        default: handled = false;
+      }
+    } else {
+      switch (opcode) {
+        case Opcode::kNegate: map_unary<T, T>(a, out, pool, [](C x) { return -x; }); break;
+        case Opcode::kAbs: map_unary<T, T>(a, out, pool, [](C x) { return std::abs(x); }); break;
+        case Opcode::kExp: map_unary<T, T>(a, out, pool, [](C x) { return std::exp(x); }); break;
+        case Opcode::kLog: map_unary<T, T>(a, out, pool, [](C x) { return std::log(x); }); break;
+        case Opcode::kSqrt: map_unary<T, T>(a, out, pool, [](C x) { return std::sqrt(x); }); break;
+        case Opcode::kRsqrt: map_unary<T, T>(a, out, pool, [](C x) { return C(1) / std::sqrt(x); }); break;
+        case Opcode::kTanh: map_unary<T, T>(a, out, pool, [](C x) { return std::tanh(x); }); break;
+        default: handled = false;
+      }
+    }
+  });
+  return native && handled;
+}
+
+// Sign-magnitude float bits mapped to a signed integer ordered like the IEEE total order.
+template <typename T>
+auto total_order_key(T value) {
+  using Signed = std::conditional_t<sizeof(T) == 2, int16_t, std::conditional_t<sizeof(T) == 4, int32_t, int64_t>>;
+  using Unsigned = std::make_unsigned_t<Signed>;
+  Signed bits;
+  std::memcpy(&bits, &value, sizeof(T));
+  const Unsigned flip = bits < 0 ? static_cast<Unsigned>(std::numeric_limits<Signed>::max()) : Unsigned(0);
+  return static_cast<Signed>(static_cast<Unsigned>(bits) ^ flip);
+}
+
+// out[i] = direction(key(a[i]), key(b[i])) where key maps a storage value to what is compared.
+template <typename T, typename KeyFn>
+void compare_with(ComparisonDirection direction, const ArrayView& a, const ArrayView& b, const ArrayView& out,
+                  ThreadPool& pool, KeyFn key) {
+  const T* x = reinterpret_cast<const T*>(a.data);
+  const T* y = reinterpret_cast<const T*>(b.data);
+  bool* o = reinterpret_cast<bool*>(out.data);
+  const int64_t sx = a.scalar ? 0 : 1;
+  const int64_t sy = b.scalar ? 0 : 1;
+  auto loop = [&](auto compare) {
+    run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) o[i] = compare(key(x[i * sx]), key(y[i * sy]));
+    });
+  };
+  switch (direction) {
+    case ComparisonDirection::kEq: loop([](auto l, auto r) { return l == r; }); break;
+    case ComparisonDirection::kNe: loop([](auto l, auto r) { return l != r; }); break;
+    case ComparisonDirection::kLt: loop([](auto l, auto r) { return l < r; }); break;
+    case ComparisonDirection::kLe: loop([](auto l, auto r) { return l <= r; }); break;
+    case ComparisonDirection::kGt: loop([](auto l, auto r) { return l > r; }); break;
+    case ComparisonDirection::kGe: loop([](auto l, auto r) { return l >= r; }); break;
+  }
+}
+
+bool run_compare(const Instruction& instruction, const ArrayView& a, const ArrayView& b, const ArrayView& out,
+                 ThreadPool& pool) {
+  if (a.type() != b.type() || out.type() != PrimitiveType::kPred) return false;
+  const ComparisonType type = instruction.comparison_type;
+  const ComparisonDirection direction = instruction.comparison_direction;
+  bool handled = true;
+  const bool native = dispatch_native_numeric(a.type(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      if (type != ComparisonType::kDefault && type != ComparisonType::kSigned) {
+        handled = false;  // the fallback reports the mismatch
+        return;
+      }
+      compare_with<T>(direction, a, b, out, pool, [](T v) { return v; });
+    } else if (type == ComparisonType::kTotalOrder) {
+      compare_with<T>(direction, a, b, out, pool, [](T v) { return total_order_key(v); });  // storage bits
+    } else if (type == ComparisonType::kDefault || type == ComparisonType::kFloat) {
+      compare_with<T>(direction, a, b, out, pool, [](T v) { return to_compute(v); });
+    } else {
+      handled = false;
+    }
+  });
+  return native && handled;
+}
+
+// select(pred, on_true, on_false) as element copies of the result's width.
+template <typename Word>
+void select_words(const ArrayView& pred, const ArrayView& on_true, const ArrayView& on_false, const ArrayView& out,
+                  ThreadPool& pool) {
+  const bool* p = reinterpret_cast<const bool*>(pred.data);
+  const Word* t = reinterpret_cast<const Word*>(on_true.data);
+  const Word* f = reinterpret_cast<const Word*>(on_false.data);
+  Word* o = reinterpret_cast<Word*>(out.data);
+  const int64_t sp = (pred.scalar || pred.shape->rank() == 0) ? 0 : 1;
+  const int64_t st = on_true.scalar ? 0 : 1;
+  const int64_t sf = on_false.scalar ? 0 : 1;
+  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = p[i * sp] ? t[i * st] : f[i * sf];
+  });
+}
+
+bool run_select(std::span<const ArrayView> operands, const ArrayView& out, ThreadPool& pool) {
+  const ArrayView& pred = operands[0];
+  if (pred.type() != PrimitiveType::kPred || operands[1].type() != out.type() || operands[2].type() != out.type())
+    return false;
+  if (!pred.scalar && pred.shape->rank() != 0 && pred.element_count() != out.element_count()) return false;
+  switch (byte_width(out.type())) {
+    case 1: select_words<uint8_t>(pred, operands[1], operands[2], out, pool); return true;
+    case 2: select_words<uint16_t>(pred, operands[1], operands[2], out, pool); return true;
+    case 4: select_words<uint32_t>(pred, operands[1], operands[2], out, pool); return true;
+    case 8: select_words<uint64_t>(pred, operands[1], operands[2], out, pool); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+}  // namespace kernels
+
+bool run_elementwise_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
+                            ThreadPool& pool) {
+  if (!out.shape->is_array()) return false;
+  for (const ArrayView& operand : operands) {
+    if (!operand.shape->is_array()) return false;
+    // Shapes must agree (a scalar view stands for the whole shape); otherwise the fallback
+    // reports the evaluator's error.
+    if (!operand.scalar && operand.element_count() != out.element_count() &&
+        !(instruction.opcode() == Opcode::kSelect && &operand == &operands[0] && operand.shape->rank() == 0))
+      return false;
+  }
+  const Opcode opcode = instruction.opcode();
+  switch (opcode) {
+    case Opcode::kCompare:
+      return operands.size() == 2 && kernels::run_compare(instruction, operands[0], operands[1], out, pool);
+    case Opcode::kSelect: return operands.size() == 3 && kernels::run_select(operands, out, pool);
+    case Opcode::kConvert: return operands.size() == 1 && run_convert_kernel(instruction, operands[0], out, pool);
+    default: break;
+  }
+  if (operands.size() == 2 && is_elementwise_binary(opcode))
+    return kernels::run_binary(opcode, operands[0], operands[1], out, pool);
+  if (operands.size() == 1 && is_elementwise_unary(opcode)) return kernels::run_unary(opcode, operands[0], out, pool);
+  return false;
+}
+
+}  // namespace insitu

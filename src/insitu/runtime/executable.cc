@@ -1,0 +1,173 @@
+// Executable::execute: validate, consume donations, set up allocations, run, collect results.
+#include <chrono>
+#include <cstring>
+
+#include "insitu/runtime/executable.h"
+#include "insitu/runtime/executor.h"
+#include "insitu/runtime/kernels.h"
+#include "insitu/support/str.h"
+
+namespace insitu {
+
+using runtime_internal::Executor;
+using runtime_internal::Leaf;
+using runtime_internal::Program;
+
+namespace {
+
+std::string argument_name(size_t i, const Executable::Argument& argument) {
+  return str_cat("argument ", i, " (", argument.describe(), ")");
+}
+
+}  // namespace
+
+StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle> arguments,
+                                                        const ExecuteOptions& options) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto start = std::chrono::steady_clock::now();
+  ExecutionStats stats;
+  stats.peak_memory_bytes = assignment_.peak_memory_bytes();
+
+  // 1. Validate everything before touching any argument: a failing call leaves inputs intact.
+  if (arguments.size() != arguments_.size()) {
+    return invalid_argument(str_cat("the module takes ", arguments_.size(), " arguments (one per entry parameter leaf)",
+                                    ", got ", arguments.size()));
+  }
+  auto donated = [&](size_t i) { return i < options.donate.size() && options.donate[i]; };
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Argument& expected = arguments_[i];
+    const BufferHandle& handle = arguments[i];
+    if (handle.is_null()) return invalid_argument(argument_name(i, expected) + " is a null buffer handle");
+    if (!handle.is_usable()) return donated_buffer_error(argument_name(i, expected));
+    if (!handle.shape().compatible(expected.shape)) {
+      return invalid_argument(str_cat(argument_name(i, expected), " has shape ", handle.shape().to_string(false),
+                                      " but the parameter expects ", expected.shape.to_string(false)));
+    }
+    if (expected.must_alias && !donated(i)) {
+      return invalid_argument(str_cat("parameter ", expected.parameter_number, " ",
+                                      shape_index_to_string(expected.index),
+                                      " is must-alias but was not donated: an input configured must-alias at "
+                                      "compile time has to be donated at run time"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if ((donated(i) || donated(j)) && &handle.buffer() == &arguments[j].buffer()) {
+        return invalid_argument(str_cat(argument_name(i, expected), " is the same buffer as ",
+                                        argument_name(j, arguments_[j]),
+                                        " and one of them is donated; pass distinct buffers"));
+      }
+    }
+  }
+
+  // 2. Allocation bases. Parameters first: donated ones are consumed now.
+  ThreadPool& pool = pool_for(options.threads);
+  const std::vector<Allocation>& allocations = assignment_.allocations();
+  std::vector<uint8_t*> bases(allocations.size(), nullptr);
+  std::vector<std::shared_ptr<Buffer>> parameter_buffers(arguments.size());  // what each argument's memory is now
+  std::vector<bool> owned(arguments.size(), false);  // parameter_buffers[i] may be returned as a result
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (donated(i)) {
+      parameter_buffers[i] = arguments[i].donate();
+      owned[i] = true;
+    } else if (arguments_[i].aliased_output) {
+      // may-alias, not donated: the program writes this buffer, so it gets a private copy.
+      std::shared_ptr<Buffer> copy = Buffer::uninitialized(arguments_[i].shape);
+      copy_bytes_parallel(pool, copy->data(), arguments[i].data(), copy->size_bytes());
+      stats.bytes_copied += copy->size_bytes();
+      parameter_buffers[i] = std::move(copy);
+      owned[i] = true;
+    } else {
+      parameter_buffers[i] = arguments[i].shared_buffer();
+    }
+  }
+  std::vector<std::shared_ptr<Buffer>> output_buffers(allocations.size());
+  const Shape& result_shape = module_->entry()->root()->shape();
+  for (const Allocation& allocation : allocations) {
+    switch (allocation.kind) {
+      case AllocationKind::kParameter: {
+        for (size_t i = 0; i < arguments_.size(); ++i)
+          if (arguments_[i].parameter_number == allocation.parameter_number &&
+              arguments_[i].index == allocation.parameter_index)
+            bases[allocation.index] = parameter_buffers[i]->data();
+        break;
+      }
+      case AllocationKind::kOutput: {
+        const Shape* leaf = result_shape.subshape(allocation.output_index);
+        const Shape shape = (leaf && leaf->is_array() && leaf->byte_size() == allocation.size)
+                                ? *leaf
+                                : Shape::array(PrimitiveType::kU8, {allocation.size});
+        output_buffers[allocation.index] = Buffer::uninitialized(shape);
+        bases[allocation.index] = output_buffers[allocation.index]->data();
+        break;
+      }
+      case AllocationKind::kTemp: {
+        if (arena_ == nullptr || arena_->size_bytes() < allocation.size)
+          arena_ = std::make_unique<Buffer>(Shape::array(PrimitiveType::kU8, {allocation.size}));
+        bases[allocation.index] = arena_->data();
+        break;
+      }
+      case AllocationKind::kConstant: bases[allocation.index] = constant_buffers_[allocation.index]->data(); break;
+    }
+  }
+  // More than one temp allocation would share the one arena: give the others their own.
+  int temp_count = 0;
+  std::vector<std::unique_ptr<Buffer>> extra_temps;
+  for (const Allocation& allocation : allocations) {
+    if (allocation.kind != AllocationKind::kTemp || temp_count++ == 0) continue;
+    extra_temps.push_back(std::make_unique<Buffer>(Shape::array(PrimitiveType::kU8, {allocation.size})));
+    bases[allocation.index] = extra_temps.back()->data();
+  }
+
+  // 3. Run the entry computation.
+  for (const Allocation& allocation : allocations) {
+    if (bases[allocation.index] == nullptr && allocation.size > 0) {
+      return internal_error(str_cat("buffer assignment allocation ", allocation.index,
+                                    " has no memory (a parameter allocation without an argument?)"));
+    }
+  }
+  Executor executor(bases, pool, stats, options_.custom_calls);
+  const Program& entry = *programs_.at(module_->entry());
+  INSITU_RETURN_IF_ERROR(executor.run(entry));
+
+  // 4. Results: hand over output and donated/protected parameter buffers; copy anything else
+  //    (a constant, an undonated parameter, a buffer already returned) into a fresh buffer.
+  std::vector<BufferHandle> results;
+  std::vector<const Buffer*> returned;
+  for (const Leaf& leaf : entry.root) {
+    if (!leaf.shape->is_array()) continue;
+    std::shared_ptr<Buffer> buffer;
+    if (leaf.allocation >= 0 && !leaf.scalar && leaf.offset == 0) {
+      const Allocation& allocation = allocations[leaf.allocation];
+      if (allocation.kind == AllocationKind::kOutput && output_buffers[leaf.allocation]->size_bytes() == leaf.size) {
+        buffer = output_buffers[leaf.allocation];
+      } else if (allocation.kind == AllocationKind::kParameter) {
+        for (size_t i = 0; i < arguments_.size(); ++i)
+          if (owned[i] && parameter_buffers[i]->data() == bases[leaf.allocation] &&
+              parameter_buffers[i]->size_bytes() == leaf.size)
+            buffer = parameter_buffers[i];
+      }
+    }
+    for (const Buffer* seen : returned)
+      if (buffer && seen == buffer.get()) buffer = nullptr;  // two results in one buffer: copy the second
+    if (buffer == nullptr) {
+      Literal value = executor.read_literal(*leaf.shape, {leaf});
+      auto fresh = std::make_shared<Buffer>(*leaf.shape);
+      if (fresh->size_bytes() > 0)
+        std::memcpy(fresh->data(), value.untyped_data(), static_cast<size_t>(fresh->size_bytes()));
+      buffer = std::move(fresh);
+    } else if (!buffer->shape().compatible(*leaf.shape)) {
+      // Same bytes, the result's own shape (an aliased parameter's layout may differ).
+      auto reshaped = std::make_shared<Buffer>(*leaf.shape);
+      std::memcpy(reshaped->data(), buffer->data(), static_cast<size_t>(reshaped->size_bytes()));
+      buffer = std::move(reshaped);
+    }
+    returned.push_back(buffer.get());
+    results.emplace_back(std::move(buffer));
+  }
+
+  stats.run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  last_stats_ = stats;
+  if (options.stats != nullptr) *options.stats = stats;
+  return results;
+}
+
+}  // namespace insitu

@@ -1,0 +1,108 @@
+// Executable: runs an optimized module over real buffers laid out by buffer assignment.
+//
+//   module (after copy insertion) --assign_buffers--> BufferAssignment
+//   Executable::create(module, assignment) -> execute(arguments, {donate flags, threads})
+//
+// Arguments and results are one BufferHandle per entry parameter leaf / entry result leaf, in
+// leaf order. Each call:
+//   - validates everything first (argument count, shapes, donated-before handles, must-alias
+//     parameters not donated), so a call that fails leaves every input intact;
+//   - then consumes donated arguments: a parameter aliased to an output (input_output_alias)
+//     that is donated is written in place and its memory comes back as that result (same data
+//     pointer); a may-alias parameter that is not donated is protected by a runtime copy
+//     (counted in bytes_copied), as XLA does; a must-alias one must be donated;
+//   - runs the schedule (instruction order) of the entry computation over the parameter
+//     buffers, fresh output buffers, one temp arena (cached between calls) and constant
+//     buffers; while loops and conditionals run their computations over the same slices.
+// Builtin kernels are in kernels.h; other opcodes run through the reference evaluator's
+// per-op functions (fallback_kernels.cc); custom-call through a CustomCallRegistry.
+//
+// Data is logical row-major (buffer.h). A bitcast whose layouts make it a physical transpose
+// rather than a reshape is rejected at create() with an "unimplemented" error.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "insitu/evaluator/custom_call_registry.h"
+#include "insitu/passes/buffer_assignment.h"
+#include "insitu/runtime/buffer.h"
+#include "insitu/runtime/thread_pool.h"
+
+namespace insitu {
+
+struct ExecutionStats {
+  int64_t copies_executed = 0;    // copy instructions run (once per loop iteration)
+  int64_t bytes_copied = 0;       // their bytes, plus runtime copy protection of undonated inputs
+  int64_t peak_memory_bytes = 0;  // from buffer assignment
+  double run_seconds = 0;
+  int64_t fallback_ops_executed = 0;  // instructions run through the evaluator (not custom-calls)
+};
+
+struct ExecuteOptions {
+  // donate[i]: argument i is given to the call (missing entries: false).
+  std::vector<bool> donate = {};
+  // Worker threads; <= 0 means all hardware cores; 1 runs everything on the calling thread.
+  int threads = 0;
+  // Filled in when not null.
+  ExecutionStats* stats = nullptr;
+};
+
+struct ExecutableOptions {
+  const CustomCallRegistry* custom_calls = &CustomCallRegistry::global();
+};
+
+namespace runtime_internal {
+struct Program;
+class Executor;
+}  // namespace runtime_internal
+
+class Executable {
+ public:
+  // The module must outlive the executable (the assignment points into it).
+  static StatusOr<std::unique_ptr<Executable>> create(const Module& module, BufferAssignment assignment,
+                                                      ExecutableOptions options = {});
+  // Keeps the module alive itself.
+  static StatusOr<std::unique_ptr<Executable>> create(std::shared_ptr<const Module> module,
+                                                      BufferAssignment assignment, ExecutableOptions options = {});
+  ~Executable();
+
+  StatusOr<std::vector<BufferHandle>> execute(std::vector<BufferHandle> arguments, const ExecuteOptions& options = {});
+
+  // One entry per argument: its entry parameter number and leaf index, and its shape.
+  struct Argument {
+    int64_t parameter_number = 0;
+    ShapeIndex index;
+    Shape shape;
+    std::optional<ShapeIndex> aliased_output;  // input_output_alias: the output it is written as
+    bool must_alias = false;
+    std::string describe() const;  // "parameter 0 {}"
+  };
+  const std::vector<Argument>& arguments() const { return arguments_; }
+  const Module& module() const { return *module_; }
+  const BufferAssignment& assignment() const { return assignment_; }
+  const ExecutionStats& last_stats() const { return last_stats_; }
+
+ private:
+  friend class runtime_internal::Executor;
+  Executable(const Module& module, BufferAssignment assignment, ExecutableOptions options);
+  Status build();
+  ThreadPool& pool_for(int threads);
+
+  std::shared_ptr<const Module> owned_module_;
+  const Module* module_;
+  BufferAssignment assignment_;
+  ExecutableOptions options_;
+  std::vector<Argument> arguments_;
+  std::unordered_map<const Computation*, std::unique_ptr<runtime_internal::Program>> programs_;
+  std::vector<std::unique_ptr<Buffer>> constant_buffers_;  // by allocation index (null if not a constant)
+
+  std::mutex mutex_;  // one call at a time: the arena and the pool are shared
+  std::unique_ptr<Buffer> arena_;
+  std::unique_ptr<ThreadPool> pool_;
+  ExecutionStats last_stats_;
+};
+
+}  // namespace insitu

@@ -1,0 +1,225 @@
+// The executor: runs compiled programs (program.h) over the allocations of one call.
+// Executable::execute (executable.cc) validates arguments and sets up the allocation bases.
+#include "insitu/runtime/executor.h"
+
+#include <cstring>
+#include <memory>
+
+#include "insitu/runtime/fallback_kernels.h"
+#include "insitu/runtime/kernels.h"
+#include "insitu/support/str.h"
+
+namespace insitu::runtime_internal {
+
+namespace {
+
+bool overlaps(const uint8_t* a, int64_t a_size, const uint8_t* b, int64_t b_size) {
+  return a_size > 0 && b_size > 0 && a < b + b_size && b < a + a_size;
+}
+
+}  // namespace
+
+uint8_t* Executor::address(const Leaf& leaf) const {
+  INSITU_CHECK(leaf.allocation >= 0 && leaf.allocation < static_cast<int64_t>(bases_.size()))
+      << "leaf without memory";
+  return bases_[leaf.allocation] + leaf.offset;
+}
+
+ArrayView Executor::view(const Leaf& leaf) const {
+  return ArrayView{address(leaf), leaf.shape, leaf.scalar};
+}
+
+Literal Executor::read_literal(const Shape& shape, const std::vector<Leaf>& leaves) const {
+  Literal literal(shape);
+  for (const Leaf& leaf : leaves) {
+    if (leaf.allocation < 0) continue;
+    Literal* target = literal.mutable_subliteral(leaf.index);
+    INSITU_CHECK(target != nullptr) << "leaf " << shape_index_to_string(leaf.index) << " of " << shape.to_string();
+    const uint8_t* from = address(leaf);
+    if (leaf.scalar) {
+      const int64_t width = byte_width(leaf.shape->element_type());
+      for (int64_t i = 0; i < target->element_count(); ++i)
+        std::memcpy(target->untyped_data() + i * width, from, static_cast<size_t>(width));
+    } else if (target->size_bytes() > 0) {
+      std::memcpy(target->untyped_data(), from, static_cast<size_t>(target->size_bytes()));
+    }
+  }
+  return literal;
+}
+
+void Executor::write_literal(const Literal& literal, const std::vector<Leaf>& leaves) {
+  for (const Leaf& leaf : leaves) {
+    if (leaf.allocation < 0) continue;
+    const Literal* source = literal.subliteral(leaf.index);
+    INSITU_CHECK(source != nullptr && source->size_bytes() == leaf.size && !leaf.scalar)
+        << "result leaf " << shape_index_to_string(leaf.index) << " does not fit its slice";
+    copy_bytes_parallel(pool_, address(leaf), source->untyped_data(), leaf.size);
+  }
+}
+
+void Executor::move_leaves(const std::vector<Leaf>& from, const std::vector<Leaf>& to) {
+  INSITU_CHECK(from.size() == to.size()) << "leaf counts differ across a call boundary";
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i].allocation < 0 || from[i].same_memory(to[i])) continue;
+    if (from[i].scalar) {
+      const int64_t width = byte_width(from[i].shape->element_type());
+      for (int64_t k = 0; k < to[i].size / width; ++k) std::memcpy(address(to[i]) + k * width, address(from[i]), width);
+    } else {
+      std::memmove(address(to[i]), address(from[i]), static_cast<size_t>(to[i].size));
+    }
+    stats_.bytes_copied += to[i].size;  // a boundary copy buffer assignment did not avoid
+  }
+}
+
+Status Executor::run(const Program& program) {
+  for (const Step& step : program.steps) {
+    Status status = run_step(step);
+    if (!status.ok()) return status.with_location(step.instruction->location());
+  }
+  return ok_status();
+}
+
+Status Executor::run_step(const Step& step) {
+  const Instruction& instruction = *step.instruction;
+  switch (step.kind) {
+    case StepKind::kNothing: return ok_status();
+    case StepKind::kConstant: write_literal(instruction.literal, step.outputs); return ok_status();
+    case StepKind::kCopy: {
+      const Leaf& from = step.operands[0][0];
+      const Leaf& to = step.outputs[0];
+      ++stats_.copies_executed;
+      if (from.same_memory(to)) return ok_status();
+      stats_.bytes_copied += to.size;
+      if (from.scalar) {
+        move_leaves({from}, {to});
+        stats_.bytes_copied -= to.size;  // counted once, above
+        return ok_status();
+      }
+      copy_bytes_parallel(pool_, address(to), address(from), to.size);
+      return ok_status();
+    }
+    case StepKind::kCopyStart: {
+      // (destination, source, context): the copy happens here; copy-done forwards {0}.
+      const Leaf& from = step.operands[0][0];
+      for (const Leaf& to : step.outputs) {
+        if (to.index.size() == 1 && to.index[0] == 0 && !from.same_memory(to)) {
+          ++stats_.copies_executed;
+          stats_.bytes_copied += to.size;
+          copy_bytes_parallel(pool_, address(to), address(from), to.size);
+        }
+      }
+      return ok_status();
+    }
+    case StepKind::kKernel: return run_kernel(step);
+    case StepKind::kFallback: return run_fallback_step(step);
+    case StepKind::kCustomCall: {
+      std::vector<Literal> values;
+      values.reserve(step.operands.size());
+      for (size_t i = 0; i < step.operands.size(); ++i)
+        values.push_back(read_literal(instruction.operand(i)->shape(), step.operands[i]));
+      std::vector<const Literal*> pointers;
+      for (const Literal& value : values) pointers.push_back(&value);
+      INSITU_ASSIGN_OR_RETURN(Literal result, run_custom_call(instruction, pointers, custom_calls_));
+      write_literal(result, step.outputs);
+      return ok_status();
+    }
+    case StepKind::kWhile: return run_while(step);
+    case StepKind::kConditional: {
+      const Leaf& selector = step.operands[0][0];
+      const int64_t branches = static_cast<int64_t>(step.callees.size());
+      int64_t branch;
+      const uint8_t* data = address(selector);
+      if (selector.shape->element_type() == PrimitiveType::kPred) {
+        branch = data[0] != 0 ? 0 : 1;
+      } else {
+        int32_t index;
+        std::memcpy(&index, data, sizeof(index));
+        branch = (index < 0 || index >= branches) ? branches - 1 : index;  // XLA: out of range -> last
+      }
+      const Program& callee = *step.callees[branch];
+      move_leaves(step.operands[1 + branch], callee.parameters[0]);
+      INSITU_RETURN_IF_ERROR(run(callee));
+      move_leaves(callee.root, step.outputs);
+      return ok_status();
+    }
+    case StepKind::kCall: {
+      const Program& callee = *step.callees[0];
+      for (size_t i = 0; i < step.operands.size(); ++i) move_leaves(step.operands[i], callee.parameters[i]);
+      INSITU_RETURN_IF_ERROR(run(callee));
+      move_leaves(callee.root, step.outputs);
+      return ok_status();
+    }
+  }
+  return internal_error("unknown step kind");
+}
+
+Status Executor::run_while(const Step& step) {
+  const Program& condition = *step.callees[0];
+  const Program& body = *step.callees[1];
+  move_leaves(step.operands[0], body.parameters[0]);
+  move_leaves(step.operands[0], condition.parameters[0]);
+  while (true) {
+    INSITU_RETURN_IF_ERROR(run(condition));
+    if (address(condition.root[0])[0] == 0) break;
+    INSITU_RETURN_IF_ERROR(run(body));
+    move_leaves(body.root, body.parameters[0]);
+    move_leaves(body.root, condition.parameters[0]);
+  }
+  move_leaves(body.parameters[0], step.outputs);
+  return ok_status();
+}
+
+Status Executor::run_kernel(const Step& step) {
+  const Instruction& instruction = *step.instruction;
+  if (step.outputs.size() != 1 || step.outputs[0].scalar) return run_fallback_step(step);
+  const ArrayView out = view(step.outputs[0]);
+  std::vector<ArrayView> operands;
+  operands.reserve(step.operands.size());
+  for (const std::vector<Leaf>& leaves : step.operands) {
+    if (leaves.size() != 1 || leaves[0].allocation < 0) return run_fallback_step(step);
+    operands.push_back(view(leaves[0]));
+  }
+  // Stage operands that overlap the output, except the exact in-place cases kernels support.
+  const Opcode opcode = instruction.opcode();
+  std::vector<std::unique_ptr<uint64_t[]>> staged;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    ArrayView& operand = operands[i];
+    if (!overlaps(operand.data, operand.byte_size(), out.data, out.byte_size())) continue;
+    const bool same_start = operand.data == out.data && !operand.scalar;
+    if (same_start && is_elementwise(opcode) && byte_width(operand.type()) == byte_width(out.type())) continue;
+    if (same_start && (opcode == Opcode::kDynamicUpdateSlice || opcode == Opcode::kScatter) && i == 0) continue;
+    const int64_t bytes = operand.byte_size();
+    staged.push_back(std::make_unique<uint64_t[]>(static_cast<size_t>((bytes + 7) / 8)));
+    std::memcpy(staged.back().get(), operand.data, static_cast<size_t>(bytes));
+    operand.data = reinterpret_cast<uint8_t*>(staged.back().get());
+  }
+  bool done = false;
+  if (opcode == Opcode::kScatter) {
+    Status status;
+    done = run_scatter_kernel(instruction, operands, out, pool_, status);
+    if (!status.ok()) return status;
+  } else if (is_elementwise(opcode)) done = run_elementwise_kernel(instruction, operands, out, pool_);
+  else if (opcode == Opcode::kDynamicSlice || opcode == Opcode::kDynamicUpdateSlice)
+    done = run_dynamic_slice_kernel(instruction, operands, out, pool_);
+  else done = run_data_movement_kernel(instruction, operands, out, pool_);
+  if (done) return ok_status();
+  return run_fallback_step(step);
+}
+
+Status Executor::run_fallback_step(const Step& step) {
+  const Instruction& instruction = *step.instruction;
+  ++stats_.fallback_ops_executed;
+  std::vector<Literal> values;
+  values.reserve(step.operands.size());
+  for (size_t i = 0; i < step.operands.size(); ++i)
+    values.push_back(read_literal(instruction.operand(i)->shape(), step.operands[i]));
+  std::vector<const Literal*> pointers;
+  for (const Literal& value : values) pointers.push_back(&value);
+  EvaluatorOptions options;
+  options.custom_calls = custom_calls_;
+  INSITU_ASSIGN_OR_RETURN(Literal result, run_fallback(instruction, pointers, options));
+  write_literal(result, step.outputs);
+  return ok_status();
+}
+
+}  // namespace insitu::runtime_internal

@@ -1,0 +1,40 @@
+// Internal to the runtime: runs compiled programs over the allocation bases of one call.
+#pragma once
+
+#include <vector>
+
+#include "insitu/evaluator/custom_call_registry.h"
+#include "insitu/runtime/executable.h"
+#include "insitu/runtime/kernels.h"
+#include "insitu/runtime/program.h"
+
+namespace insitu::runtime_internal {
+
+class Executor {
+ public:
+  Executor(std::vector<uint8_t*> bases, ThreadPool& pool, ExecutionStats& stats, const CustomCallRegistry* custom_calls)
+      : bases_(std::move(bases)), pool_(pool), stats_(stats), custom_calls_(custom_calls) {}
+
+  Status run(const Program& program);
+
+  uint8_t* address(const Leaf& leaf) const;
+  // The value of an instruction's leaves as a Literal of `shape` (scalar leaves expanded).
+  Literal read_literal(const Shape& shape, const std::vector<Leaf>& leaves) const;
+
+ private:
+  ArrayView view(const Leaf& leaf) const;
+  void write_literal(const Literal& literal, const std::vector<Leaf>& leaves);
+  // Copies each leaf whose memory differs (a call boundary buffer assignment did not unify).
+  void move_leaves(const std::vector<Leaf>& from, const std::vector<Leaf>& to);
+  Status run_step(const Step& step);
+  Status run_while(const Step& step);
+  Status run_kernel(const Step& step);
+  Status run_fallback_step(const Step& step);
+
+  std::vector<uint8_t*> bases_;
+  ThreadPool& pool_;
+  ExecutionStats& stats_;
+  const CustomCallRegistry* custom_calls_;
+};
+
+}  // namespace insitu::runtime_internal

@@ -1,0 +1,100 @@
+// The evaluator fallback and custom-call (fallback_kernels.h).
+#include "insitu/runtime/fallback_kernels.h"
+
+#include "insitu/evaluator/ops.h"
+#include "insitu/support/str.h"
+
+namespace insitu {
+namespace {
+
+// Runs to_apply computations (reduce, scatter, sort, map) with the reference evaluator.
+class EvaluatorRunner final : public eval::ComputationRunner {
+ public:
+  explicit EvaluatorRunner(const EvaluatorOptions& options) : options_(options) {}
+  StatusOr<Literal> run(const Computation& computation, eval::Operands arguments) override {
+    return evaluate_computation(computation, arguments, options_);
+  }
+
+ private:
+  const EvaluatorOptions& options_;
+};
+
+}  // namespace
+
+bool has_fallback(Opcode opcode) {
+  if (is_elementwise(opcode)) return true;
+  switch (opcode) {
+    case Opcode::kBitcastConvert:
+    case Opcode::kIota:
+    case Opcode::kBroadcast:
+    case Opcode::kReshape:
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+    case Opcode::kConcatenate:
+    case Opcode::kPad:
+    case Opcode::kReverse:
+    case Opcode::kReduce:
+    case Opcode::kReduceWindow:
+    case Opcode::kDot:
+    case Opcode::kGather:
+    case Opcode::kScatter:
+    case Opcode::kSort:
+    case Opcode::kFusion: return true;
+    default: return false;
+  }
+}
+
+StatusOr<Literal> run_fallback(const Instruction& instruction, std::span<const Literal* const> operands,
+                               const EvaluatorOptions& options) {
+  EvaluatorRunner runner(options);
+  const Opcode opcode = instruction.opcode();
+  if (opcode == Opcode::kMap) return eval::evaluate_map(instruction, operands, runner);
+  if (is_elementwise(opcode) || opcode == Opcode::kBitcastConvert) return eval::evaluate_elementwise(instruction, operands);
+  switch (opcode) {
+    case Opcode::kIota:
+    case Opcode::kBroadcast:
+    case Opcode::kReshape:
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+    case Opcode::kConcatenate:
+    case Opcode::kPad:
+    case Opcode::kReverse: return eval::evaluate_data_movement(instruction, operands);
+    case Opcode::kReduce: return eval::evaluate_reduce(instruction, operands, runner);
+    case Opcode::kReduceWindow: return eval::evaluate_reduce_window(instruction, operands, runner);
+    case Opcode::kDot: return eval::evaluate_dot(instruction, operands);
+    case Opcode::kGather: return eval::evaluate_gather(instruction, operands);
+    case Opcode::kScatter: return eval::evaluate_scatter(instruction, operands, runner);
+    case Opcode::kSort: return eval::evaluate_sort(instruction, operands, runner);
+    case Opcode::kFusion: return evaluate_computation(*instruction.to_apply(), operands, options);
+    default: break;
+  }
+  return unimplemented(str_cat("the runtime cannot run '", opcode_name(opcode), "' (%", instruction.name(), ")"),
+                       instruction.location());
+}
+
+StatusOr<Literal> run_custom_call(const Instruction& instruction, std::span<const Literal* const> operands,
+                                  const CustomCallRegistry* registry) {
+  const std::string& target = instruction.custom_call.target;
+  const CustomCallRegistry::Kernel* kernel = registry ? registry->find(target) : nullptr;
+  if (kernel == nullptr) {
+    return not_found(str_cat("custom-call %", instruction.name(), ": no kernel is registered for target \"", target,
+                             "\" (load one with --plugin LIB.so)"),
+                     instruction.location());
+  }
+  Literal result(instruction.shape());
+  for (const OutputOperandAlias& alias : instruction.custom_call.output_to_operand_aliasing) {
+    const Literal* source = operands[alias.operand_number]->subliteral(alias.operand_index);
+    Literal* destination = result.mutable_subliteral(alias.output_index);
+    INSITU_CHECK(source && destination) << "verifier lets bad output_to_operand_aliasing through";
+    *destination = *source;
+    destination->set_shape_layouts(*instruction.shape().subshape(alias.output_index));
+  }
+  INSITU_RETURN_IF_ERROR((*kernel)(instruction, operands, result));
+  return result;
+}
+
+}  // namespace insitu

@@ -1,0 +1,69 @@
+// Builtin kernels of the CPU runtime: each runs one instruction over raw slices of memory.
+//
+// An ArrayView is an array's bytes in logical row-major order (see buffer.h) with its shape.
+// An operand view marked `scalar` holds one element that stands for every element of its shape:
+// a scalar broadcast that buffer assignment did not materialize (elementwise ops read it as a
+// scalar). Kernels never allocate the output: the executor passes the output's slice.
+//
+// Native kernels cover the hot ops and return false when an (opcode, element type) pair has
+// no native path; the executor then runs the fallback (fallback_kernels.cc), which wraps the
+// slices as Literals and calls the reference evaluator's per-op function. Every native kernel
+// is bit-for-bit the evaluator's result (tests/runtime/kernels_test.cc).
+//
+// In-place ops (dynamic-update-slice, scatter) expect the output to be the operand's memory
+// (buffer assignment links them); they touch only what they update. Elementwise kernels allow
+// the output to be exactly one of the operands (same start, same element width). The executor
+// stages any other overlap of an operand with the output into a temporary before calling.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "insitu/ir/instruction.h"
+#include "insitu/runtime/thread_pool.h"
+
+namespace insitu {
+
+struct ArrayView {
+  uint8_t* data = nullptr;
+  const Shape* shape = nullptr;
+  bool scalar = false;  // one element read for every position (unmaterialized scalar broadcast)
+
+  int64_t element_count() const { return shape->element_count(); }
+  int64_t byte_size() const { return scalar ? byte_width(shape->element_type()) : shape->byte_size(); }
+  PrimitiveType type() const { return shape->element_type(); }
+};
+
+// Arrays at least this many elements long are split over the pool's workers.
+inline constexpr int64_t kParallelElements = 1 << 15;
+// Copies at least this many bytes are split over the pool's workers.
+inline constexpr int64_t kParallelBytes = 1 << 20;
+
+// Runs fn(begin, end) over [0, n): in parallel when n >= threshold, inline otherwise.
+void run_range(ThreadPool& pool, int64_t n, int64_t threshold, const std::function<void(int64_t, int64_t)>& fn);
+
+// memcpy, split over the pool for large sizes.
+void copy_bytes_parallel(ThreadPool& pool, uint8_t* to, const uint8_t* from, int64_t bytes);
+
+// elementwise_kernels.cc: unary/binary arithmetic, compare, select; elementwise_convert.cc:
+// convert. False when there is no native path (the fallback runs).
+bool run_elementwise_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
+                            ThreadPool& pool);
+bool run_convert_kernel(const Instruction& instruction, const ArrayView& operand, const ArrayView& out,
+                        ThreadPool& pool);
+
+// data_movement_kernels.cc: copy/reshape (bytes), slice, broadcast, iota, concatenate, transpose.
+bool run_data_movement_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
+                              const ArrayView& out, ThreadPool& pool);
+
+// dynamic_slice_kernels.cc: dynamic-slice; dynamic-update-slice in place (the output is the
+// operand's memory, or the operand is first copied into it).
+bool run_dynamic_slice_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
+                              const ArrayView& out, ThreadPool& pool);
+
+// scatter_kernels.cc: single-operand scatter in place, in the evaluator's order. A combiner
+// that fails sets `status` (the kernel still returns true: it handled the op).
+bool run_scatter_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
+                        ThreadPool& pool, Status& status);
+
+}  // namespace insitu

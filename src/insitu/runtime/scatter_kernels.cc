@@ -1,0 +1,228 @@
+// Native scatter, in place: the output is the operand's memory (buffer assignment links them)
+// and only the update windows are touched. Updates combine in the reference evaluator's order
+// (scatter position outermost, then the window, both row-major), sequentially: duplicate
+// indices then combine exactly as the evaluator does. Assignment and add/multiply/maximum/
+// minimum combiners over native types run natively; any other combiner runs per element
+// through the evaluator. Variadic scatter, non-default update layouts and malformed dimension
+// numbers take the fallback (which reports errors).
+#include <algorithm>
+#include <cmath>
+
+#include "insitu/evaluator/evaluator.h"
+#include "insitu/runtime/element_compute.h"
+#include "insitu/runtime/row_walk.h"
+#include "insitu/support/str.h"
+
+namespace insitu {
+namespace kernels {
+namespace {
+
+bool contains(const std::vector<int64_t>& values, int64_t value) {
+  return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+enum class Combiner { kAssign, kAdd, kMultiply, kMaximum, kMinimum, kGeneric };
+
+// What to_apply computes from (current = parameter 0, update = parameter 1); `swapped` when the
+// root reads them in the other order.
+Combiner classify(const Computation& computation, bool& swapped) {
+  swapped = false;
+  const Instruction* root = computation.root();
+  if (computation.parameter_count() != 2 || root == nullptr) return Combiner::kGeneric;
+  if (root->opcode() == Opcode::kParameter && root->parameter_number == 1) return Combiner::kAssign;
+  if (root->operand_count() != 2) return Combiner::kGeneric;
+  const Instruction* a = root->operand(0);
+  const Instruction* b = root->operand(1);
+  if (a->opcode() != Opcode::kParameter || b->opcode() != Opcode::kParameter) return Combiner::kGeneric;
+  if (a->parameter_number == 1 && b->parameter_number == 0) swapped = true;
+  else if (!(a->parameter_number == 0 && b->parameter_number == 1)) return Combiner::kGeneric;
+  switch (root->opcode()) {
+    case Opcode::kAdd: return Combiner::kAdd;
+    case Opcode::kMultiply: return Combiner::kMultiply;
+    case Opcode::kMaximum: return Combiner::kMaximum;
+    case Opcode::kMinimum: return Combiner::kMinimum;
+    default: return Combiner::kGeneric;
+  }
+}
+
+template <typename C>
+C combine(Combiner combiner, C x, C y) {
+  switch (combiner) {
+    case Combiner::kAdd:
+      if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(x) + as_unsigned(y));
+      else return x + y;
+    case Combiner::kMultiply:
+      if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(x) * as_unsigned(y));
+      else return x * y;
+    case Combiner::kMaximum:
+      if constexpr (std::is_floating_point_v<C>) {
+        if (std::isnan(x)) return x;
+        if (std::isnan(y)) return y;
+      }
+      return (x < y) ? y : x;
+    case Combiner::kMinimum:
+      if constexpr (std::is_floating_point_v<C>) {
+        if (std::isnan(x)) return x;
+        if (std::isnan(y)) return y;
+      }
+      return (y < x) ? y : x;
+    default: return y;
+  }
+}
+
+// Calls fn(index) over `dimensions` restricted to `active` ones (others stay 0), row-major.
+template <typename Fn>
+bool walk(const std::vector<int64_t>& dimensions, const std::vector<bool>& active, Fn&& fn) {
+  for (size_t d = 0; d < dimensions.size(); ++d)
+    if (active[d] && dimensions[d] == 0) return true;
+  std::vector<int64_t> index(dimensions.size(), 0);
+  while (true) {
+    if (!fn(index)) return false;
+    int64_t d = static_cast<int64_t>(dimensions.size()) - 1;
+    for (; d >= 0; --d) {
+      if (!active[d]) continue;
+      if (++index[d] < dimensions[d]) break;
+      index[d] = 0;
+    }
+    if (d < 0) return true;
+  }
+}
+
+int64_t read_index(const ArrayView& indices, int64_t position) {
+  int64_t value = 0;
+  dispatch_element_type(indices.type(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      value = static_cast<int64_t>(reinterpret_cast<const T*>(indices.data)[position]);
+  });
+  return value;
+}
+
+}  // namespace
+}  // namespace kernels
+
+bool run_scatter_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
+                        ThreadPool& pool, Status& status) {
+  using namespace kernels;
+  if (operands.size() != 3 || !out.shape->is_array() || instruction.called_computations().empty()) return false;
+  const ArrayView& operand = operands[0];
+  const ArrayView& indices = operands[1];
+  const ArrayView& updates = operands[2];
+  if (operand.scalar || indices.scalar || updates.scalar || !is_integral(indices.type()) ||
+      operand.type() != out.type() || updates.type() != out.type() || operand.byte_size() != out.byte_size())
+    return false;
+  const Shape& operand_shape = *operand.shape;
+  const Shape& updates_shape = *updates.shape;
+  if (!updates_shape.layout().minor_to_major.empty() &&
+      !updates_shape.layout().is_default_for_rank(updates_shape.rank()))
+    return false;  // the evaluator walks updates in their layout order
+  const ScatterDimensionNumbers& numbers = instruction.scatter_dimension_numbers;
+  const int64_t operand_rank = operand_shape.rank();
+  const int64_t update_rank = updates_shape.rank();
+  const int64_t indices_rank = indices.shape->rank();
+  const int64_t vector_dim = numbers.index_vector_dim;
+  if (vector_dim < 0 || vector_dim > indices_rank) return false;
+  std::vector<int64_t> batch_dimensions;
+  for (int64_t d = 0; d < indices_rank; ++d)
+    if (d != vector_dim) batch_dimensions.push_back(d);
+  const int64_t vector_size = vector_dim == indices_rank ? 1 : indices.shape->dimension(vector_dim);
+  if (static_cast<int64_t>(numbers.scatter_dims_to_operand_dims.size()) != vector_size) return false;
+  std::vector<int64_t> window_operand_dimensions;
+  for (int64_t d = 0; d < operand_rank; ++d)
+    if (!contains(numbers.inserted_window_dims, d) && !contains(numbers.input_batching_dims, d))
+      window_operand_dimensions.push_back(d);
+  if (window_operand_dimensions.size() != numbers.update_window_dims.size()) return false;
+  if (numbers.input_batching_dims.size() != numbers.scatter_indices_batching_dims.size()) return false;
+  std::vector<int64_t> window_extent(operand_rank, 1);
+  for (size_t k = 0; k < window_operand_dimensions.size(); ++k) {
+    const int64_t d = numbers.update_window_dims[k];
+    if (d < 0 || d >= update_rank) return false;
+    window_extent[window_operand_dimensions[k]] = updates_shape.dimension(d);
+  }
+  std::vector<bool> is_window(update_rank, false), is_scatter(update_rank, true);
+  for (int64_t d : numbers.update_window_dims) is_window[d] = true, is_scatter[d] = false;
+  std::vector<int64_t> update_scatter_dimensions;
+  for (int64_t d = 0; d < update_rank; ++d)
+    if (is_scatter[d]) update_scatter_dimensions.push_back(d);
+  if (update_scatter_dimensions.size() != batch_dimensions.size()) return false;
+  for (int64_t d : numbers.scatter_dims_to_operand_dims)
+    if (d < 0 || d >= operand_rank) return false;
+
+  bool swapped = false;
+  const Combiner combiner = classify(*instruction.to_apply(), swapped);
+  const bool native_type = dispatch_native_numeric(out.type(), [](auto) {});
+  if (combiner != Combiner::kAssign && combiner != Combiner::kGeneric && !native_type) return false;
+
+  // Not in place (distinct slices): start from the operand's value.
+  if (out.data != operand.data) copy_bytes_parallel(pool, out.data, operand.data, out.byte_size());
+  const int64_t width = byte_width(out.type());
+  const std::vector<int64_t> operand_strides = strides_of(operand_shape.dimensions());
+  const std::vector<int64_t> update_strides = strides_of(updates_shape.dimensions());
+  const std::vector<int64_t> index_strides = strides_of(indices.shape->dimensions());
+  std::vector<int64_t> position(indices_rank, 0);
+  std::vector<int64_t> start(operand_rank, 0);
+  const Shape scalar_shape = Shape::scalar(out.type());
+  Literal current(scalar_shape), update(scalar_shape);
+
+  auto apply = [&](int64_t operand_linear, int64_t update_linear) -> bool {
+    uint8_t* target = out.data + operand_linear * width;
+    const uint8_t* source = updates.data + update_linear * width;
+    if (combiner == Combiner::kAssign) {
+      std::memcpy(target, source, static_cast<size_t>(width));
+      return true;
+    }
+    if (combiner == Combiner::kGeneric) {
+      std::memcpy(current.untyped_data(), target, static_cast<size_t>(width));
+      std::memcpy(update.untyped_data(), source, static_cast<size_t>(width));
+      const Literal* arguments[] = {&current, &update};
+      StatusOr<Literal> combined = evaluate_computation(*instruction.to_apply(), arguments);
+      if (!combined.ok() || !combined->shape().is_array() || combined->shape().element_type() != out.type() ||
+          combined->shape().rank() != 0) {
+        status = combined.ok() ? invalid_argument(str_cat("scatter %", instruction.name(),
+                                                          ": to_apply must return one scalar of the operand's type"),
+                                                  instruction.location())
+                               : combined.status();
+        return false;
+      }
+      std::memcpy(target, combined->untyped_data(), static_cast<size_t>(width));
+      return true;
+    }
+    dispatch_native_numeric(out.type(), [&](auto tag) {
+      using T = decltype(tag);
+      T* t = reinterpret_cast<T*>(target);
+      const T u = *reinterpret_cast<const T*>(source);
+      *t = swapped ? to_stored<T>(combine(combiner, to_compute(u), to_compute(*t)))
+                   : to_stored<T>(combine(combiner, to_compute(*t), to_compute(u)));
+    });
+    return true;
+  };
+
+  walk(updates_shape.dimensions(), is_scatter, [&](const std::vector<int64_t>& scatter_index) {
+    for (size_t j = 0; j < batch_dimensions.size(); ++j)
+      position[batch_dimensions[j]] = scatter_index[update_scatter_dimensions[j]];
+    std::fill(start.begin(), start.end(), 0);
+    for (int64_t k = 0; k < vector_size; ++k) {
+      if (vector_dim < indices_rank) position[vector_dim] = k;
+      int64_t linear = 0;
+      for (int64_t d = 0; d < indices_rank; ++d) linear += position[d] * index_strides[d];
+      start[numbers.scatter_dims_to_operand_dims[k]] = read_index(indices, linear);
+    }
+    for (size_t i = 0; i < numbers.input_batching_dims.size(); ++i)
+      start[numbers.input_batching_dims[i]] = position[numbers.scatter_indices_batching_dims[i]];
+    for (int64_t d = 0; d < operand_rank; ++d)  // a window that does not fit is dropped whole
+      if (start[d] < 0 || start[d] > operand_shape.dimension(d) - window_extent[d]) return true;
+    int64_t base = 0;
+    for (int64_t d = 0; d < operand_rank; ++d) base += start[d] * operand_strides[d];
+    return walk(updates_shape.dimensions(), is_window, [&](const std::vector<int64_t>& window_index) {
+      int64_t update_linear = 0;
+      for (int64_t d = 0; d < update_rank; ++d) update_linear += (scatter_index[d] + window_index[d]) * update_strides[d];
+      int64_t operand_linear = base;
+      for (size_t k = 0; k < window_operand_dimensions.size(); ++k)
+        operand_linear += window_index[numbers.update_window_dims[k]] * operand_strides[window_operand_dimensions[k]];
+      return apply(operand_linear, update_linear);
+    });
+  });
+  return true;
+}
+
+}  // namespace insitu

@@ -1,0 +1,79 @@
+// ThreadPool (thread_pool.h).
+#include "insitu/runtime/thread_pool.h"
+
+#include <algorithm>
+
+namespace insitu {
+
+int ThreadPool::hardware_threads() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores == 0 ? 1 : static_cast<int>(cores);
+}
+
+ThreadPool::ThreadPool(int threads) : thread_count_(threads <= 0 ? hardware_threads() : threads) {
+  // Worker w (1-based) runs chunk w; the caller runs chunk 0.
+  for (int worker = 1; worker < thread_count_; ++worker) workers_.emplace_back([this, worker] { work(worker); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  start_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+std::pair<int64_t, int64_t> ThreadPool::chunk_range(int64_t n, int64_t chunks, int64_t chunk) {
+  // 128-bit products keep n*chunk exact for any n.
+  const auto begin = static_cast<int64_t>(static_cast<__int128>(n) * chunk / chunks);
+  const auto end = static_cast<int64_t>(static_cast<__int128>(n) * (chunk + 1) / chunks);
+  return {begin, end};
+}
+
+int64_t ThreadPool::chunk_count(int64_t n) const { return std::max<int64_t>(1, std::min<int64_t>(thread_count_, n)); }
+
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  const int64_t chunks = chunk_count(n);
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (chunks == 1 || running_) {  // one chunk, or nested inside another parallel_for
+      lock.unlock();
+      fn(0, n);
+      return;
+    }
+    running_ = true;
+    job_ = &fn;
+    job_size_ = n;
+    job_chunks_ = chunks;
+    pending_ = static_cast<int>(chunks - 1);
+    ++generation_;
+  }
+  start_.notify_all();
+  const auto [begin, end] = chunk_range(n, chunks, 0);
+  fn(begin, end);
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return pending_ == 0; });
+  job_ = nullptr;
+  running_ = false;
+}
+
+void ThreadPool::work(int worker) {
+  uint64_t seen = 0;
+  while (true) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+    if (stopping_) return;
+    seen = generation_;
+    if (worker >= job_chunks_) continue;  // fewer chunks than workers this time
+    const auto* job = job_;
+    const auto [begin, end] = chunk_range(job_size_, job_chunks_, worker);
+    lock.unlock();
+    (*job)(begin, end);
+    lock.lock();
+    if (--pending_ == 0) done_.notify_one();
+  }
+}
+
+}  // namespace insitu

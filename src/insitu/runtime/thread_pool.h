@@ -1,0 +1,57 @@
+// ThreadPool: a fixed set of workers running parallel_for with static partitioning.
+//
+// parallel_for(n, fn) splits [0, n) into one contiguous chunk per worker, chunk i being
+// [n*i/k, n*(i+1)/k) for k workers (fewer chunks when n is small), so the same call always
+// gives the same ranges: results never depend on timing. The calling thread runs chunk 0 and
+// waits for the rest. With one worker everything runs inline on the caller. A pool runs one
+// parallel_for at a time (the runtime executes one instruction at a time); nested calls from
+// inside fn run inline. (std::thread over a Debian thread-pool library: the whole pool is a
+// few dozen lines and static partitioning is the property we need.)
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace insitu {
+
+class ThreadPool {
+ public:
+  // `threads` <= 0 means the machine's hardware cores.
+  explicit ThreadPool(int threads = 0);
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  ~ThreadPool();
+
+  int thread_count() const { return thread_count_; }
+  static int hardware_threads();
+
+  // The [begin, end) range chunk `chunk` of `chunks` gets out of n items.
+  static std::pair<int64_t, int64_t> chunk_range(int64_t n, int64_t chunks, int64_t chunk);
+  // How many chunks parallel_for(n, ...) uses: min(thread_count, n).
+  int64_t chunk_count(int64_t n) const;
+
+  // Calls fn(begin, end) over a static partition of [0, n); returns when all chunks are done.
+  void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
+
+ private:
+  void work(int worker);
+
+  int thread_count_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable start_;
+  std::condition_variable done_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  int64_t job_size_ = 0;
+  int64_t job_chunks_ = 0;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stopping_ = false;
+  bool running_ = false;  // a parallel_for is in flight (nested calls run inline)
+};
+
+}  // namespace insitu

@@ -1,0 +1,110 @@
+// custom-call on the runtime: an in-place kernel (output_to_operand_aliasing) on a donated
+// parameter writes the caller's buffer once, with no copy; the same kernel on an undonated
+// parameter gets copy protection and leaves the input alone.
+#include "executable_test_util.h"
+
+namespace insitu {
+namespace {
+
+using testing_runtime::compile;
+using testing_runtime::Compiled;
+using testing_runtime::read_text;
+
+// result[i] += 1 over the (aliased, pre-filled) result: a mutating kernel.
+Status plus_one(const Instruction&, std::span<const Literal* const>, Literal& result) {
+  for (int32_t& value : result.data<int32_t>()) value += 1;
+  return ok_status();
+}
+
+TEST(RuntimeCustomCall, InPlaceKernelOnDonatedParameterWritesTheCallersBuffer) {
+  CustomCallRegistry registry;
+  ASSERT_TRUE(registry.register_kernel("plus_one_inplace", plus_one).ok());
+  Compiled compiled = compile(read_text(std::string(INSITU_SOURCE_DIR) + "/tests/corpus/custom_call_inplace.hlo"),
+                              ExecutableOptions{.custom_calls = &registry});
+  ASSERT_TRUE(compiled.executable != nullptr);
+  Literal input(Shape::array(PrimitiveType::kS32, {8, 128}));
+  int32_t next = -500;
+  for (int32_t& value : input.data<int32_t>()) value = next++;
+  EvaluatorOptions evaluator;
+  evaluator.custom_calls = &registry;
+  StatusOr<Literal> expected = evaluate_module(*compiled.original, std::vector<Literal>{input}, evaluator);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+
+  BufferHandle donated = *BufferHandle::from_literal(input);
+  const uint8_t* memory = donated.data();
+  ExecutionStats stats;
+  StatusOr<std::vector<BufferHandle>> results =
+      compiled.executable->execute({donated}, {.donate = {true}, .stats = &stats});
+  ASSERT_TRUE(results.ok()) << results.status().to_string();
+  EXPECT_TRUE(*(*results)[0].to_literal() == *expected);
+  EXPECT_EQ((*results)[0].data(), memory);
+  EXPECT_EQ(stats.copies_executed, 0);
+  EXPECT_EQ(stats.bytes_copied, 0);
+
+  BufferHandle kept = *BufferHandle::from_literal(input);
+  StatusOr<std::vector<BufferHandle>> protected_run = compiled.executable->execute({kept}, {.stats = &stats});
+  ASSERT_TRUE(protected_run.ok()) << protected_run.status().to_string();
+  EXPECT_TRUE(*(*protected_run)[0].to_literal() == *expected);
+  EXPECT_TRUE(*kept.to_literal() == input);
+  EXPECT_EQ(stats.bytes_copied, 8 * 128 * 4);  // one runtime copy protecting the input
+}
+
+TEST(RuntimeCustomCall, UnregisteredTargetIsALocatedError) {
+  CustomCallRegistry empty;
+  Compiled compiled = compile(read_text(std::string(INSITU_SOURCE_DIR) + "/tests/corpus/custom_call_inplace.hlo"),
+                              ExecutableOptions{.custom_calls = &empty});
+  ASSERT_TRUE(compiled.executable != nullptr);
+  BufferHandle input = *BufferHandle::from_literal(Literal(Shape::array(PrimitiveType::kS32, {8, 128})));
+  StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute({input});
+  ASSERT_FALSE(results.ok());
+  EXPECT_NE(results.status().message().find("no kernel is registered for target \"plus_one_inplace\""),
+            std::string::npos);
+  EXPECT_TRUE(results.status().location().valid());
+}
+
+}  // namespace
+}  // namespace insitu
+
+namespace insitu {
+namespace {
+
+// The seed modules (the Pallas in-place question): the kernel is declared without an alias,
+// so the runtime must give the evaluator's answer whatever copies the compiler kept.
+class RuntimeSeed : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RuntimeSeed, MatchesEvaluatorDonatedOrNot) {
+  CustomCallRegistry registry;
+  ASSERT_TRUE(registry.register_kernel("tpu_custom_call", plus_one).ok());
+  Compiled compiled = compile(read_text(std::string(INSITU_SHARED_DIR) + "/seed/" + GetParam() + ".hlo"),
+                              ExecutableOptions{.custom_calls = &registry});
+  ASSERT_TRUE(compiled.executable != nullptr);
+  const Literal input = Literal::vector<int32_t>({10, 20, 30, 40});
+  EvaluatorOptions evaluator;
+  evaluator.custom_calls = &registry;
+  StatusOr<Literal> expected = evaluate_module(*compiled.original, std::vector<Literal>{input}, evaluator);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  std::vector<Literal> expected_leaves;
+  testing_runtime::flatten(*expected, expected_leaves);
+  for (bool donate : {false, true}) {
+    const bool must = compiled.executable->arguments()[0].must_alias;
+    StatusOr<std::vector<BufferHandle>> results =
+        compiled.executable->execute({*BufferHandle::from_literal(input)}, {.donate = {donate || must}});
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    ASSERT_EQ(results->size(), expected_leaves.size());
+    for (size_t i = 0; i < expected_leaves.size(); ++i)
+      EXPECT_TRUE(*(*results)[i].to_literal() == expected_leaves[i]) << GetParam() << " result " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seed, RuntimeSeed,
+                         ::testing::Values("sync_tensors_graph.before_optimizations",
+                                           "sync_tensors_graph.after_optimizations", "ir_to_hlo"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (c == '.') c = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace insitu

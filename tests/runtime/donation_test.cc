@@ -1,0 +1,295 @@
+// Buffers, donation and aliasing at run time: a donated KV cache updated in place by a while
+// loop (the result is the donated input's memory), copy protection of an undonated may-alias
+// parameter, must-alias errors, used-up handles, and calls that fail before running leave
+// their donated inputs intact.
+#include "executable_test_util.h"
+
+namespace insitu {
+namespace {
+
+using testing_runtime::compile;
+using testing_runtime::Compiled;
+
+constexpr std::string_view kKvCache = R"(
+HloModule kv_cache, input_output_alias={ {0}: (0, {}, may-alias) }
+
+body {
+  state = (s32[], f32[16,64], f32[1,64]) parameter(0)
+  i = s32[] get-tuple-element(state), index=0
+  cache = f32[16,64] get-tuple-element(state), index=1
+  row = f32[1,64] get-tuple-element(state), index=2
+  zero = s32[] constant(0)
+  updated = f32[16,64] dynamic-update-slice(cache, row, i, zero)
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  two = f32[] constant(2)
+  twos = f32[1,64] broadcast(two), dimensions={}
+  next_row = f32[1,64] multiply(row, twos)
+  ROOT out = (s32[], f32[16,64], f32[1,64]) tuple(next, updated, next_row)
+}
+
+cond {
+  state = (s32[], f32[16,64], f32[1,64]) parameter(0)
+  i = s32[] get-tuple-element(state), index=0
+  limit = s32[] constant(16)
+  ROOT more = pred[] compare(i, limit), direction=LT
+}
+
+ENTRY main {
+  cache = f32[16,64] parameter(0)
+  row = f32[1,64] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[16,64], f32[1,64]) tuple(zero, cache, row)
+  loop = (s32[], f32[16,64], f32[1,64]) while(init), condition=cond, body=body
+  result = f32[16,64] get-tuple-element(loop), index=1
+  ROOT tuple = (f32[16,64]) tuple(result)
+}
+)";
+
+// The copy instructions of the optimized entry computation (count, bytes). Checks that the
+// loop body has none and that none copies the cache.
+std::pair<int64_t, int64_t> entry_copies(const Module& module) {
+  int64_t count = 0, bytes = 0;
+  for (const Instruction* instruction : module.entry()->instructions()) {
+    if (instruction->opcode() == Opcode::kCopy) {
+      ++count;
+      bytes += instruction->shape().byte_size();
+      EXPECT_NE(instruction->shape().dimensions(), (std::vector<int64_t>{16, 64})) << instruction->to_string();
+    }
+    if (instruction->opcode() != Opcode::kWhile) continue;
+    for (const Instruction* in_body : instruction->while_body()->instructions())
+      EXPECT_NE(in_body->opcode(), Opcode::kCopy) << in_body->to_string();
+  }
+  return {count, bytes};
+}
+
+Literal ramp(const Shape& shape, float start) {
+  Literal literal(shape);
+  float value = start;
+  for (float& element : literal.data<float>()) element = value++;
+  return literal;
+}
+
+struct KvInputs {
+  Literal cache = ramp(Shape::array(PrimitiveType::kF32, {16, 64}), 0);
+  Literal row = ramp(Shape::array(PrimitiveType::kF32, {1, 64}), 1000);
+  std::vector<BufferHandle> handles() const {
+    return {*BufferHandle::from_literal(cache), *BufferHandle::from_literal(row)};
+  }
+  Literal expected(const Module& module) const {
+    StatusOr<Literal> result = evaluate_module(module, std::vector<Literal>{cache, row});
+    EXPECT_TRUE(result.ok()) << result.status().to_string();
+    return result->element(0);
+  }
+};
+
+TEST(RuntimeDonation, DonatedCacheIsUpdatedInPlaceAndReturnedAsTheSameMemory) {
+  Compiled compiled = compile(kKvCache);
+  ASSERT_TRUE(compiled.executable != nullptr);
+  KvInputs inputs;
+  std::vector<BufferHandle> arguments = inputs.handles();
+  BufferHandle cache = arguments[0];
+  const uint8_t* cache_memory = cache.data();
+  ExecutionStats stats;
+  StatusOr<std::vector<BufferHandle>> results =
+      compiled.executable->execute(arguments, {.donate = {true, false}, .threads = 2, .stats = &stats});
+  ASSERT_TRUE(results.ok()) << results.status().to_string();
+  ASSERT_EQ(results->size(), 1u);
+  EXPECT_EQ((*results)[0].data(), cache_memory);  // the donated input's memory, not a copy
+  EXPECT_TRUE(*(*results)[0].to_literal() == inputs.expected(*compiled.original));
+  EXPECT_TRUE(cache.is_donated());
+  // Whatever copies the compiler kept (e.g. the undonated row entering the loop state, which
+  // the body overwrites) run once, outside the loop; the cache is never copied.
+  const auto [static_copies, static_bytes] = entry_copies(*compiled.optimized);
+  EXPECT_EQ(stats.copies_executed, static_copies);
+  EXPECT_EQ(stats.bytes_copied, static_bytes);
+  EXPECT_GT(stats.peak_memory_bytes, 0);
+  EXPECT_EQ(stats.peak_memory_bytes, compiled.executable->assignment().peak_memory_bytes());
+  EXPECT_TRUE(arguments[1].is_usable());  // not donated: still the caller's
+
+  // Using the donated handle again is an error naming the argument, never garbage.
+  StatusOr<std::vector<BufferHandle>> again = compiled.executable->execute({cache, arguments[1]});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().message().rfind(
+                "argument 0 (parameter 0 {}) was donated to a previous call and is no longer usable", 0),
+            0u)
+      << again.status().message();
+  EXPECT_FALSE(cache.to_literal().ok());
+
+  // The returned buffer can be donated to the next call (a decode loop).
+  StatusOr<std::vector<BufferHandle>> next =
+      compiled.executable->execute({(*results)[0], arguments[1]}, {.donate = {true, false}});
+  ASSERT_TRUE(next.ok()) << next.status().to_string();
+  EXPECT_EQ((*next)[0].data(), cache_memory);
+}
+
+TEST(RuntimeDonation, UndonatedMayAliasParameterGetsOneCountedRuntimeCopy) {
+  Compiled compiled = compile(kKvCache);
+  ASSERT_TRUE(compiled.executable != nullptr);
+  KvInputs inputs;
+  std::vector<BufferHandle> arguments = inputs.handles();
+  ExecutionStats stats;
+  StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute(arguments, {.threads = 1, .stats = &stats});
+  ASSERT_TRUE(results.ok()) << results.status().to_string();
+  EXPECT_TRUE(*(*results)[0].to_literal() == inputs.expected(*compiled.original));
+  EXPECT_NE((*results)[0].data(), arguments[0].data());
+  // The protected cache, plus the compiler's copies outside the loop.
+  const auto [static_copies, static_bytes] = entry_copies(*compiled.optimized);
+  EXPECT_EQ(stats.bytes_copied, 16 * 64 * 4 + static_bytes);
+  EXPECT_EQ(stats.copies_executed, static_copies);
+  // The caller's cache is untouched and still usable.
+  EXPECT_TRUE(arguments[0].is_usable());
+  EXPECT_TRUE(*arguments[0].to_literal() == inputs.cache);
+}
+
+TEST(RuntimeDonation, MustAliasParameterThatIsNotDonatedIsAnError) {
+  std::string text(kKvCache);
+  text.replace(text.find("may-alias"), 9, "must-alias");
+  Compiled compiled = compile(text);
+  ASSERT_TRUE(compiled.executable != nullptr);
+  KvInputs inputs;
+  std::vector<BufferHandle> arguments = inputs.handles();
+  StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute(arguments);
+  ASSERT_FALSE(results.ok());
+  EXPECT_NE(results.status().message().find("parameter 0 {} is must-alias but was not donated"), std::string::npos)
+      << results.status().message();
+  EXPECT_TRUE(arguments[0].is_usable());
+  StatusOr<std::vector<BufferHandle>> donated = compiled.executable->execute(arguments, {.donate = {true}});
+  ASSERT_TRUE(donated.ok()) << donated.status().to_string();
+  EXPECT_TRUE(*(*donated)[0].to_literal() == inputs.expected(*compiled.original));
+}
+
+TEST(RuntimeDonation, CallsThatFailBeforeRunningLeaveDonatedInputsIntact) {
+  Compiled compiled = compile(kKvCache);
+  ASSERT_TRUE(compiled.executable != nullptr);
+  KvInputs inputs;
+  std::vector<BufferHandle> arguments = inputs.handles();
+
+  // Wrong argument count.
+  StatusOr<std::vector<BufferHandle>> missing = compiled.executable->execute({arguments[0]}, {.donate = {true}});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("takes 2 arguments"), std::string::npos) << missing.status().message();
+  EXPECT_TRUE(arguments[0].is_usable());
+
+  // Wrong shape of a later argument: the donated first one is not consumed.
+  BufferHandle wrong = *BufferHandle::from_literal(Literal(Shape::array(PrimitiveType::kF32, {1, 63})));
+  StatusOr<std::vector<BufferHandle>> bad_shape =
+      compiled.executable->execute({arguments[0], wrong}, {.donate = {true, true}});
+  ASSERT_FALSE(bad_shape.ok());
+  EXPECT_NE(bad_shape.status().message().find("argument 1 (parameter 1 {}) has shape f32[1,63]"), std::string::npos)
+      << bad_shape.status().message();
+  EXPECT_TRUE(arguments[0].is_usable());
+  EXPECT_TRUE(wrong.is_usable());
+
+  // A used-up handle in a later argument: the earlier donated one stays intact.
+  BufferHandle used = arguments[1];
+  used.donate();
+  StatusOr<std::vector<BufferHandle>> used_up =
+      compiled.executable->execute({arguments[0], used}, {.donate = {true, false}});
+  ASSERT_FALSE(used_up.ok());
+  EXPECT_NE(used_up.status().message().find("argument 1 (parameter 1 {}) was donated"), std::string::npos);
+  EXPECT_TRUE(arguments[0].is_usable());
+  EXPECT_TRUE(*arguments[0].to_literal() == inputs.cache);
+
+  // One buffer passed twice and donated.
+  BufferHandle twice = *BufferHandle::from_literal(inputs.cache);
+  Compiled pair = compile(R"(
+HloModule pair, input_output_alias={ {}: (0, {}, may-alias) }
+ENTRY main {
+  a = f32[4] parameter(0)
+  b = f32[4] parameter(1)
+  ROOT sum = f32[4] add(a, b)
+})");
+  ASSERT_TRUE(pair.executable != nullptr);
+  BufferHandle four = *BufferHandle::from_literal(Literal::vector<float>({1, 2, 3, 4}));
+  StatusOr<std::vector<BufferHandle>> aliased = pair.executable->execute({four, four}, {.donate = {true, false}});
+  ASSERT_FALSE(aliased.ok());
+  EXPECT_NE(aliased.status().message().find("is the same buffer as argument 0"), std::string::npos);
+  EXPECT_TRUE(four.is_usable());
+  // Undonated, the same buffer twice is fine: the may-alias parameter is protected by a copy.
+  ExecutionStats stats;
+  StatusOr<std::vector<BufferHandle>> shared = pair.executable->execute({four, four}, {.stats = &stats});
+  ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+  EXPECT_TRUE(*(*shared)[0].to_literal() == Literal::vector<float>({2, 4, 6, 8}));
+  EXPECT_EQ(stats.bytes_copied, 16);
+  EXPECT_TRUE(*four.to_literal() == Literal::vector<float>({1, 2, 3, 4}));
+}
+
+TEST(RuntimeBuffer, LiteralRoundTripAlignmentAndDonatedState) {
+  Literal value = Literal::from_values<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  BufferHandle handle = *BufferHandle::from_literal(value);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(handle.data()) % kBufferAlignment, 0u);
+  EXPECT_EQ(handle.buffer().size_bytes(), 24);
+  EXPECT_TRUE(*handle.to_literal() == value);
+  BufferHandle copy = handle;  // copies share the donated state
+  std::shared_ptr<Buffer> memory = handle.donate();
+  EXPECT_TRUE(copy.is_donated());
+  EXPECT_FALSE(copy.is_usable());
+  EXPECT_EQ(memory->to_literal(), value);
+  EXPECT_NE(copy.to_literal().status().message().find("was donated to a previous call"), std::string::npos);
+  EXPECT_FALSE(BufferHandle::from_literal(Literal::tuple({value})).ok());
+  EXPECT_TRUE(BufferHandle().is_null());
+}
+
+}  // namespace
+}  // namespace insitu
+
+namespace insitu {
+namespace {
+
+// A body that swaps two state leaves needs copies every iteration; the runtime counts each
+// execution (static count in the body x iterations, plus the entry's).
+TEST(RuntimeStats, CopiesInALoopCountOncePerIteration) {
+  testing_runtime::Compiled compiled = testing_runtime::compile(R"(
+HloModule swap
+
+body {
+  state = (s32[], f32[8], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(state), index=0
+  a = f32[8] get-tuple-element(state), index=1
+  b = f32[8] get-tuple-element(state), index=2
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ROOT out = (s32[], f32[8], f32[8]) tuple(next, b, a)
+}
+
+cond {
+  state = (s32[], f32[8], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(state), index=0
+  limit = s32[] constant(5)
+  ROOT more = pred[] compare(i, limit), direction=LT
+}
+
+ENTRY main {
+  a = f32[8] parameter(0)
+  b = f32[8] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[8], f32[8]) tuple(zero, a, b)
+  loop = (s32[], f32[8], f32[8]) while(init), condition=cond, body=body
+  x = f32[8] get-tuple-element(loop), index=1
+  y = f32[8] get-tuple-element(loop), index=2
+  ROOT result = (f32[8], f32[8]) tuple(x, y)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  int64_t entry_copies = 0, entry_bytes = 0, body_copies = 0, body_bytes = 0;
+  for (const Instruction* instruction : compiled.optimized->entry()->instructions()) {
+    if (instruction->opcode() == Opcode::kCopy) ++entry_copies, entry_bytes += instruction->shape().byte_size();
+    if (instruction->opcode() != Opcode::kWhile) continue;
+    for (const Instruction* in_body : instruction->while_body()->instructions())
+      if (in_body->opcode() == Opcode::kCopy) ++body_copies, body_bytes += in_body->shape().byte_size();
+  }
+  ASSERT_GT(body_copies, 0) << "the swap needs a copy in the body";
+  const Literal a = Literal::vector<float>({1, 2, 3, 4, 5, 6, 7, 8});
+  const Literal b = Literal::vector<float>({-1, -2, -3, -4, -5, -6, -7, -8});
+  ExecutionStats stats;
+  StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute(
+      {*BufferHandle::from_literal(a), *BufferHandle::from_literal(b)}, {.threads = 1, .stats = &stats});
+  ASSERT_TRUE(results.ok()) << results.status().to_string();
+  EXPECT_TRUE(*(*results)[0].to_literal() == b);  // five swaps
+  EXPECT_TRUE(*(*results)[1].to_literal() == a);
+  EXPECT_EQ(stats.copies_executed, entry_copies + 5 * body_copies);
+  EXPECT_EQ(stats.bytes_copied, entry_bytes + 5 * body_bytes);
+}
+
+}  // namespace
+}  // namespace insitu

@@ -1,0 +1,93 @@
+// Helpers for end-to-end runtime tests: parse, optimize (the real pipeline + buffer
+// assignment), build an Executable, and compare with the reference evaluator.
+#pragma once
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "insitu/evaluator/evaluator.h"
+#include "insitu/ir/parser.h"
+#include "insitu/passes/optimize.h"
+#include "insitu/runtime/executable.h"
+
+namespace insitu::testing_runtime {
+
+struct Compiled {
+  std::shared_ptr<Module> original;   // as parsed: what the evaluator runs
+  std::shared_ptr<Module> optimized;
+  std::unique_ptr<Executable> executable;
+};
+
+inline Compiled compile(std::string_view text, ExecutableOptions options = {}) {
+  Compiled compiled;
+  StatusOr<std::unique_ptr<Module>> parsed = parse_module(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().to_string();
+  if (!parsed.ok()) return compiled;
+  compiled.original = std::move(parsed).value();
+  StatusOr<OptimizedModule> optimized = optimize_module(compiled.original->clone());
+  EXPECT_TRUE(optimized.ok()) << optimized.status().to_string();
+  if (!optimized.ok()) return compiled;
+  compiled.optimized = std::move(optimized->module);
+  StatusOr<std::unique_ptr<Executable>> executable =
+      Executable::create(compiled.optimized, std::move(*optimized->buffers), options);
+  EXPECT_TRUE(executable.ok()) << executable.status().to_string();
+  if (executable.ok()) compiled.executable = std::move(executable).value();
+  return compiled;
+}
+
+// Deterministic arguments: small integers (loop bounds and indices stay small), floats in [-2, 2].
+inline std::vector<Literal> make_arguments(const Module& module, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Literal> arguments;
+  for (const Instruction* parameter : module.entry()->parameters()) {
+    Literal argument(parameter->shape());
+    auto fill = [&](Literal& leaf) {
+      if (!leaf.shape().is_array()) return;
+      dispatch_element_type(leaf.shape().element_type(), [&](auto tag) {
+        using T = decltype(tag);
+        for (auto& value : leaf.template data<T>()) {
+          if constexpr (std::is_same_v<T, bool>) value = (rng() & 1) != 0;
+          else if constexpr (std::is_integral_v<T>) value = static_cast<T>(rng() % 4);
+          else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+            value = T::from_float(static_cast<float>(static_cast<int>(rng() % 4001) - 2000) / 1000.0f);
+          else value = T(static_cast<double>(static_cast<int>(rng() % 4001) - 2000) / 1000.0);
+        }
+      });
+    };
+    if (argument.shape().is_tuple()) {
+      for (Literal& element : argument.elements()) fill(element);
+    } else {
+      fill(argument);
+    }
+    arguments.push_back(std::move(argument));
+  }
+  return arguments;
+}
+
+inline void flatten(const Literal& literal, std::vector<Literal>& leaves) {
+  if (literal.shape().is_tuple()) {
+    for (const Literal& element : literal.elements()) flatten(element, leaves);
+  } else if (literal.shape().is_array()) {
+    leaves.push_back(literal);
+  }
+}
+
+inline std::vector<BufferHandle> to_handles(const std::vector<Literal>& arguments) {
+  std::vector<Literal> leaves;
+  for (const Literal& argument : arguments) flatten(argument, leaves);
+  std::vector<BufferHandle> handles;
+  for (const Literal& leaf : leaves) handles.push_back(*BufferHandle::from_literal(leaf));
+  return handles;
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+}  // namespace insitu::testing_runtime

@@ -1,0 +1,154 @@
+// Every native kernel against the reference evaluator on random inputs, bit for bit, on one
+// thread and on four (large arrays take the parallel path).
+#include <functional>
+
+#include "kernel_test_util.h"
+
+namespace insitu {
+namespace {
+
+using testing_runtime::evaluate;
+using testing_runtime::random_literal;
+using testing_runtime::splat;
+using testing_runtime::view_of;
+
+bool run_native(const Instruction& instruction, std::vector<Literal>& operands, const std::vector<bool>& scalar,
+                Literal& out, ThreadPool& pool) {
+  std::vector<ArrayView> views;
+  for (size_t i = 0; i < operands.size(); ++i) views.push_back(view_of(operands[i], i < scalar.size() && scalar[i]));
+  const ArrayView out_view = view_of(out);
+  const Opcode opcode = instruction.opcode();
+  if (is_elementwise(opcode)) return run_elementwise_kernel(instruction, views, out_view, pool);
+  if (opcode == Opcode::kDynamicSlice || opcode == Opcode::kDynamicUpdateSlice)
+    return run_dynamic_slice_kernel(instruction, views, out_view, pool);
+  return run_data_movement_kernel(instruction, views, out_view, pool);
+}
+
+// Runs the native kernel and the evaluator; scalar[i] marks operand i as an unmaterialized
+// scalar broadcast (the evaluator gets it splatted to the result's dimensions).
+void expect_same_as_evaluator(const Instruction& instruction, std::vector<Literal> operands,
+                              const std::vector<bool>& scalar = {}, int threads = 1) {
+  ThreadPool pool(threads);
+  std::vector<Literal> expanded;
+  for (size_t i = 0; i < operands.size(); ++i)
+    expanded.push_back(i < scalar.size() && scalar[i] ? splat(operands[i], instruction.shape()) : operands[i]);
+  std::vector<const Literal*> pointers;
+  for (const Literal& operand : expanded) pointers.push_back(&operand);
+  const Literal expected = evaluate(instruction, pointers);
+  Literal out(instruction.shape());
+  ASSERT_TRUE(run_native(instruction, operands, scalar, out, pool))
+      << "no native path for " << opcode_name(instruction.opcode()) << " on " << instruction.shape().to_string();
+  EXPECT_TRUE(out == expected) << opcode_name(instruction.opcode()) << " " << instruction.shape().to_string()
+                               << " threads=" << threads;
+}
+
+const PrimitiveType kNumericTypes[] = {PrimitiveType::kF32, PrimitiveType::kF64, PrimitiveType::kS32,
+                                       PrimitiveType::kS64, PrimitiveType::kBF16, PrimitiveType::kF16};
+
+TEST(RuntimeElementwiseKernels, BinaryOpsMatchEvaluator) {
+  std::mt19937 rng(1);
+  for (PrimitiveType type : kNumericTypes) {
+    for (Opcode opcode : {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply, Opcode::kDivide, Opcode::kMaximum,
+                          Opcode::kMinimum}) {
+      Instruction op(opcode, "op", Shape::array(type, {7, 33}));
+      expect_same_as_evaluator(op, {random_literal(type, {7, 33}, rng), random_literal(type, {7, 33}, rng)});
+      // A scalar broadcast on either side, read as a scalar.
+      expect_same_as_evaluator(op, {random_literal(type, {7, 33}, rng), random_literal(type, {}, rng)}, {false, true});
+      expect_same_as_evaluator(op, {random_literal(type, {}, rng), random_literal(type, {7, 33}, rng)}, {true, false});
+    }
+  }
+}
+
+TEST(RuntimeElementwiseKernels, UnaryOpsMatchEvaluator) {
+  std::mt19937 rng(2);
+  for (PrimitiveType type : kNumericTypes) {
+    std::vector<Opcode> opcodes = {Opcode::kNegate, Opcode::kAbs};
+    if (is_floating(type))
+      opcodes.insert(opcodes.end(), {Opcode::kExp, Opcode::kLog, Opcode::kSqrt, Opcode::kRsqrt, Opcode::kTanh});
+    for (Opcode opcode : opcodes) {
+      Instruction op(opcode, "op", Shape::array(type, {301}));
+      expect_same_as_evaluator(op, {random_literal(type, {301}, rng)});
+    }
+  }
+}
+
+TEST(RuntimeElementwiseKernels, CompareMatchesEvaluatorInEveryDirection) {
+  std::mt19937 rng(3);
+  for (PrimitiveType type : kNumericTypes) {
+    std::vector<ComparisonType> kinds = {ComparisonType::kDefault};
+    if (is_floating(type)) kinds.push_back(ComparisonType::kTotalOrder);
+    for (ComparisonType kind : kinds) {
+      for (ComparisonDirection direction : {ComparisonDirection::kEq, ComparisonDirection::kNe, ComparisonDirection::kLt,
+                                            ComparisonDirection::kLe, ComparisonDirection::kGt, ComparisonDirection::kGe}) {
+        Instruction op(Opcode::kCompare, "op", Shape::array(PrimitiveType::kPred, {257}));
+        op.comparison_direction = direction;
+        op.comparison_type = kind;
+        Literal a = random_literal(type, {257}, rng);
+        Literal b = random_literal(type, {257}, rng);
+        // Equal pairs too, so EQ/LE/GE see true.
+        std::memcpy(b.untyped_data(), a.untyped_data(), static_cast<size_t>(a.size_bytes() / 2));
+        expect_same_as_evaluator(op, {a, b});
+        expect_same_as_evaluator(op, {a, random_literal(type, {}, rng)}, {false, true});
+      }
+    }
+  }
+}
+
+TEST(RuntimeElementwiseKernels, SelectMatchesEvaluator) {
+  std::mt19937 rng(4);
+  for (PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kBF16, PrimitiveType::kS64, PrimitiveType::kPred}) {
+    Instruction op(Opcode::kSelect, "op", Shape::array(type, {5, 40}));
+    expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng), random_literal(type, {5, 40}, rng),
+                                  random_literal(type, {5, 40}, rng)});
+    // Scalar pred (allowed by select itself) and a scalar-broadcast on_false.
+    expect_same_as_evaluator(op, {Literal::scalar(true), random_literal(type, {5, 40}, rng),
+                                  random_literal(type, {5, 40}, rng)});
+    expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng),
+                                  random_literal(type, {5, 40}, rng), random_literal(type, {}, rng)},
+                             {false, false, true});
+  }
+}
+
+TEST(RuntimeElementwiseKernels, ConvertMatchesEvaluatorBetweenCommonTypes) {
+  std::mt19937 rng(5);
+  const PrimitiveType types[] = {PrimitiveType::kPred, PrimitiveType::kS8,  PrimitiveType::kS32,
+                                 PrimitiveType::kS64,  PrimitiveType::kU8,  PrimitiveType::kU32,
+                                 PrimitiveType::kF16,  PrimitiveType::kBF16, PrimitiveType::kF32,
+                                 PrimitiveType::kF64};
+  for (PrimitiveType from : types) {
+    for (PrimitiveType to : types) {
+      Instruction op(Opcode::kConvert, "op", Shape::array(to, {211}));
+      expect_same_as_evaluator(op, {random_literal(from, {211}, rng)});
+    }
+  }
+}
+
+TEST(RuntimeElementwiseKernels, LargeArraysGiveTheSameBitsOnFourThreads) {
+  std::mt19937 rng(6);
+  const int64_t n = 3 * kParallelElements + 17;  // uneven chunks
+  for (PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kBF16}) {
+    Instruction add(Opcode::kAdd, "add", Shape::array(type, {n}));
+    expect_same_as_evaluator(add, {random_literal(type, {n}, rng), random_literal(type, {n}, rng)}, {}, 1);
+    expect_same_as_evaluator(add, {random_literal(type, {n}, rng), random_literal(type, {n}, rng)}, {}, 4);
+    Instruction exp(Opcode::kExp, "exp", Shape::array(type, {n}));
+    expect_same_as_evaluator(exp, {random_literal(type, {n}, rng)}, {}, 4);
+  }
+  Instruction convert(Opcode::kConvert, "convert", Shape::array(PrimitiveType::kS32, {n}));
+  expect_same_as_evaluator(convert, {random_literal(PrimitiveType::kF32, {n}, rng)}, {}, 4);
+}
+
+TEST(RuntimeElementwiseKernels, OpsWithoutANativePathSayNo) {
+  ThreadPool pool(1);
+  Instruction power(Opcode::kPower, "power", Shape::array(PrimitiveType::kF32, {4}));
+  Literal a(Shape::array(PrimitiveType::kF32, {4})), b(Shape::array(PrimitiveType::kF32, {4}));
+  Literal out(power.shape());
+  const ArrayView views[] = {view_of(a), view_of(b)};
+  EXPECT_FALSE(run_elementwise_kernel(power, views, view_of(out), pool));
+  Instruction complex_add(Opcode::kAdd, "add", Shape::array(PrimitiveType::kC64, {4}));
+  Literal c(complex_add.shape()), d(complex_add.shape()), e(complex_add.shape());
+  const ArrayView complex_views[] = {view_of(c), view_of(d)};
+  EXPECT_FALSE(run_elementwise_kernel(complex_add, complex_views, view_of(e), pool));
+}
+
+}  // namespace
+}  // namespace insitu

@@ -1,0 +1,69 @@
+// Native in-place scatter against the reference evaluator: assignment, add and a generic
+// combiner, duplicate indices (combined in order), windows out of range (dropped), f32, s32
+// and bf16, and 2-D windows.
+#include "insitu/evaluator/evaluator.h"
+#include "insitu/ir/parser.h"
+#include "kernel_test_util.h"
+
+namespace insitu {
+namespace {
+
+using testing_runtime::random_literal;
+using testing_runtime::view_of;
+
+std::string scatter_module(const std::string& type, const std::string& combiner) {
+  // An empty combiner is assignment: the root is the update parameter itself.
+  const std::string update = combiner.empty() ? "  ROOT update = " : "  update = ";
+  return "HloModule s\n\ncombine {\n  current = " + type + "[] parameter(0)\n" + update + type +
+         "[] parameter(1)\n" + combiner +
+         "}\n\nENTRY main {\n"
+         "  operand = " + type + "[9,5] parameter(0)\n"
+         "  indices = s32[12,2] parameter(1)\n"
+         "  updates = " + type + "[12,3] parameter(2)\n"
+         "  ROOT scatter = " + type + "[9,5] scatter(operand, indices, updates), update_window_dims={1}, "
+         "inserted_window_dims={0}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=combine\n"
+         "}\n";
+}
+
+void expect_scatter_matches(const std::string& text, PrimitiveType type, uint32_t seed) {
+  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
+  ASSERT_TRUE(module.ok()) << module.status().to_string();
+  const Instruction* scatter = (*module)->entry()->root();
+  std::mt19937 rng(seed);
+  std::vector<Literal> operands = {random_literal(type, {9, 5}, rng),
+                                   Literal(Shape::array(PrimitiveType::kS32, {12, 2})),
+                                   random_literal(type, {12, 3}, rng)};
+  // Rows 0..9 (9 is out of range: dropped) and columns -1..3 (-1 and 3 do not fit 3 wide);
+  // few distinct rows, so duplicates combine.
+  for (int32_t& index : operands[1].data<int32_t>()) index = static_cast<int32_t>(rng() % 4);
+  operands[1].data<int32_t>()[0] = 9;
+  operands[1].data<int32_t>()[3] = -1;
+  std::vector<const Literal*> pointers = {&operands[0], &operands[1], &operands[2]};
+  StatusOr<Literal> expected = evaluate_computation(*(*module)->entry(), pointers);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+
+  ThreadPool pool(2);
+  std::vector<ArrayView> views = {view_of(operands[0]), view_of(operands[1]), view_of(operands[2])};
+  Status status;
+  ASSERT_TRUE(run_scatter_kernel(*scatter, views, views[0], pool, status));  // in place
+  ASSERT_TRUE(status.ok()) << status.to_string();
+  EXPECT_TRUE(operands[0] == *expected) << text;
+}
+
+TEST(RuntimeScatterKernels, InPlaceScatterMatchesEvaluator) {
+  for (const auto& [name, type] : {std::pair{"f32", PrimitiveType::kF32}, std::pair{"s32", PrimitiveType::kS32},
+                                   std::pair{"bf16", PrimitiveType::kBF16}}) {
+    const std::string t = name;
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      expect_scatter_matches(scatter_module(t, ""), type, seed);
+      expect_scatter_matches(scatter_module(t, "  ROOT r = " + t + "[] add(current, update)\n"), type, seed);
+      expect_scatter_matches(scatter_module(t, "  ROOT r = " + t + "[] maximum(update, current)\n"), type, seed);
+      expect_scatter_matches(scatter_module(t, "  m = " + t + "[] multiply(current, update)\n  ROOT r = " + t +
+                                                   "[] subtract(m, update)\n"),
+                             type, seed);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace insitu

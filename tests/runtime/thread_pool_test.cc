@@ -1,0 +1,69 @@
+// ThreadPool: static partitioning (same ranges every time), every item exactly once, inline
+// execution with one thread, nested calls.
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "insitu/runtime/thread_pool.h"
+
+namespace insitu {
+namespace {
+
+TEST(RuntimeThreadPool, ChunksAreStaticAndCoverTheRange) {
+  EXPECT_EQ(ThreadPool::chunk_range(10, 4, 0), (std::pair<int64_t, int64_t>{0, 2}));
+  EXPECT_EQ(ThreadPool::chunk_range(10, 4, 1), (std::pair<int64_t, int64_t>{2, 5}));
+  EXPECT_EQ(ThreadPool::chunk_range(10, 4, 2), (std::pair<int64_t, int64_t>{5, 7}));
+  EXPECT_EQ(ThreadPool::chunk_range(10, 4, 3), (std::pair<int64_t, int64_t>{7, 10}));
+  ThreadPool pool(4);
+  EXPECT_EQ(pool.chunk_count(2), 2);
+  EXPECT_EQ(pool.chunk_count(1000), 4);
+  for (int run = 0; run < 20; ++run) {
+    std::mutex mutex;
+    std::set<std::pair<int64_t, int64_t>> ranges;
+    pool.parallel_for(1003, [&](int64_t begin, int64_t end) {
+      std::lock_guard<std::mutex> lock(mutex);
+      ranges.insert({begin, end});
+    });
+    EXPECT_EQ(ranges, (std::set<std::pair<int64_t, int64_t>>{{0, 250}, {250, 501}, {501, 752}, {752, 1003}}));
+  }
+}
+
+TEST(RuntimeThreadPool, EveryItemRunsExactlyOnceOnSeveralThreads) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> hits(100000);
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  pool.parallel_for(static_cast<int64_t>(hits.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) hits[i]++;
+    std::lock_guard<std::mutex> lock(mutex);
+    threads.insert(std::this_thread::get_id());
+  });
+  for (const auto& hit : hits) ASSERT_EQ(hit.load(), 1);
+  EXPECT_EQ(threads.size(), 3u);
+}
+
+TEST(RuntimeThreadPool, OneThreadRunsInlineAndNestedCallsWork) {
+  ThreadPool single(1);
+  std::thread::id ran_on;
+  single.parallel_for(50, [&](int64_t begin, int64_t end) {
+    EXPECT_EQ(begin, 0);
+    EXPECT_EQ(end, 50);
+    ran_on = std::this_thread::get_id();
+  });
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+
+  ThreadPool pool(2);
+  std::atomic<int64_t> total{0};
+  pool.parallel_for(4, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      pool.parallel_for(10, [&](int64_t b, int64_t e) { total += e - b; });  // nested: inline
+  });
+  EXPECT_EQ(total.load(), 40);
+  EXPECT_GE(ThreadPool(0).thread_count(), 1);
+}
+
+}  // namespace
+}  // namespace insitu
