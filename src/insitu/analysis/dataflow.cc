@@ -120,7 +120,9 @@ ValueId Dataflow::value_at(const Instruction* instruction, const ShapeIndex& ind
 
 const std::vector<std::pair<ShapeIndex, ValueId>>& Dataflow::leaf_values(const Instruction* instruction) const {
   auto it = leaves_.find(instruction);
-  INSITU_CHECK(it != leaves_.end()) << "%" << instruction->name() << " is not in an analyzed computation";
+  INSITU_CHECK(it != leaves_.end()) << "%" << instruction->name()
+                                    << " has no values: it is not in an analyzed computation, or it is used "
+                                       "before it is defined (the module is not in a valid order)";
   return it->second;
 }
 
@@ -150,20 +152,20 @@ Dataflow Dataflow::compute(const Module& module) {
       switch (instruction->opcode()) {
         case Opcode::kTuple:
           for (int64_t i = 0; i < instruction->operand_count(); ++i)
-            for (auto [index, value] : dataflow.leaves_.at(instruction->operand(i))) {
+            for (auto [index, value] : dataflow.leaf_values(instruction->operand(i))) {
               index.insert(index.begin(), i);
               leaves.emplace_back(std::move(index), value);
             }
           break;
         case Opcode::kGetTupleElement:
-          leaves = sub_leaves(dataflow.leaves_.at(instruction->operand(0)), instruction->tuple_index);
+          leaves = sub_leaves(dataflow.leaf_values(instruction->operand(0)), instruction->tuple_index);
           break;
         case Opcode::kBitcast:
         case Opcode::kOptimizationBarrier:
-          leaves = dataflow.leaves_.at(instruction->operand(0));
+          leaves = dataflow.leaf_values(instruction->operand(0));
           break;
         case Opcode::kCopyDone:
-          leaves = sub_leaves(dataflow.leaves_.at(instruction->operand(0)), 0);
+          leaves = sub_leaves(dataflow.leaf_values(instruction->operand(0)), 0);
           break;
         case Opcode::kCopyStart:  // (destination, source, context): the source is forwarded
           instruction->shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex& index) {
@@ -183,11 +185,11 @@ Dataflow Dataflow::compute(const Module& module) {
   // Positions and uses.
   for (const Computation* computation : dataflow.computations_) {
     for (const Instruction* instruction : computation->instructions()) {
-      for (const auto& [index, value] : dataflow.leaves_.at(instruction))
+      for (const auto& [index, value] : dataflow.leaf_values(instruction))
         dataflow.values_[value].positions.push_back({instruction, index});
       if (is_forwarder(instruction->opcode())) continue;
       for (int64_t i = 0; i < instruction->operand_count(); ++i) {
-        for (const auto& [index, value] : dataflow.leaves_.at(instruction->operand(i))) {
+        for (const auto& [index, value] : dataflow.leaf_values(instruction->operand(i))) {
           Use use{instruction, i, index};
           auto& uses = dataflow.values_[value].uses;
           if (std::find(uses.begin(), uses.end(), use) == uses.end()) uses.push_back(std::move(use));
@@ -201,7 +203,7 @@ Dataflow Dataflow::compute(const Module& module) {
     if (a != b) dataflow.links_.push_back({a, b, kind, at});
   };
   auto link_leaves = [&](const Instruction* from, const Instruction* to, LinkKind kind, const Instruction* at) {
-    for (const auto& [index, value] : dataflow.leaves_.at(to)) link(dataflow.value_at(from, index), value, kind, at);
+    for (const auto& [index, value] : dataflow.leaf_values(to)) link(dataflow.value_at(from, index), value, kind, at);
   };
   for (const Computation* computation : dataflow.computations_) {
     for (const Instruction* instruction : computation->instructions()) {
