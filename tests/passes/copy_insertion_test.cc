@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "copy_test_util.h"
+#include "insitu/passes/buffer_assignment.h"
 
 namespace insitu {
 namespace {
@@ -358,6 +359,69 @@ ENTRY main {
 )");
   // Only the overlap of the two operands remains.
   EXPECT_EQ(copy_reasons(*module), Reasons{"operand-overlap"});
+}
+
+// Differential seeds 241, 1358, ... (shrunk): one undonated parameter at both leaves of a
+// conditional operand; one branch nests a conditional whose branch updates leaf {1} in place
+// while its other branch returns leaf {0}, so the inner result gets a fresh buffer and no
+// occupant of the outer branch's parameter {1} records the write. The outer conditional must
+// still see that its branch updates parameter {1} and copy the read-only %p there.
+TEST(CopyInsertionTest, NestedConditionalUpdatingUndonatedParameterCopiesIt) {
+  auto module = optimize(R"(
+HloModule nested_conditional_writes_parameter
+inner_writes {
+  arg = (s32[4], s32[4]) parameter(0)
+  x = s32[4] get-tuple-element(arg), index=0
+  y = s32[4] get-tuple-element(arg), index=1
+  i = s32[] constant(1)
+  window = s32[1] dynamic-slice(x, i), dynamic_slice_sizes={1}
+  dus = s32[4] dynamic-update-slice(y, window, i)
+  ROOT out = (s32[4], s32[4]) tuple(x, dus)
+}
+inner_passes {
+  arg = (s32[4], s32[4]) parameter(0)
+  x = s32[4] get-tuple-element(arg), index=0
+  ROOT out = (s32[4], s32[4]) tuple(x, x)
+}
+outer_passes {
+  arg = (s32[4], s32[4]) parameter(0)
+  x = s32[4] get-tuple-element(arg), index=0
+  ROOT out = (s32[4], s32[4]) tuple(x, x)
+}
+outer_nests {
+  arg = (s32[4], s32[4]) parameter(0)
+  zero = s32[] constant(0)
+  inner = (s32[4], s32[4]) conditional(zero, arg, arg), branch_computations={inner_writes, inner_passes}
+  r = s32[4] get-tuple-element(inner), index=0
+  ROOT out = (s32[4], s32[4]) tuple(r, r)
+}
+ENTRY main {
+  p = s32[4] parameter(0)
+  args = (s32[4], s32[4]) tuple(p, p)
+  one = s32[] constant(1)
+  outer = (s32[4], s32[4]) conditional(one, args, args), branch_computations={outer_passes, outer_nests}
+  r = s32[4] get-tuple-element(outer), index=0
+  ROOT result = (s32[4], s32[4]) tuple(r, p)
+}
+)");
+  ASSERT_NE(module, nullptr);
+  // Both inner branches return a buffer of their own at {1}; %outer_nests gets a copy of %p at
+  // {1}; both outputs return %p.
+  EXPECT_EQ(copy_reasons(*module), Reasons({"conditional-branch", "conditional-branch", "conditional-branch",
+                                            "read-only-live-out", "read-only-live-out"}));
+  const Instruction* outer = module->entry()->find_instruction("outer");
+  const Instruction* nests_operand = outer->operand(2);
+  ASSERT_EQ(nests_operand->opcode(), Opcode::kTuple);
+  EXPECT_EQ(nests_operand->operand(0)->name(), "p");
+  ASSERT_EQ(nests_operand->operand(1)->opcode(), Opcode::kCopy);
+  const std::string detail = copy_detail(*nests_operand->operand(1));
+  EXPECT_NE(detail.find("branch %outer_nests of %outer updates its parameter {1} in place, but parameter 0 (%p) "
+                        "is not donated"),
+            std::string::npos)
+      << detail;
+  // Buffer assignment used to reject the module: %dus wrote into %p.
+  StatusOr<BufferAssignment> buffers = assign_buffers(*module);
+  EXPECT_TRUE(buffers.ok()) << buffers.status().to_string();
 }
 
 TEST(CopyInsertionTest, CopyReasonsSurvivePrinting) {

@@ -21,8 +21,9 @@
 //       in the root), written when the old state is dead (loop-carried).
 //         ROOT (%a, %b) swapped:  ROOT (%b, %a)  ==>  %t = copy(%a); %c.1 = copy(%b);
 //                                                   %c.2 = copy(%t); ROOT (%c.1, %c.2)
-//   R3  conditional C: a branch updating its parameter needs the operand writable and dead
-//       after C; a result that is not one operand buffer updated by every branch is a fresh
+//   R3  conditional C: a branch updating its parameter (itself, or through a conditional
+//       nested in it, even one whose result is a fresh buffer) needs the operand writable and
+//       dead after C; a result that is not one operand buffer updated by every branch is a fresh
 //       buffer, and branches returning a buffer they do not own copy it (conditional-branch).
 //   R4  entry root: a constant or unaliased parameter returned is copied (read-only-live-out);
 //       one buffer at two outputs copies the unaliased one (non-distinct-output).

@@ -89,8 +89,20 @@ const std::vector<ValueId>& BufferFacts::group(ValueId origin) const {
 
 bool BufferFacts::overwritten_in_region(ValueId parameter_value) const {
   for (ValueId member : group(parameter_value))
-    if (writes_on_define_.at(member)) return true;
+    if (writes_on_define_.at(member) || !branch_writes(member).empty()) return true;
   return false;
+}
+
+std::vector<Use> BufferFacts::branch_writes(ValueId id) const {
+  // Branches are analyzed before their caller, so their groups are complete here even while
+  // the constructor is still assigning origins in the caller.
+  std::vector<Use> out;
+  for (const Use& use : value(id).uses) {
+    if (use.instruction->opcode() != Opcode::kConditional || use.operand_number < 1) continue;
+    const Computation* branch = use.instruction->called_computations()[use.operand_number - 1];
+    if (overwritten_in_region(value_at(branch->parameter(0), use.operand_index))) out.push_back(use);
+  }
+  return out;
 }
 
 bool BufferFacts::loop_writes_leaf(const Instruction* loop, const ShapeIndex& index) const {

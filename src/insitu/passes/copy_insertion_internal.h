@@ -37,8 +37,14 @@ class BufferFacts {
   // branch that updates the buffer).
   bool writes_on_define(ValueId value) const { return writes_on_define_.at(value); }
   // Whether some occupant of `parameter_value`'s buffer (a parameter leaf of a called
-  // computation) overwrites it inside that computation.
+  // computation) overwrites it inside that computation, directly or through a nested
+  // conditional whose branch updates its parameter.
   bool overwritten_in_region(ValueId parameter_value) const;
+  // The conditional operand leaves through which `value` is handed to a branch that updates
+  // that parameter leaf in place: the conditional writes `value`'s buffer. Such a write has
+  // no occupant in the group when the result does not reuse the operand buffer (another
+  // branch returns something else), so the rules must ask for it explicitly.
+  std::vector<Use> branch_writes(ValueId value) const;
   // Whether while `loop` writes its state leaf `index` (new value or in-place update).
   bool loop_writes_leaf(const Instruction* loop, const ShapeIndex& index) const;
   // For a conditional result that reuses an operand buffer: per branch, the parameter leaf

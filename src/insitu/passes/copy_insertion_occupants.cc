@@ -75,6 +75,19 @@ std::optional<CopyFix> check_new_occupant(const BufferFacts& facts, ValueId slot
                            " already received ", describe(facts, new_value), " in the same buffer; it updates a copy");
       return fix;
     }
+    if (member != slot)
+      for (const Use& use : facts.branch_writes(member)) {
+        // A branch of a later conditional updating the slot in place would destroy it too.
+        CopyFix fix;
+        fix.value = member;
+        fix.insert_before = use.instruction;
+        fix.uses = {use};
+        fix.reason = reason;
+        fix.detail = str_cat("a branch of ", name_of(use.instruction), " updates ", describe(facts, member),
+                             " in place after ", what, " already received ", describe(facts, new_value),
+                             " in the same buffer; it updates a copy");
+        return fix;
+      }
   }
   return std::nullopt;
 }
