@@ -51,9 +51,7 @@ TEST_P(RuntimeCorpus, MatchesEvaluator) {
   }
 }
 
-// Not listed yet (bugs upstream of the runtime, 2026-12-02): nested_tuples (Dataflow::compute
-// throws unordered_map::at), bitcast_reshape_transpose (copy insertion leaves an invalid tuple
-// shape). custom_call_* and the seed run in custom_call_test.cc with registered kernels.
+// custom_call_* and the seed run in custom_call_test.cc with registered kernels.
 INSTANTIATE_TEST_SUITE_P(
     Corpus, RuntimeCorpus,
     ::testing::Values("kv_cache_decode", "prefix_sum_while", "while_counter_accumulator", "cond_inside_scan",
@@ -64,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "reduce_window_maxpool", "opt_barrier", "copy_start_done", "donated_tuple_params",
                       "element_types", "typed_constants", "complex_ops", "control_predecessors",
                       "stack_frames", "frontend_attributes_sharding",
-                      "tiled_entry_layout"),
+                      "tiled_entry_layout", "nested_tuples", "bitcast_reshape_transpose"),
     [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace

@@ -50,7 +50,9 @@ class Editor {
       bool inner_editable = inner->users().size() == 1 &&
                             std::count(holder->operands().begin(), holder->operands().end(), inner) == 1 &&
                             inner != computation_->root();
-      holder->replace_operand(i, replace_leaf(inner, rest, replacement, before, inner_editable));
+      // Whatever the inner edit creates must come before the holder that now reads it.
+      holder->replace_operand(i, replace_leaf(inner, rest, replacement, holder, inner_editable));
+      if (holder->operand(i) != inner) remove_if_dead(inner);
       return holder;
     }
     std::vector<Instruction*> elements;
@@ -88,7 +90,9 @@ class Editor {
 
   // Removes tuples and get-tuple-elements that an edit left without readers.
   void remove_if_dead(Instruction* instruction) {
-    if (instruction->opcode() != Opcode::kTuple && instruction->opcode() != Opcode::kGetTupleElement) return;
+    if (instruction->opcode() != Opcode::kTuple && instruction->opcode() != Opcode::kGetTupleElement &&
+        instruction->opcode() != Opcode::kBitcast)
+      return;
     if (!instruction->users().empty() || instruction == computation_->root()) return;
     std::vector<Instruction*> operands = instruction->operands();
     computation_->remove_instruction(instruction);
@@ -116,6 +120,14 @@ Instruction* apply_fix(Module& module, const Dataflow& dataflow, const CopyFix& 
   copy->append_operand(source);
   set_copy_reason(*copy, fix.reason, fix.detail);
   Instruction* inserted = editor.insert(std::move(copy), before);
+  // A value reaches a leaf through bitcasts (which forward it), so the leaf may expect another
+  // shape of the same bytes: give it a bitcast of the copy.
+  auto shaped_as = [&](const Shape& wanted, Instruction* at) -> Instruction* {
+    if (wanted == inserted->shape()) return inserted;
+    auto bitcast = std::make_unique<Instruction>(Opcode::kBitcast, editor.fresh_name("bitcast"), wanted);
+    bitcast->append_operand(inserted);
+    return editor.insert(std::move(bitcast), at);
+  };
 
   for (const Use& use : fix.uses) {
     Instruction* user = const_cast<Instruction*>(use.instruction);
@@ -123,14 +135,16 @@ Instruction* apply_fix(Module& module, const Dataflow& dataflow, const CopyFix& 
     const bool may_edit = old_operand->users().size() == 1 &&
                           std::count(user->operands().begin(), user->operands().end(), old_operand) == 1 &&
                           old_operand != computation->root();
+    Instruction* replacement = shaped_as(*old_operand->shape().subshape(use.operand_index), user);
     user->replace_operand(use.operand_number,
-                          editor.replace_leaf(old_operand, use.operand_index, inserted, user, may_edit));
+                          editor.replace_leaf(old_operand, use.operand_index, replacement, user, may_edit));
     if (user->operand(use.operand_number) != old_operand) editor.remove_if_dead(old_operand);
   }
   for (const ShapeIndex& leaf : fix.root_leaves) {
     Instruction* root = computation->root();
     const bool may_edit = root->users().empty() && root->opcode() == Opcode::kTuple;
-    Instruction* new_root = editor.replace_leaf(root, leaf, inserted, nullptr, may_edit);
+    Instruction* replacement = shaped_as(*root->shape().subshape(leaf), root->opcode() == Opcode::kTuple ? root : nullptr);
+    Instruction* new_root = editor.replace_leaf(root, leaf, replacement, nullptr, may_edit);
     if (new_root != root) {
       computation->set_root(new_root);
       editor.remove_if_dead(root);
