@@ -6,8 +6,13 @@
 namespace insitu {
 
 int ThreadPool::hardware_threads() {
-  const unsigned cores = std::thread::hardware_concurrency();
-  return cores == 0 ? 1 : static_cast<int>(cores);
+  // Read once: hardware_concurrency() asks the kernel through /sys (microseconds per call),
+  // and the default thread count is looked up on every execute().
+  static const int cores = [] {
+    const unsigned count = std::thread::hardware_concurrency();
+    return count == 0 ? 1 : static_cast<int>(count);
+  }();
+  return cores;
 }
 
 ThreadPool::ThreadPool(int threads) : thread_count_(threads <= 0 ? hardware_threads() : threads) {

@@ -1,0 +1,146 @@
+// Compile time: parse + optimize_module (the whole pass pipeline and buffer assignment) +
+// Executable::create, of the three seed modules (../shared/seed/*.hlo) and of a generated
+// 1000-instruction module (a chain/DAG of elementwise ops with a few dynamic-update-slices and
+// while loops); and parse-only time of each, with parse's share of the compile as a counter
+// (BM_CompileVsParse times both alternately in one run).
+#include <random>
+
+#include "bench_util.h"
+#include "insitu/support/str.h"
+
+namespace insitu::bench {
+namespace {
+
+const std::vector<std::string> kSeedFiles = {
+    "sync_tensors_graph.before_optimizations.hlo",
+    "sync_tensors_graph.after_optimizations.hlo",
+    "ir_to_hlo.hlo",
+};
+
+// A deterministic module of about `count` instructions over f32[64,64] values: each new value is
+// an elementwise op of the previous value and an earlier one (so every value is used), with a
+// one-row dynamic-update-slice every 100 values and a small while loop every 250.
+std::string generated_module(int count) {
+  std::mt19937 rng(1234);
+  std::string loops, entry;
+  int instructions = 0;
+  auto emit = [&](const std::string& line) {
+    entry += "  " + line + "\n";
+    ++instructions;
+  };
+  emit("p0 = f32[64,64] parameter(0)");
+  emit("p1 = f32[64,64] parameter(1)");
+  emit("zero = s32[] constant(0)");
+  std::vector<std::string> values = {"p0", "p1"};
+  const char* ops[] = {"add", "multiply", "subtract", "maximum", "minimum"};
+  int loop_count = 0;
+  for (int k = 0; instructions < count - 2; ++k) {
+    const std::string name = str_cat("v", k);
+    const std::string& prev = values.back();
+    if (k % 100 == 99) {
+      const std::string& source = values[rng() % values.size()];
+      emit(str_cat(name, "_row = f32[1,64] slice(", source, "), slice={[0:1], [0:64]}"));
+      emit(str_cat(name, "_i = s32[] constant(", rng() % 64, ")"));
+      emit(str_cat(name, " = f32[64,64] dynamic-update-slice(", prev, ", ", name, "_row, ", name, "_i, zero)"));
+    } else if (k % 250 == 249) {
+      const int id = loop_count++;
+      loops += str_cat("body", id, " {\n  s = (s32[], f32[64,64]) parameter(0)\n",
+                       "  i = s32[] get-tuple-element(s), index=0\n  x = f32[64,64] get-tuple-element(s), index=1\n",
+                       "  one = s32[] constant(1)\n  n = s32[] add(i, one)\n  y = f32[64,64] add(x, x)\n",
+                       "  ROOT t = (s32[], f32[64,64]) tuple(n, y)\n}\n\n");
+      loops += str_cat("cond", id, " {\n  s = (s32[], f32[64,64]) parameter(0)\n",
+                       "  i = s32[] get-tuple-element(s), index=0\n  limit = s32[] constant(4)\n",
+                       "  ROOT more = pred[] compare(i, limit), direction=LT\n}\n\n");
+      instructions += 11;  // the loop's body (7) and condition (4)
+      emit(str_cat(name, "_init = (s32[], f32[64,64]) tuple(zero, ", prev, ")"));
+      emit(str_cat(name, "_loop = (s32[], f32[64,64]) while(", name, "_init), condition=cond", id, ", body=body", id));
+      emit(str_cat(name, " = f32[64,64] get-tuple-element(", name, "_loop), index=1"));
+    } else {
+      const std::string& other = values[values.size() - 1 - rng() % std::min<size_t>(values.size(), 20)];
+      emit(str_cat(name, " = f32[64,64] ", ops[rng() % 5], "(", prev, ", ", other, ")"));
+    }
+    values.push_back(name);
+  }
+  emit(str_cat("ROOT result = (f32[64,64]) tuple(", values.back(), ")"));
+  return str_cat("HloModule generated_", count, "\n\n", loops, "ENTRY main {\n", entry, "}\n");
+}
+
+int64_t instruction_count(const Module& module) {
+  int64_t count = 0;
+  for (const Computation* computation : module.computations()) count += computation->instructions().size();
+  return count;
+}
+
+std::string module_text(int64_t which) {
+  if (which < static_cast<int64_t>(kSeedFiles.size()))
+    return read_file_text(std::string(INSITU_SHARED_DIR) + "/seed/" + kSeedFiles[which]);
+  return generated_module(1000);
+}
+
+std::string module_label(int64_t which) {
+  return which < static_cast<int64_t>(kSeedFiles.size()) ? kSeedFiles[which] : "generated_1000";
+}
+
+// Parse + optimize + create; the error (empty on success) of the first stage that failed.
+std::string compile_once(const std::string& text, int64_t* instructions = nullptr) {
+  Compiled compiled = compile(text);
+  if (instructions && compiled.original) *instructions = instruction_count(*compiled.original);
+  benchmark::DoNotOptimize(compiled.executable.get());
+  return compiled.error;
+}
+
+void BM_Compile(benchmark::State& state) {
+  const std::string text = module_text(state.range(0));
+  state.SetLabel(module_label(state.range(0)));
+  if (text.empty()) {
+    state.SkipWithError("cannot read the seed module (INSITU_SHARED_DIR/seed)");
+    return;
+  }
+  int64_t instructions = 0;
+  if (std::string error = compile_once(text, &instructions); !error.empty()) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  for (auto _ : state) compile_once(text);
+  state.counters["instructions"] = static_cast<double>(instructions);
+}
+BENCHMARK(BM_Compile)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
+
+void BM_Parse(benchmark::State& state) {
+  const std::string text = module_text(state.range(0));
+  state.SetLabel(module_label(state.range(0)));
+  for (auto _ : state) {
+    StatusOr<std::unique_ptr<Module>> parsed = parse_module(text);
+    if (!parsed.ok()) {
+      state.SkipWithError(parsed.status().to_string().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(parsed->get());
+  }
+}
+BENCHMARK(BM_Parse)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
+
+// One compile and one parse alternately per iteration: compile_us, parse_us, parse_share.
+void BM_CompileVsParse(benchmark::State& state) {
+  const std::string text = module_text(state.range(0));
+  state.SetLabel(module_label(state.range(0)));
+  if (std::string error = compile_once(text); !error.empty()) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  double compile_seconds = 0, parse_seconds = 0;
+  for (auto _ : state) {
+    compile_seconds += time_once([&] { compile_once(text); });
+    parse_seconds += time_once([&] { benchmark::DoNotOptimize(parse_module(text).ok()); });
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["compile_us"] = compile_seconds / n * 1e6;
+  state.counters["parse_us"] = parse_seconds / n * 1e6;
+  state.counters["parse_share"] = parse_seconds / compile_seconds;
+}
+BENCHMARK(BM_CompileVsParse)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace insitu::bench
+
+BENCHMARK_MAIN();
