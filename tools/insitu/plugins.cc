@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "insitu/kernel/registry.h"
+
 namespace insitu::cli {
 
 Status load_plugin(const std::string& path) {
@@ -17,6 +19,10 @@ Status load_plugin(const std::string& path) {
     const char* reason = dlerror();
     return invalid_argument("cannot load plugin '" + path + "': " + (reason ? reason : "unknown dlopen error"));
   }
+  // Kernels the plugin registered with INSITU_REGISTER_KERNEL that failed (e.g. a name another
+  // plugin already registered).
+  std::vector<Status> errors = take_static_registration_errors();
+  if (!errors.empty()) return errors.front().with_context("loading plugin '" + path + "'");
   return ok_status();
 }
 

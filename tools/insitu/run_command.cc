@@ -11,6 +11,7 @@
 #include "insitu/literal_format.h"
 #include "insitu/module_loader.h"
 #include "insitu/plugins.h"
+#include "insitu/kernel/grid_executor.h"
 #include "insitu/ir/copy_reason.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/runtime/executable.h"
@@ -120,6 +121,7 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
 }  // namespace
 
 int run_command(const RunOptions& options, CliContext& context) {
+  set_check_races(options.check_races);  // kernel grids record and check their block accesses
   for (const std::string& plugin : options.plugins) {
     Status status = load_plugin(plugin);
     if (!status.ok()) return report_error(context, status);

@@ -7,6 +7,7 @@
 
 #include "insitu/runtime/fallback_kernels.h"
 #include "insitu/runtime/kernels.h"
+#include "insitu/runtime/native_custom_call.h"
 #include "insitu/support/str.h"
 
 namespace insitu::runtime_internal {
@@ -113,6 +114,9 @@ Status Executor::run_step(const Step& step) {
     case StepKind::kKernel: return run_kernel(step);
     case StepKind::kFallback: return run_fallback_step(step);
     case StepKind::kCustomCall: {
+      if (const NativeCustomCall* native = NativeCustomCalls::global().find(instruction.custom_call.target)) {
+        if (std::optional<Status> status = run_native_custom_call(step, *native)) return *status;
+      }
       std::vector<Literal> values;
       values.reserve(step.operands.size());
       for (size_t i = 0; i < step.operands.size(); ++i)
@@ -167,6 +171,23 @@ Status Executor::run_while(const Step& step) {
   }
   move_leaves(body.parameters[0], step.outputs);
   return ok_status();
+}
+
+// Runs a natively registered custom-call over the step's slices, without Literal copies.
+// nullopt when the operands are not plain materialized arrays (the Literal path runs then).
+std::optional<Status> Executor::run_native_custom_call(const Step& step, const NativeCustomCall& native) {
+  std::vector<ArrayView> operands;
+  for (const std::vector<Leaf>& leaves : step.operands) {
+    if (leaves.size() != 1 || !leaves[0].index.empty() || leaves[0].allocation < 0 || leaves[0].scalar)
+      return std::nullopt;
+    operands.push_back(view(leaves[0]));
+  }
+  std::vector<ArrayView> outputs;
+  for (const Leaf& leaf : step.outputs) {
+    if (leaf.allocation < 0 || leaf.scalar) return std::nullopt;
+    outputs.push_back(view(leaf));
+  }
+  return native(*step.instruction, operands, outputs, pool_, stats_);
 }
 
 Status Executor::run_kernel(const Step& step) {

@@ -1,11 +1,13 @@
 // Internal to the runtime: runs compiled programs over the allocation bases of one call.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "insitu/evaluator/custom_call_registry.h"
 #include "insitu/runtime/executable.h"
 #include "insitu/runtime/kernels.h"
+#include "insitu/runtime/native_custom_call.h"
 #include "insitu/runtime/program.h"
 
 namespace insitu::runtime_internal {
@@ -30,6 +32,7 @@ class Executor {
   Status run_while(const Step& step);
   Status run_kernel(const Step& step);
   Status run_fallback_step(const Step& step);
+  std::optional<Status> run_native_custom_call(const Step& step, const NativeCustomCall& native);
 
   std::vector<uint8_t*> bases_;
   ThreadPool& pool_;

@@ -1,0 +1,50 @@
+// The kernel registry: kernels by name, for HLO `custom-call(...), custom_call_target="NAME"`.
+//
+// register_kernel validates the spec (grid rank vs dimension_semantics, one BlockSpec per input
+// and output, block ranks, aliases in range with identical shape and dtype, the static race
+// check of race_check.h) and registers the name in three places: here (find_kernel, for the
+// frontend), in CustomCallRegistry::global() (the reference evaluator runs the grid over the
+// result Literal single-threaded in grid order: the oracle) and in the runtime's
+// NativeCustomCalls (the runtime runs the grid natively over its buffers on its ThreadPool).
+// A duplicate name is an error naming both origins (e.g. both plugin libraries).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "insitu/kernel/kernel.h"
+#include "insitu/support/status.h"
+
+namespace insitu {
+
+Status register_kernel(KernelSpec spec, std::string origin = "builtin");
+const KernelSpec* find_kernel(std::string_view name);
+// Where `name` was registered from; empty if it is not registered.
+std::string kernel_origin(std::string_view name);
+
+// Validates a spec without registering it (what register_kernel checks).
+Status validate_kernel_spec(const KernelSpec& spec);
+
+// The origin static registrations use: the shared library that contains the registering code
+// (dladdr), or "builtin" for the main program.
+std::string current_library_origin(const void* address_in_library);
+
+namespace internal {
+// Registers at static-initialization time; a failure is reported on stderr and remembered
+// (static_registration_errors) rather than aborting, so that the CLI can report it.
+bool register_static_kernel(KernelSpec (*factory)(), const void* address_in_library);
+}  // namespace internal
+
+// Errors from INSITU_REGISTER_KERNEL registrations so far (e.g. duplicate names), then cleared.
+std::vector<Status> take_static_registration_errors();
+
+}  // namespace insitu
+
+// Registers the kernel a `KernelSpec factory()` function returns, at static initialization (in
+// the main program or in a plugin library loaded with --plugin).
+// The anchor has internal linkage, so its address lies in the registering library even when
+// another loaded library defines the same factory symbol (which dynamic linking would interpose).
+#define INSITU_REGISTER_KERNEL(factory)                                                          \
+  static const char INSITU_CONCAT(insitu_kernel_anchor_, __LINE__) = 0;                          \
+  [[maybe_unused]] static const bool INSITU_CONCAT(insitu_kernel_registered_, __LINE__) =        \
+      ::insitu::internal::register_static_kernel(&(factory), &INSITU_CONCAT(insitu_kernel_anchor_, __LINE__))
