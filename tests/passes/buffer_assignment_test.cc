@@ -306,5 +306,81 @@ ENTRY %main (p: f32[4]) -> f32[4] {
   EXPECT_EQ(assignment.temp_bytes(), 32);
 }
 
+// The runtime reads an unmaterialized broadcast's scalar at each elementwise reader, so the
+// scalar's bytes must stay reserved until the last reader: %t (born after %b) may not take
+// the bytes of %s (whose last dataflow use is %b). Found by shrinking a generated program.
+TEST(BufferAssignmentTest, BroadcastScalarStaysLiveUntilItsLastElementwiseReader) {
+  auto module = parse_or_fail(R"(
+HloModule m
+ENTRY %main (p: f32[], q: f32[4]) -> f32[4] {
+  %p = f32[] parameter(0)
+  %q = f32[4] parameter(1)
+  %s = f32[] negate(%p)
+  %b = f32[4] broadcast(%s), dimensions={}
+  %t = f32[] exponential(%p)
+  %v = f32[4] broadcast(%t), dimensions={}
+  %w = f32[4] add(%b, %v)
+  ROOT %r = f32[4] add(%w, %q)
+})");
+  ASSERT_NE(module, nullptr);
+  BufferAssignment assignment = assign_or_die(*module);
+  EXPECT_FALSE(assignment.slice_at(find(*module, "b")).has_value());
+  EXPECT_FALSE(assignment.slice_at(find(*module, "v")).has_value());
+  const BufferSlice s = slice_of(assignment, *module, "s");
+  const BufferSlice t = slice_of(assignment, *module, "t");
+  EXPECT_EQ(s.allocation, t.allocation);
+  EXPECT_NE(s.offset, t.offset);  // both read by %w
+  // %w 16 at 0, %s at 16, %t at 32 (16-byte aligned offsets): all three are live at %w
+  EXPECT_EQ(assignment.temp_bytes(), 36);
+}
+
+// A loop-state scalar read through a broadcast whose elementwise reader runs after the state
+// is updated in place (%s2 writes %s's buffer between %b and %x2): reading the scalar lazily
+// would see the new state, so the broadcast is materialized and copies %s at %b.
+TEST(BufferAssignmentTest, BroadcastOfAScalarUpdatedInPlaceBeforeItsReaderIsMaterialized) {
+  auto module = parse_or_fail(R"(
+HloModule m
+%cond (st: (f32[], s32[], f32[4])) -> pred[] {
+  %st = (f32[], s32[], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%st), index=1
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (st: (f32[], s32[], f32[4])) -> (f32[], s32[], f32[4]) {
+  %st = (f32[], s32[], f32[4]) parameter(0)
+  %s = f32[] get-tuple-element(%st), index=0
+  %i = s32[] get-tuple-element(%st), index=1
+  %x = f32[4] get-tuple-element(%st), index=2
+  %b = f32[4] broadcast(%s), dimensions={}
+  %one = f32[] constant(1)
+  %s2 = f32[] add(%s, %one)
+  %bs2 = f32[4] broadcast(%s2), dimensions={}
+  %y = f32[4] multiply(%x, %bs2)
+  %x2 = f32[4] add(%b, %y)
+  %onei = s32[] constant(1)
+  %i2 = s32[] add(%i, %onei)
+  ROOT %out = (f32[], s32[], f32[4]) tuple(%s2, %i2, %x2)
+}
+ENTRY %main (p: f32[], q: f32[4]) -> f32[4] {
+  %p = f32[] parameter(0)
+  %q = f32[4] parameter(1)
+  %s0 = f32[] negate(%p)
+  %x0 = f32[4] negate(%q)
+  %zero = s32[] constant(0)
+  %init = (f32[], s32[], f32[4]) tuple(%s0, %zero, %x0)
+  %w = (f32[], s32[], f32[4]) while(%init), condition=%cond, body=%body
+  ROOT %r = f32[4] get-tuple-element(%w), index=2
+})");
+  ASSERT_NE(module, nullptr);
+  BufferAssignment assignment = assign_or_die(*module);
+  EXPECT_EQ(slice_of(assignment, *module, "s2"), slice_of(assignment, *module, "s"));  // loop state
+  ASSERT_TRUE(assignment.slice_at(find(*module, "b")).has_value());  // materialized
+  const BufferSlice b = slice_of(assignment, *module, "b");
+  EXPECT_NE(b, slice_of(assignment, *module, "s"));
+  EXPECT_EQ(b.size, 16);
+  // %bs2's reader %y runs before anything writes %s2's buffer again: read as the scalar
+  EXPECT_FALSE(assignment.slice_at(find(*module, "bs2")).has_value());
+}
+
 }  // namespace
 }  // namespace insitu

@@ -170,6 +170,37 @@ int64_t find_offset(std::vector<std::pair<int64_t, int64_t>> occupied, int64_t s
   return best >= 0 ? best : cursor;
 }
 
+// An unmaterialized broadcast is read as its scalar by each of its users, so the scalar's bytes
+// must hold the scalar from the broadcast until its last user, not just until the broadcast
+// (where dataflow, copy insertion and liveness see the read). Extends the scalar's buffer range
+// to the last user. When something writes that buffer in between (a loop-state or donated
+// scalar updated in place, at that level or inside a while/conditional scheduled in between:
+// copy insertion allowed it because the scalar looked dead after the broadcast), the broadcast
+// is materialized instead: it then copies the scalar at its own time.
+void keep_broadcast_scalars_live(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
+  for (BufferPlan& plan : plans) {
+    if (plan.materialized || plan.values.size() != 1) continue;
+    const Value& broadcast = dataflow.value(plan.values[0]);
+    const Instruction* instruction = broadcast.defining.instruction;
+    if (instruction->opcode() != Opcode::kBroadcast) continue;  // a token buffer
+    const int64_t read_from = live.time(instruction);
+    int64_t read_to = read_from;
+    for (const Use& use : broadcast.uses) read_to = std::max(read_to, live.time(use.instruction));
+    const ValueId scalar = dataflow.value_at(instruction->operand(0));
+    BufferPlan& source = plans[live.buffer_of(scalar)];
+    bool overwritten = !source.materialized;  // a scalar that is itself not in memory
+    for (ValueId other : source.values) {
+      const int64_t written = live.value_range(other).start;
+      if (other != scalar && written > read_from && written <= read_to) overwritten = true;
+    }
+    if (overwritten) {
+      plan.materialized = true;
+      continue;
+    }
+    source.range.end = std::max(source.range.end, read_to);
+  }
+}
+
 }  // namespace
 
 std::optional<BufferSlice> BufferAssignment::slice(ValueId value) const {
@@ -215,6 +246,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
         is_unmaterialized_scalar_broadcast(dataflow.value(plan.values[0])))
       plan.materialized = false;
   }
+  keep_broadcast_scalars_live(dataflow, live, plans);
   auto resolve = [&](BufferId b) {
     while (plans[b].merged_into >= 0) b = plans[b].merged_into;
     return b;

@@ -14,7 +14,9 @@
 //
 // Values linked by must-share links (loop state, in-place pairs, conditional results,
 // input_output_alias) get one slice. A scalar broadcast whose users are all elementwise ops is
-// not materialized (no slice): the runtime reads the scalar. Byte sizes are dense (tiles do not
+// not materialized (no slice): the runtime reads the scalar at each user, so the scalar's
+// buffer stays live to the last user, and the broadcast is materialized after all when that
+// buffer is written in between (an in-place loop-state update). Byte sizes are dense (tiles do not
 // pad), as on XLA:CPU. peak_memory_bytes counts every live byte at the worst point of the
 // schedule, parameters included, a buffer shared by aliasing once.
 #pragma once
