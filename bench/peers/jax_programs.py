@@ -317,12 +317,22 @@ def sort():
             (_f32(rng, 12), jnp.asarray(rng.randint(-9, 9, size=(3, 6)), jnp.int32), keys), {})
 
 
-@program("lax.top_k (k=3) over rows")
-def top_k():
+@program("top-k (k=3) over rows by a key/index sort and a slice (lax.top_k itself lowers to the "
+         "`topk` opcode and XLA:CPU's TopK custom-call, which insitu does not run yet)")
+def top_k_by_sort():
+    import jax.numpy as jnp
     from jax import lax
 
     rng = _rng()
-    return (lambda x: lax.top_k(x, 3)), (_f32(rng, 4, 10),), {}
+    x = _f32(rng, 4, 10)
+    x[1, 2] = x[1, 7] = 5.0  # a tie: the stable sort keeps the lower index first
+
+    def f(x):
+        indices = lax.broadcasted_iota(jnp.int32, x.shape, 1)
+        negated, indices = lax.sort((-x, indices), dimension=1, num_keys=1, is_stable=True)
+        return -negated[:, :3], indices[:, :3]
+
+    return f, (x,), {}
 
 
 @program("while_loop with a tuple carry (counter, float vector, int accumulator)")

@@ -5,9 +5,15 @@
 #include <cstring>
 #include <new>
 
+#include <sys/mman.h>
+
 #include "insitu/support/str.h"
 
 namespace insitu {
+
+namespace {
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+}  // namespace
 
 Buffer::Buffer(Shape shape) : Buffer(std::move(shape), /*zero=*/true) {}
 
@@ -21,8 +27,15 @@ Buffer::Buffer(Shape shape, bool zero) : shape_(std::move(shape)) {
   // aligned_alloc needs a size that is a multiple of the alignment (and non-zero).
   const int64_t rounded = (size_ + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   const size_t bytes = static_cast<size_t>(rounded > 0 ? rounded : kBufferAlignment);
-  data_ = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlignment, bytes));
+  // Big buffers are fresh mappings whose first touch faults page by page (a 1 GiB output costs
+  // more in faults than in the work); 2 MiB-aligned with transparent huge pages asked for, they
+  // fault 512 times less often.
+  const bool huge = bytes >= kHugePageBytes;
+  data_ = static_cast<uint8_t*>(
+      std::aligned_alloc(huge ? kHugePageBytes : kBufferAlignment,
+                         huge ? (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes : bytes));
   INSITU_CHECK(data_ != nullptr) << "out of memory allocating " << bytes << " bytes for " << shape_.to_string();
+  if (huge) ::madvise(data_, bytes, MADV_HUGEPAGE);  // advice only: failure changes nothing
   if (zero) std::memset(data_, 0, bytes);
 }
 
