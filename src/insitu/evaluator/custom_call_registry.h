@@ -41,4 +41,10 @@ class CustomCallRegistry {
   std::map<std::string, Entry, std::less<>> kernels_;
 };
 
+// Runs a custom-call through `registry`: aliased outputs start as their operand's value, the
+// kernel fills in the result. Shared by the reference evaluator and the runtime's fallback. An
+// unknown target is a located error naming it.
+StatusOr<Literal> run_custom_call_kernel(const Instruction& call, std::span<const Literal* const> operands,
+                                         const CustomCallRegistry* registry);
+
 }  // namespace insitu

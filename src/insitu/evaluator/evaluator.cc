@@ -126,25 +126,7 @@ class Interpreter final : public eval::ComputationRunner {
   }
 
   StatusOr<Literal> evaluate_custom_call(const Instruction& instruction, eval::Operands operands) {
-    const std::string& target = instruction.custom_call.target;
-    const CustomCallRegistry::Kernel* kernel =
-        options_.custom_calls ? options_.custom_calls->find(target) : nullptr;
-    if (kernel == nullptr) {
-      return not_found(str_cat("custom-call %", instruction.name(), ": no kernel is registered for target \"", target,
-                               "\" (load one with --plugin LIB.so)"),
-                       instruction.location());
-    }
-    // Aliased outputs start as their operand's value: the kernel updates them in place.
-    Literal result(instruction.shape());
-    for (const OutputOperandAlias& alias : instruction.custom_call.output_to_operand_aliasing) {
-      const Literal* source = operands[alias.operand_number]->subliteral(alias.operand_index);
-      Literal* destination = result.mutable_subliteral(alias.output_index);
-      INSITU_CHECK(source && destination) << "verifier lets bad output_to_operand_aliasing through";
-      *destination = *source;
-      destination->set_shape_layouts(*instruction.shape().subshape(alias.output_index));
-    }
-    INSITU_RETURN_IF_ERROR((*kernel)(instruction, operands, result));
-    return result;
+    return run_custom_call_kernel(instruction, operands, options_.custom_calls);
   }
 
   const EvaluatorOptions& options_;

@@ -78,23 +78,7 @@ StatusOr<Literal> run_fallback(const Instruction& instruction, std::span<const L
 
 StatusOr<Literal> run_custom_call(const Instruction& instruction, std::span<const Literal* const> operands,
                                   const CustomCallRegistry* registry) {
-  const std::string& target = instruction.custom_call.target;
-  const CustomCallRegistry::Kernel* kernel = registry ? registry->find(target) : nullptr;
-  if (kernel == nullptr) {
-    return not_found(str_cat("custom-call %", instruction.name(), ": no kernel is registered for target \"", target,
-                             "\" (load one with --plugin LIB.so)"),
-                     instruction.location());
-  }
-  Literal result(instruction.shape());
-  for (const OutputOperandAlias& alias : instruction.custom_call.output_to_operand_aliasing) {
-    const Literal* source = operands[alias.operand_number]->subliteral(alias.operand_index);
-    Literal* destination = result.mutable_subliteral(alias.output_index);
-    INSITU_CHECK(source && destination) << "verifier lets bad output_to_operand_aliasing through";
-    *destination = *source;
-    destination->set_shape_layouts(*instruction.shape().subshape(alias.output_index));
-  }
-  INSITU_RETURN_IF_ERROR((*kernel)(instruction, operands, result));
-  return result;
+  return run_custom_call_kernel(instruction, operands, registry);
 }
 
 }  // namespace insitu
