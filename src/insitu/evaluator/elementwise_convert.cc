@@ -21,32 +21,6 @@
 namespace insitu::eval {
 namespace {
 
-template <typename To, typename From>
-To convert_value(From value) {
-  if constexpr (std::is_same_v<To, From>) {
-    return value;
-  } else if constexpr (kIsHalfLike<From>) {
-    return convert_value<To>(value.to_float());
-  } else if constexpr (kIsComplex<To>) {
-    using Part = typename To::value_type;
-    if constexpr (kIsComplex<From>) return To(static_cast<Part>(value.real()), static_cast<Part>(value.imag()));
-    else return To(static_cast<Part>(value), Part(0));
-  } else if constexpr (kIsComplex<From>) {
-    INSITU_UNREACHABLE("complex to real conversion is rejected before converting");
-    return To{};
-  } else if constexpr (kIsHalfLike<To>) {
-    return To::from_float(static_cast<float>(value));
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return value != From(0);
-  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    if (std::isnan(value)) return To(0);
-    if (value >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    if (value <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
-    return static_cast<To>(value);
-  } else {
-    return static_cast<To>(value);  // integer narrowing wraps (C++20), int -> float rounds to nearest
-  }
-}
 
 template <typename Float>
 Float reduce_precision(Float value, int64_t exponent_bits, int64_t mantissa_bits) {

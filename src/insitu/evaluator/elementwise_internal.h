@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/evaluator/ops.h"
 #include "insitu/support/str.h"
 
@@ -28,9 +29,6 @@ enum Category : unsigned {
   kAny = kPred | kInt | kFloat | kComplex,
 };
 
-template <typename T> inline constexpr bool kIsHalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-template <typename T>
-inline constexpr bool kIsComplex = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 
 template <typename T>
 constexpr unsigned category_of() {
@@ -41,32 +39,14 @@ constexpr unsigned category_of() {
   else return kFloat;
 }
 
-// The type arithmetic happens in: f32 for f16/bf16, the storage type otherwise.
-template <typename T> using ComputeType = std::conditional_t<kIsHalfLike<T>, float, T>;
 
-template <typename T>
-ComputeType<T> to_compute(T value) {
-  if constexpr (kIsHalfLike<T>) return value.to_float();
-  else return value;
-}
 
 // Where a functor's result is stored when the operand's storage type is T: a float result of an
 // f16/bf16 operand is rounded back to it; any other result type is stored as itself.
 template <typename T, typename Result>
 using StoredType = std::conditional_t<kIsHalfLike<T> && std::is_same_v<Result, float>, T, Result>;
 
-template <typename Stored, typename Result>
-Stored to_stored(Result value) {
-  if constexpr (kIsHalfLike<Stored>) return Stored::from_float(value);
-  else return static_cast<Stored>(value);
-}
 
-// Integer arithmetic that wraps (two's complement) instead of overflowing: operands are widened
-// to an unsigned type at least as wide as int, as XLA's evaluator does.
-template <typename T>
-auto as_unsigned(T value) {
-  return static_cast<std::make_unsigned_t<decltype(value + value)>>(value);
-}
 
 // "add does not support element type c64 ..." at the instruction.
 Status unsupported_type_error(const Instruction& instruction, PrimitiveType type);

@@ -12,26 +12,6 @@ namespace insitu {
 namespace kernels {
 namespace {
 
-template <typename To, typename From>
-To convert_value(From value) {
-  if constexpr (std::is_same_v<To, From>) {
-    return value;
-  } else if constexpr (kIsHalfLike<From>) {
-    return convert_value<To>(value.to_float());
-  } else if constexpr (kIsHalfLike<To>) {
-    return To::from_float(static_cast<float>(value));
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return value != From(0);
-  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    if (std::isnan(value)) return To(0);
-    if (value >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    if (value <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
-    return static_cast<To>(value);
-  } else {
-    return static_cast<To>(value);  // integer narrowing wraps, int -> float rounds to nearest
-  }
-}
-
 template <typename T>
 inline constexpr bool kIsComplexType = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 
@@ -51,7 +31,7 @@ bool run_convert_kernel(const Instruction& instruction, const ArrayView& operand
         To* o = reinterpret_cast<To*>(out.data);
         const int64_t stride = operand.scalar ? 0 : 1;
         run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i) o[i] = kernels::convert_value<To>(x[i * stride]);
+          for (int64_t i = begin; i < end; ++i) o[i] = convert_value<To>(x[i * stride]);
         });
       }
     });

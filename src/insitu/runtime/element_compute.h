@@ -6,29 +6,11 @@
 
 #include <type_traits>
 
+#include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/ir/dtype.h"
 
 namespace insitu::kernels {
 
-template <typename T> inline constexpr bool kIsHalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-template <typename T> using ComputeType = std::conditional_t<kIsHalfLike<T>, float, T>;
-
-template <typename T>
-inline ComputeType<T> to_compute(T value) {
-  if constexpr (kIsHalfLike<T>) return value.to_float();
-  else return value;
-}
-
-template <typename Stored, typename Value>
-inline Stored to_stored(Value value) {
-  if constexpr (kIsHalfLike<Stored>) return Stored::from_float(value);
-  else return static_cast<Stored>(value);
-}
-
-template <typename T>
-inline auto as_unsigned(T value) {
-  return static_cast<std::make_unsigned_t<decltype(value + value)>>(value);
-}
 
 // Calls fn(T{}) for the numeric types with native kernels (f32, f64, s32, s64, bf16, f16) and
 // returns true; false for any other type.

@@ -1,0 +1,72 @@
+// Element arithmetic shared by the reference evaluator and the runtime's native kernels, so the
+// two compute every element the same way (the runtime is checked bit for bit against the
+// evaluator): f16/bf16 are computed in f32 and rounded to nearest even after every op;
+// integers wrap through their unsigned type; convert follows XLA's Literal::Convert
+// (float -> integer truncates and saturates, NaN -> 0; x -> pred is x != 0; -> f16/bf16
+// rounds through f32; real -> complex has imaginary part 0; complex -> real is rejected
+// before converting).
+#pragma once
+
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <type_traits>
+
+#include "insitu/ir/dtype.h"
+
+namespace insitu {
+
+template <typename T> inline constexpr bool kIsHalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+template <typename T>
+inline constexpr bool kIsComplex = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
+// The type arithmetic happens in: f32 for f16/bf16, the storage type otherwise.
+template <typename T> using ComputeType = std::conditional_t<kIsHalfLike<T>, float, T>;
+
+template <typename T>
+inline ComputeType<T> to_compute(T value) {
+  if constexpr (kIsHalfLike<T>) return value.to_float();
+  else return value;
+}
+
+template <typename Stored, typename Value>
+inline Stored to_stored(Value value) {
+  if constexpr (kIsHalfLike<Stored>) return Stored::from_float(value);
+  else return static_cast<Stored>(value);
+}
+
+// Integer arithmetic that wraps (two's complement) instead of overflowing: operands are widened
+// to an unsigned type at least as wide as int, as XLA's evaluator does.
+template <typename T>
+inline auto as_unsigned(T value) {
+  return static_cast<std::make_unsigned_t<decltype(value + value)>>(value);
+}
+
+template <typename To, typename From>
+inline To convert_value(From value) {
+  if constexpr (std::is_same_v<To, From>) {
+    return value;
+  } else if constexpr (kIsHalfLike<From>) {
+    return convert_value<To>(value.to_float());
+  } else if constexpr (kIsComplex<To>) {
+    using Part = typename To::value_type;
+    if constexpr (kIsComplex<From>) return To(static_cast<Part>(value.real()), static_cast<Part>(value.imag()));
+    else return To(static_cast<Part>(value), Part(0));
+  } else if constexpr (kIsComplex<From>) {
+    INSITU_UNREACHABLE("complex to real conversion is rejected before converting");
+    return To{};
+  } else if constexpr (kIsHalfLike<To>) {
+    return To::from_float(static_cast<float>(value));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return value != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (std::isnan(value)) return To(0);
+    if (value >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    if (value <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    return static_cast<To>(value);
+  } else {
+    return static_cast<To>(value);  // integer narrowing wraps (C++20), int -> float rounds to nearest
+  }
+}
+
+}  // namespace insitu
