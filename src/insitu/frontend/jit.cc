@@ -91,6 +91,14 @@ struct JitFunction::Impl {
     }
     optimize_options.module_number = next_module_number++;
     optimize_options.strict_donation = options.strict_donation;
+    if (TraceRecorder::global().enabled()) {
+      // One event per compile pass, ending now and lasting as long as the pass took.
+      optimize_options.on_pass_done = [](std::string_view pass, double seconds) {
+        TraceRecorder& recorder = TraceRecorder::global();
+        const double duration_us = seconds * 1e6;
+        recorder.add({std::string(pass), "compile-pass", recorder.now_us() - duration_us, duration_us, {}});
+      };
+    }
     auto compiled = std::make_unique<CompiledFunction>();
     compiled->key = std::move(key);
     compiled->output_count = traced.output_count;

@@ -45,12 +45,20 @@ StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const 
   Status dump_status;
   PipelineOptions pipeline_options;
   pipeline_options.verify_each = options.verify_each;
-  if (dumping) {
+  auto pass_start = std::chrono::steady_clock::now();
+  if (dumping || options.on_pass_done) {
     pipeline_options.after_pass = [&](int index, std::string_view pass, const Module& stage) {
+      const auto pass_end = std::chrono::steady_clock::now();
+      if (options.on_pass_done) options.on_pass_done(pass, std::chrono::duration<double>(pass_end - pass_start).count());
+      if (!dumping) {
+        pass_start = std::chrono::steady_clock::now();
+        return;
+      }
       char number[16];
       std::snprintf(number, sizeof(number), "%04d", index + 1);
       Status status = write_dump(options.dump_to, str_cat(prefix, ".", number, ".after_", pass, ".txt"), print_module(stage));
       if (dump_status.ok()) dump_status = status;
+      pass_start = std::chrono::steady_clock::now();  // dumping is not the next pass's time
     };
   }
   Pipeline pipeline = optimization_pipeline(std::move(pipeline_options));

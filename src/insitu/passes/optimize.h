@@ -8,6 +8,7 @@
 //   module_0001.NAME.after_optimizations-memory-usage-report.txt
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,9 @@ struct OptimizeOptions {
   int module_number = 1;        // the NNNN of module_NNNN in dump names
   bool strict_donation = false; // an unusable donor is an error instead of a report
   bool verify_each = true;      // run the verifier after every pass
+  // Called after every pass with its name and how long it took (the verifier included), for
+  // compile traces (frontend's INSITU_TRACE).
+  std::function<void(std::string_view pass, double seconds)> on_pass_done;
 };
 
 struct OptimizedModule {
