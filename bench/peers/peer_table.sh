@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The peer table (issue 5 item 3): measures insitu beside XLA:CPU on this machine, in one run,
+# and writes bench/peers/RESULTS.md.
+#
+#   bench/peers/peer_table.sh [BUILD_DIR]        (default: build-peertable, a Release build)
+#
+# 1. builds insitu_measure (bench/peers/insitu_measure.cc) in BUILD_DIR;
+# 2. XLA side (measure_xla.py, in the pinned virtualenv of make_corpus.sh): every corpus
+#    program at its committed small shape, then the in-place programs at a large shape (a 1 GiB
+#    donated array), whose HLO it dumps with JAX into BUILD_DIR/peers/large first;
+# 3. insitu side (insitu_measure): the same before_optimizations modules and inputs;
+# 4. RESULTS.md from the JSON of steps 2-3 only.
+# XLA and insitu run one after the other, never at the same time. Knobs (environment):
+# PEER_COMPILE_REPS, PEER_CALLS, PEER_LARGE_COMPILE_REPS, PEER_LARGE_CALLS.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+build="${1:-build-peertable}"
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+venv="$here/.venv"
+python="${PYTHON:-python3}"
+command="bench/peers/peer_table.sh${1:+ $1}"
+
+# The same pinned wheels as make_corpus.sh (which also dumps the corpus; this script does not).
+requirements=(jax==0.4.38 jaxlib==0.4.38 numpy==2.4.6 ml_dtypes==0.7.0)
+if [[ ! -x "$venv/bin/python" ]]; then
+  "$python" -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c 'import jax, sys; sys.exit(jax.__version__ != "0.4.38")' 2>/dev/null; then
+  "$venv/bin/pip" install --quiet "${requirements[@]}"
+fi
+
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j"${JOBS:-2}" --target insitu_measure
+
+work="$build/peers"
+rm -rf "$work"
+mkdir -p "$work"
+export PEER_COMPILE_REPS="${PEER_COMPILE_REPS:-10}" PEER_CALLS="${PEER_CALLS:-500}"
+export PEER_LARGE_COMPILE_REPS="${PEER_LARGE_COMPILE_REPS:-3}" PEER_LARGE_CALLS="${PEER_LARGE_CALLS:-10}"
+
+echo "== XLA:CPU, small shapes"
+"$venv/bin/python" "$here/measure_xla.py" small "$work/xla_small.json"
+echo "== XLA:CPU, large shapes (dumping their HLO first)"
+"$venv/bin/python" "$here/measure_xla.py" dump-large "$work/large"
+"$venv/bin/python" "$here/measure_xla.py" large "$work/xla_large.json"
+
+echo "== insitu"
+status=0
+"$build/bench/insitu_measure" --compile-reps "$PEER_COMPILE_REPS" --calls "$PEER_CALLS" \
+  "$root"/tests/data/jax/*/ > "$work/insitu.jsonl" || status=$?
+"$build/bench/insitu_measure" --compile-reps "$PEER_LARGE_COMPILE_REPS" --calls "$PEER_LARGE_CALLS" \
+  "$work"/large/*/ >> "$work/insitu.jsonl" || status=$?
+cat "$work/insitu.jsonl"
+
+"$venv/bin/python" "$here/measure_xla.py" report "$work/xla_small.json" "$work/xla_large.json" \
+  "$work/insitu.jsonl" "$here/RESULTS.md" "$command"
+echo "wrote $here/RESULTS.md"
+exit "$status"
