@@ -46,7 +46,14 @@ struct JitFunction::Impl {
   TracedFn fn;
   JitOptions options;
   mutable std::mutex mutex;
-  std::map<std::string, std::unique_ptr<CompiledFunction>> cache;
+  // What selects an executable: argument shapes (layouts included) and which are donated.
+  // Compared structurally on every call; the readable string key is built only on a miss.
+  struct Signature {
+    std::vector<Shape> shapes;
+    std::vector<bool> donated;
+    bool operator==(const Signature&) const = default;
+  };
+  std::vector<std::pair<Signature, std::unique_ptr<CompiledFunction>>> cache;
   int64_t hits = 0;
   int64_t misses = 0;
   const CompiledFunction* last = nullptr;
@@ -126,16 +133,22 @@ struct JitFunction::Impl {
       Status usable = arguments[i].check_usable();
       if (!usable.ok()) return usable.with_context(str_cat(describe(arguments[i], i), " of jit(", options.name, ")"));
     }
-    std::string key = cache_key(arguments, donate);
-    auto it = cache.find(key);
-    if (it != cache.end()) {
-      ++hits;
-      return it->second.get();
+    Signature signature;
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      signature.shapes.push_back(arguments[i].shape());
+      signature.donated.push_back(donated(donate, i));
+    }
+    for (const auto& [cached, compiled] : cache) {
+      if (cached == signature) {
+        ++hits;
+        return compiled.get();
+      }
     }
     ++misses;
-    INSITU_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> compiled, compile(arguments, donate, key));
+    INSITU_ASSIGN_OR_RETURN(std::unique_ptr<CompiledFunction> compiled,
+                            compile(arguments, donate, cache_key(arguments, donate)));
     CompiledFunction* raw = compiled.get();
-    cache.emplace(std::move(key), std::move(compiled));
+    cache.emplace_back(std::move(signature), std::move(compiled));
     return raw;
   }
 };
