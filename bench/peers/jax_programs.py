@@ -37,6 +37,49 @@ def _f32(rng, *shape):
     return rng.standard_normal(shape).astype("float32")
 
 
+# --- program functions shared with the large-shape peer measurements (measure_xla.py) -------
+
+
+def kv_cache_decode_step_fn(length, dim):
+    """The decode step over a [k|v, layer, head, position, dim] cache of `length` positions."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def f(cache, new_kv, query, pos):
+        zero = jnp.int32(0)
+        cache = lax.dynamic_update_slice(cache, new_kv, (zero, zero, zero, pos, zero))
+        keys, values = cache[0], cache[1]
+        scores = jnp.einsum("lhd,lhtd->lht", query, keys) / jnp.sqrt(jnp.float32(dim))
+        mask = jnp.arange(length) <= pos
+        scores = jnp.where(mask, scores, jnp.float32(-1e30))
+        weights = jax.nn.softmax(scores, axis=-1)
+        return cache, jnp.einsum("lht,lhtd->lhd", weights, values)
+
+    return f
+
+
+def kv_cache_decode_loop_fn():
+    """Six decode steps in a fori_loop, each writing one position of the carried cache."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    def f(cache, token, weight):
+        def step(i, carry):
+            cache, token = carry
+            token = jnp.tanh(token @ weight + cache[i][None, :] * 0.5)
+            cache = lax.dynamic_update_slice(cache, token, (i + 4, jnp.int32(0)))
+            return cache, token
+
+        return lax.fori_loop(0, 6, step, (cache, token))
+
+    return f
+
+
+def at_index_add_fn(x, i, v):
+    return x.at[i].add(v)
+
+
 # --- the programs -------------------------------------------------------------------------
 # Each returns (function, args tuple, jit keyword arguments). The function's __name__ becomes
 # the module name (jit_NAME), so it is set to the program's name.
@@ -55,9 +98,7 @@ def program(description):
 @program("KV-cache decode step: writes this step's key/value at `pos` (dynamic_update_slice) into "
          "the donated cache and attends over it")
 def kv_cache_decode_step():
-    import jax
     import jax.numpy as jnp
-    from jax import lax
 
     rng = _rng()
     layers, heads, length, dim = 2, 2, 16, 8
@@ -66,40 +107,18 @@ def kv_cache_decode_step():
     query = _f32(rng, layers, heads, dim)
     pos = jnp.int32(5)
 
-    def f(cache, new_kv, query, pos):
-        zero = jnp.int32(0)
-        cache = lax.dynamic_update_slice(cache, new_kv, (zero, zero, zero, pos, zero))
-        keys, values = cache[0], cache[1]
-        scores = jnp.einsum("lhd,lhtd->lht", query, keys) / jnp.sqrt(jnp.float32(dim))
-        mask = jnp.arange(length) <= pos
-        scores = jnp.where(mask, scores, jnp.float32(-1e30))
-        weights = jax.nn.softmax(scores, axis=-1)
-        return cache, jnp.einsum("lht,lhtd->lhd", weights, values)
-
-    return f, (cache, new_kv, query, pos), dict(donate_argnums=(0,))
+    return kv_cache_decode_step_fn(length, dim), (cache, new_kv, query, pos), dict(donate_argnums=(0,))
 
 
 @program("decode loop: fori_loop of 6 steps, each writing one position of the donated cache")
 def kv_cache_decode_loop():
-    import jax.numpy as jnp
-    from jax import lax
-
     rng = _rng()
     length, dim = 16, 8
     cache = _f32(rng, length, dim)
     token = _f32(rng, 1, dim)
     weight = _f32(rng, dim, dim) * 0.3
 
-    def f(cache, token, weight):
-        def step(i, carry):
-            cache, token = carry
-            token = jnp.tanh(token @ weight + cache[i][None, :] * 0.5)
-            cache = lax.dynamic_update_slice(cache, token, (i + 4, jnp.int32(0)))
-            return cache, token
-
-        return lax.fori_loop(0, 6, step, (cache, token))
-
-    return f, (cache, token, weight), dict(donate_argnums=(0,))
+    return kv_cache_decode_loop_fn(), (cache, token, weight), dict(donate_argnums=(0,))
 
 
 @program("Adam step: donated params and first/second moments updated from gradients")
@@ -193,7 +212,7 @@ def at_index_add():
     import jax.numpy as jnp
 
     rng = _rng()
-    return (lambda x, i, v: x.at[i].add(v)), (_f32(rng, 8, 4), jnp.int32(3), _f32(rng, 4)), dict(donate_argnums=(0,))
+    return at_index_add_fn, (_f32(rng, 8, 4), jnp.int32(3), _f32(rng, 4)), dict(donate_argnums=(0,))
 
 
 @program("x.at[i].set(v) on a donated array")

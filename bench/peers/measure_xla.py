@@ -55,10 +55,7 @@ def _setup_jax():
 # --- the large-shape programs (same bodies as jax_programs.py, a 1 GiB donated array) -------
 
 def _large_kv_cache_decode_step():
-    import jax
-    import jax.numpy as jnp
     import numpy as np
-    from jax import lax
 
     rng = np.random.RandomState(jax_programs.RNG_SEED)
     layers, heads, length, dim = 8, 8, 16384, 128  # cache: 2*8*8*16384*128 f32 = 1 GiB
@@ -67,23 +64,12 @@ def _large_kv_cache_decode_step():
     query = rng.standard_normal((layers, heads, dim)).astype(np.float32)
     pos = np.int32(5)
 
-    def f(cache, new_kv, query, pos):
-        zero = jnp.int32(0)
-        cache = lax.dynamic_update_slice(cache, new_kv, (zero, zero, zero, pos, zero))
-        keys, values = cache[0], cache[1]
-        scores = jnp.einsum("lhd,lhtd->lht", query, keys) / jnp.sqrt(jnp.float32(dim))
-        mask = jnp.arange(length) <= pos
-        scores = jnp.where(mask, scores, jnp.float32(-1e30))
-        weights = jax.nn.softmax(scores, axis=-1)
-        return cache, jnp.einsum("lht,lhtd->lhd", weights, values)
-
-    return f, (cache, new_kv, query, pos), dict(donate_argnums=(0,))
+    return jax_programs.kv_cache_decode_step_fn(length, dim), (cache, new_kv, query, pos), \
+        dict(donate_argnums=(0,))
 
 
 def _large_kv_cache_decode_loop():
-    import jax.numpy as jnp
     import numpy as np
-    from jax import lax
 
     rng = np.random.RandomState(jax_programs.RNG_SEED)
     length, dim = 1 << 20, 256  # cache: 2^20*256 f32 = 1 GiB
@@ -91,16 +77,7 @@ def _large_kv_cache_decode_loop():
     token = rng.standard_normal((1, dim)).astype(np.float32)
     weight = (rng.standard_normal((dim, dim)) * 0.05).astype(np.float32)
 
-    def f(cache, token, weight):
-        def step(i, carry):
-            cache, token = carry
-            token = jnp.tanh(token @ weight + cache[i][None, :] * 0.5)
-            cache = lax.dynamic_update_slice(cache, token, (i + 4, jnp.int32(0)))
-            return cache, token
-
-        return lax.fori_loop(0, 6, step, (cache, token))
-
-    return f, (cache, token, weight), dict(donate_argnums=(0,))
+    return jax_programs.kv_cache_decode_loop_fn(), (cache, token, weight), dict(donate_argnums=(0,))
 
 
 def _large_at_index_add():
@@ -108,7 +85,7 @@ def _large_at_index_add():
 
     rng = np.random.RandomState(jax_programs.RNG_SEED)
     x = np.zeros((1 << 20, 256), np.float32)  # 1 GiB
-    return (lambda x, i, v: x.at[i].add(v)), (x, np.int32(3), rng.standard_normal(256).astype(np.float32)), \
+    return jax_programs.at_index_add_fn, (x, np.int32(3), rng.standard_normal(256).astype(np.float32)), \
         dict(donate_argnums=(0,))
 
 
