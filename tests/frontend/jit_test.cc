@@ -145,7 +145,8 @@ TEST(FrontendJit, StageDumpsAndChromeTrace) {
   EXPECT_NE(text.str().find("{\"traceEvents\":["), std::string::npos);
   EXPECT_NE(text.str().find("\"name\":\"optimize_module\",\"cat\":\"compile\",\"ph\":\"X\""), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("\"name\":\"execute jit_dumped\""), std::string::npos) << text.str();
-  // Each compile pass is an event of its own.
+  // Each kernel run and each compile pass is an event of its own.
+  EXPECT_NE(text.str().find("\"name\":\"plus_one\",\"cat\":\"kernel\",\"ph\":\"X\""), std::string::npos) << text.str();
   for (const char* pass : {"donor-matching", "schedule", "copy-insertion", "copy-elimination"})
     EXPECT_NE(text.str().find(std::string("\"name\":\"") + pass + "\",\"cat\":\"compile-pass\",\"ph\":\"X\""),
               std::string::npos)

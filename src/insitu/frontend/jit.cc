@@ -193,10 +193,16 @@ StatusOr<std::vector<Array>> JitFunction::call(const std::vector<Array>& argumen
   execute_options.stats = &impl.stats;
   std::vector<BufferHandle> results;
   {
+    TraceRecorder& recorder = TraceRecorder::global();
+    const double run_start_us = recorder.now_us();
     TraceSpan span(str_cat("execute ", compiled->optimized->name()), "run");
     INSITU_ASSIGN_OR_RETURN(results, compiled->executable->execute(std::move(handles), execute_options));
     span.add_arg("bytes_copied", std::to_string(impl.stats.bytes_copied));
     span.add_arg("copies_executed", std::to_string(impl.stats.copies_executed));
+    if (recorder.enabled()) {
+      for (const ExecutionStats::KernelRun& run : impl.stats.kernel_runs)  // one event per kernel run
+        recorder.add({run.target, "kernel", run_start_us + run.start_seconds * 1e6, run.seconds * 1e6, {}});
+    }
   }
   impl.last = compiled;
   INSITU_CHECK(static_cast<int64_t>(results.size()) ==

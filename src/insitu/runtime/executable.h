@@ -39,6 +39,14 @@ struct ExecutionStats {
   int64_t peak_memory_bytes = 0;  // from buffer assignment
   double run_seconds = 0;
   int64_t fallback_ops_executed = 0;  // instructions run through the evaluator (not custom-calls)
+  // Every custom-call (kernel) run: its target and when it ran, in seconds from the start of
+  // the call, for traces (frontend's INSITU_TRACE).
+  struct KernelRun {
+    std::string target;
+    double start_seconds = 0;
+    double seconds = 0;
+  };
+  std::vector<KernelRun> kernel_runs;
 };
 
 struct ExecuteOptions {

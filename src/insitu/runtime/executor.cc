@@ -2,6 +2,8 @@
 // Executable::execute (executable.cc) validates arguments and sets up the allocation bases.
 #include "insitu/runtime/executor.h"
 
+#include <chrono>
+
 #include <cstring>
 #include <memory>
 
@@ -114,8 +116,18 @@ Status Executor::run_step(const Step& step) {
     case StepKind::kKernel: return run_kernel(step);
     case StepKind::kFallback: return run_fallback_step(step);
     case StepKind::kCustomCall: {
+      const auto kernel_start = std::chrono::steady_clock::now();
+      auto record_run = [&] {
+        const auto now = std::chrono::steady_clock::now();
+        stats_.kernel_runs.push_back({instruction.custom_call.target,
+                                      std::chrono::duration<double>(kernel_start - started_).count(),
+                                      std::chrono::duration<double>(now - kernel_start).count()});
+      };
       if (const NativeCustomCall* native = NativeCustomCalls::global().find(instruction.custom_call.target)) {
-        if (std::optional<Status> status = run_native_custom_call(step, *native)) return *status;
+        if (std::optional<Status> status = run_native_custom_call(step, *native)) {
+          if (status->ok()) record_run();
+          return *status;
+        }
       }
       std::vector<Literal> values;
       values.reserve(step.operands.size());
@@ -125,6 +137,7 @@ Status Executor::run_step(const Step& step) {
       for (const Literal& value : values) pointers.push_back(&value);
       INSITU_ASSIGN_OR_RETURN(Literal result, run_custom_call(instruction, pointers, custom_calls_));
       write_literal(result, step.outputs);
+      record_run();
       return ok_status();
     }
     case StepKind::kWhile: return run_while(step);

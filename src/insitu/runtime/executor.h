@@ -1,6 +1,8 @@
 // Internal to the runtime: runs compiled programs over the allocation bases of one call.
 #pragma once
 
+#include <chrono>
+
 #include <optional>
 #include <vector>
 
@@ -37,6 +39,7 @@ class Executor {
   std::vector<uint8_t*> bases_;
   ThreadPool& pool_;
   ExecutionStats& stats_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();  // kernel-run times
   const CustomCallRegistry* custom_calls_;
 };
 
