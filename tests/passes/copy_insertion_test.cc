@@ -140,7 +140,9 @@ TEST(CopyInsertionTest, CorpusKvCacheDecodeCopiesOnlyReadOnlyLoopState) {
   EXPECT_EQ(copy_reasons(*module), Reasons(3, "loop-carried"));
   for (const Computation* computation : module->computations())
     for (const Instruction* instruction : computation->instructions())
-      if (instruction->opcode() == Opcode::kCopy) EXPECT_NE(instruction->shape().to_string(false), "f32[8,4]");
+      if (instruction->opcode() == Opcode::kCopy) {
+        EXPECT_NE(instruction->shape().to_string(false), "f32[8,4]");
+      }
 }
 
 // jax-ml/jax#5986: a conditional inside a loop, one branch updating the state in place and one

@@ -112,7 +112,9 @@ inline std::unique_ptr<Module> optimize(std::string_view text, Options options =
   std::unique_ptr<Module> module = parse(text);
   if (!module) return nullptr;
   Literal before = evaluate(*module);
-  if (options.schedule) EXPECT_TRUE(schedule_module(*module).ok());
+  if (options.schedule) {
+    EXPECT_TRUE(schedule_module(*module).ok());
+  }
   StatusOr<bool> inserted = insert_copies(*module);
   EXPECT_TRUE(inserted.ok()) << inserted.status().to_string();
   if (options.eliminate) {
