@@ -43,7 +43,8 @@ bool is_kernel_opcode(Opcode opcode) {
     case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice:
     case Opcode::kConcatenate:
-    case Opcode::kScatter: return true;
+    case Opcode::kScatter:
+    case Opcode::kDot: return true;
     default: return false;
   }
 }

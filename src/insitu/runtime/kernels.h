@@ -61,6 +61,11 @@ bool run_data_movement_kernel(const Instruction& instruction, std::span<const Ar
 bool run_dynamic_slice_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
                               const ArrayView& out, ThreadPool& pool);
 
+// dot_kernels.cc: dot of f32 operands into an f32 result, any dimension numbers, reading the
+// operands in place in the evaluator's accumulation order. False for other types (fallback).
+bool run_dot_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
+                    ThreadPool& pool);
+
 // scatter_kernels.cc: single-operand scatter in place, in the evaluator's order. A combiner
 // that fails sets `status` (the kernel still returns true: it handled the op).
 bool run_scatter_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,

@@ -1,0 +1,195 @@
+// Native dot kernel of the CPU runtime: f32 x f32 -> f32 with general dimension numbers,
+// reading the operand slices in place.
+//
+// It is bit-for-bit the reference evaluator (src/insitu/evaluator/dot.cc): every result
+// element is one f32 chain `sum = 0.0f; sum += lhs * rhs` over the contracting indices in
+// row-major order of lhs_contracting_dimensions. Only the order in which result elements are
+// visited changes: when rhs's contraction is strided (e.g. [M,K] x [K,N]), a row of results is
+// accumulated together, step k for all elements before step k + 1, so the inner loop reads
+// rhs contiguously; each element still sees the same additions in the same order. Work is split
+// over (result row, column block) tasks, each element computed by one thread, so the result
+// does not depend on the thread count.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "insitu/evaluator/index_util.h"
+#include "insitu/runtime/kernels.h"
+
+namespace insitu {
+namespace kernels {
+namespace {
+
+using Dimensions = std::vector<int64_t>;
+
+// Offsets (in elements) of every row-major index over `sizes`, each dimension moving by the
+// matching stride.
+Dimensions offsets_of(const Dimensions& sizes, const Dimensions& strides) {
+  Dimensions offsets;
+  int64_t count = 1;
+  for (int64_t size : sizes) count *= size;
+  offsets.reserve(static_cast<size_t>(count));
+  for_each_index(sizes, [&](std::span<const int64_t> index) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < index.size(); ++i) offset += index[i] * strides[i];
+    offsets.push_back(offset);
+  });
+  return offsets;
+}
+
+// Where each group of dimensions (batch, lhs free, rhs free, contracting) reads its operands.
+struct DotLayout {
+  Dimensions lhs_batch, rhs_batch;  // per batch index
+  Dimensions lhs_free;              // per lhs non-contracting index
+  Dimensions rhs_free;              // per rhs non-contracting index
+  Dimensions lhs_step, rhs_step;    // per contraction step
+};
+
+// False when the dimension numbers do not fit the shapes (the fallback then reports the error).
+bool plan_layout(const Instruction& instruction, const Shape& lhs, const Shape& rhs, const Shape& out,
+                 DotLayout& layout) {
+  const DotDimensionNumbers& numbers = instruction.dot_dimension_numbers;
+  if (numbers.lhs_batch_dimensions.size() != numbers.rhs_batch_dimensions.size() ||
+      numbers.lhs_contracting_dimensions.size() != numbers.rhs_contracting_dimensions.size())
+    return false;
+  std::vector<bool> lhs_used(lhs.rank(), false), rhs_used(rhs.rank(), false);
+  auto mark = [](const Dimensions& list, int64_t rank, std::vector<bool>& used) {
+    for (int64_t d : list) {
+      if (d < 0 || d >= rank || used[d]) return false;
+      used[d] = true;
+    }
+    return true;
+  };
+  if (!mark(numbers.lhs_batch_dimensions, lhs.rank(), lhs_used) ||
+      !mark(numbers.lhs_contracting_dimensions, lhs.rank(), lhs_used) ||
+      !mark(numbers.rhs_batch_dimensions, rhs.rank(), rhs_used) ||
+      !mark(numbers.rhs_contracting_dimensions, rhs.rank(), rhs_used))
+    return false;
+  const Dimensions lhs_strides = row_major_strides(lhs.dimensions());
+  const Dimensions rhs_strides = row_major_strides(rhs.dimensions());
+  Dimensions result_dimensions;
+
+  Dimensions batch_sizes, lhs_batch_strides, rhs_batch_strides;
+  for (size_t i = 0; i < numbers.lhs_batch_dimensions.size(); ++i) {
+    const int64_t l = numbers.lhs_batch_dimensions[i], r = numbers.rhs_batch_dimensions[i];
+    if (lhs.dimension(l) != rhs.dimension(r)) return false;
+    batch_sizes.push_back(lhs.dimension(l));
+    lhs_batch_strides.push_back(lhs_strides[l]);
+    rhs_batch_strides.push_back(rhs_strides[r]);
+    result_dimensions.push_back(lhs.dimension(l));
+  }
+  Dimensions lhs_free_sizes, lhs_free_strides;
+  for (int64_t d = 0; d < lhs.rank(); ++d) {
+    if (lhs_used[d]) continue;
+    lhs_free_sizes.push_back(lhs.dimension(d));
+    lhs_free_strides.push_back(lhs_strides[d]);
+    result_dimensions.push_back(lhs.dimension(d));
+  }
+  Dimensions rhs_free_sizes, rhs_free_strides;
+  for (int64_t d = 0; d < rhs.rank(); ++d) {
+    if (rhs_used[d]) continue;
+    rhs_free_sizes.push_back(rhs.dimension(d));
+    rhs_free_strides.push_back(rhs_strides[d]);
+    result_dimensions.push_back(rhs.dimension(d));
+  }
+  Dimensions contracting_sizes, lhs_step_strides, rhs_step_strides;
+  for (size_t i = 0; i < numbers.lhs_contracting_dimensions.size(); ++i) {
+    const int64_t l = numbers.lhs_contracting_dimensions[i], r = numbers.rhs_contracting_dimensions[i];
+    if (lhs.dimension(l) != rhs.dimension(r)) return false;
+    contracting_sizes.push_back(lhs.dimension(l));
+    lhs_step_strides.push_back(lhs_strides[l]);
+    rhs_step_strides.push_back(rhs_strides[r]);
+  }
+  if (result_dimensions != out.dimensions()) return false;
+  layout.lhs_batch = offsets_of(batch_sizes, lhs_batch_strides);
+  layout.rhs_batch = offsets_of(batch_sizes, rhs_batch_strides);
+  layout.lhs_free = offsets_of(lhs_free_sizes, lhs_free_strides);
+  layout.rhs_free = offsets_of(rhs_free_sizes, rhs_free_strides);
+  layout.lhs_step = offsets_of(contracting_sizes, lhs_step_strides);
+  layout.rhs_step = offsets_of(contracting_sizes, rhs_step_strides);
+  return true;
+}
+
+bool is_unit_stride(const Dimensions& offsets) {
+  for (size_t i = 0; i < offsets.size(); ++i)
+    if (offsets[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+// Columns per task: enough work per task to amortize dispatch, small enough to split one row.
+constexpr int64_t kColumnBlock = 512;
+
+bool run_dot_f32(const Instruction& instruction, const ArrayView& lhs_view, const ArrayView& rhs_view,
+                 const ArrayView& out, ThreadPool& pool) {
+  DotLayout layout;
+  if (!plan_layout(instruction, *lhs_view.shape, *rhs_view.shape, *out.shape, layout)) return false;
+  const float* lhs = reinterpret_cast<const float*>(lhs_view.data);
+  const float* rhs = reinterpret_cast<const float*>(rhs_view.data);
+  float* result = reinterpret_cast<float*>(out.data);
+  const int64_t batches = static_cast<int64_t>(layout.lhs_batch.size());
+  const int64_t rows_per_batch = static_cast<int64_t>(layout.lhs_free.size());
+  const int64_t columns = static_cast<int64_t>(layout.rhs_free.size());
+  const int64_t steps = static_cast<int64_t>(layout.lhs_step.size());
+  const int64_t rows = batches * rows_per_batch;
+  if (rows == 0 || columns == 0) return true;
+  const int64_t blocks = (columns + kColumnBlock - 1) / kColumnBlock;
+  // Contiguous contraction in rhs: one element at a time reads both operands in order.
+  // Otherwise step-major over a block of columns reads rhs's free dimensions in order.
+  // Contiguous rhs contraction: one element at a time reads both operands in order.
+  // Otherwise, with contiguous columns, step-major over a block reads rhs's columns in order.
+  const bool unit_columns = is_unit_stride(layout.rhs_free);
+  const bool element_major = !unit_columns || (steps > 1 && layout.rhs_step[1] == 1);
+  const int64_t* lhs_step = layout.lhs_step.data();
+  const int64_t* rhs_step = layout.rhs_step.data();
+  const int64_t* rhs_free = layout.rhs_free.data();
+
+  auto run_task = [&](int64_t task) {
+    const int64_t row = task / blocks, block = task % blocks;
+    const int64_t batch = row / rows_per_batch, free_row = row % rows_per_batch;
+    const float* lhs_row = lhs + layout.lhs_batch[batch] + layout.lhs_free[free_row];
+    const float* rhs_batch = rhs + layout.rhs_batch[batch];
+    const int64_t begin = block * kColumnBlock, end = std::min(columns, begin + kColumnBlock);
+    float* out_row = result + row * columns;
+    if (element_major) {
+      for (int64_t n = begin; n < end; ++n) {
+        const float* rhs_column = rhs_batch + rhs_free[n];
+        float sum = 0.0f;
+        for (int64_t k = 0; k < steps; ++k) sum += lhs_row[lhs_step[k]] * rhs_column[rhs_step[k]];
+        out_row[n] = sum;
+      }
+      return;
+    }
+    for (int64_t n = begin; n < end; ++n) out_row[n] = 0.0f;
+    for (int64_t k = 0; k < steps; ++k) {
+      const float a = lhs_row[lhs_step[k]];
+      const float* rhs_k = rhs_batch + rhs_step[k];
+      if (unit_columns) {
+        for (int64_t n = begin; n < end; ++n) out_row[n] += a * rhs_k[n];
+      } else {
+        for (int64_t n = begin; n < end; ++n) out_row[n] += a * rhs_k[rhs_free[n]];
+      }
+    }
+  };
+  const int64_t tasks = rows * blocks;
+  const int64_t work_per_task = std::max<int64_t>(1, std::min(columns, kColumnBlock) * std::max<int64_t>(1, steps));
+  run_range(pool, tasks, std::max<int64_t>(1, kParallelElements / work_per_task), [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) run_task(task);
+  });
+  return true;
+}
+
+}  // namespace
+}  // namespace kernels
+
+bool run_dot_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
+                    ThreadPool& pool) {
+  if (instruction.opcode() != Opcode::kDot || operands.size() != 2 || !out.shape->is_array()) return false;
+  if (out.scalar || operands[0].scalar || operands[1].scalar) return false;
+  if (!operands[0].shape->is_array() || !operands[1].shape->is_array()) return false;
+  if (out.type() != PrimitiveType::kF32 || operands[0].type() != PrimitiveType::kF32 ||
+      operands[1].type() != PrimitiveType::kF32)
+    return false;
+  return kernels::run_dot_f32(instruction, operands[0], operands[1], out, pool);
+}
+
+}  // namespace insitu

@@ -1,0 +1,149 @@
+// The native f32 dot kernel against the reference evaluator, bit for bit, for general dimension
+// numbers (matmul, batches, contracting dimension 0, two contracting dimensions, the decode-step
+// einsums) on 1, 2 and 3 threads; other element types are left to the fallback.
+#include <bit>
+#include <memory>
+
+#include "insitu/support/str.h"
+#include "kernel_test_util.h"
+
+namespace insitu {
+namespace {
+
+using testing_runtime::random_literal;
+using testing_runtime::view_of;
+
+using Dimensions = std::vector<int64_t>;
+
+struct DotCase {
+  Dimensions lhs, rhs, result;
+  DotDimensionNumbers numbers;
+};
+
+std::unique_ptr<Instruction> make_dot(const DotCase& c, PrimitiveType type = PrimitiveType::kF32) {
+  auto dot = std::make_unique<Instruction>(Opcode::kDot, "dot", Shape::array(type, c.result));
+  dot->dot_dimension_numbers = c.numbers;
+  return dot;
+}
+
+// Finite values, with exact zeros and -0 mixed in.
+Literal finite_literal(Dimensions dimensions, std::mt19937& rng) {
+  Literal literal(Shape::array(PrimitiveType::kF32, std::move(dimensions)));
+  std::uniform_real_distribution<float> real(-4.0f, 4.0f);
+  for (float& value : literal.data<float>()) {
+    const unsigned pick = rng() % 16;
+    value = pick == 0 ? 0.0f : pick == 1 ? -0.0f : real(rng);
+  }
+  return literal;
+}
+
+Literal evaluate_dot(const Instruction& dot, const Literal& lhs, const Literal& rhs) {
+  const Literal* operands[] = {&lhs, &rhs};
+  StatusOr<Literal> result = eval::evaluate_dot(dot, operands);
+  EXPECT_TRUE(result.ok()) << result.status().to_string();
+  return result.ok() ? std::move(result).value() : Literal();
+}
+
+// Bit-identical, except that where the evaluator gives NaN the kernel must give a NaN (which
+// of two NaN payloads an addition keeps depends on how the compiler ordered its operands).
+void expect_same_bits(const Literal& actual, const Literal& expected, bool allow_any_nan, const std::string& what) {
+  ASSERT_TRUE(actual.shape().compatible(expected.shape())) << what;
+  std::span<const float> a = const_cast<Literal&>(actual).data<float>();
+  std::span<const float> e = const_cast<Literal&>(expected).data<float>();
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (allow_any_nan && std::isnan(e[i]) && std::isnan(a[i])) continue;
+    if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(e[i]) && mismatches++ < 3)
+      ADD_FAILURE() << what << " element " << i << ": native " << a[i] << " evaluator " << e[i];
+  }
+  EXPECT_EQ(mismatches, 0) << what;
+}
+
+void expect_native_matches(const DotCase& c, uint32_t seed, bool specials = false) {
+  std::mt19937 rng(seed);
+  const std::unique_ptr<Instruction> dot_owner = make_dot(c);
+  const Instruction& dot = *dot_owner;
+  Literal lhs = specials ? random_literal(PrimitiveType::kF32, c.lhs, rng) : finite_literal(c.lhs, rng);
+  Literal rhs = specials ? random_literal(PrimitiveType::kF32, c.rhs, rng) : finite_literal(c.rhs, rng);
+  const Literal expected = evaluate_dot(dot, lhs, rhs);
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    Literal out(dot.shape());
+    for (float& value : out.data<float>()) value = 7.0f;  // every element must be written
+    const ArrayView views[] = {view_of(lhs), view_of(rhs)};
+    ASSERT_TRUE(run_dot_kernel(dot, views, view_of(out), pool));
+    expect_same_bits(out, expected, specials, str_cat(dot.to_string(), " threads=", threads));
+  }
+}
+
+TEST(RuntimeDotKernel, MatmulMatchesEvaluator) {
+  expect_native_matches({{7, 13}, {13, 5}, {7, 5}, {{}, {1}, {}, {0}}}, 1);
+  expect_native_matches({{64, 300}, {300, 700}, {64, 700}, {{}, {1}, {}, {0}}}, 2);  // parallel, column blocks
+  expect_native_matches({{1, 257}, {257, 1100}, {1, 1100}, {{}, {1}, {}, {0}}}, 3);   // one row, split by columns
+  expect_native_matches({{40, 96}, {50, 96}, {40, 50}, {{}, {1}, {}, {1}}}, 4);       // rhs transposed
+  expect_native_matches({{96}, {96}, {}, {{}, {0}, {}, {0}}}, 5);                     // vector dot
+  expect_native_matches({{6, 4}, {4, 9}, {6, 4, 4, 9}, {{}, {}, {}, {}}}, 6);           // outer product
+}
+
+TEST(RuntimeDotKernel, BatchedWithTwoBatchDimensionsMatchesEvaluator) {
+  expect_native_matches({{3, 2, 5, 7}, {3, 2, 7, 4}, {3, 2, 5, 4}, {{0, 1}, {3}, {0, 1}, {2}}}, 7);
+  // Batch dimensions listed out of order and not leading in rhs.
+  expect_native_matches({{4, 6, 3, 5}, {5, 3, 2, 4}, {3, 4, 6, 2}, {{2, 0}, {3}, {1, 3}, {0}}}, 8);
+}
+
+TEST(RuntimeDotKernel, ContractingDimensionZeroMatchesEvaluator) {
+  expect_native_matches({{33, 6}, {33, 9}, {6, 9}, {{}, {0}, {}, {0}}}, 9);
+  expect_native_matches({{300, 20, 3}, {2, 300}, {20, 3, 2}, {{}, {0}, {}, {1}}}, 10);
+}
+
+TEST(RuntimeDotKernel, TwoContractingDimensionsMatchEvaluator) {
+  // Contracting pairs listed in an order that is not row-major in rhs.
+  expect_native_matches({{5, 6, 7}, {7, 3, 6}, {5, 3}, {{}, {1, 2}, {}, {2, 0}}}, 11);
+  expect_native_matches({{2, 9, 11, 4}, {2, 11, 9, 8}, {2, 4, 8}, {{0}, {1, 2}, {0}, {2, 1}}}, 12);
+}
+
+TEST(RuntimeDotKernel, DecodeStepEinsumsMatchEvaluator) {
+  // "lhd,lhtd->lht": the query against every cached key.
+  expect_native_matches({{2, 4, 64}, {2, 4, 300, 64}, {2, 4, 300}, {{0, 1}, {2}, {0, 1}, {3}}}, 13);
+  // "lht,lhtd->lhd": the attention weights against every cached value.
+  expect_native_matches({{2, 4, 300}, {2, 4, 300, 64}, {2, 4, 64}, {{0, 1}, {2}, {0, 1}, {2}}}, 14);
+}
+
+TEST(RuntimeDotKernel, NanInfinityAndNegativeZeroMatchEvaluator) {
+  expect_native_matches({{9, 31}, {31, 12}, {9, 12}, {{}, {1}, {}, {0}}}, 15, true);
+  expect_native_matches({{3, 40}, {3, 7, 40}, {3, 7}, {{0}, {1}, {0}, {2}}}, 16, true);
+}
+
+TEST(RuntimeDotKernel, EmptyAndZeroLengthContractionsMatchEvaluator) {
+  expect_native_matches({{4, 0}, {0, 5}, {4, 5}, {{}, {1}, {}, {0}}}, 17);  // sums of nothing are +0
+  expect_native_matches({{0, 3}, {3, 5}, {0, 5}, {{}, {1}, {}, {0}}}, 18);
+}
+
+TEST(RuntimeDotKernel, OtherTypesAndMismatchedShapesAreLeftToTheFallback) {
+  std::mt19937 rng(19);
+  ThreadPool pool(1);
+  const DotCase matmul{{3, 4}, {4, 5}, {3, 5}, {{}, {1}, {}, {0}}};
+  for (PrimitiveType type : {PrimitiveType::kF64, PrimitiveType::kBF16, PrimitiveType::kS32}) {
+    Literal lhs = random_literal(type, matmul.lhs, rng), rhs = random_literal(type, matmul.rhs, rng);
+    const std::unique_ptr<Instruction> dot_owner = make_dot(matmul, type);
+    const Instruction& dot = *dot_owner;
+    Literal out(dot.shape());
+    const ArrayView views[] = {view_of(lhs), view_of(rhs)};
+    EXPECT_FALSE(run_dot_kernel(dot, views, view_of(out), pool)) << primitive_type_name(type);
+  }
+  // f32 operands into an f64 result: the evaluator converts first; the kernel declines.
+  Literal lhs = finite_literal(matmul.lhs, rng), rhs = finite_literal(matmul.rhs, rng);
+  const std::unique_ptr<Instruction> wide_owner = make_dot(matmul, PrimitiveType::kF64);
+  const Instruction& wide = *wide_owner;
+  Literal wide_out(wide.shape());
+  const ArrayView views[] = {view_of(lhs), view_of(rhs)};
+  EXPECT_FALSE(run_dot_kernel(wide, views, view_of(wide_out), pool));
+  // Contracting sizes that differ: left to the fallback, which reports the error.
+  const std::unique_ptr<Instruction> bad_owner = make_dot({{3, 4}, {4, 5}, {3, 5}, {{}, {0}, {}, {0}}});
+  const Instruction& bad = *bad_owner;
+  Literal out(bad.shape());
+  EXPECT_FALSE(run_dot_kernel(bad, views, view_of(out), pool));
+}
+
+}  // namespace
+}  // namespace insitu
