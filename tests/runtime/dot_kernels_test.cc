@@ -112,6 +112,8 @@ TEST(RuntimeDotKernel, DecodeStepEinsumsMatchEvaluator) {
 TEST(RuntimeDotKernel, NanInfinityAndNegativeZeroMatchEvaluator) {
   expect_native_matches({{9, 31}, {31, 12}, {9, 12}, {{}, {1}, {}, {0}}}, 15, true);
   expect_native_matches({{3, 40}, {3, 7, 40}, {3, 7}, {{0}, {1}, {0}, {2}}}, 16, true);
+  // Contiguous contraction: eight results side by side, then the rest one by one.
+  expect_native_matches({{3, 40}, {3, 21, 40}, {3, 21}, {{0}, {1}, {0}, {2}}}, 20, true);
 }
 
 TEST(RuntimeDotKernel, EmptyAndZeroLengthContractionsMatchEvaluator) {

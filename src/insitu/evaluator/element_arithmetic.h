@@ -42,6 +42,25 @@ inline auto as_unsigned(T value) {
   return static_cast<std::make_unsigned_t<decltype(value + value)>>(value);
 }
 
+// maximum/minimum: a NaN operand wins (lhs first), otherwise std::max/std::min.
+template <typename T>
+inline T maximum_value(T lhs, T rhs) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(lhs)) return lhs;
+    if (std::isnan(rhs)) return rhs;
+  }
+  return (lhs < rhs) ? rhs : lhs;
+}
+
+template <typename T>
+inline T minimum_value(T lhs, T rhs) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(lhs)) return lhs;
+    if (std::isnan(rhs)) return rhs;
+  }
+  return (rhs < lhs) ? rhs : lhs;
+}
+
 template <typename To, typename From>
 inline To convert_value(From value) {
   if constexpr (std::is_same_v<To, From>) {

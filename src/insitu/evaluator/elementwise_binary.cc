@@ -48,25 +48,6 @@ T remainder(T lhs, T rhs) {
   }
 }
 
-// std::max/std::min after letting a NaN operand through (lhs first).
-template <typename T>
-T maximum(T lhs, T rhs) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(lhs)) return lhs;
-    if (std::isnan(rhs)) return rhs;
-  }
-  return (lhs < rhs) ? rhs : lhs;
-}
-
-template <typename T>
-T minimum(T lhs, T rhs) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(lhs)) return lhs;
-    if (std::isnan(rhs)) return rhs;
-  }
-  return (rhs < lhs) ? rhs : lhs;
-}
-
 template <typename T>
 T power(T lhs, T rhs) {
   if (lhs == T(1) || rhs == T(0)) return T(1);
@@ -186,9 +167,9 @@ StatusOr<Literal> evaluate_binary(const Instruction& instruction, const Literal&
     case Opcode::kRemainder:
       return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return remainder(x, y); });
     case Opcode::kMaximum:
-      return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return maximum(x, y); });
+      return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return maximum_value(x, y); });
     case Opcode::kMinimum:
-      return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return minimum(x, y); });
+      return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return minimum_value(x, y); });
     case Opcode::kPower: return map_binary<kAny>(instruction, a, b, [](auto x, auto y) { return power(x, y); });
     case Opcode::kAtan2:
       return map_binary<kFloat | kComplex>(instruction, a, b, [](auto y, auto x) { return arctangent2(y, x); });

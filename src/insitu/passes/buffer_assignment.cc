@@ -6,30 +6,18 @@
 #include <algorithm>
 #include <map>
 
+#include "insitu/passes/buffer_assignment_internal.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
 namespace {
 
+using buffer_assignment_internal::BufferPlan;
+
 // Offsets in the temp arena are multiples of this (enough for any element type, SIMD loads).
 constexpr int64_t kTempAlignment = 16;
 
 int64_t align_up(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
-
-// One buffer of LiveRanges and what buffer assignment decides about it.
-struct BufferPlan {
-  std::vector<ValueId> values;
-  TimeInterval range;
-  int64_t size = 0;
-  bool materialized = true;
-  AllocationKind kind = AllocationKind::kTemp;
-  const Value* parameter = nullptr;     // the entry parameter leaf it holds
-  const Value* constant = nullptr;      // the constant it holds
-  std::vector<ShapeIndex> outputs;      // entry result leaves it holds
-  BufferId merged_into = -1;            // elementwise reuse: lives in that buffer's bytes
-  int64_t allocation = -1;
-  int64_t offset = 0;
-};
 
 // Instructions whose value at a leaf is a new name for bytes that already exist (callee
 // parameters, control-flow results) or read-only data: they never write a buffer.
@@ -170,37 +158,6 @@ int64_t find_offset(std::vector<std::pair<int64_t, int64_t>> occupied, int64_t s
   return best >= 0 ? best : cursor;
 }
 
-// An unmaterialized broadcast is read as its scalar by each of its users, so the scalar's bytes
-// must hold the scalar from the broadcast until its last user, not just until the broadcast
-// (where dataflow, copy insertion and liveness see the read). Extends the scalar's buffer range
-// to the last user. When something writes that buffer in between (a loop-state or donated
-// scalar updated in place, at that level or inside a while/conditional scheduled in between:
-// copy insertion allowed it because the scalar looked dead after the broadcast), the broadcast
-// is materialized instead: it then copies the scalar at its own time.
-void keep_broadcast_scalars_live(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
-  for (BufferPlan& plan : plans) {
-    if (plan.materialized || plan.values.size() != 1) continue;
-    const Value& broadcast = dataflow.value(plan.values[0]);
-    const Instruction* instruction = broadcast.defining.instruction;
-    if (instruction->opcode() != Opcode::kBroadcast) continue;  // a token buffer
-    const int64_t read_from = live.time(instruction);
-    int64_t read_to = read_from;
-    for (const Use& use : broadcast.uses) read_to = std::max(read_to, live.time(use.instruction));
-    const ValueId scalar = dataflow.value_at(instruction->operand(0));
-    BufferPlan& source = plans[live.buffer_of(scalar)];
-    bool overwritten = !source.materialized;  // a scalar that is itself not in memory
-    for (ValueId other : source.values) {
-      const int64_t written = live.value_range(other).start;
-      if (other != scalar && written > read_from && written <= read_to) overwritten = true;
-    }
-    if (overwritten) {
-      plan.materialized = true;
-      continue;
-    }
-    source.range.end = std::max(source.range.end, read_to);
-  }
-}
-
 }  // namespace
 
 std::optional<BufferSlice> BufferAssignment::slice(ValueId value) const {
@@ -246,7 +203,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
         is_unmaterialized_scalar_broadcast(dataflow.value(plan.values[0])))
       plan.materialized = false;
   }
-  keep_broadcast_scalars_live(dataflow, live, plans);
+  buffer_assignment_internal::borrow_buffers(dataflow, live, plans);
   auto resolve = [&](BufferId b) {
     while (plans[b].merged_into >= 0) b = plans[b].merged_into;
     return b;
@@ -266,6 +223,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
       if (!operand->shape().is_array() || !same_layout_and_size(operand->shape(), instruction->shape())) continue;
       const BufferId source = resolve(live.buffer_of(dataflow.value_at(operand)));
       if (source == result || !is_plain_temp(source) || plans[source].range.end != now) continue;
+      if (plans[source].lent) continue;  // a view may still read it at other offsets
       if (plans[source].size != plans[result].size) continue;
       plans[result].merged_into = source;  // the source buffer now lives on as the result
       plans[source].range.end = std::max(plans[source].range.end, plans[result].range.end);
@@ -348,6 +306,17 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
     }
   }
   for (Allocation& allocation : allocations) std::sort(allocation.values.begin(), allocation.values.end());
+  // Views: a range of their (resolved) source's bytes; they hold no bytes of their own.
+  assignment.views_.assign(dataflow.values().size(), false);
+  for (const BufferPlan& plan : plans) {
+    if (plan.view_of < 0) continue;
+    const BufferPlan& source = plans[resolve(plan.view_of)];
+    for (ValueId id : plan.values) {
+      assignment.slices_[id] =
+          BufferSlice{source.allocation, source.offset + plan.view_offset, dataflow.value(id).shape.byte_size()};
+      assignment.views_[id] = true;
+    }
+  }
 
   // Peak: parameters and constants live for the whole program, everything else over its range.
   std::map<int64_t, int64_t> deltas;  // time -> change in live bytes

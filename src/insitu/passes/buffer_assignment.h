@@ -13,11 +13,13 @@
 //   constants              read-only allocations holding literal data
 //
 // Values linked by must-share links (loop state, in-place pairs, conditional results,
-// input_output_alias) get one slice. A scalar broadcast whose users are all elementwise ops is
-// not materialized (no slice): the runtime reads the scalar at each user, so the scalar's
-// buffer stays live to the last user, and the broadcast is materialized after all when that
-// buffer is written in between (an in-place loop-state update). Byte sizes are dense (tiles do not
-// pad), as on XLA:CPU. peak_memory_bytes counts every live byte at the worst point of the
+// input_output_alias) get one slice. Some values borrow another buffer's bytes instead
+// (buffer_assignment_internal.h): a scalar broadcast whose users are all elementwise ops has no
+// slice (the runtime reads the scalar at each user), and a view (a reshape keeping row-major
+// order, a contiguous slice) read only by plain readers has a slice inside its operand's. The
+// borrowed buffer stays live to the borrower's last reader, and the borrower is materialized
+// after all when that buffer is written in between (an in-place update). Byte sizes are dense
+// (tiles do not pad), as on XLA:CPU. peak_memory_bytes counts every live byte at the worst point of the
 // schedule, parameters included, a buffer shared by aliasing once.
 #pragma once
 
@@ -55,6 +57,9 @@ class BufferAssignment {
   const std::vector<Allocation>& allocations() const { return allocations_; }
   // The slice holding a value; nullopt when the value is not materialized.
   std::optional<BufferSlice> slice(ValueId value) const;
+  // A view (a row-major reshape or contiguous slice read in its operand's bytes): its slice lies
+  // inside another value's, and the instruction moves no data.
+  bool is_view(ValueId value) const { return value >= 0 && value < static_cast<ValueId>(views_.size()) && views_[value]; }
   // The slice at an instruction's leaf (through Dataflow::value_at).
   std::optional<BufferSlice> slice_at(const Instruction* instruction, const ShapeIndex& index = {}) const;
   const Dataflow& dataflow() const { return dataflow_; }
@@ -79,6 +84,7 @@ class BufferAssignment {
   LiveRanges live_ranges_;
   std::vector<Allocation> allocations_;
   std::vector<std::optional<BufferSlice>> slices_;  // indexed by ValueId
+  std::vector<bool> views_;                         // indexed by ValueId
   int64_t peak_memory_bytes_ = 0;
   int64_t peak_time_ = 0;
   // Live-range section of the dump: each buffer live at the peak, counted once.

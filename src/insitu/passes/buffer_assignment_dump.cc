@@ -103,6 +103,12 @@ std::string BufferAssignment::to_string() const {
                      ",offset=", slice.offset, "): ", dataflow_.value(id).shape.to_string(), "\n");
       used.push_back(id);
     }
+    for (ValueId id = 0; id < static_cast<ValueId>(views_.size()); ++id) {
+      if (!views_[id] || slices_[id]->allocation != allocation.index) continue;
+      const BufferSlice& slice = *slices_[id];
+      out += str_cat(" view: ", value_short_string(dataflow_.value(id)), " (size=", slice.size,
+                     ",offset=", slice.offset, "): ", dataflow_.value(id).shape.to_string(), "\n");
+    }
   }
   out += str_cat("\nTotal bytes used: ", total, " (", human_bytes(total), ")\n");
   out += "\nUsed values:\n";

@@ -6,7 +6,9 @@
 // row-major order of lhs_contracting_dimensions. Only the order in which result elements are
 // visited changes: when rhs's contraction is strided (e.g. [M,K] x [K,N]), a row of results is
 // accumulated together, step k for all elements before step k + 1, so the inner loop reads
-// rhs contiguously; each element still sees the same additions in the same order. Work is split
+// rhs contiguously; when it is contiguous (e.g. [M,K] x [N,K], attention scores), eight
+// elements are accumulated side by side, so eight independent chains are in flight instead of
+// one. Each element still sees the same additions in the same order. Work is split
 // over (result row, column block) tasks, each element computed by one thread, so the result
 // does not depend on the thread count.
 #include <algorithm>
@@ -118,6 +120,8 @@ bool is_unit_stride(const Dimensions& offsets) {
 
 // Columns per task: enough work per task to amortize dispatch, small enough to split one row.
 constexpr int64_t kColumnBlock = 512;
+// Result elements accumulated together when each reads a contiguous run of rhs.
+constexpr int64_t kLanes = 8;
 
 bool run_dot_f32(const Instruction& instruction, const ArrayView& lhs_view, const ArrayView& rhs_view,
                  const ArrayView& out, ThreadPool& pool) {
@@ -133,12 +137,11 @@ bool run_dot_f32(const Instruction& instruction, const ArrayView& lhs_view, cons
   const int64_t rows = batches * rows_per_batch;
   if (rows == 0 || columns == 0) return true;
   const int64_t blocks = (columns + kColumnBlock - 1) / kColumnBlock;
-  // Contiguous contraction in rhs: one element at a time reads both operands in order.
-  // Otherwise step-major over a block of columns reads rhs's free dimensions in order.
-  // Contiguous rhs contraction: one element at a time reads both operands in order.
+  // Contiguous rhs contraction: kLanes elements at a time, each reading its run of rhs in order.
   // Otherwise, with contiguous columns, step-major over a block reads rhs's columns in order.
   const bool unit_columns = is_unit_stride(layout.rhs_free);
   const bool element_major = !unit_columns || (steps > 1 && layout.rhs_step[1] == 1);
+  const bool contiguous_steps = is_unit_stride(layout.rhs_step);
   const int64_t* lhs_step = layout.lhs_step.data();
   const int64_t* rhs_step = layout.rhs_step.data();
   const int64_t* rhs_free = layout.rhs_free.data();
@@ -151,7 +154,24 @@ bool run_dot_f32(const Instruction& instruction, const ArrayView& lhs_view, cons
     const int64_t begin = block * kColumnBlock, end = std::min(columns, begin + kColumnBlock);
     float* out_row = result + row * columns;
     if (element_major) {
-      for (int64_t n = begin; n < end; ++n) {
+      int64_t n = begin;
+      if (contiguous_steps) {
+        // kLanes independent sums in flight instead of one serial chain (same order per sum).
+        for (; n + kLanes <= end; n += kLanes) {
+          const float* columns[kLanes];
+          float sums[kLanes];
+          for (int64_t j = 0; j < kLanes; ++j) {
+            columns[j] = rhs_batch + rhs_free[n + j];
+            sums[j] = 0.0f;
+          }
+          for (int64_t k = 0; k < steps; ++k) {
+            const float a = lhs_row[lhs_step[k]];
+            for (int64_t j = 0; j < kLanes; ++j) sums[j] += a * columns[j][k];
+          }
+          for (int64_t j = 0; j < kLanes; ++j) out_row[n + j] = sums[j];
+        }
+      }
+      for (; n < end; ++n) {
         const float* rhs_column = rhs_batch + rhs_free[n];
         float sum = 0.0f;
         for (int64_t k = 0; k < steps; ++k) sum += lhs_row[lhs_step[k]] * rhs_column[rhs_step[k]];

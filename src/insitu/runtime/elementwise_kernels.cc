@@ -79,25 +79,6 @@ T divide_value(T lhs, T rhs) {
   }
 }
 
-// NaN wins, the first operand's first.
-template <typename T>
-T maximum_value(T lhs, T rhs) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(lhs)) return lhs;
-    if (std::isnan(rhs)) return rhs;
-  }
-  return (lhs < rhs) ? rhs : lhs;
-}
-
-template <typename T>
-T minimum_value(T lhs, T rhs) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(lhs)) return lhs;
-    if (std::isnan(rhs)) return rhs;
-  }
-  return (rhs < lhs) ? rhs : lhs;
-}
-
 bool run_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const ArrayView& out, ThreadPool& pool) {
   if (a.type() != b.type() || out.type() != a.type()) return false;
   bool handled = true;

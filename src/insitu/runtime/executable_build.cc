@@ -44,6 +44,7 @@ bool is_kernel_opcode(Opcode opcode) {
     case Opcode::kDynamicUpdateSlice:
     case Opcode::kConcatenate:
     case Opcode::kScatter:
+    case Opcode::kReduce:
     case Opcode::kDot: return true;
     default: return false;
   }
@@ -62,6 +63,11 @@ bool is_row_major_bitcast(const Instruction& bitcast) {
     return std::is_sorted(order.rbegin(), order.rend());
   };
   return from.element_type() == to.element_type() && row_major(from) && row_major(to);
+}
+
+// Buffer assignment placed the result inside its operand's bytes: nothing to move.
+bool is_view_instruction(const BufferAssignment& assignment, const Instruction* instruction) {
+  return assignment.dataflow().has_values(instruction) && assignment.is_view(assignment.dataflow().value_at(instruction));
 }
 
 }  // namespace
@@ -228,7 +234,8 @@ Status Executable::build() {
                              instruction->location());
       }
       const bool unmaterialized = step.outputs.size() == 1 && step.outputs[0].scalar;  // read as its scalar
-      if (is_forwarder_or_free(opcode) || unmaterialized) {
+      const bool view = instruction->shape().is_array() && is_view_instruction(assignment_, instruction);
+      if (is_forwarder_or_free(opcode) || unmaterialized || view) {
         step.kind = StepKind::kNothing;
       } else if (opcode == Opcode::kConstant) {
         step.kind = builder.place_constant(*instruction, step.outputs) ? StepKind::kNothing : StepKind::kConstant;

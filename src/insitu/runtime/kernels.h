@@ -66,6 +66,11 @@ bool run_dynamic_slice_kernel(const Instruction& instruction, std::span<const Ar
 bool run_dot_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
                     ThreadPool& pool);
 
+// reduce_kernels.cc: reduce of one row-major input by a single add/multiply/maximum/minimum/
+// and/or of the two parameters, in the evaluator's order. False otherwise (fallback).
+bool run_reduce_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
+                       ThreadPool& pool);
+
 // scatter_kernels.cc: single-operand scatter in place, in the evaluator's order. A combiner
 // that fails sets `status` (the kernel still returns true: it handled the op).
 bool run_scatter_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,

@@ -1,0 +1,41 @@
+// Internals of buffer assignment shared by its files (buffer_assignment.cc, the borrowed values
+// of buffer_assignment_views.cc). Not part of the library's interface.
+#pragma once
+
+#include <vector>
+
+#include "insitu/analysis/dataflow.h"
+#include "insitu/analysis/live_range.h"
+#include "insitu/passes/buffer_assignment.h"
+
+namespace insitu::buffer_assignment_internal {
+
+// One buffer of LiveRanges and what buffer assignment decides about it.
+struct BufferPlan {
+  std::vector<ValueId> values;
+  TimeInterval range;
+  int64_t size = 0;
+  bool materialized = true;
+  AllocationKind kind = AllocationKind::kTemp;
+  const Value* parameter = nullptr;     // the entry parameter leaf it holds
+  const Value* constant = nullptr;      // the constant it holds
+  std::vector<ShapeIndex> outputs;      // entry result leaves it holds
+  BufferId merged_into = -1;            // elementwise reuse: lives in that buffer's bytes
+  BufferId view_of = -1;                // a view: its bytes are view_offset into that buffer
+  int64_t view_offset = 0;
+  bool lent = false;                    // some view reads its bytes
+  int64_t allocation = -1;
+  int64_t offset = 0;
+};
+
+// Decides which buffers are not materialized because they can read another buffer's bytes:
+//   - a scalar broadcast read only by elementwise ops: each user reads the scalar;
+//   - a view: a reshape that keeps row-major element order, or a contiguous slice of a
+//     row-major array, read only by plain readers: its bytes are a range of its operand's.
+// Either way the borrowed buffer must hold the same bytes until the borrower's last reader,
+// so its live range is extended to there; when something writes it in between (an in-place
+// update scheduled before the last reader), the borrower is materialized after all.
+// Runs on freshly classified plans, before elementwise reuse and packing.
+void borrow_buffers(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans);
+
+}  // namespace insitu::buffer_assignment_internal

@@ -1,0 +1,142 @@
+// Borrowed values of buffer assignment: scalar broadcasts read as their scalar, and views
+// (row-major reshapes, contiguous slices) read in their operand's bytes. See
+// buffer_assignment_internal.h for the rules; this is why a decode step that slices the keys
+// and values out of a 1 GiB cache reads them in place instead of copying 512 MiB twice.
+#include <algorithm>
+#include <optional>
+
+#include "insitu/passes/buffer_assignment_internal.h"
+
+namespace insitu::buffer_assignment_internal {
+namespace {
+
+// Row-major element order, dimensions of size 1 aside (they do not move elements).
+bool is_row_major(const Shape& shape) {
+  std::vector<int64_t> order;
+  for (int64_t d : shape.layout().minor_to_major)
+    if (shape.dimension(d) != 1) order.push_back(d);
+  return std::is_sorted(order.rbegin(), order.rend());
+}
+
+// Byte offset of the result in the operand's bytes when the instruction moves no data: a
+// reshape between row-major arrays, or a unit-stride slice whose elements are contiguous in a
+// row-major operand (leading dimensions of extent 1, then one partial dimension, then full ones).
+std::optional<int64_t> view_offset_bytes(const Instruction& instruction) {
+  const Shape& to = instruction.shape();
+  if (instruction.operand_count() != 1) return std::nullopt;
+  const Shape& from = instruction.operand(0)->shape();
+  if (!to.is_array() || !from.is_array() || to.element_type() != from.element_type() || to.byte_size() == 0)
+    return std::nullopt;
+  if (!is_row_major(from) || !is_row_major(to)) return std::nullopt;
+  if (instruction.opcode() == Opcode::kReshape) return 0;
+  if (instruction.opcode() != Opcode::kSlice) return std::nullopt;
+  const int64_t rank = from.rank();
+  int64_t partial = 0;  // the first dimension with extent > 1; all later ones must be full
+  while (partial < rank && to.dimension(partial) == 1) ++partial;
+  int64_t offset = 0, stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    const int64_t start = instruction.slice[d].start;
+    if (instruction.slice[d].stride != 1 && to.dimension(d) > 1) return std::nullopt;
+    if (d > partial && to.dimension(d) != from.dimension(d)) return std::nullopt;
+    offset += start * stride;
+    stride *= from.dimension(d);
+  }
+  return offset * byte_width(to.element_type());
+}
+
+// Every reader of the value only reads it: no in-place write, no loop state, branch operand or
+// call boundary, no entry result (those need a buffer of the value's own).
+bool read_only_in_place(const Value& value) {
+  for (const Position& position : value.positions) {
+    if (position.instruction != value.defining.instruction && position.instruction->opcode() != Opcode::kBitcast)
+      return false;
+    if (position.instruction == position.instruction->parent()->root()) return false;
+  }
+  for (const Use& use : value.uses) {
+    const Opcode opcode = use.instruction->opcode();
+    if (opcode == Opcode::kWhile || opcode == Opcode::kConditional || opcode == Opcode::kCall) return false;
+    for (const InPlacePair& pair : in_place_pairs(*use.instruction))
+      if (pair.operand_number == use.operand_number) return false;
+  }
+  return true;
+}
+
+// The last time a reader reads the borrower, from the borrower's own time.
+int64_t last_read(const Value& value, const LiveRanges& live) {
+  int64_t last = live.time(value.defining.instruction);
+  for (const Use& use : value.uses) last = std::max(last, live.time(use.instruction));
+  return last;
+}
+
+// A value of the buffer (other than `except`) is written in (from, to].
+bool written_between(const BufferPlan& plan, ValueId except, int64_t from, int64_t to, const LiveRanges& live) {
+  for (ValueId other : plan.values) {
+    const int64_t written = live.value_range(other).start;
+    if (other != except && written > from && written <= to) return true;
+  }
+  return false;
+}
+
+bool is_plain_temp_value(const BufferPlan& plan) {
+  return plan.materialized && plan.kind == AllocationKind::kTemp && plan.values.size() == 1 && plan.outputs.empty();
+}
+
+void borrow_views(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
+  for (const Instruction* instruction : live.sequence()) {
+    const Opcode opcode = instruction->opcode();
+    if ((opcode != Opcode::kReshape && opcode != Opcode::kSlice) || !instruction->shape().is_array()) continue;
+    const ValueId id = dataflow.value_at(instruction);
+    BufferPlan& plan = plans[live.buffer_of(id)];
+    if (!is_plain_temp_value(plan)) continue;
+    std::optional<int64_t> offset = view_offset_bytes(*instruction);
+    if (!offset || !read_only_in_place(dataflow.value(id))) continue;
+    const ValueId source_value = dataflow.value_at(instruction->operand(0));
+    BufferId source = live.buffer_of(source_value);
+    if (plans[source].view_of >= 0) {  // a view of a view reads the first one's source
+      *offset += plans[source].view_offset;
+      source = plans[source].view_of;
+    }
+    if (!plans[source].materialized) continue;
+    const int64_t from = live.time(instruction), to = last_read(dataflow.value(id), live);
+    if (written_between(plans[source], source_value, from, to, live)) continue;
+    plan.materialized = false;
+    plan.view_of = source;
+    plan.view_offset = *offset;
+    plans[source].lent = true;
+    plans[source].range.end = std::max(plans[source].range.end, to);
+  }
+}
+
+// An unmaterialized broadcast is read as its scalar by each of its users, so the scalar's bytes
+// must hold the scalar from the broadcast until its last user, not just until the broadcast
+// (where dataflow, copy insertion and liveness see the read). When something writes that buffer
+// in between (a loop-state or donated scalar updated in place, at that level or inside a
+// while/conditional scheduled in between: copy insertion allowed it because the scalar looked
+// dead after the broadcast), the broadcast is materialized instead: it then copies the scalar at
+// its own time.
+void borrow_broadcast_scalars(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
+  for (BufferPlan& plan : plans) {
+    if (plan.materialized || plan.view_of >= 0 || plan.values.size() != 1) continue;
+    const Value& broadcast = dataflow.value(plan.values[0]);
+    const Instruction* instruction = broadcast.defining.instruction;
+    if (instruction->opcode() != Opcode::kBroadcast) continue;  // a token buffer
+    const int64_t from = live.time(instruction), to = last_read(broadcast, live);
+    const ValueId scalar = dataflow.value_at(instruction->operand(0));
+    BufferPlan& source = plans[live.buffer_of(scalar)];
+    // a scalar that is itself not in memory (or only a view) is materialized first
+    if (!source.materialized || written_between(source, scalar, from, to, live)) {
+      plan.materialized = true;
+      continue;
+    }
+    source.range.end = std::max(source.range.end, to);
+  }
+}
+
+}  // namespace
+
+void borrow_buffers(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
+  borrow_views(dataflow, live, plans);
+  borrow_broadcast_scalars(dataflow, live, plans);
+}
+
+}  // namespace insitu::buffer_assignment_internal

@@ -1,0 +1,234 @@
+// Native reduce kernel of the CPU runtime: one input, one init value, and a to_apply that is a
+// single binary op of its two parameters (add, multiply, maximum, minimum, and, or), over
+// f32, f64, f16, bf16, s32 and s64 arrays in row-major layout, reading the input in place.
+//
+// It is bit-for-bit the reference evaluator (src/insitu/evaluator/reduce.cc): each output
+// element starts from the init value and folds the reduced elements in row-major order,
+// acc = op(acc, x) (or op(x, acc) when to_apply names its parameters the other way round);
+// f16/bf16 round after every op; integers wrap; a floating add sums in double and rounds once,
+// as XLA's evaluator does. Only the order in which output elements are visited changes: when
+// the innermost dimension is kept, a block of neighbouring outputs is folded together, step by
+// step, so the input is read contiguously. Other reduces run in the evaluator (fallback).
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "insitu/evaluator/index_util.h"
+#include "insitu/ir/computation.h"
+#include "insitu/runtime/element_compute.h"
+#include "insitu/runtime/kernels.h"
+
+namespace insitu {
+namespace kernels {
+namespace {
+
+using Dimensions = std::vector<int64_t>;
+
+// to_apply = op(p0, p1) or op(p1, p0) of two distinct scalar parameters.
+struct Combiner {
+  Opcode opcode = Opcode::kAdd;
+  bool accumulator_first = true;  // op(acc, x) rather than op(x, acc)
+};
+
+std::optional<Combiner> simple_combiner(const Instruction& reduce) {
+  if (reduce.called_computations().size() != 1) return std::nullopt;
+  const Computation& computation = *reduce.called_computations()[0];
+  const Instruction* root = computation.root();
+  if (root == nullptr || computation.parameter_count() != 2 || root->operand_count() != 2) return std::nullopt;
+  switch (root->opcode()) {
+    case Opcode::kAdd:
+    case Opcode::kMultiply:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum:
+    case Opcode::kAnd:
+    case Opcode::kOr: break;
+    default: return std::nullopt;
+  }
+  const Instruction* a = root->operand(0);
+  const Instruction* b = root->operand(1);
+  if (a == b || a->opcode() != Opcode::kParameter || b->opcode() != Opcode::kParameter) return std::nullopt;
+  if (!(a->shape() == root->shape()) || !(b->shape() == root->shape())) return std::nullopt;
+  return Combiner{root->opcode(), a->parameter_number == 0};
+}
+
+template <typename C>
+C combine(Opcode opcode, C lhs, C rhs) {
+  switch (opcode) {
+    case Opcode::kAdd:
+      if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(lhs) + as_unsigned(rhs));
+      else return lhs + rhs;
+    case Opcode::kMultiply:
+      if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(lhs) * as_unsigned(rhs));
+      else return lhs * rhs;
+    case Opcode::kMaximum: return maximum_value(lhs, rhs);
+    case Opcode::kMinimum: return minimum_value(lhs, rhs);
+    case Opcode::kAnd:
+      if constexpr (std::is_integral_v<C>) return static_cast<C>(lhs & rhs);
+      break;
+    case Opcode::kOr:
+      if constexpr (std::is_integral_v<C>) return static_cast<C>(lhs | rhs);
+      break;
+    default: break;
+  }
+  INSITU_UNREACHABLE("reduce combiner " << opcode_name(opcode));
+  return lhs;
+}
+
+bool is_row_major_layout(const Shape& shape) {
+  const auto& order = shape.layout().minor_to_major;
+  return order.empty() || std::is_sorted(order.rbegin(), order.rend());
+}
+
+// Where the reduced elements of one output lie, relative to the output's first one: `runs`
+// offsets (the reduced dimensions outside the innermost block, in row-major order), each the
+// start of `run` contiguous elements (the trailing reduced dimensions).
+struct ReducePlan {
+  Dimensions runs;
+  int64_t run = 1;
+  Dimensions kept_sizes, kept_strides;  // the output's dimensions and their input strides
+  int64_t inner = 1;                    // contiguous outputs when the last dimension is kept
+};
+
+// Row-major offsets over `sizes` with `strides`; false when there would be too many.
+bool offsets_of(const Dimensions& sizes, const Dimensions& strides, Dimensions& offsets) {
+  int64_t count = 1;
+  for (int64_t size : sizes) count *= size;
+  if (count > (int64_t{1} << 22)) return false;
+  offsets.clear();
+  offsets.reserve(static_cast<size_t>(count));
+  for_each_index(sizes, [&](std::span<const int64_t> index) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < index.size(); ++i) offset += index[i] * strides[i];
+    offsets.push_back(offset);
+  });
+  return true;
+}
+
+bool plan_reduce(const Instruction& reduce, const Shape& input, ReducePlan& plan) {
+  const int64_t rank = input.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t d : reduce.dimensions) {
+    if (d < 0 || d >= rank || reduced[d]) return false;
+    reduced[d] = true;
+  }
+  const Dimensions strides = row_major_strides(input.dimensions());
+  int64_t suffix = rank;  // the trailing reduced dimensions form one contiguous run
+  while (suffix > 0 && reduced[suffix - 1]) --suffix;
+  for (int64_t d = suffix; d < rank; ++d) plan.run *= input.dimension(d);
+  Dimensions run_sizes, run_strides;
+  for (int64_t d = 0; d < suffix; ++d) {
+    if (reduced[d]) {
+      run_sizes.push_back(input.dimension(d));
+      run_strides.push_back(strides[d]);
+    } else {
+      plan.kept_sizes.push_back(input.dimension(d));
+      plan.kept_strides.push_back(strides[d]);
+    }
+  }
+  if (suffix == rank && rank > 0) plan.inner = input.dimension(rank - 1);
+  return offsets_of(run_sizes, run_strides, plan.runs);
+}
+
+constexpr int64_t kInnerBlock = 256;
+
+template <typename T>
+void reduce_typed(const ReducePlan& plan, Combiner combiner, const T* input, T init, T* out, int64_t outputs,
+                  ThreadPool& pool, bool sum_in_double) {
+  using C = ComputeType<T>;
+  // The input offset of output `o` (row-major over the kept dimensions).
+  auto base_of = [&](int64_t o) {
+    int64_t base = 0;
+    for (int64_t d = static_cast<int64_t>(plan.kept_sizes.size()) - 1; d >= 0; --d) {
+      base += (o % plan.kept_sizes[d]) * plan.kept_strides[d];
+      o /= plan.kept_sizes[d];
+    }
+    return base;
+  };
+  const Opcode opcode = combiner.opcode;
+  const bool first = combiner.accumulator_first;
+  auto step = [&](C acc, C x) -> C {
+    const C value = first ? combine(opcode, acc, x) : combine(opcode, x, acc);
+    if constexpr (kIsHalfLike<T>) return to_compute(to_stored<T>(value));  // rounds after every op
+    else return value;
+  };
+  auto store_double = [](double sum) -> T {
+    if constexpr (kIsHalfLike<T>) return T::from_float(static_cast<float>(sum));
+    else return static_cast<T>(sum);
+  };
+  const int64_t per_output = static_cast<int64_t>(plan.runs.size()) * plan.run;
+  if (plan.inner > 1) {
+    // The last dimension is kept: fold a block of neighbouring outputs step by step.
+    const int64_t rows = outputs / plan.inner;
+    const int64_t blocks = (plan.inner + kInnerBlock - 1) / kInnerBlock;
+    run_range(pool, rows * blocks, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, per_output * kInnerBlock)),
+              [&](int64_t begin, int64_t end) {
+                double sums[kInnerBlock];
+                C accs[kInnerBlock];
+                for (int64_t task = begin; task < end; ++task) {
+                  const int64_t row = task / blocks, block = task % blocks;
+                  const int64_t first_out = row * plan.inner + block * kInnerBlock;
+                  const int64_t width = std::min(kInnerBlock, plan.inner - block * kInnerBlock);
+                  const T* from = input + base_of(first_out);
+                  if (sum_in_double) {
+                    for (int64_t j = 0; j < width; ++j) sums[j] = static_cast<double>(to_compute(init));
+                    for (int64_t r : plan.runs)
+                      for (int64_t j = 0; j < width; ++j) sums[j] += static_cast<double>(to_compute(from[r + j]));
+                    for (int64_t j = 0; j < width; ++j) out[first_out + j] = store_double(sums[j]);
+                  } else {
+                    for (int64_t j = 0; j < width; ++j) accs[j] = to_compute(init);
+                    for (int64_t r : plan.runs)
+                      for (int64_t j = 0; j < width; ++j) accs[j] = step(accs[j], to_compute(from[r + j]));
+                    for (int64_t j = 0; j < width; ++j) out[first_out + j] = to_stored<T>(accs[j]);
+                  }
+                }
+              });
+    return;
+  }
+  run_range(pool, outputs, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, per_output)),
+            [&](int64_t begin, int64_t end) {
+              for (int64_t o = begin; o < end; ++o) {
+                const T* from = input + base_of(o);
+                if (sum_in_double) {
+                  double sum = static_cast<double>(to_compute(init));
+                  for (int64_t r : plan.runs)
+                    for (int64_t i = 0; i < plan.run; ++i) sum += static_cast<double>(to_compute(from[r + i]));
+                  out[o] = store_double(sum);
+                } else {
+                  C acc = to_compute(init);
+                  for (int64_t r : plan.runs)
+                    for (int64_t i = 0; i < plan.run; ++i) acc = step(acc, to_compute(from[r + i]));
+                  out[o] = to_stored<T>(acc);
+                }
+              }
+            });
+}
+
+}  // namespace
+}  // namespace kernels
+
+bool run_reduce_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
+                       ThreadPool& pool) {
+  if (instruction.opcode() != Opcode::kReduce || operands.size() != 2) return false;
+  const ArrayView& input = operands[0];
+  const ArrayView& init = operands[1];
+  if (input.scalar || out.scalar || !input.shape->is_array() || !out.shape->is_array() || !init.shape->is_array())
+    return false;
+  if (init.shape->rank() != 0 || input.type() != init.type() || out.type() != input.type()) return false;
+  if (!kernels::is_row_major_layout(*input.shape)) return false;
+  const std::optional<kernels::Combiner> combiner = kernels::simple_combiner(instruction);
+  if (!combiner) return false;
+  const bool bitwise = combiner->opcode == Opcode::kAnd || combiner->opcode == Opcode::kOr;
+  if (bitwise && is_floating(input.type())) return false;
+  kernels::ReducePlan plan;
+  if (!kernels::plan_reduce(instruction, *input.shape, plan)) return false;
+  if (out.element_count() * static_cast<int64_t>(plan.runs.size()) * plan.run != input.element_count()) return false;
+  const bool sum_in_double = combiner->opcode == Opcode::kAdd && is_floating(input.type());
+  return kernels::dispatch_native_numeric(input.type(), [&](auto tag) {
+    using T = decltype(tag);
+    kernels::reduce_typed<T>(plan, *combiner, reinterpret_cast<const T*>(input.data),
+                             *reinterpret_cast<const T*>(init.data), reinterpret_cast<T*>(out.data),
+                             out.element_count(), pool, sum_in_double);
+  });
+}
+
+}  // namespace insitu

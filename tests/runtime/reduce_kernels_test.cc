@@ -1,0 +1,139 @@
+// Native reduce against the reference evaluator, bit for bit: every simple combiner (add,
+// multiply, maximum, minimum, and, or; either parameter order), f32/f64/f16/bf16/s32/s64 with
+// NaN, infinities and integer extremes, reduced dimensions leading, middle, trailing, all and
+// empty, big enough to split over threads; and what stays with the fallback.
+#include <bit>
+
+#include "insitu/evaluator/evaluator.h"
+#include "insitu/ir/parser.h"
+#include "insitu/support/str.h"
+#include "kernel_test_util.h"
+
+namespace insitu {
+namespace {
+
+using testing_runtime::random_literal;
+using testing_runtime::view_of;
+
+using Dimensions = std::vector<int64_t>;
+
+std::string dims_text(const Dimensions& dims) { return str_join(dims, ","); }
+
+// reduce(input, init) over `reduced` with to_apply ROOT = `op`(first, second).
+std::string reduce_module(const std::string& type, const Dimensions& input, const Dimensions& reduced,
+                          const std::string& op, bool accumulator_first) {
+  Dimensions output;
+  for (int64_t d = 0; d < static_cast<int64_t>(input.size()); ++d)
+    if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) output.push_back(input[d]);
+  const std::string operands = accumulator_first ? "acc, x" : "x, acc";
+  return str_cat("HloModule r\n\ncombine {\n  acc = ", type, "[] parameter(0)\n  x = ", type,
+                 "[] parameter(1)\n  ROOT r = ", type, "[] ", op, "(", operands, ")\n}\n\nENTRY main {\n  input = ", type,
+                 "[", dims_text(input), "] parameter(0)\n  init = ", type, "[] parameter(1)\n  ROOT reduce = ", type, "[",
+                 dims_text(output), "] reduce(input, init), dimensions={", dims_text(reduced),
+                 "}, to_apply=combine\n}\n");
+}
+
+// Bit for bit, except that a NaN matches any NaN: which of two NaN operands an op returns
+// (and so its sign) depends on how the compiler ordered them, in the evaluator too.
+bool same_values(const Literal& actual, const Literal& expected) {
+  if (!actual.shape().compatible(expected.shape())) return false;
+  if (!is_floating(expected.shape().element_type())) return actual == expected;
+  for (int64_t i = 0; i < expected.element_count(); ++i) {
+    const double a = actual.get_double(i), e = expected.get_double(i);
+    if (std::isnan(a) && std::isnan(e)) continue;
+    if (std::bit_cast<uint64_t>(a) != std::bit_cast<uint64_t>(e)) return false;
+  }
+  return true;
+}
+
+// Runs the kernel on 1-3 threads; false when it declined (the fallback would run).
+bool expect_reduce_matches(const std::string& text, PrimitiveType type, const Dimensions& input_dims, uint32_t seed) {
+  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
+  EXPECT_TRUE(module.ok()) << module.status().to_string();
+  if (!module.ok()) return false;
+  const Instruction* reduce = (*module)->entry()->root();
+  std::mt19937 rng(seed);
+  // The input has the parameter's layout (its bytes are row-major either way).
+  Literal input(reduce->operand(0)->shape());
+  {
+    Literal values = random_literal(type, input_dims, rng);
+    std::memcpy(input.untyped_data(), values.untyped_data(), static_cast<size_t>(values.size_bytes()));
+  }
+  Literal init = random_literal(type, {}, rng);
+  std::vector<const Literal*> pointers = {&input, &init};
+  StatusOr<Literal> expected = evaluate_computation(*(*module)->entry(), pointers);
+  EXPECT_TRUE(expected.ok()) << expected.status().to_string();
+  if (!expected.ok()) return false;
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    Literal out(reduce->shape());
+    std::memset(out.untyped_data(), 0x5a, static_cast<size_t>(out.size_bytes()));  // all written
+    std::vector<ArrayView> views = {ArrayView{static_cast<uint8_t*>(input.untyped_data()), &input.shape()},
+                                    view_of(init)};
+    if (!run_reduce_kernel(*reduce, views, view_of(out), pool)) return false;
+    EXPECT_TRUE(same_values(out, *expected)) << text << "threads=" << threads << "\nnative " << out.to_string()
+                                              << "\nexpected " << expected->to_string();
+  }
+  return true;
+}
+
+struct TypeCase {
+  const char* name;
+  PrimitiveType type;
+};
+constexpr TypeCase kFloatTypes[] = {{"f32", PrimitiveType::kF32}, {"f64", PrimitiveType::kF64},
+                                    {"f16", PrimitiveType::kF16}, {"bf16", PrimitiveType::kBF16}};
+constexpr TypeCase kIntTypes[] = {{"s32", PrimitiveType::kS32}, {"s64", PrimitiveType::kS64}};
+
+const std::vector<std::pair<Dimensions, Dimensions>> kShapes = {
+    {{6, 7, 5}, {2}},        // trailing: contiguous runs
+    {{6, 7, 5}, {1, 2}},     // trailing pair
+    {{6, 7, 5}, {0}},        // leading: the innermost dimension is kept
+    {{6, 7, 5}, {1}},        // middle
+    {{6, 7, 5}, {0, 2}},     // leading and trailing
+    {{6, 7, 5}, {0, 1, 2}},  // everything: one output
+    {{4, 0, 3}, {1}},        // empty reduced dimension: outputs are the init value
+    {{900, 40}, {1}},        // big enough to split over threads, either way
+    {{40, 900}, {0}},
+    {{9}, {}},               // nothing reduced: each output folds one element
+};
+
+TEST(RuntimeReduceKernel, FloatCombinersMatchEvaluator) {
+  uint32_t seed = 1;
+  for (const TypeCase& t : kFloatTypes)
+    for (const char* op : {"add", "multiply", "maximum", "minimum"})
+      for (bool first : {true, false})
+        for (const auto& [input, reduced] : kShapes)
+          EXPECT_TRUE(expect_reduce_matches(reduce_module(t.name, input, reduced, op, first), t.type, input, seed++))
+              << t.name << " " << op;
+}
+
+TEST(RuntimeReduceKernel, IntegerCombinersWrapAndMatchEvaluator) {
+  uint32_t seed = 100;
+  for (const TypeCase& t : kIntTypes)
+    for (const char* op : {"add", "multiply", "maximum", "minimum", "and", "or"})
+      for (bool first : {true, false})
+        for (const auto& [input, reduced] : kShapes)
+          EXPECT_TRUE(expect_reduce_matches(reduce_module(t.name, input, reduced, op, first), t.type, input, seed++))
+              << t.name << " " << op;
+}
+
+TEST(RuntimeReduceKernel, OtherReducesAreLeftToTheFallback) {
+  // A combiner that is more than one op.
+  const std::string two_ops =
+      "HloModule r\n\ncombine {\n  acc = f32[] parameter(0)\n  x = f32[] parameter(1)\n  m = f32[] multiply(x, x)\n"
+      "  ROOT r = f32[] add(acc, m)\n}\n\nENTRY main {\n  input = f32[4,5] parameter(0)\n  init = f32[] parameter(1)\n"
+      "  ROOT reduce = f32[4] reduce(input, init), dimensions={1}, to_apply=combine\n}\n";
+  EXPECT_FALSE(expect_reduce_matches(two_ops, PrimitiveType::kF32, {4, 5}, 7));
+  // Bitwise ops of floats are not valid combiners here; pred is not a native type.
+  EXPECT_FALSE(expect_reduce_matches(reduce_module("pred", {4, 5}, {1}, "and", true), PrimitiveType::kPred, {4, 5}, 8));
+  // A column-major input is walked in its layout order by the evaluator: left to it.
+  const std::string column_major =
+      "HloModule r\n\ncombine {\n  acc = f32[] parameter(0)\n  x = f32[] parameter(1)\n  ROOT r = f32[] add(acc, x)\n}"
+      "\n\nENTRY main {\n  input = f32[4,5]{0,1} parameter(0)\n  init = f32[] parameter(1)\n"
+      "  ROOT reduce = f32[4] reduce(input, init), dimensions={1}, to_apply=combine\n}\n";
+  EXPECT_FALSE(expect_reduce_matches(column_major, PrimitiveType::kF32, {4, 5}, 9));
+}
+
+}  // namespace
+}  // namespace insitu
