@@ -382,5 +382,93 @@ ENTRY %main (p: f32[], q: f32[4]) -> f32[4] {
   EXPECT_FALSE(assignment.slice_at(find(*module, "bs2")).has_value());
 }
 
+// The decode step's cache[0]/cache[1]: a contiguous slice of the cache and a row-major reshape
+// of it are read by the dot in the cache's own bytes; nothing is copied and no temp holds them.
+TEST(BufferAssignmentTest, ContiguousSliceAndRowMajorReshapeAreViewsIntoTheirOperand) {
+  auto module = parse_or_fail(R"(
+HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }
+ENTRY %main (cache: f32[2,3,4], row: f32[1,1,4], q: f32[4]) -> (f32[2,3,4], f32[3], f32[8]) {
+  %cache = f32[2,3,4] parameter(0)
+  %row = f32[1,1,4] parameter(1)
+  %q = f32[4] parameter(2)
+  %zero = s32[] constant(0)
+  %one = s32[] constant(1)
+  %new = f32[2,3,4] dynamic-update-slice(%cache, %row, %one, %one, %zero)
+  %values = f32[1,3,4] slice(%new), slice={[1:2], [0:3], [0:4]}
+  %v = f32[3,4] reshape(%values)
+  %middle = f32[1,2,4] slice(%new), slice={[0:1], [1:3], [0:4]}
+  %m = f32[8] reshape(%middle)
+  %dot = f32[3] dot(%v, %q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %mid = f32[8] negate(%m)
+  ROOT %t = (f32[2,3,4], f32[3], f32[8]) tuple(%new, %dot, %mid)
+})");
+  ASSERT_NE(module, nullptr);
+  BufferAssignment assignment = assign_or_die(*module);
+  const BufferSlice cache = slice_of(assignment, *module, "cache");
+  EXPECT_EQ(slice_of(assignment, *module, "new"), cache);
+  // [1:2] of [2,3,4] f32 starts at element 12 (byte 48); [0:1][1:3] at element 4 (byte 16)
+  EXPECT_EQ(slice_of(assignment, *module, "values"), (BufferSlice{cache.allocation, 48, 48}));
+  EXPECT_EQ(slice_of(assignment, *module, "v"), (BufferSlice{cache.allocation, 48, 48}));
+  EXPECT_EQ(slice_of(assignment, *module, "middle"), (BufferSlice{cache.allocation, 16, 32}));
+  EXPECT_EQ(slice_of(assignment, *module, "m"), (BufferSlice{cache.allocation, 16, 32}));
+  for (const char* view : {"values", "v", "middle", "m"})
+    EXPECT_TRUE(assignment.is_view(assignment.dataflow().value_at(find(*module, view)))) << view;
+  EXPECT_FALSE(assignment.is_view(assignment.dataflow().value_at(find(*module, "new"))));
+  EXPECT_EQ(assignment.temp_bytes(), 0);
+  EXPECT_NE(assignment.to_string().find(" view: "), std::string::npos);
+}
+
+// Slices that are not one contiguous range, and reshapes that reorder elements (a column-major
+// operand), are copies with buffers of their own.
+TEST(BufferAssignmentTest, StridedOrColumnSlicesAndReorderingReshapesAreNotViews) {
+  auto module = parse_or_fail(R"(
+HloModule m
+ENTRY %main (p: f32[4,6], c: f32[4,6]{0,1}) -> (f32[4,2], f32[2,6], f32[24]) {
+  %p = f32[4,6] parameter(0)
+  %c = f32[4,6]{0,1} parameter(1)
+  %columns = f32[4,2] slice(%p), slice={[0:4], [1:3]}
+  %strided = f32[2,6] slice(%p), slice={[0:4:2], [0:6]}
+  %flat = f32[24] reshape(%c)
+  %a = f32[4,2] negate(%columns)
+  %b = f32[2,6] negate(%strided)
+  %d = f32[24] negate(%flat)
+  ROOT %t = (f32[4,2], f32[2,6], f32[24]) tuple(%a, %b, %d)
+})");
+  ASSERT_NE(module, nullptr);
+  BufferAssignment assignment = assign_or_die(*module);
+  for (const char* copy : {"columns", "strided", "flat"}) {
+    const ValueId value = assignment.dataflow().value_at(find(*module, copy));
+    EXPECT_FALSE(assignment.is_view(value)) << copy;
+    EXPECT_NE(slice_of(assignment, *module, copy).allocation, slice_of(assignment, *module, "p").allocation) << copy;
+  }
+}
+
+// A view read after its operand's buffer is updated in place would see the new bytes: the slice
+// is materialized (copied at its own time) instead. A view that is an entry result, or whose
+// reader writes in place through it, has a buffer of its own too.
+TEST(BufferAssignmentTest, ViewOfABufferWrittenBeforeItsLastReaderIsMaterialized) {
+  auto module = parse_or_fail(R"(
+HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }
+ENTRY %main (x: f32[4,3], row: f32[1,3]) -> (f32[4,3], f32[1,3], f32[2,3], f32[3,3]) {
+  %x = f32[4,3] parameter(0)
+  %row = f32[1,3] parameter(1)
+  %first = f32[1,3] slice(%x), slice={[0:1], [0:3]}
+  %zero = s32[] constant(0)
+  %x2 = f32[4,3] dynamic-update-slice(%x, %row, %zero, %zero)
+  %late = f32[1,3] negate(%first)
+  %out = f32[2,3] slice(%x2), slice={[1:3], [0:3]}
+  %tail = f32[3,3] slice(%x2), slice={[1:4], [0:3]}
+  %tail2 = f32[3,3] dynamic-update-slice(%tail, %row, %zero, %zero)
+  ROOT %t = (f32[4,3], f32[1,3], f32[2,3], f32[3,3]) tuple(%x2, %late, %out, %tail2)
+})");
+  ASSERT_NE(module, nullptr);
+  BufferAssignment assignment = assign_or_die(*module);
+  for (const char* copy : {"first", "out", "tail"}) {
+    const ValueId value = assignment.dataflow().value_at(find(*module, copy));
+    EXPECT_FALSE(assignment.is_view(value)) << copy;
+    EXPECT_NE(slice_of(assignment, *module, copy).allocation, slice_of(assignment, *module, "x").allocation) << copy;
+  }
+}
+
 }  // namespace
 }  // namespace insitu
