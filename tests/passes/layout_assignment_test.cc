@@ -131,6 +131,7 @@ ENTRY main {
   q = (s32[4]{0}, f32[]) parameter(1)
   e = s32[4]{0} get-tuple-element(q), index=0
   n = f32[2,3]{1,0} negate(p)
+  other = f32[2,3]{1,0} abs(n)
   ROOT t = (f32[2,3]{1,0}, s32[4]{0}) tuple(n, e)
 }
 )");
@@ -140,11 +141,40 @@ CHECK: p = f32[2,3]{0,1} parameter(0)
 CHECK-NEXT: q = (s32[4]{0:T(128)}, f32[]) parameter(1)
 CHECK-NEXT: e = s32[4]{0:T(128)} get-tuple-element(q), index=0
 CHECK-NEXT: n = f32[2,3]{1,0} negate(p)
+CHECK-NEXT: other = f32[2,3]{1,0} abs(n)
 CHECK-NEXT: copy = f32[2,3]{0,1} copy(n), frontend_attributes={insitu_copy_detail="the entry result {0} must be in layout {0,1}, but %n has {1,0} (entry_computation_layout says so); computing it in the interface layout would avoid the copy",insitu_copy_reason="layout-change"}
 CHECK-NEXT: ROOT t.1 = (f32[2,3]{0,1}, s32[4]{0:T(128)}) tuple(copy, e)
 )");
   EXPECT_EQ(count_opcode(*after, Opcode::kCopy), 1);
   run_and_compare(*after, assign_layouts, false);
+}
+
+// mlp_grad's weight gradients as JAX prints them: transpose{0,1} of a dot, while the interface
+// wants {1,0}. The transpose is read by nothing but the root tuple, so it is computed in {1,0}
+// (no copy). A bitcast's layout is its meaning and a parameter's is the caller's: those are copied.
+TEST_F(LayoutAssignmentTest, ResultOpReadOnlyByTheRootComputesInTheInterfaceLayout) {
+  auto module = parse_or_fail(R"(
+HloModule m, entry_computation_layout={(f32[5,4]{1,0}, f32[5,16]{1,0}, f32[2,3]{1,0})->(f32[16,4]{1,0}, f32[3,2]{1,0}, f32[2,3]{0,1})}
+
+ENTRY main {
+  g = f32[5,4]{1,0} parameter(0)
+  h = f32[5,16]{1,0} parameter(1)
+  p = f32[2,3]{1,0} parameter(2)
+  dot = f32[4,16]{1,0} dot(g, h), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  transpose = f32[16,4]{0,1} transpose(dot), dimensions={1,0}
+  bitcast = f32[3,2]{0,1} bitcast(p)
+  ROOT t = (f32[16,4]{0,1}, f32[3,2]{0,1}, f32[2,3]{1,0}) tuple(transpose, bitcast, p)
+}
+)");
+  auto after = run_and_compare(*module, assign_layouts, true);
+  expect_checks(*after, R"(
+CHECK: transpose = f32[16,4]{1,0} transpose(dot), dimensions={1,0}
+CHECK-NEXT: bitcast = f32[3,2]{0,1} bitcast(p)
+CHECK-NEXT: copy = f32[3,2]{1,0} copy(bitcast)
+CHECK-NEXT: copy.1 = f32[2,3]{0,1} copy(p)
+CHECK-NEXT: ROOT t.1 = (f32[16,4]{1,0}, f32[3,2]{1,0}, f32[2,3]{0,1}) tuple(transpose, copy, copy.1)
+)");
+  EXPECT_EQ(count_opcode(*after, Opcode::kCopy), 2);
 }
 
 std::string read_seed(std::string_view name) {

@@ -37,10 +37,30 @@ std::string tuple_shape_text(const std::vector<Value>& values, bool with_counter
 struct Scope {
   std::vector<std::string> lines;
   std::vector<Value> values;
+  std::vector<Value> parameters;  // the entry's array parameters, or a body's or branch's state slots
   std::string counter;          // the s32[] loop counter inside a while body
   std::string index_parameter;  // the s32[] entry parameter, in the entry scope
   int depth = 0;                // 0: entry; while bodies and branches nest one level at most
 };
+
+// One step of a view chain (a slice or a reshape of the previous value), kept so that the chain
+// can be replayed on another value of the same shape: the operand after an in-place update.
+struct ViewStep {
+  std::string stem;           // vrows, vrow, vpart (contiguous slices), vcols, vstep (not), vshape
+  std::vector<int64_t> dims;  // the step's result
+  std::string attributes;     // ", slice={...}" for a slice; empty for a reshape
+};
+enum class StepKind { kAny, kSlice, kReshape };
+
+std::string range_text(int64_t start, int64_t limit, int64_t stride = 1) {
+  return stride == 1 ? str_cat("[", start, ":", limit, "]") : str_cat("[", start, ":", limit, ":", stride, "]");
+}
+bool fits_inside(const std::vector<int64_t>& inner, const std::vector<int64_t>& outer) {
+  if (inner.size() != outer.size() || inner.empty()) return false;
+  for (size_t i = 0; i < inner.size(); ++i)
+    if (inner[i] > outer[i]) return false;
+  return true;
+}
 
 class Generator {
  public:
@@ -70,16 +90,30 @@ class Generator {
   std::string index_list(Scope& scope, const std::vector<int64_t>& dims, bool counter_first);
   Value make_update(Scope& scope, Type type, const std::vector<int64_t>& dims);
   std::string combiner(Type type, bool add);
+  std::pair<int64_t, int64_t> sub_range(int64_t size) {
+    const int64_t start = rng_.uniform(0, size - 1);
+    return {start, rng_.uniform(start + 1, size)};
+  }
 
   void emit_random_op(Scope& scope);
-  void emit_elementwise(Scope& scope);
-  void emit_dynamic_slice(Scope& scope);
-  Value emit_dynamic_update_slice(Scope& scope, const Value& operand, bool counter_first);
+  void emit_elementwise(Scope& scope, const Value* operand = nullptr);
+  void emit_dynamic_slice(Scope& scope, const Value* operand = nullptr);
+  Value emit_dynamic_update_slice(Scope& scope, const Value& operand, bool counter_first, std::string_view stem = "dus");
   void emit_scatter(Scope& scope);
+  Value emit_scatter_into(Scope& scope, const Value& operand, std::string_view stem);
+  ViewStep reshape_step(const std::vector<int64_t>& dims);
+  ViewStep random_view_step(const std::vector<int64_t>& dims, StepKind kind);
+  std::vector<ViewStep> random_view_chain(const std::vector<int64_t>& dims);
+  Value apply_view_chain(Scope& scope, const Value& source, const std::vector<ViewStep>& chain, bool visible);
+  void emit_view(Scope& scope);
+  Value emit_view_hazard(Scope& scope, const Value& target, bool counter_first);
+  void emit_entry_view_hazard(Scope& scope);
   std::vector<Value> pick_state(Scope& scope);
-  std::vector<std::string> finish_state(Scope& scope, const std::vector<Value>& slots);
-  void emit_while(Scope& scope);
-  void emit_conditional(Scope& scope);
+  std::vector<std::string> finish_state(Scope& scope, const std::vector<Value>& slots,
+                                        const std::vector<std::string>& fixed);
+  std::vector<Value> emit_while(Scope& scope, const std::vector<Value>& state);
+  std::vector<Value> emit_conditional(Scope& scope, const std::vector<Value>& state);
+  std::vector<std::string> state_hazard(Scope& scope, const std::vector<Value>& slots, bool counter_first);
   void add_computation(const std::string& name, const Scope& scope, const std::string& root);
 
   SplitMix64 rng_;
@@ -89,6 +123,8 @@ class Generator {
   std::vector<std::string> computations_;
   std::vector<std::string> combiners_;  // names already emitted
   std::vector<Value> structural_results_;  // entry values made by while/conditional/scatter/DUS
+  std::vector<Value> entry_views_;         // entry slices and reshapes (candidate results)
+  std::vector<Value> clobbered_parameters_;  // entry parameters' new values after a view hazard
 };
 
 std::string Generator::constant_scalar(Scope& scope, Type type) {

@@ -118,6 +118,13 @@ class Conformer {
       }
       return producer;
     }
+    if (adopt_tiles_ && can_compute_in(*producer, want.layout())) {
+      // computed straight into the required layout: on CPU every such op works on logical
+      // indices, so its layout is only where the bytes go
+      producer->mutable_shape().set_layout(want.layout());
+      changed_ = true;
+      return producer;
+    }
     Layout layout = want.layout();
     if (default_space_is_any_ && layout.memory_space == 0) layout.memory_space = have.layout().memory_space;
     Shape shape = Shape::array(have.element_type(), have.dimensions(), std::move(layout));
@@ -127,6 +134,32 @@ class Conformer {
                                                                                    : CopyReason::kLayoutChange;
     set_copy_reason(*copy, reason, describe_(index, *producer, have.layout(), want.layout()));
     return insert(std::move(copy));
+  }
+
+  // An entry result leaf computed by an op whose layout nothing else observes: the op may
+  // produce the interface's layout itself instead of being copied into it. Not for ops whose
+  // layout is tied to something else (parameters, forwarders, bitcasts, in-place updates,
+  // control flow, custom calls, fusions, copies) or whose value another user also reads.
+  bool can_compute_in(const Instruction& producer, const Layout& want) const {
+    if (want.memory_space != producer.shape().layout().memory_space) return false;
+    for (const Instruction* user : producer.users())
+      if (user != computation_.root() || user->opcode() != Opcode::kTuple) return false;
+    if (is_elementwise(producer.opcode())) return producer.opcode() != Opcode::kMap;
+    switch (producer.opcode()) {
+      case Opcode::kTranspose:
+      case Opcode::kDot:
+      case Opcode::kReduce:
+      case Opcode::kBroadcast:
+      case Opcode::kReshape:
+      case Opcode::kSlice:
+      case Opcode::kConcatenate:
+      case Opcode::kIota:
+      case Opcode::kPad:
+      case Opcode::kReverse:
+      case Opcode::kDynamicSlice:
+      case Opcode::kGather: return true;
+      default: return false;
+    }
   }
 
   Computation& computation_;
@@ -173,7 +206,8 @@ bool adopt_parameter_interface(Module& module) {
   return changed;
 }
 
-// The entry result leaves take the interface's layouts: tiles adopted, other differences copied.
+// The entry result leaves take the interface's layouts: tiles adopted; an op read by nothing
+// but the root tuple computes its result in the interface's layout; other differences copied.
 bool conform_entry_result(Module& module, NameTable& names) {
   if (!module.config().entry_computation_layout) return false;
   const Shape& want = module.config().entry_computation_layout->result_shape;

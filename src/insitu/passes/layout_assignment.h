@@ -3,8 +3,11 @@
 //
 // On CPU the layouts written in the module are kept. Three things are settled here:
 // - The entry interface (entry_computation_layout) decides the entry parameters' and result's
-//   layouts: a parameter instruction printed with another layout takes the interface's, and a
-//   result leaf in another layout or memory space is copied into the interface's.
+//   layouts: a parameter instruction printed with another layout takes the interface's; a
+//   result leaf in another layout is computed in the interface's layout when its producer is
+//   an op read by nothing but the root tuple (JAX prints a transposed weight gradient as
+//   transpose{0,1} of a dot; the interface wants {1,0}: no copy, as XLA gets by folding the
+//   transpose into the dot), and copied into it otherwise (or for another memory space).
 // - A custom call's operand_layout_constraints cost a copy only on a real mismatch: a different
 //   minor_to_major, or a memory space the constraint names (S(n), n != 0; a constraint in the
 //   default space names a layout, not where the operand lives). Tiles do not matter: CPU
