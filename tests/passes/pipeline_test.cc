@@ -87,11 +87,12 @@ TEST(PipelineTest, PassErrorCarriesThePassName) {
 
 TEST(PipelineTest, OptimizationPipelineReadsAsTheDesignedStages) {
   std::vector<std::string_view> names = optimization_pipeline().pass_names();
-  ASSERT_GE(names.size(), 4u);
+  ASSERT_GE(names.size(), 5u);
   EXPECT_EQ(names[0], "flatten-calls");
   EXPECT_EQ(names[1], "simplify");
   EXPECT_EQ(names[2], "layout-assignment");
-  EXPECT_EQ(names[3], "donor-matching");
+  EXPECT_EQ(names[3], "fusion");
+  EXPECT_EQ(names[4], "donor-matching");
   EXPECT_NE(std::find(names.begin(), names.end(), "copy-insertion"), names.end());
 }
 

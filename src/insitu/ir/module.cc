@@ -11,6 +11,13 @@ Computation* Module::add_computation(std::unique_ptr<Computation> computation) {
   return computations_.back().get();
 }
 
+Computation* Module::add_computation_before(std::unique_ptr<Computation> computation, const Computation* before) {
+  computation->parent_ = this;
+  auto it = std::find_if(computations_.begin(), computations_.end(),
+                         [&](const auto& c) { return c.get() == before; });
+  return computations_.insert(it, std::move(computation))->get();
+}
+
 void Module::remove_computation(Computation* computation) {
   INSITU_CHECK(computation != entry_) << "removing the entry computation " << computation->name();
   auto it = std::find_if(computations_.begin(), computations_.end(),

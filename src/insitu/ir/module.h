@@ -68,6 +68,9 @@ class Module {
   const ModuleConfig& config() const { return config_; }
 
   Computation* add_computation(std::unique_ptr<Computation> computation);
+  // Adds it right before `before` in definition order (a callee printed before its caller, as
+  // XLA prints them); at the end when `before` is not in the module.
+  Computation* add_computation_before(std::unique_ptr<Computation> computation, const Computation* before);
   // Removes a computation nothing calls any more (never the entry).
   void remove_computation(Computation* computation);
   // In definition order (callees before callers in XLA dumps, but not required).

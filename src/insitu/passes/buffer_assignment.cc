@@ -7,6 +7,7 @@
 #include <map>
 
 #include "insitu/passes/buffer_assignment_internal.h"
+#include "insitu/passes/fusion.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
@@ -38,13 +39,16 @@ bool is_entry_parameter(const Value& value, const Computation* entry) {
   return value.defining.instruction->opcode() == Opcode::kParameter && value.computation() == entry;
 }
 
-// broadcast(scalar) read only by elementwise ops: the runtime reads the scalar, no bytes.
+// broadcast(scalar) read only by elementwise ops and fusions: the runtime reads the scalar, no bytes.
 bool is_unmaterialized_scalar_broadcast(const Value& value) {
   const Instruction* broadcast = value.defining.instruction;
   if (broadcast->opcode() != Opcode::kBroadcast || broadcast->operand(0)->shape().rank() != 0) return false;
   if (value.positions.size() != 1 || broadcast == broadcast->parent()->root()) return false;
   return std::all_of(value.uses.begin(), value.uses.end(),
-                     [](const Use& use) { return is_elementwise(use.instruction->opcode()); });
+                     [](const Use& use) {
+                       const Opcode opcode = use.instruction->opcode();
+                       return is_elementwise(opcode) || opcode == Opcode::kFusion;  // fusions read it as a scalar too
+                     });
 }
 
 bool same_layout_and_size(const Shape& a, const Shape& b) {
@@ -215,7 +219,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
   // Elementwise reuse: the result takes the bytes of an operand buffer that dies right there
   // (same size and layout, so every element is read before it is overwritten).
   for (const Instruction* instruction : live.sequence()) {
-    if (!is_elementwise(instruction->opcode()) || !instruction->shape().is_array()) continue;
+    if (!writes_elementwise(*instruction) || !instruction->shape().is_array()) continue;
     const int64_t now = live.time(instruction);
     const BufferId result = live.buffer_of(dataflow.value_at(instruction));
     if (!is_plain_temp(result) || plans[result].range.start != now) continue;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "insitu/passes/copy_insertion_internal.h"
+#include "insitu/passes/fusion.h"
 #include "insitu/support/str.h"
 
 namespace insitu::copy_insertion {
@@ -177,7 +178,7 @@ std::optional<std::string> BufferFacts::read_only_reason(ValueId origin) const {
 }
 
 bool BufferFacts::can_write_over(const Instruction* reader, ValueId operand_value) const {
-  if (!is_elementwise(reader->opcode()) && reader->opcode() != Opcode::kCopy) return false;
+  if (!writes_elementwise(*reader) && reader->opcode() != Opcode::kCopy) return false;
   return reader->shape() == value(operand_value).shape;
 }
 

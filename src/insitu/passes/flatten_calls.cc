@@ -6,10 +6,7 @@
 #include "insitu/passes/name_table.h"
 
 namespace insitu {
-namespace {
 
-// A new instruction like `original` (every attribute, called computations and location), with
-// no operands yet.
 std::unique_ptr<Instruction> clone_without_operands(const Instruction& original, std::string name) {
   auto clone = std::make_unique<Instruction>(original.opcode(), std::move(name), original.shape());
   Instruction& i = *clone;
@@ -46,6 +43,8 @@ std::unique_ptr<Instruction> clone_without_operands(const Instruction& original,
   i.set_called_computations(original.called_computations());
   return clone;
 }
+
+namespace {
 
 // Replaces `call` by a copy of its callee's body placed right before it.
 void inline_call(Instruction* call, NameTable& names) {

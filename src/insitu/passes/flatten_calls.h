@@ -24,6 +24,10 @@ namespace insitu {
 
 StatusOr<bool> flatten_calls(Module& module);
 
+// A new instruction like `original` (every attribute, called computations and location), with
+// no operands yet.
+std::unique_ptr<Instruction> clone_without_operands(const Instruction& original, std::string name);
+
 // Computations reachable from the entry through any called computation.
 std::unordered_set<const Computation*> reachable_computations(const Module& module);
 // Removes computations in `previously_reachable` that are no longer reachable from the entry;

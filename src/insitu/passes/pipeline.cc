@@ -6,6 +6,7 @@
 #include "insitu/passes/schedule.h"
 #include "insitu/passes/donor_matching.h"
 #include "insitu/passes/flatten_calls.h"
+#include "insitu/passes/fusion.h"
 #include "insitu/passes/layout_assignment.h"
 #include "insitu/passes/simplify.h"
 #include "insitu/support/str.h"
@@ -52,6 +53,8 @@ std::vector<std::unique_ptr<Pass>> optimization_passes() {
   passes.push_back(make_pass("simplify", simplify));
   // Layouts and memory spaces; copies only where a custom call's constraint really differs.
   passes.push_back(make_pass("layout-assignment", assign_layouts));
+  // Elementwise chains (with their broadcasts) become kLoop fusions: computed in cache, one buffer.
+  passes.push_back(make_pass("fusion", fuse_elementwise));
   // buffer_donor -> input_output_alias, by dataflow first, then by size where copy-free.
   passes.push_back(make_pass("donor-matching", [](Module& module) -> StatusOr<bool> {
     INSITU_ASSIGN_OR_RETURN(DonorMatchingResult result, match_donors(module));

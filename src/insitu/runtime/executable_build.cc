@@ -50,6 +50,13 @@ bool is_kernel_opcode(Opcode opcode) {
   }
 }
 
+// A fusion the native loop-fusion kernel may run: one array result, nothing updated in place
+// (in-place fusions go to the evaluator directly, without staging their aliased operand).
+bool is_native_fusion_candidate(const Instruction& instruction) {
+  return instruction.opcode() == Opcode::kFusion && instruction.shape().is_array() &&
+         instruction.fusion_output_to_operand_aliasing.empty();
+}
+
 // A bitcast moves no data here, which is right only when it is a reshape of row-major data.
 bool is_row_major_bitcast(const Instruction& bitcast) {
   const Shape& from = bitcast.operand(0)->shape();
@@ -257,7 +264,7 @@ Status Executable::build() {
         }
       } else if (opcode == Opcode::kCustomCall) {
         step.kind = StepKind::kCustomCall;
-      } else if (is_kernel_opcode(opcode)) {
+      } else if (is_kernel_opcode(opcode) || is_native_fusion_candidate(*instruction)) {
         step.kind = StepKind::kKernel;
       } else if (has_fallback(opcode)) {
         step.kind = StepKind::kFallback;

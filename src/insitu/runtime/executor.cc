@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "insitu/passes/fusion.h"
 #include "insitu/runtime/fallback_kernels.h"
 #include "insitu/runtime/kernels.h"
 #include "insitu/runtime/native_custom_call.h"
@@ -220,7 +221,7 @@ Status Executor::run_kernel(const Step& step) {
     ArrayView& operand = operands[i];
     if (!overlaps(operand.data, operand.byte_size(), out.data, out.byte_size())) continue;
     const bool same_start = operand.data == out.data && !operand.scalar;
-    if (same_start && is_elementwise(opcode) && byte_width(operand.type()) == byte_width(out.type())) continue;
+    if (same_start && writes_elementwise(instruction) && byte_width(operand.type()) == byte_width(out.type())) continue;
     if (same_start && (opcode == Opcode::kDynamicUpdateSlice || opcode == Opcode::kScatter) && i == 0) continue;
     const int64_t bytes = operand.byte_size();
     staged.push_back(std::make_unique<uint64_t[]>(static_cast<size_t>((bytes + 7) / 8)));
@@ -235,6 +236,7 @@ Status Executor::run_kernel(const Step& step) {
   } else if (is_elementwise(opcode)) done = run_elementwise_kernel(instruction, operands, out, pool_);
   else if (opcode == Opcode::kDot) done = run_dot_kernel(instruction, operands, out, pool_);
   else if (opcode == Opcode::kReduce) done = run_reduce_kernel(instruction, operands, out, pool_);
+  else if (opcode == Opcode::kFusion) done = run_loop_fusion(instruction, operands, out, pool_);
   else if (opcode == Opcode::kDynamicSlice || opcode == Opcode::kDynamicUpdateSlice)
     done = run_dynamic_slice_kernel(instruction, operands, out, pool_);
   else done = run_data_movement_kernel(instruction, operands, out, pool_);

@@ -71,6 +71,11 @@ bool run_dot_kernel(const Instruction& instruction, std::span<const ArrayView> o
 bool run_reduce_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
                        ThreadPool& pool);
 
+// fusion_kernels.cc: a kLoop fusion of elementwise ops, broadcasts and scalars, block by block
+// through the native elementwise kernels. False for anything else (fallback).
+bool run_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out,
+                     ThreadPool& pool);
+
 // scatter_kernels.cc: single-operand scatter in place, in the evaluator's order. A combiner
 // that fails sets `status` (the kernel still returns true: it handled the op).
 bool run_scatter_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,

@@ -1,0 +1,166 @@
+#include "insitu/passes/fusion.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "insitu/passes/flatten_calls.h"
+#include "insitu/passes/name_table.h"
+#include "insitu/passes/simplify.h"
+
+namespace insitu {
+namespace {
+
+bool is_fusible_elementwise(const Instruction& instruction) {
+  const Opcode opcode = instruction.opcode();
+  if (!instruction.shape().is_array() || has_side_effect(instruction)) return false;
+  return is_elementwise_unary(opcode) || is_elementwise_binary(opcode) || opcode == Opcode::kSelect ||
+         opcode == Opcode::kConvert;
+}
+
+bool has_control_edges(const Instruction& instruction) {
+  return !instruction.control_predecessors().empty() || !instruction.control_successors().empty();
+}
+
+// May `candidate` be computed inside a fusion whose result has `dimensions`?
+bool may_join(const Instruction& candidate, const std::vector<int64_t>& dimensions) {
+  if (has_control_edges(candidate) || candidate.parent()->root() == &candidate) return false;
+  const Shape& shape = candidate.shape();
+  if (!shape.is_array()) return false;
+  if (candidate.opcode() == Opcode::kConstant) return shape.rank() == 0;
+  if (shape.dimensions() != dimensions) return false;
+  if (candidate.opcode() == Opcode::kBroadcast) return candidate.operand(0)->shape().is_array();
+  return is_fusible_elementwise(candidate);
+}
+
+// The fusion grown from `root` backwards: root first, then producers whose users are all in it.
+std::vector<Instruction*> grow_group(Instruction* root, const std::unordered_set<const Instruction*>& taken) {
+  std::vector<Instruction*> group = {root};
+  std::unordered_set<const Instruction*> members = {root};
+  const std::vector<int64_t>& dimensions = root->shape().dimensions();
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t m = 0; m < group.size(); ++m) {
+      if (group[m]->opcode() == Opcode::kBroadcast || group[m]->opcode() == Opcode::kConstant) continue;
+      for (Instruction* operand : group[m]->operands()) {
+        if (members.count(operand) || taken.count(operand) || !may_join(*operand, dimensions)) continue;
+        const auto& users = operand->users();
+        if (!std::all_of(users.begin(), users.end(), [&](const Instruction* user) { return members.count(user); }))
+          continue;
+        group.push_back(operand);
+        members.insert(operand);
+        grew = true;
+      }
+    }
+  }
+  return group;
+}
+
+// Replaces the group (in `computation`) by one fusion instruction calling a new computation.
+void outline(Module& module, Computation& computation, const std::vector<Instruction*>& group, NameTable& names,
+             NameTable& computation_names) {
+  std::unordered_set<const Instruction*> members(group.begin(), group.end());
+  std::vector<Instruction*> ordered;  // program order
+  for (Instruction* instruction : computation.instructions())
+    if (members.count(instruction)) ordered.push_back(instruction);
+  Instruction* root = group.front();
+
+  auto fused = std::make_unique<Computation>(computation_names.unique("fused_computation"));
+  fused->set_location(root->location());
+  Computation* body = module.add_computation_before(std::move(fused), &computation);
+  std::unordered_map<const Instruction*, Instruction*> mapped;
+  std::vector<Instruction*> operands;  // the fusion's operands, in order of first use
+  for (Instruction* instruction : ordered) {
+    for (Instruction* operand : instruction->operands()) {
+      if (members.count(operand) || mapped.count(operand)) continue;
+      auto parameter = std::make_unique<Instruction>(Opcode::kParameter, names.unique(str_cat("param_", operands.size())),
+                                                     operand->shape());
+      parameter->parameter_number = static_cast<int64_t>(operands.size());
+      mapped[operand] = body->add_instruction(std::move(parameter));
+      operands.push_back(operand);
+    }
+    Instruction* copy = body->add_instruction(clone_without_operands(*instruction, names.unique(instruction->name())));
+    for (Instruction* operand : instruction->operands()) copy->append_operand(mapped.at(operand));
+    mapped[instruction] = copy;
+  }
+  body->set_root(mapped.at(root));
+
+  auto fusion = std::make_unique<Instruction>(Opcode::kFusion, names.unique("fusion"), root->shape());
+  fusion->set_location(root->location());
+  fusion->fusion_kind = "kLoop";
+  fusion->metadata = root->metadata;
+  fusion->has_metadata = root->has_metadata;
+  fusion->set_called_computations({body});
+  for (Instruction* operand : operands) fusion->append_operand(operand);
+  Instruction* placed = computation.insert_instruction_before(std::move(fusion), root);
+  root->replace_all_uses_with(placed);
+  if (computation.root() == root) computation.set_root(placed);
+  for (auto it = ordered.rbegin(); it != ordered.rend(); ++it) computation.remove_instruction(*it);
+}
+
+// The entry and every computation reached from it through while/conditional/call.
+std::vector<Computation*> control_flow_computations(Module& module) {
+  std::vector<Computation*> order;
+  std::unordered_set<const Computation*> seen;
+  std::vector<Computation*> stack = {module.entry()};
+  seen.insert(module.entry());
+  while (!stack.empty()) {
+    Computation* computation = stack.back();
+    stack.pop_back();
+    order.push_back(computation);
+    for (const Instruction* instruction : computation->instructions()) {
+      const Opcode opcode = instruction->opcode();
+      if (opcode != Opcode::kWhile && opcode != Opcode::kConditional && opcode != Opcode::kCall) continue;
+      for (Computation* callee : instruction->called_computations())
+        if (seen.insert(callee).second) stack.push_back(callee);
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+bool writes_elementwise(const Instruction& instruction) {
+  if (is_elementwise(instruction.opcode())) return true;
+  if (instruction.opcode() != Opcode::kFusion || instruction.fusion_kind != "kLoop" ||
+      !instruction.fusion_output_to_operand_aliasing.empty() || !instruction.shape().is_array() ||
+      instruction.called_computations().size() != 1)
+    return false;
+  const Computation& body = *instruction.called_computations()[0];
+  const std::vector<Instruction*> order = body.instructions();
+  if (order.empty() || order.back() != body.root()) return false;
+  const int64_t bytes = instruction.shape().byte_size();
+  for (const Instruction* parameter : body.parameters()) {
+    if (parameter == nullptr || parameter->shape().byte_size() != bytes) continue;
+    for (const Instruction* user : parameter->users())
+      if (!is_elementwise(user->opcode())) return false;
+  }
+  return true;
+}
+
+StatusOr<bool> fuse_elementwise(Module& module) {
+  if (module.entry() == nullptr) return failed_precondition("fuse-elementwise needs a module with an entry computation");
+  NameTable names(module);
+  NameTable computation_names;
+  for (const Computation* computation : module.computations()) computation_names.add(computation->name());
+  bool changed = false;
+  for (Computation* computation : control_flow_computations(module)) {
+    std::vector<std::vector<Instruction*>> groups;
+    std::unordered_set<const Instruction*> taken;
+    const std::vector<Instruction*> order = computation->instructions();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      Instruction* instruction = *it;
+      if (taken.count(instruction) || !is_fusible_elementwise(*instruction) || has_control_edges(*instruction)) continue;
+      std::vector<Instruction*> group = grow_group(instruction, taken);
+      if (group.size() < 2) continue;
+      for (const Instruction* member : group) taken.insert(member);
+      groups.push_back(std::move(group));
+    }
+    // in program order, so names count up along the program
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it) outline(module, *computation, *it, names, computation_names);
+    changed |= !groups.empty();
+  }
+  return changed;
+}
+
+}  // namespace insitu
