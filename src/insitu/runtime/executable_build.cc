@@ -264,7 +264,23 @@ Status Executable::build() {
         }
       } else if (opcode == Opcode::kCustomCall) {
         step.kind = StepKind::kCustomCall;
-      } else if (is_kernel_opcode(opcode) || is_native_fusion_candidate(*instruction)) {
+      } else if (is_native_fusion_candidate(*instruction)) {
+        step.kind = StepKind::kFallback;
+        if (step.outputs.size() == 1 && !step.outputs[0].scalar) {
+          // planned on the leaves' shapes and scalar flags; addresses are bound per run
+          std::vector<ArrayView> operands;
+          for (const std::vector<Leaf>& leaves : step.operands)
+            operands.push_back(leaves.size() == 1 ? ArrayView{nullptr, leaves[0].shape, leaves[0].scalar} : ArrayView{});
+          const bool all_arrays = std::all_of(step.operands.begin(), step.operands.end(),
+                                              [](const std::vector<Leaf>& leaves) { return leaves.size() == 1; });
+          if (all_arrays) {
+            ThreadPool planning(1);
+            step.loop_fusion = plan_loop_fusion(*instruction, operands,
+                                                ArrayView{nullptr, step.outputs[0].shape, false}, planning);
+          }
+          if (step.loop_fusion != nullptr) step.kind = StepKind::kKernel;
+        }
+      } else if (is_kernel_opcode(opcode)) {
         step.kind = StepKind::kKernel;
       } else if (has_fallback(opcode)) {
         step.kind = StepKind::kFallback;

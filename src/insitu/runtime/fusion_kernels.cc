@@ -17,8 +17,7 @@
 #include "insitu/runtime/kernels.h"
 
 namespace insitu {
-namespace kernels {
-namespace {
+namespace fusion_kernel {
 
 constexpr int64_t kBlock = 1024;
 
@@ -28,18 +27,32 @@ enum class NodeKind : uint8_t { kScalar, kBlock, kFull, kBroadcast, kOp };
 struct Node {
   const Instruction* instruction = nullptr;
   NodeKind kind = NodeKind::kOp;
-  const uint8_t* data = nullptr;        // kScalar: the element; kBlock/kFull: the array
+  const uint8_t* data = nullptr;        // kScalar constants: the element (operands bind per run)
+  int64_t parameter = -1;               // kScalar/kBlock/kFull/kBroadcast from a fusion parameter
   int64_t width = 0;                    // bytes per element
   std::vector<int64_t> source_strides;  // kBroadcast: source stride per result dimension (0: repeated)
   std::vector<int> operands;            // kOp: node indices
   int64_t scratch = -1;                 // kBroadcast/kOp (not the root): byte offset in the scratch
 };
 
-struct Plan {
+}  // namespace fusion_kernel
+
+// Built once per fusion step (Executable::create); runs bind the operands' addresses.
+struct LoopFusion {
+  using Node = fusion_kernel::Node;
   std::vector<Node> nodes;
   int root = -1;
   int64_t scratch_bytes = 0;
+  std::vector<int64_t> dimensions;     // the result's
+  int64_t count = 0;                   // result elements
+  std::vector<Shape> block_shapes;     // per node: 1-D, kBlock long
+  std::vector<Shape> tail_shapes;      // per node: the last block's length
 };
+
+namespace fusion_kernel {
+namespace {
+
+using Plan = LoopFusion;
 
 bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out, Plan& plan) {
   if (fusion.called_computations().size() != 1 || !out.shape->is_array() || out.scalar) return false;
@@ -66,7 +79,7 @@ bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
         if (number < 0 || number >= static_cast<int64_t>(operands.size())) return false;
         const ArrayView& operand = operands[number];
         if (!operand.shape->is_array() || operand.type() != shape.element_type()) return false;
-        node.data = operand.data;
+        node.parameter = number;
         if (operand.scalar || operand.shape->rank() == 0) node.kind = NodeKind::kScalar;
         else node.kind = operand.shape->dimensions() == dimensions ? NodeKind::kBlock : NodeKind::kFull;
         break;
@@ -83,6 +96,7 @@ bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
         if (from.kind == NodeKind::kScalar) {
           node.kind = NodeKind::kScalar;
           node.data = from.data;
+          node.parameter = from.parameter;
           break;
         }
         if (from.kind != NodeKind::kFull && from.kind != NodeKind::kBlock) return false;
@@ -90,7 +104,7 @@ bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
         if (instruction->dimensions.size() != static_cast<size_t>(source_shape.rank())) return false;
         const std::vector<int64_t> strides = row_major_strides(source_shape.dimensions());
         node.kind = NodeKind::kBroadcast;
-        node.data = from.data;
+        node.parameter = from.parameter;
         node.source_strides.assign(dimensions.size(), 0);
         for (size_t i = 0; i < instruction->dimensions.size(); ++i) {
           const int64_t d = instruction->dimensions[i];
@@ -118,46 +132,58 @@ bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
     plan.nodes.push_back(std::move(node));
   }
   plan.root = static_cast<int>(plan.nodes.size()) - 1;
+  plan.dimensions = dimensions;
+  plan.count = out.element_count();
+  const int64_t tail = plan.count % kBlock == 0 ? kBlock : plan.count % kBlock;
+  for (const Node& node : plan.nodes) {
+    plan.block_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {kBlock}));
+    plan.tail_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {tail}));
+  }
   return plan.nodes[plan.root].kind == NodeKind::kOp;
 }
 
 // Views of one block [begin, begin + length) of every node; runs the ops. False when an op has
-// no native kernel.
+// no native kernel. Scratch and views are per thread and reused across calls.
 class BlockRunner {
  public:
-  BlockRunner(const Plan& plan, uint8_t* out, ThreadPool& pool) : plan_(plan), out_(out), pool_(pool) {
-    scratch_.resize(static_cast<size_t>((plan.scratch_bytes + 7) / 8 + 2));
-    views_.resize(plan.nodes.size());
+  BlockRunner(const Plan& plan, std::span<const ArrayView> operands, uint8_t* out, ThreadPool& pool)
+      : plan_(plan), operands_(operands), out_(out), pool_(pool) {
+    thread_local std::vector<uint64_t> scratch;
+    const size_t words = static_cast<size_t>((plan.scratch_bytes + 7) / 8 + 2);
+    if (scratch.size() < words) scratch.resize(words);
+    scratch_ = reinterpret_cast<uint8_t*>(scratch.data());
+    thread_local std::vector<ArrayView> views;
+    views.resize(plan.nodes.size());
+    views_ = views.data();
   }
 
-  bool run(int64_t begin, int64_t length, const std::vector<int64_t>& dimensions) {
-    if (length != length_) {
-      shapes_.clear();
-      for (const Node& node : plan_.nodes) shapes_.push_back(Shape::array(node.instruction->shape().element_type(), {length}));
-      length_ = length;
-    }
-    uint8_t* scratch = reinterpret_cast<uint8_t*>(scratch_.data());
+  bool run(int64_t begin, int64_t length) {
+    const std::vector<Shape>& shapes = length == kBlock ? plan_.block_shapes : plan_.tail_shapes;
     for (size_t n = 0; n < plan_.nodes.size(); ++n) {
       const Node& node = plan_.nodes[n];
       ArrayView& view = views_[n];
-      view.shape = &shapes_[n];
+      view.shape = &shapes[n];
       view.scalar = false;
+      const uint8_t* source = node.parameter >= 0 ? operands_[node.parameter].data : node.data;
       switch (node.kind) {
         case NodeKind::kScalar:
-          view.data = const_cast<uint8_t*>(node.data);
+          view.data = const_cast<uint8_t*>(source);
           view.scalar = true;
           break;
-        case NodeKind::kBlock: view.data = const_cast<uint8_t*>(node.data) + begin * node.width; break;
+        case NodeKind::kBlock: view.data = const_cast<uint8_t*>(source) + begin * node.width; break;
         case NodeKind::kFull: break;
         case NodeKind::kBroadcast:
-          view.data = scratch + node.scratch;
-          gather_broadcast(node, begin, length, dimensions, view.data);
+          view.data = scratch_ + node.scratch;
+          gather_broadcast(node, source, begin, length, plan_.dimensions, view.data);
           break;
         case NodeKind::kOp: {
-          view.data = static_cast<int>(n) == plan_.root ? out_ + begin * node.width : scratch + node.scratch;
-          operand_views_.clear();
-          for (int source : node.operands) operand_views_.push_back(views_[source]);
-          if (!run_elementwise_kernel(*node.instruction, operand_views_, view, pool_)) return false;
+          view.data = static_cast<int>(n) == plan_.root ? out_ + begin * node.width : scratch_ + node.scratch;
+          ArrayView operand_views[3];
+          const size_t arity = node.operands.size();
+          if (arity > 3) return false;
+          for (size_t i = 0; i < arity; ++i) operand_views[i] = views_[node.operands[i]];
+          if (!run_elementwise_kernel(*node.instruction, std::span<const ArrayView>(operand_views, arity), view, pool_))
+            return false;
           break;
         }
       }
@@ -166,71 +192,102 @@ class BlockRunner {
   }
 
  private:
-  // The broadcast's elements at result positions [begin, begin + length), row-major.
-  static void gather_broadcast(const Node& node, int64_t begin, int64_t length, const std::vector<int64_t>& dimensions,
-                               uint8_t* to) {
+  // The broadcast's elements at result positions [begin, begin + length), row-major, one run
+  // of the innermost dimension at a time: a repeated element (stride 0), a contiguous copy
+  // (stride 1), or a strided gather.
+  static void gather_broadcast(const Node& node, const uint8_t* from, int64_t begin, int64_t length,
+                               const std::vector<int64_t>& dimensions, uint8_t* to) {
     const size_t rank = dimensions.size();
-    std::vector<int64_t> position(rank, 0);
+    int64_t position[16] = {};
+    if (rank == 0 || rank > 16) return;
     int64_t rest = begin, source = 0;
     for (size_t d = rank; d-- > 0;) {
       position[d] = rest % dimensions[d];
       rest /= dimensions[d];
       source += position[d] * node.source_strides[d];
     }
-    for (int64_t i = 0; i < length; ++i) {
-      std::memcpy(to + i * node.width, node.data + source * node.width, static_cast<size_t>(node.width));
-      for (size_t d = rank; d-- > 0;) {  // next position, row-major
-        source += node.source_strides[d];
-        if (++position[d] < dimensions[d]) break;
+    const size_t inner = rank - 1;
+    const int64_t inner_stride = node.source_strides[inner], width = node.width;
+    for (int64_t done = 0; done < length;) {
+      const int64_t run = std::min(length - done, dimensions[inner] - position[inner]);
+      uint8_t* out = to + done * width;
+      const uint8_t* in = from + source * width;
+      if (inner_stride == 1) {
+        std::memcpy(out, in, static_cast<size_t>(run * width));
+      } else if (inner_stride == 0 && width == 4) {
+        uint32_t value;
+        std::memcpy(&value, in, 4);
+        for (int64_t i = 0; i < run; ++i) std::memcpy(out + i * 4, &value, 4);
+      } else {
+        for (int64_t i = 0; i < run; ++i)
+          std::memcpy(out + i * width, in + i * inner_stride * width, static_cast<size_t>(width));
+      }
+      done += run;
+      // the next run starts at the next position of the outer dimensions
+      source += run * inner_stride;
+      position[inner] += run;
+      for (size_t d = inner + 1; d-- > 0;) {
+        if (position[d] < dimensions[d]) break;
         source -= position[d] * node.source_strides[d];
         position[d] = 0;
+        if (d == 0) break;
+        source += node.source_strides[d - 1];
+        ++position[d - 1];
       }
     }
   }
 
   const Plan& plan_;
+  std::span<const ArrayView> operands_;
   uint8_t* out_;
   ThreadPool& pool_;
-  std::vector<uint64_t> scratch_;
-  std::vector<ArrayView> views_;
-  std::vector<ArrayView> operand_views_;
-  std::vector<Shape> shapes_;
-  int64_t length_ = -1;
+  uint8_t* scratch_ = nullptr;
+  ArrayView* views_ = nullptr;
 };
 
-// Runs every op once on zeros of one element, into scratch: false if any has no native kernel.
+// Runs every op once on zeros of one element: false if any has no native kernel. Nothing of
+// the program's memory is touched.
 bool probe(const Plan& plan, ThreadPool& pool) {
   Plan trial = plan;
-  std::vector<uint64_t> zeros(static_cast<size_t>(trial.nodes.size() * 2 + 2), 0);
+  static const uint64_t zeros[2] = {0, 0};
   for (Node& node : trial.nodes)
-    if (node.kind == NodeKind::kBlock || node.kind == NodeKind::kFull || node.kind == NodeKind::kBroadcast) {
+    if (node.kind != NodeKind::kOp) {
       node.kind = NodeKind::kScalar;
-      node.data = reinterpret_cast<const uint8_t*>(zeros.data());
+      node.parameter = -1;
+      node.data = reinterpret_cast<const uint8_t*>(zeros);
     }
-  std::vector<uint64_t> out(2, 0);
-  BlockRunner runner(trial, reinterpret_cast<uint8_t*>(out.data()), pool);
-  const std::vector<int64_t> one = {1};
-  return runner.run(0, 1, one);
+  for (size_t n = 0; n < trial.nodes.size(); ++n) {
+    trial.block_shapes[n] = Shape::array(trial.nodes[n].instruction->shape().element_type(), {1});
+    trial.tail_shapes[n] = trial.block_shapes[n];
+  }
+  uint64_t out[2] = {0, 0};
+  BlockRunner runner(trial, {}, reinterpret_cast<uint8_t*>(out), pool);
+  return runner.run(0, 1);
 }
 
 }  // namespace
-}  // namespace kernels
+}  // namespace fusion_kernel
 
-bool run_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out,
+void LoopFusionDeleter::operator()(LoopFusion* fusion) const { delete fusion; }
+
+LoopFusionPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out,
+                               ThreadPool& pool) {
+  if (fusion.opcode() != Opcode::kFusion) return nullptr;
+  LoopFusionPtr plan(new LoopFusion);
+  if (!fusion_kernel::plan_fusion(fusion, operands, out, *plan) || !fusion_kernel::probe(*plan, pool)) return nullptr;
+  return plan;
+}
+
+bool run_loop_fusion(const LoopFusion& plan, std::span<const ArrayView> operands, const ArrayView& out,
                      ThreadPool& pool) {
-  if (fusion.opcode() != Opcode::kFusion) return false;
-  kernels::Plan plan;
-  if (!kernels::plan_fusion(fusion, operands, out, plan) || !kernels::probe(plan, pool)) return false;
-  const int64_t count = out.element_count();
+  const int64_t count = plan.count;
   if (count == 0) return true;
-  const std::vector<int64_t>& dimensions = out.shape->dimensions();
-  const int64_t blocks = (count + kernels::kBlock - 1) / kernels::kBlock;
-  run_range(pool, blocks, std::max<int64_t>(1, kParallelElements / kernels::kBlock), [&](int64_t begin, int64_t end) {
-    kernels::BlockRunner runner(plan, out.data, pool);
+  const int64_t blocks = (count + fusion_kernel::kBlock - 1) / fusion_kernel::kBlock;
+  run_range(pool, blocks, std::max<int64_t>(1, kParallelElements / fusion_kernel::kBlock), [&](int64_t begin, int64_t end) {
+    fusion_kernel::BlockRunner runner(plan, operands, out.data, pool);
     for (int64_t block = begin; block < end; ++block) {
-      const int64_t first = block * kernels::kBlock;
-      INSITU_CHECK(runner.run(first, std::min(kernels::kBlock, count - first), dimensions))
-          << "fusion %" << fusion.name() << ": an op passed the probe but declined a block";
+      const int64_t first = block * fusion_kernel::kBlock;
+      if (!runner.run(first, std::min(fusion_kernel::kBlock, count - first))) INSITU_UNREACHABLE("a fused op passed the probe but declined a block");
     }
   });
   return true;

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "insitu/ir/instruction.h"
@@ -72,8 +73,17 @@ bool run_reduce_kernel(const Instruction& instruction, std::span<const ArrayView
                        ThreadPool& pool);
 
 // fusion_kernels.cc: a kLoop fusion of elementwise ops, broadcasts and scalars, block by block
-// through the native elementwise kernels. False for anything else (fallback).
-bool run_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out,
+// through the native elementwise kernels. Planned once (operand addresses may be null then;
+// only shapes and scalar flags count), run many times; nullptr when anything inside has no
+// native path (the fallback runs the fusion).
+struct LoopFusion;
+struct LoopFusionDeleter {
+  void operator()(LoopFusion* fusion) const;
+};
+using LoopFusionPtr = std::unique_ptr<LoopFusion, LoopFusionDeleter>;
+LoopFusionPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out,
+                               ThreadPool& pool);
+bool run_loop_fusion(const LoopFusion& plan, std::span<const ArrayView> operands, const ArrayView& out,
                      ThreadPool& pool);
 
 // scatter_kernels.cc: single-operand scatter in place, in the evaluator's order. A combiner

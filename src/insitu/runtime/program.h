@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "insitu/ir/instruction.h"
+#include "insitu/runtime/kernels.h"
 
 namespace insitu::runtime_internal {
 
@@ -44,6 +45,7 @@ struct Step {
   std::vector<std::vector<Leaf>> operands;  // per operand, its array leaves in leaf order
   std::vector<Leaf> outputs;                // the instruction's array leaves in leaf order
   std::vector<const Program*> callees;      // while: {condition, body}; conditional: branches; call
+  LoopFusionPtr loop_fusion;                // a fusion the native loop-fusion kernel runs (planned once)
 };
 
 struct Program {
