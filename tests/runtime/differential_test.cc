@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string_view>
 
 #include "executable_test_util.h"
@@ -21,8 +24,8 @@ using testing_generator::GeneratedProgram;
 using testing_generator::generate_program;
 using testing_generator::make_generated_arguments;
 
-// 1000 programs run in a few seconds; seeds 0-19999 passed when the generator landed
-// (INSITU_DIFFERENTIAL_SEEDS=20000).
+// 1000 programs run in a few seconds; seeds 0-19999 passed when the generator landed and again
+// when it gained views (INSITU_DIFFERENTIAL_SEEDS=20000).
 constexpr uint64_t kProgramCount = 1000;
 
 // INSITU_DIFFERENTIAL_DUMP=DIR writes each failing program as DIR/seed_N.hlo with its arguments
@@ -120,15 +123,113 @@ TEST(GeneratedPrograms, GeneratorIsDeterministic) {
   EXPECT_EQ(rng.next(), 0x6E789E6AA1B965F4ull);
 }
 
+// One instruction line of a generated program, as much as the view features below need.
+struct Line {
+  std::string computation, name, dims, opcode;  // dims: "[4,3]" ("" for a tuple)
+  std::vector<std::string> operands;
+  bool root = false;
+};
+
+std::vector<Line> read_lines(const std::string& text) {
+  static const std::regex kHeader(R"(^(?:ENTRY )?(\S+) \{$)");
+  static const std::regex kInstruction(R"(^  (ROOT )?(\S+) = (?:\(.*?\)|\w+(\[[\d,]*\])) ([a-z-]+)\(([^)]*)\))");
+  std::vector<Line> lines;
+  std::string computation, text_line;
+  std::istringstream stream(text);
+  while (std::getline(stream, text_line)) {
+    std::smatch match;
+    if (std::regex_match(text_line, match, kHeader)) computation = match[1];
+    if (!std::regex_search(text_line, match, kInstruction)) continue;
+    Line line{computation, match[2], match[3], match[4], {}, match[1].matched};
+    std::istringstream operands(match[5].str());
+    for (std::string operand; std::getline(operands, operand, ',');)
+      line.operands.push_back(operand.substr(operand.find_first_not_of(' ')));
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+// The features of a program's views (program_generator.h names each slice and reshape kind by
+// its stem: vrows, vrow, vpart, vcols, vstep, vshape; a hazard's update is clobber_*, and the
+// reader of the view after it late.*).
+std::set<std::string> view_features(const std::string& text) {
+  const std::vector<Line> lines = read_lines(text);
+  std::map<std::string, const Line*> by_name;
+  for (const Line& line : lines) by_name[line.name] = &line;
+  const auto stem = [](const std::string& name) { return name.substr(0, name.find('.')); };
+  const auto is_view = [&](const std::string& name) {
+    static const std::set<std::string> kStems = {"vrows", "vrow", "vpart", "vcols", "vstep", "vshape"};
+    return kStems.contains(stem(name));
+  };
+  const auto line_of = [&](const std::string& name) -> const Line* {
+    auto found = by_name.find(name);
+    return found == by_name.end() ? nullptr : found->second;
+  };
+  const auto source_of = [&](std::string name) {  // through a chain of views
+    while (is_view(name) && line_of(name) != nullptr) name = line_of(name)->operands[0];
+    return name;
+  };
+  const auto opcode_of = [&](const std::string& name) {
+    const Line* line = line_of(name);
+    return line == nullptr ? std::string() : line->opcode;
+  };
+  const auto rank = [](const std::string& dims) { return dims == "[]" ? 0 : std::count(dims.begin(), dims.end(), ',') + 1; };
+  const auto any_view = [&](const std::vector<std::string>& names) { return std::any_of(names.begin(), names.end(), is_view); };
+  static const std::set<std::string> kElementwise = {"add",   "subtract", "multiply", "maximum", "minimum", "divide",
+                                                     "remainder", "negate", "abs",     "select",  "compare", "convert"};
+
+  std::set<std::string> features;
+  for (const Line& line : lines) {
+    const std::string kind = stem(line.name);
+    if (is_view(line.name)) features.insert(kind);
+    if (kind.starts_with("clobber_")) features.insert(kind);
+    const Line* from = line.operands.empty() ? nullptr : line_of(line.operands[0]);
+    if (line.opcode == "reshape" && is_view(line.name) && from != nullptr) {
+      const std::string to_row = str_cat("[1,", line.dims.substr(1)), from_row = str_cat("[1,", from->dims.substr(1));
+      if (from->dims == to_row || line.dims == from_row) features.insert("reshape [1,N] <-> [N]");
+      const Line* first = from->opcode == "reshape" ? line_of(from->operands[0]) : nullptr;
+      if (first != nullptr && rank(first->dims) == 2 && rank(from->dims) == 1 && rank(line.dims) == 2)
+        features.insert("reshape 2-D -> 1-D -> 2-D");
+    }
+    if (line.opcode == "slice" && from != nullptr && from->opcode == "reshape" && is_view(from->name) &&
+        opcode_of(from->operands[0]) == "slice")
+      features.insert("slice -> reshape -> slice");
+    if (kElementwise.contains(line.opcode) && any_view(line.operands)) features.insert("elementwise reader");
+    if (line.opcode == "dynamic-slice" && is_view(line.operands[0])) features.insert("dynamic-slice reader");
+    if (line.opcode == "dynamic-update-slice" && is_view(line.operands[1])) {
+      features.insert("update of a dynamic-update-slice");
+      if (source_of(line.operands[1]) == line.operands[0]) features.insert("update into its own source");
+    }
+    if (line.opcode == "while" && from != nullptr && any_view(from->operands)) features.insert("while state");
+    if (line.opcode == "conditional" && any_view(line_of(line.operands[1])->operands)) features.insert("conditional operand");
+    if (line.root && line.computation == "main" && any_view(line.operands)) features.insert("entry result");
+    if (line.root && line.computation.starts_with("body.") && any_view(line.operands)) features.insert("loop body result");
+    if ((line.opcode == "dynamic-update-slice" || line.opcode == "scatter") && is_view(line.operands[0]))
+      features.insert("updated in place");
+    if (is_view(line.name) && line.computation.starts_with("body.") && stem(source_of(line.name)) == "s")
+      features.insert("view of a body's state");
+    if (kind == "late") {
+      const std::string source = source_of(line.operands[0]), updated = source_of(line.operands[1]);
+      if (line.computation == "main" && opcode_of(source) == "parameter") features.insert("hazard on a parameter");
+      if (line.computation.starts_with("body.") && stem(source) == "s") features.insert("hazard on a body's state");
+      if (stem(updated) == "w") features.insert("hazard by a while");
+      if (stem(updated) == "r") features.insert("hazard by a conditional");
+    }
+  }
+  return features;
+}
+
 TEST(GeneratedPrograms, MixCoversEveryFeature) {
   std::map<std::string_view, int> counts;
   constexpr std::string_view kFeatures[] = {
       " while(", " conditional(", "true_computation=", "branch_computations=", " scatter(", "to_apply=scatter_add",
       "to_apply=scatter_overwrite", " dynamic-update-slice(", " dynamic-slice(", "input_output_alias=", "must-alias",
       "buffer_donor=", " select(", " convert(", " compare(", " broadcast(", " divide(", "index=0\n  ROOT"};
+  std::map<std::string, int> view_counts;
   int donating = 0;
   for (uint64_t seed = 0; seed < kProgramCount; ++seed) {
     const GeneratedProgram program = generate_program(seed);
+    for (const std::string& feature : view_features(program.text)) ++view_counts[feature];
     for (std::string_view feature : kFeatures)
       if (program.text.find(feature) != std::string::npos) ++counts[feature];
     for (bool donate : program.donate) donating += donate ? 1 : 0;
@@ -143,6 +244,17 @@ TEST(GeneratedPrograms, MixCoversEveryFeature) {
   EXPECT_GE(counts[" dynamic-update-slice("], 100);
   EXPECT_GE(counts["input_output_alias="], 60);
   EXPECT_GE(donating, 100);
+  // Views for buffer assignment: each kind of slice and reshape, reader and hazard (see view_features).
+  constexpr std::string_view kViewFeatures[] = {
+      "vrows", "vrow", "vpart", "vcols", "vstep", "vshape", "reshape [1,N] <-> [N]", "reshape 2-D -> 1-D -> 2-D",
+      "slice -> reshape -> slice", "elementwise reader", "dynamic-slice reader", "update of a dynamic-update-slice",
+      "update into its own source", "updated in place", "while state", "conditional operand", "entry result",
+      "loop body result", "view of a body's state", "clobber_dus", "clobber_scatter", "clobber_self", "clobber_ew",
+      "hazard on a parameter", "hazard on a body's state", "hazard by a while", "hazard by a conditional"};
+  for (std::string_view feature : kViewFeatures)
+    EXPECT_GE(view_counts[std::string(feature)], 50) << "too few generated programs have the view feature '" << feature << "'";
+  EXPECT_GE(view_counts["hazard on a parameter"], 150);
+  EXPECT_GE(view_counts["hazard on a body's state"], 150);
 }
 
 TEST(GeneratedPrograms, EveryProgramParsesVerifiesAndEvaluates) {

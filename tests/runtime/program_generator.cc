@@ -3,6 +3,7 @@
 // available to later ops of that scope; called computations are collected in computations_.
 #include "program_generator.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "insitu/support/str.h"
@@ -234,7 +235,13 @@ std::string Generator::combiner(Type type, bool add) {
   return name;
 }
 
+// Sometimes a view (a slice/reshape chain and a reader, or a hazard around it) first, on top
+// of the other ops' mix rather than instead of part of it.
 void Generator::emit_random_op(Scope& scope) {
+  if (rng_.chance(1, 4)) {
+    if (scope.depth == 0 && rng_.chance(2, 5)) emit_entry_view_hazard(scope);
+    else emit_view(scope);
+  }
   const int64_t choice = rng_.uniform(0, 11);
   const bool may_nest = scope.depth < 2;
   if (choice < 5) return emit_elementwise(scope);
@@ -247,13 +254,20 @@ void Generator::emit_random_op(Scope& scope) {
     return;
   }
   if (choice < 9) return emit_scatter(scope);
-  if (choice < 10 && may_nest) return emit_while(scope);
-  if (choice < 11 && may_nest) return emit_conditional(scope);
+  if (choice < 10 && may_nest) {
+    emit_while(scope, pick_state(scope));
+    return;
+  }
+  if (choice < 11 && may_nest) {
+    emit_conditional(scope, pick_state(scope));
+    return;
+  }
   emit_elementwise(scope);
 }
 
-void Generator::emit_elementwise(Scope& scope) {
-  const Value a = pick(scope);
+// An elementwise op of `operand` (or of a picked value) and values of its shape.
+void Generator::emit_elementwise(Scope& scope, const Value* operand) {
+  const Value a = operand != nullptr ? *operand : pick(scope);
   const int64_t kind = rng_.uniform(0, 9);
   if (kind == 4) {
     emit(scope, "un", a.type, a.dims, str_cat(rng_.chance(1, 2) ? "negate(" : "abs(", a.name, ")"));
@@ -280,9 +294,9 @@ void Generator::emit_elementwise(Scope& scope) {
   }
 }
 
-void Generator::emit_dynamic_slice(Scope& scope) {
-  const Value operand = pick(scope);
-  if (operand.dims.empty()) return emit_elementwise(scope);
+void Generator::emit_dynamic_slice(Scope& scope, const Value* picked) {
+  const Value operand = picked != nullptr ? *picked : pick(scope);
+  if (operand.dims.empty()) return emit_elementwise(scope, picked);
   std::vector<int64_t> sizes;
   for (int64_t size : operand.dims) sizes.push_back(rng_.uniform(1, size));
   const std::string indices = index_list(scope, operand.dims, false);
@@ -290,12 +304,12 @@ void Generator::emit_dynamic_slice(Scope& scope) {
        str_cat("dynamic-slice(", operand.name, ", ", indices, "), dynamic_slice_sizes={", str_join(sizes, ","), "}"));
 }
 
-Value Generator::emit_dynamic_update_slice(Scope& scope, const Value& operand, bool counter_first) {
+Value Generator::emit_dynamic_update_slice(Scope& scope, const Value& operand, bool counter_first, std::string_view stem) {
   std::vector<int64_t> sizes;
   for (int64_t size : operand.dims) sizes.push_back(rng_.uniform(1, size));
   const Value update = make_update(scope, operand.type, sizes);
   const std::string indices = index_list(scope, operand.dims, counter_first);
-  return emit(scope, "dus", operand.type, operand.dims,
+  return emit(scope, stem, operand.type, operand.dims,
               str_cat("dynamic-update-slice(", operand.name, ", ", update.name, ", ", indices, ")"));
 }
 
@@ -306,7 +320,11 @@ void Generator::emit_scatter(Scope& scope) {
   for (const Value& value : scope.values)
     if (!value.dims.empty()) operands.push_back(value);
   if (operands.empty()) return emit_elementwise(scope);
-  const Value operand = operands[rng_.uniform(0, operands.size() - 1)];
+  const Value result = emit_scatter_into(scope, operands[rng_.uniform(0, operands.size() - 1)], "sc");
+  if (scope.depth == 0) structural_results_.push_back(result);
+}
+
+Value Generator::emit_scatter_into(Scope& scope, const Value& operand, std::string_view stem) {
   const int64_t rows = operand.dims[0];
   const int64_t count = rng_.chance(2, 3) ? rows : rng_.uniform(1, 4);
   std::vector<int64_t> update_dims = operand.dims;
@@ -321,11 +339,185 @@ void Generator::emit_scatter(Scope& scope) {
   const Value index_value =
       emit(scope, "sidx", Type::kS32, {count, 1}, str_cat("constant(", index_text, ")"), false);
   const std::string to_apply = combiner(operand.type, rng_.chance(1, 2));
-  const Value result = emit(scope, "sc", operand.type, operand.dims,
-                            str_cat("scatter(", operand.name, ", ", index_value.name, ", ", updates.name, "), update_window_dims={",
-                                    operand.dims.size() == 2 ? "1" : "", "}, inserted_window_dims={0}, "
-                                    "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=", to_apply));
-  if (scope.depth == 0) structural_results_.push_back(result);
+  return emit(scope, stem, operand.type, operand.dims,
+              str_cat("scatter(", operand.name, ", ", index_value.name, ", ", updates.name, "), update_window_dims={",
+                      operand.dims.size() == 2 ? "1" : "", "}, inserted_window_dims={0}, "
+                      "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=", to_apply));
+}
+
+// A reshape to another factorization of the element count: flat [N], [1,N], [N,1], [K,N/K]
+// (so [4,3] -> [12] -> [2,6] and [1,N] <-> [N] happen), or a scalar for one element.
+ViewStep Generator::reshape_step(const std::vector<int64_t>& dims) {
+  int64_t count = 1;
+  for (int64_t size : dims) count *= size;
+  std::vector<std::vector<int64_t>> targets = {{count}};
+  for (int64_t rows = 1; rows <= count; ++rows)
+    if (count % rows == 0) targets.push_back({rows, count / rows});
+  if (count == 1) targets.push_back({});
+  std::erase(targets, dims);  // never empty: one of {N}, {1,N}, {N,1} differs from dims
+  return {"vshape", targets[rng_.uniform(0, targets.size() - 1)], ""};
+}
+
+// A slice (vpart: a range of a 1-D array; vrows: rows of a 2-D one; vrow: part of one row;
+// vcols: a column range, contiguous only on one row; vstep: strided) or a reshape.
+ViewStep Generator::random_view_step(const std::vector<int64_t>& dims, StepKind kind) {
+  if (kind == StepKind::kReshape || dims.empty() || (kind == StepKind::kAny && rng_.chance(1, 3))) return reshape_step(dims);
+  if (dims.size() == 1) {
+    const int64_t size = dims[0];
+    if (size >= 2 && rng_.chance(1, 4)) {  // strided: a view only when it keeps one element
+      const int64_t stride = rng_.uniform(2, 3), start = rng_.uniform(0, size - 2), limit = rng_.uniform(start + 1, size);
+      return {"vstep", {(limit - start + stride - 1) / stride}, str_cat(", slice={", range_text(start, limit, stride), "}")};
+    }
+    const auto [start, limit] = sub_range(size);
+    return {"vpart", {limit - start}, str_cat(", slice={", range_text(start, limit), "}")};
+  }
+  const int64_t rows = dims[0], columns = dims[1];
+  const int64_t choice = rng_.uniform(0, 9);
+  if (choice < 5) {
+    const auto [start, limit] = sub_range(rows);
+    return {"vrows", {limit - start, columns}, str_cat(", slice={", range_text(start, limit), ", ", range_text(0, columns), "}")};
+  }
+  if (choice < 7) {
+    const int64_t row = rng_.uniform(0, rows - 1);
+    const auto [start, limit] = sub_range(columns);
+    return {"vrow", {1, limit - start}, str_cat(", slice={", range_text(row, row + 1), ", ", range_text(start, limit), "}")};
+  }
+  if (choice < 9 || (rows < 2 && columns < 2)) {
+    const auto [row_start, row_limit] = sub_range(rows);
+    const auto [start, limit] = sub_range(columns);
+    return {"vcols", {row_limit - row_start, limit - start},
+            str_cat(", slice={", range_text(row_start, row_limit), ", ", range_text(start, limit), "}")};
+  }
+  const bool by_rows = rows >= 2 && (columns < 2 || rng_.chance(1, 2));
+  const int64_t size = by_rows ? rows : columns;
+  const int64_t start = rng_.uniform(0, size - 2), limit = rng_.uniform(start + 1, size);
+  const std::string strided = range_text(start, limit, 2);
+  const int64_t count = (limit - start + 1) / 2;
+  if (by_rows) return {"vstep", {count, columns}, str_cat(", slice={", strided, ", ", range_text(0, columns), "}")};
+  return {"vstep", {rows, count}, str_cat(", slice={", range_text(0, rows), ", ", strided, "}")};
+}
+
+// One or two steps, or slice -> reshape -> slice, or reshape -> reshape.
+std::vector<ViewStep> Generator::random_view_chain(const std::vector<int64_t>& dims) {
+  std::vector<StepKind> kinds;
+  const int64_t choice = rng_.uniform(0, 5);
+  if (choice < 2) kinds = {StepKind::kSlice, StepKind::kReshape, StepKind::kSlice};
+  else if (choice < 3) kinds = {StepKind::kReshape, StepKind::kReshape};
+  else if (choice < 5) kinds = {StepKind::kAny};
+  else kinds = {StepKind::kAny, StepKind::kAny};
+  std::vector<ViewStep> chain;
+  std::vector<int64_t> current = dims;
+  for (StepKind kind : kinds) {
+    chain.push_back(random_view_step(current, kind));
+    current = chain.back().dims;
+  }
+  return chain;
+}
+
+Value Generator::apply_view_chain(Scope& scope, const Value& source, const std::vector<ViewStep>& chain, bool visible) {
+  Value value = source;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const ViewStep& step = chain[i];
+    const std::string expression = str_cat(step.attributes.empty() ? "reshape(" : "slice(", value.name, ")", step.attributes);
+    value = emit(scope, step.stem, source.type, step.dims, expression, visible && (i + 1 == chain.size() || rng_.chance(1, 2)));
+  }
+  return value;
+}
+
+// A view chain of a picked value and one reader of it: an elementwise op, a dynamic-slice, the
+// update of a dynamic-update-slice (into its own source at times), loop state or a branch
+// operand (which must not be views); or none yet: later ops and the entry result may read it.
+void Generator::emit_view(Scope& scope) {
+  const Value source = pick(scope);
+  const Value view = apply_view_chain(scope, source, random_view_chain(source.dims), true);
+  if (scope.depth == 0) entry_views_.push_back(view);
+  const int64_t choice = rng_.uniform(0, 9);
+  if (choice < 3) return emit_elementwise(scope, &view);
+  if (choice < 5) return emit_dynamic_slice(scope, &view);
+  if (choice < 7) {
+    std::vector<Value> targets;
+    for (const Value& value : scope.values)
+      if (value.type == view.type && fits_inside(view.dims, value.dims)) targets.push_back(value);
+    if (targets.empty()) return emit_elementwise(scope, &view);
+    const bool into_source = fits_inside(view.dims, source.dims) && source.type == view.type && rng_.chance(1, 2);
+    const Value target = into_source ? source : targets[rng_.uniform(0, targets.size() - 1)];
+    const Value result = emit(scope, "dus", view.type, target.dims,
+                              str_cat("dynamic-update-slice(", target.name, ", ", view.name, ", ",
+                                      index_list(scope, target.dims, false), ")"));
+    if (scope.depth == 0) structural_results_.push_back(result);
+    return;
+  }
+  if (choice < 8 && scope.depth < 2) {
+    std::vector<Value> state = {view};
+    if (rng_.chance(1, 2)) state.push_back(pick(scope));
+    if (rng_.chance(1, 2)) emit_while(scope, state);
+    else emit_conditional(scope, state);
+  }
+}
+
+// A view of `target`, then something that may write target's bytes in place (a
+// dynamic-update-slice, a scatter, one whose update is the view itself, an elementwise op that
+// may reuse the buffer, or a loop or conditional carrying target), then a reader of the view
+// that must run after it (it also reads the same view of the new value), and sometimes that
+// reader written back by a dynamic-update-slice. Returns target's new value.
+Value Generator::emit_view_hazard(Scope& scope, const Value& target, bool counter_first) {
+  const std::vector<ViewStep> chain = random_view_chain(target.dims);
+  const Value view = apply_view_chain(scope, target, chain, true);
+  if (scope.depth == 0) entry_views_.push_back(view);
+  Value updated;
+  const int64_t choice = rng_.uniform(0, 9);
+  if (choice < 2 && fits_inside(view.dims, target.dims)) {
+    updated = emit(scope, "clobber_self", target.type, target.dims,
+                   str_cat("dynamic-update-slice(", target.name, ", ", view.name, ", ",
+                           index_list(scope, target.dims, counter_first), ")"));
+  } else if (choice < 5) {
+    updated = emit_dynamic_update_slice(scope, target, counter_first, "clobber_dus");
+  } else if (choice < 7) {
+    updated = emit_scatter_into(scope, target, "clobber_scatter");
+  } else if (choice < 8 || scope.depth >= 2) {
+    const Value other = value_like(scope, target.type, target.dims);
+    updated = emit(scope, "clobber_ew", target.type, target.dims, str_cat("add(", target.name, ", ", other.name, ")"));
+  } else {
+    std::vector<Value> state = {target};
+    if (rng_.chance(1, 2)) state.push_back(pick(scope));
+    updated = choice < 9 ? emit_while(scope, state)[0] : emit_conditional(scope, state)[0];
+  }
+  const Value replayed = apply_view_chain(scope, updated, chain, false);
+  static constexpr std::string_view kReaders[] = {"add", "subtract", "maximum", "multiply"};
+  const Value late = emit(scope, "late", view.type, view.dims,
+                          str_cat(kReaders[rng_.uniform(0, 3)], "(", view.name, ", ", replayed.name, ")"));
+  if (!fits_inside(late.dims, target.dims) || rng_.chance(1, 2)) return updated;
+  return emit(scope, "dus", target.type, target.dims,
+              str_cat("dynamic-update-slice(", updated.name, ", ", late.name, ", ",
+                      index_list(scope, target.dims, counter_first), ")"));
+}
+
+// A view hazard on an entry array: a parameter (donated or not; its new value often becomes an
+// output, so it can be aliased and updated in place) or a picked value.
+void Generator::emit_entry_view_hazard(Scope& scope) {
+  std::vector<Value> arrays;
+  for (const Value& value : scope.values)
+    if (!value.dims.empty()) arrays.push_back(value);
+  if (arrays.empty()) return emit_view(scope);
+  const bool of_parameter = !scope.parameters.empty() && rng_.chance(1, 2);
+  const Value target = of_parameter ? scope.parameters[rng_.uniform(0, scope.parameters.size() - 1)]
+                                    : arrays[rng_.uniform(0, arrays.size() - 1)];
+  const Value updated = emit_view_hazard(scope, target, false);
+  structural_results_.push_back(updated);
+  if (of_parameter) clobbered_parameters_.push_back(updated);
+}
+
+// Inside a body or branch: a view hazard on one array state slot, whose new value becomes the
+// slot's result (so the slot is updated in place and a reader of the old view follows the update).
+std::vector<std::string> Generator::state_hazard(Scope& scope, const std::vector<Value>& slots, bool counter_first) {
+  std::vector<std::string> fixed(slots.size());
+  std::vector<size_t> arrays;
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (!slots[i].dims.empty()) arrays.push_back(i);
+  if (arrays.empty()) return fixed;
+  const size_t slot = arrays[rng_.uniform(0, arrays.size() - 1)];
+  fixed[slot] = emit_view_hazard(scope, slots[slot], counter_first).name;
+  return fixed;
 }
 
 // One to three values (sometimes one of them twice) carried by a loop or a conditional.
@@ -338,10 +530,18 @@ std::vector<Value> Generator::pick_state(Scope& scope) {
 }
 
 // The new value of each slot of a loop state or branch result: unchanged, updated in place by a
-// dynamic-update-slice (at the loop counter inside a loop), or any value of the same shape.
-std::vector<std::string> Generator::finish_state(Scope& scope, const std::vector<Value>& slots) {
+// dynamic-update-slice (at the loop counter inside a loop), or any value of the same shape
+// (sometimes through a reshape round trip).
+// A non-empty fixed[i] is slot i's new value already (a view hazard's).
+std::vector<std::string> Generator::finish_state(Scope& scope, const std::vector<Value>& slots,
+                                                 const std::vector<std::string>& fixed) {
   std::vector<std::string> results;
-  for (const Value& slot : slots) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Value& slot = slots[i];
+    if (!fixed[i].empty()) {
+      results.push_back(fixed[i]);
+      continue;
+    }
     const int64_t choice = rng_.uniform(0, 3);
     if (choice == 0) {
       results.push_back(slot.name);
@@ -351,7 +551,14 @@ std::vector<std::string> Generator::finish_state(Scope& scope, const std::vector
       std::vector<Value> same;
       for (const Value& value : scope.values)
         if (same_shape(value, slot.type, slot.dims)) same.push_back(value);
-      results.push_back(rng_.chance(1, 2) ? same.back().name : same[rng_.uniform(0, same.size() - 1)].name);
+      const Value chosen = rng_.chance(1, 2) ? same.back() : same[rng_.uniform(0, same.size() - 1)];
+      if (slot.dims.empty() || !rng_.chance(1, 4)) {
+        results.push_back(chosen.name);
+        continue;
+      }
+      // a reshape round trip: views as the new value (a computation's result, so materialized)
+      const std::vector<ViewStep> chain = {reshape_step(slot.dims), {"vshape", slot.dims, ""}};
+      results.push_back(apply_view_chain(scope, chosen, chain, false).name);
     }
   }
   return results;
@@ -361,8 +568,7 @@ void Generator::add_computation(const std::string& name, const Scope& scope, con
   computations_.push_back(str_cat(name, " {\n", str_join(scope.lines, "\n"), "\n  ROOT ", root, "\n}\n"));
 }
 
-void Generator::emit_while(Scope& scope) {
-  const std::vector<Value> state = pick_state(scope);
+std::vector<Value> Generator::emit_while(Scope& scope, const std::vector<Value>& state) {
   const std::string state_shape = tuple_shape_text(state, true);
   const std::string body_name = fresh("body"), condition_name = fresh("cond");
 
@@ -374,8 +580,11 @@ void Generator::emit_while(Scope& scope) {
   std::vector<Value> slots;
   for (size_t i = 0; i < state.size(); ++i)
     slots.push_back(emit(body, "s", state[i].type, state[i].dims, str_cat("get-tuple-element(", parameter, "), index=", i + 1)));
+  body.parameters = slots;
   for (int64_t ops = rng_.uniform(1, 4); ops > 0; --ops) emit_random_op(body);
-  const std::vector<std::string> results = finish_state(body, slots);
+  const std::vector<std::string> fixed =
+      rng_.chance(1, 2) ? state_hazard(body, slots, true) : std::vector<std::string>(slots.size());
+  const std::vector<std::string> results = finish_state(body, slots, fixed);
   const std::string one = emit(body, "one", Type::kS32, {}, "constant(1)", false).name;
   const std::string next = emit(body, "next", Type::kS32, {}, str_cat("add(", body.counter, ", ", one, ")"), false).name;
   add_computation(body_name, body, str_cat(fresh("out"), " = ", state_shape, " tuple(", next, ", ", str_join(results, ", "), ")"));
@@ -396,14 +605,15 @@ void Generator::emit_while(Scope& scope) {
   scope.lines.push_back(str_cat("  ", init, " = ", state_shape, " tuple(", str_join(operands, ", "), ")"));
   const std::string loop = fresh("loop");
   scope.lines.push_back(str_cat("  ", loop, " = ", state_shape, " while(", init, "), condition=", condition_name, ", body=", body_name));
+  std::vector<Value> loop_results;
   for (size_t i = 0; i < state.size(); ++i) {
-    const Value result = emit(scope, "w", state[i].type, state[i].dims, str_cat("get-tuple-element(", loop, "), index=", i + 1));
-    if (scope.depth == 0) structural_results_.push_back(result);
+    loop_results.push_back(emit(scope, "w", state[i].type, state[i].dims, str_cat("get-tuple-element(", loop, "), index=", i + 1)));
+    if (scope.depth == 0) structural_results_.push_back(loop_results.back());
   }
+  return loop_results;
 }
 
-void Generator::emit_conditional(Scope& scope) {
-  const std::vector<Value> state = pick_state(scope);
+std::vector<Value> Generator::emit_conditional(Scope& scope, const std::vector<Value>& state) {
   const std::string state_shape = tuple_shape_text(state, false);
   std::vector<std::string> names;
   for (const Value& value : state) names.push_back(value.name);
@@ -437,8 +647,11 @@ void Generator::emit_conditional(Scope& scope) {
     std::vector<Value> slots;
     for (size_t i = 0; i < state.size(); ++i)
       slots.push_back(emit(branch, "s", state[i].type, state[i].dims, str_cat("get-tuple-element(", parameter, "), index=", i)));
+    branch.parameters = slots;
     for (int64_t ops = rng_.uniform(0, 3); ops > 0; --ops) emit_random_op(branch);
-    const std::vector<std::string> results = finish_state(branch, slots);
+    const std::vector<std::string> fixed =
+        rng_.chance(1, 3) ? state_hazard(branch, slots, false) : std::vector<std::string>(slots.size());
+    const std::vector<std::string> results = finish_state(branch, slots, fixed);
     add_computation(name, branch, str_cat(fresh("out"), " = ", state_shape, " tuple(", str_join(results, ", "), ")"));
   }
 
@@ -448,10 +661,12 @@ void Generator::emit_conditional(Scope& scope) {
   expression += by_predicate ? str_cat("true_computation=", branches[0], ", false_computation=", branches[1])
                              : str_cat("branch_computations={", str_join(branches, ", "), "}");
   scope.lines.push_back(str_cat("  ", result, " = ", expression));
+  std::vector<Value> results;
   for (size_t i = 0; i < state.size(); ++i) {
-    const Value value = emit(scope, "r", state[i].type, state[i].dims, str_cat("get-tuple-element(", result, "), index=", i));
-    if (scope.depth == 0) structural_results_.push_back(value);
+    results.push_back(emit(scope, "r", state[i].type, state[i].dims, str_cat("get-tuple-element(", result, "), index=", i)));
+    if (scope.depth == 0) structural_results_.push_back(results.back());
   }
+  return results;
 }
 
 GeneratedProgram Generator::generate() {
@@ -469,6 +684,7 @@ GeneratedProgram Generator::generate() {
     parameters.push_back(emit(entry, is_index ? "index" : "p", type, is_index ? std::vector<int64_t>{} : random_dims(),
                               str_cat("parameter(", p, ")")));
     if (is_index) entry.index_parameter = parameters.back().name;
+    else entry.parameters.push_back(parameters.back());
   }
   for (int64_t ops = rng_.uniform(3, 9); ops > 0; --ops) emit_random_op(entry);
 
@@ -479,6 +695,20 @@ GeneratedProgram Generator::generate() {
   for (int64_t i = std::max<int64_t>(0, size - rng_.uniform(1, 2)); i < size; ++i) outputs.push_back(entry.values[i]);
   for (int64_t extra = std::min<int64_t>(rng_.uniform(0, 2), structural_results_.size()); extra > 0; --extra)
     outputs.push_back(structural_results_[rng_.uniform(0, structural_results_.size() - 1)]);
+  if (!clobbered_parameters_.empty() && rng_.chance(2, 3))
+    outputs.push_back(clobbered_parameters_[rng_.uniform(0, clobbered_parameters_.size() - 1)]);
+  if (!entry_views_.empty() && rng_.chance(1, 4)) outputs.push_back(entry_views_[rng_.uniform(0, entry_views_.size() - 1)]);
+  // views and their readers have new shapes; keep outputs that parameters can alias as common
+  if (rng_.chance(3, 4)) {
+    for (size_t i = entry.values.size(); i-- > parameters.size();) {
+      const Value& value = entry.values[i];
+      const auto same_as = [&](const Value& parameter) { return same_shape(value, parameter.type, parameter.dims); };
+      if (std::any_of(parameters.begin(), parameters.end(), same_as)) {
+        outputs.push_back(value);
+        break;
+      }
+    }
+  }
   if (rng_.chance(1, 3)) outputs.push_back(parameters[rng_.uniform(0, parameters.size() - 1)]);
   if (rng_.chance(1, 4)) outputs.push_back(outputs[rng_.uniform(0, outputs.size() - 1)]);
 

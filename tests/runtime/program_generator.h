@@ -12,6 +12,17 @@
 // once, and random input_output_alias (may/must) and buffer_donor entries; the result is a
 // tuple that may return parameters unchanged or one value twice.
 //
+// On top of that mix, views for buffer assignment (a quarter of the ops add one): chains of
+// slices and reshapes (row ranges, a part of one row, 1-D sub-ranges; column ranges and strided
+// slices, which are not contiguous; reshapes between factorizations such as [4,3] -> [12] ->
+// [2,6] and [1,N] <-> [N]; slice -> reshape -> slice), read by elementwise ops, dynamic-slice,
+// as the update of a dynamic-update-slice (into their own source too), or carried by a loop or
+// conditional; and hazards: a view of X, then X written (a dynamic-update-slice, a scatter, one
+// whose update is the view, an elementwise op that may reuse X's bytes, a loop or conditional
+// carrying X), then a reader of the view after it. X is an entry parameter (whose new value
+// usually becomes an output, so donation updates it in place), a temporary, or a loop body's or
+// branch's state slot (whose result is the new value). Views also become entry results.
+//
 // Randomness comes only from SplitMix64 below (std:: distributions differ between standard
 // libraries), so the same seed gives the same text everywhere.
 #pragma once
