@@ -336,8 +336,21 @@ def sort():
             (_f32(rng, 12), jnp.asarray(rng.randint(-9, 9, size=(3, 6)), jnp.int32), keys), {})
 
 
-@program("top-k (k=3) over rows by a key/index sort and a slice (lax.top_k itself lowers to the "
-         "`topk` opcode and XLA:CPU's TopK custom-call, which insitu does not run yet)")
+@program("lax.top_k (k=3) over rows: the `topk` opcode, with a tie (the lower index first), "
+         "-0 and 0, and a NaN (largest under the total order)")
+def top_k():
+    from jax import lax
+
+    rng = _rng()
+    x = _f32(rng, 4, 10)
+    x[1, 2] = x[1, 7] = 5.0
+    x[2, 3], x[2, 4] = -0.0, 0.0
+    x[3, 6] = float("nan")
+    return (lambda x: lax.top_k(x, 3)), (x,), {}
+
+
+@program("top-k (k=3) over rows by a key/index sort and a slice (the same result as lax.top_k, "
+         "built from sort; see top_k for lax.top_k itself)")
 def top_k_by_sort():
     import jax.numpy as jnp
     from jax import lax

@@ -1,132 +1,18 @@
-// The random program generator (see program_generator.h). Each emit_* function appends lines
-// to a Scope (the entry computation, a while body or a conditional branch) and makes its result
-// available to later ops of that scope; called computations are collected in computations_.
+// The random program generator (see program_generator.h): the ops other than views (in
+// program_generator_views.cc), while loops and conditionals, and the entry with its outputs and
+// aliasing. Each emit_* function appends lines to a Scope (the entry computation, a while body
+// or a conditional branch) and makes its result available to later ops of that scope; called
+// computations are collected in computations_.
 #include "program_generator.h"
 
 #include <algorithm>
 #include <string_view>
 
 #include "insitu/support/str.h"
+#include "program_generator_internal.h"
 
 namespace insitu::testing_generator {
-namespace {
-
-enum class Type { kF32, kS32 };
-
-struct Value {
-  std::string name;
-  Type type = Type::kF32;
-  std::vector<int64_t> dims;
-};
-
-std::string_view type_name(Type type) { return type == Type::kF32 ? "f32" : "s32"; }
-Type other_type(Type type) { return type == Type::kF32 ? Type::kS32 : Type::kF32; }
-std::string shape_text(Type type, const std::vector<int64_t>& dims) {
-  return str_cat(type_name(type), "[", str_join(dims, ","), "]");
-}
-std::string shape_text(const Value& value) { return shape_text(value.type, value.dims); }
-bool same_shape(const Value& a, Type type, const std::vector<int64_t>& dims) {
-  return a.type == type && a.dims == dims;
-}
-std::string tuple_shape_text(const std::vector<Value>& values, bool with_counter) {
-  std::vector<std::string> parts;
-  if (with_counter) parts.push_back("s32[]");
-  for (const Value& value : values) parts.push_back(shape_text(value));
-  return str_cat("(", str_join(parts, ", "), ")");
-}
-
-struct Scope {
-  std::vector<std::string> lines;
-  std::vector<Value> values;
-  std::vector<Value> parameters;  // the entry's array parameters, or a body's or branch's state slots
-  std::string counter;          // the s32[] loop counter inside a while body
-  std::string index_parameter;  // the s32[] entry parameter, in the entry scope
-  int depth = 0;                // 0: entry; while bodies and branches nest one level at most
-};
-
-// One step of a view chain (a slice or a reshape of the previous value), kept so that the chain
-// can be replayed on another value of the same shape: the operand after an in-place update.
-struct ViewStep {
-  std::string stem;           // vrows, vrow, vpart (contiguous slices), vcols, vstep (not), vshape
-  std::vector<int64_t> dims;  // the step's result
-  std::string attributes;     // ", slice={...}" for a slice; empty for a reshape
-};
-enum class StepKind { kAny, kSlice, kReshape };
-
-std::string range_text(int64_t start, int64_t limit, int64_t stride = 1) {
-  return stride == 1 ? str_cat("[", start, ":", limit, "]") : str_cat("[", start, ":", limit, ":", stride, "]");
-}
-bool fits_inside(const std::vector<int64_t>& inner, const std::vector<int64_t>& outer) {
-  if (inner.size() != outer.size() || inner.empty()) return false;
-  for (size_t i = 0; i < inner.size(); ++i)
-    if (inner[i] > outer[i]) return false;
-  return true;
-}
-
-class Generator {
- public:
-  explicit Generator(uint64_t seed) : rng_(seed), seed_(seed) {}
-  GeneratedProgram generate();
-
- private:
-  std::string fresh(std::string_view stem) { return str_cat(stem, ".", next_id_++); }
-  Value emit(Scope& scope, std::string_view stem, Type type, std::vector<int64_t> dims,
-             const std::string& expression, bool visible = true) {
-    Value value{fresh(stem), type, std::move(dims)};
-    scope.lines.push_back(str_cat("  ", value.name, " = ", shape_text(value), " ", expression));
-    if (visible) scope.values.push_back(value);
-    return value;
-  }
-  std::vector<int64_t> random_dims() { return shapes_[rng_.uniform(0, shapes_.size() - 1)]; }
-  Value pick(const Scope& scope) {
-    const int64_t size = static_cast<int64_t>(scope.values.size());
-    if (rng_.chance(1, 2)) return scope.values[rng_.uniform(std::max<int64_t>(0, size - 3), size - 1)];
-    return scope.values[rng_.uniform(0, size - 1)];
-  }
-
-  std::string constant_scalar(Scope& scope, Type type);
-  Value broadcast_constant(Scope& scope, Type type, const std::vector<int64_t>& dims);
-  Value value_like(Scope& scope, Type type, const std::vector<int64_t>& dims);
-  std::string index_scalar(Scope& scope, int64_t dim);
-  std::string index_list(Scope& scope, const std::vector<int64_t>& dims, bool counter_first);
-  Value make_update(Scope& scope, Type type, const std::vector<int64_t>& dims);
-  std::string combiner(Type type, bool add);
-  std::pair<int64_t, int64_t> sub_range(int64_t size) {
-    const int64_t start = rng_.uniform(0, size - 1);
-    return {start, rng_.uniform(start + 1, size)};
-  }
-
-  void emit_random_op(Scope& scope);
-  void emit_elementwise(Scope& scope, const Value* operand = nullptr);
-  void emit_dynamic_slice(Scope& scope, const Value* operand = nullptr);
-  Value emit_dynamic_update_slice(Scope& scope, const Value& operand, bool counter_first, std::string_view stem = "dus");
-  void emit_scatter(Scope& scope);
-  Value emit_scatter_into(Scope& scope, const Value& operand, std::string_view stem);
-  ViewStep reshape_step(const std::vector<int64_t>& dims);
-  ViewStep random_view_step(const std::vector<int64_t>& dims, StepKind kind);
-  std::vector<ViewStep> random_view_chain(const std::vector<int64_t>& dims);
-  Value apply_view_chain(Scope& scope, const Value& source, const std::vector<ViewStep>& chain, bool visible);
-  void emit_view(Scope& scope);
-  Value emit_view_hazard(Scope& scope, const Value& target, bool counter_first);
-  void emit_entry_view_hazard(Scope& scope);
-  std::vector<Value> pick_state(Scope& scope);
-  std::vector<std::string> finish_state(Scope& scope, const std::vector<Value>& slots,
-                                        const std::vector<std::string>& fixed);
-  std::vector<Value> emit_while(Scope& scope, const std::vector<Value>& state);
-  std::vector<Value> emit_conditional(Scope& scope, const std::vector<Value>& state);
-  std::vector<std::string> state_hazard(Scope& scope, const std::vector<Value>& slots, bool counter_first);
-  void add_computation(const std::string& name, const Scope& scope, const std::string& root);
-
-  SplitMix64 rng_;
-  uint64_t seed_;
-  int next_id_ = 0;
-  std::vector<std::vector<int64_t>> shapes_;
-  std::vector<std::string> computations_;
-  std::vector<std::string> combiners_;  // names already emitted
-  std::vector<Value> structural_results_;  // entry values made by while/conditional/scatter/DUS
-  std::vector<Value> entry_views_;         // entry slices and reshapes (candidate results)
-  std::vector<Value> clobbered_parameters_;  // entry parameters' new values after a view hazard
-};
+namespace generator_internal {
 
 std::string Generator::constant_scalar(Scope& scope, Type type) {
   static constexpr std::string_view kFloats[] = {"0", "1", "-1", "0.5", "-1.25", "2", "3", "-0.75"};
@@ -343,181 +229,6 @@ Value Generator::emit_scatter_into(Scope& scope, const Value& operand, std::stri
               str_cat("scatter(", operand.name, ", ", index_value.name, ", ", updates.name, "), update_window_dims={",
                       operand.dims.size() == 2 ? "1" : "", "}, inserted_window_dims={0}, "
                       "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=", to_apply));
-}
-
-// A reshape to another factorization of the element count: flat [N], [1,N], [N,1], [K,N/K]
-// (so [4,3] -> [12] -> [2,6] and [1,N] <-> [N] happen), or a scalar for one element.
-ViewStep Generator::reshape_step(const std::vector<int64_t>& dims) {
-  int64_t count = 1;
-  for (int64_t size : dims) count *= size;
-  std::vector<std::vector<int64_t>> targets = {{count}};
-  for (int64_t rows = 1; rows <= count; ++rows)
-    if (count % rows == 0) targets.push_back({rows, count / rows});
-  if (count == 1) targets.push_back({});
-  std::erase(targets, dims);  // never empty: one of {N}, {1,N}, {N,1} differs from dims
-  return {"vshape", targets[rng_.uniform(0, targets.size() - 1)], ""};
-}
-
-// A slice (vpart: a range of a 1-D array; vrows: rows of a 2-D one; vrow: part of one row;
-// vcols: a column range, contiguous only on one row; vstep: strided) or a reshape.
-ViewStep Generator::random_view_step(const std::vector<int64_t>& dims, StepKind kind) {
-  if (kind == StepKind::kReshape || dims.empty() || (kind == StepKind::kAny && rng_.chance(1, 3))) return reshape_step(dims);
-  if (dims.size() == 1) {
-    const int64_t size = dims[0];
-    if (size >= 2 && rng_.chance(1, 4)) {  // strided: a view only when it keeps one element
-      const int64_t stride = rng_.uniform(2, 3), start = rng_.uniform(0, size - 2), limit = rng_.uniform(start + 1, size);
-      return {"vstep", {(limit - start + stride - 1) / stride}, str_cat(", slice={", range_text(start, limit, stride), "}")};
-    }
-    const auto [start, limit] = sub_range(size);
-    return {"vpart", {limit - start}, str_cat(", slice={", range_text(start, limit), "}")};
-  }
-  const int64_t rows = dims[0], columns = dims[1];
-  const int64_t choice = rng_.uniform(0, 9);
-  if (choice < 5) {
-    const auto [start, limit] = sub_range(rows);
-    return {"vrows", {limit - start, columns}, str_cat(", slice={", range_text(start, limit), ", ", range_text(0, columns), "}")};
-  }
-  if (choice < 7) {
-    const int64_t row = rng_.uniform(0, rows - 1);
-    const auto [start, limit] = sub_range(columns);
-    return {"vrow", {1, limit - start}, str_cat(", slice={", range_text(row, row + 1), ", ", range_text(start, limit), "}")};
-  }
-  if (choice < 9 || (rows < 2 && columns < 2)) {
-    const auto [row_start, row_limit] = sub_range(rows);
-    const auto [start, limit] = sub_range(columns);
-    return {"vcols", {row_limit - row_start, limit - start},
-            str_cat(", slice={", range_text(row_start, row_limit), ", ", range_text(start, limit), "}")};
-  }
-  const bool by_rows = rows >= 2 && (columns < 2 || rng_.chance(1, 2));
-  const int64_t size = by_rows ? rows : columns;
-  const int64_t start = rng_.uniform(0, size - 2), limit = rng_.uniform(start + 1, size);
-  const std::string strided = range_text(start, limit, 2);
-  const int64_t count = (limit - start + 1) / 2;
-  if (by_rows) return {"vstep", {count, columns}, str_cat(", slice={", strided, ", ", range_text(0, columns), "}")};
-  return {"vstep", {rows, count}, str_cat(", slice={", range_text(0, rows), ", ", strided, "}")};
-}
-
-// One or two steps, or slice -> reshape -> slice, or reshape -> reshape.
-std::vector<ViewStep> Generator::random_view_chain(const std::vector<int64_t>& dims) {
-  std::vector<StepKind> kinds;
-  const int64_t choice = rng_.uniform(0, 5);
-  if (choice < 2) kinds = {StepKind::kSlice, StepKind::kReshape, StepKind::kSlice};
-  else if (choice < 3) kinds = {StepKind::kReshape, StepKind::kReshape};
-  else if (choice < 5) kinds = {StepKind::kAny};
-  else kinds = {StepKind::kAny, StepKind::kAny};
-  std::vector<ViewStep> chain;
-  std::vector<int64_t> current = dims;
-  for (StepKind kind : kinds) {
-    chain.push_back(random_view_step(current, kind));
-    current = chain.back().dims;
-  }
-  return chain;
-}
-
-Value Generator::apply_view_chain(Scope& scope, const Value& source, const std::vector<ViewStep>& chain, bool visible) {
-  Value value = source;
-  for (size_t i = 0; i < chain.size(); ++i) {
-    const ViewStep& step = chain[i];
-    const std::string expression = str_cat(step.attributes.empty() ? "reshape(" : "slice(", value.name, ")", step.attributes);
-    value = emit(scope, step.stem, source.type, step.dims, expression, visible && (i + 1 == chain.size() || rng_.chance(1, 2)));
-  }
-  return value;
-}
-
-// A view chain of a picked value and one reader of it: an elementwise op, a dynamic-slice, the
-// update of a dynamic-update-slice (into its own source at times), loop state or a branch
-// operand (which must not be views); or none yet: later ops and the entry result may read it.
-void Generator::emit_view(Scope& scope) {
-  const Value source = pick(scope);
-  const Value view = apply_view_chain(scope, source, random_view_chain(source.dims), true);
-  if (scope.depth == 0) entry_views_.push_back(view);
-  const int64_t choice = rng_.uniform(0, 9);
-  if (choice < 3) return emit_elementwise(scope, &view);
-  if (choice < 5) return emit_dynamic_slice(scope, &view);
-  if (choice < 7) {
-    std::vector<Value> targets;
-    for (const Value& value : scope.values)
-      if (value.type == view.type && fits_inside(view.dims, value.dims)) targets.push_back(value);
-    if (targets.empty()) return emit_elementwise(scope, &view);
-    const bool into_source = fits_inside(view.dims, source.dims) && source.type == view.type && rng_.chance(1, 2);
-    const Value target = into_source ? source : targets[rng_.uniform(0, targets.size() - 1)];
-    const Value result = emit(scope, "dus", view.type, target.dims,
-                              str_cat("dynamic-update-slice(", target.name, ", ", view.name, ", ",
-                                      index_list(scope, target.dims, false), ")"));
-    if (scope.depth == 0) structural_results_.push_back(result);
-    return;
-  }
-  if (choice < 8 && scope.depth < 2) {
-    std::vector<Value> state = {view};
-    if (rng_.chance(1, 2)) state.push_back(pick(scope));
-    if (rng_.chance(1, 2)) emit_while(scope, state);
-    else emit_conditional(scope, state);
-  }
-}
-
-// A view of `target`, then something that may write target's bytes in place (a
-// dynamic-update-slice, a scatter, one whose update is the view itself, an elementwise op that
-// may reuse the buffer, or a loop or conditional carrying target), then a reader of the view
-// that must run after it (it also reads the same view of the new value), and sometimes that
-// reader written back by a dynamic-update-slice. Returns target's new value.
-Value Generator::emit_view_hazard(Scope& scope, const Value& target, bool counter_first) {
-  const std::vector<ViewStep> chain = random_view_chain(target.dims);
-  const Value view = apply_view_chain(scope, target, chain, true);
-  if (scope.depth == 0) entry_views_.push_back(view);
-  Value updated;
-  const int64_t choice = rng_.uniform(0, 9);
-  if (choice < 2 && fits_inside(view.dims, target.dims)) {
-    updated = emit(scope, "clobber_self", target.type, target.dims,
-                   str_cat("dynamic-update-slice(", target.name, ", ", view.name, ", ",
-                           index_list(scope, target.dims, counter_first), ")"));
-  } else if (choice < 5) {
-    updated = emit_dynamic_update_slice(scope, target, counter_first, "clobber_dus");
-  } else if (choice < 7) {
-    updated = emit_scatter_into(scope, target, "clobber_scatter");
-  } else if (choice < 8 || scope.depth >= 2) {
-    const Value other = value_like(scope, target.type, target.dims);
-    updated = emit(scope, "clobber_ew", target.type, target.dims, str_cat("add(", target.name, ", ", other.name, ")"));
-  } else {
-    std::vector<Value> state = {target};
-    if (rng_.chance(1, 2)) state.push_back(pick(scope));
-    updated = choice < 9 ? emit_while(scope, state)[0] : emit_conditional(scope, state)[0];
-  }
-  const Value replayed = apply_view_chain(scope, updated, chain, false);
-  static constexpr std::string_view kReaders[] = {"add", "subtract", "maximum", "multiply"};
-  const Value late = emit(scope, "late", view.type, view.dims,
-                          str_cat(kReaders[rng_.uniform(0, 3)], "(", view.name, ", ", replayed.name, ")"));
-  if (!fits_inside(late.dims, target.dims) || rng_.chance(1, 2)) return updated;
-  return emit(scope, "dus", target.type, target.dims,
-              str_cat("dynamic-update-slice(", updated.name, ", ", late.name, ", ",
-                      index_list(scope, target.dims, counter_first), ")"));
-}
-
-// A view hazard on an entry array: a parameter (donated or not; its new value often becomes an
-// output, so it can be aliased and updated in place) or a picked value.
-void Generator::emit_entry_view_hazard(Scope& scope) {
-  std::vector<Value> arrays;
-  for (const Value& value : scope.values)
-    if (!value.dims.empty()) arrays.push_back(value);
-  if (arrays.empty()) return emit_view(scope);
-  const bool of_parameter = !scope.parameters.empty() && rng_.chance(1, 2);
-  const Value target = of_parameter ? scope.parameters[rng_.uniform(0, scope.parameters.size() - 1)]
-                                    : arrays[rng_.uniform(0, arrays.size() - 1)];
-  const Value updated = emit_view_hazard(scope, target, false);
-  structural_results_.push_back(updated);
-  if (of_parameter) clobbered_parameters_.push_back(updated);
-}
-
-// Inside a body or branch: a view hazard on one array state slot, whose new value becomes the
-// slot's result (so the slot is updated in place and a reader of the old view follows the update).
-std::vector<std::string> Generator::state_hazard(Scope& scope, const std::vector<Value>& slots, bool counter_first) {
-  std::vector<std::string> fixed(slots.size());
-  std::vector<size_t> arrays;
-  for (size_t i = 0; i < slots.size(); ++i)
-    if (!slots[i].dims.empty()) arrays.push_back(i);
-  if (arrays.empty()) return fixed;
-  const size_t slot = arrays[rng_.uniform(0, arrays.size() - 1)];
-  fixed[slot] = emit_view_hazard(scope, slots[slot], counter_first).name;
-  return fixed;
 }
 
 // One to three values (sometimes one of them twice) carried by a loop or a conditional.
@@ -745,9 +456,9 @@ GeneratedProgram Generator::generate() {
   return program;
 }
 
-}  // namespace
+}  // namespace generator_internal
 
-GeneratedProgram generate_program(uint64_t seed) { return Generator(seed).generate(); }
+GeneratedProgram generate_program(uint64_t seed) { return generator_internal::Generator(seed).generate(); }
 
 std::vector<Literal> make_generated_arguments(const Module& module, uint64_t seed) {
   SplitMix64 rng(seed ^ 0x5DEECE66Dull);

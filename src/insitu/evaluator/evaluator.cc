@@ -86,6 +86,7 @@ class Interpreter final : public eval::ComputationRunner {
       case Opcode::kGather: return eval::evaluate_gather(instruction, operands);
       case Opcode::kScatter: return eval::evaluate_scatter(instruction, operands, *this);
       case Opcode::kSort: return eval::evaluate_sort(instruction, operands, *this);
+      case Opcode::kTopk: return eval::evaluate_topk(instruction, operands);
       case Opcode::kMap: return eval::evaluate_map(instruction, operands, *this);
       case Opcode::kCall:
       case Opcode::kFusion: return run(*instruction.to_apply(), operands);
@@ -126,6 +127,10 @@ class Interpreter final : public eval::ComputationRunner {
   }
 
   StatusOr<Literal> evaluate_custom_call(const Instruction& instruction, eval::Operands operands) {
+    const std::string& target = instruction.custom_call.target;
+    const bool registered = options_.custom_calls != nullptr && options_.custom_calls->find(target) != nullptr;
+    if (!registered && eval::is_builtin_custom_call_target(target))
+      return eval::evaluate_topk_custom_call(instruction, operands, *this);
     return run_custom_call_kernel(instruction, operands, options_.custom_calls);
   }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <span>
+#include <string_view>
 
 #include "insitu/ir/instruction.h"
 
@@ -40,5 +41,11 @@ StatusOr<Literal> evaluate_gather(const Instruction& instruction, Operands opera
 StatusOr<Literal> evaluate_scatter(const Instruction& instruction, Operands operands, ComputationRunner& runner);
 // sort.cc: sort (variadic, comparator to_apply, is_stable).
 StatusOr<Literal> evaluate_sort(const Instruction& instruction, Operands operands, ComputationRunner& runner);
+// topk.cc: the `topk` opcode (k=, largest=) and XLA:CPU's "TopK" custom call (its comparator).
+StatusOr<Literal> evaluate_topk(const Instruction& instruction, Operands operands);
+StatusOr<Literal> evaluate_topk_custom_call(const Instruction& instruction, Operands operands,
+                                            ComputationRunner& runner);
+// Custom-call targets the evaluator itself implements (when no kernel is registered for them).
+inline bool is_builtin_custom_call_target(std::string_view target) { return target == "TopK"; }
 
 }  // namespace insitu::eval

@@ -41,6 +41,7 @@ bool has_fallback(Opcode opcode) {
     case Opcode::kGather:
     case Opcode::kScatter:
     case Opcode::kSort:
+    case Opcode::kTopk:
     case Opcode::kFusion: return true;
     default: return false;
   }
@@ -69,6 +70,7 @@ StatusOr<Literal> run_fallback(const Instruction& instruction, std::span<const L
     case Opcode::kGather: return eval::evaluate_gather(instruction, operands);
     case Opcode::kScatter: return eval::evaluate_scatter(instruction, operands, runner);
     case Opcode::kSort: return eval::evaluate_sort(instruction, operands, runner);
+    case Opcode::kTopk: return eval::evaluate_topk(instruction, operands);
     case Opcode::kFusion: return evaluate_computation(*instruction.to_apply(), operands, options);
     default: break;
   }
@@ -78,6 +80,13 @@ StatusOr<Literal> run_fallback(const Instruction& instruction, std::span<const L
 
 StatusOr<Literal> run_custom_call(const Instruction& instruction, std::span<const Literal* const> operands,
                                   const CustomCallRegistry* registry) {
+  const std::string& target = instruction.custom_call.target;
+  if ((registry == nullptr || registry->find(target) == nullptr) && eval::is_builtin_custom_call_target(target)) {
+    EvaluatorOptions options;
+    options.custom_calls = registry;
+    EvaluatorRunner runner(options);
+    return eval::evaluate_topk_custom_call(instruction, operands, runner);
+  }
   return run_custom_call_kernel(instruction, operands, registry);
 }
 
