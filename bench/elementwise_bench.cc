@@ -4,7 +4,9 @@
 // Variants (state.range(0)):
 //   0 add_fresh:     sum = add(a, b) into a fresh 256 MiB output buffer each call;
 //   1 add_donated:   a += b: a aliased to the output and donated, the result fed back;
-//   2 scale_donated: a *= broadcast(1.0): a scalar broadcast (never materialized), donated.
+//   2 scale_donated: a *= broadcast(1.0): a scalar broadcast (never materialized), donated;
+//   3 chain_donated: a = max(a * 0.5 + b, 0): three ops the fusion pass makes one kLoop
+//                    fusion, so it reads a and b and writes a once (unfused: three passes).
 // state.range(1): ExecuteOptions::threads, and the memcpy baseline's thread count.
 //
 // Each iteration runs the op once, a memcpy of 256 MiB into memory already touched, and a
@@ -48,6 +50,21 @@ ENTRY main {
 }
 )";
 
+constexpr std::string_view kChainDonated = R"(
+HloModule chain_donated, input_output_alias={ {}: (0, {}, may-alias) }
+ENTRY main {
+  a = f32[67108864] parameter(0)
+  b = f32[67108864] parameter(1)
+  half = f32[] constant(0.5)
+  halves = f32[67108864] broadcast(half), dimensions={}
+  scaled = f32[67108864] multiply(a, halves)
+  shifted = f32[67108864] add(scaled, b)
+  zero = f32[] constant(0)
+  zeros = f32[67108864] broadcast(zero), dimensions={}
+  ROOT relu = f32[67108864] maximum(shifted, zeros)
+}
+)";
+
 struct Variant {
   const char* name;
   std::string_view text;
@@ -58,10 +75,11 @@ const Variant kVariants[] = {
     {"add_fresh", kAddFresh, false, 2},
     {"add_donated", kAddDonated, true, 2},
     {"scale_donated", kScaleDonated, true, 1},
+    {"chain_donated", kChainDonated, true, 2},
 };
 
 Executable& executable_for(int64_t variant) {
-  static Compiled compiled[3];
+  static Compiled compiled[4];
   if (!compiled[variant].executable) compiled[variant] = compile(kVariants[variant].text);
   INSITU_CHECK(compiled[variant].executable != nullptr) << compiled[variant].error;
   return *compiled[variant].executable;
@@ -130,7 +148,7 @@ void BM_ElementwiseVsMemcpy(benchmark::State& state) {
   state.counters["bytes_copied_per_call"] = static_cast<double>(stats.bytes_copied);
 }
 BENCHMARK(BM_ElementwiseVsMemcpy)
-    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 2}})
     ->ArgNames({"variant", "threads"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);

@@ -338,36 +338,16 @@ def _table(xla, insitu):
 # Why insitu loses where it does (found with insitu_measure --dump-to; the memory-usage report
 # and the copies' insitu_copy_reason). Printed under a program's table only when this run shows
 # the loss. Keys: (program, shape, figure).
-_FUSION = ("insitu does not fuse: each elementwise/data-movement step gets its own buffer in the "
-           "temp arena, where XLA's loop fusions keep only reduction results (its temp is tiny); "
-           "insitu's peak also counts constants, which memory_analysis leaves out. What it would "
-           "take: a loop-fusion pass (or running elementwise chains in one kernel)")
+_FUSION = ("insitu fuses elementwise chains (with their broadcasts) into loop fusions but not "
+           "yet into reductions or dots, so a reduce's or dot's input is still a full-size temp "
+           "where XLA's input fusions compute it on the fly; insitu's peak also counts constants, "
+           "which memory_analysis leaves out. What it would take: fusing producers into reduce and "
+           "dot (XLA's input/output fusion) and not counting read-only constants")
 WHY = {
-    ("kv_cache_decode_step", "large", "memory"): (
-        "`cache[0]`/`cache[1]` are a slice then a reshape each; insitu materializes the 512 MiB "
-        "slice and then a 512 MiB reshape of it (a layout-preserving reshape is a copy in its "
-        "buffer assignment, where XLA makes it a bitcast that shares the slice's buffer), so its "
-        "temp arena is 1 GiB against XLA's 516 MiB. What it would take: reshape-as-bitcast "
-        "sharing the operand's buffer, and a dot that reads a slice of the cache in place "
-        "(no temp at all)"),
-    ("kv_cache_decode_step", "large", "call"): (
-        "the two batched dots run through the reference evaluator (fallback_kernels: no native "
-        "dot kernel yet) and insitu writes 2 GiB of slice/reshape temps per call. What it would "
-        "take: a native batched-dot kernel reading the cache in place"),
-    ("kv_cache_decode_loop", "large", "call"): (
-        "each of the 6 iterations runs `token @ weight` ([1,256]x[256,256]) through the reference "
-        "evaluator fallback (6 fallback ops per call); the in-place cache write itself is O(row). "
-        "What it would take: a native dot kernel"),
     ("kv_cache_decode_loop", "large", "memory"): (
-        "about 1 KiB: insitu keeps two [1,256] rows (the dot result and the tanh input) live at "
-        "once where XLA fuses dot+add+tanh into one; see the fusion note"),
-    ("kv_cache_decode_loop", "small", "memory"): ("two [1,8] rows live at once; see the fusion note"),
-    ("mlp_grad", "small", "bytes"): (
-        "two `layout-change` copies (768 B): insitu's layout assignment gives the weight "
-        "gradients (transpose of a dot) layout {0,1}, and the entry result layout {1,0} then needs "
-        "a copy; XLA folds the transpose into the dot (operands swapped) and computes the result "
-        "in {1,0}. What it would take: fold transpose(dot) into the dot's dimension numbers, or "
-        "let layout assignment pick the dot's output layout from the entry result"),
+        "about 1 KiB: insitu keeps the [1,256] dot result live beside the fused add+tanh result, "
+        "where XLA fuses dot+add+tanh into one; see the fusion note"),
+    ("kv_cache_decode_loop", "small", "memory"): ("the [1,8] dot result beside the fused result; see the fusion note"),
 }
 
 

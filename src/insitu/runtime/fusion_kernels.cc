@@ -19,7 +19,7 @@
 namespace insitu {
 namespace fusion_kernel {
 
-constexpr int64_t kBlock = 1024;
+constexpr int64_t kBlock = 8192;
 
 enum class NodeKind : uint8_t { kScalar, kBlock, kFull, kBroadcast, kOp };
 
