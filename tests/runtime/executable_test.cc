@@ -117,7 +117,7 @@ ENTRY main {
   }
 }
 
-// Loop fusion over several 1024-element blocks and a short last one, split over threads: every
+// Loop fusion over several 8192-element blocks and a short last one, split over threads: every
 // kind of broadcast the fused kernel gathers (a repeated element per row, a contiguous row,
 // runs that cross two dimensions, a scalar), compare/select/convert inside, and a fusion writing its
 // result over an operand that dies at it. All bit for bit the evaluator's, no fallback.
@@ -125,32 +125,32 @@ TEST(RuntimeExecutable, LoopFusionsOverManyBlocksMatchEvaluator) {
   testing_runtime::Compiled compiled = testing_runtime::compile(R"(
 HloModule fused
 ENTRY main {
-  x = f32[3,700] parameter(0)
+  x = f32[3,12000] parameter(0)
   per_row = f32[3] parameter(1)
-  per_column = f32[700] parameter(2)
-  plane = f32[4,5] parameter(3)
+  per_column = f32[12000] parameter(2)
+  plane = f32[4,50] parameter(3)
   scale = f32[] parameter(4)
-  rows = f32[4,60] parameter(5)
-  cube = f32[4,5,60] parameter(6)
-  n = f32[3,700] negate(x)
-  b_row = f32[3,700] broadcast(per_row), dimensions={0}
-  b_column = f32[3,700] broadcast(per_column), dimensions={1}
-  b_scale = f32[3,700] broadcast(scale), dimensions={}
-  a = f32[3,700] multiply(n, b_row)
-  b = f32[3,700] add(a, b_column)
-  d = f32[3,700] multiply(b, b_scale)
+  rows = f32[4,200] parameter(5)
+  cube = f32[4,50,200] parameter(6)
+  n = f32[3,12000] negate(x)
+  b_row = f32[3,12000] broadcast(per_row), dimensions={0}
+  b_column = f32[3,12000] broadcast(per_column), dimensions={1}
+  b_scale = f32[3,12000] broadcast(scale), dimensions={}
+  a = f32[3,12000] multiply(n, b_row)
+  b = f32[3,12000] add(a, b_column)
+  d = f32[3,12000] multiply(b, b_scale)
   zero = f32[] constant(0)
-  zeros = f32[3,700] broadcast(zero), dimensions={}
-  positive = pred[3,700] compare(d, zeros), direction=GT
-  e = f32[3,700] exponential(d)
-  chosen = f32[3,700] select(positive, d, e)
-  as_int = s32[3,700] convert(chosen)
-  twice = s32[3,700] add(as_int, as_int)
-  b_plane = f32[4,5,60] broadcast(plane), dimensions={0,1}
-  b_rows = f32[4,5,60] broadcast(rows), dimensions={0,2}
-  m = f32[4,5,60] multiply(cube, b_plane)
-  s = f32[4,5,60] subtract(m, b_rows)
-  ROOT out = (f32[3,700], s32[3,700], f32[4,5,60]) tuple(chosen, twice, s)
+  zeros = f32[3,12000] broadcast(zero), dimensions={}
+  positive = pred[3,12000] compare(d, zeros), direction=GT
+  e = f32[3,12000] exponential(d)
+  chosen = f32[3,12000] select(positive, d, e)
+  as_int = s32[3,12000] convert(chosen)
+  twice = s32[3,12000] add(as_int, as_int)
+  b_plane = f32[4,50,200] broadcast(plane), dimensions={0,1}
+  b_rows = f32[4,50,200] broadcast(rows), dimensions={0,2}
+  m = f32[4,50,200] multiply(cube, b_plane)
+  s = f32[4,50,200] subtract(m, b_rows)
+  ROOT out = (f32[3,12000], s32[3,12000], f32[4,50,200]) tuple(chosen, twice, s)
 })");
   ASSERT_TRUE(compiled.executable != nullptr);
   int fusions = 0;
