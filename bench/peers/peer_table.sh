@@ -38,7 +38,7 @@ work="$build/peers"
 rm -rf "$work"
 mkdir -p "$work"
 export PEER_COMPILE_REPS="${PEER_COMPILE_REPS:-10}" PEER_CALLS="${PEER_CALLS:-500}"
-export PEER_LARGE_COMPILE_REPS="${PEER_LARGE_COMPILE_REPS:-3}" PEER_LARGE_CALLS="${PEER_LARGE_CALLS:-10}"
+export PEER_LARGE_COMPILE_REPS="${PEER_LARGE_COMPILE_REPS:-10}" PEER_LARGE_CALLS="${PEER_LARGE_CALLS:-10}"
 
 echo "== XLA:CPU, small shapes"
 "$venv/bin/python" "$here/measure_xla.py" small "$work/xla_small.json"

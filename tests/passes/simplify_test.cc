@@ -12,6 +12,35 @@ using testing::expect_checks;
 using testing::parse_or_fail;
 using testing::run_and_compare;
 
+// JAX's softmax: reshape [6] -> [6,1], broadcast [6,1] -> [6,1], reshape back. The identity
+// broadcast and the same-shape ops are read through; ops that change something stay.
+TEST(SimplifyTest, IdentityOpsAreReadThrough) {
+  auto module = parse_or_fail(R"(
+HloModule m
+
+ENTRY main {
+  x = f32[6,1] parameter(0)
+  same = f32[6,1] broadcast(x), dimensions={0,1}
+  keep = f32[6,1] transpose(same), dimensions={0,1}
+  full = f32[6,1] slice(keep), slice={[0:6], [0:1]}
+  cast = f32[6,1] convert(full)
+  widened = f32[6,1,4] broadcast(x), dimensions={0,1}
+  relaid = f32[6,1]{0,1} copy(cast)
+  half = f32[3,1] slice(cast), slice={[0:6:2], [0:1]}
+  ROOT t = (f32[6,1,4], f32[6,1]{0,1}, f32[3,1]) tuple(widened, relaid, half)
+}
+)");
+  auto after = run_and_compare(*module, simplify, /*expect_changed=*/true);
+  expect_checks(*after, R"(
+CHECK: ENTRY main
+CHECK-NEXT: x = f32[6,1]{1,0} parameter(0)
+CHECK-NEXT: widened = f32[6,1,4]{2,1,0} broadcast(x), dimensions={0,1}
+CHECK-NEXT: relaid = f32[6,1]{0,1} copy(x)
+CHECK-NEXT: half = f32[3,1]{1,0} slice(x), slice={[0:6:2], [0:1:1]}
+CHECK-NEXT: ROOT t
+)");
+}
+
 TEST(SimplifyTest, ForwardsTupleElementsAndRemovesPacking) {
   auto module = parse_or_fail(R"(
 HloModule m

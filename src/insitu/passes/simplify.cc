@@ -50,6 +50,49 @@ bool forward_tuple_elements(Computation& computation) {
   return changed;
 }
 
+// An op that returns its operand unchanged (same dimensions, element type and layout): a
+// broadcast with dimensions={0,1,...}, a reshape or a transpose with the identity permutation,
+// a unit-stride slice of everything, a convert to the same type. JAX emits such broadcasts and
+// reshapes around every reduction (`broadcast_in_dim` of a [6,1] to [6,1]); each would be a copy.
+bool is_identity(const Instruction& instruction) {
+  if (instruction.operand_count() != 1 || !instruction.shape().is_array()) return false;
+  const Shape& from = instruction.operand(0)->shape();
+  const Shape& to = instruction.shape();
+  if (!from.is_array() || !(from == to)) return false;
+  const int64_t rank = to.rank();
+  auto is_iota = [&](const std::vector<int64_t>& dimensions) {
+    if (static_cast<int64_t>(dimensions.size()) != rank) return false;
+    for (int64_t d = 0; d < rank; ++d)
+      if (dimensions[d] != d) return false;
+    return true;
+  };
+  switch (instruction.opcode()) {
+    case Opcode::kBroadcast:
+    case Opcode::kTranspose: return is_iota(instruction.dimensions);
+    case Opcode::kReshape:
+    case Opcode::kConvert: return true;
+    case Opcode::kSlice:
+      for (int64_t d = 0; d < rank; ++d) {
+        const SliceDimension& slice = instruction.slice[d];
+        if (slice.start != 0 || slice.stride != 1 || slice.limit != to.dimension(d)) return false;
+      }
+      return static_cast<int64_t>(instruction.slice.size()) == rank;
+    default: return false;
+  }
+}
+
+// Users of an identity op read its operand instead.
+bool forward_identities(Computation& computation) {
+  bool changed = false;
+  for (Instruction* instruction : computation.instructions()) {
+    if (!is_identity(*instruction) || computation.root() == instruction || instruction->users().empty()) continue;
+    if (!instruction->control_predecessors().empty() || !instruction->control_successors().empty()) continue;
+    instruction->replace_all_uses_with(instruction->operand(0));
+    changed = true;
+  }
+  return changed;
+}
+
 bool is_dead(const Instruction& instruction) {
   return instruction.users().empty() && instruction.parent()->root() != &instruction &&
          instruction.opcode() != Opcode::kParameter && !has_side_effect(instruction);
@@ -92,6 +135,7 @@ StatusOr<bool> simplify(Module& module) {
   bool changed = false;
   for (Computation* computation : module.computations()) {
     changed |= forward_tuple_elements(*computation);
+    changed |= forward_identities(*computation);
     changed |= remove_dead_code(*computation);
   }
   changed |= remove_unreachable_computations(module, reachable_before) > 0;

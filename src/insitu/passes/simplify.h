@@ -4,6 +4,10 @@
 //   %t = (f32[4], s32[]) tuple(%a, %b)
 //   %g = f32[4] get-tuple-element(%t), index=0      ==>   users of %g read %a; %t and %g die
 //
+// Identities: a broadcast/transpose with dimensions={0,1,...}, a reshape or convert to the
+// same shape, a full unit-stride slice (same dimensions, type and layout) are read through:
+// their users read the operand (JAX puts such broadcasts around every reduction).
+//
 // Dead code: an instruction with no users that is not its computation's root, not a parameter
 // (parameters are the signature) and has no side effect (custom_call_has_side_effect=true,
 // send/recv/infeed/outfeed/rng, control flow whose callees have side effects) is removed,
