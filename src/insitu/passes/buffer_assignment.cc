@@ -217,21 +217,27 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
   };
 
   // Elementwise reuse: the result takes the bytes of an operand buffer that dies right there
-  // (same size and layout, so every element is read before it is overwritten).
+  // (same size and layout, so every element is read before it is overwritten). When the result
+  // is an entry output, the dying temp moves into the output's buffer instead (the last fusion
+  // of a softmax writes over the exponentials it reads, in the caller's buffer).
   for (const Instruction* instruction : live.sequence()) {
     if (!writes_elementwise(*instruction) || !instruction->shape().is_array()) continue;
     const int64_t now = live.time(instruction);
     const BufferId result = live.buffer_of(dataflow.value_at(instruction));
-    if (!is_plain_temp(result) || plans[result].range.start != now) continue;
+    const bool into_output = plans[result].materialized && plans[result].kind == AllocationKind::kOutput &&
+                             plans[result].merged_into < 0;
+    if ((!is_plain_temp(result) && !into_output) || plans[result].range.start != now) continue;
     for (const Instruction* operand : instruction->operands()) {
       if (!operand->shape().is_array() || !same_layout_and_size(operand->shape(), instruction->shape())) continue;
       const BufferId source = resolve(live.buffer_of(dataflow.value_at(operand)));
       if (source == result || !is_plain_temp(source) || plans[source].range.end != now) continue;
       if (plans[source].lent) continue;  // a view may still read it at other offsets
       if (plans[source].size != plans[result].size) continue;
-      plans[result].merged_into = source;  // the source buffer now lives on as the result
-      plans[source].range.end = std::max(plans[source].range.end, plans[result].range.end);
-      for (ValueId id : plans[result].values) plans[source].values.push_back(id);
+      const BufferId into = into_output ? result : source, from = into_output ? source : result;
+      plans[from].merged_into = into;  // one buffer now holds the operand, then the result
+      plans[into].range.start = std::min(plans[into].range.start, plans[from].range.start);
+      plans[into].range.end = std::max(plans[into].range.end, plans[from].range.end);
+      for (ValueId id : plans[from].values) plans[into].values.push_back(id);
       break;
     }
   }
