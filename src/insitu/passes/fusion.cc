@@ -70,9 +70,16 @@ void outline(Module& module, Computation& computation, const std::vector<Instruc
   Computation* body = module.add_computation_before(std::move(fused), &computation);
   std::unordered_map<const Instruction*, Instruction*> mapped;
   std::vector<Instruction*> operands;  // the fusion's operands, in order of first use
+  std::vector<Instruction*> copied_constants;
   for (Instruction* instruction : ordered) {
     for (Instruction* operand : instruction->operands()) {
       if (members.count(operand) || mapped.count(operand)) continue;
+      if (operand->opcode() == Opcode::kConstant && operand->shape().is_array() && operand->shape().rank() == 0) {
+        // a scalar constant is copied in (as XLA fuses constants): no operand, no buffer
+        mapped[operand] = body->add_instruction(clone_without_operands(*operand, names.unique(operand->name())));
+        copied_constants.push_back(operand);
+        continue;
+      }
       auto parameter = std::make_unique<Instruction>(Opcode::kParameter, names.unique(str_cat("param_", operands.size())),
                                                      operand->shape());
       parameter->parameter_number = static_cast<int64_t>(operands.size());
@@ -96,6 +103,10 @@ void outline(Module& module, Computation& computation, const std::vector<Instruc
   root->replace_all_uses_with(placed);
   if (computation.root() == root) computation.set_root(placed);
   for (auto it = ordered.rbegin(); it != ordered.rend(); ++it) computation.remove_instruction(*it);
+  // constants copied in that nothing outside reads any more
+  for (Instruction* constant : copied_constants)
+    if (constant->users().empty() && computation.root() != constant && constant->control_successors().empty())
+      computation.remove_instruction(constant);
 }
 
 // The entry and every computation reached from it through while/conditional/call.
