@@ -135,5 +135,53 @@ TEST(RuntimeReduceKernel, OtherReducesAreLeftToTheFallback) {
   EXPECT_FALSE(expect_reduce_matches(column_major, PrimitiveType::kF32, {4, 5}, 9));
 }
 
+// reduce-window(input, init) with `window` and to_apply ROOT = `op`(acc, x).
+std::string reduce_window_module(const std::string& type, const Dimensions& input, const Dimensions& output,
+                                 const std::string& window, const std::string& op) {
+  return str_cat("HloModule w\n\ncombine {\n  acc = ", type, "[] parameter(0)\n  x = ", type,
+                 "[] parameter(1)\n  ROOT r = ", type, "[] ", op, "(acc, x)\n}\n\nENTRY main {\n  input = ", type, "[",
+                 dims_text(input), "] parameter(0)\n  init = ", type, "[] parameter(1)\n  ROOT w = ", type, "[",
+                 dims_text(output), "] reduce-window(input, init), window={", window, "}, to_apply=combine\n}\n");
+}
+
+TEST(RuntimeReduceWindowKernel, WindowsPaddingStridesAndDilationsMatchEvaluator) {
+  struct Case {
+    Dimensions input, output;
+    const char* window;
+  };
+  const Case cases[] = {
+      {{4, 9}, {4, 9}, "size=1x9 pad=0_0x8_0"},          // jnp.cumsum along axis 1
+      {{4, 9}, {4, 9}, "size=4x1 pad=3_0x0_0"},          // along axis 0
+      {{6, 8}, {3, 4}, "size=2x2 stride=2x2"},           // pooling
+      {{5, 7}, {5, 4}, "size=3x3 stride=1x2 pad=1_1x1_1"},
+      {{4, 5}, {6, 5}, "size=2x1 pad=0_0x0_0 lhs_dilate=2x1"},  // base dilation: holes
+      {{9, 6}, {5, 6}, "size=3x1 rhs_dilate=2x1"},       // window dilation
+      {{120, 100}, {120, 100}, "size=1x5 pad=0_0x2_2"},  // big enough for threads
+  };
+  uint32_t seed = 500;
+  for (const Case& c : cases)
+    for (const char* op : {"add", "maximum", "minimum", "multiply"})
+      for (const auto& [name, type] : {std::pair{"f32", PrimitiveType::kF32}, std::pair{"s32", PrimitiveType::kS32},
+                                       std::pair{"bf16", PrimitiveType::kBF16}}) {
+        const std::string text = reduce_window_module(name, c.input, c.output, c.window, op);
+        StatusOr<std::unique_ptr<Module>> module = parse_module(text);
+        ASSERT_TRUE(module.ok()) << module.status().to_string() << text;
+        const Instruction* window = (*module)->entry()->root();
+        std::mt19937 rng(seed++);
+        Literal input = random_literal(type, c.input, rng);
+        Literal init = random_literal(type, {}, rng);
+        std::vector<const Literal*> pointers = {&input, &init};
+        StatusOr<Literal> expected = evaluate_computation(*(*module)->entry(), pointers);
+        ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+        for (int threads : {1, 2}) {
+          ThreadPool pool(threads);
+          Literal out(window->shape());
+          std::vector<ArrayView> views = {view_of(input), view_of(init)};
+          ASSERT_TRUE(run_reduce_window_kernel(*window, views, view_of(out), pool)) << text;
+          EXPECT_TRUE(same_values(out, *expected)) << text << "threads=" << threads;
+        }
+      }
+}
+
 }  // namespace
 }  // namespace insitu

@@ -45,6 +45,7 @@ bool is_kernel_opcode(Opcode opcode) {
     case Opcode::kConcatenate:
     case Opcode::kScatter:
     case Opcode::kReduce:
+    case Opcode::kReduceWindow:
     case Opcode::kDot: return true;
     default: return false;
   }

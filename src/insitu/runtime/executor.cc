@@ -236,6 +236,7 @@ Status Executor::run_kernel(const Step& step) {
   } else if (is_elementwise(opcode)) done = run_elementwise_kernel(instruction, operands, out, pool_);
   else if (opcode == Opcode::kDot) done = run_dot_kernel(instruction, operands, out, pool_);
   else if (opcode == Opcode::kReduce) done = run_reduce_kernel(instruction, operands, out, pool_);
+  else if (opcode == Opcode::kReduceWindow) done = run_reduce_window_kernel(instruction, operands, out, pool_);
   else if (opcode == Opcode::kFusion && step.loop_fusion != nullptr)
     done = run_loop_fusion(*step.loop_fusion, operands, out, pool_);
   else if (opcode == Opcode::kDynamicSlice || opcode == Opcode::kDynamicUpdateSlice)

@@ -71,6 +71,10 @@ bool run_dot_kernel(const Instruction& instruction, std::span<const ArrayView> o
 // and/or of the two parameters, in the evaluator's order. False otherwise (fallback).
 bool run_reduce_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
                        ThreadPool& pool);
+// reduce-window of one input with the same combiners, any window, padding, strides and
+// dilations (not window reversal).
+bool run_reduce_window_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
+                              const ArrayView& out, ThreadPool& pool);
 
 // fusion_kernels.cc: a kLoop fusion of elementwise ops, broadcasts and scalars, block by block
 // through the native elementwise kernels. Planned once (operand addresses may be null then;

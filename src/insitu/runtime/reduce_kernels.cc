@@ -9,6 +9,8 @@
 // as XLA's evaluator does. Only the order in which output elements are visited changes: when
 // the innermost dimension is kept, a block of neighbouring outputs is folded together, step by
 // step, so the input is read contiguously. Other reduces run in the evaluator (fallback).
+// reduce-window with the same combiners folds each window in row-major window order, skipping
+// padding and dilation holes, as the evaluator does (no double sums there).
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -203,6 +205,62 @@ void reduce_typed(const ReducePlan& plan, Combiner combiner, const T* input, T i
             });
 }
 
+// reduce-window: every output folds its window positions in row-major window order, skipping
+// padding and base-dilation holes, from the init value (no double sums: the evaluator folds
+// reduce-window through to_apply element by element).
+template <typename T>
+void reduce_window_typed(const Instruction& instruction, Combiner combiner, const Shape& input_shape, const T* input,
+                         T init, T* out, const Shape& out_shape, ThreadPool& pool) {
+  using C = ComputeType<T>;
+  const std::vector<WindowDimension>& window = instruction.window;
+  const int64_t rank = input_shape.rank();
+  const Dimensions input_strides = row_major_strides(input_shape.dimensions());
+  const Dimensions& out_dims = out_shape.dimensions();
+  int64_t window_count = 1;
+  for (const WindowDimension& w : window) window_count *= w.size;
+  const Opcode opcode = combiner.opcode;
+  const bool first = combiner.accumulator_first;
+  run_range(pool, out_shape.element_count(),
+            std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, window_count)),
+            [&](int64_t begin, int64_t end) {
+              Dimensions output_index(static_cast<size_t>(rank)), window_index(static_cast<size_t>(rank));
+              for (int64_t o = begin; o < end; ++o) {
+                for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
+                  output_index[d] = rest % out_dims[d];
+                  rest /= out_dims[d];
+                }
+                C acc = to_compute(init);
+                std::fill(window_index.begin(), window_index.end(), 0);
+                for (int64_t k = 0; k < window_count; ++k) {
+                  int64_t linear = 0;
+                  bool inside = true;
+                  for (int64_t d = 0; d < rank && inside; ++d) {
+                    const WindowDimension& w = window[d];
+                    int64_t position = output_index[d] * w.stride + window_index[d] * w.window_dilation - w.padding_low;
+                    if (position % w.base_dilation != 0) {
+                      inside = false;
+                      break;
+                    }
+                    position /= w.base_dilation;
+                    if (position < 0 || position >= input_shape.dimension(d)) inside = false;
+                    linear += position * input_strides[d];
+                  }
+                  if (inside) {
+                    const C x = to_compute(input[linear]);
+                    const C value = first ? combine(opcode, acc, x) : combine(opcode, x, acc);
+                    if constexpr (kIsHalfLike<T>) acc = to_compute(to_stored<T>(value));
+                    else acc = value;
+                  }
+                  for (int64_t d = rank - 1; d >= 0; --d) {  // next window position, row-major
+                    if (++window_index[d] < window[d].size) break;
+                    window_index[d] = 0;
+                  }
+                }
+                out[o] = to_stored<T>(acc);
+              }
+            });
+}
+
 }  // namespace
 }  // namespace kernels
 
@@ -228,6 +286,39 @@ bool run_reduce_kernel(const Instruction& instruction, std::span<const ArrayView
     kernels::reduce_typed<T>(plan, *combiner, reinterpret_cast<const T*>(input.data),
                              *reinterpret_cast<const T*>(init.data), reinterpret_cast<T*>(out.data),
                              out.element_count(), pool, sum_in_double);
+  });
+}
+
+bool run_reduce_window_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
+                              const ArrayView& out, ThreadPool& pool) {
+  if (instruction.opcode() != Opcode::kReduceWindow || operands.size() != 2) return false;
+  const ArrayView& input = operands[0];
+  const ArrayView& init = operands[1];
+  if (input.scalar || out.scalar || !input.shape->is_array() || !out.shape->is_array() || !init.shape->is_array())
+    return false;
+  if (init.shape->rank() != 0 || input.type() != init.type() || out.type() != input.type()) return false;
+  const int64_t rank = input.shape->rank();
+  if (static_cast<int64_t>(instruction.window.size()) != rank || out.shape->rank() != rank) return false;
+  for (int64_t d = 0; d < rank; ++d) {
+    const WindowDimension& w = instruction.window[d];
+    if (w.size <= 0 || w.stride <= 0 || w.base_dilation <= 0 || w.window_dilation <= 0 || w.window_reversal)
+      return false;
+    const int64_t extent = input.shape->dimension(d);
+    const int64_t dilated_base = extent == 0 ? 0 : (extent - 1) * w.base_dilation + 1;
+    const int64_t padded = dilated_base + w.padding_low + w.padding_high;
+    const int64_t dilated_window = (w.size - 1) * w.window_dilation + 1;
+    const int64_t expected = padded < dilated_window ? 0 : (padded - dilated_window) / w.stride + 1;
+    if (out.shape->dimension(d) != expected) return false;  // the fallback reports the mismatch
+  }
+  const std::optional<kernels::Combiner> combiner = kernels::simple_combiner(instruction);
+  if (!combiner) return false;
+  const bool bitwise = combiner->opcode == Opcode::kAnd || combiner->opcode == Opcode::kOr;
+  if (bitwise && is_floating(input.type())) return false;
+  return kernels::dispatch_native_numeric(input.type(), [&](auto tag) {
+    using T = decltype(tag);
+    kernels::reduce_window_typed<T>(instruction, *combiner, *input.shape, reinterpret_cast<const T*>(input.data),
+                                    *reinterpret_cast<const T*>(init.data), reinterpret_cast<T*>(out.data), *out.shape,
+                                    pool);
   });
 }
 
