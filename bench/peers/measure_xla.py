@@ -348,6 +348,22 @@ WHY = {
         "about 1 KiB: insitu keeps the [1,256] dot result live beside the fused add+tanh result, "
         "where XLA fuses dot+add+tanh into one; see the fusion note"),
     ("kv_cache_decode_loop", "small", "memory"): ("the [1,8] dot result beside the fused result; see the fusion note"),
+    ("softmax", "small", "memory"): (
+        "8 bytes: the two reduce init constants (-inf and 0), which insitu's peak counts and "
+        "memory_analysis leaves out; argument, output and the one [6] temp are the same as XLA's"),
+    ("embedding_lookup", "small", "memory"): (
+        "the clamped indices (s32[2,3]) and the in-bounds mask (pred[2,3,1]) are buffers of their "
+        "own, where XLA fuses the clamp, the gather and the mask into one loop fusion. What it "
+        "would take: fusing elementwise producers into gather"),
+    ("reshape_transpose_concat", "small", "memory"): (
+        "insitu's fusion pass fuses elementwise ops only, so concatenate, reshape, transpose, pad, "
+        "reverse and slice each write a buffer, where XLA fuses the whole chain into one loop "
+        "fusion that writes only the result. What it would take: data-movement ops inside loop "
+        "fusions (an index map per op, as XLA's elemental emitter computes them)"),
+    ("top_k_by_sort", "small", "memory"): (
+        "the sort's operands (the negated keys and the iota) and its results are separate "
+        "buffers; XLA computes the operands into the sort's result buffers and sorts them in "
+        "place. What it would take: a native sort that sorts in place when its operands die at it"),
 }
 
 

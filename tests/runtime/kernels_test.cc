@@ -72,6 +72,20 @@ TEST(RuntimeElementwiseKernels, UnaryOpsMatchEvaluator) {
   }
 }
 
+TEST(RuntimeElementwiseKernels, BitwiseOpsOverPredAndIntegersMatchEvaluator) {
+  std::mt19937 rng(21);
+  for (PrimitiveType type : {PrimitiveType::kPred, PrimitiveType::kS8, PrimitiveType::kS32, PrimitiveType::kS64,
+                             PrimitiveType::kU8, PrimitiveType::kU32, PrimitiveType::kU64}) {
+    for (Opcode opcode : {Opcode::kAnd, Opcode::kOr, Opcode::kXor}) {
+      Instruction op(opcode, "op", Shape::array(type, {5, 41}));
+      expect_same_as_evaluator(op, {random_literal(type, {5, 41}, rng), random_literal(type, {5, 41}, rng)});
+      expect_same_as_evaluator(op, {random_literal(type, {5, 41}, rng), random_literal(type, {}, rng)}, {false, true});
+    }
+    Instruction negation(Opcode::kNot, "not", Shape::array(type, {5, 41}));
+    expect_same_as_evaluator(negation, {random_literal(type, {5, 41}, rng)});
+  }
+}
+
 TEST(RuntimeElementwiseKernels, CompareMatchesEvaluatorInEveryDirection) {
   std::mt19937 rng(3);
   for (PrimitiveType type : kNumericTypes) {

@@ -1,5 +1,6 @@
 // Native elementwise kernels: add, subtract, multiply, divide, maximum, minimum, negate, abs,
-// exp, log, sqrt, rsqrt, tanh, compare and select over f32/f64/s32/s64/bf16/f16, with scalar
+// exp, log, sqrt, rsqrt, tanh, compare and select over f32/f64/s32/s64/bf16/f16, and/or/xor/not
+// over pred and every integer type, with scalar
 // operands (unmaterialized broadcasts) read as scalars. Large arrays split over the pool:
 // every element is computed independently, so the split cannot change a result. Semantics are
 // the reference evaluator's (elementwise_binary.cc, elementwise_unary.cc,
@@ -12,15 +13,6 @@
 #include "insitu/runtime/kernels.h"
 
 namespace insitu {
-
-void run_range(ThreadPool& pool, int64_t n, int64_t threshold, const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
-  if (n < threshold || pool.thread_count() == 1) {
-    fn(0, n);
-    return;
-  }
-  pool.parallel_for(n, fn);
-}
 
 namespace kernels {
 namespace {
@@ -79,8 +71,39 @@ T divide_value(T lhs, T rhs) {
   }
 }
 
+// Calls fn(T{}) for pred and the integer types (the operands of and/or/xor/not).
+template <typename Fn>
+bool dispatch_bitwise(PrimitiveType type, Fn&& fn) {
+  switch (type) {
+    case PrimitiveType::kPred: fn(bool{}); return true;
+    case PrimitiveType::kS8: fn(int8_t{}); return true;
+    case PrimitiveType::kS16: fn(int16_t{}); return true;
+    case PrimitiveType::kS32: fn(int32_t{}); return true;
+    case PrimitiveType::kS64: fn(int64_t{}); return true;
+    case PrimitiveType::kU8: fn(uint8_t{}); return true;
+    case PrimitiveType::kU16: fn(uint16_t{}); return true;
+    case PrimitiveType::kU32: fn(uint32_t{}); return true;
+    case PrimitiveType::kU64: fn(uint64_t{}); return true;
+    default: return false;
+  }
+}
+
+bool run_bitwise_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const ArrayView& out,
+                        ThreadPool& pool) {
+  return dispatch_bitwise(a.type(), [&](auto tag) {
+    using T = decltype(tag);
+    switch (opcode) {
+      case Opcode::kAnd: map_binary<T, T>(a, b, out, pool, [](T x, T y) { return static_cast<T>(x & y); }); break;
+      case Opcode::kOr: map_binary<T, T>(a, b, out, pool, [](T x, T y) { return static_cast<T>(x | y); }); break;
+      default: map_binary<T, T>(a, b, out, pool, [](T x, T y) { return static_cast<T>(x ^ y); }); break;
+    }
+  });
+}
+
 bool run_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const ArrayView& out, ThreadPool& pool) {
   if (a.type() != b.type() || out.type() != a.type()) return false;
+  if (opcode == Opcode::kAnd || opcode == Opcode::kOr || opcode == Opcode::kXor)
+    return run_bitwise_binary(opcode, a, b, out, pool);
   bool handled = true;
   const bool native = dispatch_native_numeric(a.type(), [&](auto tag) {
     using T = decltype(tag);
@@ -115,6 +138,13 @@ bool run_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const Arr
 
 bool run_unary(Opcode opcode, const ArrayView& a, const ArrayView& out, ThreadPool& pool) {
   if (out.type() != a.type()) return false;
+  if (opcode == Opcode::kNot) {
+    return dispatch_bitwise(a.type(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, bool>) map_unary<T, T>(a, out, pool, [](T x) { return !x; });
+      else map_unary<T, T>(a, out, pool, [](T x) { return static_cast<T>(~x); });
+    });
+  }
   bool handled = true;
   const bool native = dispatch_native_numeric(a.type(), [&](auto tag) {
     using T = decltype(tag);

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -40,8 +41,18 @@ inline constexpr int64_t kParallelElements = 1 << 15;
 // Copies at least this many bytes are split over the pool's workers.
 inline constexpr int64_t kParallelBytes = 1 << 20;
 
-// Runs fn(begin, end) over [0, n): in parallel when n >= threshold, inline otherwise.
-void run_range(ThreadPool& pool, int64_t n, int64_t threshold, const std::function<void(int64_t, int64_t)>& fn);
+// Runs fn(begin, end) over [0, n): in parallel when n >= threshold, inline otherwise. The inline
+// path calls fn directly (no std::function, no allocation): tiny kernels, as a fused block or a
+// comparator's ops are, cost only their arithmetic.
+template <typename Fn>
+void run_range(ThreadPool& pool, int64_t n, int64_t threshold, Fn&& fn) {
+  if (n <= 0) return;
+  if (n < threshold || pool.thread_count() == 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  pool.parallel_for(n, std::function<void(int64_t, int64_t)>(std::forward<Fn>(fn)));
+}
 
 // memcpy, split over the pool for large sizes.
 void copy_bytes_parallel(ThreadPool& pool, uint8_t* to, const uint8_t* from, int64_t bytes);
