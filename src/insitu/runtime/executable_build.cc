@@ -281,6 +281,12 @@ Status Executable::build() {
           }
           if (step.loop_fusion != nullptr) step.kind = StepKind::kKernel;
         }
+      } else if (opcode == Opcode::kSort || opcode == Opcode::kReduce) {
+        // comparator / combiner as a scalar program over native kernels when it has one
+        ThreadPool planning(1);
+        if (instruction->called_computations().size() == 1)
+          step.loop_fusion = plan_scalar_program(*instruction->called_computations()[0], planning);
+        step.kind = opcode == Opcode::kReduce || step.loop_fusion != nullptr ? StepKind::kKernel : StepKind::kFallback;
       } else if (is_kernel_opcode(opcode)) {
         step.kind = StepKind::kKernel;
       } else if (has_fallback(opcode)) {

@@ -204,8 +204,32 @@ std::optional<Status> Executor::run_native_custom_call(const Step& step, const N
   return native(*step.instruction, operands, outputs, pool_, stats_);
 }
 
+// sort, and reduce with several results or a combiner the plain reduce kernel does not take:
+// their to_apply runs as the step's scalar program. Operands and outputs must not overlap.
+Status Executor::run_program_step(const Step& step) {
+  const Instruction& instruction = *step.instruction;
+  std::vector<ArrayView> operands, outputs;
+  for (const std::vector<Leaf>& leaves : step.operands) {
+    if (leaves.size() != 1 || leaves[0].allocation < 0) return run_fallback_step(step);
+    operands.push_back(view(leaves[0]));
+  }
+  for (const Leaf& leaf : step.outputs) {
+    if (leaf.allocation < 0 || leaf.scalar) return run_fallback_step(step);
+    outputs.push_back(view(leaf));
+  }
+  for (const ArrayView& out : outputs)
+    for (const ArrayView& operand : operands)
+      if (overlaps(operand.data, operand.byte_size(), out.data, out.byte_size())) return run_fallback_step(step);
+  const bool done = instruction.opcode() == Opcode::kSort
+                        ? run_sort_kernel(instruction, *step.loop_fusion, operands, outputs, pool_)
+                        : run_reduce_program(instruction, *step.loop_fusion, operands, outputs, pool_);
+  return done ? ok_status() : run_fallback_step(step);
+}
+
 Status Executor::run_kernel(const Step& step) {
   const Instruction& instruction = *step.instruction;
+  if (step.loop_fusion != nullptr && (instruction.opcode() == Opcode::kSort || step.outputs.size() != 1))
+    return run_program_step(step);
   if (step.outputs.size() != 1 || step.outputs[0].scalar) return run_fallback_step(step);
   const ArrayView out = view(step.outputs[0]);
   std::vector<ArrayView> operands;
@@ -235,7 +259,10 @@ Status Executor::run_kernel(const Step& step) {
     if (!status.ok()) return status;
   } else if (is_elementwise(opcode)) done = run_elementwise_kernel(instruction, operands, out, pool_);
   else if (opcode == Opcode::kDot) done = run_dot_kernel(instruction, operands, out, pool_);
-  else if (opcode == Opcode::kReduce) done = run_reduce_kernel(instruction, operands, out, pool_);
+  else if (opcode == Opcode::kReduce) {
+    done = run_reduce_kernel(instruction, operands, out, pool_);
+    if (!done && step.loop_fusion != nullptr) return run_program_step(step);
+  }
   else if (opcode == Opcode::kReduceWindow) done = run_reduce_window_kernel(instruction, operands, out, pool_);
   else if (opcode == Opcode::kFusion && step.loop_fusion != nullptr)
     done = run_loop_fusion(*step.loop_fusion, operands, out, pool_);

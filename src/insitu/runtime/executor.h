@@ -32,6 +32,7 @@ class Executor {
   void move_leaves(const std::vector<Leaf>& from, const std::vector<Leaf>& to);
   Status run_step(const Step& step);
   Status run_while(const Step& step);
+  Status run_program_step(const Step& step);
   Status run_kernel(const Step& step);
   Status run_fallback_step(const Step& step);
   std::optional<Status> run_native_custom_call(const Step& step, const NativeCustomCall& native);

@@ -41,7 +41,8 @@ struct Node {
 struct LoopFusion {
   using Node = fusion_kernel::Node;
   std::vector<Node> nodes;
-  int root = -1;
+  int root = -1;                       // the node written straight into the result; -1: none
+  std::vector<int> outputs;            // scalar programs: the nodes of the root (tuple elements)
   int64_t scratch_bytes = 0;
   std::vector<int64_t> dimensions;     // the result's
   int64_t count = 0;                   // result elements
@@ -54,10 +55,11 @@ namespace {
 
 using Plan = LoopFusion;
 
-bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out, Plan& plan) {
-  if (fusion.called_computations().size() != 1 || !out.shape->is_array() || out.scalar) return false;
-  const Computation& body = *fusion.called_computations()[0];
-  const std::vector<int64_t>& dimensions = out.shape->dimensions();
+// Plans `body` over a result of `dimensions` (`count` elements). A scalar program (the root a
+// tuple, or `scalar_program`) keeps every value in scratch and lists the root's nodes in
+// `outputs`; a fusion writes its root op straight into the result.
+bool plan_computation(const Computation& body, std::span<const ArrayView> operands,
+                      const std::vector<int64_t>& dimensions, int64_t count, bool scalar_program, Plan& plan) {
   std::vector<const Instruction*> order;
   for (const Instruction* instruction : body.instructions()) order.push_back(instruction);
   if (order.empty() || order.back() != body.root()) return false;
@@ -68,6 +70,14 @@ bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
     return -1;
   };
   for (const Instruction* instruction : order) {
+    if (instruction->opcode() == Opcode::kTuple && instruction == body.root() && scalar_program) {
+      for (const Instruction* operand : instruction->operands()) {
+        const int source = node_of(operand);
+        if (source < 0 || plan.nodes[source].kind == NodeKind::kFull) return false;
+        plan.outputs.push_back(source);
+      }
+      break;
+    }
     Node node;
     node.instruction = instruction;
     const Shape& shape = instruction->shape();
@@ -124,22 +134,33 @@ bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
         break;
       }
     }
-    if ((node.kind == NodeKind::kOp || node.kind == NodeKind::kBroadcast) && instruction != body.root()) {
+    if ((node.kind == NodeKind::kOp || node.kind == NodeKind::kBroadcast) &&
+        (instruction != body.root() || scalar_program)) {
       node.scratch = plan.scratch_bytes;
       plan.scratch_bytes += (node.width * kBlock + 15) / 16 * 16;
     }
     index.emplace_back(instruction, static_cast<int>(plan.nodes.size()));
     plan.nodes.push_back(std::move(node));
   }
-  plan.root = static_cast<int>(plan.nodes.size()) - 1;
   plan.dimensions = dimensions;
-  plan.count = out.element_count();
+  plan.count = count;
   const int64_t tail = plan.count % kBlock == 0 ? kBlock : plan.count % kBlock;
   for (const Node& node : plan.nodes) {
     plan.block_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {kBlock}));
     plan.tail_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {tail}));
   }
+  if (scalar_program) {
+    if (plan.outputs.empty()) plan.outputs.push_back(static_cast<int>(plan.nodes.size()) - 1);
+    return true;
+  }
+  plan.root = static_cast<int>(plan.nodes.size()) - 1;
   return plan.nodes[plan.root].kind == NodeKind::kOp;
+}
+
+bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out, Plan& plan) {
+  if (fusion.called_computations().size() != 1 || !out.shape->is_array() || out.scalar) return false;
+  return plan_computation(*fusion.called_computations()[0], operands, out.shape->dimensions(), out.element_count(),
+                          /*scalar_program=*/false, plan);
 }
 
 // Views of one block [begin, begin + length) of every node; runs the ops. False when an op has
@@ -237,6 +258,11 @@ class BlockRunner {
     }
   }
 
+public:
+  // The element of node n after run(0, 1) (a scalar program's outputs).
+  const uint8_t* value(int n) const { return views_[n].data; }
+
+ private:
   const Plan& plan_;
   std::span<const ArrayView> operands_;
   uint8_t* out_;
@@ -276,6 +302,37 @@ LoopFusionPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayV
   LoopFusionPtr plan(new LoopFusion);
   if (!fusion_kernel::plan_fusion(fusion, operands, out, *plan) || !fusion_kernel::probe(*plan, pool)) return nullptr;
   return plan;
+}
+
+LoopFusionPtr plan_scalar_program(const Computation& computation, ThreadPool& pool) {
+  if (computation.parameter_count() > 16) return nullptr;  // run_scalar_program's argument limit
+  std::vector<ArrayView> operands;
+  for (const Instruction* parameter : computation.parameters()) {
+    if (parameter == nullptr || !parameter->shape().is_array() || parameter->shape().rank() != 0) return nullptr;
+    operands.push_back(ArrayView{nullptr, &parameter->shape(), false});
+  }
+  for (const Instruction* instruction : computation.instructions())
+    if (instruction->shape().is_array() ? instruction->shape().rank() != 0 : instruction != computation.root())
+      return nullptr;
+  LoopFusionPtr plan(new LoopFusion);
+  if (!fusion_kernel::plan_computation(computation, operands, {}, 1, /*scalar_program=*/true, *plan) ||
+      !fusion_kernel::probe(*plan, pool))
+    return nullptr;
+  return plan;
+}
+
+void run_scalar_program(const LoopFusion& program, std::span<const uint8_t* const> arguments,
+                        std::span<uint8_t* const> results, ThreadPool& pool) {
+  constexpr size_t kMaxArguments = 16;
+  ArrayView operands[kMaxArguments];
+  const size_t count = std::min(arguments.size(), kMaxArguments);
+  for (size_t i = 0; i < count; ++i) operands[i].data = const_cast<uint8_t*>(arguments[i]);
+  fusion_kernel::BlockRunner runner(program, std::span<const ArrayView>(operands, count), nullptr, pool);
+  if (!runner.run(0, 1)) INSITU_UNREACHABLE("a scalar program's op passed the probe but declined");
+  for (size_t i = 0; i < program.outputs.size() && i < results.size(); ++i) {
+    const fusion_kernel::Node& node = program.nodes[program.outputs[i]];
+    std::memcpy(results[i], runner.value(program.outputs[i]), static_cast<size_t>(node.width));
+  }
 }
 
 bool run_loop_fusion(const LoopFusion& plan, std::span<const ArrayView> operands, const ArrayView& out,

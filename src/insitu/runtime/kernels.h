@@ -26,6 +26,8 @@
 
 namespace insitu {
 
+struct LoopFusion;  // a planned loop fusion or scalar program (fusion_kernels.cc)
+
 struct ArrayView {
   uint8_t* data = nullptr;
   const Shape* shape = nullptr;
@@ -82,6 +84,10 @@ bool run_dot_kernel(const Instruction& instruction, std::span<const ArrayView> o
 // and/or of the two parameters, in the evaluator's order. False otherwise (fallback).
 bool run_reduce_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
                        ThreadPool& pool);
+// Any reduce (N inputs, N inits, N results) by its combiner planned as a scalar program, in the
+// evaluator's fold order. Outputs must not overlap inputs.
+bool run_reduce_program(const Instruction& instruction, const LoopFusion& combiner,
+                        std::span<const ArrayView> operands, std::span<const ArrayView> outputs, ThreadPool& pool);
 // reduce-window of one input with the same combiners, any window, padding, strides and
 // dilations (not window reversal).
 bool run_reduce_window_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
@@ -91,7 +97,6 @@ bool run_reduce_window_kernel(const Instruction& instruction, std::span<const Ar
 // through the native elementwise kernels. Planned once (operand addresses may be null then;
 // only shapes and scalar flags count), run many times; nullptr when anything inside has no
 // native path (the fallback runs the fusion).
-struct LoopFusion;
 struct LoopFusionDeleter {
   void operator()(LoopFusion* fusion) const;
 };
@@ -100,6 +105,18 @@ LoopFusionPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayV
                                ThreadPool& pool);
 bool run_loop_fusion(const LoopFusion& plan, std::span<const ArrayView> operands, const ArrayView& out,
                      ThreadPool& pool);
+// A scalar computation (a sort comparator, a reduce's combiner: scalar parameters, constants and
+// elementwise ops, the root an op or a tuple) as a program over the same native kernels, so it
+// computes what the evaluator does; nullptr when something in it has no native path.
+// run_scalar_program reads one element per parameter and writes one per root leaf.
+LoopFusionPtr plan_scalar_program(const Computation& computation, ThreadPool& pool);
+void run_scalar_program(const LoopFusion& program, std::span<const uint8_t* const> arguments,
+                        std::span<uint8_t* const> results, ThreadPool& pool);
+
+// sort_kernels.cc: sort of N operands along one dimension by a comparator planned as a scalar
+// program, the evaluator's std::stable_sort step for step. Outputs must not overlap operands.
+bool run_sort_kernel(const Instruction& sort, const LoopFusion& comparator, std::span<const ArrayView> operands,
+                     std::span<const ArrayView> outputs, ThreadPool& pool);
 
 // scatter_kernels.cc: single-operand scatter in place, in the evaluator's order. A combiner
 // that fails sets `status` (the kernel still returns true: it handled the op).

@@ -9,6 +9,9 @@
 // as XLA's evaluator does. Only the order in which output elements are visited changes: when
 // the innermost dimension is kept, a block of neighbouring outputs is folded together, step by
 // step, so the input is read contiguously. Other reduces run in the evaluator (fallback).
+// Any other combiner (argmax's (value, index) pair, several inputs) runs as a scalar program
+// (run_reduce_program), element by element in the same order: no double sums there, as in the
+// evaluator's fold through to_apply.
 // reduce-window with the same combiners folds each window in row-major window order, skipping
 // padding and dilation holes, as the evaluator does (no double sums there).
 #include <algorithm>
@@ -320,6 +323,68 @@ bool run_reduce_window_kernel(const Instruction& instruction, std::span<const Ar
                                     *reinterpret_cast<const T*>(init.data), reinterpret_cast<T*>(out.data), *out.shape,
                                     pool);
   });
+}
+
+bool run_reduce_program(const Instruction& instruction, const LoopFusion& combiner,
+                        std::span<const ArrayView> operands, std::span<const ArrayView> outputs, ThreadPool& pool) {
+  if (instruction.opcode() != Opcode::kReduce || operands.size() % 2 != 0 || operands.empty()) return false;
+  const size_t n = operands.size() / 2;
+  if (outputs.size() != n || n > 8) return false;
+  const Shape& input_shape = *operands[0].shape;
+  std::vector<int64_t> widths, input_widths;
+  for (size_t i = 0; i < n; ++i) {
+    const ArrayView& input = operands[i];
+    const ArrayView& init = operands[n + i];
+    if (input.scalar || init.scalar || outputs[i].scalar || !input.shape->is_array() || !init.shape->is_array() ||
+        !outputs[i].shape->is_array())
+      return false;
+    if (input.shape->dimensions() != input_shape.dimensions() || init.shape->rank() != 0 ||
+        outputs[i].type() != init.type() || !kernels::is_row_major_layout(*input.shape))
+      return false;
+    widths.push_back(byte_width(init.type()));
+    input_widths.push_back(byte_width(input.type()));
+  }
+  kernels::ReducePlan plan;
+  if (!kernels::plan_reduce(instruction, input_shape, plan)) return false;
+  const int64_t count = outputs[0].element_count();
+  for (size_t i = 1; i < n; ++i)
+    if (outputs[i].element_count() != count) return false;
+  if (count * static_cast<int64_t>(plan.runs.size()) * plan.run != input_shape.element_count()) return false;
+  const int64_t per_output = static_cast<int64_t>(plan.runs.size()) * plan.run;
+  const int64_t kept = static_cast<int64_t>(plan.kept_sizes.size());
+  run_range(pool, count, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, per_output * 16)),
+            [&](int64_t begin, int64_t end) {
+              // accumulators and the combiner's results, 8 bytes per operand each
+              uint64_t accumulators[8], next[8];
+              const uint8_t* arguments[16];
+              uint8_t* results[8];
+              for (size_t i = 0; i < n; ++i) {
+                arguments[i] = reinterpret_cast<const uint8_t*>(&accumulators[i]);
+                results[i] = reinterpret_cast<uint8_t*>(&next[i]);
+              }
+              for (int64_t o = begin; o < end; ++o) {
+                int64_t base = 0;
+                for (int64_t d = kept - 1, rest = o; d >= 0; --d) {
+                  base += (rest % plan.kept_sizes[d]) * plan.kept_strides[d];
+                  rest /= plan.kept_sizes[d];
+                }
+                for (size_t i = 0; i < n; ++i)
+                  std::memcpy(&accumulators[i], operands[n + i].data, static_cast<size_t>(widths[i]));
+                for (int64_t r : plan.runs) {
+                  for (int64_t k = 0; k < plan.run; ++k) {
+                    for (size_t i = 0; i < n; ++i)
+                      arguments[n + i] = operands[i].data + (base + r + k) * input_widths[i];
+                    run_scalar_program(combiner, std::span<const uint8_t* const>(arguments, 2 * n),
+                                       std::span<uint8_t* const>(results, n), pool);
+                    for (size_t i = 0; i < n; ++i)
+                      std::memcpy(&accumulators[i], &next[i], static_cast<size_t>(widths[i]));
+                  }
+                }
+                for (size_t i = 0; i < n; ++i)
+                  std::memcpy(outputs[i].data + o * widths[i], &accumulators[i], static_cast<size_t>(widths[i]));
+              }
+            });
+  return true;
 }
 
 }  // namespace insitu

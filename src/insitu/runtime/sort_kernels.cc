@@ -1,0 +1,80 @@
+// Native sort of the CPU runtime: N operands sorted together along one dimension by a
+// comparator computation run as a scalar program (fusion_kernels.cc) over the native
+// elementwise kernels.
+//
+// It is the reference evaluator's sort (src/insitu/evaluator/sort.cc) step for step: every 1-D
+// slice gets the permutation std::stable_sort computes with comparator(a_0, b_0, a_1, b_1, ...)
+// as "a goes before b", and every operand is permuted by it, so results are bit for bit the
+// evaluator's (including for comparators that are not strict weak orders). Slices are split
+// over the pool.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "insitu/evaluator/index_util.h"
+#include "insitu/runtime/kernels.h"
+
+namespace insitu {
+
+bool run_sort_kernel(const Instruction& sort, const LoopFusion& comparator, std::span<const ArrayView> operands,
+                     std::span<const ArrayView> outputs, ThreadPool& pool) {
+  if (sort.opcode() != Opcode::kSort || operands.empty() || operands.size() != outputs.size()) return false;
+  if (operands.size() > 8 || sort.dimensions.size() != 1) return false;
+  const Shape& shape = *operands[0].shape;
+  const int64_t rank = shape.rank();
+  const int64_t dimension = sort.dimensions[0];
+  if (dimension < 0 || dimension >= rank) return false;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (operands[i].scalar || outputs[i].scalar || !operands[i].shape->is_array() || !outputs[i].shape->is_array())
+      return false;
+    if (operands[i].shape->dimensions() != shape.dimensions() || outputs[i].shape->dimensions() != shape.dimensions() ||
+        operands[i].type() != outputs[i].type())
+      return false;
+  }
+  const std::vector<int64_t> strides = row_major_strides(shape.dimensions());
+  const int64_t length = shape.dimension(dimension);
+  const int64_t step = strides[dimension];
+  const int64_t count = shape.element_count();
+  const int64_t slices = length == 0 ? 0 : count / length;
+  const size_t n = operands.size();
+  std::vector<int64_t> widths;
+  for (const ArrayView& operand : operands) widths.push_back(byte_width(operand.type()));
+  // slice s -> the offset of its first element: s walks the other dimensions in row-major order
+  auto base_of = [&](int64_t slice) {
+    int64_t base = 0;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (d == dimension) continue;
+      base += (slice % shape.dimension(d)) * strides[d];
+      slice /= shape.dimension(d);
+    }
+    return base;
+  };
+  run_range(pool, slices, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, length * 16)),
+            [&](int64_t begin, int64_t end) {
+              std::vector<int64_t> permutation(static_cast<size_t>(length));
+              const uint8_t* arguments[16];
+              bool answer = false;
+              uint8_t* results[1] = {reinterpret_cast<uint8_t*>(&answer)};
+              for (int64_t slice = begin; slice < end; ++slice) {
+                const int64_t base = base_of(slice);
+                std::iota(permutation.begin(), permutation.end(), int64_t{0});
+                std::stable_sort(permutation.begin(), permutation.end(), [&](int64_t a, int64_t b) {
+                  for (size_t i = 0; i < n; ++i) {
+                    arguments[2 * i] = operands[i].data + (base + a * step) * widths[i];
+                    arguments[2 * i + 1] = operands[i].data + (base + b * step) * widths[i];
+                  }
+                  run_scalar_program(comparator, std::span<const uint8_t* const>(arguments, 2 * n), results, pool);
+                  return answer;
+                });
+                for (size_t i = 0; i < n; ++i)
+                  for (int64_t j = 0; j < length; ++j)
+                    std::memcpy(outputs[i].data + (base + j * step) * widths[i],
+                                operands[i].data + (base + permutation[j] * step) * widths[i],
+                                static_cast<size_t>(widths[i]));
+              }
+            });
+  return true;
+}
+
+}  // namespace insitu

@@ -1,0 +1,171 @@
+// Sort and reduce whose to_apply runs as a scalar program over the native kernels (sort with
+// JAX's NaN-canonicalizing total-order comparator, key/value sorts, a comparator that is not a
+// strict weak order; argmax/argmin as a variadic reduce with ties and NaN; a two-input reduce
+// over several dimensions), end to end through Executable against the reference evaluator,
+// bit for bit, on 1 and 2 threads, with no instruction left to the fallback.
+#include "executable_test_util.h"
+
+namespace insitu {
+namespace {
+
+using testing_runtime::compile;
+using testing_runtime::Compiled;
+using testing_runtime::flatten;
+using testing_runtime::to_handles;
+
+// Arguments with NaN, infinities, -0 and ties mixed in (make_arguments gives plain values).
+std::vector<Literal> special_arguments(const Module& module, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Literal> arguments;
+  for (const Instruction* parameter : module.entry()->parameters()) {
+    Literal argument(parameter->shape());
+    dispatch_element_type(argument.shape().element_type(), [&](auto tag) {
+      using T = decltype(tag);
+      for (auto& value : argument.template data<T>()) {
+        const unsigned pick = rng() % 12;
+        if constexpr (std::is_floating_point_v<T>) {
+          value = pick == 0   ? std::numeric_limits<T>::quiet_NaN()
+                  : pick == 1 ? -std::numeric_limits<T>::infinity()
+                  : pick == 2 ? T(-0.0)
+                  : pick == 3 ? T(0.0)
+                              : static_cast<T>(static_cast<int>(rng() % 7) - 3);  // ties
+        } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          value = static_cast<T>(static_cast<int>(rng() % 9) - 4);
+        }
+      }
+    });
+    arguments.push_back(std::move(argument));
+  }
+  return arguments;
+}
+
+void expect_native_matches_evaluator(const char* text) {
+  Compiled compiled = compile(text);
+  ASSERT_TRUE(compiled.executable != nullptr);
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const std::vector<Literal> arguments = special_arguments(*compiled.original, seed);
+    StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    std::vector<Literal> expected_leaves;
+    flatten(*expected, expected_leaves);
+    for (int threads : {1, 2}) {
+      ExecutionStats stats;
+      StatusOr<std::vector<BufferHandle>> results =
+          compiled.executable->execute(to_handles(arguments), {.threads = threads, .stats = &stats});
+      ASSERT_TRUE(results.ok()) << results.status().to_string();
+      ASSERT_EQ(results->size(), expected_leaves.size());
+      for (size_t i = 0; i < expected_leaves.size(); ++i) {
+        Literal actual = *(*results)[i].to_literal();
+        EXPECT_TRUE(actual == expected_leaves[i]) << "result " << i << " seed " << seed << " threads " << threads
+                                                  << ": runtime " << actual.to_string() << " evaluator "
+                                                  << expected_leaves[i].to_string();
+      }
+      EXPECT_EQ(stats.fallback_ops_executed, 0) << text;
+    }
+  }
+}
+
+TEST(RuntimeProgramKernels, JaxFloatSortAndKeyValueSortMatchEvaluator) {
+  expect_native_matches_evaluator(R"(
+HloModule sorts
+
+canonical_less {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  nan = f32[] constant(nan)
+  zero = f32[] constant(0)
+  a_zero = pred[] compare(a, zero), direction=EQ
+  a0 = f32[] select(a_zero, zero, a)
+  a_nan = pred[] compare(a, a), direction=NE
+  ca = f32[] select(a_nan, nan, a0)
+  b_zero = pred[] compare(b, zero), direction=EQ
+  b0 = f32[] select(b_zero, zero, b)
+  b_nan = pred[] compare(b, b), direction=NE
+  cb = f32[] select(b_nan, nan, b0)
+  ROOT lt = pred[] compare(ca, cb), direction=LT, type=TOTALORDER
+}
+
+key_less {
+  ka = s32[] parameter(0)
+  kb = s32[] parameter(1)
+  va = f32[] parameter(2)
+  vb = f32[] parameter(3)
+  ROOT lt = pred[] compare(ka, kb), direction=LT
+}
+
+partial_greater {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT gt = pred[] compare(a, b), direction=GT
+}
+
+ENTRY main {
+  x = f32[40] parameter(0)
+  k = s32[7,9] parameter(1)
+  v = f32[7,9] parameter(2)
+  m = f32[6,50] parameter(3)
+  sorted = f32[40] sort(x), dimensions={0}, is_stable=true, to_apply=canonical_less
+  pairs = (s32[7,9], f32[7,9]) sort(k, v), dimensions={0}, is_stable=true, to_apply=key_less
+  keys = s32[7,9] get-tuple-element(pairs), index=0
+  values = f32[7,9] get-tuple-element(pairs), index=1
+  rows = f32[6,50] sort(m), dimensions={1}, to_apply=partial_greater
+  ROOT t = (f32[40], s32[7,9], f32[7,9], f32[6,50]) tuple(sorted, keys, values, rows)
+}
+)");
+}
+
+TEST(RuntimeProgramKernels, ArgmaxAndTwoInputReducesMatchEvaluator) {
+  expect_native_matches_evaluator(R"(
+HloModule argmax
+
+argmax {
+  a = f32[] parameter(0)
+  ia = s32[] parameter(1)
+  b = f32[] parameter(2)
+  ib = s32[] parameter(3)
+  gt = pred[] compare(a, b), direction=GT
+  a_nan = pred[] compare(a, a), direction=NE
+  pick_a = pred[] or(gt, a_nan)
+  value = f32[] select(pick_a, a, b)
+  eq = pred[] compare(a, b), direction=EQ
+  lower = pred[] compare(ia, ib), direction=LT
+  tie = pred[] and(eq, lower)
+  pick_index = pred[] or(pick_a, tie)
+  index = s32[] select(pick_index, ia, ib)
+  ROOT r = (f32[], s32[]) tuple(value, index)
+}
+
+sum_and_max {
+  s = f32[] parameter(0)
+  m = s32[] parameter(1)
+  x = f32[] parameter(2)
+  y = s32[] parameter(3)
+  sum = f32[] add(s, x)
+  max = s32[] maximum(m, y)
+  ROOT r = (f32[], s32[]) tuple(sum, max)
+}
+
+ENTRY main {
+  x = f32[9,33] parameter(0)
+  y = s32[4,5,6] parameter(1)
+  z = f32[4,5,6] parameter(2)
+  iota = s32[9,33] iota(), iota_dimension=1
+  ninf = f32[] constant(-inf)
+  zero = s32[] constant(0)
+  best = (f32[9], s32[9]) reduce(x, iota, ninf, zero), dimensions={1}, to_apply=argmax
+  columns = (f32[33], s32[33]) reduce(x, iota, ninf, zero), dimensions={0}, to_apply=argmax
+  f0 = f32[] constant(0.5)
+  low = s32[] constant(-100)
+  both = (f32[5], s32[5]) reduce(z, y, f0, low), dimensions={0,2}, to_apply=sum_and_max
+  b0 = f32[9] get-tuple-element(best), index=0
+  b1 = s32[9] get-tuple-element(best), index=1
+  c1 = s32[33] get-tuple-element(columns), index=1
+  s0 = f32[5] get-tuple-element(both), index=0
+  s1 = s32[5] get-tuple-element(both), index=1
+  ROOT t = (f32[9], s32[9], s32[33], f32[5], s32[5]) tuple(b0, b1, c1, s0, s1)
+}
+)");
+}
+
+}  // namespace
+}  // namespace insitu
