@@ -49,7 +49,7 @@ TEST(RuntimeElementwiseKernels, BinaryOpsMatchEvaluator) {
   std::mt19937 rng(1);
   for (PrimitiveType type : kNumericTypes) {
     for (Opcode opcode : {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply, Opcode::kDivide, Opcode::kMaximum,
-                          Opcode::kMinimum}) {
+                          Opcode::kMinimum, Opcode::kRemainder}) {
       Instruction op(opcode, "op", Shape::array(type, {7, 33}));
       expect_same_as_evaluator(op, {random_literal(type, {7, 33}, rng), random_literal(type, {7, 33}, rng)});
       // A scalar broadcast on either side, read as a scalar.
@@ -62,7 +62,7 @@ TEST(RuntimeElementwiseKernels, BinaryOpsMatchEvaluator) {
 TEST(RuntimeElementwiseKernels, UnaryOpsMatchEvaluator) {
   std::mt19937 rng(2);
   for (PrimitiveType type : kNumericTypes) {
-    std::vector<Opcode> opcodes = {Opcode::kNegate, Opcode::kAbs};
+    std::vector<Opcode> opcodes = {Opcode::kNegate, Opcode::kAbs, Opcode::kSign};
     if (is_floating(type))
       opcodes.insert(opcodes.end(), {Opcode::kExp, Opcode::kLog, Opcode::kSqrt, Opcode::kRsqrt, Opcode::kTanh});
     for (Opcode opcode : opcodes) {
@@ -83,6 +83,26 @@ TEST(RuntimeElementwiseKernels, BitwiseOpsOverPredAndIntegersMatchEvaluator) {
     }
     Instruction negation(Opcode::kNot, "not", Shape::array(type, {5, 41}));
     expect_same_as_evaluator(negation, {random_literal(type, {5, 41}, rng)});
+    if (type == PrimitiveType::kPred) continue;
+    // shift amounts in [-3, 70]: negative and >= the width shift everything out
+    for (Opcode opcode : {Opcode::kShiftLeft, Opcode::kShiftRightLogical, Opcode::kShiftRightArithmetic}) {
+      Instruction shift(opcode, "shift", Shape::array(type, {5, 41}));
+      Literal amounts = random_literal(type, {5, 41}, rng);
+      dispatch_element_type(type, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+          for (T& amount : amounts.data<T>()) amount = static_cast<T>(static_cast<int>(rng() % 74) - 3);
+      });
+      expect_same_as_evaluator(shift, {random_literal(type, {5, 41}, rng), std::move(amounts)});
+    }
+  }
+}
+
+TEST(RuntimeElementwiseKernels, IsFiniteMatchesEvaluator) {
+  std::mt19937 rng(22);
+  for (PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kF64, PrimitiveType::kBF16, PrimitiveType::kF16}) {
+    Instruction finite(Opcode::kIsFinite, "finite", Shape::array(PrimitiveType::kPred, {301}));
+    expect_same_as_evaluator(finite, {random_literal(type, {301}, rng)});
   }
 }
 

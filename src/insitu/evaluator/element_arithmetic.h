@@ -61,6 +61,60 @@ inline T minimum_value(T lhs, T rhs) {
   return (rhs < lhs) ? rhs : lhs;
 }
 
+// x % 0 == x; INT_MIN % -1 == 0; floats: fmod; pred: x % false == x.
+template <typename T>
+inline T remainder_value(T lhs, T rhs) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return rhs ? false : lhs;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (rhs == 0) return lhs;
+    if constexpr (std::is_signed_v<T>) {
+      if (rhs == -1 && lhs == std::numeric_limits<T>::min()) return 0;
+    }
+    return static_cast<T>(lhs % rhs);
+  } else {
+    return std::fmod(lhs, rhs);
+  }
+}
+
+// An amount >= the bit width (read as unsigned, so negative amounts too) shifts everything out.
+template <typename T>
+inline bool shift_out_of_range(T amount) {
+  return static_cast<std::make_unsigned_t<T>>(amount) >= std::numeric_limits<std::make_unsigned_t<T>>::digits;
+}
+
+template <typename T>
+inline T shift_left_value(T lhs, T rhs) {
+  if (shift_out_of_range(rhs)) return T(0);
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(as_unsigned(lhs) << rhs));
+}
+
+template <typename T>
+inline T shift_right_logical_value(T lhs, T rhs) {
+  if (shift_out_of_range(rhs)) return T(0);
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(lhs) >> rhs);
+}
+
+template <typename T>
+inline T shift_right_arithmetic_value(T lhs, T rhs) {
+  const auto value = static_cast<std::make_signed_t<T>>(lhs);
+  if (shift_out_of_range(rhs)) return static_cast<T>(value < 0 ? -1 : 0);
+  return static_cast<T>(value >> rhs);
+}
+
+// sign: -1, 0 or 1 for integers; floats keep -0, +0 and NaN.
+template <typename T>
+inline T sign_value(T x) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>((T(0) < x) - (x < T(0)));
+  } else if constexpr (kIsComplex<T>) {
+    auto magnitude = std::abs(x);
+    return magnitude == 0 ? T(0) : x / magnitude;
+  } else {
+    return std::isnan(x) ? x : std::copysign(static_cast<T>(x != T(0)), x);  // keeps -0 and +0
+  }
+}
+
 template <typename To, typename From>
 inline To convert_value(From value) {
   if constexpr (std::is_same_v<To, From>) {

@@ -33,20 +33,6 @@ T divide(T lhs, T rhs) {
   }
 }
 
-template <typename T>
-T remainder(T lhs, T rhs) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return rhs ? false : lhs;
-  } else if constexpr (std::is_integral_v<T>) {
-    if (rhs == 0) return lhs;
-    if constexpr (std::is_signed_v<T>) {
-      if (rhs == -1 && lhs == std::numeric_limits<T>::min()) return 0;
-    }
-    return static_cast<T>(lhs % rhs);
-  } else {
-    return std::fmod(lhs, rhs);
-  }
-}
 
 template <typename T>
 T power(T lhs, T rhs) {
@@ -85,31 +71,6 @@ T arctangent2(T y, T x) {
   } else {
     return std::atan2(y, x);
   }
-}
-
-// An amount >= the bit width (read as unsigned, so negative amounts too) shifts everything out.
-template <typename T>
-bool shift_out_of_range(T amount) {
-  return static_cast<std::make_unsigned_t<T>>(amount) >= std::numeric_limits<std::make_unsigned_t<T>>::digits;
-}
-
-template <typename T>
-T shift_left(T lhs, T rhs) {
-  if (shift_out_of_range(rhs)) return T(0);
-  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(as_unsigned(lhs) << rhs));
-}
-
-template <typename T>
-T shift_right_logical(T lhs, T rhs) {
-  if (shift_out_of_range(rhs)) return T(0);
-  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(lhs) >> rhs);
-}
-
-template <typename T>
-T shift_right_arithmetic(T lhs, T rhs) {
-  const auto value = static_cast<std::make_signed_t<T>>(lhs);
-  if (shift_out_of_range(rhs)) return static_cast<T>(value < 0 ? -1 : 0);
-  return static_cast<T>(value >> rhs);
 }
 
 // The high half of the double-width product.
@@ -165,7 +126,7 @@ StatusOr<Literal> evaluate_binary(const Instruction& instruction, const Literal&
     case Opcode::kMultiply: return map_binary<kAny>(instruction, a, b, multiply);
     case Opcode::kDivide: return map_binary<kAny>(instruction, a, b, [](auto x, auto y) { return divide(x, y); });
     case Opcode::kRemainder:
-      return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return remainder(x, y); });
+      return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return remainder_value(x, y); });
     case Opcode::kMaximum:
       return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return maximum_value(x, y); });
     case Opcode::kMinimum:
@@ -180,11 +141,11 @@ StatusOr<Literal> evaluate_binary(const Instruction& instruction, const Literal&
     case Opcode::kXor:
       return map_binary<kPred | kInt>(instruction, a, b, [](auto x, auto y) { return decltype(x)(x ^ y); });
     case Opcode::kShiftLeft:
-      return map_binary<kInt>(instruction, a, b, [](auto x, auto y) { return shift_left(x, y); });
+      return map_binary<kInt>(instruction, a, b, [](auto x, auto y) { return shift_left_value(x, y); });
     case Opcode::kShiftRightLogical:
-      return map_binary<kInt>(instruction, a, b, [](auto x, auto y) { return shift_right_logical(x, y); });
+      return map_binary<kInt>(instruction, a, b, [](auto x, auto y) { return shift_right_logical_value(x, y); });
     case Opcode::kShiftRightArithmetic:
-      return map_binary<kInt>(instruction, a, b, [](auto x, auto y) { return shift_right_arithmetic(x, y); });
+      return map_binary<kInt>(instruction, a, b, [](auto x, auto y) { return shift_right_arithmetic_value(x, y); });
     case Opcode::kMulhi:
       return map_binary<kInt>(instruction, a, b, [](auto x, auto y) { return multiply_high(x, y); });
     case Opcode::kComplex: return make_complex(instruction, a, b);

@@ -27,17 +27,6 @@ T negate_value(T x) {
   else return -x;
 }
 
-template <typename T>
-T sign_value(T x) {
-  if constexpr (std::is_integral_v<T>) {
-    return static_cast<T>((T(0) < x) - (x < T(0)));
-  } else if constexpr (kIsComplex<T>) {
-    auto magnitude = std::abs(x);
-    return magnitude == 0 ? T(0) : x / magnitude;
-  } else {
-    return std::isnan(x) ? x : std::copysign(static_cast<T>(x != T(0)), x);  // keeps -0 and +0
-  }
-}
 
 // Leading zeros of the value's bits. (XLA's evaluator widens negative s8/s16/s32 values to
 // 64 bits first and reports bits-64, a negative count; insitu reports the bit count, 0, as

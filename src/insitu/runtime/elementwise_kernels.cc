@@ -1,6 +1,7 @@
 // Native elementwise kernels: add, subtract, multiply, divide, maximum, minimum, negate, abs,
-// exp, log, sqrt, rsqrt, tanh, compare and select over f32/f64/s32/s64/bf16/f16, and/or/xor/not
-// over pred and every integer type, with scalar
+// remainder, sign, exp, log, sqrt, rsqrt, tanh, is-finite, compare and select over
+// f32/f64/s32/s64/bf16/f16, and/or/xor/not over pred and every integer type, shifts over the
+// integer types, with scalar
 // operands (unmaterialized broadcasts) read as scalars. Large arrays split over the pool:
 // every element is computed independently, so the split cannot change a result. Semantics are
 // the reference evaluator's (elementwise_binary.cc, elementwise_unary.cc,
@@ -90,20 +91,39 @@ bool dispatch_bitwise(PrimitiveType type, Fn&& fn) {
 
 bool run_bitwise_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const ArrayView& out,
                         ThreadPool& pool) {
-  return dispatch_bitwise(a.type(), [&](auto tag) {
+  bool handled = true;
+  const bool native = dispatch_bitwise(a.type(), [&](auto tag) {
     using T = decltype(tag);
     switch (opcode) {
       case Opcode::kAnd: map_binary<T, T>(a, b, out, pool, [](T x, T y) { return static_cast<T>(x & y); }); break;
       case Opcode::kOr: map_binary<T, T>(a, b, out, pool, [](T x, T y) { return static_cast<T>(x | y); }); break;
-      default: map_binary<T, T>(a, b, out, pool, [](T x, T y) { return static_cast<T>(x ^ y); }); break;
+      case Opcode::kXor: map_binary<T, T>(a, b, out, pool, [](T x, T y) { return static_cast<T>(x ^ y); }); break;
+      default:
+        if constexpr (std::is_same_v<T, bool>) {
+          handled = false;  // shifts take integers only
+        } else if (opcode == Opcode::kShiftLeft) {
+          map_binary<T, T>(a, b, out, pool, [](T x, T y) { return shift_left_value(x, y); });
+        } else if (opcode == Opcode::kShiftRightLogical) {
+          map_binary<T, T>(a, b, out, pool, [](T x, T y) { return shift_right_logical_value(x, y); });
+        } else {
+          map_binary<T, T>(a, b, out, pool, [](T x, T y) { return shift_right_arithmetic_value(x, y); });
+        }
     }
   });
+  return native && handled;
 }
 
 bool run_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const ArrayView& out, ThreadPool& pool) {
   if (a.type() != b.type() || out.type() != a.type()) return false;
-  if (opcode == Opcode::kAnd || opcode == Opcode::kOr || opcode == Opcode::kXor)
-    return run_bitwise_binary(opcode, a, b, out, pool);
+  switch (opcode) {
+    case Opcode::kAnd:
+    case Opcode::kOr:
+    case Opcode::kXor:
+    case Opcode::kShiftLeft:
+    case Opcode::kShiftRightLogical:
+    case Opcode::kShiftRightArithmetic: return run_bitwise_binary(opcode, a, b, out, pool);
+    default: break;
+  }
   bool handled = true;
   const bool native = dispatch_native_numeric(a.type(), [&](auto tag) {
     using T = decltype(tag);
@@ -130,6 +150,7 @@ bool run_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const Arr
       case Opcode::kDivide: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return divide_value(x, y); }); break;
       case Opcode::kMaximum: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return maximum_value(x, y); }); break;
       case Opcode::kMinimum: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return minimum_value(x, y); }); break;
+      case Opcode::kRemainder: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return remainder_value(x, y); }); break;
       default: handled = false;
     }
   });
@@ -137,6 +158,14 @@ bool run_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const Arr
 }
 
 bool run_unary(Opcode opcode, const ArrayView& a, const ArrayView& out, ThreadPool& pool) {
+  if (opcode == Opcode::kIsFinite) {
+    if (out.type() != PrimitiveType::kPred || !is_floating(a.type())) return false;
+    return dispatch_native_numeric(a.type(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!std::is_integral_v<T>)
+        map_unary<T, bool>(a, out, pool, [](ComputeType<T> x) { return static_cast<bool>(std::isfinite(x)); });
+    });
+  }
   if (out.type() != a.type()) return false;
   if (opcode == Opcode::kNot) {
     return dispatch_bitwise(a.type(), [&](auto tag) {
@@ -157,6 +186,7 @@ bool run_unary(Opcode opcode, const ArrayView& a, const ArrayView& out, ThreadPo
         case Opcode::kAbs:
           map_unary<T, T>(a, out, pool, [](C x) { return x < 0 ? static_cast<C>(0u - as_unsigned(x)) : x; });
           break;
+        case Opcode::kSign: map_unary<T, T>(a, out, pool, [](C x) { return sign_value(x); }); break;
         default: handled = false;
       }
     } else {
@@ -168,6 +198,7 @@ bool run_unary(Opcode opcode, const ArrayView& a, const ArrayView& out, ThreadPo
         case Opcode::kSqrt: map_unary<T, T>(a, out, pool, [](C x) { return std::sqrt(x); }); break;
         case Opcode::kRsqrt: map_unary<T, T>(a, out, pool, [](C x) { return C(1) / std::sqrt(x); }); break;
         case Opcode::kTanh: map_unary<T, T>(a, out, pool, [](C x) { return std::tanh(x); }); break;
+        case Opcode::kSign: map_unary<T, T>(a, out, pool, [](C x) { return sign_value(x); }); break;
         default: handled = false;
       }
     }
@@ -285,6 +316,7 @@ bool run_elementwise_kernel(const Instruction& instruction, std::span<const Arra
       return operands.size() == 2 && kernels::run_compare(instruction, operands[0], operands[1], out, pool);
     case Opcode::kSelect: return operands.size() == 3 && kernels::run_select(operands, out, pool);
     case Opcode::kConvert: return operands.size() == 1 && run_convert_kernel(instruction, operands[0], out, pool);
+    case Opcode::kIsFinite: return operands.size() == 1 && kernels::run_unary(opcode, operands[0], out, pool);
     default: break;
   }
   if (operands.size() == 2 && is_elementwise_binary(opcode))
