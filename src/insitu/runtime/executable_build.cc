@@ -46,6 +46,7 @@ bool is_kernel_opcode(Opcode opcode) {
     case Opcode::kScatter:
     case Opcode::kReduce:
     case Opcode::kReduceWindow:
+    case Opcode::kGather:
     case Opcode::kDot: return true;
     default: return false;
   }

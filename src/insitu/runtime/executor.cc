@@ -259,6 +259,7 @@ Status Executor::run_kernel(const Step& step) {
     if (!status.ok()) return status;
   } else if (is_elementwise(opcode)) done = run_elementwise_kernel(instruction, operands, out, pool_);
   else if (opcode == Opcode::kDot) done = run_dot_kernel(instruction, operands, out, pool_);
+  else if (opcode == Opcode::kGather) done = run_gather_kernel(instruction, operands, out, pool_);
   else if (opcode == Opcode::kReduce) {
     done = run_reduce_kernel(instruction, operands, out, pool_);
     if (!done && step.loop_fusion != nullptr) return run_program_step(step);

@@ -118,6 +118,11 @@ void run_scalar_program(const LoopFusion& program, std::span<const uint8_t* cons
 bool run_sort_kernel(const Instruction& sort, const LoopFusion& comparator, std::span<const ArrayView> operands,
                      std::span<const ArrayView> outputs, ThreadPool& pool);
 
+// gather_kernels.cc: any gather the verifier accepts, reading the operand in place (a row per
+// memcpy when rows of the operand are gathered). False for anything it does not recognise.
+bool run_gather_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
+                       ThreadPool& pool);
+
 // scatter_kernels.cc: single-operand scatter in place, in the evaluator's order. A combiner
 // that fails sets `status` (the kernel still returns true: it handled the op).
 bool run_scatter_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
