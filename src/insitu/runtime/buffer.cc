@@ -3,9 +3,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "insitu/support/str.h"
 
@@ -13,7 +16,72 @@ namespace insitu {
 
 namespace {
 constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+// Big blocks (huge-page sized) freed by buffers, kept for the next buffer of the same size: a
+// fresh mapping faults on first touch (a 256 MiB output written once costs about 4x its work in
+// page faults), a reused block is already mapped. Bounded: by default an eighth of physical
+// memory, at most 4 GiB; INSITU_BUFFER_CACHE_BYTES sets the bound (0 turns caching off).
+class BlockCache {
+ public:
+  static BlockCache& global() {
+    static BlockCache* cache = new BlockCache();  // never destroyed: buffers may outlive statics
+    return *cache;
+  }
+
+  uint8_t* take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(bytes);
+    if (it == blocks_.end()) return nullptr;
+    uint8_t* block = it->second;
+    blocks_.erase(it);
+    held_ -= bytes;
+    return block;
+  }
+
+  // Keeps the block if it fits under the bound; false: the caller frees it.
+  bool give(uint8_t* block, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (held_ + bytes > limit_) return false;
+    blocks_.emplace(bytes, block);
+    held_ += bytes;
+    return true;
+  }
+
+  void set_limit(size_t limit) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    limit_ = limit;
+    for (auto it = blocks_.begin(); it != blocks_.end() && held_ > limit_;) {
+      held_ -= it->first;
+      std::free(it->second);
+      it = blocks_.erase(it);
+    }
+  }
+
+  size_t held() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return held_;
+  }
+
+ private:
+  BlockCache() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    const size_t physical = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+    limit_ = std::min<size_t>(physical / 8, size_t{4} << 30);
+    if (const char* text = std::getenv("INSITU_BUFFER_CACHE_BYTES")) limit_ = std::strtoull(text, nullptr, 10);
+  }
+
+  std::mutex mutex_;
+  std::multimap<size_t, uint8_t*> blocks_;
+  size_t held_ = 0;
+  size_t limit_ = 0;
+};
+
+size_t huge_block_bytes(size_t bytes) { return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes; }
 }  // namespace
+
+void set_buffer_cache_limit(int64_t bytes) { BlockCache::global().set_limit(static_cast<size_t>(std::max<int64_t>(bytes, 0))); }
+
+int64_t buffer_cache_bytes() { return static_cast<int64_t>(BlockCache::global().held()); }
 
 Buffer::Buffer(Shape shape) : Buffer(std::move(shape), /*zero=*/true) {}
 
@@ -31,15 +99,22 @@ Buffer::Buffer(Shape shape, bool zero) : shape_(std::move(shape)) {
   // more in faults than in the work); 2 MiB-aligned with transparent huge pages asked for, they
   // fault 512 times less often.
   const bool huge = bytes >= kHugePageBytes;
-  data_ = static_cast<uint8_t*>(
-      std::aligned_alloc(huge ? kHugePageBytes : kBufferAlignment,
-                         huge ? (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes : bytes));
-  INSITU_CHECK(data_ != nullptr) << "out of memory allocating " << bytes << " bytes for " << shape_.to_string();
-  if (huge) ::madvise(data_, bytes, MADV_HUGEPAGE);  // advice only: failure changes nothing
+  if (huge) data_ = BlockCache::global().take(huge_block_bytes(bytes));
+  if (data_ == nullptr) {
+    data_ = static_cast<uint8_t*>(std::aligned_alloc(huge ? kHugePageBytes : kBufferAlignment,
+                                                     huge ? huge_block_bytes(bytes) : bytes));
+    INSITU_CHECK(data_ != nullptr) << "out of memory allocating " << bytes << " bytes for " << shape_.to_string();
+    if (huge) ::madvise(data_, bytes, MADV_HUGEPAGE);  // advice only: failure changes nothing
+  }
   if (zero) std::memset(data_, 0, bytes);
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() {
+  const int64_t rounded = (size_ + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  const size_t bytes = static_cast<size_t>(rounded > 0 ? rounded : kBufferAlignment);
+  if (bytes >= kHugePageBytes && BlockCache::global().give(data_, huge_block_bytes(bytes))) return;
+  std::free(data_);
+}
 
 StatusOr<std::unique_ptr<Buffer>> Buffer::from_literal(const Literal& literal) {
   if (!literal.shape().is_array()) {

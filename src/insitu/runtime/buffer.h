@@ -50,6 +50,15 @@ class Buffer {
   uint8_t* data_ = nullptr;
 };
 
+// Buffers of 2 MiB and more return their memory to a process-wide cache when destroyed, and a
+// new buffer of the same rounded size takes it back: already mapped, so writing it costs no page
+// faults (fresh outputs and copy-protection buffers are the big ones, every call). The cache is
+// bounded (an eighth of physical memory, at most 4 GiB; INSITU_BUFFER_CACHE_BYTES overrides, 0
+// disables). set_buffer_cache_limit changes the bound (and frees what is over it);
+// buffer_cache_bytes is what the cache holds now.
+void set_buffer_cache_limit(int64_t bytes);
+int64_t buffer_cache_bytes();
+
 class BufferHandle {
  public:
   BufferHandle() = default;  // null: holds nothing
