@@ -167,5 +167,45 @@ ENTRY main {
 )");
 }
 
+// top_k by a key/index sort: the sort's operands (negated keys, an iota) die at the sort, so
+// buffer assignment lets each result take its operand's buffer and the kernel sorts in place.
+TEST(RuntimeProgramKernels, SortWritesOverOperandsThatDieAtIt) {
+  const char* text = R"(
+HloModule topk
+
+greater {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ia = s32[] parameter(2)
+  ib = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT, type=TOTALORDER
+}
+
+ENTRY main {
+  x = f32[4,10] parameter(0)
+  keys = f32[4,10] negate(x)
+  iota = s32[4,10] iota(), iota_dimension=1
+  sorted = (f32[4,10], s32[4,10]) sort(keys, iota), dimensions={1}, is_stable=true, to_apply=greater
+  values = f32[4,10] get-tuple-element(sorted), index=0
+  indices = s32[4,10] get-tuple-element(sorted), index=1
+  top = f32[4,3] slice(values), slice={[0:4], [0:3]}
+  top_indices = s32[4,3] slice(indices), slice={[0:4], [0:3]}
+  ROOT t = (f32[4,3], s32[4,3]) tuple(top, top_indices)
+}
+)";
+  expect_native_matches_evaluator(text);
+  Compiled compiled = compile(text);
+  ASSERT_TRUE(compiled.executable != nullptr);
+  const BufferAssignment& assignment = compiled.executable->assignment();
+  const Computation* entry = compiled.optimized->entry();
+  auto slice_of = [&](std::string_view name, const ShapeIndex& index = {}) {
+    const Instruction* instruction = entry->find_instruction(name);
+    EXPECT_NE(instruction, nullptr) << name;
+    return instruction == nullptr ? std::nullopt : assignment.slice_at(instruction, index);
+  };
+  EXPECT_EQ(slice_of("sorted", {0}), slice_of("keys"));
+  EXPECT_EQ(slice_of("sorted", {1}), slice_of("iota"));
+}
+
 }  // namespace
 }  // namespace insitu

@@ -219,27 +219,40 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
   // Elementwise reuse: the result takes the bytes of an operand buffer that dies right there
   // (same size and layout, so every element is read before it is overwritten). When the result
   // is an entry output, the dying temp moves into the output's buffer instead (the last fusion
-  // of a softmax writes over the exponentials it reads, in the caller's buffer).
-  for (const Instruction* instruction : live.sequence()) {
-    if (!writes_elementwise(*instruction) || !instruction->shape().is_array()) continue;
-    const int64_t now = live.time(instruction);
-    const BufferId result = live.buffer_of(dataflow.value_at(instruction));
+  // of a softmax writes over the exponentials it reads, in the caller's buffer). A sort's result
+  // i may take its operand i the same way (the runtime permutes each slice through a copy).
+  auto try_merge = [&](BufferId result, const Shape& result_shape, const Instruction* operand, int64_t now) {
     const bool into_output = plans[result].materialized && plans[result].kind == AllocationKind::kOutput &&
                              plans[result].merged_into < 0;
-    if ((!is_plain_temp(result) && !into_output) || plans[result].range.start != now) continue;
-    for (const Instruction* operand : instruction->operands()) {
-      if (!operand->shape().is_array() || !same_layout_and_size(operand->shape(), instruction->shape())) continue;
-      const BufferId source = resolve(live.buffer_of(dataflow.value_at(operand)));
-      if (source == result || !is_plain_temp(source) || plans[source].range.end != now) continue;
-      if (plans[source].lent) continue;  // a view may still read it at other offsets
-      if (plans[source].size != plans[result].size) continue;
-      const BufferId into = into_output ? result : source, from = into_output ? source : result;
-      plans[from].merged_into = into;  // one buffer now holds the operand, then the result
-      plans[into].range.start = std::min(plans[into].range.start, plans[from].range.start);
-      plans[into].range.end = std::max(plans[into].range.end, plans[from].range.end);
-      for (ValueId id : plans[from].values) plans[into].values.push_back(id);
-      break;
+    if ((!is_plain_temp(result) && !into_output) || plans[result].range.start != now) return false;
+    if (!operand->shape().is_array() || !same_layout_and_size(operand->shape(), result_shape)) return false;
+    const BufferId source = resolve(live.buffer_of(dataflow.value_at(operand)));
+    if (source == result || !is_plain_temp(source) || plans[source].range.end != now) return false;
+    if (plans[source].lent) return false;  // a view may still read it at other offsets
+    if (plans[source].size != plans[result].size) return false;
+    const BufferId into = into_output ? result : source, from = into_output ? source : result;
+    plans[from].merged_into = into;  // one buffer now holds the operand, then the result
+    plans[into].range.start = std::min(plans[into].range.start, plans[from].range.start);
+    plans[into].range.end = std::max(plans[into].range.end, plans[from].range.end);
+    for (ValueId id : plans[from].values) plans[into].values.push_back(id);
+    return true;
+  };
+  for (const Instruction* instruction : live.sequence()) {
+    const int64_t now = live.time(instruction);
+    if (instruction->opcode() == Opcode::kSort) {
+      const bool tuple = instruction->shape().is_tuple();
+      for (int64_t i = 0; i < instruction->operand_count(); ++i) {
+        const ShapeIndex index = tuple ? ShapeIndex{i} : ShapeIndex{};
+        const Shape* leaf = instruction->shape().subshape(index);
+        if (leaf == nullptr || !leaf->is_array()) continue;
+        try_merge(live.buffer_of(dataflow.value_at(instruction, index)), *leaf, instruction->operand(i), now);
+      }
+      continue;
     }
+    if (!writes_elementwise(*instruction) || !instruction->shape().is_array()) continue;
+    const BufferId result = live.buffer_of(dataflow.value_at(instruction));
+    for (const Instruction* operand : instruction->operands())
+      if (try_merge(result, instruction->shape(), operand, now)) break;
   }
 
   // Allocations: parameters (by number), constants, outputs (by index), then the temp arena.

@@ -205,7 +205,8 @@ std::optional<Status> Executor::run_native_custom_call(const Step& step, const N
 }
 
 // sort, and reduce with several results or a combiner the plain reduce kernel does not take:
-// their to_apply runs as the step's scalar program. Operands and outputs must not overlap.
+// their to_apply runs as the step's scalar program. No output may overlap an operand, except a
+// sort's output i that is exactly its operand i (sorted in place).
 Status Executor::run_program_step(const Step& step) {
   const Instruction& instruction = *step.instruction;
   std::vector<ArrayView> operands, outputs;
@@ -217,9 +218,16 @@ Status Executor::run_program_step(const Step& step) {
     if (leaf.allocation < 0 || leaf.scalar) return run_fallback_step(step);
     outputs.push_back(view(leaf));
   }
-  for (const ArrayView& out : outputs)
-    for (const ArrayView& operand : operands)
-      if (overlaps(operand.data, operand.byte_size(), out.data, out.byte_size())) return run_fallback_step(step);
+  const bool sort = instruction.opcode() == Opcode::kSort;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t k = 0; k < operands.size(); ++k) {
+      const ArrayView& out = outputs[i];
+      const ArrayView& operand = operands[k];
+      if (!overlaps(operand.data, operand.byte_size(), out.data, out.byte_size())) continue;
+      const bool own_operand = sort && i == k && operand.data == out.data && operand.byte_size() == out.byte_size();
+      if (!own_operand) return run_fallback_step(step);
+    }
+  }
   const bool done = instruction.opcode() == Opcode::kSort
                         ? run_sort_kernel(instruction, *step.loop_fusion, operands, outputs, pool_)
                         : run_reduce_program(instruction, *step.loop_fusion, operands, outputs, pool_);

@@ -114,7 +114,8 @@ void run_scalar_program(const LoopFusion& program, std::span<const uint8_t* cons
                         std::span<uint8_t* const> results, ThreadPool& pool);
 
 // sort_kernels.cc: sort of N operands along one dimension by a comparator planned as a scalar
-// program, the evaluator's std::stable_sort step for step. Outputs must not overlap operands.
+// program, the evaluator's std::stable_sort step for step. Output i may be operand i's memory;
+// no other overlap.
 bool run_sort_kernel(const Instruction& sort, const LoopFusion& comparator, std::span<const ArrayView> operands,
                      std::span<const ArrayView> outputs, ThreadPool& pool);
 

@@ -5,8 +5,9 @@
 // It is the reference evaluator's sort (src/insitu/evaluator/sort.cc) step for step: every 1-D
 // slice gets the permutation std::stable_sort computes with comparator(a_0, b_0, a_1, b_1, ...)
 // as "a goes before b", and every operand is permuted by it, so results are bit for bit the
-// evaluator's (including for comparators that are not strict weak orders). Slices are split
-// over the pool.
+// evaluator's (including for comparators that are not strict weak orders). Each slice is
+// permuted through a copy, so output i may be operand i's own memory (buffer assignment lets a
+// sort write over operands that die at it). Slices are split over the pool.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -53,6 +54,7 @@ bool run_sort_kernel(const Instruction& sort, const LoopFusion& comparator, std:
   run_range(pool, slices, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, length * 16)),
             [&](int64_t begin, int64_t end) {
               std::vector<int64_t> permutation(static_cast<size_t>(length));
+              std::vector<uint8_t> staging;
               const uint8_t* arguments[16];
               bool answer = false;
               uint8_t* results[1] = {reinterpret_cast<uint8_t*>(&answer)};
@@ -67,11 +69,16 @@ bool run_sort_kernel(const Instruction& sort, const LoopFusion& comparator, std:
                   run_scalar_program(comparator, std::span<const uint8_t* const>(arguments, 2 * n), results, pool);
                   return answer;
                 });
-                for (size_t i = 0; i < n; ++i)
+                // through a copy of the slice, so an output may be its own operand's memory
+                for (size_t i = 0; i < n; ++i) {
+                  const size_t width = static_cast<size_t>(widths[i]);
+                  staging.resize(static_cast<size_t>(length) * width);
                   for (int64_t j = 0; j < length; ++j)
-                    std::memcpy(outputs[i].data + (base + j * step) * widths[i],
-                                operands[i].data + (base + permutation[j] * step) * widths[i],
-                                static_cast<size_t>(widths[i]));
+                    std::memcpy(staging.data() + j * width, operands[i].data + (base + permutation[j] * step) * width,
+                                width);
+                  for (int64_t j = 0; j < length; ++j)
+                    std::memcpy(outputs[i].data + (base + j * step) * width, staging.data() + j * width, width);
+                }
               }
             });
   return true;
