@@ -360,10 +360,6 @@ WHY = {
         "reverse and slice each write a buffer, where XLA fuses the whole chain into one loop "
         "fusion that writes only the result. What it would take: data-movement ops inside loop "
         "fusions (an index map per op, as XLA's elemental emitter computes them)"),
-    ("top_k_by_sort", "small", "memory"): (
-        "the sort's operands (the negated keys and the iota) and its results are separate "
-        "buffers; XLA computes the operands into the sort's result buffers and sorts them in "
-        "place. What it would take: a native sort that sorts in place when its operands die at it"),
 }
 
 
