@@ -22,20 +22,6 @@
 namespace insitu::eval {
 namespace {
 
-bool contains(const std::vector<int64_t>& values, int64_t value) {
-  return std::find(values.begin(), values.end(), value) != values.end();
-}
-
-// Every entry in [0, bound), no duplicates.
-bool distinct_in_range(const std::vector<int64_t>& values, int64_t bound) {
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] < 0 || values[i] >= bound) return false;
-    for (size_t j = 0; j < i; ++j)
-      if (values[j] == values[i]) return false;
-  }
-  return true;
-}
-
 int64_t linear_of(std::span<const int64_t> index, const std::vector<int64_t>& strides) {
   int64_t linear = 0;
   for (size_t d = 0; d < index.size(); ++d) linear += index[d] * strides[d];

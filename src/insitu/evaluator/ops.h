@@ -19,6 +19,11 @@ class ComputationRunner {
   virtual StatusOr<Literal> run(const Computation& computation, Operands arguments) = 0;
 };
 
+// Runs a comparator (sort, TopK) on scalar arguments: "a goes before b". An error when it fails
+// or does not return one pred.
+StatusOr<bool> run_comparator(ComputationRunner& runner, const Computation& comparator, Operands arguments,
+                              const Instruction& instruction);
+
 // elementwise.cc: every unary and binary elementwise op (abs ... xor, atan2, power, remainder,
 // shifts, compare), select, clamp, convert, bitcast-convert, complex, real, imag, is-finite,
 // reduce-precision.

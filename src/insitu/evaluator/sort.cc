@@ -18,6 +18,14 @@ namespace {
 
 }  // namespace
 
+StatusOr<bool> run_comparator(ComputationRunner& runner, const Computation& comparator, Operands arguments,
+                              const Instruction& instruction) {
+  INSITU_ASSIGN_OR_RETURN(Literal answer, runner.run(comparator, arguments));
+  INSITU_ASSIGN_OR_RETURN(std::vector<const Literal*> scalars,
+                          unpack_scalars(answer, {PrimitiveType::kPred}, instruction));
+  return scalars[0]->data<bool>()[0];
+}
+
 StatusOr<Literal> evaluate_sort(const Instruction& instruction, Operands operands, ComputationRunner& runner) {
   INSITU_ASSIGN_OR_RETURN(const Computation* computation, find_to_apply(instruction));
   if (operands.empty()) return bad_instruction(instruction, "needs at least one operand");
@@ -42,7 +50,6 @@ StatusOr<Literal> evaluate_sort(const Instruction& instruction, Operands operand
   const std::vector<int64_t> strides = row_major_strides(key_shape.dimensions());
   const int64_t length = key_shape.dimension(sort_dimension);
   const int64_t step = strides[sort_dimension];
-  const std::vector<PrimitiveType> pred_type = {PrimitiveType::kPred};
   std::vector<bool> outer(static_cast<size_t>(rank), true);
   outer[sort_dimension] = false;
   std::vector<int64_t> order(static_cast<size_t>(rank));
@@ -66,17 +73,9 @@ StatusOr<Literal> evaluate_sort(const Instruction& instruction, Operands operand
           }
           arguments.clear();
           for (const Literal& argument : arguments_storage) arguments.push_back(&argument);
-          StatusOr<Literal> answer = runner.run(*computation, arguments);
-          if (!answer.ok()) {
-            compare_status = answer.status();
-            return false;
-          }
-          StatusOr<std::vector<const Literal*>> scalars = unpack_scalars(*answer, pred_type, instruction);
-          if (!scalars.ok()) {
-            compare_status = scalars.status();
-            return false;
-          }
-          return (*scalars)[0]->data<bool>()[0];
+          StatusOr<bool> answer = run_comparator(runner, *computation, arguments, instruction);
+          if (!answer.ok()) compare_status = answer.status();
+          return answer.ok() && *answer;
         };
         std::iota(permutation.begin(), permutation.end(), int64_t{0});
         std::stable_sort(permutation.begin(), permutation.end(), less);

@@ -145,7 +145,6 @@ StatusOr<Literal> evaluate_topk_custom_call(const Instruction& instruction, Oper
     return bad_instruction(instruction, str_cat("(TopK) k=", k, " exceeds the last dimension of ",
                                                 input.shape().to_string(false)));
   INSITU_RETURN_IF_ERROR(check_result(instruction, input.shape(), k));
-  const std::vector<PrimitiveType> pred_type = {PrimitiveType::kPred};
   return take_rows(instruction, input, k, [&](int64_t base, std::vector<int64_t>& order) -> Status {
     Status status;
     std::vector<Literal> storage;
@@ -161,17 +160,9 @@ StatusOr<Literal> evaluate_topk_custom_call(const Instruction& instruction, Oper
       }
       arguments.clear();
       for (const Literal& argument : storage) arguments.push_back(&argument);
-      StatusOr<Literal> answer = runner.run(comparator, arguments);
-      if (!answer.ok()) {
-        status = answer.status();
-        return false;
-      }
-      StatusOr<std::vector<const Literal*>> scalars = unpack_scalars(*answer, pred_type, instruction);
-      if (!scalars.ok()) {
-        status = scalars.status();
-        return false;
-      }
-      return (*scalars)[0]->data<bool>()[0];
+      StatusOr<bool> answer = run_comparator(runner, comparator, arguments, instruction);
+      if (!answer.ok()) status = answer.status();
+      return answer.ok() && *answer;
     });
     return status;
   });

@@ -24,21 +24,6 @@ namespace {
 
 using Dimensions = std::vector<int64_t>;
 
-// Offsets (in elements) of every row-major index over `sizes`, each dimension moving by the
-// matching stride.
-Dimensions offsets_of(const Dimensions& sizes, const Dimensions& strides) {
-  Dimensions offsets;
-  int64_t count = 1;
-  for (int64_t size : sizes) count *= size;
-  offsets.reserve(static_cast<size_t>(count));
-  for_each_index(sizes, [&](std::span<const int64_t> index) {
-    int64_t offset = 0;
-    for (size_t i = 0; i < index.size(); ++i) offset += index[i] * strides[i];
-    offsets.push_back(offset);
-  });
-  return offsets;
-}
-
 // Where each group of dimensions (batch, lhs free, rhs free, contracting) reads its operands.
 struct DotLayout {
   Dimensions lhs_batch, rhs_batch;  // per batch index
@@ -103,12 +88,12 @@ bool plan_layout(const Instruction& instruction, const Shape& lhs, const Shape& 
     rhs_step_strides.push_back(rhs_strides[r]);
   }
   if (result_dimensions != out.dimensions()) return false;
-  layout.lhs_batch = offsets_of(batch_sizes, lhs_batch_strides);
-  layout.rhs_batch = offsets_of(batch_sizes, rhs_batch_strides);
-  layout.lhs_free = offsets_of(lhs_free_sizes, lhs_free_strides);
-  layout.rhs_free = offsets_of(rhs_free_sizes, rhs_free_strides);
-  layout.lhs_step = offsets_of(contracting_sizes, lhs_step_strides);
-  layout.rhs_step = offsets_of(contracting_sizes, rhs_step_strides);
+  layout.lhs_batch = row_major_offsets(batch_sizes, lhs_batch_strides);
+  layout.rhs_batch = row_major_offsets(batch_sizes, rhs_batch_strides);
+  layout.lhs_free = row_major_offsets(lhs_free_sizes, lhs_free_strides);
+  layout.rhs_free = row_major_offsets(rhs_free_sizes, rhs_free_strides);
+  layout.lhs_step = row_major_offsets(contracting_sizes, lhs_step_strides);
+  layout.rhs_step = row_major_offsets(contracting_sizes, rhs_step_strides);
   return true;
 }
 

@@ -14,35 +14,10 @@
 #include <vector>
 
 #include "insitu/evaluator/index_util.h"
+#include "insitu/runtime/index_read.h"
 #include "insitu/runtime/kernels.h"
 
 namespace insitu {
-namespace {
-
-bool contains(const std::vector<int64_t>& values, int64_t value) {
-  return std::find(values.begin(), values.end(), value) != values.end();
-}
-
-bool distinct_in_range(const std::vector<int64_t>& values, int64_t bound) {
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] < 0 || values[i] >= bound) return false;
-    for (size_t j = 0; j < i; ++j)
-      if (values[j] == values[i]) return false;
-  }
-  return true;
-}
-
-int64_t read_index(const ArrayView& indices, int64_t position) {
-  int64_t value = 0;
-  dispatch_element_type(indices.type(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-      value = static_cast<int64_t>(reinterpret_cast<const T*>(indices.data)[position]);
-  });
-  return value;
-}
-
-}  // namespace
 
 bool run_gather_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
                        ThreadPool& pool) {

@@ -94,21 +94,6 @@ struct ReducePlan {
   int64_t inner = 1;                    // contiguous outputs when the last dimension is kept
 };
 
-// Row-major offsets over `sizes` with `strides`; false when there would be too many.
-bool offsets_of(const Dimensions& sizes, const Dimensions& strides, Dimensions& offsets) {
-  int64_t count = 1;
-  for (int64_t size : sizes) count *= size;
-  if (count > (int64_t{1} << 22)) return false;
-  offsets.clear();
-  offsets.reserve(static_cast<size_t>(count));
-  for_each_index(sizes, [&](std::span<const int64_t> index) {
-    int64_t offset = 0;
-    for (size_t i = 0; i < index.size(); ++i) offset += index[i] * strides[i];
-    offsets.push_back(offset);
-  });
-  return true;
-}
-
 bool plan_reduce(const Instruction& reduce, const Shape& input, ReducePlan& plan) {
   const int64_t rank = input.rank();
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
@@ -131,7 +116,11 @@ bool plan_reduce(const Instruction& reduce, const Shape& input, ReducePlan& plan
     }
   }
   if (suffix == rank && rank > 0) plan.inner = input.dimension(rank - 1);
-  return offsets_of(run_sizes, run_strides, plan.runs);
+  int64_t runs = 1;
+  for (int64_t size : run_sizes) runs *= size;
+  if (runs > (int64_t{1} << 22)) return false;  // a table that big: leave it to the fallback
+  plan.runs = row_major_offsets(run_sizes, run_strides);
+  return true;
 }
 
 constexpr int64_t kInnerBlock = 256;

@@ -9,17 +9,15 @@
 #include <cmath>
 
 #include "insitu/evaluator/evaluator.h"
+#include "insitu/evaluator/index_util.h"
 #include "insitu/runtime/element_compute.h"
+#include "insitu/runtime/index_read.h"
 #include "insitu/runtime/row_walk.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
 namespace kernels {
 namespace {
-
-bool contains(const std::vector<int64_t>& values, int64_t value) {
-  return std::find(values.begin(), values.end(), value) != values.end();
-}
 
 enum class Combiner { kAssign, kAdd, kMultiply, kMaximum, kMinimum, kGeneric };
 
@@ -88,15 +86,6 @@ bool walk(const std::vector<int64_t>& dimensions, const std::vector<bool>& activ
   }
 }
 
-int64_t read_index(const ArrayView& indices, int64_t position) {
-  int64_t value = 0;
-  dispatch_element_type(indices.type(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-      value = static_cast<int64_t>(reinterpret_cast<const T*>(indices.data)[position]);
-  });
-  return value;
-}
 
 }  // namespace
 }  // namespace kernels
