@@ -52,18 +52,8 @@ C combine(Combiner combiner, C x, C y) {
     case Combiner::kMultiply:
       if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(x) * as_unsigned(y));
       else return x * y;
-    case Combiner::kMaximum:
-      if constexpr (std::is_floating_point_v<C>) {
-        if (std::isnan(x)) return x;
-        if (std::isnan(y)) return y;
-      }
-      return (x < y) ? y : x;
-    case Combiner::kMinimum:
-      if constexpr (std::is_floating_point_v<C>) {
-        if (std::isnan(x)) return x;
-        if (std::isnan(y)) return y;
-      }
-      return (y < x) ? y : x;
+    case Combiner::kMaximum: return maximum_value(x, y);
+    case Combiner::kMinimum: return minimum_value(x, y);
     default: return y;
   }
 }
