@@ -108,10 +108,8 @@ constexpr int64_t kColumnBlock = 512;
 // Result elements accumulated together when each reads a contiguous run of rhs.
 constexpr int64_t kLanes = 8;
 
-bool run_dot_f32(const Instruction& instruction, const ArrayView& lhs_view, const ArrayView& rhs_view,
-                 const ArrayView& out, ThreadPool& pool) {
-  DotLayout layout;
-  if (!plan_layout(instruction, *lhs_view.shape, *rhs_view.shape, *out.shape, layout)) return false;
+void run_dot_f32(const DotLayout& layout, const ArrayView& lhs_view, const ArrayView& rhs_view, const ArrayView& out,
+                 ThreadPool& pool) {
   const float* lhs = reinterpret_cast<const float*>(lhs_view.data);
   const float* rhs = reinterpret_cast<const float*>(rhs_view.data);
   float* result = reinterpret_cast<float*>(out.data);
@@ -120,7 +118,7 @@ bool run_dot_f32(const Instruction& instruction, const ArrayView& lhs_view, cons
   const int64_t columns = static_cast<int64_t>(layout.rhs_free.size());
   const int64_t steps = static_cast<int64_t>(layout.lhs_step.size());
   const int64_t rows = batches * rows_per_batch;
-  if (rows == 0 || columns == 0) return true;
+  if (rows == 0 || columns == 0) return;
   const int64_t blocks = (columns + kColumnBlock - 1) / kColumnBlock;
   // Contiguous rhs contraction: kLanes elements at a time, each reading its run of rhs in order.
   // Otherwise, with contiguous columns, step-major over a block reads rhs's columns in order.
@@ -180,21 +178,38 @@ bool run_dot_f32(const Instruction& instruction, const ArrayView& lhs_view, cons
   run_range(pool, tasks, std::max<int64_t>(1, kParallelElements / work_per_task), [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) run_task(task);
   });
-  return true;
 }
 
 }  // namespace
+
+struct DotPlan final : KernelPlan {
+  DotLayout layout;
+};
+
 }  // namespace kernels
+
+KernelPlanPtr plan_dot(const Instruction& instruction, const Shape& lhs, const Shape& rhs, const Shape& out) {
+  if (instruction.opcode() != Opcode::kDot || !lhs.is_array() || !rhs.is_array() || !out.is_array()) return nullptr;
+  if (out.element_type() != PrimitiveType::kF32 || lhs.element_type() != PrimitiveType::kF32 ||
+      rhs.element_type() != PrimitiveType::kF32)
+    return nullptr;
+  auto plan = std::make_unique<kernels::DotPlan>();
+  if (!kernels::plan_layout(instruction, lhs, rhs, out, plan->layout)) return nullptr;
+  return plan;
+}
+
+bool run_dot_kernel(const KernelPlan& plan, std::span<const ArrayView> operands, const ArrayView& out,
+                    ThreadPool& pool) {
+  if (operands.size() != 2 || out.scalar || operands[0].scalar || operands[1].scalar) return false;
+  kernels::run_dot_f32(static_cast<const kernels::DotPlan&>(plan).layout, operands[0], operands[1], out, pool);
+  return true;
+}
 
 bool run_dot_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
                     ThreadPool& pool) {
-  if (instruction.opcode() != Opcode::kDot || operands.size() != 2 || !out.shape->is_array()) return false;
-  if (out.scalar || operands[0].scalar || operands[1].scalar) return false;
-  if (!operands[0].shape->is_array() || !operands[1].shape->is_array()) return false;
-  if (out.type() != PrimitiveType::kF32 || operands[0].type() != PrimitiveType::kF32 ||
-      operands[1].type() != PrimitiveType::kF32)
-    return false;
-  return kernels::run_dot_f32(instruction, operands[0], operands[1], out, pool);
+  if (operands.size() != 2 || !out.shape->is_array()) return false;
+  KernelPlanPtr plan = plan_dot(instruction, *operands[0].shape, *operands[1].shape, *out.shape);
+  return plan != nullptr && run_dot_kernel(*plan, operands, out, pool);
 }
 
 }  // namespace insitu

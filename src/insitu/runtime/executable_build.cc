@@ -277,19 +277,23 @@ Status Executable::build() {
                                               [](const std::vector<Leaf>& leaves) { return leaves.size() == 1; });
           if (all_arrays) {
             ThreadPool planning(1);
-            step.loop_fusion = plan_loop_fusion(*instruction, operands,
+            step.plan = plan_loop_fusion(*instruction, operands,
                                                 ArrayView{nullptr, step.outputs[0].shape, false}, planning);
           }
-          if (step.loop_fusion != nullptr) step.kind = StepKind::kKernel;
+          if (step.plan != nullptr) step.kind = StepKind::kKernel;
         }
       } else if (opcode == Opcode::kSort || opcode == Opcode::kReduce) {
         // comparator / combiner as a scalar program over native kernels when it has one
         ThreadPool planning(1);
         if (instruction->called_computations().size() == 1)
-          step.loop_fusion = plan_scalar_program(*instruction->called_computations()[0], planning);
-        step.kind = opcode == Opcode::kReduce || step.loop_fusion != nullptr ? StepKind::kKernel : StepKind::kFallback;
+          step.plan = plan_scalar_program(*instruction->called_computations()[0], planning);
+        step.kind = opcode == Opcode::kReduce || step.plan != nullptr ? StepKind::kKernel : StepKind::kFallback;
       } else if (is_kernel_opcode(opcode)) {
         step.kind = StepKind::kKernel;
+        if (opcode == Opcode::kDot && step.operands.size() == 2 && step.operands[0].size() == 1 &&
+            step.operands[1].size() == 1 && step.outputs.size() == 1)
+          step.plan = plan_dot(*instruction, *step.operands[0][0].shape, *step.operands[1][0].shape,
+                               *step.outputs[0].shape);
       } else if (has_fallback(opcode)) {
         step.kind = StepKind::kFallback;
       } else {

@@ -229,22 +229,28 @@ Status Executor::run_program_step(const Step& step) {
     }
   }
   const bool done = instruction.opcode() == Opcode::kSort
-                        ? run_sort_kernel(instruction, *step.loop_fusion, operands, outputs, pool_)
-                        : run_reduce_program(instruction, *step.loop_fusion, operands, outputs, pool_);
+                        ? run_sort_kernel(instruction, *step.plan, operands, outputs, pool_)
+                        : run_reduce_program(instruction, *step.plan, operands, outputs, pool_);
   return done ? ok_status() : run_fallback_step(step);
 }
 
 Status Executor::run_kernel(const Step& step) {
   const Instruction& instruction = *step.instruction;
-  if (step.loop_fusion != nullptr && (instruction.opcode() == Opcode::kSort || step.outputs.size() != 1))
+  if (step.plan != nullptr && (instruction.opcode() == Opcode::kSort || step.outputs.size() != 1))
     return run_program_step(step);
   if (step.outputs.size() != 1 || step.outputs[0].scalar) return run_fallback_step(step);
   const ArrayView out = view(step.outputs[0]);
-  std::vector<ArrayView> operands;
-  operands.reserve(step.operands.size());
-  for (const std::vector<Leaf>& leaves : step.operands) {
+  // operand views without an allocation for the usual few operands
+  constexpr size_t kInline = 8;
+  ArrayView inline_views[kInline];
+  std::vector<ArrayView> heap_views;
+  if (step.operands.size() > kInline) heap_views.resize(step.operands.size());
+  const std::span<ArrayView> operands(step.operands.size() > kInline ? heap_views.data() : inline_views,
+                                      step.operands.size());
+  for (size_t i = 0; i < step.operands.size(); ++i) {
+    const std::vector<Leaf>& leaves = step.operands[i];
     if (leaves.size() != 1 || leaves[0].allocation < 0) return run_fallback_step(step);
-    operands.push_back(view(leaves[0]));
+    operands[i] = view(leaves[0]);
   }
   // Stage operands that overlap the output, except the exact in-place cases kernels support.
   const Opcode opcode = instruction.opcode();
@@ -266,15 +272,17 @@ Status Executor::run_kernel(const Step& step) {
     done = run_scatter_kernel(instruction, operands, out, pool_, status);
     if (!status.ok()) return status;
   } else if (is_elementwise(opcode)) done = run_elementwise_kernel(instruction, operands, out, pool_);
-  else if (opcode == Opcode::kDot) done = run_dot_kernel(instruction, operands, out, pool_);
+  else if (opcode == Opcode::kDot)
+    done = step.plan != nullptr ? run_dot_kernel(*step.plan, operands, out, pool_)
+                                : run_dot_kernel(instruction, operands, out, pool_);
   else if (opcode == Opcode::kGather) done = run_gather_kernel(instruction, operands, out, pool_);
   else if (opcode == Opcode::kReduce) {
     done = run_reduce_kernel(instruction, operands, out, pool_);
-    if (!done && step.loop_fusion != nullptr) return run_program_step(step);
+    if (!done && step.plan != nullptr) return run_program_step(step);
   }
   else if (opcode == Opcode::kReduceWindow) done = run_reduce_window_kernel(instruction, operands, out, pool_);
-  else if (opcode == Opcode::kFusion && step.loop_fusion != nullptr)
-    done = run_loop_fusion(*step.loop_fusion, operands, out, pool_);
+  else if (opcode == Opcode::kFusion && step.plan != nullptr)
+    done = run_loop_fusion(*step.plan, operands, out, pool_);
   else if (opcode == Opcode::kDynamicSlice || opcode == Opcode::kDynamicUpdateSlice)
     done = run_dynamic_slice_kernel(instruction, operands, out, pool_);
   else done = run_data_movement_kernel(instruction, operands, out, pool_);

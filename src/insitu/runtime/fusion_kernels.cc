@@ -38,7 +38,7 @@ struct Node {
 }  // namespace fusion_kernel
 
 // Built once per fusion step (Executable::create); runs bind the operands' addresses.
-struct LoopFusion {
+struct LoopFusion final : KernelPlan {
   using Node = fusion_kernel::Node;
   std::vector<Node> nodes;
   int root = -1;                       // the node written straight into the result; -1: none
@@ -294,17 +294,15 @@ bool probe(const Plan& plan, ThreadPool& pool) {
 }  // namespace
 }  // namespace fusion_kernel
 
-void LoopFusionDeleter::operator()(LoopFusion* fusion) const { delete fusion; }
-
-LoopFusionPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out,
+KernelPlanPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out,
                                ThreadPool& pool) {
   if (fusion.opcode() != Opcode::kFusion) return nullptr;
-  LoopFusionPtr plan(new LoopFusion);
+  auto plan = std::make_unique<LoopFusion>();
   if (!fusion_kernel::plan_fusion(fusion, operands, out, *plan) || !fusion_kernel::probe(*plan, pool)) return nullptr;
   return plan;
 }
 
-LoopFusionPtr plan_scalar_program(const Computation& computation, ThreadPool& pool) {
+KernelPlanPtr plan_scalar_program(const Computation& computation, ThreadPool& pool) {
   if (computation.parameter_count() > 16) return nullptr;  // run_scalar_program's argument limit
   std::vector<ArrayView> operands;
   for (const Instruction* parameter : computation.parameters()) {
@@ -314,15 +312,16 @@ LoopFusionPtr plan_scalar_program(const Computation& computation, ThreadPool& po
   for (const Instruction* instruction : computation.instructions())
     if (instruction->shape().is_array() ? instruction->shape().rank() != 0 : instruction != computation.root())
       return nullptr;
-  LoopFusionPtr plan(new LoopFusion);
+  auto plan = std::make_unique<LoopFusion>();
   if (!fusion_kernel::plan_computation(computation, operands, {}, 1, /*scalar_program=*/true, *plan) ||
       !fusion_kernel::probe(*plan, pool))
     return nullptr;
   return plan;
 }
 
-void run_scalar_program(const LoopFusion& program, std::span<const uint8_t* const> arguments,
+void run_scalar_program(const KernelPlan& plan, std::span<const uint8_t* const> arguments,
                         std::span<uint8_t* const> results, ThreadPool& pool) {
+  const LoopFusion& program = static_cast<const LoopFusion&>(plan);
   constexpr size_t kMaxArguments = 16;
   ArrayView operands[kMaxArguments];
   const size_t count = std::min(arguments.size(), kMaxArguments);
@@ -335,8 +334,9 @@ void run_scalar_program(const LoopFusion& program, std::span<const uint8_t* cons
   }
 }
 
-bool run_loop_fusion(const LoopFusion& plan, std::span<const ArrayView> operands, const ArrayView& out,
+bool run_loop_fusion(const KernelPlan& kernel_plan, std::span<const ArrayView> operands, const ArrayView& out,
                      ThreadPool& pool) {
+  const LoopFusion& plan = static_cast<const LoopFusion&>(kernel_plan);
   const int64_t count = plan.count;
   if (count == 0) return true;
   const int64_t blocks = (count + fusion_kernel::kBlock - 1) / fusion_kernel::kBlock;

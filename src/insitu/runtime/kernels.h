@@ -26,7 +26,12 @@
 
 namespace insitu {
 
-struct LoopFusion;  // a planned loop fusion or scalar program (fusion_kernels.cc)
+// What a kernel worked out about one instruction once, at Executable::create (a loop fusion's
+// nodes, a comparator program, a dot's index tables), so calls only bind addresses.
+struct KernelPlan {
+  virtual ~KernelPlan() = default;
+};
+using KernelPlanPtr = std::unique_ptr<KernelPlan>;
 
 struct ArrayView {
   uint8_t* data = nullptr;
@@ -79,6 +84,10 @@ bool run_dynamic_slice_kernel(const Instruction& instruction, std::span<const Ar
 // operands in place in the evaluator's accumulation order. False for other types (fallback).
 bool run_dot_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
                     ThreadPool& pool);
+// The same planned once on the shapes (nullptr: no native path), then run per call.
+KernelPlanPtr plan_dot(const Instruction& instruction, const Shape& lhs, const Shape& rhs, const Shape& out);
+bool run_dot_kernel(const KernelPlan& plan, std::span<const ArrayView> operands, const ArrayView& out,
+                    ThreadPool& pool);
 
 // reduce_kernels.cc: reduce of one row-major input by a single add/multiply/maximum/minimum/
 // and/or of the two parameters, in the evaluator's order. False otherwise (fallback).
@@ -86,7 +95,7 @@ bool run_reduce_kernel(const Instruction& instruction, std::span<const ArrayView
                        ThreadPool& pool);
 // Any reduce (N inputs, N inits, N results) by its combiner planned as a scalar program, in the
 // evaluator's fold order. Outputs must not overlap inputs.
-bool run_reduce_program(const Instruction& instruction, const LoopFusion& combiner,
+bool run_reduce_program(const Instruction& instruction, const KernelPlan& combiner,
                         std::span<const ArrayView> operands, std::span<const ArrayView> outputs, ThreadPool& pool);
 // reduce-window of one input with the same combiners, any window, padding, strides and
 // dilations (not window reversal).
@@ -97,26 +106,22 @@ bool run_reduce_window_kernel(const Instruction& instruction, std::span<const Ar
 // through the native elementwise kernels. Planned once (operand addresses may be null then;
 // only shapes and scalar flags count), run many times; nullptr when anything inside has no
 // native path (the fallback runs the fusion).
-struct LoopFusionDeleter {
-  void operator()(LoopFusion* fusion) const;
-};
-using LoopFusionPtr = std::unique_ptr<LoopFusion, LoopFusionDeleter>;
-LoopFusionPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out,
+KernelPlanPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out,
                                ThreadPool& pool);
-bool run_loop_fusion(const LoopFusion& plan, std::span<const ArrayView> operands, const ArrayView& out,
+bool run_loop_fusion(const KernelPlan& plan, std::span<const ArrayView> operands, const ArrayView& out,
                      ThreadPool& pool);
 // A scalar computation (a sort comparator, a reduce's combiner: scalar parameters, constants and
 // elementwise ops, the root an op or a tuple) as a program over the same native kernels, so it
 // computes what the evaluator does; nullptr when something in it has no native path.
 // run_scalar_program reads one element per parameter and writes one per root leaf.
-LoopFusionPtr plan_scalar_program(const Computation& computation, ThreadPool& pool);
-void run_scalar_program(const LoopFusion& program, std::span<const uint8_t* const> arguments,
+KernelPlanPtr plan_scalar_program(const Computation& computation, ThreadPool& pool);
+void run_scalar_program(const KernelPlan& program, std::span<const uint8_t* const> arguments,
                         std::span<uint8_t* const> results, ThreadPool& pool);
 
 // sort_kernels.cc: sort of N operands along one dimension by a comparator planned as a scalar
 // program, the evaluator's std::stable_sort step for step. Output i may be operand i's memory;
 // no other overlap.
-bool run_sort_kernel(const Instruction& sort, const LoopFusion& comparator, std::span<const ArrayView> operands,
+bool run_sort_kernel(const Instruction& sort, const KernelPlan& comparator, std::span<const ArrayView> operands,
                      std::span<const ArrayView> outputs, ThreadPool& pool);
 
 // gather_kernels.cc: any gather the verifier accepts, reading the operand in place (a row per

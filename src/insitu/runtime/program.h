@@ -45,7 +45,7 @@ struct Step {
   std::vector<std::vector<Leaf>> operands;  // per operand, its array leaves in leaf order
   std::vector<Leaf> outputs;                // the instruction's array leaves in leaf order
   std::vector<const Program*> callees;      // while: {condition, body}; conditional: branches; call
-  LoopFusionPtr loop_fusion;                // a fusion the native loop-fusion kernel runs (planned once)
+  KernelPlanPtr plan;  // planned once: a loop fusion, a sort/reduce program, a dot's tables
 };
 
 struct Program {

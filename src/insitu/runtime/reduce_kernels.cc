@@ -314,7 +314,7 @@ bool run_reduce_window_kernel(const Instruction& instruction, std::span<const Ar
   });
 }
 
-bool run_reduce_program(const Instruction& instruction, const LoopFusion& combiner,
+bool run_reduce_program(const Instruction& instruction, const KernelPlan& combiner,
                         std::span<const ArrayView> operands, std::span<const ArrayView> outputs, ThreadPool& pool) {
   if (instruction.opcode() != Opcode::kReduce || operands.size() % 2 != 0 || operands.empty()) return false;
   const size_t n = operands.size() / 2;

@@ -18,7 +18,7 @@
 
 namespace insitu {
 
-bool run_sort_kernel(const Instruction& sort, const LoopFusion& comparator, std::span<const ArrayView> operands,
+bool run_sort_kernel(const Instruction& sort, const KernelPlan& comparator, std::span<const ArrayView> operands,
                      std::span<const ArrayView> outputs, ThreadPool& pool) {
   if (sort.opcode() != Opcode::kSort || operands.empty() || operands.size() != outputs.size()) return false;
   if (operands.size() > 8 || sort.dimensions.size() != 1) return false;
