@@ -74,6 +74,43 @@ TEST(RuntimeDataMovementKernels, IotaMatchesEvaluator) {
   }
 }
 
+TEST(RuntimeDataMovementKernels, ReverseMatchesEvaluator) {
+  std::mt19937 rng(14);
+  for (PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kS8, PrimitiveType::kF64}) {
+    for (std::vector<int64_t> dimensions : {std::vector<int64_t>{1}, {0, 2}, {0, 1, 2}, {}}) {
+      Instruction reverse(Opcode::kReverse, "reverse", Shape::array(type, {5, 6, 7}));
+      reverse.dimensions = dimensions;
+      expect_native_matches(reverse, {random_literal(type, {5, 6, 7}, rng)});
+    }
+  }
+  Instruction big(Opcode::kReverse, "reverse", Shape::array(PrimitiveType::kF32, {300, 257}));
+  big.dimensions = {0, 1};
+  expect_native_matches(big, {random_literal(PrimitiveType::kF32, {300, 257}, rng)}, /*threads=*/2);
+}
+
+TEST(RuntimeDataMovementKernels, PadWithNegativeAndInteriorPaddingMatchesEvaluator) {
+  std::mt19937 rng(15);
+  struct Case {
+    std::vector<int64_t> in, out;
+    std::vector<PaddingDimension> padding;
+  };
+  const Case cases[] = {
+      {{4, 3}, {7, 7}, {{1, 2, 0}, {2, 2, 0}}},         // edges
+      {{4, 3}, {10, 5}, {{0, 0, 2}, {0, 0, 1}}},        // interior
+      {{4, 3}, {3, 6}, {{-1, 0, 0}, {1, 0, 1}}},        // negative low crops
+      {{5, 6}, {2, 7}, {{-2, -1, 0}, {-1, -3, 1}}},     // negative on both sides with interior
+      {{4, 4, 3}, {5, 5, 7}, {{1, 0, 0}, {0, 1, 0}, {2, 2, 0}}},
+      {{200, 170}, {400, 172}, {{1, 0, 1}, {1, 1, 0}}},  // big enough for threads
+  };
+  for (const Case& c : cases) {
+    for (PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kS32}) {
+      Instruction pad(Opcode::kPad, "pad", Shape::array(type, c.out));
+      pad.padding = c.padding;
+      expect_native_matches(pad, {random_literal(type, c.in, rng), random_literal(type, {}, rng)}, /*threads=*/2);
+    }
+  }
+}
+
 TEST(RuntimeDataMovementKernels, ConcatenateAndReshapeMatchEvaluator) {
   std::mt19937 rng(13);
   for (int64_t dimension : {0, 1}) {

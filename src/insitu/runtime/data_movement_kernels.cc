@@ -1,5 +1,5 @@
 // Native data-movement kernels: copy and reshape (bytes), slice, broadcast, iota, concatenate,
-// transpose. They move elements as raw bytes of the element width, so every element type is
+// transpose, reverse, pad (edge padding, negative included, and interior padding). They move elements as raw bytes of the element width, so every element type is
 // served by one path (iota computes values with the evaluator's conversion rules). Large
 // outputs split over the pool by rows; each row is written by exactly one chunk.
 #include <complex>
@@ -90,6 +90,89 @@ bool run_transpose(const Instruction& instruction, const ArrayView& operand, con
   return true;
 }
 
+// reverse: a transpose with the identity permutation where reversed dimensions count down.
+bool run_reverse(const Instruction& instruction, const ArrayView& operand, const ArrayView& out, ThreadPool& pool) {
+  const int64_t rank = out.shape->rank();
+  if (operand.shape->dimensions() != out.shape->dimensions()) return false;
+  std::vector<bool> reversed(static_cast<size_t>(rank), false);
+  for (int64_t d : instruction.dimensions) {
+    if (d < 0 || d >= rank) return false;
+    reversed[d] = true;
+  }
+  const int64_t width = byte_width(out.type());
+  if (rank == 0) {
+    std::memcpy(out.data, operand.data, static_cast<size_t>(width));
+    return true;
+  }
+  const std::vector<int64_t>& dims = out.shape->dimensions();
+  const std::vector<int64_t> strides = strides_of(dims);
+  const auto [rows, row_length] = rows_of(dims);
+  const int64_t inner = rank - 1;
+  const int64_t inner_stride = reversed[inner] ? -1 : 1;
+  for_each_row(pool, dims, [&, row_length = row_length](int64_t row, std::span<const int64_t> index) {
+    int64_t source = reversed[inner] ? dims[inner] - 1 : 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      source += (reversed[d] ? dims[d] - 1 - index[d] : index[d]) * strides[d];
+    copy_strided(out.data + row * row_length * width, operand.data + source * width, row_length, inner_stride, width);
+  });
+  return true;
+}
+
+// pad: result position o of dimension d reads operand position (o - low) / (interior + 1) when
+// that divides evenly and lies inside the operand; every other position is the padding value.
+bool run_pad(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
+             ThreadPool& pool) {
+  if (operands.size() != 2 || operands[0].scalar) return false;
+  const ArrayView& operand = operands[0];
+  const ArrayView& value = operands[1];
+  const int64_t rank = out.shape->rank();
+  if (operand.shape->rank() != rank || static_cast<int64_t>(instruction.padding.size()) != rank ||
+      operand.type() != out.type() || value.type() != out.type())
+    return false;
+  for (int64_t d = 0; d < rank; ++d) {
+    const PaddingDimension& p = instruction.padding[d];
+    const int64_t n = operand.shape->dimension(d);
+    const int64_t expected = p.low + p.high + n + std::max<int64_t>(n - 1, 0) * p.interior;
+    if (p.interior < 0 || out.shape->dimension(d) != expected) return false;
+  }
+  const int64_t width = byte_width(out.type());
+  if (rank == 0) {
+    std::memcpy(out.data, operand.data, static_cast<size_t>(width));
+    return true;
+  }
+  const std::vector<int64_t>& dims = out.shape->dimensions();
+  const std::vector<int64_t> strides = strides_of(operand.shape->dimensions());
+  // The operand position of result position o along d, or -1 for padding.
+  auto source_of = [&](int64_t d, int64_t o) -> int64_t {
+    const PaddingDimension& p = instruction.padding[d];
+    const int64_t shifted = o - p.low;
+    if (shifted < 0 || shifted % (p.interior + 1) != 0) return -1;
+    const int64_t position = shifted / (p.interior + 1);
+    return position < operand.shape->dimension(d) ? position : -1;
+  };
+  const auto [rows, row_length] = rows_of(dims);
+  const int64_t inner = rank - 1;
+  for_each_row(pool, dims, [&, row_length = row_length](int64_t row, std::span<const int64_t> index) {
+    uint8_t* to = out.data + row * row_length * width;
+    int64_t base = 0;
+    bool padding_row = false;
+    for (size_t d = 0; d < index.size(); ++d) {
+      const int64_t position = source_of(static_cast<int64_t>(d), index[d]);
+      if (position < 0) {
+        padding_row = true;
+        break;
+      }
+      base += position * strides[d];
+    }
+    for (int64_t j = 0; j < row_length; ++j) {
+      const int64_t position = padding_row ? -1 : source_of(inner, j);
+      const uint8_t* from = position < 0 ? value.data : operand.data + (base + position) * width;
+      std::memcpy(to + j * width, from, static_cast<size_t>(width));
+    }
+  });
+  return true;
+}
+
 template <typename T>
 T iota_value(int64_t i) {
   if constexpr (std::is_same_v<T, bool>) return i != 0;
@@ -169,6 +252,9 @@ bool run_data_movement_kernel(const Instruction& instruction, std::span<const Ar
       return operands.size() == 1 && !operands[0].scalar && kernels::run_transpose(instruction, operands[0], out, pool);
     case Opcode::kIota: return operands.empty() && kernels::run_iota(instruction, out, pool);
     case Opcode::kConcatenate: return kernels::run_concatenate(instruction, operands, out, pool);
+    case Opcode::kReverse:
+      return operands.size() == 1 && !operands[0].scalar && kernels::run_reverse(instruction, operands[0], out, pool);
+    case Opcode::kPad: return kernels::run_pad(instruction, operands, out, pool);
     default: return false;
   }
 }

@@ -43,6 +43,8 @@ bool is_kernel_opcode(Opcode opcode) {
     case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice:
     case Opcode::kConcatenate:
+    case Opcode::kReverse:
+    case Opcode::kPad:
     case Opcode::kScatter:
     case Opcode::kReduce:
     case Opcode::kReduceWindow:
