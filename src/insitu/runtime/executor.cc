@@ -255,9 +255,11 @@ Status Executor::run_kernel(const Step& step) {
   // Stage operands that overlap the output, except the exact in-place cases kernels support.
   const Opcode opcode = instruction.opcode();
   std::vector<std::unique_ptr<uint64_t[]>> staged;
+  const int64_t out_bytes = step.outputs[0].size;  // slice sizes, known since create
   for (size_t i = 0; i < operands.size(); ++i) {
     ArrayView& operand = operands[i];
-    if (!overlaps(operand.data, operand.byte_size(), out.data, out.byte_size())) continue;
+    const int64_t operand_bytes = operand.scalar ? byte_width(operand.type()) : step.operands[i][0].size;
+    if (!overlaps(operand.data, operand_bytes, out.data, out_bytes)) continue;
     const bool same_start = operand.data == out.data && !operand.scalar;
     if (same_start && writes_elementwise(instruction) && byte_width(operand.type()) == byte_width(out.type())) continue;
     if (same_start && (opcode == Opcode::kDynamicUpdateSlice || opcode == Opcode::kScatter) && i == 0) continue;
