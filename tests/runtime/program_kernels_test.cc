@@ -4,6 +4,7 @@
 // over several dimensions), end to end through Executable against the reference evaluator,
 // bit for bit, on 1 and 2 threads, with no instruction left to the fallback.
 #include "executable_test_util.h"
+#include "insitu/runtime/kernels.h"
 
 namespace insitu {
 namespace {
@@ -205,6 +206,37 @@ ENTRY main {
   };
   EXPECT_EQ(slice_of("sorted", {0}), slice_of("keys"));
   EXPECT_EQ(slice_of("sorted", {1}), slice_of("iota"));
+}
+
+// A comparator with an op the register programs do not take (exponential) runs through the
+// loop-fusion planner's one-element path instead, with the same results.
+TEST(RuntimeProgramKernels, ComparatorOutsideTheRegisterSetUsesTheFusionPath) {
+  const char* text = R"(
+HloModule sort_by_exp
+
+exp_less {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ea = f32[] exponential(a)
+  eb = f32[] exponential(b)
+  ROOT lt = pred[] compare(ea, eb), direction=LT
+}
+
+ENTRY main {
+  x = f32[33] parameter(0)
+  ROOT sorted = f32[33] sort(x), dimensions={0}, to_apply=exp_less
+}
+)";
+  expect_native_matches_evaluator(text);
+  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
+  ASSERT_TRUE(module.ok());
+  const Computation* comparator = (*module)->find_computation("exp_less");
+  ASSERT_NE(comparator, nullptr);
+  EXPECT_EQ(plan_register_program(*comparator), nullptr);
+  ThreadPool pool(1);
+  KernelPlanPtr plan = plan_scalar_program(*comparator, pool);
+  ASSERT_NE(plan, nullptr);
+  EXPECT_FALSE(plan->is_register_program());
 }
 
 }  // namespace

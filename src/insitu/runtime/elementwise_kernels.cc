@@ -206,17 +206,6 @@ bool run_unary(Opcode opcode, const ArrayView& a, const ArrayView& out, ThreadPo
   return native && handled;
 }
 
-// Sign-magnitude float bits mapped to a signed integer ordered like the IEEE total order.
-template <typename T>
-auto total_order_key(T value) {
-  using Signed = std::conditional_t<sizeof(T) == 2, int16_t, std::conditional_t<sizeof(T) == 4, int32_t, int64_t>>;
-  using Unsigned = std::make_unsigned_t<Signed>;
-  Signed bits;
-  std::memcpy(&bits, &value, sizeof(T));
-  const Unsigned flip = bits < 0 ? static_cast<Unsigned>(std::numeric_limits<Signed>::max()) : Unsigned(0);
-  return static_cast<Signed>(static_cast<Unsigned>(bits) ^ flip);
-}
-
 // out[i] = direction(key(a[i]), key(b[i])) where key maps a storage value to what is compared.
 template <typename T, typename KeyFn>
 void compare_with(ComparisonDirection direction, const ArrayView& a, const ArrayView& b, const ArrayView& out,

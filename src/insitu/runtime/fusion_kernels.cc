@@ -304,6 +304,7 @@ KernelPlanPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayV
 
 KernelPlanPtr plan_scalar_program(const Computation& computation, ThreadPool& pool) {
   if (computation.parameter_count() > 16) return nullptr;  // run_scalar_program's argument limit
+  if (KernelPlanPtr registers = plan_register_program(computation)) return registers;
   std::vector<ArrayView> operands;
   for (const Instruction* parameter : computation.parameters()) {
     if (parameter == nullptr || !parameter->shape().is_array() || parameter->shape().rank() != 0) return nullptr;
@@ -321,6 +322,7 @@ KernelPlanPtr plan_scalar_program(const Computation& computation, ThreadPool& po
 
 void run_scalar_program(const KernelPlan& plan, std::span<const uint8_t* const> arguments,
                         std::span<uint8_t* const> results, ThreadPool& pool) {
+  if (run_register_program(plan, arguments, results)) return;
   const LoopFusion& program = static_cast<const LoopFusion&>(plan);
   constexpr size_t kMaxArguments = 16;
   ArrayView operands[kMaxArguments];

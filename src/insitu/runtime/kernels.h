@@ -30,6 +30,9 @@ namespace insitu {
 // nodes, a comparator program, a dot's index tables), so calls only bind addresses.
 struct KernelPlan {
   virtual ~KernelPlan() = default;
+  // A scalar program compiled to typed registers (scalar_program.cc) rather than planned as a
+  // loop fusion of one element: run_scalar_program takes the fast path for it.
+  virtual bool is_register_program() const { return false; }
 };
 using KernelPlanPtr = std::unique_ptr<KernelPlan>;
 
@@ -115,6 +118,12 @@ bool run_loop_fusion(const KernelPlan& plan, std::span<const ArrayView> operands
 // computes what the evaluator does; nullptr when something in it has no native path.
 // run_scalar_program reads one element per parameter and writes one per root leaf.
 KernelPlanPtr plan_scalar_program(const Computation& computation, ThreadPool& pool);
+// scalar_program.cc: the same computations when every op is a compare, select, logical or
+// basic arithmetic op over f32/f64/s32/s64/pred, compiled to typed registers (nullptr
+// otherwise); run_register_program is false for any other plan.
+KernelPlanPtr plan_register_program(const Computation& computation);
+bool run_register_program(const KernelPlan& plan, std::span<const uint8_t* const> arguments,
+                          std::span<uint8_t* const> results);
 void run_scalar_program(const KernelPlan& program, std::span<const uint8_t* const> arguments,
                         std::span<uint8_t* const> results, ThreadPool& pool);
 
