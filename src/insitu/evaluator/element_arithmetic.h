@@ -8,10 +8,12 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 #include <complex>
 #include <limits>
 #include <type_traits>
 
+#include "insitu/ir/attributes.h"
 #include "insitu/ir/dtype.h"
 
 namespace insitu {
@@ -113,6 +115,32 @@ inline T sign_value(T x) {
   } else {
     return std::isnan(x) ? x : std::copysign(static_cast<T>(x != T(0)), x);  // keeps -0 and +0
   }
+}
+
+// A float's storage bits as a signed integer ordered like the IEEE total order
+// (-NaN < -inf < ... < -0 < 0 < ... < inf < NaN): compare's type=TOTALORDER.
+template <typename T>
+inline auto total_order_key(T value) {
+  using Signed = std::conditional_t<sizeof(T) == 2, int16_t, std::conditional_t<sizeof(T) == 4, int32_t, int64_t>>;
+  using Unsigned = std::make_unsigned_t<Signed>;
+  Signed bits;
+  std::memcpy(&bits, &value, sizeof(T));
+  // negative values: flip the magnitude bits so that larger magnitudes order lower
+  const Unsigned flip = bits < 0 ? static_cast<Unsigned>(std::numeric_limits<Signed>::max()) : Unsigned(0);
+  return static_cast<Signed>(static_cast<Unsigned>(bits) ^ flip);
+}
+
+template <typename Key>
+inline bool compare_keys(ComparisonDirection direction, Key lhs, Key rhs) {
+  switch (direction) {
+    case ComparisonDirection::kEq: return lhs == rhs;
+    case ComparisonDirection::kNe: return lhs != rhs;
+    case ComparisonDirection::kLt: return lhs < rhs;
+    case ComparisonDirection::kLe: return lhs <= rhs;
+    case ComparisonDirection::kGt: return lhs > rhs;
+    case ComparisonDirection::kGe: return lhs >= rhs;
+  }
+  return false;
 }
 
 template <typename To, typename From>

@@ -14,31 +14,6 @@
 namespace insitu::eval {
 namespace {
 
-// Maps a float's bits to a signed integer whose order is the IEEE total order.
-template <typename T>
-auto total_order_key(T value) {
-  using Signed = std::conditional_t<sizeof(T) == 2, int16_t, std::conditional_t<sizeof(T) == 4, int32_t, int64_t>>;
-  using Unsigned = std::make_unsigned_t<Signed>;
-  Signed bits;
-  std::memcpy(&bits, &value, sizeof(T));
-  // Negative values: flip the magnitude bits so that larger magnitudes order lower.
-  const Unsigned flip = bits < 0 ? static_cast<Unsigned>(std::numeric_limits<Signed>::max()) : Unsigned(0);
-  return static_cast<Signed>(static_cast<Unsigned>(bits) ^ flip);
-}
-
-template <typename Key>
-bool compare_keys(ComparisonDirection direction, Key lhs, Key rhs) {
-  switch (direction) {
-    case ComparisonDirection::kEq: return lhs == rhs;
-    case ComparisonDirection::kNe: return lhs != rhs;
-    case ComparisonDirection::kLt: return lhs < rhs;
-    case ComparisonDirection::kLe: return lhs <= rhs;
-    case ComparisonDirection::kGt: return lhs > rhs;
-    case ComparisonDirection::kGe: return lhs >= rhs;
-  }
-  return false;
-}
-
 // Whether `type` may be used with operands of category `category`.
 bool comparison_type_fits(ComparisonType type, unsigned category) {
   switch (type) {

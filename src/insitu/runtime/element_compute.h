@@ -29,15 +29,4 @@ bool dispatch_native_numeric(PrimitiveType type, Fn&& fn) {
   }
 }
 
-// Sign-magnitude float bits mapped to a signed integer ordered like the IEEE total order.
-template <typename T>
-inline auto total_order_key(T value) {
-  using Signed = std::conditional_t<sizeof(T) == 2, int16_t, std::conditional_t<sizeof(T) == 4, int32_t, int64_t>>;
-  using Unsigned = std::make_unsigned_t<Signed>;
-  Signed bits;
-  std::memcpy(&bits, &value, sizeof(T));
-  const Unsigned flip = bits < 0 ? static_cast<Unsigned>(std::numeric_limits<Signed>::max()) : Unsigned(0);
-  return static_cast<Signed>(static_cast<Unsigned>(bits) ^ flip);
-}
-
 }  // namespace insitu::kernels

@@ -84,19 +84,6 @@ void with_type(Kind kind, Fn&& fn) {
   }
 }
 
-template <typename K>
-bool compare_keys(ComparisonDirection direction, K l, K r) {
-  switch (direction) {
-    case ComparisonDirection::kEq: return l == r;
-    case ComparisonDirection::kNe: return l != r;
-    case ComparisonDirection::kLt: return l < r;
-    case ComparisonDirection::kLe: return l <= r;
-    case ComparisonDirection::kGt: return l > r;
-    case ComparisonDirection::kGe: return l >= r;
-  }
-  return false;
-}
-
 void execute(const Op& op, Register* regs, Register& out) {
   with_type(op.kind, [&](auto tag) {
     using T = decltype(tag);
@@ -104,7 +91,7 @@ void execute(const Op& op, Register* regs, Register& out) {
       case Opcode::kCompare: {
         const T x = as<T>(regs[op.a]), y = as<T>(regs[op.b]);
         if constexpr (std::is_floating_point_v<T>) {
-          out.pred = op.total_order ? compare_keys(op.direction, kernels::total_order_key(x), kernels::total_order_key(y))
+          out.pred = op.total_order ? compare_keys(op.direction, total_order_key(x), total_order_key(y))
                                     : compare_keys(op.direction, x, y);
         } else {
           out.pred = compare_keys(op.direction, x, y);
