@@ -277,7 +277,11 @@ Status Executable::build() {
             operands.push_back(leaves.size() == 1 ? ArrayView{nullptr, leaves[0].shape, leaves[0].scalar} : ArrayView{});
           const bool all_arrays = std::all_of(step.operands.begin(), step.operands.end(),
                                               [](const std::vector<Leaf>& leaves) { return leaves.size() == 1; });
-          if (all_arrays) {
+          if (all_arrays && instruction->shape().rank() == 0) {
+            // a scalar chain (a loop counter's update, an index clamp): typed registers
+            step.plan = plan_register_program(*instruction->called_computations()[0]);
+          }
+          if (all_arrays && step.plan == nullptr) {
             ThreadPool planning(1);
             step.plan = plan_loop_fusion(*instruction, operands,
                                                 ArrayView{nullptr, step.outputs[0].shape, false}, planning);

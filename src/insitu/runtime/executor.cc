@@ -283,8 +283,15 @@ Status Executor::run_kernel(const Step& step) {
     if (!done && step.plan != nullptr) return run_program_step(step);
   }
   else if (opcode == Opcode::kReduceWindow) done = run_reduce_window_kernel(instruction, operands, out, pool_);
-  else if (opcode == Opcode::kFusion && step.plan != nullptr)
+  else if (opcode == Opcode::kFusion && step.plan != nullptr && step.plan->is_register_program()) {
+    const uint8_t* arguments[16];
+    if (operands.size() > 16 || out.scalar) return run_fallback_step(step);
+    for (size_t i = 0; i < operands.size(); ++i) arguments[i] = operands[i].data;
+    uint8_t* results[1] = {out.data};
+    done = run_register_program(*step.plan, std::span<const uint8_t* const>(arguments, operands.size()), results);
+  } else if (opcode == Opcode::kFusion && step.plan != nullptr) {
     done = run_loop_fusion(*step.plan, operands, out, pool_);
+  }
   else if (opcode == Opcode::kDynamicSlice || opcode == Opcode::kDynamicUpdateSlice)
     done = run_dynamic_slice_kernel(instruction, operands, out, pool_);
   else done = run_data_movement_kernel(instruction, operands, out, pool_);
