@@ -6,8 +6,12 @@
 // are bit for bit the unfused ones (and the evaluator's). Blocks are split over the pool.
 //
 // Anything else inside a fusion (a reduce, a broadcast of a computed value, an op without a
-// native kernel for its types: found by a one-element probe before anything is written) makes
-// the kernel decline, and the evaluator runs the whole fusion (fallback).
+// native kernel for its types: found by a one-element probe at planning time) makes the kernel
+// decline, and the evaluator runs the whole fusion (fallback).
+//
+// The same planner runs scalar programs (sort comparators, reduce combiners with ops outside
+// the register set of scalar_program.cc): one element, every value in scratch, the root's
+// leaves (a tuple) copied out.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -178,6 +182,9 @@ class BlockRunner {
     views_ = views.data();
   }
 
+  // The element of node n after run(0, 1) (a scalar program's outputs).
+  const uint8_t* value(int n) const { return views_[n].data; }
+
   bool run(int64_t begin, int64_t length) {
     const std::vector<Shape>& shapes = length == kBlock ? plan_.block_shapes : plan_.tail_shapes;
     for (size_t n = 0; n < plan_.nodes.size(); ++n) {
@@ -258,11 +265,6 @@ class BlockRunner {
     }
   }
 
-public:
-  // The element of node n after run(0, 1) (a scalar program's outputs).
-  const uint8_t* value(int n) const { return views_[n].data; }
-
- private:
   const Plan& plan_;
   std::span<const ArrayView> operands_;
   uint8_t* out_;
