@@ -104,6 +104,37 @@ inline T shift_right_arithmetic_value(T lhs, T rhs) {
   return static_cast<T>(value >> rhs);
 }
 
+// power: x^0 == 1^x == 1; integers square in the unsigned type with an int exponent (a negative
+// exponent gives 0); pred is lhs || !rhs; floats std::pow.
+template <typename T>
+inline T power_value(T lhs, T rhs) {
+  if (lhs == T(1) || rhs == T(0)) return T(1);
+  if constexpr (std::is_same_v<T, bool>) {
+    return lhs || !rhs;
+  } else if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_signed_v<T>) {
+      if (rhs < 0) return T(0);  // lhs == 1 was handled above
+    }
+    // XLA squares in the unsigned type with an `int` exponent (a wider exponent is truncated).
+    using U = std::make_unsigned_t<T>;
+    U base = static_cast<U>(lhs);
+    U result = 1;
+    for (int exponent = static_cast<int>(rhs); exponent > 0; exponent >>= 1) {
+      if (exponent & 1) result = static_cast<U>(as_unsigned(result) * as_unsigned(base));
+      base = static_cast<U>(as_unsigned(base) * as_unsigned(base));
+    }
+    return static_cast<T>(result);
+  } else if constexpr (kIsComplex<T>) {
+    // inf^(a + 0i) is inf for a > 0 and 0 for a < 0 (Kahan, "Much Ado About Nothing's Sign Bit").
+    bool lhs_is_positive_infinity = lhs.imag() == 0 && lhs.real() > 0 && std::isinf(lhs.real());
+    if (lhs_is_positive_infinity && rhs.imag() == 0 && rhs.real() > 0) return lhs;
+    if (lhs_is_positive_infinity && rhs.imag() == 0 && rhs.real() < 0) return T(0);
+    return std::pow(lhs, rhs);
+  } else {
+    return std::pow(lhs, rhs);
+  }
+}
+
 // sign: -1, 0 or 1 for integers; floats keep -0, +0 and NaN.
 template <typename T>
 inline T sign_value(T x) {

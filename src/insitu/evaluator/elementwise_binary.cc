@@ -34,34 +34,6 @@ T divide(T lhs, T rhs) {
 }
 
 
-template <typename T>
-T power(T lhs, T rhs) {
-  if (lhs == T(1) || rhs == T(0)) return T(1);
-  if constexpr (std::is_same_v<T, bool>) {
-    return lhs || !rhs;
-  } else if constexpr (std::is_integral_v<T>) {
-    if constexpr (std::is_signed_v<T>) {
-      if (rhs < 0) return T(0);  // lhs == 1 was handled above
-    }
-    // XLA squares in the unsigned type with an `int` exponent (a wider exponent is truncated).
-    using U = std::make_unsigned_t<T>;
-    U base = static_cast<U>(lhs);
-    U result = 1;
-    for (int exponent = static_cast<int>(rhs); exponent > 0; exponent >>= 1) {
-      if (exponent & 1) result = static_cast<U>(as_unsigned(result) * as_unsigned(base));
-      base = static_cast<U>(as_unsigned(base) * as_unsigned(base));
-    }
-    return static_cast<T>(result);
-  } else if constexpr (kIsComplex<T>) {
-    // inf^(a + 0i) is inf for a > 0 and 0 for a < 0 (Kahan, "Much Ado About Nothing's Sign Bit").
-    bool lhs_is_positive_infinity = lhs.imag() == 0 && lhs.real() > 0 && std::isinf(lhs.real());
-    if (lhs_is_positive_infinity && rhs.imag() == 0 && rhs.real() > 0) return lhs;
-    if (lhs_is_positive_infinity && rhs.imag() == 0 && rhs.real() < 0) return T(0);
-    return std::pow(lhs, rhs);
-  } else {
-    return std::pow(lhs, rhs);
-  }
-}
 
 template <typename T>
 T arctangent2(T y, T x) {
@@ -131,7 +103,7 @@ StatusOr<Literal> evaluate_binary(const Instruction& instruction, const Literal&
       return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return maximum_value(x, y); });
     case Opcode::kMinimum:
       return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return minimum_value(x, y); });
-    case Opcode::kPower: return map_binary<kAny>(instruction, a, b, [](auto x, auto y) { return power(x, y); });
+    case Opcode::kPower: return map_binary<kAny>(instruction, a, b, [](auto x, auto y) { return power_value(x, y); });
     case Opcode::kAtan2:
       return map_binary<kFloat | kComplex>(instruction, a, b, [](auto y, auto x) { return arctangent2(y, x); });
     case Opcode::kAnd:

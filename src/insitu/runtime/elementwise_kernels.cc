@@ -1,5 +1,5 @@
 // Native elementwise kernels: add, subtract, multiply, divide, maximum, minimum, negate, abs,
-// remainder, sign, exp, log, sqrt, rsqrt, tanh, is-finite, compare and select over
+// remainder, power, sign, exp, log, sqrt, rsqrt, tanh, is-finite, compare and select over
 // f32/f64/s32/s64/bf16/f16, and/or/xor/not over pred and every integer type, shifts over the
 // integer types, with scalar
 // operands (unmaterialized broadcasts) read as scalars. Large arrays split over the pool:
@@ -151,6 +151,7 @@ bool run_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const Arr
       case Opcode::kMaximum: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return maximum_value(x, y); }); break;
       case Opcode::kMinimum: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return minimum_value(x, y); }); break;
       case Opcode::kRemainder: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return remainder_value(x, y); }); break;
+      case Opcode::kPower: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return power_value(x, y); }); break;
       default: handled = false;
     }
   });
