@@ -108,9 +108,13 @@ TEST(RuntimeElementwiseKernels, IsFiniteMatchesEvaluator) {
 
 TEST(RuntimeElementwiseKernels, CompareMatchesEvaluatorInEveryDirection) {
   std::mt19937 rng(3);
-  for (PrimitiveType type : kNumericTypes) {
+  std::vector<PrimitiveType> types(std::begin(kNumericTypes), std::end(kNumericTypes));
+  types.insert(types.end(), {PrimitiveType::kPred, PrimitiveType::kS8, PrimitiveType::kU8, PrimitiveType::kU32,
+                             PrimitiveType::kU64});
+  for (PrimitiveType type : types) {
     std::vector<ComparisonType> kinds = {ComparisonType::kDefault};
     if (is_floating(type)) kinds.push_back(ComparisonType::kTotalOrder);
+    if (is_unsigned_integral(type) || type == PrimitiveType::kPred) kinds.push_back(ComparisonType::kUnsigned);
     for (ComparisonType kind : kinds) {
       for (ComparisonDirection direction : {ComparisonDirection::kEq, ComparisonDirection::kNe, ComparisonDirection::kLt,
                                             ComparisonDirection::kLe, ComparisonDirection::kGt, ComparisonDirection::kGe}) {

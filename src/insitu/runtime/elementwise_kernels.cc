@@ -1,7 +1,7 @@
 // Native elementwise kernels: add, subtract, multiply, divide, maximum, minimum, negate, abs,
 // remainder, power, sign, exp, log, sqrt, rsqrt, tanh, is-finite, compare and select over
-// f32/f64/s32/s64/bf16/f16, and/or/xor/not over pred and every integer type, shifts over the
-// integer types, with scalar
+// f32/f64/s32/s64/bf16/f16, and/or/xor/not and compare over pred and every integer type, shifts
+// over the integer types, with scalar
 // operands (unmaterialized broadcasts) read as scalars. Large arrays split over the pool:
 // every element is computed independently, so the split cannot change a result. Semantics are
 // the reference evaluator's (elementwise_binary.cc, elementwise_unary.cc,
@@ -237,6 +237,17 @@ bool run_compare(const Instruction& instruction, const ArrayView& a, const Array
   const ComparisonType type = instruction.comparison_type;
   const ComparisonDirection direction = instruction.comparison_direction;
   bool handled = true;
+  if (a.type() == PrimitiveType::kPred || is_unsigned_integral(a.type()) || a.type() == PrimitiveType::kS8 ||
+      a.type() == PrimitiveType::kS16) {
+    // pred compares as unsigned (false < true); the narrow and unsigned integers as themselves
+    const bool fits = type == ComparisonType::kDefault ||
+                      type == (is_signed_integral(a.type()) ? ComparisonType::kSigned : ComparisonType::kUnsigned);
+    if (!fits) return false;  // the fallback reports the mismatch
+    return dispatch_bitwise(a.type(), [&](auto tag) {
+      using T = decltype(tag);
+      compare_with<T>(direction, a, b, out, pool, [](T v) { return v; });
+    });
+  }
   const bool native = dispatch_native_numeric(a.type(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {
