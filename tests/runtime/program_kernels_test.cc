@@ -239,5 +239,28 @@ ENTRY main {
   EXPECT_FALSE(plan->is_register_program());
 }
 
+// topk natively: ties keep the lower index, NaN is the largest, -0 sorts below 0; largest and
+// smallest, floats and integers.
+TEST(RuntimeProgramKernels, TopkMatchesEvaluator) {
+  expect_native_matches_evaluator(R"(
+HloModule topk
+
+ENTRY main {
+  x = f32[6,40] parameter(0)
+  y = s32[3,17] parameter(1)
+  big = (f32[6,5], s32[6,5]) topk(x), k=5, largest=true
+  small = (f32[6,40], s32[6,40]) topk(x), k=40, largest=false
+  ints = (s32[3,4], s32[3,4]) topk(y), k=4
+  b0 = f32[6,5] get-tuple-element(big), index=0
+  b1 = s32[6,5] get-tuple-element(big), index=1
+  s0 = f32[6,40] get-tuple-element(small), index=0
+  s1 = s32[6,40] get-tuple-element(small), index=1
+  i0 = s32[3,4] get-tuple-element(ints), index=0
+  i1 = s32[3,4] get-tuple-element(ints), index=1
+  ROOT t = (f32[6,5], s32[6,5], f32[6,40], s32[6,40], s32[3,4], s32[3,4]) tuple(b0, b1, s0, s1, i0, i1)
+}
+)");
+}
+
 }  // namespace
 }  // namespace insitu

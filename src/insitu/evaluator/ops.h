@@ -3,6 +3,7 @@
 // its operand values. Each returns the result value or a located error.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -48,6 +49,12 @@ StatusOr<Literal> evaluate_scatter(const Instruction& instruction, Operands oper
 StatusOr<Literal> evaluate_sort(const Instruction& instruction, Operands operands, ComputationRunner& runner);
 // topk.cc: the `topk` opcode (k=, largest=) and XLA:CPU's "TopK" custom call (its comparator).
 StatusOr<Literal> evaluate_topk(const Instruction& instruction, Operands operands);
+// topk's k= and largest= (default true) for rows of `length`; nullopt when missing or invalid.
+struct TopkAttributes {
+  int64_t k = 0;
+  bool largest = true;
+};
+std::optional<TopkAttributes> topk_attributes(const Instruction& instruction, int64_t length);
 StatusOr<Literal> evaluate_topk_custom_call(const Instruction& instruction, Operands operands,
                                             ComputationRunner& runner);
 // Custom-call targets the evaluator itself implements (when no kernel is registered for them).

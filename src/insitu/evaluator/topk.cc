@@ -14,6 +14,7 @@
 #include <bit>
 #include <charconv>
 #include <numeric>
+#include <optional>
 
 #include "insitu/evaluator/apply_util.h"
 #include "insitu/evaluator/index_util.h"
@@ -90,26 +91,35 @@ Status check_result(const Instruction& instruction, const Shape& input, int64_t 
 
 }  // namespace
 
+std::optional<TopkAttributes> topk_attributes(const Instruction& instruction, int64_t length) {
+  const RawAttribute* k_attribute = find_attribute(instruction, "k");
+  if (k_attribute == nullptr) return std::nullopt;
+  int64_t k = -1;
+  const std::string& text = k_attribute->value;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), k);
+  if (error != std::errc() || end != text.data() + text.size() || k < 0 || k > length) return std::nullopt;
+  bool largest = true;
+  if (const RawAttribute* attribute = find_attribute(instruction, "largest")) {
+    if (attribute->value != "true" && attribute->value != "false") return std::nullopt;
+    largest = attribute->value == "true";
+  }
+  return TopkAttributes{k, largest};
+}
+
 StatusOr<Literal> evaluate_topk(const Instruction& instruction, Operands operands) {
   if (operands.size() != 1 || !operands[0]->shape().is_array() || operands[0]->shape().rank() == 0)
     return bad_instruction(instruction, "takes one array operand of rank >= 1");
   const Literal& input = *operands[0];
-  const RawAttribute* k_attribute = find_attribute(instruction, "k");
-  int64_t k = -1;
-  if (k_attribute != nullptr) {
-    const std::string& text = k_attribute->value;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), k);
-    if (error != std::errc() || end != text.data() + text.size()) k = -1;
-  }
   const int64_t length = input.shape().dimensions().back();
-  if (k < 0 || k > length)
+  const std::optional<TopkAttributes> attributes = topk_attributes(instruction, length);
+  if (!attributes) {
+    const RawAttribute* largest = find_attribute(instruction, "largest");
+    if (largest != nullptr && largest->value != "true" && largest->value != "false")
+      return bad_instruction(instruction, str_cat("largest=", largest->value, " must be true or false"));
     return bad_instruction(instruction, str_cat("needs k=K with 0 <= K <= ", length, " (the last dimension)"));
-  bool largest = true;
-  if (const RawAttribute* attribute = find_attribute(instruction, "largest")) {
-    if (attribute->value != "true" && attribute->value != "false")
-      return bad_instruction(instruction, str_cat("largest=", attribute->value, " must be true or false"));
-    largest = attribute->value == "true";
   }
+  const int64_t k = attributes->k;
+  const bool largest = attributes->largest;
   if (input.shape().element_type() == PrimitiveType::kPred || is_complex(input.shape().element_type()))
     return bad_instruction(instruction, "sorts real numbers only");
   INSITU_RETURN_IF_ERROR(check_result(instruction, input.shape(), k));

@@ -49,6 +49,7 @@ bool is_kernel_opcode(Opcode opcode) {
     case Opcode::kReduce:
     case Opcode::kReduceWindow:
     case Opcode::kGather:
+    case Opcode::kTopk:
     case Opcode::kDot: return true;
     default: return false;
   }

@@ -204,8 +204,8 @@ std::optional<Status> Executor::run_native_custom_call(const Step& step, const N
   return native(*step.instruction, operands, outputs, pool_, stats_);
 }
 
-// sort, and reduce with several results or a combiner the plain reduce kernel does not take:
-// their to_apply runs as the step's scalar program. No output may overlap an operand, except a
+// Steps with several results: topk, sort, and reduce with several results or a combiner the
+// plain reduce kernel does not take (their to_apply runs as the step's scalar program). No output may overlap an operand, except a
 // sort's output i that is exactly its operand i (sorted in place).
 Status Executor::run_program_step(const Step& step) {
   const Instruction& instruction = *step.instruction;
@@ -228,15 +228,17 @@ Status Executor::run_program_step(const Step& step) {
       if (!own_operand) return run_fallback_step(step);
     }
   }
-  const bool done = instruction.opcode() == Opcode::kSort
-                        ? run_sort_kernel(instruction, *step.plan, operands, outputs, pool_)
-                        : run_reduce_program(instruction, *step.plan, operands, outputs, pool_);
+  bool done = false;
+  if (instruction.opcode() == Opcode::kTopk) done = operands.size() == 1 && run_topk_kernel(instruction, operands[0], outputs, pool_);
+  else if (instruction.opcode() == Opcode::kSort) done = run_sort_kernel(instruction, *step.plan, operands, outputs, pool_);
+  else done = run_reduce_program(instruction, *step.plan, operands, outputs, pool_);
   return done ? ok_status() : run_fallback_step(step);
 }
 
 Status Executor::run_kernel(const Step& step) {
   const Instruction& instruction = *step.instruction;
-  if (step.plan != nullptr && (instruction.opcode() == Opcode::kSort || step.outputs.size() != 1))
+  if (instruction.opcode() == Opcode::kTopk ||
+      (step.plan != nullptr && (instruction.opcode() == Opcode::kSort || step.outputs.size() != 1)))
     return run_program_step(step);
   if (step.outputs.size() != 1 || step.outputs[0].scalar) return run_fallback_step(step);
   const ArrayView out = view(step.outputs[0]);

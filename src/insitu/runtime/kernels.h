@@ -138,6 +138,11 @@ bool run_sort_kernel(const Instruction& sort, const KernelPlan& comparator, std:
 bool run_gather_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
                        ThreadPool& pool);
 
+// topk over the last dimension (values, s32 indices): the evaluator's stable sort by the total
+// order, the first k. False for anything else (fallback).
+bool run_topk_kernel(const Instruction& topk, const ArrayView& operand, std::span<const ArrayView> outputs,
+                     ThreadPool& pool);
+
 // scatter_kernels.cc: single-operand scatter in place, in the evaluator's order. A combiner
 // that fails sets `status` (the kernel still returns true: it handled the op).
 bool run_scatter_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,

@@ -13,7 +13,10 @@
 #include <numeric>
 #include <vector>
 
+#include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/evaluator/index_util.h"
+#include "insitu/evaluator/ops.h"
+#include "insitu/runtime/element_compute.h"
 #include "insitu/runtime/kernels.h"
 
 namespace insitu {
@@ -82,6 +85,52 @@ bool run_sort_kernel(const Instruction& sort, const KernelPlan& comparator, std:
               }
             });
   return true;
+}
+
+bool run_topk_kernel(const Instruction& topk, const ArrayView& operand, std::span<const ArrayView> outputs,
+                     ThreadPool& pool) {
+  if (topk.opcode() != Opcode::kTopk || operand.scalar || !operand.shape->is_array() || operand.shape->rank() == 0 ||
+      outputs.size() != 2)
+    return false;
+  const Shape& shape = *operand.shape;
+  const int64_t length = shape.dimensions().back();
+  const std::optional<eval::TopkAttributes> attributes = eval::topk_attributes(topk, length);
+  if (!attributes) return false;
+  const int64_t k = attributes->k;
+  std::vector<int64_t> dimensions = shape.dimensions();
+  dimensions.back() = k;
+  const ArrayView& values = outputs[0];
+  const ArrayView& indices = outputs[1];
+  if (values.scalar || indices.scalar || values.type() != operand.type() || indices.type() != PrimitiveType::kS32 ||
+      values.shape->dimensions() != dimensions || indices.shape->dimensions() != dimensions)
+    return false;
+  const int64_t rows = length == 0 ? 0 : shape.element_count() / length;
+  const int64_t width = byte_width(operand.type());
+  const bool largest = attributes->largest;
+  // The evaluator's order: a stable sort by the total order (integers by value), the first k.
+  return kernels::dispatch_native_numeric(operand.type(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* input = reinterpret_cast<const T*>(operand.data);
+    run_range(pool, rows, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, length * 8)),
+              [&](int64_t begin, int64_t end) {
+                std::vector<int64_t> order(static_cast<size_t>(length)), keys(static_cast<size_t>(length));
+                for (int64_t row = begin; row < end; ++row) {
+                  const T* from = input + row * length;
+                  for (int64_t i = 0; i < length; ++i) {
+                    if constexpr (std::is_integral_v<T>) keys[i] = static_cast<int64_t>(from[i]);
+                    else keys[i] = static_cast<int64_t>(total_order_key(from[i]));
+                  }
+                  std::iota(order.begin(), order.end(), int64_t{0});
+                  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+                    return largest ? keys[a] > keys[b] : keys[a] < keys[b];
+                  });
+                  for (int64_t j = 0; j < k; ++j) {
+                    std::memcpy(values.data + (row * k + j) * width, from + order[j], static_cast<size_t>(width));
+                    reinterpret_cast<int32_t*>(indices.data)[row * k + j] = static_cast<int32_t>(order[j]);
+                  }
+                }
+              });
+  });
 }
 
 }  // namespace insitu
