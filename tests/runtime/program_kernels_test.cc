@@ -233,8 +233,7 @@ ENTRY main {
   const Computation* comparator = (*module)->find_computation("exp_less");
   ASSERT_NE(comparator, nullptr);
   EXPECT_EQ(plan_register_program(*comparator), nullptr);
-  ThreadPool pool(1);
-  KernelPlanPtr plan = plan_scalar_program(*comparator, pool);
+  KernelPlanPtr plan = plan_scalar_program(*comparator);
   ASSERT_NE(plan, nullptr);
   EXPECT_FALSE(plan->is_register_program());
 }

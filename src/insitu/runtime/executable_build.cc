@@ -82,6 +82,32 @@ bool is_view_instruction(const BufferAssignment& assignment, const Instruction* 
   return assignment.dataflow().has_values(instruction) && assignment.is_view(assignment.dataflow().value_at(instruction));
 }
 
+// What a kernel can work out once for this step: a fusion's loop plan (typed registers for a
+// scalar chain), a sort's comparator or a reduce's combiner as a scalar program, a dot's index
+// tables. nullptr when there is nothing to plan or no native path.
+KernelPlanPtr plan_step(const Instruction& instruction, const Step& step) {
+  const Opcode opcode = instruction.opcode();
+  const bool single_leaves = std::all_of(step.operands.begin(), step.operands.end(),
+                                         [](const std::vector<Leaf>& leaves) { return leaves.size() == 1; });
+  if (is_native_fusion_candidate(instruction)) {
+    if (step.outputs.size() != 1 || step.outputs[0].scalar || !single_leaves) return nullptr;
+    // a scalar chain (a loop counter's update, an index clamp): typed registers
+    if (instruction.shape().rank() == 0)
+      if (KernelPlanPtr registers = plan_register_program(*instruction.called_computations()[0])) return registers;
+    // planned on the leaves' shapes and scalar flags; addresses are bound per run
+    std::vector<ArrayView> operands;
+    for (const std::vector<Leaf>& leaves : step.operands)
+      operands.push_back(ArrayView{nullptr, leaves[0].shape, leaves[0].scalar});
+    return plan_loop_fusion(instruction, operands, ArrayView{nullptr, step.outputs[0].shape, false});
+  }
+  if (opcode == Opcode::kSort || opcode == Opcode::kReduce)
+    return instruction.called_computations().size() == 1 ? plan_scalar_program(*instruction.called_computations()[0])
+                                                          : nullptr;
+  if (opcode == Opcode::kDot && step.operands.size() == 2 && single_leaves && step.outputs.size() == 1)
+    return plan_dot(instruction, *step.operands[0][0].shape, *step.operands[1][0].shape, *step.outputs[0].shape);
+  return nullptr;
+}
+
 }  // namespace
 
 std::string Executable::Argument::describe() const {
@@ -269,38 +295,11 @@ Status Executable::build() {
         }
       } else if (opcode == Opcode::kCustomCall) {
         step.kind = StepKind::kCustomCall;
-      } else if (is_native_fusion_candidate(*instruction)) {
-        step.kind = StepKind::kFallback;
-        if (step.outputs.size() == 1 && !step.outputs[0].scalar) {
-          // planned on the leaves' shapes and scalar flags; addresses are bound per run
-          std::vector<ArrayView> operands;
-          for (const std::vector<Leaf>& leaves : step.operands)
-            operands.push_back(leaves.size() == 1 ? ArrayView{nullptr, leaves[0].shape, leaves[0].scalar} : ArrayView{});
-          const bool all_arrays = std::all_of(step.operands.begin(), step.operands.end(),
-                                              [](const std::vector<Leaf>& leaves) { return leaves.size() == 1; });
-          if (all_arrays && instruction->shape().rank() == 0) {
-            // a scalar chain (a loop counter's update, an index clamp): typed registers
-            step.plan = plan_register_program(*instruction->called_computations()[0]);
-          }
-          if (all_arrays && step.plan == nullptr) {
-            ThreadPool planning(1);
-            step.plan = plan_loop_fusion(*instruction, operands,
-                                                ArrayView{nullptr, step.outputs[0].shape, false}, planning);
-          }
-          if (step.plan != nullptr) step.kind = StepKind::kKernel;
-        }
-      } else if (opcode == Opcode::kSort || opcode == Opcode::kReduce) {
-        // comparator / combiner as a scalar program over native kernels when it has one
-        ThreadPool planning(1);
-        if (instruction->called_computations().size() == 1)
-          step.plan = plan_scalar_program(*instruction->called_computations()[0], planning);
-        step.kind = opcode == Opcode::kReduce || step.plan != nullptr ? StepKind::kKernel : StepKind::kFallback;
-      } else if (is_kernel_opcode(opcode)) {
+      } else if (KernelPlanPtr plan = plan_step(*instruction, step); plan != nullptr) {
         step.kind = StepKind::kKernel;
-        if (opcode == Opcode::kDot && step.operands.size() == 2 && step.operands[0].size() == 1 &&
-            step.operands[1].size() == 1 && step.outputs.size() == 1)
-          step.plan = plan_dot(*instruction, *step.operands[0][0].shape, *step.operands[1][0].shape,
-                               *step.outputs[0].shape);
+        step.plan = std::move(plan);
+      } else if (is_kernel_opcode(opcode)) {
+        step.kind = StepKind::kKernel;  // kernels that need no plan (or decline per call)
       } else if (has_fallback(opcode)) {
         step.kind = StepKind::kFallback;
       } else {

@@ -275,7 +275,8 @@ class BlockRunner {
 
 // Runs every op once on zeros of one element: false if any has no native kernel. Nothing of
 // the program's memory is touched.
-bool probe(const Plan& plan, ThreadPool& pool) {
+bool probe(const Plan& plan) {
+  ThreadPool pool(1);  // one element: every kernel runs inline
   Plan trial = plan;
   static const uint64_t zeros[2] = {0, 0};
   for (Node& node : trial.nodes)
@@ -296,15 +297,14 @@ bool probe(const Plan& plan, ThreadPool& pool) {
 }  // namespace
 }  // namespace fusion_kernel
 
-KernelPlanPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out,
-                               ThreadPool& pool) {
+KernelPlanPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out) {
   if (fusion.opcode() != Opcode::kFusion) return nullptr;
   auto plan = std::make_unique<LoopFusion>();
-  if (!fusion_kernel::plan_fusion(fusion, operands, out, *plan) || !fusion_kernel::probe(*plan, pool)) return nullptr;
+  if (!fusion_kernel::plan_fusion(fusion, operands, out, *plan) || !fusion_kernel::probe(*plan)) return nullptr;
   return plan;
 }
 
-KernelPlanPtr plan_scalar_program(const Computation& computation, ThreadPool& pool) {
+KernelPlanPtr plan_scalar_program(const Computation& computation) {
   if (computation.parameter_count() > 16) return nullptr;  // run_scalar_program's argument limit
   if (KernelPlanPtr registers = plan_register_program(computation)) return registers;
   std::vector<ArrayView> operands;
@@ -317,7 +317,7 @@ KernelPlanPtr plan_scalar_program(const Computation& computation, ThreadPool& po
       return nullptr;
   auto plan = std::make_unique<LoopFusion>();
   if (!fusion_kernel::plan_computation(computation, operands, {}, 1, /*scalar_program=*/true, *plan) ||
-      !fusion_kernel::probe(*plan, pool))
+      !fusion_kernel::probe(*plan))
     return nullptr;
   return plan;
 }

@@ -109,15 +109,14 @@ bool run_reduce_window_kernel(const Instruction& instruction, std::span<const Ar
 // through the native elementwise kernels. Planned once (operand addresses may be null then;
 // only shapes and scalar flags count), run many times; nullptr when anything inside has no
 // native path (the fallback runs the fusion).
-KernelPlanPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out,
-                               ThreadPool& pool);
+KernelPlanPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out);
 bool run_loop_fusion(const KernelPlan& plan, std::span<const ArrayView> operands, const ArrayView& out,
                      ThreadPool& pool);
 // A scalar computation (a sort comparator, a reduce's combiner: scalar parameters, constants and
 // elementwise ops, the root an op or a tuple) as a program over the same native kernels, so it
 // computes what the evaluator does; nullptr when something in it has no native path.
 // run_scalar_program reads one element per parameter and writes one per root leaf.
-KernelPlanPtr plan_scalar_program(const Computation& computation, ThreadPool& pool);
+KernelPlanPtr plan_scalar_program(const Computation& computation);
 // scalar_program.cc: the same computations when every op is a compare, select, logical or
 // basic arithmetic op over f32/f64/s32/s64/pred, compiled to typed registers (nullptr
 // otherwise); run_register_program is false for any other plan.
