@@ -18,18 +18,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 build="${1:-build-peertable}"
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
-venv="$here/.venv"
-python="${PYTHON:-python3}"
-command="bench/peers/peer_table.sh${1:+ $1}"
-
-# The same pinned wheels as make_corpus.sh (which also dumps the corpus; this script does not).
-requirements=(jax==0.4.38 jaxlib==0.4.38 numpy==2.4.6 ml_dtypes==0.7.0)
-if [[ ! -x "$venv/bin/python" ]]; then
-  "$python" -m venv "$venv"
-fi
-if ! "$venv/bin/python" -c 'import jax, sys; sys.exit(jax.__version__ != "0.4.38")' 2>/dev/null; then
-  "$venv/bin/pip" install --quiet "${requirements[@]}"
-fi
+source "$here/venv.sh"
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"${JOBS:-2}" --target insitu_measure

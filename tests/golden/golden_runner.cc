@@ -22,7 +22,8 @@ struct GoldenCase {
   std::vector<std::string> lines;
   std::vector<std::string> run_args;  // after "// RUN:", e.g. {"run", "--reference"}
   std::vector<CheckDirective> output_checks;
-  std::vector<CheckDirective> error_checks;  // CHECK-ERROR: matched against stderr
+  std::vector<CheckDirective> error_checks;    // CHECK-ERROR: matched against stderr, exit status 1
+  std::vector<CheckDirective> warning_checks;  // CHECK-WARNING: matched against stderr, exit status 0
 };
 
 std::string trim(const std::string& text) {
@@ -50,6 +51,10 @@ void read_directive(const std::string& line, int line_number, GoldenCase& golden
       {"CHECK-LABEL:", CheckKind::kLabel}, {"CHECK:", CheckKind::kCheck}};
   if (rest.rfind("CHECK-ERROR:", 0) == 0) {
     golden_case.error_checks.push_back({CheckKind::kCheck, rest.substr(12), line_number});
+    return;
+  }
+  if (rest.rfind("CHECK-WARNING:", 0) == 0) {
+    golden_case.warning_checks.push_back({CheckKind::kCheck, rest.substr(14), line_number});
     return;
   }
   for (const auto& [prefix, kind] : kPrefixes) {
@@ -125,6 +130,7 @@ std::string run_case(const std::string& path, const GoldenCase& golden_case, con
   if (!expect_error && status != 0) return "expected exit status 0\n" + transcript;
   std::string failure = match_checks(out.str(), golden_case.output_checks, path);
   if (failure.empty()) failure = match_checks(err.str(), golden_case.error_checks, path);
+  if (failure.empty()) failure = match_checks(err.str(), golden_case.warning_checks, path);
   if (!failure.empty()) return failure + transcript;
   return "";
 }

@@ -342,13 +342,17 @@ TEST(ModuleEqualTest, NamesTheFirstDifference) {
   std::string difference;
   EXPECT_TRUE(modules_equal(*build(1), *build(1), &difference)) << difference;
   EXPECT_FALSE(modules_equal(*build(1), *build(2), &difference));
-  EXPECT_EQ(difference, "computation main, instruction #0 (k vs k): literal differs");
+  EXPECT_EQ(difference,
+            "computation main, instruction #0 (k vs k): attributes (%k = s32[] constant(1) vs %k = s32[] constant(2)) "
+            "differs");
 
   auto a = build(1);
   auto b = build(1);
   b->entry()->root()->frontend_attributes = {{"x", "1"}};
   EXPECT_FALSE(modules_equal(*a, *b, &difference));
-  EXPECT_EQ(difference, "computation main, instruction #2 (sum vs sum): frontend_attributes differs");
+  EXPECT_EQ(difference,
+            "computation main, instruction #2 (sum vs sum): attributes (%sum = s32[] add(s32[] %k, s32[] %p) vs "
+            "%sum = s32[] add(s32[] %k, s32[] %p), frontend_attributes={x=\"1\"}) differs");
   a->entry()->root()->frontend_attributes = {{"x", "1"}};
   a->entry()->root()->set_location({3, 4});
   EXPECT_TRUE(modules_equal(*a, *b, &difference)) << "locations are ignored";

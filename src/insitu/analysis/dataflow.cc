@@ -18,6 +18,7 @@ bool is_forwarder(Opcode opcode) {
     case Opcode::kBitcast:
     case Opcode::kOptimizationBarrier:
     case Opcode::kCopyDone:
+    case Opcode::kAddDependency:
       return true;
     default:
       return false;
@@ -162,6 +163,7 @@ Dataflow Dataflow::compute(const Module& module) {
           break;
         case Opcode::kBitcast:
         case Opcode::kOptimizationBarrier:
+        case Opcode::kAddDependency:  // (value, token): the value, ordered after the token
           leaves = dataflow.leaf_values(instruction->operand(0));
           break;
         case Opcode::kCopyDone:

@@ -190,6 +190,20 @@ StatusOr<Literal> evaluate_bitcast(const Instruction& instruction, Operands oper
                                          operand.shape().byte_size(), " bytes) to ", shape.to_string(false),
                                          ": the byte sizes differ"));
   }
+  const bool tiled = !operand.shape().layout().tiles.empty() || !shape.layout().tiles.empty();
+  if (tiled) {
+    // Tiled memory is not modelled; a bitcast between identical tiled shapes moves no element.
+    if (operand.shape().element_type() == shape.element_type() && operand.shape().dimensions() == shape.dimensions() &&
+        operand.shape().layout().minor_to_major == shape.layout().minor_to_major &&
+        operand.shape().layout().tiles == shape.layout().tiles) {
+      Literal result = operand;
+      result.set_shape_layouts(shape);
+      return result;
+    }
+    return op_error(instruction, str_cat("cannot bitcast ", operand.shape().to_string(), " to ", shape.to_string(),
+                                         ": tiled layouts are not modelled (only a bitcast between identical tiled "
+                                         "shapes is)"));
+  }
   for (const Shape* s : {&operand.shape(), &shape}) {
     const Dimensions& minor_to_major = s->layout().minor_to_major;
     if (!minor_to_major.empty() && !is_permutation_of_rank(minor_to_major, s->rank()))

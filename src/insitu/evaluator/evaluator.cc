@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "insitu/evaluator/ops.h"
+#include "insitu/ir/verifier.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
@@ -34,6 +35,9 @@ class Interpreter final : public eval::ComputationRunner {
       for (Instruction* operand : instruction->operands()) operand_values.push_back(&values.at(operand));
       StatusOr<Literal> value = evaluate_instruction(*instruction, operand_values, arguments);
       if (!value.ok()) return value.status().with_location(instruction->location());
+      // Values are logical (row-major); the layout is the instruction's, so that a bitcast
+      // of this value reads the bytes this instruction's layout puts in memory.
+      if (value->shape().compatible(instruction->shape())) value->set_shape_layouts(instruction->shape());
       values.emplace(instruction, std::move(value).value());
     }
     INSITU_CHECK(computation.root() != nullptr) << "computation " << computation.name() << " has no root";
@@ -64,7 +68,9 @@ class Interpreter final : public eval::ComputationRunner {
       }
       case Opcode::kGetTupleElement: return operands[0]->element(instruction.tuple_index);
       case Opcode::kCopy:
-      case Opcode::kOptimizationBarrier: return *operands[0];
+      case Opcode::kOptimizationBarrier:
+      case Opcode::kAddDependency: return *operands[0];  // (value, token): the value
+      case Opcode::kAfterAll: return Literal(Shape::token());
       case Opcode::kCopyDone: return operands[0]->element(0);  // copy-start's destination
       case Opcode::kCopyStart:  // (destination, source, context)
         return Literal::tuple({*operands[0], *operands[0], Literal::scalar<uint32_t>(0)});
@@ -148,6 +154,7 @@ StatusOr<Literal> evaluate_computation(const Computation& computation, std::span
 StatusOr<Literal> evaluate_module(const Module& module, std::span<const Literal> arguments,
                                   const EvaluatorOptions& options) {
   if (module.entry() == nullptr) return invalid_argument("module " + module.name() + " has no ENTRY computation");
+  INSITU_RETURN_IF_ERROR(check_constants_known(module));
   std::vector<const Literal*> pointers;
   for (const Literal& argument : arguments) pointers.push_back(&argument);
   return evaluate_computation(*module.entry(), pointers, options);

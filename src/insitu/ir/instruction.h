@@ -2,7 +2,7 @@
 //
 // Instructions are owned by their Computation. Operand and user lists are kept consistent by
 // the mutators below (append_operand, replace_operand, replace_all_uses_with); never edit
-// `operands_`/`users_` behind their back. Attributes are plain public fields: each is
+// `operands_`/`users_` behind their back. Attributes are plain public fields (InstructionAttributes): each is
 // meaningful only for the opcodes its comment names, and the verifier checks which are set.
 // Attributes insitu does not model are kept verbatim in `extra_attributes` (printed back in
 // order), so real dumps round-trip even when they carry attributes insitu ignores.
@@ -35,7 +35,65 @@ struct CustomCallAttributes {
   bool operator==(const CustomCallAttributes&) const = default;
 };
 
-class Instruction {
+// How much of a constant's value the HLO text gave. Only kWritten can be evaluated: XLA prints
+// large constants as `{...}` unless dumped with --xla_dump_large_constants, and its parser
+// reads a single scalar for an array as element 0 followed by zeros.
+enum class ConstantValue : uint8_t {
+  kWritten,         // every element written
+  kElided,          // `{...}`
+  kScalarForArray,  // `f32[16] constant(1)`: one value for several elements
+};
+
+// Every attribute an instruction may carry, as plain fields. One struct so that cloning and
+// comparing instructions copy and compare them all without listing them.
+struct InstructionAttributes {
+  // --- each meaningful for the opcodes named ---
+  int64_t parameter_number = -1;              // parameter(N)
+  int64_t tuple_index = -1;                   // get-tuple-element: index=
+  // get-tuple-element written inside an operand list as `%tuple#index` (current XLA's spelling):
+  // the printer writes it back that way, with no line of its own.
+  bool written_as_operand_suffix = false;
+  int64_t iota_dimension = -1;                // iota: iota_dimension=
+  std::vector<int64_t> dimensions;            // dimensions={..}: broadcast, transpose, reduce,
+                                              // reverse, concatenate, map, sort
+  Literal literal;                            // constant
+  ConstantValue constant_value = ConstantValue::kWritten;  // constant: how much the text gave
+  std::vector<SliceDimension> slice;          // slice: slice={[a:b:c],..}
+  std::vector<int64_t> dynamic_slice_sizes;   // dynamic-slice; also gather's slice_sizes
+  std::vector<PaddingDimension> padding;      // pad: padding=
+  std::vector<WindowDimension> window;        // reduce-window, select-and-scatter: window=
+  ComparisonDirection comparison_direction = ComparisonDirection::kEq;  // compare: direction=
+  ComparisonType comparison_type = ComparisonType::kDefault;            // compare: type=
+  bool comparison_order_written = false;      // compare: written as order=TOTAL (same meaning as
+                                              // type=TOTALORDER), printed back that way
+  DotDimensionNumbers dot_dimension_numbers;  // dot
+  std::vector<std::string> operand_precision; // dot: operand_precision={..}; empty if unwritten
+  GatherDimensionNumbers gather_dimension_numbers;
+  ScatterDimensionNumbers scatter_dimension_numbers;
+  bool indices_are_sorted = false;            // gather, scatter
+  bool unique_indices = false;                // scatter
+  bool is_stable = false;                     // sort
+  std::string fusion_kind;                    // fusion: kind=kLoop|kInput|kOutput|kCustom
+  int64_t exponent_bits = 0;                  // reduce-precision
+  int64_t mantissa_bits = 0;                  // reduce-precision
+  CustomCallAttributes custom_call;           // custom-call
+  std::vector<OutputOperandAlias> fusion_output_to_operand_aliasing;  // fusion
+
+  // --- attributes every instruction may carry ---
+  std::string backend_config;                 // verbatim: `{...}` JSON or a quoted string
+  std::string sharding;                       // verbatim, braces included
+  std::vector<RawAttribute> metadata;         // metadata={op_type="..." source_line=3}, raw values
+  bool has_metadata = false;                  // `metadata={}` written (possibly empty)
+  // frontend_attributes={key="value",...}; values unescaped. insitu records copy provenance here.
+  std::vector<std::pair<std::string, std::string>> frontend_attributes;
+  // Everything else written on the instruction, in order, verbatim.
+  std::vector<RawAttribute> extra_attributes;
+
+
+  bool operator==(const InstructionAttributes&) const = default;
+};
+
+class Instruction : public InstructionAttributes {
  public:
   Instruction(Opcode opcode, std::string name, Shape shape)
       : opcode_(opcode), name_(std::move(name)), shape_(std::move(shape)) {}
@@ -82,43 +140,10 @@ class Instruction {
   Computation* while_condition() const { return called_computations_.at(0); }
   Computation* while_body() const { return called_computations_.at(1); }
 
-  // --- attributes (each meaningful for the opcodes named) ---
-  int64_t parameter_number = -1;              // parameter(N)
-  int64_t tuple_index = -1;                   // get-tuple-element: index=
-  int64_t iota_dimension = -1;                // iota: iota_dimension=
-  std::vector<int64_t> dimensions;            // dimensions={..}: broadcast, transpose, reduce,
-                                              // reverse, concatenate, map, sort
-  Literal literal;                            // constant
-  std::vector<SliceDimension> slice;          // slice: slice={[a:b:c],..}
-  std::vector<int64_t> dynamic_slice_sizes;   // dynamic-slice; also gather's slice_sizes
-  std::vector<PaddingDimension> padding;      // pad: padding=
-  std::vector<WindowDimension> window;        // reduce-window, select-and-scatter: window=
-  ComparisonDirection comparison_direction = ComparisonDirection::kEq;  // compare: direction=
-  ComparisonType comparison_type = ComparisonType::kDefault;            // compare: type=
-  DotDimensionNumbers dot_dimension_numbers;  // dot
-  std::vector<std::string> operand_precision; // dot: operand_precision={..}; empty if unwritten
-  GatherDimensionNumbers gather_dimension_numbers;
-  ScatterDimensionNumbers scatter_dimension_numbers;
-  bool indices_are_sorted = false;            // gather, scatter
-  bool unique_indices = false;                // scatter
-  bool is_stable = false;                     // sort
-  std::string fusion_kind;                    // fusion: kind=kLoop|kInput|kOutput|kCustom
-  int64_t exponent_bits = 0;                  // reduce-precision
-  int64_t mantissa_bits = 0;                  // reduce-precision
-  CustomCallAttributes custom_call;           // custom-call
-  std::vector<OutputOperandAlias> fusion_output_to_operand_aliasing;  // fusion
-
-  // --- attributes every instruction may carry ---
-  std::string backend_config;                 // verbatim: `{...}` JSON or a quoted string
-  std::string sharding;                       // verbatim, braces included
-  std::vector<RawAttribute> metadata;         // metadata={op_type="..." source_line=3}, raw values
-  bool has_metadata = false;                  // `metadata={}` written (possibly empty)
-  // frontend_attributes={key="value",...}; values unescaped. insitu records copy provenance here.
-  std::vector<std::pair<std::string, std::string>> frontend_attributes;
   const std::string* frontend_attribute(std::string_view key) const;
   void set_frontend_attribute(std::string key, std::string value);
-  // Everything else written on the instruction, in order, verbatim.
-  std::vector<RawAttribute> extra_attributes;
+  InstructionAttributes& attributes() { return *this; }
+  const InstructionAttributes& attributes() const { return *this; }
 
   // "%name = shape opcode(...)" in long form; the printer's job, reused in messages.
   std::string to_string() const;

@@ -138,6 +138,14 @@ std::string array_values_to_string(const Literal& literal, bool oneline) {
         out += linebreak + "}";
       }
     };
+    // A zero-element array whose outer dimensions are large prints as `{}` (the nested form
+    // would be one `{}` per row: 10^12 of them for an f32[1000000000000,0]).
+    int64_t rows = 1;  // the `{}`s the nested form prints (counted up to 65)
+    for (int64_t i = 0; i < rank && shape.dimension(i) != 0 && rows <= 64; ++i) rows *= shape.dimension(i);
+    if (shape.element_count() == 0 && rank > 1 && rows > 64) {
+      out += "{}";
+      return;
+    }
     print_level(0);
   });
   return out;

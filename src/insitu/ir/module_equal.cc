@@ -47,44 +47,12 @@ std::string first_instruction_difference(const Instruction& a, const Instruction
   if (names_of(a.operands()) != names_of(b.operands())) return "operands";
   if (names_of(a.control_predecessors()) != names_of(b.control_predecessors())) return "control-predecessors";
   if (names_of(a.called_computations()) != names_of(b.called_computations())) return "called computations";
-  if (a.parameter_number != b.parameter_number) return "parameter_number";
-  if (a.tuple_index != b.tuple_index) return "tuple_index (index=)";
-  if (a.iota_dimension != b.iota_dimension) return "iota_dimension";
-  if (a.dimensions != b.dimensions) return "dimensions";
-  if (a.literal.valid() != b.literal.valid() || !(a.literal == b.literal)) return "literal";
-  if (a.literal.valid() && a.literal.shape() != b.literal.shape()) return "literal shape";
-  if (a.slice != b.slice) return "slice";
-  if (a.dynamic_slice_sizes != b.dynamic_slice_sizes) return "dynamic_slice_sizes/slice_sizes";
-  if (a.padding != b.padding) return "padding";
-  if (a.window != b.window) return "window";
-  if (a.comparison_direction != b.comparison_direction) return "comparison direction";
-  if (a.comparison_type != b.comparison_type) return "comparison type";
-  if (a.dot_dimension_numbers != b.dot_dimension_numbers) return "dot dimension numbers";
-  if (a.operand_precision != b.operand_precision) return "operand_precision";
-  if (a.gather_dimension_numbers != b.gather_dimension_numbers) return "gather dimension numbers";
-  if (a.scatter_dimension_numbers != b.scatter_dimension_numbers) return "scatter dimension numbers";
-  if (a.indices_are_sorted != b.indices_are_sorted) return "indices_are_sorted";
-  if (a.unique_indices != b.unique_indices) return "unique_indices";
-  if (a.is_stable != b.is_stable) return "is_stable";
-  if (a.fusion_kind != b.fusion_kind) return "fusion kind";
-  if (a.exponent_bits != b.exponent_bits) return "exponent_bits";
-  if (a.mantissa_bits != b.mantissa_bits) return "mantissa_bits";
-  if (a.custom_call.target != b.custom_call.target) return "custom_call_target";
-  if (a.custom_call.api_version != b.custom_call.api_version) return "api_version";
-  if (a.custom_call.has_side_effect != b.custom_call.has_side_effect) return "custom_call_has_side_effect";
-  if (a.custom_call.output_to_operand_aliasing != b.custom_call.output_to_operand_aliasing)
-    return "custom-call output_to_operand_aliasing";
-  if (a.custom_call.operand_layout_constraints != b.custom_call.operand_layout_constraints)
-    return "operand_layout_constraints";
-  if (a.custom_call.schedule != b.custom_call.schedule) return "custom-call schedule";
-  if (a.fusion_output_to_operand_aliasing != b.fusion_output_to_operand_aliasing)
-    return "fusion output_to_operand_aliasing";
-  if (a.backend_config != b.backend_config) return "backend_config";
-  if (a.sharding != b.sharding) return "sharding";
-  if (a.has_metadata != b.has_metadata) return "metadata presence";
-  if (a.metadata != b.metadata) return "metadata";
-  if (sorted(a.frontend_attributes) != sorted(b.frontend_attributes)) return "frontend_attributes";
-  if (a.extra_attributes != b.extra_attributes) return "extra attributes";
+  if (a.literal.valid() && b.literal.valid() && a.literal.shape() != b.literal.shape()) return "literal shape";
+  // Every other attribute at once; frontend attributes are a map, compared without order.
+  InstructionAttributes attributes_a = a.attributes(), attributes_b = b.attributes();
+  attributes_a.frontend_attributes = sorted(a.frontend_attributes);
+  attributes_b.frontend_attributes = sorted(b.frontend_attributes);
+  if (!(attributes_a == attributes_b)) return str_cat("attributes (", a.to_string(), " vs ", b.to_string(), ")");
   return "";
 }
 

@@ -4,8 +4,10 @@
 #include "insitu/ir/parser.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "insitu/ir/parser_impl.h"
+#include "insitu/ir/shape_inference.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
@@ -104,24 +106,41 @@ StatusOr<std::unique_ptr<Module>> Parser::parse_module() {
   INSITU_ASSIGN_OR_RETURN(NameRef module_name, parse_name("a module name"));
   auto module = std::make_unique<Module>(module_name.name);
   module->set_location(module_location);
+  accept(TokenKind::kColon);  // `HloModule name:` (XLA accepts it)
   while (accept(TokenKind::kComma)) INSITU_RETURN_IF_ERROR(parse_header_attribute(*module));
 
-  std::vector<PendingCalls> pending;
   bool saw_entry = false;
   while (!at(TokenKind::kEof)) {
     if (is_stack_frame_section_start()) {
       INSITU_RETURN_IF_ERROR(parse_stack_frame_sections(*module));
       continue;
     }
-    INSITU_RETURN_IF_ERROR(parse_computation(*module, pending, saw_entry));
+    INSITU_RETURN_IF_ERROR(parse_computation(*module, saw_entry));
   }
   if (module->computations().empty()) return error_expected("a computation");
   if (!saw_entry) module->set_entry(module->computations().back());
-  INSITU_RETURN_IF_ERROR(resolve_calls(*module, pending));
+  INSITU_RETURN_IF_ERROR(resolve_calls(*module));
+  INSITU_RETURN_IF_ERROR(infer_left_out_shapes());
+  INSITU_RETURN_IF_ERROR(resolve_comparison_orders());
   return module;
 }
 
-Status Parser::parse_computation(Module& module, std::vector<PendingCalls>& pending, bool& saw_entry) {
+Status Parser::resolve_comparison_orders() {
+  for (const ComparisonOrder& order : comparison_orders_) {
+    Instruction& compare = *order.instruction;
+    const PrimitiveType type = compare.operand_count() > 0 ? compare.operand(0)->shape().element_type()
+                                                           : PrimitiveType::kInvalid;
+    if (is_floating(type)) {
+      compare.comparison_type = order.total ? ComparisonType::kTotalOrder : ComparisonType::kFloat;
+    } else if (!order.total) {
+      return error_at(order.token, str_cat("order=PARTIAL on %", compare.name(), " needs floating-point operands, got ",
+                                           primitive_type_name(type), " (integers are totally ordered)"));
+    }
+  }
+  return ok_status();
+}
+
+Status Parser::parse_computation(Module& module, bool& saw_entry) {
   const Token start = peek();
   bool is_entry = false;
   if (at_ident("ENTRY")) {
@@ -162,8 +181,8 @@ Status Parser::parse_computation(Module& module, std::vector<PendingCalls>& pend
     saw_entry = true;
   }
 
-  std::unordered_map<std::string, Instruction*> scope;
-  std::vector<std::pair<Instruction*, std::vector<NameRef>>> control;
+  Scope scope;
+  scope.computation = computation;
   bool saw_root = false;
   const std::string close_message =
       str_cat("'}' to close the computation started at ", location_string(start.location));
@@ -172,16 +191,16 @@ Status Parser::parse_computation(Module& module, std::vector<PendingCalls>& pend
                                               : ((at(TokenKind::kIdent) || at(TokenKind::kName)) &&
                                                  at(TokenKind::kEqual, 1));
     if (!instruction_start) return error_expected(close_message);
-    INSITU_RETURN_IF_ERROR(parse_instruction(*computation, pending, scope, control, saw_root));
+    INSITU_RETURN_IF_ERROR(parse_instruction(scope, saw_root));
   }
   if (computation->instruction_count() == 0)
     return error_at(name_token, str_cat("computation %", name.name, " has no instructions"));
   if (!saw_root) computation->set_root(computation->instructions().back());
 
-  for (auto& [instruction, names] : control) {
+  for (auto& [instruction, names] : scope.control) {
     for (const NameRef& ref : names) {
-      auto it = scope.find(ref.name);
-      if (it == scope.end())
+      auto it = scope.names.find(ref.name);
+      if (it == scope.names.end())
         return invalid_argument(str_cat("unknown instruction %", ref.name, " in control-predecessors of %",
                                         instruction->name()),
                                 ref.location);
@@ -199,10 +218,8 @@ Status Parser::parse_computation(Module& module, std::vector<PendingCalls>& pend
   return ok_status();
 }
 
-Status Parser::parse_instruction(Computation& computation, std::vector<PendingCalls>& pending,
-                                 std::unordered_map<std::string, Instruction*>& scope,
-                                 std::vector<std::pair<Instruction*, std::vector<NameRef>>>& control,
-                                 bool& saw_root) {
+Status Parser::parse_instruction(Scope& scope, bool& saw_root) {
+  Computation& computation = *scope.computation;
   const Token root_token = peek();
   bool is_root = false;
   if (at_ident("ROOT")) {
@@ -211,18 +228,52 @@ Status Parser::parse_instruction(Computation& computation, std::vector<PendingCa
   }
   const Token name_token = peek();
   INSITU_ASSIGN_OR_RETURN(NameRef name, parse_name("an instruction name"));
-  if (scope.count(name.name) != 0)
+  if (auto made_up = scope.made_up.find(name.name); made_up != scope.made_up.end()) {
+    // A name the parser made up earlier yields to the one written here.
+    Instruction* renamed = made_up->second;
+    scope.made_up.erase(made_up);
+    scope.names.erase(name.name);
+    std::string new_name = made_up_name(scope, name.name);
+    renamed->set_name(new_name);
+    scope.names[new_name] = renamed;
+    scope.made_up[new_name] = renamed;
+  }
+  if (scope.names.count(name.name) != 0)
     return error_at(name_token, str_cat("duplicate instruction name %", name.name, " in computation %",
                                         computation.name()));
   INSITU_RETURN_IF_ERROR(expect(TokenKind::kEqual, str_cat("'=' after %", name.name)));
-  INSITU_ASSIGN_OR_RETURN(Shape shape, parse_shape());
+  INSITU_ASSIGN_OR_RETURN(Instruction * added,
+                          parse_instruction_rhs(scope, name.name, name_token, /*allow_attributes=*/true));
+  scope.names[name.name] = added;
+  if (is_root) {
+    if (saw_root) return error_at(root_token, str_cat("second ROOT in computation %", computation.name()));
+    saw_root = true;
+    computation.set_root(added);
+  }
+  return ok_status();
+}
+
+bool Parser::at_nested_instruction() const {
+  return at(TokenKind::kIdent) && at(TokenKind::kLparen, 1) && parse_opcode(peek().text).has_value();
+}
+
+StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string name, const Token& name_token,
+                                                     bool allow_attributes, std::optional<Shape> shape) {
+  Computation& computation = *scope.computation;
+  // The result shape may be left out where XLA's parser infers it (`%t = tuple(%a, %b)`).
+  if (!shape && !at_nested_instruction()) {
+    INSITU_ASSIGN_OR_RETURN(shape, parse_shape());
+  }
   const Token opcode_token = peek();
   if (!at(TokenKind::kIdent)) return error_expected("an opcode");
   std::optional<Opcode> opcode = parse_opcode(opcode_token.text);
   if (!opcode) return error_at(opcode_token, str_cat("unknown opcode '", opcode_token.text, "'"));
   next();
+  if (!shape && !can_infer_shape(*opcode))
+    return error_at(opcode_token, str_cat("%", name, " needs a result shape: insitu cannot infer the shape of ",
+                                          opcode_name(*opcode), " (write it before the opcode)"));
 
-  auto owned = std::make_unique<Instruction>(*opcode, name.name, std::move(shape));
+  auto owned = std::make_unique<Instruction>(*opcode, name, shape ? std::move(*shape) : Shape());
   Instruction& instruction = *owned;
   instruction.set_location(name_token.location);
 
@@ -240,7 +291,7 @@ Status Parser::parse_instruction(Computation& computation, std::vector<PendingCa
     INSITU_RETURN_IF_ERROR(expect(TokenKind::kRparen, "')' after the parameter number"));
   } else if (*opcode == Opcode::kConstant) {
     INSITU_RETURN_IF_ERROR(expect(TokenKind::kLparen, "'(' after constant"));
-    INSITU_ASSIGN_OR_RETURN(instruction.literal, parse_literal(instruction.shape()));
+    INSITU_RETURN_IF_ERROR(parse_constant_value(instruction));
     INSITU_RETURN_IF_ERROR(expect(TokenKind::kRparen, "')' after the constant's value"));
   } else {
     INSITU_RETURN_IF_ERROR(parse_operands(instruction, scope));
@@ -251,65 +302,111 @@ Status Parser::parse_instruction(Computation& computation, std::vector<PendingCa
   calls.instruction = &instruction;
   std::vector<NameRef> predecessors;
   std::vector<std::string> seen_attributes;
-  while (accept(TokenKind::kComma)) {
+  // A nested instruction takes no attributes: its ',' separates operands (as in XLA).
+  while (allow_attributes && accept(TokenKind::kComma)) {
     const Token attribute_token = peek();
     if (attribute_token.kind == TokenKind::kIdent && at(TokenKind::kEqual, 1)) {
       for (const std::string& seen : seen_attributes)
         if (seen == attribute_token.text)
-          return error_at(attribute_token, str_cat("attribute ", seen, " is written twice on %", name.name));
+          return error_at(attribute_token, str_cat("attribute ", seen, " is written twice on %", name));
       seen_attributes.push_back(attribute_token.text);
     }
     INSITU_RETURN_IF_ERROR(parse_instruction_attribute(instruction, calls, predecessors));
   }
   if (*opcode == Opcode::kCustomCall && instruction.custom_call.target.empty())
-    return error_at(name_token, str_cat("custom-call %", name.name, " needs custom_call_target=\"...\""));
+    return error_at(name_token, str_cat("custom-call %", name, " needs custom_call_target=\"...\""));
   for (std::string_view required : required_attributes(*opcode)) {
-    if (std::find(seen_attributes.begin(), seen_attributes.end(), required) == seen_attributes.end())
-      return error_at(name_token, str_cat(opcode_name(*opcode), " %", name.name, " needs the attribute ", required,
-                                          "=..."));
+    if (std::find(seen_attributes.begin(), seen_attributes.end(), required) != seen_attributes.end()) continue;
+    // A broadcast of a scalar may leave out dimensions={} (XLA accepts it).
+    if (*opcode == Opcode::kBroadcast && required == "dimensions" && instruction.operand_count() == 1 &&
+        instruction.operand(0)->shape().is_array() && instruction.operand(0)->shape().rank() == 0)
+      continue;
+    return error_at(name_token, str_cat(opcode_name(*opcode), " %", name, " needs the attribute ", required, "=..."));
   }
   if (*opcode == Opcode::kConditional && calls.branches.empty() &&
       (calls.true_computation.empty() || calls.false_computation.empty()))
-    return error_at(name_token, str_cat("conditional %", name.name,
+    return error_at(name_token, str_cat("conditional %", name,
                                         " needs branch_computations={...} or true_computation= and "
                                         "false_computation="));
 
   Instruction* added = computation.add_instruction(std::move(owned));
-  scope[name.name] = added;
-  if (is_root) {
-    if (saw_root) return error_at(root_token, str_cat("second ROOT in computation %", computation.name()));
-    saw_root = true;
-    computation.set_root(added);
-  }
-  if (!predecessors.empty()) control.emplace_back(added, std::move(predecessors));
+  if (!shape) shapes_to_infer_.push_back(added);
+  if (!predecessors.empty()) scope.control.emplace_back(added, std::move(predecessors));
   if (!calls.condition.empty() || !calls.body.empty() || !calls.true_computation.empty() ||
       !calls.false_computation.empty() || !calls.branches.empty() || !calls.to_apply.empty() ||
       !calls.calls.empty() || !calls.called.empty() || !calls.select.empty() || !calls.scatter.empty())
-    pending.push_back(std::move(calls));
-  return ok_status();
+    pending_.push_back(std::move(calls));
+  return added;
 }
 
-Status Parser::parse_operands(Instruction& instruction,
-                              const std::unordered_map<std::string, Instruction*>& scope) {
+std::string Parser::made_up_name(Scope& scope, const std::string& base) {
+  std::string name = base;
+  for (int64_t suffix = 1; scope.names.count(name) != 0; ++suffix) name = str_cat(base, ".", suffix);
+  return name;
+}
+
+StatusOr<Instruction*> Parser::tuple_element_operand(Scope& scope, Instruction* tuple, const Token& hash_token) {
+  const Token index_token = peek();
+  INSITU_ASSIGN_OR_RETURN(int64_t index, parse_int64());
+  const Shape& shape = tuple->shape();
+  const bool shape_known = shape.element_type() != PrimitiveType::kInvalid;
+  if (shape_known && (!shape.is_tuple() || index < 0 || index >= shape.tuple_size()))
+    return error_at(index_token, str_cat("%", tuple->name(), "#", index, ": %", tuple->name(), " has shape ",
+                                         shape.to_string(false), ", which has no tuple element ", index));
+  Instruction*& element = scope.tuple_elements[{tuple, index}];
+  if (element != nullptr) return element;
+  const std::string name = made_up_name(scope, str_cat(tuple->name(), "_", index));
+  auto gte = std::make_unique<Instruction>(Opcode::kGetTupleElement, name,
+                                           shape_known ? shape.tuple_shape(index) : Shape());
+  gte->set_location(hash_token.location);
+  gte->tuple_index = index;
+  gte->written_as_operand_suffix = true;
+  gte->append_operand(tuple);
+  element = scope.computation->add_instruction(std::move(gte));
+  if (!shape_known) shapes_to_infer_.push_back(element);
+  scope.names[name] = element;
+  scope.made_up[name] = element;
+  return element;
+}
+
+Status Parser::parse_operands(Instruction& instruction, Scope& scope) {
   INSITU_RETURN_IF_ERROR(
       expect(TokenKind::kLparen, str_cat("'(' to start the operands of ", opcode_name(instruction.opcode()))));
   if (accept(TokenKind::kRparen)) return ok_status();
   do {
+    // operand ::= shape? name ('#' index)*  |  shape? opcode(operands)   (a nested instruction)
     std::optional<Shape> declared;
     const Token shape_token = peek();
     if (at_shape()) {
       INSITU_ASSIGN_OR_RETURN(declared, parse_shape());
     }
     const Token name_token = peek();
-    INSITU_ASSIGN_OR_RETURN(NameRef name, parse_name("an operand name"));
-    auto it = scope.find(name.name);
-    if (it == scope.end())
-      return error_at(name_token, str_cat("unknown instruction %", name.name,
-                                          " used as an operand (operands must be defined before use)"));
-    if (declared && !declared->compatible(it->second->shape()))
-      return error_at(shape_token, str_cat("operand %", name.name, " is declared as ", declared->to_string(false),
-                                           " but its shape is ", it->second->shape().to_string(false)));
-    instruction.append_operand(it->second);
+    Instruction* operand = nullptr;
+    if (at_nested_instruction()) {
+      const std::string name = made_up_name(scope, str_cat(name_token.text, ".anon"));
+      INSITU_ASSIGN_OR_RETURN(operand, parse_instruction_rhs(scope, name, name_token, /*allow_attributes=*/false,
+                                                             std::move(declared)));
+      declared.reset();
+      scope.names[name] = operand;
+      scope.made_up[name] = operand;
+    } else {
+      INSITU_ASSIGN_OR_RETURN(NameRef name, parse_name("an operand name"));
+      auto it = scope.names.find(name.name);
+      if (it == scope.names.end())
+        return error_at(name_token, str_cat("unknown instruction %", name.name,
+                                            " used as an operand (operands must be defined before use)"));
+      operand = it->second;
+      while (at(TokenKind::kHash)) {
+        const Token hash = next();
+        INSITU_ASSIGN_OR_RETURN(operand, tuple_element_operand(scope, operand, hash));
+      }
+    }
+    const bool operand_shape_known = operand->shape().element_type() != PrimitiveType::kInvalid;
+    if (declared && operand_shape_known && !declared->compatible(operand->shape()))
+      return error_at(shape_token, str_cat("operand %", operand->name(), " is declared as ",
+                                           declared->to_string(false), " but its shape is ",
+                                           operand->shape().to_string(false)));
+    instruction.append_operand(operand);
   } while (accept(TokenKind::kComma));
   return expect(TokenKind::kRparen, "')' to close the operand list");
 }
@@ -368,8 +465,8 @@ Status Parser::check_operand_count(const Instruction& instruction, const Token& 
   return ok_status();
 }
 
-Status Parser::resolve_calls(Module& module, const std::vector<PendingCalls>& pending) {
-  for (const PendingCalls& calls : pending) {
+Status Parser::resolve_calls(Module& module) {
+  for (const PendingCalls& calls : pending_) {
     std::vector<Computation*> called;
     for (const std::vector<NameRef>* group :
          {&calls.condition, &calls.body, &calls.true_computation, &calls.false_computation, &calls.branches,
@@ -385,6 +482,37 @@ Status Parser::resolve_calls(Module& module, const std::vector<PendingCalls>& pe
     }
     calls.instruction->set_called_computations(std::move(called));
   }
+  return ok_status();
+}
+
+Status Parser::infer_left_out_shapes() {
+  // Callees first: a computation's instructions are inferred in text order (operands come
+  // first), after every computation they call.
+  std::unordered_map<const Computation*, std::vector<Instruction*>> by_computation;
+  for (Instruction* instruction : shapes_to_infer_) by_computation[instruction->parent()].push_back(instruction);
+  std::unordered_map<const Computation*, int> state;  // 1: in progress, 2: done
+  std::function<Status(const Computation*)> infer_computation = [&](const Computation* computation) -> Status {
+    if (state[computation] == 2) return ok_status();
+    if (state[computation] == 1)
+      return invalid_argument(str_cat("computation %", computation->name(),
+                                      " calls itself; the shapes left out of its instructions cannot be inferred"),
+                              computation->location());
+    state[computation] = 1;
+    for (Instruction* instruction : by_computation[computation]) {
+      for (const Computation* callee : instruction->called_computations())
+        INSITU_RETURN_IF_ERROR(infer_computation(callee));
+      StatusOr<Shape> inferred = infer_shape(*instruction);
+      if (!inferred.ok())
+        return invalid_argument(str_cat("cannot infer the result shape of %", instruction->name(), ": ",
+                                        inferred.status().message()),
+                                instruction->location());
+      instruction->set_shape(std::move(*inferred));
+    }
+    state[computation] = 2;
+    return ok_status();
+  };
+  for (const Instruction* instruction : shapes_to_infer_)
+    INSITU_RETURN_IF_ERROR(infer_computation(instruction->parent()));
   return ok_status();
 }
 

@@ -257,6 +257,18 @@ Status Parser::parse_instruction_attribute(Instruction& instruction, PendingCall
     instruction.comparison_type = *type;
     return ok_status();
   }
+  if (name == "order" && opcode == Opcode::kCompare) {
+    // order=TOTAL|PARTIAL (current XLA's spelling): for floats TOTAL is type=TOTALORDER and
+    // PARTIAL is type=FLOAT; integers are always totally ordered.
+    const Token token = peek();
+    std::string text;
+    INSITU_RETURN_IF_ERROR(ident_into(text));
+    if (text != "TOTAL" && text != "PARTIAL")
+      return error_at(token, str_cat("unknown comparison order '", text, "'; expected TOTAL or PARTIAL"));
+    instruction.comparison_order_written = true;
+    comparison_orders_.push_back({&instruction, text == "TOTAL", token});
+    return ok_status();  // resolved by resolve_comparison_orders, once every operand's shape is known
+  }
   if (name == "operand_precision") {
     INSITU_RETURN_IF_ERROR(expect(TokenKind::kLbrace, "'{' to start operand_precision"));
     instruction.operand_precision.clear();

@@ -79,6 +79,9 @@ class Parser {
 
   // --- literals (parser_literal.cc) ---
   StatusOr<Literal> parse_literal(const Shape& shape, int depth = 0);
+  // constant(...)'s value, also the spellings that leave it unknown (`{...}`, one scalar for an
+  // array): they set Instruction::constant_value.
+  Status parse_constant_value(Instruction& instruction);
   Status parse_dense_into(Literal& literal, int64_t dimension, int64_t& linear);
   Status parse_scalar_into(Literal& literal, int64_t linear);
   StatusOr<double> parse_float_value(std::string_view type_name);
@@ -103,17 +106,46 @@ class Parser {
   StatusOr<std::vector<NameRef>> parse_name_list();  // {%a, %b}
 
  private:
-  // --- module structure (parser.cc) ---
-  Status parse_computation(Module& module, std::vector<PendingCalls>& pending, bool& saw_entry);
-  Status parse_instruction(Computation& computation, std::vector<PendingCalls>& pending,
-                           std::unordered_map<std::string, Instruction*>& scope,
-                           std::vector<std::pair<Instruction*, std::vector<NameRef>>>& control,
-                           bool& saw_root);
-  Status parse_operands(Instruction& instruction,
-                        const std::unordered_map<std::string, Instruction*>& scope);
-  Status check_operand_count(const Instruction& instruction, const Token& name_token) const;
-  Status resolve_calls(Module& module, const std::vector<PendingCalls>& pending);
+  // One computation being parsed: its names, and what is resolved once it is complete.
+  struct Scope {
+    Computation* computation = nullptr;
+    std::unordered_map<std::string, Instruction*> names;
+    // Names the parser made up (nested instructions, `%t#i` elements): a name written later
+    // in the text wins, and the made-up one is renamed.
+    std::unordered_map<std::string, Instruction*> made_up;
+    std::map<std::pair<Instruction*, int64_t>, Instruction*> tuple_elements;  // %t#i, once
+    std::vector<std::pair<Instruction*, std::vector<NameRef>>> control;
+  };
 
+  // --- module structure (parser.cc) ---
+  Status parse_computation(Module& module, bool& saw_entry);
+  Status parse_instruction(Scope& scope, bool& saw_root);
+  // shape? opcode(operands), attributes: adds the instruction to the computation. `shape` is
+  // the one already read in front of a nested instruction.
+  StatusOr<Instruction*> parse_instruction_rhs(Scope& scope, std::string name, const Token& name_token,
+                                               bool allow_attributes, std::optional<Shape> shape = std::nullopt);
+  Status parse_operands(Instruction& instruction, Scope& scope);
+  // An opcode followed by '(' where an operand name would be: a nested instruction.
+  bool at_nested_instruction() const;
+  // `%t#i`: the get-tuple-element of `tuple` (made once per tuple and index).
+  StatusOr<Instruction*> tuple_element_operand(Scope& scope, Instruction* tuple, const Token& hash_token);
+  std::string made_up_name(Scope& scope, const std::string& base);
+  Status check_operand_count(const Instruction& instruction, const Token& name_token) const;
+  Status resolve_calls(Module& module);
+  // Result shapes left out of the text (`%t = tuple(%a, %b)`), inferred as XLA's parser does
+  // once every computation is known (callees first).
+  Status infer_left_out_shapes();
+
+  std::vector<PendingCalls> pending_;
+  std::vector<Instruction*> shapes_to_infer_;
+  // compare's order=TOTAL|PARTIAL, turned into a comparison type once operand shapes are known.
+  struct ComparisonOrder {
+    Instruction* instruction;
+    bool total;
+    Token token;
+  };
+  std::vector<ComparisonOrder> comparison_orders_;
+  Status resolve_comparison_orders();
   std::string_view text_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;

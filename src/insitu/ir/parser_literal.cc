@@ -73,7 +73,7 @@ StatusOr<Literal> Parser::parse_literal(const Shape& shape, int depth) {
     INSITU_RETURN_IF_ERROR(parse_scalar_into(literal, 0));
     return literal;
   }
-  // Elided value "{...}": keep the shape, fill with zeros.
+  // Elided value "{...}" outside a constant (custom-call literal=): kept as text, never run.
   if (at(TokenKind::kLbrace) && at(TokenKind::kDots, 1) && at(TokenKind::kRbrace, 2)) {
     next();
     next();
@@ -83,6 +83,30 @@ StatusOr<Literal> Parser::parse_literal(const Shape& shape, int depth) {
   int64_t linear = 0;
   INSITU_RETURN_IF_ERROR(parse_dense_into(literal, 0, linear));
   return literal;
+}
+
+Status Parser::parse_constant_value(Instruction& instruction) {
+  const Shape& shape = instruction.shape();
+  if (shape.is_array() && shape.rank() > 0 && !at(TokenKind::kLbrace)) {
+    // One scalar for an array: XLA's parser sets element 0 and zeros the rest.
+    if (shape.byte_size() > kMaxLiteralBytes)
+      return error_at(peek(), str_cat("constant of shape ", shape.to_string(), " is too large"));
+    Literal literal(shape);
+    INSITU_RETURN_IF_ERROR(parse_scalar_into(literal, 0));
+    instruction.literal = std::move(literal);
+    if (shape.element_count() != 1) instruction.constant_value = ConstantValue::kScalarForArray;
+    return ok_status();
+  }
+  if (shape.is_array() && at(TokenKind::kLbrace) && at(TokenKind::kDots, 1) && at(TokenKind::kRbrace, 2)) {
+    // `{...}`: XLA left the value out of the dump. No value is made up: the literal stays empty.
+    next();
+    next();
+    next();
+    instruction.constant_value = ConstantValue::kElided;
+    return ok_status();
+  }
+  INSITU_ASSIGN_OR_RETURN(instruction.literal, parse_literal(shape));
+  return ok_status();
 }
 
 Status Parser::parse_dense_into(Literal& literal, int64_t dimension, int64_t& linear) {

@@ -14,6 +14,7 @@
 // statistics, result_accuracy, is_composite) print after control-predecessors.
 #include "insitu/ir/printer.h"
 
+#include <cstring>
 #include <string_view>
 
 #include "insitu/ir/printer_text.h"
@@ -21,6 +22,14 @@
 
 namespace insitu {
 namespace {
+
+// A tuple element the text wrote as `%t#i` prints that way again, without a line of its own,
+// unless it has become something a name must refer to (the root, a control edge).
+bool is_written_as_operand_suffix(const Instruction& instruction) {
+  return instruction.opcode() == Opcode::kGetTupleElement && instruction.written_as_operand_suffix &&
+         instruction.parent() != nullptr && instruction.parent()->root() != &instruction &&
+         instruction.control_predecessors().empty() && instruction.control_successors().empty();
+}
 
 class InstructionPrinter {
  public:
@@ -67,15 +76,35 @@ class InstructionPrinter {
       return;
     }
     if (i.opcode() == Opcode::kConstant) {
-      out_ += i.literal.valid() ? i.literal.values_to_string() : "{...}";
+      out_ += constant_value_text(i);
       return;
     }
     for (int64_t k = 0; k < i.operand_count(); ++k) {
       if (k > 0) out_ += (options_.long_form && k % 5 == 0) ? str_cat(", /*index=", k, "*/") : std::string(", ");
       const Instruction* operand = i.operand(k);
       if (options_.long_form) out_ += operand->shape().to_string() + " ";
-      out_ += name(operand->name());
+      out_ += operand_text(*operand);
     }
+  }
+
+  // `%t#i` for a tuple element the text wrote that way, else the operand's name.
+  std::string operand_text(const Instruction& operand) const {
+    if (is_written_as_operand_suffix(operand))
+      return str_cat(operand_text(*operand.operand(0)), "#", operand.tuple_index);
+    return name(operand.name());
+  }
+
+  static std::string constant_value_text(const Instruction& constant) {
+    switch (constant.constant_value) {
+      case ConstantValue::kElided: return "{...}";
+      case ConstantValue::kScalarForArray: {
+        Literal first(Shape::array(constant.literal.shape().element_type(), {}));
+        std::memcpy(first.untyped_data(), constant.literal.untyped_data(), first.size_bytes());
+        return first.values_to_string();
+      }
+      case ConstantValue::kWritten: break;
+    }
+    return constant.literal.valid() ? constant.literal.values_to_string() : "{...}";
   }
 
   // XLA's per-opcode PrintExtraAttributesImpl.
@@ -100,7 +129,9 @@ class InstructionPrinter {
         break;
       case Opcode::kCompare:
         next("direction=" + std::string(comparison_direction_name(i.comparison_direction)));
-        if (i.comparison_type != ComparisonType::kDefault)
+        if (i.comparison_order_written)
+          next(i.comparison_type == ComparisonType::kFloat ? "order=PARTIAL" : "order=TOTAL");
+        else if (i.comparison_type != ComparisonType::kDefault)
           next("type=" + std::string(comparison_type_name(i.comparison_type)));
         break;
       case Opcode::kDot:
@@ -258,6 +289,7 @@ std::string print_computation(const Computation& computation, const PrintOptions
   if (options.long_form) out += program_shape_string(computation) + " ";
   out += "{\n";
   for (const Instruction* instruction : computation.instructions()) {
+    if (is_written_as_operand_suffix(*instruction)) continue;
     out += "  ";
     if (instruction == computation.root()) out += "ROOT ";
     out += print_instruction(*instruction, options);

@@ -108,6 +108,9 @@ StatusOr<Shape> infer_iota(const Instruction& instruction) {
 
 StatusOr<Shape> infer_constant(const Instruction& instruction) {
   INSITU_RETURN_IF_ERROR(check_operand_count(instruction, 0));
+  // `{...}`: the dump left the value out; the module is still well formed (running it is
+  // refused by check_constants_known).
+  if (instruction.constant_value == ConstantValue::kElided) return instruction.shape();
   if (!instruction.literal.valid()) return error_at(instruction, "constant has no value");
   return instruction.literal.shape();
 }
@@ -244,6 +247,22 @@ StatusOr<Shape> infer_shape(const Instruction& instruction) {
     default:
       // No rule: the written shape is taken as is (the evaluator reports the opcode).
       return instruction.shape();
+  }
+}
+
+bool can_infer_shape(Opcode opcode) {
+  switch (opcode) {
+    case Opcode::kConvert: case Opcode::kBitcastConvert: case Opcode::kStochasticConvert:
+      return false;  // the result element type is only in the written shape
+    case Opcode::kTuple: case Opcode::kGetTupleElement: case Opcode::kCopy: case Opcode::kOptimizationBarrier:
+    case Opcode::kCopyStart: case Opcode::kCopyDone: case Opcode::kTranspose: case Opcode::kSlice:
+    case Opcode::kDynamicSlice: case Opcode::kDynamicUpdateSlice: case Opcode::kConcatenate: case Opcode::kPad:
+    case Opcode::kReverse: case Opcode::kDot: case Opcode::kGather: case Opcode::kScatter: case Opcode::kReduce:
+    case Opcode::kReduceWindow: case Opcode::kSort: case Opcode::kWhile: case Opcode::kConditional:
+    case Opcode::kCall: case Opcode::kMap:
+      return true;
+    default:
+      return is_elementwise(opcode);
   }
 }
 

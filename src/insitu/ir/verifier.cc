@@ -130,4 +130,29 @@ Status verify_module(const Module& module) {
   return ok_status();
 }
 
+std::vector<const Instruction*> constants_not_written(const Module& module) {
+  std::vector<const Instruction*> found;
+  for (const Computation* computation : module.computations())
+    for (const Instruction* instruction : computation->instructions())
+      if (instruction->opcode() == Opcode::kConstant && instruction->constant_value != ConstantValue::kWritten)
+        found.push_back(instruction);
+  return found;
+}
+
+Status check_constants_known(const Module& module) {
+  for (const Instruction* constant : constants_not_written(module)) {
+    if (constant->constant_value == ConstantValue::kElided)
+      return invalid_argument(str_cat("constant %", constant->name(), " ", constant->shape().to_string(false),
+                                      " has its value left out ({...}); insitu does not invent values: re-dump the "
+                                      "module with XLA_FLAGS=--xla_dump_large_constants"),
+                              constant->location());
+    return invalid_argument(str_cat("constant %", constant->name(), " ", constant->shape().to_string(false),
+                                    " is written as one scalar for ", constant->shape().element_count(),
+                                    " elements; XLA's meaning of that (the scalar, then zeros) is not a value insitu "
+                                    "will guess at: write every element"),
+                            constant->location());
+  }
+  return ok_status();
+}
+
 }  // namespace insitu

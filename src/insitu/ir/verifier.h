@@ -16,4 +16,12 @@ namespace insitu {
 
 Status verify_module(const Module& module);
 
+// Whether every constant's value is in the text. A dump made without
+// --xla_dump_large_constants writes big constants as `{...}`, and some writers give one scalar
+// for an array; verify_module accepts such modules (fmt and explain can work on them), but
+// running or optimizing one would invent values, so this returns a located error per constant
+// instead. Returns the first; `constants_not_written` lists them all (for fmt's warning).
+Status check_constants_known(const Module& module);
+std::vector<const Instruction*> constants_not_written(const Module& module);
+
 }  // namespace insitu

@@ -1,6 +1,7 @@
 #include "insitu/passes/pipeline.h"
 
 #include "insitu/ir/verifier.h"
+#include "insitu/passes/bitcast_lowering.h"
 #include "insitu/passes/copy_elimination.h"
 #include "insitu/passes/copy_insertion.h"
 #include "insitu/passes/schedule.h"
@@ -47,6 +48,8 @@ StatusOr<bool> Pipeline::run(Module& module) {
 
 std::vector<std::unique_ptr<Pass>> optimization_passes() {
   std::vector<std::unique_ptr<Pass>> passes;
+  // Bitcasts that reorder elements (by their layouts) become transposes: data stays row-major.
+  passes.push_back(make_pass("bitcast-lowering", lower_bitcasts));
   // Each control-flow computation gets one caller; calls are inlined.
   passes.push_back(make_pass("flatten-calls", flatten_calls));
   // Tuple forwarding and dead code, so later analyses see values, not packing.

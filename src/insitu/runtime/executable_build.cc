@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "insitu/passes/bitcast_lowering.h"
 #include "insitu/runtime/executable.h"
 #include "insitu/runtime/fallback_kernels.h"
 #include "insitu/runtime/program.h"
@@ -60,21 +61,6 @@ bool is_kernel_opcode(Opcode opcode) {
 bool is_native_fusion_candidate(const Instruction& instruction) {
   return instruction.opcode() == Opcode::kFusion && instruction.shape().is_array() &&
          instruction.fusion_output_to_operand_aliasing.empty();
-}
-
-// A bitcast moves no data here, which is right only when it is a reshape of row-major data.
-bool is_row_major_bitcast(const Instruction& bitcast) {
-  const Shape& from = bitcast.operand(0)->shape();
-  const Shape& to = bitcast.shape();
-  if (!from.is_array() || !to.is_array()) return true;
-  auto row_major = [](const Shape& shape) {
-    // Dimensions of size 1 do not affect the order of elements; compare the others only.
-    std::vector<int64_t> order;
-    for (int64_t d : shape.layout().minor_to_major)
-      if (shape.dimension(d) != 1) order.push_back(d);
-    return std::is_sorted(order.rbegin(), order.rend());
-  };
-  return from.element_type() == to.element_type() && row_major(from) && row_major(to);
 }
 
 // Buffer assignment placed the result inside its operand's bytes: nothing to move.
@@ -263,12 +249,16 @@ Status Executable::build() {
         INSITU_ASSIGN_OR_RETURN(std::vector<Leaf> leaves, builder.resolve_leaves(operand));
         step.operands.push_back(std::move(leaves));
       }
-      if (opcode == Opcode::kBitcast && !is_row_major_bitcast(*instruction)) {
+      // A bitcast moves no data here; bitcast-lowering left only reshapes of row-major data,
+      // except the kinds it cannot lower.
+      if (opcode == Opcode::kBitcast && !is_row_major_reshape(*instruction) &&
+          !(instruction->operand(0)->shape() == instruction->shape())) {
         return unimplemented(str_cat("bitcast %", instruction->name(), " from ",
                                      instruction->operand(0)->shape().to_string(), " to ",
                                      instruction->shape().to_string(),
-                                     " reorders elements (a layout change); the CPU runtime keeps data row-major "
-                                     "and runs only bitcasts that are reshapes: use transpose or copy instead"),
+                                     " cannot run: the CPU runtime keeps data row-major, and a bitcast between "
+                                     "element types of different widths or between different tiled layouts has no "
+                                     "lowering (write a bitcast-convert or a transpose)"),
                              instruction->location());
       }
       const bool unmaterialized = step.outputs.size() == 1 && step.outputs[0].scalar;  // read as its scalar

@@ -89,17 +89,20 @@ Status Executor::run_step(const Step& step) {
     case StepKind::kNothing: return ok_status();
     case StepKind::kConstant: write_literal(instruction.literal, step.outputs); return ok_status();
     case StepKind::kCopy: {
-      const Leaf& from = step.operands[0][0];
-      const Leaf& to = step.outputs[0];
+      // A tuple-shaped copy copies every leaf (operand and result leaves are in one order).
       ++stats_.copies_executed;
-      if (from.same_memory(to)) return ok_status();
-      stats_.bytes_copied += to.size;
-      if (from.scalar) {
-        move_leaves({from}, {to});
-        stats_.bytes_copied -= to.size;  // counted once, above
-        return ok_status();
+      INSITU_CHECK(step.operands[0].size() == step.outputs.size()) << "copy leaf counts differ";
+      for (size_t i = 0; i < step.outputs.size(); ++i) {
+        const Leaf& from = step.operands[0][i];
+        const Leaf& to = step.outputs[i];
+        if (from.same_memory(to)) continue;
+        if (from.scalar) {
+          move_leaves({from}, {to});
+          continue;
+        }
+        stats_.bytes_copied += to.size;
+        copy_bytes_parallel(pool_, address(to), address(from), to.size);
       }
-      copy_bytes_parallel(pool_, address(to), address(from), to.size);
       return ok_status();
     }
     case StepKind::kCopyStart: {

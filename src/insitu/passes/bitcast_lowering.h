@@ -1,0 +1,34 @@
+// bitcast-lowering: every bitcast that is more than a reshape of row-major data becomes the data
+// movement it stands for, so that runtimes that keep arrays in logical row-major order (the
+// CPU runtime: buffer.h) compute what the layouts mean.
+//
+// A bitcast reinterprets its operand's bytes, in the operand's layout, as the result in the
+// result's layout. XLA:CPU's optimized modules rely on that: `transpose` into {0,2,1}, then
+// `copy` to {2,1,0}, then `bitcast`; or a bitcast straight out of a transpose's layout.
+//
+//   %b = f32[3,2]{1,0} bitcast(f32[2,3]{0,1} %x)
+//     ==>  %t = f32[3,2]{1,0} transpose(%x), dimensions={1,0}    (x's bytes, in memory order)
+//          %b = f32[3,2]{1,0} bitcast(%t)                        (a reshape of row-major data)
+//          (and a transpose into the result's logical order when its layout is not row-major)
+//
+// Between element types of one width a bitcast-convert is added; a bitcast between identical
+// shapes (tiled layouts included) is removed. Bitcasts inside fusion computations are left as
+// they are: a fusion runs its computation as one unit (the evaluator honours layouts there).
+// Left alone, and refused when an Executable is built: a bitcast between element types of
+// different widths or between different tiled layouts.
+//
+// Post: every remaining top-level bitcast satisfies is_row_major_reshape, or is one of the two
+// refused kinds.
+#pragma once
+
+#include "insitu/ir/module.h"
+
+namespace insitu {
+
+StatusOr<bool> lower_bitcasts(Module& module);
+
+// Whether `bitcast` moves no element in row-major data: equal element types and both layouts
+// row-major on the dimensions larger than 1 (so the bitcast is a reshape of the values).
+bool is_row_major_reshape(const Instruction& bitcast);
+
+}  // namespace insitu
