@@ -88,8 +88,8 @@ TEST(PipelineTest, PassErrorCarriesThePassName) {
 TEST(PipelineTest, OptimizationPipelineReadsAsTheDesignedStages) {
   std::vector<std::string_view> names = optimization_pipeline().pass_names();
   ASSERT_GE(names.size(), 6u);
-  EXPECT_EQ(names[0], "bitcast-lowering");
-  EXPECT_EQ(names[1], "flatten-calls");
+  EXPECT_EQ(names[0], "flatten-calls");
+  EXPECT_EQ(names[1], "bitcast-lowering");
   EXPECT_EQ(names[2], "simplify");
   EXPECT_EQ(names[3], "layout-assignment");
   EXPECT_EQ(names[4], "fusion");

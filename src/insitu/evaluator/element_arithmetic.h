@@ -44,12 +44,14 @@ inline auto as_unsigned(T value) {
   return static_cast<std::make_unsigned_t<decltype(value + value)>>(value);
 }
 
-// maximum/minimum: a NaN operand wins (lhs first), otherwise std::max/std::min.
+// maximum/minimum: a NaN operand wins (lhs first); otherwise the larger/smaller, with -0 < +0
+// (as XLA:CPU computes them: max(-0, +0) = +0 and min(+0, -0) = -0 in either order).
 template <typename T>
 inline T maximum_value(T lhs, T rhs) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(lhs)) return lhs;
     if (std::isnan(rhs)) return rhs;
+    if (lhs == rhs) return std::signbit(lhs) ? rhs : lhs;
   }
   return (lhs < rhs) ? rhs : lhs;
 }
@@ -59,8 +61,20 @@ inline T minimum_value(T lhs, T rhs) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(lhs)) return lhs;
     if (std::isnan(rhs)) return rhs;
+    if (lhs == rhs) return std::signbit(lhs) ? lhs : rhs;
   }
   return (rhs < lhs) ? rhs : lhs;
+}
+
+// clamp(lo, x, hi) = min(max(x, lo), hi); a NaN in any operand is the result (lo first).
+template <typename T>
+inline T clamp_value(T lo, T value, T hi) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(lo)) return lo;
+    if (std::isnan(value)) return value;
+    if (std::isnan(hi)) return hi;
+  }
+  return minimum_value(maximum_value(value, lo), hi);
 }
 
 // x % 0 == x; INT_MIN % -1 == 0; floats: fmod; pred: x % false == x.

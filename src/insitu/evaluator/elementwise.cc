@@ -86,8 +86,7 @@ StatusOr<Literal> evaluate_select(const Instruction& instruction, const Literal&
   return result;
 }
 
-// clamp(min, x, max) = min(max(x, min), max) with NaN in any operand propagating (min first);
-// min and max may be scalars.
+// clamp(min, x, max): clamp_value (element_arithmetic.h); min and max may be scalars.
 StatusOr<Literal> evaluate_clamp(const Instruction& instruction, const Literal& low, const Literal& x,
                                  const Literal& high) {
   const PrimitiveType type = x.shape().element_type();
@@ -110,19 +109,8 @@ StatusOr<Literal> evaluate_clamp(const Instruction& instruction, const Literal& 
       auto lows = low.data<T>(), values = x.data<T>(), highs = high.data<T>();
       auto out = result.data<T>();
       for (size_t i = 0; i < values.size(); ++i) {
-        using C = ComputeType<T>;
-        const C lo = to_compute(lows[lows.size() == 1 ? 0 : i]);
-        const C value = to_compute(values[i]);
-        const C hi = to_compute(highs[highs.size() == 1 ? 0 : i]);
-        if constexpr (std::is_floating_point_v<C>) {
-          if (std::isnan(lo) || std::isnan(value) || std::isnan(hi)) {
-            out[i] = to_stored<T>(std::isnan(lo) ? lo : std::isnan(value) ? value : hi);
-            continue;
-          }
-        }
-        const C raised = (value < lo) ? lo : value;
-        const C clamped = (raised < hi) ? raised : hi;
-        out[i] = to_stored<T>(clamped);
+        out[i] = to_stored<T>(clamp_value(to_compute(lows[lows.size() == 1 ? 0 : i]), to_compute(values[i]),
+                                          to_compute(highs[highs.size() == 1 ? 0 : i])));
       }
       return result;
     }

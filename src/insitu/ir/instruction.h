@@ -64,8 +64,8 @@ struct InstructionAttributes {
   std::vector<WindowDimension> window;        // reduce-window, select-and-scatter: window=
   ComparisonDirection comparison_direction = ComparisonDirection::kEq;  // compare: direction=
   ComparisonType comparison_type = ComparisonType::kDefault;            // compare: type=
-  bool comparison_order_written = false;      // compare: written as order=TOTAL (same meaning as
-                                              // type=TOTALORDER), printed back that way
+  std::string comparison_order;               // compare: order=TOTAL|PARTIAL as written (current XLA's
+                                              // spelling of type=), printed back that way
   DotDimensionNumbers dot_dimension_numbers;  // dot
   std::vector<std::string> operand_precision; // dot: operand_precision={..}; empty if unwritten
   GatherDimensionNumbers gather_dimension_numbers;

@@ -126,16 +126,13 @@ StatusOr<std::unique_ptr<Module>> Parser::parse_module() {
 }
 
 Status Parser::resolve_comparison_orders() {
-  for (const ComparisonOrder& order : comparison_orders_) {
-    Instruction& compare = *order.instruction;
+  for (Instruction* instruction : comparison_orders_) {
+    Instruction& compare = *instruction;
     const PrimitiveType type = compare.operand_count() > 0 ? compare.operand(0)->shape().element_type()
                                                            : PrimitiveType::kInvalid;
-    if (is_floating(type)) {
-      compare.comparison_type = order.total ? ComparisonType::kTotalOrder : ComparisonType::kFloat;
-    } else if (!order.total) {
-      return error_at(order.token, str_cat("order=PARTIAL on %", compare.name(), " needs floating-point operands, got ",
-                                           primitive_type_name(type), " (integers are totally ordered)"));
-    }
+    // Integers compare the same either way (XLA accepts both and keeps PARTIAL in its text).
+    if (is_floating(type))
+      compare.comparison_type = compare.comparison_order == "TOTAL" ? ComparisonType::kTotalOrder : ComparisonType::kFloat;
   }
   return ok_status();
 }

@@ -265,8 +265,8 @@ Status Parser::parse_instruction_attribute(Instruction& instruction, PendingCall
     INSITU_RETURN_IF_ERROR(ident_into(text));
     if (text != "TOTAL" && text != "PARTIAL")
       return error_at(token, str_cat("unknown comparison order '", text, "'; expected TOTAL or PARTIAL"));
-    instruction.comparison_order_written = true;
-    comparison_orders_.push_back({&instruction, text == "TOTAL", token});
+    instruction.comparison_order = text;
+    comparison_orders_.push_back(&instruction);
     return ok_status();  // resolved by resolve_comparison_orders, once every operand's shape is known
   }
   if (name == "operand_precision") {

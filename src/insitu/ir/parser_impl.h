@@ -139,12 +139,7 @@ class Parser {
   std::vector<PendingCalls> pending_;
   std::vector<Instruction*> shapes_to_infer_;
   // compare's order=TOTAL|PARTIAL, turned into a comparison type once operand shapes are known.
-  struct ComparisonOrder {
-    Instruction* instruction;
-    bool total;
-    Token token;
-  };
-  std::vector<ComparisonOrder> comparison_orders_;
+  std::vector<Instruction*> comparison_orders_;
   Status resolve_comparison_orders();
   std::string_view text_;
   std::vector<Token> tokens_;

@@ -129,8 +129,8 @@ class InstructionPrinter {
         break;
       case Opcode::kCompare:
         next("direction=" + std::string(comparison_direction_name(i.comparison_direction)));
-        if (i.comparison_order_written)
-          next(i.comparison_type == ComparisonType::kFloat ? "order=PARTIAL" : "order=TOTAL");
+        if (!i.comparison_order.empty())
+          next("order=" + i.comparison_order);
         else if (i.comparison_type != ComparisonType::kDefault)
           next("type=" + std::string(comparison_type_name(i.comparison_type)));
         break;

@@ -18,10 +18,10 @@ std::unique_ptr<Instruction> clone_without_operands(const Instruction& original,
 
 namespace {
 
-// Replaces `call` by a copy of its callee's body placed right before it.
+// Replaces `call` (a call or a fusion) by a copy of its callee's body placed right before it.
 void inline_call(Instruction* call, NameTable& names) {
   Computation* caller = call->parent();
-  const Computation* callee = call->to_apply();
+  const Computation* callee = call->called_computations().at(0);
   std::unordered_map<const Instruction*, Instruction*> mapped;
   for (Instruction* original : callee->instructions()) {
     if (original->opcode() == Opcode::kParameter) {
@@ -46,12 +46,14 @@ void inline_call(Instruction* call, NameTable& names) {
 bool inline_all_calls(Module& module, NameTable& names) {
   bool changed = false;
   // Inlined bodies may hold calls themselves: repeat until none is left (HLO has no recursion).
+  // A fusion (XLA's kLoop/kInput/kOutput/kCustom) means its computation: inlined the same way,
+  // so its ops run as insitu's kernels and insitu's own fusion pass decides what to fuse.
   for (bool again = true; again;) {
     again = false;
     for (const Computation* reached : reachable_computations(module)) {
       Computation* computation = const_cast<Computation*>(reached);
       for (Instruction* instruction : computation->instructions()) {
-        if (instruction->opcode() != Opcode::kCall) continue;
+        if (instruction->opcode() != Opcode::kCall && instruction->opcode() != Opcode::kFusion) continue;
         inline_call(instruction, names);
         again = changed = true;
       }

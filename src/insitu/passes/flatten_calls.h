@@ -1,4 +1,6 @@
-// flatten-calls: inline every `call`, and give every control-flow computation one caller.
+// flatten-calls: inline every `call` and every `fusion` the input brought (XLA:CPU's optimized
+// modules: a fusion means its computation; insitu's fusion pass fuses again, for its kernels),
+// and give every control-flow computation one caller.
 //
 // Why: the analyses after it (dataflow, copy insertion, buffer assignment) reason about one
 // call site per while body/condition and conditional branch, the way XLA's CallInliner and
@@ -11,7 +13,7 @@
 //
 //   while(%x), body=%b ; while(%y), body=%b  ==>  while(%x), body=%b ; while(%y), body=%b.clone
 //
-// Post: no `call` instructions; each while condition/body and conditional branch is called
+// Post: no `call` or `fusion` instructions; each while condition/body and conditional branch is called
 // from exactly one site. Computations that lost their last caller are removed (never the
 // entry; computations still referenced by fusion/reduce/map/sort/scatter/custom-call/... stay).
 #pragma once

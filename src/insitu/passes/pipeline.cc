@@ -48,10 +48,10 @@ StatusOr<bool> Pipeline::run(Module& module) {
 
 std::vector<std::unique_ptr<Pass>> optimization_passes() {
   std::vector<std::unique_ptr<Pass>> passes;
+  // Each control-flow computation gets one caller; calls and fusions are inlined.
+  passes.push_back(make_pass("flatten-calls", flatten_calls));
   // Bitcasts that reorder elements (by their layouts) become transposes: data stays row-major.
   passes.push_back(make_pass("bitcast-lowering", lower_bitcasts));
-  // Each control-flow computation gets one caller; calls are inlined.
-  passes.push_back(make_pass("flatten-calls", flatten_calls));
   // Tuple forwarding and dead code, so later analyses see values, not packing.
   passes.push_back(make_pass("simplify", simplify));
   // Layouts and memory spaces; copies only where a custom call's constraint really differs.

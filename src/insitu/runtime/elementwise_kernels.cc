@@ -297,6 +297,39 @@ bool run_select(std::span<const ArrayView> operands, const ArrayView& out, Threa
   }
 }
 
+// clamp(lo, x, hi) with the evaluator's element function; lo and hi may be scalars.
+template <typename T>
+void clamp_elements(std::span<const ArrayView> operands, const ArrayView& out, ThreadPool& pool) {
+  const T* lo = reinterpret_cast<const T*>(operands[0].data);
+  const T* x = reinterpret_cast<const T*>(operands[1].data);
+  const T* hi = reinterpret_cast<const T*>(operands[2].data);
+  T* o = reinterpret_cast<T*>(out.data);
+  const int64_t sl = (operands[0].scalar || operands[0].shape->rank() == 0) ? 0 : 1;
+  const int64_t sx = operands[1].scalar ? 0 : 1;
+  const int64_t sh = (operands[2].scalar || operands[2].shape->rank() == 0) ? 0 : 1;
+  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = clamp_value(lo[i * sl], x[i * sx], hi[i * sh]);
+  });
+}
+
+bool run_clamp(std::span<const ArrayView> operands, const ArrayView& out, ThreadPool& pool) {
+  for (const ArrayView& operand : operands)
+    if (operand.type() != out.type()) return false;
+  switch (out.type()) {
+    case PrimitiveType::kF32: clamp_elements<float>(operands, out, pool); return true;
+    case PrimitiveType::kF64: clamp_elements<double>(operands, out, pool); return true;
+    case PrimitiveType::kS8: clamp_elements<int8_t>(operands, out, pool); return true;
+    case PrimitiveType::kS16: clamp_elements<int16_t>(operands, out, pool); return true;
+    case PrimitiveType::kS32: clamp_elements<int32_t>(operands, out, pool); return true;
+    case PrimitiveType::kS64: clamp_elements<int64_t>(operands, out, pool); return true;
+    case PrimitiveType::kU8: clamp_elements<uint8_t>(operands, out, pool); return true;
+    case PrimitiveType::kU16: clamp_elements<uint16_t>(operands, out, pool); return true;
+    case PrimitiveType::kU32: clamp_elements<uint32_t>(operands, out, pool); return true;
+    case PrimitiveType::kU64: clamp_elements<uint64_t>(operands, out, pool); return true;
+    default: return false;  // f16/bf16 (compute in f32) and pred: the evaluator's path
+  }
+}
+
 }  // namespace
 }  // namespace kernels
 
@@ -308,7 +341,8 @@ bool run_elementwise_kernel(const Instruction& instruction, std::span<const Arra
     // Shapes must agree (a scalar view stands for the whole shape); otherwise the fallback
     // reports the evaluator's error.
     if (!operand.scalar && operand.element_count() != out.element_count() &&
-        !(instruction.opcode() == Opcode::kSelect && &operand == &operands[0] && operand.shape->rank() == 0))
+        !(instruction.opcode() == Opcode::kSelect && &operand == &operands[0] && operand.shape->rank() == 0) &&
+        !(instruction.opcode() == Opcode::kClamp && &operand != &operands[1] && operand.shape->rank() == 0))
       return false;
   }
   const Opcode opcode = instruction.opcode();
@@ -316,6 +350,7 @@ bool run_elementwise_kernel(const Instruction& instruction, std::span<const Arra
     case Opcode::kCompare:
       return operands.size() == 2 && kernels::run_compare(instruction, operands[0], operands[1], out, pool);
     case Opcode::kSelect: return operands.size() == 3 && kernels::run_select(operands, out, pool);
+    case Opcode::kClamp: return operands.size() == 3 && kernels::run_clamp(operands, out, pool);
     case Opcode::kConvert: return operands.size() == 1 && run_convert_kernel(instruction, operands[0], out, pool);
     case Opcode::kIsFinite: return operands.size() == 1 && kernels::run_unary(opcode, operands[0], out, pool);
     default: break;

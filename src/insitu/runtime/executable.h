@@ -92,6 +92,9 @@ class Executable {
   const Module& module() const { return *module_; }
   const BufferAssignment& assignment() const { return assignment_; }
   const ExecutionStats& last_stats() const { return last_stats_; }
+  // Instructions planned to run through the evaluator fallback (none is the goal: the
+  // evaluator is the oracle, not a path), in program order.
+  const std::vector<const Instruction*>& fallback_instructions() const { return fallback_instructions_; }
 
  private:
   friend class runtime_internal::Executor;
@@ -111,6 +114,7 @@ class Executable {
   std::unique_ptr<Buffer> arena_;
   std::unique_ptr<ThreadPool> pool_;
   ExecutionStats last_stats_;
+  std::vector<const Instruction*> fallback_instructions_;
 };
 
 }  // namespace insitu

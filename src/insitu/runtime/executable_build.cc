@@ -292,6 +292,7 @@ Status Executable::build() {
         step.kind = StepKind::kKernel;  // kernels that need no plan (or decline per call)
       } else if (has_fallback(opcode)) {
         step.kind = StepKind::kFallback;
+        fallback_instructions_.push_back(instruction);
       } else {
         return unimplemented(str_cat("the CPU runtime cannot run '", opcode_name(opcode), "' (%", instruction->name(),
                                      "); run it with the reference evaluator (--reference)"),

@@ -1,5 +1,6 @@
 // Scalar programs on typed registers: a sort comparator or reduce combiner made only of
-// compare, select, and/or/xor/not, add/subtract/multiply/maximum/minimum, negate and abs over
+// compare, select, and/or/xor/not, add/subtract/multiply/maximum/minimum, negate, abs and
+// same-width bitcasts (XLA's total-order comparators: f32 -> s32) over
 // f32, f64, s32, s64 and pred runs as a straight list of register operations, one switch per op
 // and no memory but its registers. (Anything else in the computation keeps the loop-fusion
 // planner's one-element path in fusion_kernels.cc.)
@@ -85,6 +86,10 @@ void with_type(Kind kind, Fn&& fn) {
 }
 
 void execute(const Op& op, Register* regs, Register& out) {
+  if (op.opcode == Opcode::kBitcastConvert || op.opcode == Opcode::kBitcast) {
+    out = regs[op.a];  // same width (checked when planned): the bits, read as the result's type
+    return;
+  }
   with_type(op.kind, [&](auto tag) {
     using T = decltype(tag);
     switch (op.opcode) {
@@ -165,6 +170,12 @@ bool supported(const Instruction& instruction, Kind kind) {
     case Opcode::kNegate:
     case Opcode::kAbs: return kind != Kind::kPred;
     case Opcode::kSelect: return true;
+    case Opcode::kBitcast:
+    case Opcode::kBitcastConvert: {
+      Kind from;
+      return kind != Kind::kPred && kind_of(instruction.operand(0)->shape().element_type(), from) &&
+             from != Kind::kPred && width_of(from) == width_of(kind);
+    }
     case Opcode::kCompare: {
       const ComparisonType type = instruction.comparison_type;
       if (kind == Kind::kPred) return false;
@@ -218,8 +229,9 @@ KernelPlanPtr plan_register_program(const Computation& computation) {
         if (op.opcode == Opcode::kCompare) op.kind = operand_kind;
       }
       if (!supported(*instruction, op.kind)) return nullptr;
-      const size_t arity = op.opcode == Opcode::kSelect ? 3 : (op.opcode == Opcode::kNot || op.opcode == Opcode::kNegate ||
-                                                               op.opcode == Opcode::kAbs) ? 1 : 2;
+      const bool unary = op.opcode == Opcode::kNot || op.opcode == Opcode::kNegate || op.opcode == Opcode::kAbs ||
+                         op.opcode == Opcode::kBitcast || op.opcode == Opcode::kBitcastConvert;
+      const size_t arity = op.opcode == Opcode::kSelect ? 3 : unary ? 1 : 2;
       if (sources.size() != arity) return nullptr;
       op.a = sources[0];
       if (arity > 1) op.b = sources[1];
