@@ -1,5 +1,5 @@
 // Compile time: parse + optimize_module (the whole pass pipeline and buffer assignment) +
-// Executable::create, of the three seed modules (../shared/seed/*.hlo) and of a generated
+// Executable::create, of the three seed modules (examples/seed/*.hlo) and of a generated
 // 1000-instruction module (a chain/DAG of elementwise ops with a few dynamic-update-slices and
 // while loops); and parse-only time of each, with parse's share of the compile as a counter
 // (BM_CompileVsParse times both alternately in one run).
@@ -73,7 +73,7 @@ int64_t instruction_count(const Module& module) {
 
 std::string module_text(int64_t which) {
   if (which < static_cast<int64_t>(kSeedFiles.size()))
-    return read_file_text(std::string(INSITU_SHARED_DIR) + "/seed/" + kSeedFiles[which]);
+    return read_file_text(std::string(INSITU_SEED_DIR) + "/" + kSeedFiles[which]);
   return generated_module(1000);
 }
 
@@ -93,7 +93,7 @@ void BM_Compile(benchmark::State& state) {
   const std::string text = module_text(state.range(0));
   state.SetLabel(module_label(state.range(0)));
   if (text.empty()) {
-    state.SkipWithError("cannot read the seed module (INSITU_SHARED_DIR/seed)");
+    state.SkipWithError("cannot read the seed module (INSITU_SEED_DIR)");
     return;
   }
   int64_t instructions = 0;

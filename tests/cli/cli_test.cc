@@ -225,7 +225,7 @@ TEST_F(CliTest, DefaultArgumentsAreDeterministic) {
 }
 
 TEST_F(CliTest, SeedCustomCallWithoutKernelIsAClearError) {
-  Result result = insitu({"run", std::string(INSITU_SHARED_DIR) + "/seed/ir_to_hlo.hlo"});
+  Result result = insitu({"run", std::string(INSITU_SEED_DIR) + "/ir_to_hlo.hlo"});
   EXPECT_EQ(result.status, 1) << result.out << result.err;
   EXPECT_NE(result.err.find("no kernel is registered for target \"tpu_custom_call\""), std::string::npos)
       << result.err;

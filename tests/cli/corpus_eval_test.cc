@@ -80,7 +80,7 @@ TEST_F(CorpusEvalTest, EveryCorpusModuleRuns) {
 }
 
 TEST_F(CorpusEvalTest, SeedModulesRunTheirPlusOneKernel) {
-  const fs::path seed = fs::path(INSITU_SHARED_DIR) / "seed";
+  const fs::path seed = fs::path(INSITU_SEED_DIR);
   // Default inputs are (i % 7) + 1: {1, 2, 3, 4}.
   auto before = evaluate_file(seed / "sync_tensors_graph.before_optimizations.hlo");
   ASSERT_TRUE(before.ok()) << before.status().to_string();

@@ -1,4 +1,4 @@
-// The seed's story (../shared/seed/pallas_inplace_question.txt) as tests of `insitu explain`:
+// The seed's story (examples/seed/pallas_inplace_question.txt) as tests of `insitu explain`:
 // why the donated buffer of the before-optimizations module cannot be used as written, and why
 // XLA's optimized module has copy.3.
 #include <gtest/gtest.h>
@@ -27,7 +27,7 @@ Output explain(const std::vector<std::string>& args) {
   return {status, out.str(), err.str()};
 }
 
-const std::string kSeed = std::string(INSITU_SHARED_DIR) + "/seed/";
+const std::string kSeed = std::string(INSITU_SEED_DIR) + "/";
 
 TEST(SeedExplainTest, BeforeOptimizationsSaysWhyTheDonorIsNotUsedAndWhatToWrite) {
   Output result = explain({kSeed + "sync_tensors_graph.before_optimizations.hlo", "--json"});

@@ -81,8 +81,10 @@ TEST(ParserErrorTest, NamesAndCounts) {
                36, "unknown computation %nowhere called by %x");
   expect_error("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  q = f32[] parameter(0)\n}\n", 4, 23,
                "parameter number 0 is already used by %p");
-  expect_error("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT x = f32[] negate(p), index=1, index=2\n}\n", 4,
-               38, "attribute index is written twice on %x");
+  expect_error(
+      "HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT x = f32[] negate(p), sharding={replicated}, "
+      "sharding={replicated}\n}\n",
+      4, 52, "attribute sharding is written twice on %x");
   expect_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] negate(f32[3] p)\n}\n", 4, 26,
                "operand %p is declared as f32[3] but its shape is f32[2]");
 }

@@ -31,7 +31,7 @@ Instruction* find(const Module& module, std::string_view name) {
 }
 
 TEST(ParserSeedTest, IrToHlo) {
-  std::string text = read_file(std::string(INSITU_SHARED_DIR) + "/seed/ir_to_hlo.hlo");
+  std::string text = read_file(std::string(INSITU_SEED_DIR) + "/ir_to_hlo.hlo");
   ASSERT_FALSE(text.empty());
   auto module = parse_ok(text);
   ASSERT_NE(module, nullptr);
@@ -73,7 +73,7 @@ TEST(ParserSeedTest, IrToHlo) {
 }
 
 TEST(ParserSeedTest, AfterOptimizations) {
-  std::string text = read_file(std::string(INSITU_SHARED_DIR) + "/seed/sync_tensors_graph.after_optimizations.hlo");
+  std::string text = read_file(std::string(INSITU_SEED_DIR) + "/sync_tensors_graph.after_optimizations.hlo");
   auto module = parse_ok(text);
   ASSERT_NE(module, nullptr);
   const ModuleConfig& config = module->config();
@@ -98,7 +98,7 @@ TEST(ParserSeedTest, AfterOptimizations) {
 }
 
 TEST(ParserSeedTest, BeforeOptimizations) {
-  std::string text = read_file(std::string(INSITU_SHARED_DIR) + "/seed/sync_tensors_graph.before_optimizations.hlo");
+  std::string text = read_file(std::string(INSITU_SEED_DIR) + "/sync_tensors_graph.before_optimizations.hlo");
   auto module = parse_ok(text);
   ASSERT_NE(module, nullptr);
   ASSERT_EQ(module->config().buffer_donors.size(), 1u);

@@ -1,4 +1,4 @@
-// Round trip over the corpus (tests/corpus/*.hlo) and the seed modules (shared/seed/*.hlo):
+// Round trip over the corpus (tests/corpus/*.hlo) and the seed modules (examples/seed/*.hlo):
 // for both print forms, m = parse(file); t1 = print(m); m2 = parse(t1); then m2 equals m and
 // print(m2) == t1 (printing is stable).
 #include <algorithm>
@@ -34,7 +34,7 @@ std::vector<fs::path> hlo_files(const fs::path& folder) {
 }
 
 std::vector<fs::path> corpus_files() { return hlo_files(fs::path(INSITU_SOURCE_DIR) / "tests" / "corpus"); }
-std::vector<fs::path> seed_files() { return hlo_files(fs::path(INSITU_SHARED_DIR) / "seed"); }
+std::vector<fs::path> seed_files() { return hlo_files(fs::path(INSITU_SEED_DIR)); }
 
 void expect_round_trip(const fs::path& path, bool long_form) {
   SCOPED_TRACE(path.filename().string() + (long_form ? " (long form)" : " (short form)"));
@@ -76,7 +76,7 @@ TEST(RoundTripTest, SeedPrintsAsXlaDumpedIt) {
   for (const char* name : {"ir_to_hlo.hlo", "sync_tensors_graph.before_optimizations.hlo",
                            "sync_tensors_graph.after_optimizations.hlo"}) {
     SCOPED_TRACE(name);
-    std::string text = read_file(fs::path(INSITU_SHARED_DIR) / "seed" / name);
+    std::string text = read_file(fs::path(INSITU_SEED_DIR) / name);
     auto parsed = parse_module(text);
     ASSERT_TRUE(parsed.ok()) << parsed.status().to_string(name);
     PrintOptions options;

@@ -29,7 +29,7 @@ std::string verify_text(std::string_view text) {
 TEST(VerifierSeedTest, SeedModulesVerify) {
   for (const char* name : {"ir_to_hlo.hlo", "sync_tensors_graph.before_optimizations.hlo",
                            "sync_tensors_graph.after_optimizations.hlo"}) {
-    std::string text = read_file(std::string(INSITU_SHARED_DIR) + "/seed/" + name);
+    std::string text = read_file(std::string(INSITU_SEED_DIR) + "/" + name);
     ASSERT_FALSE(text.empty()) << name;
     EXPECT_EQ(verify_text(text), "ok") << name;
   }

@@ -247,7 +247,7 @@ ENTRY main {
 }
 
 TEST_F(DonorMatchingTest, SeedDonorThroughCustomCallWithoutAliasingIsExplained) {
-  std::ifstream file(std::string(INSITU_SHARED_DIR) + "/seed/sync_tensors_graph.before_optimizations.hlo");
+  std::ifstream file(std::string(INSITU_SEED_DIR) + "/sync_tensors_graph.before_optimizations.hlo");
   std::stringstream text;
   text << file.rdbuf();
   auto module = parse_or_fail(text.str());

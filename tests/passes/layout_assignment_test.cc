@@ -178,7 +178,7 @@ CHECK-NEXT: ROOT t.1 = (f32[16,4]{1,0}, f32[3,2]{1,0}, f32[2,3]{0,1}) tuple(tran
 }
 
 std::string read_seed(std::string_view name) {
-  std::ifstream file(std::string(INSITU_SHARED_DIR) + "/seed/" + std::string(name));
+  std::ifstream file(std::string(INSITU_SEED_DIR) + "/" + std::string(name));
   std::stringstream text;
   text << file.rdbuf();
   return text.str();

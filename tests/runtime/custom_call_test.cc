@@ -75,7 +75,7 @@ class RuntimeSeed : public ::testing::TestWithParam<const char*> {};
 TEST_P(RuntimeSeed, MatchesEvaluatorDonatedOrNot) {
   CustomCallRegistry registry;
   ASSERT_TRUE(registry.register_kernel("tpu_custom_call", plus_one).ok());
-  Compiled compiled = compile(read_text(std::string(INSITU_SHARED_DIR) + "/seed/" + GetParam() + ".hlo"),
+  Compiled compiled = compile(read_text(std::string(INSITU_SEED_DIR) + "/" + GetParam() + ".hlo"),
                               ExecutableOptions{.custom_calls = &registry});
   ASSERT_TRUE(compiled.executable != nullptr);
   const Literal input = Literal::vector<int32_t>({10, 20, 30, 40});

@@ -24,8 +24,8 @@ using testing_generator::GeneratedProgram;
 using testing_generator::generate_program;
 using testing_generator::make_generated_arguments;
 
-// 1000 programs run in a few seconds; seeds 0-19999 passed when the generator landed and again
-// when it gained views (INSITU_DIFFERENTIAL_SEEDS=20000).
+// 1000 programs run in a few seconds; seeds 0-19999 passed when the generator landed, again
+// when it gained views, and again when it gained layouts (INSITU_DIFFERENTIAL_SEEDS=20000).
 constexpr uint64_t kProgramCount = 1000;
 
 // INSITU_DIFFERENTIAL_DUMP=DIR writes each failing program as DIR/seed_N.hlo with its arguments
@@ -224,7 +224,8 @@ TEST(GeneratedPrograms, MixCoversEveryFeature) {
   constexpr std::string_view kFeatures[] = {
       " while(", " conditional(", "true_computation=", "branch_computations=", " scatter(", "to_apply=scatter_add",
       "to_apply=scatter_overwrite", " dynamic-update-slice(", " dynamic-slice(", "input_output_alias=", "must-alias",
-      "buffer_donor=", " select(", " convert(", " compare(", " broadcast(", " divide(", "index=0\n  ROOT"};
+      "buffer_donor=", " select(", " convert(", " compare(", " broadcast(", " divide(", "{0,1} parameter(",
+      "{0,1} transpose(", "{0,1} copy(", "{0,1} add(", " bitcast(", "index=0\n  ROOT"};
   std::map<std::string, int> view_counts;
   int donating = 0;
   for (uint64_t seed = 0; seed < kProgramCount; ++seed) {

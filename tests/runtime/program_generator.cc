@@ -139,7 +139,7 @@ void Generator::emit_random_op(Scope& scope) {
     if (scope.depth == 0) structural_results_.push_back(result);
     return;
   }
-  if (choice < 9) return emit_scatter(scope);
+  if (choice < 9) return rng_.chance(1, 2) ? emit_scatter(scope) : emit_layout_op(scope);
   if (choice < 10 && may_nest) {
     emit_while(scope, pick_state(scope));
     return;
@@ -177,6 +177,43 @@ void Generator::emit_elementwise(Scope& scope, const Value* operand) {
     const Value b = value_like(scope, a.type, a.dims);
     const bool swap = rng_.chance(1, 2);
     emit(scope, "ew", a.type, a.dims, str_cat(name, "(", swap ? b.name : a.name, ", ", swap ? a.name : b.name, ")"));
+  }
+}
+
+// Layouts as XLA:CPU's optimized modules use them: a transpose into a non-default layout, a
+// copy between layouts, an elementwise op producing one, and bitcasts that read the bytes a
+// layout puts in memory (so a layout ignored anywhere changes the values).
+void Generator::emit_layout_op(Scope& scope) {
+  const Value a = pick(scope);
+  if (a.dims.size() != 2) return emit_elementwise(scope, &a);
+  const int64_t m = a.dims[0], n = a.dims[1];
+  const std::string column_major = "{0,1}";
+  switch (rng_.uniform(0, 3)) {
+    case 0: {  // transpose into {0,1}: the bytes are a's; read them back with a bitcast
+      const Value t = emit(scope, "lt", a.type, {n, m}, str_cat("transpose(", a.name, "), dimensions={1,0}"), true,
+                           column_major);
+      if (rng_.chance(2, 3)) {
+        const bool flat = rng_.chance(1, 2);
+        emit(scope, "lb", a.type, flat ? std::vector<int64_t>{m * n} : std::vector<int64_t>{m, n},
+             str_cat("bitcast(", t.name, ")"));
+      }
+      return;
+    }
+    case 1: {  // copy into {0,1}, then a bitcast of that to row-major [n,m]: a transpose
+      const Value c = emit(scope, "lc", a.type, {m, n}, str_cat("copy(", a.name, ")"), true, column_major);
+      if (rng_.chance(2, 3)) emit(scope, "lb", a.type, {n, m}, str_cat("bitcast(", c.name, ")"));
+      return;
+    }
+    case 2: {  // an elementwise op writing {0,1}, copied out to the default layout
+      const Value b = value_like(scope, a.type, a.dims);
+      const Value e = emit(scope, "le", a.type, {m, n}, str_cat("add(", a.name, ", ", b.name, ")"), true, column_major);
+      if (rng_.chance(1, 2)) emit(scope, "lo", a.type, {m, n}, str_cat("copy(", e.name, ")"));
+      return;
+    }
+    default: {  // a bitcast of a value in whatever layout it has
+      emit(scope, "lb", a.type, {m * n}, str_cat("bitcast(", a.name, ")"));
+      return;
+    }
   }
 }
 
@@ -392,8 +429,10 @@ GeneratedProgram Generator::generate() {
   for (int64_t p = 0; p < array_count + (with_index ? 1 : 0); ++p) {
     const bool is_index = p == array_count;
     const Type type = is_index || rng_.chance(1, 3) ? Type::kS32 : Type::kF32;
-    parameters.push_back(emit(entry, is_index ? "index" : "p", type, is_index ? std::vector<int64_t>{} : random_dims(),
-                              str_cat("parameter(", p, ")")));
+    std::vector<int64_t> dims = is_index ? std::vector<int64_t>{} : random_dims();
+    const std::string layout = dims.size() == 2 && rng_.chance(1, 4) ? "{0,1}" : "";
+    parameters.push_back(emit(entry, is_index ? "index" : "p", type, std::move(dims), str_cat("parameter(", p, ")"),
+                              true, layout));
     if (is_index) entry.index_parameter = parameters.back().name;
     else entry.parameters.push_back(parameters.back());
   }
@@ -430,7 +469,7 @@ GeneratedProgram Generator::generate() {
   for (size_t p = 0; p < parameters.size(); ++p) {
     std::vector<size_t> candidates;
     for (size_t o = 0; o < outputs.size(); ++o)
-      if (!output_aliased[o] && same_shape(outputs[o], parameters[p].type, parameters[p].dims)) candidates.push_back(o);
+      if (!output_aliased[o] && same_shape(outputs[o], parameters[p])) candidates.push_back(o);
     bool donate = rng_.chance(1, 4);
     if (!candidates.empty() && rng_.chance(1, 2)) {
       const size_t o = candidates[rng_.uniform(0, candidates.size() - 1)];

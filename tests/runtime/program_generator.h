@@ -23,6 +23,11 @@
 // usually becomes an output, so donation updates it in place), a temporary, or a loop body's or
 // branch's state slot (whose result is the new value). Views also become entry results.
 //
+// Layouts (issue 13): a quarter of rank-2 parameters are column-major ({0,1}); layout ops
+// transpose into {0,1}, copy between layouts, write {0,1} from an elementwise op, and bitcast
+// values in whatever layout they have, so a layout ignored anywhere changes the values. Loop
+// and branch state keeps its slots' layouts; entry results may have non-default layouts.
+//
 // Randomness comes only from SplitMix64 below (std:: distributions differ between standard
 // libraries), so the same seed gives the same text everywhere.
 #pragma once

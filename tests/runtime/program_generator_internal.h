@@ -22,6 +22,7 @@ struct Value {
   std::string name;
   Type type = Type::kF32;
   std::vector<int64_t> dims;
+  std::string layout;  // "" (the default) or a non-default one such as "{0,1}"
 };
 
 inline std::string_view type_name(Type type) { return type == Type::kF32 ? "f32" : "s32"; }
@@ -29,10 +30,12 @@ inline Type other_type(Type type) { return type == Type::kF32 ? Type::kS32 : Typ
 inline std::string shape_text(Type type, const std::vector<int64_t>& dims) {
   return str_cat(type_name(type), "[", str_join(dims, ","), "]");
 }
-inline std::string shape_text(const Value& value) { return shape_text(value.type, value.dims); }
+inline std::string shape_text(const Value& value) { return shape_text(value.type, value.dims) + value.layout; }
 inline bool same_shape(const Value& a, Type type, const std::vector<int64_t>& dims) {
   return a.type == type && a.dims == dims;
 }
+// Equal shapes, layouts included (what input_output_alias needs).
+inline bool same_shape(const Value& a, const Value& b) { return same_shape(a, b.type, b.dims) && a.layout == b.layout; }
 inline std::string tuple_shape_text(const std::vector<Value>& values, bool with_counter) {
   std::vector<std::string> parts;
   if (with_counter) parts.push_back("s32[]");
@@ -67,8 +70,8 @@ class Generator {
  private:
   std::string fresh(std::string_view stem) { return str_cat(stem, ".", next_id_++); }
   Value emit(Scope& scope, std::string_view stem, Type type, std::vector<int64_t> dims,
-             const std::string& expression, bool visible = true) {
-    Value value{fresh(stem), type, std::move(dims)};
+             const std::string& expression, bool visible = true, std::string layout = {}) {
+    Value value{fresh(stem), type, std::move(dims), std::move(layout)};
     scope.lines.push_back(str_cat("  ", value.name, " = ", shape_text(value), " ", expression));
     if (visible) scope.values.push_back(value);
     return value;
@@ -97,6 +100,7 @@ class Generator {
   void emit_dynamic_slice(Scope& scope, const Value* operand = nullptr);
   Value emit_dynamic_update_slice(Scope& scope, const Value& operand, bool counter_first, std::string_view stem = "dus");
   void emit_scatter(Scope& scope);
+  void emit_layout_op(Scope& scope);
   Value emit_scatter_into(Scope& scope, const Value& operand, std::string_view stem);
 
   // views and view hazards: program_generator_views.cc

@@ -3,6 +3,7 @@
 // Attributes insitu models go into the typed Instruction fields; everything else
 // (statistics=, origin=, channel_id=, dim_labels=, ...) is kept as its exact source text in
 // Instruction::extra_attributes, so newer dumps still load and print back unchanged.
+#include "insitu/ir/attribute_table.h"
 #include "insitu/ir/parser_impl.h"
 #include "insitu/support/str.h"
 
@@ -205,6 +206,40 @@ Status Parser::parse_instruction_attribute(Instruction& instruction, PendingCall
     into = next().text;
     return ok_status();
   };
+  // Only what the attribute table allows on this opcode (attribute_table.h): nothing is read
+  // and then ignored.
+  const AttributeRule* rule = find_attribute_rule(opcode, name);
+  if (rule == nullptr) {
+    std::vector<std::string> takers;
+    for (Opcode taker : opcodes_taking_attribute(name)) takers.push_back(std::string(opcode_name(taker)));
+    return error_at(name_token, takers.empty()
+                                    ? str_cat("unknown attribute ", name, " on ", opcode_name(opcode), " %",
+                                              instruction.name(), " (insitu never ignores an attribute silently)")
+                                    : str_cat(opcode_name(opcode), " %", instruction.name(), " has no attribute ", name,
+                                              " (it is an attribute of ", str_join(takers, ", "), ")"));
+  }
+  // Kept verbatim: an opcode insitu cannot run yet, and a custom-call kernel's own inputs.
+  const bool calls_computation = name == "to_apply" || name == "calls" || name == "select" || name == "scatter";
+  const bool verbatim = (rule->use == AttributeUse::kUnrunnable && !calls_computation) || opcode == Opcode::kTopk ||
+                        (rule->use == AttributeUse::kKernelInput && name != "called_computations" &&
+                         name != "to_apply" && name != "api_version" && name != "literal");
+  if (verbatim) {
+    INSITU_ASSIGN_OR_RETURN(std::string value, parse_raw_value(name));
+    instruction.extra_attributes.push_back({name, std::move(value)});
+    return ok_status();
+  }
+  if (name == "algorithm") {  // dot: only the arithmetic insitu does (operands' precision, f32 or f64)
+    const Token token = peek();
+    std::string text;
+    if (!at(TokenKind::kIdent)) return error_expected("a value for algorithm");
+    text = next().text;
+    if (text != "unset" && text != "dot_f32_f32_f32" && text != "dot_f64_f64_f64")
+      return error_at(token, str_cat("dot %", instruction.name(), " asks for algorithm=", text,
+                                     ", which insitu does not implement (it computes a dot at its operands' "
+                                     "precision: algorithm=dot_f32_f32_f32 or dot_f64_f64_f64)"));
+    instruction.extra_attributes.push_back({name, text});
+    return ok_status();
+  }
   GatherDimensionNumbers& gather = instruction.gather_dimension_numbers;
   ScatterDimensionNumbers& scatter = instruction.scatter_dimension_numbers;
   DotDimensionNumbers& dot = instruction.dot_dimension_numbers;

@@ -122,8 +122,10 @@ Instruction* apply_fix(Module& module, const Dataflow& dataflow, const CopyFix& 
   Instruction* inserted = editor.insert(std::move(copy), before);
   // A value reaches a leaf through bitcasts (which forward it), so the leaf may expect another
   // shape of the same bytes: give it a bitcast of the copy.
+  // (After bitcast-lowering no bitcast changes layouts, so a leaf that differs only in layout
+  // got it from a tuple's or get-tuple-element's written shape: the same values, no bitcast.)
   auto shaped_as = [&](const Shape& wanted, Instruction* at) -> Instruction* {
-    if (wanted == inserted->shape()) return inserted;
+    if (wanted == inserted->shape() || wanted.compatible(inserted->shape())) return inserted;
     auto bitcast = std::make_unique<Instruction>(Opcode::kBitcast, editor.fresh_name("bitcast"), wanted);
     bitcast->append_operand(inserted);
     return editor.insert(std::move(bitcast), at);

@@ -1,0 +1,191 @@
+#include "insitu/ir/attribute_table.h"
+
+#include <algorithm>
+
+namespace insitu {
+namespace {
+
+using enum Opcode;
+using enum AttributeUse;
+
+// Opcodes neither the evaluator nor the runtime runs; their attributes are kept verbatim.
+const std::vector<Opcode> kCollectives = {kAllGather, kAllGatherStart, kAllReduce, kAllReduceStart, kReduceScatter,
+                                          kAllToAll, kRaggedAllToAll, kCollectiveBroadcast, kCollectivePermute,
+                                          kCollectivePermuteStart};
+
+const std::vector<AttributeRule>& rules() {
+  static const auto* table = new std::vector<AttributeRule>{
+      // --- on every instruction ---
+      {"metadata", kMetadataOnly, {}, "source locations and op names for people and profilers"},
+      {"frontend_attributes", kMetadataOnly, {},
+       "annotations for the frontend; insitu keeps its copy reasons here (copy_reason.h)"},
+      {"backend_config", kMetadataOnly, {},
+       "XLA backend hints (known_trip_count, thread partitioning); a custom-call's is its kernel's input"},
+      {"sharding", kMetadataOnly, {}, "placement over devices; insitu runs one device"},
+      {"statistics", kMetadataOnly, {}, "numbers for visualization"},
+      {"origin", kMetadataOnly, {}, "where the value came from before XLA's rewrites"},
+      {"control-predecessors", kModelled, {}, "ordering edges: the scheduler and copy insertion honour them"},
+      {"parameter_replication", kMetadataOnly, {kParameter}, "replication over replicas; insitu runs one"},
+      // --- modelled: read into Instruction fields ---
+      {"index", kModelled, {kGetTupleElement}, "tuple_index"},
+      {"iota_dimension", kModelled, {kIota}, "iota_dimension"},
+      {"dimensions", kModelled, {kBroadcast, kTranspose, kReduce, kReverse, kConcatenate, kMap, kSort}, "dimensions"},
+      {"dynamic_slice_sizes", kModelled, {kDynamicSlice}, "dynamic_slice_sizes"},
+      {"slice_sizes", kModelled, {kGather}, "dynamic_slice_sizes (gather's slice sizes)"},
+      {"lhs_batch_dims", kModelled, {kDot}, "dot_dimension_numbers"},
+      {"lhs_contracting_dims", kModelled, {kDot}, "dot_dimension_numbers"},
+      {"rhs_batch_dims", kModelled, {kDot}, "dot_dimension_numbers"},
+      {"rhs_contracting_dims", kModelled, {kDot}, "dot_dimension_numbers"},
+      {"operand_precision", kMetadataOnly, {kDot},
+       "a lower bound on precision; the CPU computes every dot at its operands' full precision (as XLA:CPU)"},
+      {"algorithm", kModelled, {kDot}, "checked by the parser: only the arithmetic insitu does is accepted"},
+      {"offset_dims", kModelled, {kGather}, "gather_dimension_numbers"},
+      {"collapsed_slice_dims", kModelled, {kGather}, "gather_dimension_numbers"},
+      {"start_index_map", kModelled, {kGather}, "gather_dimension_numbers"},
+      {"operand_batching_dims", kModelled, {kGather}, "gather_dimension_numbers"},
+      {"start_indices_batching_dims", kModelled, {kGather}, "gather_dimension_numbers"},
+      {"index_vector_dim", kModelled, {kGather, kScatter}, "gather/scatter_dimension_numbers"},
+      {"update_window_dims", kModelled, {kScatter}, "scatter_dimension_numbers"},
+      {"inserted_window_dims", kModelled, {kScatter}, "scatter_dimension_numbers"},
+      {"scatter_dims_to_operand_dims", kModelled, {kScatter}, "scatter_dimension_numbers"},
+      {"input_batching_dims", kModelled, {kScatter}, "scatter_dimension_numbers"},
+      {"scatter_indices_batching_dims", kModelled, {kScatter}, "scatter_dimension_numbers"},
+      {"indices_are_sorted", kMetadataOnly, {kGather, kScatter},
+       "a promise about the indices that only allows faster code; results do not depend on it"},
+      {"unique_indices", kMetadataOnly, {kScatter},
+       "a promise that only allows faster code; insitu applies duplicates in order either way"},
+      {"is_stable", kModelled, {kSort}, "is_stable"},
+      {"is_stable", kModelled, {kTopk}, "kept verbatim; insitu's topk is always stable (ties: lower index first)"},
+      {"exponent_bits", kModelled, {kReducePrecision}, "exponent_bits"},
+      {"mantissa_bits", kModelled, {kReducePrecision}, "mantissa_bits"},
+      {"kind", kMetadataOnly, {kFusion}, "how XLA would emit the fusion; a fusion means its computation"},
+      {"direction", kModelled, {kCompare}, "comparison_direction"},
+      {"type", kModelled, {kCompare}, "comparison_type"},
+      {"order", kModelled, {kCompare}, "comparison_type (TOTAL: total order for floats)"},
+      {"slice", kModelled, {kSlice}, "slice"},
+      {"padding", kModelled, {kPad}, "padding"},
+      {"window", kModelled, {kReduceWindow}, "window"},
+      {"to_apply", kModelled, {kReduce, kReduceWindow, kMap, kSort, kCall, kScatter}, "called computation"},
+      {"calls", kModelled, {kFusion}, "called computation"},
+      {"condition", kModelled, {kWhile}, "called computation"},
+      {"body", kModelled, {kWhile}, "called computation"},
+      {"true_computation", kModelled, {kConditional}, "called computation"},
+      {"false_computation", kModelled, {kConditional}, "called computation"},
+      {"branch_computations", kModelled, {kConditional}, "called computations"},
+      {"output_to_operand_aliasing", kModelled, {kFusion, kCustomCall}, "aliasing: copy insertion honours it"},
+      {"k", kModelled, {kTopk}, "read by topk.cc (evaluator and runtime)"},
+      {"largest", kModelled, {kTopk}, "read by topk.cc (evaluator and runtime)"},
+      {"inferred_dimension", kMetadataOnly, {kReshape}, "which dimension a frontend inferred; the shape is written"},
+      {"is_composite", kMetadataOnly, {kCall}, "marks a call as a named composite; the callee is the meaning"},
+      {"cross_program_prefetch_index", kMetadataOnly, {kCopyStart}, "a TPU prefetch hint"},
+      {"result_accuracy", kMetadataOnly,
+       {kAcos, kAcosh, kAsin, kAsinh, kAtanh, kExpm1, kLog, kLog1p, kLogistic, kSqrt, kCbrt, kRsqrt, kTanh, kErf, kSin,
+        kSinh, kCos, kCosh, kTan, kExp},
+       "a requested accuracy; insitu's functions are its own and the same in evaluator and runtime"},
+      // --- custom-call: for the kernel its target names ---
+      {"custom_call_target", kModelled, {kCustomCall}, "the kernel"},
+      {"api_version", kKernelInput, {kCustomCall}, "the kernel's calling convention"},
+      {"schedule", kMetadataOnly, {kCustomCall}, "a scheduling hint"},
+      {"custom_call_has_side_effect", kModelled, {kCustomCall}, "dead-code elimination keeps such calls"},
+      {"operand_layout_constraints", kModelled, {kCustomCall}, "layout assignment honours them"},
+      {"called_computations", kKernelInput, {kCustomCall}, "computations the kernel may call"},
+      {"literal", kKernelInput, {kCustomCall}, ""},
+      {"window", kKernelInput, {kCustomCall}, ""},
+      {"dim_labels", kKernelInput, {kCustomCall}, ""},
+      {"feature_group_count", kKernelInput, {kCustomCall}, ""},
+      {"batch_group_count", kKernelInput, {kCustomCall}, ""},
+      {"padding_type", kKernelInput, {kCustomCall}, ""},
+      {"operand_precision", kKernelInput, {kCustomCall}, ""},
+      {"to_apply", kKernelInput, {kCustomCall}, ""},
+      // --- opcodes insitu cannot run yet: kept for fmt and explain ---
+      {"replica_groups", kUnrunnable, kCollectives, ""},
+      {"channel_id", kUnrunnable,
+       {kAllGather, kAllGatherStart, kAllReduce, kAllReduceStart, kReduceScatter, kAllToAll, kRaggedAllToAll,
+        kCollectiveBroadcast, kCollectivePermute, kCollectivePermuteStart, kSend, kRecv, kSendDone, kRecvDone},
+       ""},
+      {"use_global_device_ids", kUnrunnable, {kAllGather, kAllGatherStart, kAllReduce, kAllReduceStart, kReduceScatter},
+       ""},
+      {"constrain_layout", kUnrunnable,
+       {kAllGather, kAllGatherStart, kAllReduce, kAllReduceStart, kReduceScatter, kAllToAll}, ""},
+      {"dimensions", kUnrunnable,
+       {kAllGather, kAllGatherStart, kReduceScatter, kAllToAll, kRaggedAllToAll, kGetDimensionSize, kSetDimensionSize,
+        kScan},
+       ""},
+      {"to_apply", kUnrunnable, {kAllReduce, kAllReduceStart, kReduceScatter, kScan}, ""},
+      {"mode", kUnrunnable, {kAllReduce, kAllReduceStart, kReduceScatter}, ""},
+      {"source_target_pairs", kUnrunnable, {kCollectivePermute, kCollectivePermuteStart}, ""},
+      {"slice_sizes", kUnrunnable, {kCollectivePermute, kCollectivePermuteStart}, ""},
+      {"calls", kUnrunnable, {kAsyncStart, kAsyncUpdate, kAsyncDone}, ""},
+      {"async_execution_thread", kUnrunnable, {kAsyncStart, kAsyncUpdate, kAsyncDone}, ""},
+      {"output_to_operand_aliasing", kUnrunnable, {kAsyncStart}, ""},
+      {"is_host_transfer", kUnrunnable, {kSend, kRecv, kSendDone, kRecvDone}, ""},
+      {"infeed_config", kUnrunnable, {kInfeed}, ""},
+      {"outfeed_config", kUnrunnable, {kOutfeed}, ""},
+      {"outfeed_shape", kUnrunnable, {kOutfeed}, ""},
+      {"window", kUnrunnable, {kConvolution, kSelectAndScatter}, ""},
+      {"dim_labels", kUnrunnable, {kConvolution}, ""},
+      {"feature_group_count", kUnrunnable, {kConvolution}, ""},
+      {"batch_group_count", kUnrunnable, {kConvolution}, ""},
+      {"conv_kind", kUnrunnable, {kConvolution}, ""},
+      {"operand_precision", kUnrunnable, {kConvolution, kRaggedDot, kScaledDot}, ""},
+      {"select", kUnrunnable, {kSelectAndScatter}, ""},
+      {"scatter", kUnrunnable, {kSelectAndScatter}, ""},
+      {"fft_type", kUnrunnable, {kFft}, ""},
+      {"fft_length", kUnrunnable, {kFft}, ""},
+      {"distribution", kUnrunnable, {kRng}, ""},
+      {"delta", kUnrunnable, {kRngGetAndUpdateState}, ""},
+      {"algorithm", kUnrunnable, {kRngBitGenerator, kScaledDot}, ""},
+      {"epsilon", kUnrunnable, {kBatchNormTraining, kBatchNormInference, kBatchNormGrad}, ""},
+      {"feature_index", kUnrunnable, {kBatchNormTraining, kBatchNormInference, kBatchNormGrad}, ""},
+      {"lower", kUnrunnable, {kCholesky, kTriangularSolve}, ""},
+      {"left_side", kUnrunnable, {kTriangularSolve}, ""},
+      {"unit_diagonal", kUnrunnable, {kTriangularSolve}, ""},
+      {"transpose_a", kUnrunnable, {kTriangularSolve}, ""},
+      {"domain", kUnrunnable, {kDomain}, ""},
+      {"num_carries", kUnrunnable, {kScan}, ""},
+      {"is_reverse", kUnrunnable, {kScan}, ""},
+      {"is_associative", kUnrunnable, {kScan}, ""},
+      {"lhs_batch_dims", kUnrunnable, {kRaggedDot, kScaledDot}, ""},
+      {"lhs_contracting_dims", kUnrunnable, {kRaggedDot, kScaledDot}, ""},
+      {"rhs_batch_dims", kUnrunnable, {kRaggedDot, kScaledDot}, ""},
+      {"rhs_contracting_dims", kUnrunnable, {kRaggedDot, kScaledDot}, ""},
+      {"lhs_ragged_dims", kUnrunnable, {kRaggedDot}, ""},
+      {"rhs_group_dims", kUnrunnable, {kRaggedDot}, ""},
+  };
+  return *table;
+}
+
+bool applies(const AttributeRule& rule, Opcode opcode) {
+  return rule.opcodes.empty() || std::find(rule.opcodes.begin(), rule.opcodes.end(), opcode) != rule.opcodes.end();
+}
+
+}  // namespace
+
+std::span<const AttributeRule> attribute_rules() { return rules(); }
+
+const AttributeRule* find_attribute_rule(Opcode opcode, std::string_view name) {
+  for (const AttributeRule& rule : rules())
+    if (rule.name == name && applies(rule, opcode)) return &rule;
+  return nullptr;
+}
+
+std::vector<Opcode> opcodes_taking_attribute(std::string_view name) {
+  std::vector<Opcode> opcodes;
+  for (const AttributeRule& rule : rules())
+    if (rule.name == name)
+      for (Opcode opcode : rule.opcodes)
+        if (std::find(opcodes.begin(), opcodes.end(), opcode) == opcodes.end()) opcodes.push_back(opcode);
+  return opcodes;
+}
+
+std::string_view attribute_use_name(AttributeUse use) {
+  switch (use) {
+    case kModelled: return "modelled";
+    case kMetadataOnly: return "metadata-only";
+    case kKernelInput: return "kernel input";
+    case kUnrunnable: return "kept (opcode not runnable)";
+  }
+  return "?";
+}
+
+}  // namespace insitu

@@ -1,0 +1,44 @@
+// The attribute table: every instruction attribute insitu's parser accepts, on which opcodes,
+// and what insitu does with it. One place, so that no attribute is read and then ignored.
+//
+// The parser looks every `name=value` up here before reading it (with the opcode): a name not
+// in the table, or not for that opcode, is a located error (as in XLA's parser, which rejects
+// attributes an opcode does not take). Each rule says how the value is used:
+//   - kModelled: read into an Instruction field that the verifier, the evaluator and the
+//     runtime honour (or, for topk's k/largest, read from extra_attributes by topk.cc);
+//   - kMetadataOnly: cannot change any value insitu computes (why: `note`); kept, printed back;
+//   - kKernelInput: a custom-call's; kept verbatim for the kernel its target names;
+//   - kUnrunnable: an attribute of an opcode neither the evaluator nor the runtime runs yet
+//     (collectives, convolution, fft, rng, ...): kept verbatim so fmt and explain work, and
+//     running the opcode is a located "unsupported opcode" error.
+// tests/ir/attribute_table_test.cc walks the table and checks each claim.
+#pragma once
+
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "insitu/ir/opcode.h"
+
+namespace insitu {
+
+enum class AttributeUse : uint8_t { kModelled, kMetadataOnly, kKernelInput, kUnrunnable };
+
+struct AttributeRule {
+  std::string_view name;
+  AttributeUse use;
+  std::vector<Opcode> opcodes;  // empty: every opcode
+  std::string_view note;        // why metadata-only, or where a modelled value is read
+};
+
+std::span<const AttributeRule> attribute_rules();
+
+// The rule for `name` on `opcode`, or nullptr when insitu does not accept it there.
+const AttributeRule* find_attribute_rule(Opcode opcode, std::string_view name);
+
+// The opcodes `name` is accepted on (for an error message), empty when it is unknown.
+std::vector<Opcode> opcodes_taking_attribute(std::string_view name);
+
+std::string_view attribute_use_name(AttributeUse use);  // "modelled", "metadata-only", ...
+
+}  // namespace insitu
