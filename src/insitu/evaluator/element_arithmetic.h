@@ -7,6 +7,9 @@
 // before converting).
 #pragma once
 
+#include "insitu/ir/opcode.h"
+
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <complex>
@@ -64,6 +67,57 @@ inline T minimum_value(T lhs, T rhs) {
     if (lhs == rhs) return std::signbit(lhs) ? lhs : rhs;
   }
   return (rhs < lhs) ? rhs : lhs;
+}
+
+// Floating-point unary functions, one definition for the evaluator and the runtime kernels:
+// calls fn(function, std::bool_constant<complex too>) for `opcode`; false for other opcodes.
+template <typename Fn>
+bool with_float_unary(Opcode opcode, Fn&& fn) {
+  using yes = std::true_type;
+  using no = std::false_type;
+  switch (opcode) {
+    case Opcode::kExp: fn([](auto v) { return std::exp(v); }, yes{}); return true;
+    case Opcode::kLog: fn([](auto v) { return std::log(v); }, yes{}); return true;
+    case Opcode::kSqrt: fn([](auto v) { return std::sqrt(v); }, yes{}); return true;
+    case Opcode::kRsqrt: fn([](auto v) { return decltype(v)(1) / std::sqrt(v); }, yes{}); return true;
+    case Opcode::kLogistic: fn([](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); }, yes{}); return true;
+    case Opcode::kTanh: fn([](auto v) { return std::tanh(v); }, yes{}); return true;
+    case Opcode::kSin: fn([](auto v) { return std::sin(v); }, yes{}); return true;
+    case Opcode::kCos: fn([](auto v) { return std::cos(v); }, yes{}); return true;
+    case Opcode::kSinh: fn([](auto v) { return std::sinh(v); }, yes{}); return true;
+    case Opcode::kCosh: fn([](auto v) { return std::cosh(v); }, yes{}); return true;
+    case Opcode::kAsin: fn([](auto v) { return std::asin(v); }, yes{}); return true;
+    case Opcode::kAcos: fn([](auto v) { return std::acos(v); }, yes{}); return true;
+    case Opcode::kAtan: fn([](auto v) { return std::atan(v); }, yes{}); return true;
+    case Opcode::kAsinh: fn([](auto v) { return std::asinh(v); }, yes{}); return true;
+    case Opcode::kAcosh: fn([](auto v) { return std::acosh(v); }, yes{}); return true;
+    case Opcode::kAtanh: fn([](auto v) { return std::atanh(v); }, yes{}); return true;
+    // XLA's evaluator has no complex version of these.
+    case Opcode::kExpm1: fn([](auto v) { return std::expm1(v); }, no{}); return true;
+    case Opcode::kLog1p: fn([](auto v) { return std::log1p(v); }, no{}); return true;
+    case Opcode::kCbrt: fn([](auto v) { return std::cbrt(v); }, no{}); return true;
+    case Opcode::kTan: fn([](auto v) { return std::tan(v); }, no{}); return true;
+    case Opcode::kErf: fn([](auto v) { return std::erf(v); }, no{}); return true;
+    case Opcode::kFloor: fn([](auto v) { return std::floor(v); }, no{}); return true;
+    case Opcode::kCeil: fn([](auto v) { return std::ceil(v); }, no{}); return true;
+    case Opcode::kRoundNearestAfz: fn([](auto v) { return std::round(v); }, no{}); return true;
+    // nearbyint rounds ties to even in the default rounding mode, which insitu never changes.
+    case Opcode::kRoundNearestEven: fn([](auto v) { return std::nearbyint(v); }, no{}); return true;
+    default: return false;
+  }
+}
+
+// Leading zeros of the value's bits. (XLA's evaluator widens negative s8/s16/s32 values to
+// 64 bits first and reports bits-64, a negative count; insitu reports the bit count, 0, as
+// XLA's compiled backends do.)
+template <typename T>
+T count_leading_zeros(T x) {
+  return static_cast<T>(std::countl_zero(static_cast<std::make_unsigned_t<T>>(x)));
+}
+
+template <typename T>
+T population_count(T x) {
+  return static_cast<T>(std::popcount(static_cast<std::make_unsigned_t<T>>(x)));
 }
 
 // clamp(lo, x, hi) = min(max(x, lo), hi); a NaN in any operand is the result (lo first).

@@ -28,19 +28,6 @@ T negate_value(T x) {
 }
 
 
-// Leading zeros of the value's bits. (XLA's evaluator widens negative s8/s16/s32 values to
-// 64 bits first and reports bits-64, a negative count; insitu reports the bit count, 0, as
-// XLA's compiled backends do.)
-template <typename T>
-T count_leading_zeros(T x) {
-  return static_cast<T>(std::countl_zero(static_cast<std::make_unsigned_t<T>>(x)));
-}
-
-template <typename T>
-T population_count(T x) {
-  return static_cast<T>(std::popcount(static_cast<std::make_unsigned_t<T>>(x)));
-}
-
 template <typename T>
 T logical_not(T x) {
   if constexpr (std::is_same_v<T, bool>) return !x;
@@ -71,43 +58,17 @@ StatusOr<Literal> evaluate_unary(const Instruction& instruction, const Literal& 
     case Opcode::kClz: return map_unary<kInt>(instruction, x, [](auto v) { return count_leading_zeros(v); });
     case Opcode::kPopulationCount: return map_unary<kInt>(instruction, x, [](auto v) { return population_count(v); });
 
-    case Opcode::kExp: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::exp(v); });
-    case Opcode::kLog: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::log(v); });
-    case Opcode::kSqrt: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::sqrt(v); });
-    case Opcode::kRsqrt:
-      return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return decltype(v)(1) / std::sqrt(v); });
-    case Opcode::kLogistic:
-      return map_unary<kFloatOrComplex>(
-          instruction, x, [](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); });
-    case Opcode::kTanh: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::tanh(v); });
-    case Opcode::kSin: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::sin(v); });
-    case Opcode::kCos: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::cos(v); });
-    case Opcode::kSinh: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::sinh(v); });
-    case Opcode::kCosh: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::cosh(v); });
-    case Opcode::kAsin: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::asin(v); });
-    case Opcode::kAcos: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::acos(v); });
-    case Opcode::kAtan: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::atan(v); });
-    case Opcode::kAsinh: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::asinh(v); });
-    case Opcode::kAcosh: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::acosh(v); });
-    case Opcode::kAtanh: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return std::atanh(v); });
-
-    // XLA's evaluator has no complex version of these.
-    case Opcode::kExpm1: return map_unary<kFloat>(instruction, x, [](auto v) { return std::expm1(v); });
-    case Opcode::kLog1p: return map_unary<kFloat>(instruction, x, [](auto v) { return std::log1p(v); });
-    case Opcode::kCbrt: return map_unary<kFloat>(instruction, x, [](auto v) { return std::cbrt(v); });
-    case Opcode::kTan: return map_unary<kFloat>(instruction, x, [](auto v) { return std::tan(v); });
-    case Opcode::kErf: return map_unary<kFloat>(instruction, x, [](auto v) { return std::erf(v); });
-    case Opcode::kFloor: return map_unary<kFloat>(instruction, x, [](auto v) { return std::floor(v); });
-    case Opcode::kCeil: return map_unary<kFloat>(instruction, x, [](auto v) { return std::ceil(v); });
-    case Opcode::kRoundNearestAfz: return map_unary<kFloat>(instruction, x, [](auto v) { return std::round(v); });
-    // nearbyint rounds ties to even in the default rounding mode, which insitu never changes.
-    case Opcode::kRoundNearestEven: return map_unary<kFloat>(instruction, x, [](auto v) { return std::nearbyint(v); });
-
     case Opcode::kIsFinite: return map_unary<kFloat>(instruction, x, [](auto v) -> bool { return std::isfinite(v); });
     case Opcode::kReal: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return real_part(v); });
     case Opcode::kImag: return map_unary<kFloatOrComplex>(instruction, x, [](auto v) { return imaginary_part(v); });
     default: break;
   }
+  StatusOr<Literal> result = Literal();
+  if (with_float_unary(instruction.opcode(), [&](auto function, auto complex_too) {
+        if constexpr (decltype(complex_too)::value) result = map_unary<kFloatOrComplex>(instruction, x, function);
+        else result = map_unary<kFloat>(instruction, x, function);
+      }))
+    return result;
   INSITU_UNREACHABLE("evaluate_unary called for " << opcode_name(instruction.opcode()));
   return unsupported_type_error(instruction, x.shape().element_type());
 }

@@ -14,7 +14,8 @@
 namespace insitu::kernels {
 
 
-// Calls fn(T{}) for the numeric types with native kernels (f32, f64, s32, s64, bf16, f16) and
+// Calls fn(T{}) for the numeric types with native kernels (f32, f64, s32, s64, u32, u64 (jax's
+// random bits), bf16, f16) and
 // returns true; false for any other type.
 template <typename Fn>
 bool dispatch_native_numeric(PrimitiveType type, Fn&& fn) {
@@ -23,6 +24,8 @@ bool dispatch_native_numeric(PrimitiveType type, Fn&& fn) {
     case PrimitiveType::kF64: fn(double{}); return true;
     case PrimitiveType::kS32: fn(int32_t{}); return true;
     case PrimitiveType::kS64: fn(int64_t{}); return true;
+    case PrimitiveType::kU32: fn(uint32_t{}); return true;
+    case PrimitiveType::kU64: fn(uint64_t{}); return true;
     case PrimitiveType::kBF16: fn(BFloat16{}); return true;
     case PrimitiveType::kF16: fn(Half{}); return true;
     default: return false;

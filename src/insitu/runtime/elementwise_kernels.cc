@@ -188,19 +188,19 @@ bool run_unary(Opcode opcode, const ArrayView& a, const ArrayView& out, ThreadPo
           map_unary<T, T>(a, out, pool, [](C x) { return x < 0 ? static_cast<C>(0u - as_unsigned(x)) : x; });
           break;
         case Opcode::kSign: map_unary<T, T>(a, out, pool, [](C x) { return sign_value(x); }); break;
+        case Opcode::kClz: map_unary<T, T>(a, out, pool, [](C x) { return count_leading_zeros(x); }); break;
+        case Opcode::kPopulationCount: map_unary<T, T>(a, out, pool, [](C x) { return population_count(x); }); break;
         default: handled = false;
       }
     } else {
       switch (opcode) {
         case Opcode::kNegate: map_unary<T, T>(a, out, pool, [](C x) { return -x; }); break;
         case Opcode::kAbs: map_unary<T, T>(a, out, pool, [](C x) { return std::abs(x); }); break;
-        case Opcode::kExp: map_unary<T, T>(a, out, pool, [](C x) { return std::exp(x); }); break;
-        case Opcode::kLog: map_unary<T, T>(a, out, pool, [](C x) { return std::log(x); }); break;
-        case Opcode::kSqrt: map_unary<T, T>(a, out, pool, [](C x) { return std::sqrt(x); }); break;
-        case Opcode::kRsqrt: map_unary<T, T>(a, out, pool, [](C x) { return C(1) / std::sqrt(x); }); break;
-        case Opcode::kTanh: map_unary<T, T>(a, out, pool, [](C x) { return std::tanh(x); }); break;
         case Opcode::kSign: map_unary<T, T>(a, out, pool, [](C x) { return sign_value(x); }); break;
-        default: handled = false;
+        default:
+          handled = with_float_unary(opcode, [&](auto function, auto) {
+            map_unary<T, T>(a, out, pool, [function](C x) { return static_cast<C>(function(x)); });
+          });
       }
     }
   });
@@ -312,6 +312,28 @@ void clamp_elements(std::span<const ArrayView> operands, const ArrayView& out, T
   });
 }
 
+// bitcast-convert between element types of one width: the same bits, read as the result type.
+template <typename Word>
+void copy_words(const ArrayView& a, const ArrayView& out, ThreadPool& pool) {
+  const Word* x = reinterpret_cast<const Word*>(a.data);
+  Word* o = reinterpret_cast<Word*>(out.data);
+  const int64_t sx = (a.scalar || a.shape->rank() == 0) ? 0 : 1;
+  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = x[i * sx];
+  });
+}
+
+bool run_bitcast_convert(const ArrayView& a, const ArrayView& out, ThreadPool& pool) {
+  if (byte_width(a.type()) != byte_width(out.type())) return false;  // a dimension is added or removed
+  switch (byte_width(out.type())) {
+    case 1: copy_words<uint8_t>(a, out, pool); return true;
+    case 2: copy_words<uint16_t>(a, out, pool); return true;
+    case 4: copy_words<uint32_t>(a, out, pool); return true;
+    case 8: copy_words<uint64_t>(a, out, pool); return true;
+    default: return false;
+  }
+}
+
 bool run_clamp(std::span<const ArrayView> operands, const ArrayView& out, ThreadPool& pool) {
   for (const ArrayView& operand : operands)
     if (operand.type() != out.type()) return false;
@@ -351,6 +373,7 @@ bool run_elementwise_kernel(const Instruction& instruction, std::span<const Arra
       return operands.size() == 2 && kernels::run_compare(instruction, operands[0], operands[1], out, pool);
     case Opcode::kSelect: return operands.size() == 3 && kernels::run_select(operands, out, pool);
     case Opcode::kClamp: return operands.size() == 3 && kernels::run_clamp(operands, out, pool);
+    case Opcode::kBitcastConvert: return operands.size() == 1 && kernels::run_bitcast_convert(operands[0], out, pool);
     case Opcode::kConvert: return operands.size() == 1 && run_convert_kernel(instruction, operands[0], out, pool);
     case Opcode::kIsFinite: return operands.size() == 1 && kernels::run_unary(opcode, operands[0], out, pool);
     default: break;

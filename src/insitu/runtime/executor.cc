@@ -278,7 +278,9 @@ Status Executor::run_kernel(const Step& step) {
     Status status;
     done = run_scatter_kernel(instruction, operands, out, pool_, status);
     if (!status.ok()) return status;
-  } else if (is_elementwise(opcode)) done = run_elementwise_kernel(instruction, operands, out, pool_);
+  } else if (is_elementwise(opcode) || opcode == Opcode::kBitcastConvert) {
+    done = run_elementwise_kernel(instruction, operands, out, pool_);
+  }
   else if (opcode == Opcode::kDot)
     done = step.plan != nullptr ? run_dot_kernel(*step.plan, operands, out, pool_)
                                 : run_dot_kernel(instruction, operands, out, pool_);
