@@ -834,6 +834,174 @@ def image_resize():
     return (lambda x: (jax.image.resize(x, (7, 3), "bilinear"), lax.cummax(x, axis=1))), (x,), {}
 
 
+@program("decode step with the layers as lax.scan whose xs are the per-layer caches and whose ys are "
+         "the updated ones (the other spelling of issue 13 class 8), cache donated")
+def scan_decode_layers_xs():
+    import jax.numpy as jnp
+    from jax import lax
+
+    rng = _rng()
+    layers, length, dim = 3, 8, 8
+    weights = _f32(rng, layers, dim, 3 * dim) * 0.3
+    cache = _f32(rng, layers, 2, length, dim)
+    x = _f32(rng, dim)
+
+    def f(cache, weights, x, pos):
+        def layer(h, inputs):
+            w, layer_cache = inputs
+            q, k, v = jnp.split(h @ w, 3)
+            layer_cache = lax.dynamic_update_slice(layer_cache, jnp.stack([k, v])[:, None, :], (0, pos, 0))
+            out = _attention(q[None, :], layer_cache[0], layer_cache[1], (jnp.arange(length) <= pos)[None, :])[0]
+            return jnp.tanh(h + out), layer_cache
+
+        h, cache = lax.scan(layer, x, (weights, cache))
+        return cache, h
+
+    return f, (cache, weights, x, jnp.int32(5)), dict(donate_argnums=(0,))
+
+
+@program("unrolled decode step: per-layer dynamic_update_slice, then jnp.stack of the layer caches")
+def decode_unrolled_stack():
+    import jax.numpy as jnp
+    from jax import lax
+
+    rng = _rng()
+    layers, length, dim = 3, 8, 4
+    caches = [_f32(rng, length, dim) for _ in range(layers)]
+    new = _f32(rng, layers, 1, dim)
+
+    def f(caches, new, pos):
+        updated = [lax.dynamic_update_slice(c, new[i], (pos, 0)) for i, c in enumerate(caches)]
+        return jnp.stack(updated), [u.sum(0) for u in updated]
+
+    return f, (caches, new, jnp.int32(2)), dict(donate_argnums=(0,))
+
+
+@program("softmax cross-entropy with integer labels (take_along_axis) and its gradient")
+def cross_entropy_grad():
+    import jax
+    import jax.numpy as jnp
+
+    rng = _rng()
+    logits = _f32(rng, 5, 7)
+    labels = jnp.array([0, 6, 3, 3, 1], jnp.int32)
+
+    def loss(logits, labels):
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.take_along_axis(logp, labels[:, None], axis=1).mean()
+
+    return (lambda l, y: (loss(l, y), jax.grad(loss)(l, y))), (logits, labels), {}
+
+
+@program("layer norm's gradient with respect to input, scale and bias")
+def layernorm_grad():
+    import jax
+    import jax.numpy as jnp
+
+    rng = _rng()
+    x, g, b = _f32(rng, 4, 6), _f32(rng, 6), _f32(rng, 6)
+
+    def ln(x, g, b):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (((x - mean) / jnp.sqrt(var + 1e-5)) * g + b).sum() ** 2 / 10.0
+
+    return jax.grad(ln, argnums=(0, 1, 2)), (x, g, b), {}
+
+
+@program("segment sums and maxima (jax.ops.segment_sum/segment_max: scatter-add and scatter-max)")
+def segment_reductions():
+    import jax
+    import jax.numpy as jnp
+
+    rng = _rng()
+    data = _f32(rng, 7, 3)
+    ids = jnp.array([0, 2, 2, 1, 0, 3, 2], jnp.int32)
+    return (lambda d, i: (jax.ops.segment_sum(d, i, 4), jax.ops.segment_max(d, i, 4),
+                          jax.ops.segment_min(d[:, 0], i, 4))), (data, ids), {}
+
+
+@program("cumulative product, log-cumsum-exp and a reverse cumulative sum")
+def cumulative_ops():
+    import jax.numpy as jnp
+    from jax import lax
+
+    rng = _rng()
+    x = _f32(rng, 3, 6) * 0.5
+    return (lambda x: (jnp.cumprod(x, axis=1), lax.cumlogsumexp(x, axis=1), lax.cumsum(x, axis=0, reverse=True))), \
+        (x,), {}
+
+
+@program("sliding windows: lax.dynamic_slice in a fori_loop, summed into a carried buffer")
+def sliding_windows():
+    import jax.numpy as jnp
+    from jax import lax
+
+    rng = _rng()
+    x = _f32(rng, 10, 3)
+
+    def f(x):
+        def body(i, acc):
+            return acc.at[i].set(lax.dynamic_slice(x, (i, 0), (3, 3)).sum(0))
+
+        return lax.fori_loop(0, 8, body, jnp.zeros((8, 3), jnp.float32))
+
+    return f, (x,), {}
+
+
+@program("lax.switch over three branches by a runtime index, inside a scan")
+def switch_in_scan():
+    import jax.numpy as jnp
+    from jax import lax
+
+    rng = _rng()
+    x = _f32(rng, 4)
+    choices = jnp.array([2, 0, 1, 1, 0, 2], jnp.int32)
+
+    def f(x, choices):
+        branches = [lambda v: v * 2.0, lambda v: jnp.sin(v), lambda v: v[::-1] + 1.0]
+        return lax.scan(lambda v, c: (lax.switch(c, branches, v), v.sum()), x, choices)
+
+    return f, (x, choices), {}
+
+
+@program("a while_loop that runs until convergence (Newton's square root), trip count from the data")
+def newton_while():
+    import jax.numpy as jnp
+    from jax import lax
+
+    a = jnp.array([2.0, 9.0, 0.25, 1e4], jnp.float32)
+
+    def f(a):
+        def cond(state):
+            x, i = state
+            return (jnp.max(jnp.abs(x * x - a)) > 1e-3 * jnp.max(a)) & (i < 50)
+
+        return lax.while_loop(cond, lambda s: ((s[0] + a / s[0]) / 2, s[1] + 1), (a, 0))
+
+    return f, (a,), {}
+
+
+@program("advanced indexing x[rows, cols], x.at[idx].max/min/mul, and vmap of a dynamic_slice")
+def indexing_and_vmap():
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    rng = _rng()
+    x = _f32(rng, 5, 6)
+    rows, cols = jnp.array([0, 4, 2, 2], jnp.int32), jnp.array([5, 0, 1, 1], jnp.int32)
+    starts = jnp.array([0, 3, 1], jnp.int32)
+
+    def f(x, rows, cols, starts):
+        picked = x[rows, cols]
+        scattered = (x.at[rows].max(1.0), x.at[cols % 5].min(-1.0), x.at[rows, cols].multiply(3.0))
+        windows = jax.vmap(lambda s: lax.dynamic_slice(x, (s, s), (2, 3)))(starts)
+        return picked, scattered, windows
+
+    return f, (x, rows, cols, starts), {}
+
+
 # --- programs with ops insitu cannot run yet (issue 13 class 5): in the corpus so the gap shows
 
 

@@ -56,6 +56,9 @@ const std::map<std::pair<std::string, std::string>, std::string>& known_gaps() {
       {{"linalg", "after_optimizations.hlo"}, "no kernel is registered for target \"lapack_"},
       {{"max_pool_grad", "before_optimizations.hlo"}, "unsupported opcode 'select-and-scatter'"},
       {{"max_pool_grad", "after_optimizations.hlo"}, "instructions ran through the evaluator fallback"},
+      // a reduce-window whose combiner is more than one op (log-add-exp): no native path yet
+      {{"cumulative_ops", "before_optimizations.hlo"}, "instructions ran through the evaluator fallback"},
+      {{"cumulative_ops", "after_optimizations.hlo"}, "instructions ran through the evaluator fallback"},
       {{"mixed_precision", "before_optimizations.hlo"}, "instructions ran through the evaluator fallback"},
       {{"mixed_precision", "after_optimizations.hlo"}, "instructions ran through the evaluator fallback"},
   };
@@ -244,7 +247,7 @@ TEST(JaxCorpus, HasTheProgramsOfIssue5) {
                                "embedding_grad_scatter_add", "mlp_forward", "mlp_grad", "softmax",
                                "read_then_update_donated"})
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
-  EXPECT_GE(names.size(), 50u);
+  EXPECT_GE(names.size(), 60u);
   for (const auto& [key, message] : known_gaps())
     EXPECT_NE(std::find(names.begin(), names.end(), key.first), names.end()) << "stale entry " << key.first;
 }

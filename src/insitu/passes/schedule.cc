@@ -135,6 +135,10 @@ bool schedule_computation(Computation* computation, const BufferFacts& facts) {
     for (size_t i = 0; i < original.size(); ++i) {
       if (scheduled[i] || waiting[i] != 0) continue;
       if (original[i] == root && order.size() + 1 < original.size()) continue;  // the root last
+      if (original[i]->opcode() == Opcode::kParameter) {  // defined at entry: first, so copies of
+        best = static_cast<int64_t>(i);                    // them can go anywhere after
+        break;
+      }
       bool frees = frees_buffer(facts, original[i], scheduled, graph);
       if (best == -1 || (frees && !best_frees)) {
         best = static_cast<int64_t>(i);

@@ -14,7 +14,8 @@
 //   the definition of an entry output aliased to p    parameter p
 // For every other reader Y of an old value with no path X ~> Y, a soft edge Y -> X is added
 // (never one that would close a cycle). Then a list schedule: among ready instructions, one
-// that frees a buffer first, else the original order; the root last.
+// that frees a buffer first, else the original order; parameters first (they are defined at
+// entry: a copy of one may be needed before any instruction), the root last.
 //
 // Pre: a verified module, calls flattened. Post: Computation::instructions() is the schedule.
 #pragma once
