@@ -18,6 +18,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 build="${1:-build-peertable}"
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
+command="bench/peers/peer_table.sh${1:+ $1}"
 source "$here/venv.sh"
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

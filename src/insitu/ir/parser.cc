@@ -320,6 +320,10 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
       continue;
     return error_at(name_token, str_cat(opcode_name(*opcode), " %", name, " needs the attribute ", required, "=..."));
   }
+  if (*opcode == Opcode::kConditional && !calls.branches.empty() && instruction.operand_count() > 0 &&
+      instruction.operand(0)->shape().element_type() == PrimitiveType::kPred)
+    return error_at(name_token, str_cat("conditional %", name, " has a pred selector, which takes true_computation= and "
+                                        "false_computation=; branch_computations={...} needs an s32 index (as in XLA)"));
   if (*opcode == Opcode::kConditional && calls.branches.empty() &&
       (calls.true_computation.empty() || calls.false_computation.empty()))
     return error_at(name_token, str_cat("conditional %", name,

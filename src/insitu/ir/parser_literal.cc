@@ -175,15 +175,28 @@ Status Parser::parse_scalar_into(Literal& literal, int64_t linear) {
   }
 
   if (is_floating(type)) {
+    const Token value_token = peek();
     INSITU_ASSIGN_OR_RETURN(double value, parse_float_value(type_name));
+    double stored = value;
     switch (type) {
-      case PrimitiveType::kF16: literal.data<Half>()[linear] = Half::from_float(static_cast<float>(value)); break;
+      case PrimitiveType::kF16:
+        literal.data<Half>()[linear] = Half::from_float(static_cast<float>(value));
+        stored = literal.data<Half>()[linear].to_float();
+        break;
       case PrimitiveType::kBF16:
         literal.data<BFloat16>()[linear] = BFloat16::from_float(static_cast<float>(value));
+        stored = literal.data<BFloat16>()[linear].to_float();
         break;
-      case PrimitiveType::kF32: literal.data<float>()[linear] = static_cast<float>(value); break;
+      case PrimitiveType::kF32:
+        literal.data<float>()[linear] = static_cast<float>(value);
+        stored = literal.data<float>()[linear];
+        break;
       default: literal.data<double>()[linear] = value; break;
     }
+    // A finite value that rounds to infinity is out of range (as XLA's parser says), not inf.
+    if (std::isfinite(value) && !std::isfinite(stored))
+      return error_at(value_token, str_cat("value ", value_token.text, " is out of range for ", type_name,
+                                           " (it would round to infinity)"));
     return ok_status();
   }
 
