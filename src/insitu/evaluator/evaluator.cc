@@ -88,6 +88,7 @@ class Interpreter final : public eval::ComputationRunner {
       case Opcode::kReverse: return eval::evaluate_data_movement(instruction, operands);
       case Opcode::kReduce: return eval::evaluate_reduce(instruction, operands, *this);
       case Opcode::kReduceWindow: return eval::evaluate_reduce_window(instruction, operands, *this);
+      case Opcode::kSelectAndScatter: return eval::evaluate_select_and_scatter(instruction, operands, *this);
       case Opcode::kDot: return eval::evaluate_dot(instruction, operands);
       case Opcode::kGather: return eval::evaluate_gather(instruction, operands);
       case Opcode::kScatter: return eval::evaluate_scatter(instruction, operands, *this);

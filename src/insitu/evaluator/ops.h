@@ -40,6 +40,9 @@ StatusOr<Literal> evaluate_data_movement(const Instruction& instruction, Operand
 StatusOr<Literal> evaluate_reduce(const Instruction& instruction, Operands operands, ComputationRunner& runner);
 StatusOr<Literal> evaluate_reduce_window(const Instruction& instruction, Operands operands,
                                          ComputationRunner& runner);
+// select-and-scatter: select= picks one element per window, scatter= combines the source into it.
+StatusOr<Literal> evaluate_select_and_scatter(const Instruction& instruction, Operands operands,
+                                              ComputationRunner& runner);
 // dot.cc: dot with general dimension numbers.
 StatusOr<Literal> evaluate_dot(const Instruction& instruction, Operands operands);
 // gather_scatter.cc: gather; scatter (variadic, updates applied in index order).

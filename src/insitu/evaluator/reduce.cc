@@ -286,4 +286,86 @@ StatusOr<Literal> evaluate_reduce_window(const Instruction& instruction, Operand
   return result;
 }
 
+// select-and-scatter (XLA's semantics): the result starts as init_value everywhere; for each
+// window of the operand (one per source element; padding positions skipped), `select` picks one
+// element by folding over the window in row-major order (keep the current pick while
+// select(pick, next) is true), and source's element is combined into the result at the pick
+// with `scatter`. A window with no real element drops its source value.
+StatusOr<Literal> evaluate_select_and_scatter(const Instruction& instruction, Operands operands,
+                                              ComputationRunner& runner) {
+  if (operands.size() != 3 || instruction.called_computations().size() != 2)
+    return bad_instruction(instruction, "select-and-scatter takes (operand, source, init_value), select= and scatter=");
+  const Literal& operand = *operands[0];
+  const Literal& source = *operands[1];
+  const Literal& init = *operands[2];
+  const Computation& select = *instruction.called_computations()[0];
+  const Computation& scatter = *instruction.called_computations()[1];
+  const Shape& shape = operand.shape();
+  const int64_t rank = shape.rank();
+  const std::vector<WindowDimension>& window = instruction.window;
+  if (!shape.is_array() || !source.shape().is_array() || init.shape().rank() != 0 ||
+      init.shape().element_type() != source.shape().element_type())
+    return bad_instruction(instruction, "select-and-scatter needs array operand and source and a scalar init_value of "
+                                        "the source's type");
+  if (static_cast<int64_t>(window.size()) != rank)
+    return bad_instruction(instruction, str_cat("window has ", window.size(), " dimensions but the operand has rank ",
+                                                rank));
+  std::vector<int64_t> window_sizes, source_dimensions;
+  for (int64_t d = 0; d < rank; ++d) {
+    const WindowDimension& w = window[d];
+    if (w.size <= 0 || w.stride <= 0 || w.base_dilation != 1 || w.window_dilation != 1)
+      return bad_instruction(instruction, str_cat("window dimension ", d, " needs a positive size and stride and no "
+                                                  "dilation (XLA allows none here)"));
+    const int64_t padded = shape.dimension(d) + w.padding_low + w.padding_high;
+    source_dimensions.push_back(padded < w.size ? 0 : (padded - w.size) / w.stride + 1);
+    window_sizes.push_back(w.size);
+  }
+  if (source.shape().dimensions() != source_dimensions)
+    return bad_instruction(instruction, str_cat("source ", source.shape().to_string(false), " must have one element "
+                                                "per window: [", str_join(source_dimensions, ","), "]"));
+  if (!instruction.shape().is_array() || instruction.shape().dimensions() != shape.dimensions() ||
+      instruction.shape().element_type() != source.shape().element_type())
+    return bad_instruction(instruction, "the result has the operand's dimensions and the source's element type");
+
+  Literal result(instruction.shape());
+  for (int64_t i = 0; i < result.element_count(); ++i) store_scalar(result, i, init);
+  const std::vector<int64_t> strides = row_major_strides(shape.dimensions());
+  const std::vector<int64_t> source_strides = row_major_strides(source_dimensions);
+  const std::vector<bool> all(static_cast<size_t>(rank), true);
+  const std::vector<int64_t> order = row_major_order(rank);
+  Status status = for_each_index_in_order(source_dimensions, all, order, [&](std::span<const int64_t> source_index) -> Status {
+           int64_t picked = -1;
+           Literal picked_value;
+           INSITU_RETURN_IF_ERROR(
+               for_each_index_in_order(window_sizes, all, order, [&](std::span<const int64_t> window_index) -> Status {
+                 int64_t linear = 0;
+                 for (int64_t d = 0; d < rank; ++d) {
+                   const int64_t position = source_index[d] * window[d].stride + window_index[d] - window[d].padding_low;
+                   if (position < 0 || position >= shape.dimension(d)) return ok_status();  // padding
+                   linear += position * strides[d];
+                 }
+                 Literal candidate = scalar_at(operand, linear);
+                 if (picked >= 0) {
+                   const Literal* arguments[] = {&picked_value, &candidate};
+                   INSITU_ASSIGN_OR_RETURN(Literal keep, runner.run(select, arguments));
+                   if (!keep.shape().is_array() || keep.shape().element_type() != PrimitiveType::kPred)
+                     return bad_instruction(instruction, "select must return pred[]");
+                   if (keep.data<bool>()[0]) return ok_status();
+                 }
+                 picked = linear;
+                 picked_value = std::move(candidate);
+                 return ok_status();
+               }));
+           if (picked < 0) return ok_status();
+           const Literal current = scalar_at(result, picked);
+           const Literal value = scalar_at(source, linear_of(source_index, source_strides));
+           const Literal* arguments[] = {&current, &value};
+           INSITU_ASSIGN_OR_RETURN(Literal combined, runner.run(scatter, arguments));
+           store_scalar(result, picked, combined);
+           return ok_status();
+         });
+  if (!status.ok()) return status;
+  return result;
+}
+
 }  // namespace insitu::eval

@@ -37,6 +37,7 @@ bool is_kernel_opcode(Opcode opcode) {
   if (is_elementwise(opcode) && opcode != Opcode::kMap) return true;
   switch (opcode) {
     case Opcode::kBitcastConvert:  // of one width (run_elementwise_kernel declines others)
+    case Opcode::kSelectAndScatter:
     case Opcode::kIota:
     case Opcode::kBroadcast:
     case Opcode::kReshape:

@@ -290,6 +290,7 @@ Status Executor::run_kernel(const Step& step) {
     if (!done && step.plan != nullptr) return run_program_step(step);
   }
   else if (opcode == Opcode::kReduceWindow) done = run_reduce_window_kernel(instruction, operands, out, pool_);
+  else if (opcode == Opcode::kSelectAndScatter) done = run_select_and_scatter_kernel(instruction, operands, out);
   else if (opcode == Opcode::kFusion && step.plan != nullptr && step.plan->is_register_program()) {
     const uint8_t* arguments[16];
     if (operands.size() > 16 || out.scalar) return run_fallback_step(step);

@@ -24,6 +24,7 @@ class EvaluatorRunner final : public eval::ComputationRunner {
 bool has_fallback(Opcode opcode) {
   if (is_elementwise(opcode)) return true;
   switch (opcode) {
+    case Opcode::kSelectAndScatter:
     case Opcode::kBitcastConvert:
     case Opcode::kIota:
     case Opcode::kBroadcast:

@@ -105,6 +105,12 @@ bool run_reduce_program(const Instruction& instruction, const KernelPlan& combin
 bool run_reduce_window_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
                               const ArrayView& out, ThreadPool& pool);
 
+// select-and-scatter whose select is one compare of its two parameters (jax's max-pool
+// gradient: GE) and whose scatter is a simple combiner (add), over f32/f64/s32/s64; false
+// otherwise (the evaluator's path). Windows overlap, so it runs on one thread.
+bool run_select_and_scatter_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
+                                   const ArrayView& out);
+
 // fusion_kernels.cc: a kLoop fusion of elementwise ops, broadcasts and scalars, block by block
 // through the native elementwise kernels. Planned once (operand addresses may be null then;
 // only shapes and scalar flags count), run many times; nullptr when anything inside has no

@@ -376,4 +376,108 @@ bool run_reduce_program(const Instruction& instruction, const KernelPlan& combin
   return true;
 }
 
+namespace {
+
+// select's compare direction when select is `compare(p0, p1)` (or with the parameters swapped,
+// the mirrored direction); nullopt for anything else.
+std::optional<ComparisonDirection> simple_select(const Computation& select, PrimitiveType type) {
+  const Instruction* root = select.root();
+  if (root == nullptr || root->opcode() != Opcode::kCompare || select.parameter_count() != 2) return std::nullopt;
+  const Instruction* a = root->operand(0);
+  const Instruction* b = root->operand(1);
+  if (a->opcode() != Opcode::kParameter || b->opcode() != Opcode::kParameter || a == b) return std::nullopt;
+  const ComparisonType ct = root->comparison_type;
+  if (ct != ComparisonType::kDefault && !(is_floating(type) ? ct == ComparisonType::kFloat : ct == ComparisonType::kSigned))
+    return std::nullopt;
+  ComparisonDirection direction = root->comparison_direction;
+  if (a->parameter_number == 1) {  // compare(p1, p0): the same test with the operands mirrored
+    switch (direction) {
+      case ComparisonDirection::kGe: direction = ComparisonDirection::kLe; break;
+      case ComparisonDirection::kGt: direction = ComparisonDirection::kLt; break;
+      case ComparisonDirection::kLe: direction = ComparisonDirection::kGe; break;
+      case ComparisonDirection::kLt: direction = ComparisonDirection::kGt; break;
+      default: break;
+    }
+  }
+  return direction;
+}
+
+}  // namespace
+
+bool run_select_and_scatter_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
+                                   const ArrayView& out) {
+  if (instruction.opcode() != Opcode::kSelectAndScatter || operands.size() != 3 ||
+      instruction.called_computations().size() != 2)
+    return false;
+  const ArrayView& operand = operands[0];
+  const ArrayView& source = operands[1];
+  const ArrayView& init = operands[2];
+  if (operand.scalar || source.scalar || out.scalar || operand.type() != out.type() || source.type() != out.type() ||
+      init.type() != out.type() || !operand.shape->is_array() || !source.shape->is_array())
+    return false;
+  const std::optional<ComparisonDirection> direction = simple_select(*instruction.called_computations()[0], out.type());
+  if (!direction) return false;
+  // scatter= as a combiner: simple_combiner reads the first called computation, so ask it of a
+  // view of the instruction with only scatter= called.
+  Instruction scatter_only(Opcode::kReduce, instruction.name(), instruction.shape());
+  scatter_only.set_called_computations({instruction.called_computations()[1]});
+  const std::optional<kernels::Combiner> combiner = kernels::simple_combiner(scatter_only);
+  if (!combiner || combiner->opcode != Opcode::kAdd) return false;
+  const Shape& shape = *operand.shape;
+  const int64_t rank = shape.rank();
+  const std::vector<WindowDimension>& window = instruction.window;
+  if (static_cast<int64_t>(window.size()) != rank || source.shape->rank() != rank) return false;
+  for (int64_t d = 0; d < rank; ++d) {
+    const WindowDimension& w = window[d];
+    if (w.size <= 0 || w.stride <= 0 || w.base_dilation != 1 || w.window_dilation != 1 || w.window_reversal) return false;
+    const int64_t padded = shape.dimension(d) + w.padding_low + w.padding_high;
+    if (source.shape->dimension(d) != (padded < w.size ? 0 : (padded - w.size) / w.stride + 1)) return false;
+  }
+  if (out.type() != PrimitiveType::kF32 && out.type() != PrimitiveType::kF64 && out.type() != PrimitiveType::kS32 &&
+      out.type() != PrimitiveType::kS64)
+    return false;
+  return kernels::dispatch_native_numeric(out.type(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_arithmetic_v<T>) {  // f32/f64/s32/s64 (checked above)
+    const T* x = reinterpret_cast<const T*>(operand.data);
+    const T* src = reinterpret_cast<const T*>(source.data);
+    T* o = reinterpret_cast<T*>(out.data);
+    const T initial = *reinterpret_cast<const T*>(init.data);
+    for (int64_t i = 0; i < out.element_count(); ++i) o[i] = initial;
+    const std::vector<int64_t> strides = row_major_strides(shape.dimensions());
+    std::vector<int64_t> source_index(rank, 0), window_index(rank, 0);
+    for (int64_t s = 0; s < source.element_count(); ++s) {
+      int64_t picked = -1;
+      std::fill(window_index.begin(), window_index.end(), 0);
+      for (bool more = true; more;) {
+        int64_t linear = 0;
+        bool inside = true;
+        for (int64_t d = 0; d < rank && inside; ++d) {
+          const int64_t position = source_index[d] * window[d].stride + window_index[d] - window[d].padding_low;
+          inside = position >= 0 && position < shape.dimension(d);
+          linear += position * strides[d];
+        }
+        if (inside && (picked < 0 || !compare_keys(*direction, x[picked], x[linear]))) picked = linear;
+        more = false;  // next window index, row-major
+        for (int64_t d = rank - 1; d >= 0; --d) {
+          if (++window_index[d] < window[d].size) {
+            more = true;
+            break;
+          }
+          window_index[d] = 0;
+        }
+      }
+      if (picked >= 0) {
+        if constexpr (std::is_integral_v<T>) o[picked] = static_cast<T>(as_unsigned(o[picked]) + as_unsigned(src[s]));
+        else o[picked] = o[picked] + src[s];
+      }
+      for (int64_t d = rank - 1; d >= 0; --d) {  // next source index, row-major
+        if (++source_index[d] < source.shape->dimension(d)) break;
+        source_index[d] = 0;
+      }
+    }
+    }
+  });
+}
+
 }  // namespace insitu
