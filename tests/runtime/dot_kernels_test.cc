@@ -121,11 +121,39 @@ TEST(RuntimeDotKernel, EmptyAndZeroLengthContractionsMatchEvaluator) {
   expect_native_matches({{0, 3}, {3, 5}, {0, 5}, {{}, {1}, {}, {0}}}, 18);
 }
 
+// Mixed precision and integer dots: operands converted to the result type (as the evaluator
+// does), then f32 or wrapping integer arithmetic, bit for bit the evaluator's.
+TEST(RuntimeDotKernel, MixedPrecisionAndIntegerDotsMatchEvaluator) {
+  std::mt19937 rng(23);
+  ThreadPool pool(2);
+  const DotCase matmul{{5, 9}, {9, 4}, {5, 4}, {{}, {1}, {}, {0}}};
+  const std::pair<PrimitiveType, PrimitiveType> cases[] = {
+      {PrimitiveType::kBF16, PrimitiveType::kF32}, {PrimitiveType::kF16, PrimitiveType::kF32},
+      {PrimitiveType::kS8, PrimitiveType::kS32},   {PrimitiveType::kS32, PrimitiveType::kS32},
+      {PrimitiveType::kS16, PrimitiveType::kS64}};
+  for (const auto& [operand_type, result_type] : cases) {
+    SCOPED_TRACE(str_cat(primitive_type_name(operand_type), " -> ", primitive_type_name(result_type)));
+    Literal lhs = random_literal(operand_type, matmul.lhs, rng), rhs = random_literal(operand_type, matmul.rhs, rng);
+    const std::unique_ptr<Instruction> dot = make_dot(matmul, result_type);
+    const Literal expected = evaluate_dot(*dot, lhs, rhs);
+    Literal out(dot->shape());
+    const ArrayView views[] = {view_of(lhs), view_of(rhs)};
+    ASSERT_TRUE(run_dot_kernel(*dot, views, view_of(out), pool));
+    if (result_type == PrimitiveType::kF32) {
+      expect_same_bits(out, expected, /*allow_any_nan=*/true, dot->to_string());
+    } else {
+      ASSERT_EQ(out.size_bytes(), expected.size_bytes());
+      EXPECT_EQ(std::memcmp(out.untyped_data(), expected.untyped_data(), out.size_bytes()), 0)
+          << out.values_to_string() << "\nvs\n" << expected.values_to_string();
+    }
+  }
+}
+
 TEST(RuntimeDotKernel, OtherTypesAndMismatchedShapesAreLeftToTheFallback) {
   std::mt19937 rng(19);
   ThreadPool pool(1);
   const DotCase matmul{{3, 4}, {4, 5}, {3, 5}, {{}, {1}, {}, {0}}};
-  for (PrimitiveType type : {PrimitiveType::kF64, PrimitiveType::kBF16, PrimitiveType::kS32}) {
+  for (PrimitiveType type : {PrimitiveType::kF64, PrimitiveType::kBF16}) {
     Literal lhs = random_literal(type, matmul.lhs, rng), rhs = random_literal(type, matmul.rhs, rng);
     const std::unique_ptr<Instruction> dot_owner = make_dot(matmul, type);
     const Instruction& dot = *dot_owner;

@@ -1,5 +1,6 @@
 // Native dot kernel of the CPU runtime: f32 x f32 -> f32 with general dimension numbers,
-// reading the operand slices in place.
+// reading the operand slices in place; other operand types into an f32, s32 or s64 result are
+// converted first (as the evaluator does) and run through the same f32 loop or an integer one.
 //
 // It is bit-for-bit the reference evaluator (src/insitu/evaluator/dot.cc): every result
 // element is one f32 chain `sum = 0.0f; sum += lhs * rhs` over the contracting indices in
@@ -180,6 +181,50 @@ void run_dot_f32(const DotLayout& layout, const ArrayView& lhs_view, const Array
   });
 }
 
+// The operand's elements converted to To (the evaluator converts mixed-type dot operands to
+// the result's type first); false for element types without a conversion here.
+template <typename To>
+bool convert_operand(const ArrayView& view, std::vector<To>& into) {
+  const int64_t count = view.element_count();
+  into.resize(static_cast<size_t>(count));
+  auto copy = [&](auto tag) {
+    using From = decltype(tag);
+    const From* data = reinterpret_cast<const From*>(view.data);
+    for (int64_t i = 0; i < count; ++i) {
+      if constexpr (std::is_same_v<From, BFloat16> || std::is_same_v<From, Half>) into[i] = static_cast<To>(data[i].to_float());
+      else into[i] = static_cast<To>(data[i]);
+    }
+  };
+  switch (view.type()) {
+    case PrimitiveType::kF32: copy(float{}); return true;
+    case PrimitiveType::kBF16: copy(BFloat16{}); return true;
+    case PrimitiveType::kF16: copy(Half{}); return true;
+    case PrimitiveType::kS8: copy(int8_t{}); return true;
+    case PrimitiveType::kS16: copy(int16_t{}); return true;
+    case PrimitiveType::kS32: copy(int32_t{}); return true;
+    case PrimitiveType::kS64: copy(int64_t{}); return true;
+    default: return false;
+  }
+}
+
+// An integer dot in the evaluator's arithmetic: products summed modulo 2^64, then narrowed.
+template <typename T>
+void run_dot_integer(const DotLayout& layout, const T* lhs, const T* rhs, T* out) {
+  const int64_t columns = static_cast<int64_t>(layout.rhs_free.size());
+  const int64_t rows = static_cast<int64_t>(layout.lhs_free.size());
+  int64_t e = 0;
+  for (size_t b = 0; b < layout.lhs_batch.size(); ++b)
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t n = 0; n < columns; ++n, ++e) {
+        const T* l = lhs + layout.lhs_batch[b] + layout.lhs_free[m];
+        const T* r = rhs + layout.rhs_batch[b] + layout.rhs_free[n];
+        uint64_t sum = 0;
+        for (size_t k = 0; k < layout.lhs_step.size(); ++k)
+          sum += static_cast<uint64_t>(l[layout.lhs_step[k]]) * static_cast<uint64_t>(r[layout.rhs_step[k]]);
+        out[e] = static_cast<T>(sum);
+      }
+}
+
 }  // namespace
 
 struct DotPlan final : KernelPlan {
@@ -209,7 +254,34 @@ bool run_dot_kernel(const Instruction& instruction, std::span<const ArrayView> o
                     ThreadPool& pool) {
   if (operands.size() != 2 || !out.shape->is_array()) return false;
   KernelPlanPtr plan = plan_dot(instruction, *operands[0].shape, *operands[1].shape, *out.shape);
-  return plan != nullptr && run_dot_kernel(*plan, operands, out, pool);
+  if (plan != nullptr) return run_dot_kernel(*plan, operands, out, pool);
+  // Mixed precision (bf16/f16 x bf16/f16 -> f32, s8/s16 x s8/s16 -> s32, ...): the operands
+  // converted to the result's type, as the evaluator does, then the same arithmetic.
+  if (out.scalar || operands[0].scalar || operands[1].scalar) return false;
+  const PrimitiveType type = out.type();
+  const Shape lhs_shape = Shape::array(type, operands[0].shape->dimensions());
+  const Shape rhs_shape = Shape::array(type, operands[1].shape->dimensions());
+  kernels::DotLayout layout;
+  if (!kernels::plan_layout(instruction, lhs_shape, rhs_shape, *out.shape, layout)) return false;
+  auto run = [&](auto tag) -> bool {
+    using T = decltype(tag);
+    std::vector<T> lhs, rhs;
+    if (!kernels::convert_operand(operands[0], lhs) || !kernels::convert_operand(operands[1], rhs)) return false;
+    if constexpr (std::is_same_v<T, float>) {
+      const ArrayView lhs_view{reinterpret_cast<uint8_t*>(lhs.data()), &lhs_shape, false};
+      const ArrayView rhs_view{reinterpret_cast<uint8_t*>(rhs.data()), &rhs_shape, false};
+      kernels::run_dot_f32(layout, lhs_view, rhs_view, out, pool);
+    } else {
+      kernels::run_dot_integer(layout, lhs.data(), rhs.data(), reinterpret_cast<T*>(out.data));
+    }
+    return true;
+  };
+  switch (type) {
+    case PrimitiveType::kF32: return run(float{});
+    case PrimitiveType::kS32: return run(int32_t{});
+    case PrimitiveType::kS64: return run(int64_t{});
+    default: return false;
+  }
 }
 
 }  // namespace insitu
