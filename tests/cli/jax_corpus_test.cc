@@ -43,7 +43,7 @@ namespace fs = std::filesystem;
 constexpr double kRelativeTolerance = 1e-5;
 constexpr double kAbsoluteTolerance = 1e-6;
 
-// Modules insitu cannot run natively yet (issue 13 class 5, multi-op reduce-window combiners):
+// Modules insitu cannot run natively yet (issue 13 class 5: convolution, fft, LAPACK calls):
 // (program, module) -> a piece of the error they give, from the reference evaluator or else from
 // the optimized runtime. The test keeps the list true: a module that starts to run must leave it.
 const std::map<std::pair<std::string, std::string>, std::string>& known_gaps() {
@@ -54,11 +54,6 @@ const std::map<std::pair<std::string, std::string>, std::string>& known_gaps() {
       {{"fft", "after_optimizations.hlo"}, "unsupported opcode 'fft'"},
       {{"linalg", "before_optimizations.hlo"}, "no kernel is registered for target \"lapack_"},
       {{"linalg", "after_optimizations.hlo"}, "no kernel is registered for target \"lapack_"},
-      // reduce-windows whose combiner is more than one op (log-add-exp; XLA's rewrite of the
-      // max-pool gradient): no native path yet
-      {{"max_pool_grad", "after_optimizations.hlo"}, "instructions ran through the evaluator fallback"},
-      {{"cumulative_ops", "before_optimizations.hlo"}, "instructions ran through the evaluator fallback"},
-      {{"cumulative_ops", "after_optimizations.hlo"}, "instructions ran through the evaluator fallback"},
   };
   return *table;
 }

@@ -88,7 +88,7 @@ KernelPlanPtr plan_step(const Instruction& instruction, const Step& step) {
       operands.push_back(ArrayView{nullptr, leaves[0].shape, leaves[0].scalar});
     return plan_loop_fusion(instruction, operands, ArrayView{nullptr, step.outputs[0].shape, false});
   }
-  if (opcode == Opcode::kSort || opcode == Opcode::kReduce)
+  if (opcode == Opcode::kSort || opcode == Opcode::kReduce || opcode == Opcode::kReduceWindow)
     return instruction.called_computations().size() == 1 ? plan_scalar_program(*instruction.called_computations()[0])
                                                           : nullptr;
   if (opcode == Opcode::kDot && step.operands.size() == 2 && single_leaves && step.outputs.size() == 1)

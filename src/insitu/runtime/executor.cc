@@ -234,6 +234,8 @@ Status Executor::run_program_step(const Step& step) {
   bool done = false;
   if (instruction.opcode() == Opcode::kTopk) done = operands.size() == 1 && run_topk_kernel(instruction, operands[0], outputs, pool_);
   else if (instruction.opcode() == Opcode::kSort) done = run_sort_kernel(instruction, *step.plan, operands, outputs, pool_);
+  else if (instruction.opcode() == Opcode::kReduceWindow)
+    done = run_reduce_window_program(instruction, *step.plan, operands, outputs, pool_);
   else done = run_reduce_program(instruction, *step.plan, operands, outputs, pool_);
   return done ? ok_status() : run_fallback_step(step);
 }
@@ -289,7 +291,11 @@ Status Executor::run_kernel(const Step& step) {
     done = run_reduce_kernel(instruction, operands, out, pool_);
     if (!done && step.plan != nullptr) return run_program_step(step);
   }
-  else if (opcode == Opcode::kReduceWindow) done = run_reduce_window_kernel(instruction, operands, out, pool_);
+  else if (opcode == Opcode::kReduceWindow) {
+    done = run_reduce_window_kernel(instruction, operands, out, pool_);
+    if (!done && step.plan != nullptr)
+      done = run_reduce_window_program(instruction, *step.plan, operands, std::span<const ArrayView>(&out, 1), pool_);
+  }
   else if (opcode == Opcode::kSelectAndScatter) done = run_select_and_scatter_kernel(instruction, operands, out);
   else if (opcode == Opcode::kFusion && step.plan != nullptr && step.plan->is_register_program()) {
     const uint8_t* arguments[16];

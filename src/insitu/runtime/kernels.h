@@ -104,6 +104,12 @@ bool run_reduce_program(const Instruction& instruction, const KernelPlan& combin
 // dilations (not window reversal).
 bool run_reduce_window_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
                               const ArrayView& out, ThreadPool& pool);
+// reduce-window (variadic too) whose combiner is any scalar program (log-add-exp, XLA's
+// argmax-style max-pool gradient): each window folded from init in the evaluator's order
+// (row-major over the window, padding and dilation holes skipped), one output element per task.
+bool run_reduce_window_program(const Instruction& instruction, const KernelPlan& combiner,
+                               std::span<const ArrayView> operands, std::span<const ArrayView> outputs,
+                               ThreadPool& pool);
 
 // select-and-scatter whose select is one compare of its two parameters (jax's max-pool
 // gradient: GE) and whose scatter is a simple combiner (add), over f32/f64/s32/s64; false

@@ -314,6 +314,96 @@ bool run_reduce_window_kernel(const Instruction& instruction, std::span<const Ar
   });
 }
 
+bool run_reduce_window_program(const Instruction& instruction, const KernelPlan& combiner,
+                               std::span<const ArrayView> operands, std::span<const ArrayView> outputs,
+                               ThreadPool& pool) {
+  if (instruction.opcode() != Opcode::kReduceWindow || operands.size() % 2 != 0 || operands.empty()) return false;
+  const size_t n = operands.size() / 2;
+  if (outputs.size() != n || n > 8) return false;
+  const Shape& shape = *operands[0].shape;
+  const Shape& out_shape = *outputs[0].shape;
+  std::vector<int64_t> widths, input_widths;
+  for (size_t i = 0; i < n; ++i) {
+    const ArrayView& input = operands[i];
+    const ArrayView& init = operands[n + i];
+    if (input.scalar || init.scalar || outputs[i].scalar || !input.shape->is_array() || !init.shape->is_array() ||
+        !outputs[i].shape->is_array() || init.shape->rank() != 0 || outputs[i].type() != init.type() ||
+        input.shape->dimensions() != shape.dimensions() || outputs[i].shape->dimensions() != out_shape.dimensions())
+      return false;
+    widths.push_back(byte_width(init.type()));
+    input_widths.push_back(byte_width(input.type()));
+    if (widths.back() > 8) return false;
+  }
+  const int64_t rank = shape.rank();
+  const std::vector<WindowDimension>& window = instruction.window;
+  if (static_cast<int64_t>(window.size()) != rank || out_shape.rank() != rank) return false;
+  for (int64_t d = 0; d < rank; ++d) {
+    const WindowDimension& w = window[d];
+    if (w.size <= 0 || w.stride <= 0 || w.base_dilation <= 0 || w.window_dilation <= 0 || w.window_reversal)
+      return false;
+    const int64_t dilated_base = shape.dimension(d) == 0 ? 0 : (shape.dimension(d) - 1) * w.base_dilation + 1;
+    const int64_t padded = dilated_base + w.padding_low + w.padding_high;
+    const int64_t dilated_window = (w.size - 1) * w.window_dilation + 1;
+    if (out_shape.dimension(d) != (padded < dilated_window ? 0 : (padded - dilated_window) / w.stride + 1))
+      return false;
+  }
+  const std::vector<int64_t> strides = row_major_strides(shape.dimensions());
+  int64_t window_count = 1;
+  for (const WindowDimension& w : window) window_count *= w.size;
+  run_range(pool, out_shape.element_count(),
+            std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, window_count * 16)),
+            [&](int64_t begin, int64_t end) {
+              // accumulators and the combiner's results, 8 bytes per operand each
+              uint64_t accumulators[8], next[8];
+              const uint8_t* arguments[16];
+              uint8_t* results[8];
+              for (size_t i = 0; i < n; ++i) {
+                arguments[i] = reinterpret_cast<const uint8_t*>(&accumulators[i]);
+                results[i] = reinterpret_cast<uint8_t*>(&next[i]);
+              }
+              std::vector<int64_t> output_index(rank), window_index(rank);
+              for (int64_t o = begin; o < end; ++o) {
+                for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
+                  output_index[d] = rest % out_shape.dimension(d);
+                  rest /= out_shape.dimension(d);
+                }
+                for (size_t i = 0; i < n; ++i)
+                  std::memcpy(&accumulators[i], operands[n + i].data, static_cast<size_t>(widths[i]));
+                std::fill(window_index.begin(), window_index.end(), 0);
+                for (bool more = true; more;) {
+                  int64_t linear = 0;
+                  bool real = true;
+                  for (int64_t d = 0; d < rank && real; ++d) {
+                    const WindowDimension& w = window[d];
+                    int64_t position = output_index[d] * w.stride + window_index[d] * w.window_dilation - w.padding_low;
+                    real = position % w.base_dilation == 0;
+                    position /= w.base_dilation;
+                    real = real && position >= 0 && position < shape.dimension(d);
+                    linear += position * strides[d];
+                  }
+                  if (real) {
+                    for (size_t i = 0; i < n; ++i) arguments[n + i] = operands[i].data + linear * input_widths[i];
+                    run_scalar_program(combiner, std::span<const uint8_t* const>(arguments, 2 * n),
+                                       std::span<uint8_t* const>(results, n), pool);
+                    for (size_t i = 0; i < n; ++i)
+                      std::memcpy(&accumulators[i], &next[i], static_cast<size_t>(widths[i]));
+                  }
+                  more = false;  // the next window index, row-major
+                  for (int64_t d = rank - 1; d >= 0; --d) {
+                    if (++window_index[d] < window[d].size) {
+                      more = true;
+                      break;
+                    }
+                    window_index[d] = 0;
+                  }
+                }
+                for (size_t i = 0; i < n; ++i)
+                  std::memcpy(outputs[i].data + o * widths[i], &accumulators[i], static_cast<size_t>(widths[i]));
+              }
+            });
+  return true;
+}
+
 bool run_reduce_program(const Instruction& instruction, const KernelPlan& combiner,
                         std::span<const ArrayView> operands, std::span<const ArrayView> outputs, ThreadPool& pool) {
   if (instruction.opcode() != Opcode::kReduce || operands.size() % 2 != 0 || operands.empty()) return false;
