@@ -71,7 +71,7 @@ void expect_native_matches(const DotCase& c, uint32_t seed, bool specials = fals
     Literal out(dot.shape());
     for (float& value : out.data<float>()) value = 7.0f;  // every element must be written
     const ArrayView views[] = {view_of(lhs), view_of(rhs)};
-    ASSERT_TRUE(run_dot_kernel(dot, views, view_of(out), pool));
+    ASSERT_TRUE(run_native_kernel(dot, views, view_of(out), pool));
     expect_same_bits(out, expected, specials, str_cat(dot.to_string(), " threads=", threads));
   }
 }
@@ -138,7 +138,7 @@ TEST(RuntimeDotKernel, MixedPrecisionAndIntegerDotsMatchEvaluator) {
     const Literal expected = evaluate_dot(*dot, lhs, rhs);
     Literal out(dot->shape());
     const ArrayView views[] = {view_of(lhs), view_of(rhs)};
-    ASSERT_TRUE(run_dot_kernel(*dot, views, view_of(out), pool));
+    ASSERT_TRUE(run_native_kernel(*dot, views, view_of(out), pool));
     if (result_type == PrimitiveType::kF32) {
       expect_same_bits(out, expected, /*allow_any_nan=*/true, dot->to_string());
     } else {
@@ -159,7 +159,7 @@ TEST(RuntimeDotKernel, OtherTypesAndMismatchedShapesAreLeftToTheFallback) {
     const Instruction& dot = *dot_owner;
     Literal out(dot.shape());
     const ArrayView views[] = {view_of(lhs), view_of(rhs)};
-    EXPECT_FALSE(run_dot_kernel(dot, views, view_of(out), pool)) << primitive_type_name(type);
+    EXPECT_FALSE(run_native_kernel(dot, views, view_of(out), pool)) << primitive_type_name(type);
   }
   // f32 operands into an f64 result: the evaluator converts first; the kernel declines.
   Literal lhs = finite_literal(matmul.lhs, rng), rhs = finite_literal(matmul.rhs, rng);
@@ -167,12 +167,12 @@ TEST(RuntimeDotKernel, OtherTypesAndMismatchedShapesAreLeftToTheFallback) {
   const Instruction& wide = *wide_owner;
   Literal wide_out(wide.shape());
   const ArrayView views[] = {view_of(lhs), view_of(rhs)};
-  EXPECT_FALSE(run_dot_kernel(wide, views, view_of(wide_out), pool));
+  EXPECT_FALSE(run_native_kernel(wide, views, view_of(wide_out), pool));
   // Contracting sizes that differ: left to the fallback, which reports the error.
   const std::unique_ptr<Instruction> bad_owner = make_dot({{3, 4}, {4, 5}, {3, 5}, {{}, {0}, {}, {0}}});
   const Instruction& bad = *bad_owner;
   Literal out(bad.shape());
-  EXPECT_FALSE(run_dot_kernel(bad, views, view_of(out), pool));
+  EXPECT_FALSE(run_native_kernel(bad, views, view_of(out), pool));
 }
 
 }  // namespace

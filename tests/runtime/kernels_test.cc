@@ -16,12 +16,7 @@ bool run_native(const Instruction& instruction, std::vector<Literal>& operands, 
                 Literal& out, ThreadPool& pool) {
   std::vector<ArrayView> views;
   for (size_t i = 0; i < operands.size(); ++i) views.push_back(view_of(operands[i], i < scalar.size() && scalar[i]));
-  const ArrayView out_view = view_of(out);
-  const Opcode opcode = instruction.opcode();
-  if (is_elementwise(opcode)) return run_elementwise_kernel(instruction, views, out_view, pool);
-  if (opcode == Opcode::kDynamicSlice || opcode == Opcode::kDynamicUpdateSlice)
-    return run_dynamic_slice_kernel(instruction, views, out_view, pool);
-  return run_data_movement_kernel(instruction, views, out_view, pool);
+  return run_native_kernel(instruction, views, view_of(out), pool);
 }
 
 // Runs the native kernel and the evaluator; scalar[i] marks operand i as an unmaterialized
@@ -181,11 +176,11 @@ TEST(RuntimeElementwiseKernels, OpsWithoutANativePathSayNo) {
   Literal a(Shape::array(PrimitiveType::kF32, {4})), b(Shape::array(PrimitiveType::kF32, {4}));
   Literal out(power.shape());
   const ArrayView views[] = {view_of(a), view_of(b)};
-  EXPECT_FALSE(run_elementwise_kernel(power, views, view_of(out), pool));
+  EXPECT_FALSE(run_native_kernel(power, views, view_of(out), pool));
   Instruction complex_add(Opcode::kAdd, "add", Shape::array(PrimitiveType::kC64, {4}));
   Literal c(complex_add.shape()), d(complex_add.shape()), e(complex_add.shape());
   const ArrayView complex_views[] = {view_of(c), view_of(d)};
-  EXPECT_FALSE(run_elementwise_kernel(complex_add, complex_views, view_of(e), pool));
+  EXPECT_FALSE(run_native_kernel(complex_add, complex_views, view_of(e), pool));
 }
 
 }  // namespace

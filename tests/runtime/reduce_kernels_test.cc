@@ -1,7 +1,8 @@
 // Native reduce against the reference evaluator, bit for bit: every simple combiner (add,
 // multiply, maximum, minimum, and, or; either parameter order), f32/f64/f16/bf16/s32/s64 with
 // NaN, infinities and integer extremes, reduced dimensions leading, middle, trailing, all and
-// empty, big enough to split over threads; and what stays with the fallback.
+// empty, big enough to split over threads; and what the simple-combiner kernel leaves to the
+// combiner's scalar program or to the fallback.
 #include <bit>
 
 #include "insitu/evaluator/evaluator.h"
@@ -46,7 +47,7 @@ bool same_values(const Literal& actual, const Literal& expected) {
   return true;
 }
 
-// Runs the kernel on 1-3 threads; false when it declined (the fallback would run).
+// Runs the selected kernel on 1-3 threads; false when none was selected (the fallback would run).
 bool expect_reduce_matches(const std::string& text, PrimitiveType type, const Dimensions& input_dims, uint32_t seed) {
   StatusOr<std::unique_ptr<Module>> module = parse_module(text);
   EXPECT_TRUE(module.ok()) << module.status().to_string();
@@ -70,7 +71,7 @@ bool expect_reduce_matches(const std::string& text, PrimitiveType type, const Di
     std::memset(out.untyped_data(), 0x5a, static_cast<size_t>(out.size_bytes()));  // all written
     std::vector<ArrayView> views = {ArrayView{static_cast<uint8_t*>(input.untyped_data()), &input.shape()},
                                     view_of(init)};
-    if (!run_reduce_kernel(*reduce, views, view_of(out), pool)) return false;
+    if (!run_native_kernel(*reduce, views, view_of(out), pool)) return false;
     EXPECT_TRUE(same_values(out, *expected)) << text << "threads=" << threads << "\nnative " << out.to_string()
                                               << "\nexpected " << expected->to_string();
   }
@@ -118,15 +119,36 @@ TEST(RuntimeReduceKernel, IntegerCombinersWrapAndMatchEvaluator) {
               << t.name << " " << op;
 }
 
-TEST(RuntimeReduceKernel, OtherReducesAreLeftToTheFallback) {
-  // A combiner that is more than one op.
+// The kernel select_reduce picks for the root of `text`, as Executable::create calls it (views
+// without addresses); null when none is selected.
+KernelFn selected_reduce_kernel(const std::string& text) {
+  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
+  EXPECT_TRUE(module.ok()) << module.status().to_string();
+  if (!module.ok()) return nullptr;
+  const Instruction* reduce = (*module)->entry()->root();
+  const ArrayView operands[] = {ArrayView{nullptr, &reduce->operand(0)->shape()},
+                                ArrayView{nullptr, &reduce->operand(1)->shape()}};
+  const ArrayView out{nullptr, &reduce->shape()};
+  SelectedKernel kernel = select_reduce(*reduce, operands, std::span<const ArrayView>(&out, 1));
+  return kernel ? kernel->run : nullptr;
+}
+
+TEST(RuntimeReduceKernel, OtherReducesAreLeftToTheProgramOrTheFallback) {
+  // What the simple-combiner kernel runs an f32 reduce with.
+  const KernelFn simple_f32 = selected_reduce_kernel(reduce_module("f32", {4, 5}, {1}, "add", true));
+  ASSERT_NE(simple_f32, nullptr);
+  // A combiner that is more than one op: not the simple kernel; it runs as a scalar program.
   const std::string two_ops =
       "HloModule r\n\ncombine {\n  acc = f32[] parameter(0)\n  x = f32[] parameter(1)\n  m = f32[] multiply(x, x)\n"
       "  ROOT r = f32[] add(acc, m)\n}\n\nENTRY main {\n  input = f32[4,5] parameter(0)\n  init = f32[] parameter(1)\n"
       "  ROOT reduce = f32[4] reduce(input, init), dimensions={1}, to_apply=combine\n}\n";
-  EXPECT_FALSE(expect_reduce_matches(two_ops, PrimitiveType::kF32, {4, 5}, 7));
-  // Bitwise ops of floats are not valid combiners here; pred is not a native type.
-  EXPECT_FALSE(expect_reduce_matches(reduce_module("pred", {4, 5}, {1}, "and", true), PrimitiveType::kPred, {4, 5}, 8));
+  EXPECT_NE(selected_reduce_kernel(two_ops), simple_f32);
+  EXPECT_TRUE(expect_reduce_matches(two_ops, PrimitiveType::kF32, {4, 5}, 7));
+  // Bitwise ops of floats are not valid combiners here; pred is not a native type of the simple
+  // kernel: it runs as a scalar program too (the same kernel as the two-op combiner).
+  const std::string pred_and = reduce_module("pred", {4, 5}, {1}, "and", true);
+  EXPECT_EQ(selected_reduce_kernel(pred_and), selected_reduce_kernel(two_ops));
+  EXPECT_TRUE(expect_reduce_matches(pred_and, PrimitiveType::kPred, {4, 5}, 8));
   // A column-major input is walked in its layout order by the evaluator: left to it.
   const std::string column_major =
       "HloModule r\n\ncombine {\n  acc = f32[] parameter(0)\n  x = f32[] parameter(1)\n  ROOT r = f32[] add(acc, x)\n}"
@@ -177,7 +199,7 @@ TEST(RuntimeReduceWindowKernel, WindowsPaddingStridesAndDilationsMatchEvaluator)
           ThreadPool pool(threads);
           Literal out(window->shape());
           std::vector<ArrayView> views = {view_of(input), view_of(init)};
-          ASSERT_TRUE(run_reduce_window_kernel(*window, views, view_of(out), pool)) << text;
+          ASSERT_TRUE(run_native_kernel(*window, views, view_of(out), pool)) << text;
           EXPECT_TRUE(same_values(out, *expected)) << text << "threads=" << threads;
         }
       }

@@ -45,7 +45,7 @@ void expect_scatter_matches(const std::string& text, PrimitiveType type, uint32_
   ThreadPool pool(2);
   std::vector<ArrayView> views = {view_of(operands[0]), view_of(operands[1]), view_of(operands[2])};
   Status status;
-  ASSERT_TRUE(run_scatter_kernel(*scatter, views, views[0], pool, status));  // in place
+  ASSERT_TRUE(run_native_kernel(*scatter, views, views[0], pool, &status));  // in place
   ASSERT_TRUE(status.ok()) << status.to_string();
   EXPECT_TRUE(operands[0] == *expected) << text;
 }

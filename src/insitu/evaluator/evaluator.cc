@@ -12,12 +12,6 @@
 namespace insitu {
 namespace {
 
-Status unsupported(const Instruction& instruction) {
-  return unimplemented(str_cat("unsupported opcode '", opcode_name(instruction.opcode()), "' in %",
-                               instruction.name(), ": the reference evaluator cannot run it"),
-                       instruction.location());
-}
-
 class Interpreter final : public eval::ComputationRunner {
  public:
   explicit Interpreter(const EvaluatorOptions& options) : options_(options) {}
@@ -48,7 +42,7 @@ class Interpreter final : public eval::ComputationRunner {
   StatusOr<Literal> evaluate_instruction(const Instruction& instruction, eval::Operands operands,
                                          eval::Operands arguments) {
     const Opcode opcode = instruction.opcode();
-    if (is_elementwise(opcode) && opcode != Opcode::kMap) return eval::evaluate_elementwise(instruction, operands);
+    if (eval::has_op_function(opcode)) return eval::evaluate_op(instruction, operands, *this);
     switch (opcode) {
       case Opcode::kParameter: {
         const Literal& argument = *arguments[instruction.parameter_number];
@@ -74,33 +68,10 @@ class Interpreter final : public eval::ComputationRunner {
       case Opcode::kCopyDone: return operands[0]->element(0);  // copy-start's destination
       case Opcode::kCopyStart:  // (destination, source, context)
         return Literal::tuple({*operands[0], *operands[0], Literal::scalar<uint32_t>(0)});
-      case Opcode::kBitcastConvert: return eval::evaluate_elementwise(instruction, operands);
-      case Opcode::kIota:
-      case Opcode::kBroadcast:
-      case Opcode::kReshape:
-      case Opcode::kBitcast:
-      case Opcode::kTranspose:
-      case Opcode::kSlice:
-      case Opcode::kDynamicSlice:
-      case Opcode::kDynamicUpdateSlice:
-      case Opcode::kConcatenate:
-      case Opcode::kPad:
-      case Opcode::kReverse: return eval::evaluate_data_movement(instruction, operands);
-      case Opcode::kReduce: return eval::evaluate_reduce(instruction, operands, *this);
-      case Opcode::kReduceWindow: return eval::evaluate_reduce_window(instruction, operands, *this);
-      case Opcode::kSelectAndScatter: return eval::evaluate_select_and_scatter(instruction, operands, *this);
-      case Opcode::kDot: return eval::evaluate_dot(instruction, operands);
-      case Opcode::kGather: return eval::evaluate_gather(instruction, operands);
-      case Opcode::kScatter: return eval::evaluate_scatter(instruction, operands, *this);
-      case Opcode::kSort: return eval::evaluate_sort(instruction, operands, *this);
-      case Opcode::kTopk: return eval::evaluate_topk(instruction, operands);
-      case Opcode::kMap: return eval::evaluate_map(instruction, operands, *this);
-      case Opcode::kCall:
-      case Opcode::kFusion: return run(*instruction.to_apply(), operands);
       case Opcode::kWhile: return evaluate_while(instruction, *operands[0]);
       case Opcode::kConditional: return evaluate_conditional(instruction, operands);
       case Opcode::kCustomCall: return evaluate_custom_call(instruction, operands);
-      default: return unsupported(instruction);
+      default: return eval::evaluate_op(instruction, operands, *this);  // its located error
     }
   }
 
@@ -134,11 +105,7 @@ class Interpreter final : public eval::ComputationRunner {
   }
 
   StatusOr<Literal> evaluate_custom_call(const Instruction& instruction, eval::Operands operands) {
-    const std::string& target = instruction.custom_call.target;
-    const bool registered = options_.custom_calls != nullptr && options_.custom_calls->find(target) != nullptr;
-    if (!registered && eval::is_builtin_custom_call_target(target))
-      return eval::evaluate_topk_custom_call(instruction, operands, *this);
-    return run_custom_call_kernel(instruction, operands, options_.custom_calls);
+    return eval::evaluate_custom_call(instruction, operands, options_.custom_calls, *this);
   }
 
   const EvaluatorOptions& options_;

@@ -7,6 +7,7 @@
 #include <span>
 #include <string_view>
 
+#include "insitu/evaluator/custom_call_registry.h"
 #include "insitu/ir/instruction.h"
 
 namespace insitu::eval {
@@ -62,5 +63,18 @@ StatusOr<Literal> evaluate_topk_custom_call(const Instruction& instruction, Oper
                                             ComputationRunner& runner);
 // Custom-call targets the evaluator itself implements (when no kernel is registered for them).
 inline bool is_builtin_custom_call_target(std::string_view target) { return target == "TopK"; }
+
+// ---- The per-op table (op_table.cc) ----
+// Every opcode whose value is a function of its operands and of the computations it applies
+// (run through `runner`) has one function above; evaluate_op is the one place that maps
+// opcodes to them. The evaluator runs it for every such instruction; the runtime's fallback
+// runs it for any step without a native kernel. False for what the evaluator handles itself
+// (parameter, constant, tuple, while, conditional, custom-call, copies, tokens).
+bool has_op_function(Opcode opcode);
+StatusOr<Literal> evaluate_op(const Instruction& instruction, Operands operands, ComputationRunner& runner);
+// A custom call: the kernel `registry` holds for its target, else a target the evaluator
+// implements itself, else a located error naming the target.
+StatusOr<Literal> evaluate_custom_call(const Instruction& instruction, Operands operands,
+                                       const CustomCallRegistry* registry, ComputationRunner& runner);
 
 }  // namespace insitu::eval

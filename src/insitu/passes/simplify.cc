@@ -7,32 +7,6 @@
 namespace insitu {
 namespace {
 
-bool has_side_effect_here(const Instruction& instruction) {
-  switch (instruction.opcode()) {
-    case Opcode::kSend:
-    case Opcode::kSendDone:
-    case Opcode::kRecv:
-    case Opcode::kRecvDone:
-    case Opcode::kInfeed:
-    case Opcode::kOutfeed:
-    case Opcode::kRng:
-    case Opcode::kRngGetAndUpdateState:
-    case Opcode::kAllReduceStart:
-    case Opcode::kAllReduceDone:
-    case Opcode::kAllGatherStart:
-    case Opcode::kAllGatherDone:
-    case Opcode::kCollectivePermuteStart:
-    case Opcode::kCollectivePermuteDone:
-    case Opcode::kAsyncStart:
-    case Opcode::kAsyncDone:
-      return true;
-    case Opcode::kCustomCall:
-      return instruction.custom_call.has_side_effect;
-    default:
-      return false;
-  }
-}
-
 // get-tuple-element(tuple(..., x, ...)) reads x: its users read x directly.
 bool forward_tuple_elements(Computation& computation) {
   bool changed = false;
@@ -118,7 +92,8 @@ bool remove_dead_code(Computation& computation) {
 }  // namespace
 
 bool has_side_effect(const Instruction& instruction) {
-  if (has_side_effect_here(instruction)) return true;
+  if (opcode_has_side_effect(instruction.opcode())) return true;
+  if (instruction.opcode() == Opcode::kCustomCall && instruction.custom_call.has_side_effect) return true;
   // a loop or branch that talks to the outside world must still run
   if (instruction.opcode() == Opcode::kWhile || instruction.opcode() == Opcode::kConditional ||
       instruction.opcode() == Opcode::kCall) {

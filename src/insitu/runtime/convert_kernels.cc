@@ -6,37 +6,39 @@
 #include <limits>
 
 #include "insitu/runtime/element_compute.h"
-#include "insitu/runtime/kernels.h"
+#include "insitu/runtime/elementwise_internal.h"
 
 namespace insitu {
 namespace kernels {
 namespace {
 
-template <typename T>
-inline constexpr bool kIsComplexType = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+template <typename From, typename To>
+Status convert_kernel(const KernelCall& call) {
+  const ArrayView& operand = call.operands[0];
+  const ArrayView& out = call.out();
+  const From* x = reinterpret_cast<const From*>(operand.data);
+  To* o = reinterpret_cast<To*>(out.data);
+  const int64_t stride = operand.scalar ? 0 : 1;
+  run_range(call.pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = convert_value<To>(x[i * stride]);
+  });
+  return ok_status();
+}
 
 }  // namespace
-}  // namespace kernels
 
-bool run_convert_kernel(const Instruction& instruction, const ArrayView& operand, const ArrayView& out,
-                        ThreadPool& pool) {
-  if (!out.shape->is_array() || is_complex(operand.type()) || is_complex(out.type())) return false;
-  if (!operand.scalar && operand.element_count() != out.element_count()) return false;
+KernelFn choose_convert(const ArrayView& operand, const ArrayView& out) {
+  if (is_complex(operand.type()) || is_complex(out.type())) return nullptr;
+  KernelFn chosen = nullptr;
   dispatch_element_type(operand.type(), [&](auto from_tag) {
     using From = decltype(from_tag);
     dispatch_element_type(out.type(), [&](auto to_tag) {
       using To = decltype(to_tag);
-      if constexpr (!kernels::kIsComplexType<From> && !kernels::kIsComplexType<To>) {
-        const From* x = reinterpret_cast<const From*>(operand.data);
-        To* o = reinterpret_cast<To*>(out.data);
-        const int64_t stride = operand.scalar ? 0 : 1;
-        run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i) o[i] = convert_value<To>(x[i * stride]);
-        });
-      }
+      if constexpr (!kIsComplex<From> && !kIsComplex<To>) chosen = &convert_kernel<From, To>;
     });
   });
-  return true;
+  return chosen;
 }
 
+}  // namespace kernels
 }  // namespace insitu

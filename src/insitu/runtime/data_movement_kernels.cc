@@ -1,5 +1,6 @@
-// Native data-movement kernels: copy and reshape (bytes), slice, broadcast, iota, concatenate,
-// transpose, reverse, pad (edge padding, negative included, and interior padding). They move elements as raw bytes of the element width, so every element type is
+// Native data-movement kernels: reshape (bytes), slice, broadcast, iota, concatenate,
+// transpose, reverse, pad (edge padding, negative included, and interior padding). They move
+// elements as raw bytes of the element width, so every element type is
 // served by one path (iota computes values with the evaluator's conversion rules). Large
 // outputs split over the pool by rows; each row is written by exactly one chunk.
 #include <complex>
@@ -23,9 +24,17 @@ void copy_bytes_parallel(ThreadPool& pool, uint8_t* to, const uint8_t* from, int
 namespace kernels {
 namespace {
 
-bool run_slice(const Instruction& instruction, const ArrayView& operand, const ArrayView& out, ThreadPool& pool) {
+Status copy_kernel(const KernelCall& call) {
+  copy_bytes_parallel(call.pool, call.out().data, call.operands[0].data, call.out().byte_size());
+  return ok_status();
+}
+
+Status slice_kernel(const KernelCall& call) {
+  const Instruction& instruction = call.instruction;
+  const ArrayView& operand = call.operands[0];
+  const ArrayView& out = call.out();
+  ThreadPool& pool = call.pool;
   const int64_t rank = operand.shape->rank();
-  if (static_cast<int64_t>(instruction.slice.size()) != rank || out.shape->rank() != rank) return false;
   const int64_t width = byte_width(out.type());
   const std::vector<int64_t> strides = strides_of(operand.shape->dimensions());
   const auto [rows, row_length] = rows_of(out.shape->dimensions());
@@ -37,10 +46,14 @@ bool run_slice(const Instruction& instruction, const ArrayView& operand, const A
       source += (instruction.slice[d].start + index[d] * instruction.slice[d].stride) * strides[d];
     copy_strided(out.data + row * row_length * width, operand.data + source * width, row_length, inner_stride, width);
   });
-  return true;
+  return ok_status();
 }
 
-bool run_broadcast(const Instruction& instruction, const ArrayView& operand, const ArrayView& out, ThreadPool& pool) {
+Status broadcast_kernel(const KernelCall& call) {
+  const Instruction& instruction = call.instruction;
+  const ArrayView& operand = call.operands[0];
+  const ArrayView& out = call.out();
+  ThreadPool& pool = call.pool;
   const std::vector<int64_t>& map = instruction.dimensions;
   const int64_t rank = out.shape->rank();
   const int64_t width = byte_width(out.type());
@@ -50,16 +63,12 @@ bool run_broadcast(const Instruction& instruction, const ArrayView& operand, con
     for_each_row(pool, out.shape->dimensions(), [&, row_length = row_length](int64_t row, std::span<const int64_t>) {
       copy_strided(out.data + row * row_length * width, operand.data, row_length, 0, width);
     });
-    return true;
+    return ok_status();
   }
-  if (static_cast<int64_t>(map.size()) != operand.shape->rank()) return false;
   const std::vector<int64_t> operand_strides = strides_of(operand.shape->dimensions());
   // The operand stride of each result dimension (0 for dimensions the operand does not have).
   std::vector<int64_t> stride_of_result(rank, 0);
-  for (size_t k = 0; k < map.size(); ++k) {
-    if (map[k] < 0 || map[k] >= rank) return false;
-    stride_of_result[map[k]] = operand_strides[k];
-  }
+  for (size_t k = 0; k < map.size(); ++k) stride_of_result[map[k]] = operand_strides[k];
   const auto [rows, row_length] = rows_of(out.shape->dimensions());
   const int64_t inner_stride = stride_of_result.back();
   for_each_row(pool, out.shape->dimensions(), [&, row_length = row_length](int64_t row, std::span<const int64_t> index) {
@@ -67,16 +76,19 @@ bool run_broadcast(const Instruction& instruction, const ArrayView& operand, con
     for (size_t d = 0; d < index.size(); ++d) source += index[d] * stride_of_result[d];
     copy_strided(out.data + row * row_length * width, operand.data + source * width, row_length, inner_stride, width);
   });
-  return true;
+  return ok_status();
 }
 
-bool run_transpose(const Instruction& instruction, const ArrayView& operand, const ArrayView& out, ThreadPool& pool) {
+Status transpose_kernel(const KernelCall& call) {
+  const Instruction& instruction = call.instruction;
+  const ArrayView& operand = call.operands[0];
+  const ArrayView& out = call.out();
+  ThreadPool& pool = call.pool;
   const std::vector<int64_t>& permutation = instruction.dimensions;
   const int64_t rank = out.shape->rank();
-  if (static_cast<int64_t>(permutation.size()) != rank || operand.shape->rank() != rank) return false;
   if (rank == 0) {
     std::memcpy(out.data, operand.data, static_cast<size_t>(byte_width(out.type())));
-    return true;
+    return ok_status();
   }
   const int64_t width = byte_width(out.type());
   const std::vector<int64_t> operand_strides = strides_of(operand.shape->dimensions());
@@ -87,22 +99,22 @@ bool run_transpose(const Instruction& instruction, const ArrayView& operand, con
     for (size_t d = 0; d < index.size(); ++d) source += index[d] * operand_strides[permutation[d]];
     copy_strided(out.data + row * row_length * width, operand.data + source * width, row_length, inner_stride, width);
   });
-  return true;
+  return ok_status();
 }
 
 // reverse: a transpose with the identity permutation where reversed dimensions count down.
-bool run_reverse(const Instruction& instruction, const ArrayView& operand, const ArrayView& out, ThreadPool& pool) {
+Status reverse_kernel(const KernelCall& call) {
+  const Instruction& instruction = call.instruction;
+  const ArrayView& operand = call.operands[0];
+  const ArrayView& out = call.out();
+  ThreadPool& pool = call.pool;
   const int64_t rank = out.shape->rank();
-  if (operand.shape->dimensions() != out.shape->dimensions()) return false;
   std::vector<bool> reversed(static_cast<size_t>(rank), false);
-  for (int64_t d : instruction.dimensions) {
-    if (d < 0 || d >= rank) return false;
-    reversed[d] = true;
-  }
+  for (int64_t d : instruction.dimensions) reversed[d] = true;
   const int64_t width = byte_width(out.type());
   if (rank == 0) {
     std::memcpy(out.data, operand.data, static_cast<size_t>(width));
-    return true;
+    return ok_status();
   }
   const std::vector<int64_t>& dims = out.shape->dimensions();
   const std::vector<int64_t> strides = strides_of(dims);
@@ -115,30 +127,22 @@ bool run_reverse(const Instruction& instruction, const ArrayView& operand, const
       source += (reversed[d] ? dims[d] - 1 - index[d] : index[d]) * strides[d];
     copy_strided(out.data + row * row_length * width, operand.data + source * width, row_length, inner_stride, width);
   });
-  return true;
+  return ok_status();
 }
 
 // pad: result position o of dimension d reads operand position (o - low) / (interior + 1) when
 // that divides evenly and lies inside the operand; every other position is the padding value.
-bool run_pad(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
-             ThreadPool& pool) {
-  if (operands.size() != 2 || operands[0].scalar) return false;
-  const ArrayView& operand = operands[0];
-  const ArrayView& value = operands[1];
+Status pad_kernel(const KernelCall& call) {
+  const Instruction& instruction = call.instruction;
+  const ArrayView& operand = call.operands[0];
+  const ArrayView& value = call.operands[1];
+  const ArrayView& out = call.out();
+  ThreadPool& pool = call.pool;
   const int64_t rank = out.shape->rank();
-  if (operand.shape->rank() != rank || static_cast<int64_t>(instruction.padding.size()) != rank ||
-      operand.type() != out.type() || value.type() != out.type())
-    return false;
-  for (int64_t d = 0; d < rank; ++d) {
-    const PaddingDimension& p = instruction.padding[d];
-    const int64_t n = operand.shape->dimension(d);
-    const int64_t expected = p.low + p.high + n + std::max<int64_t>(n - 1, 0) * p.interior;
-    if (p.interior < 0 || out.shape->dimension(d) != expected) return false;
-  }
   const int64_t width = byte_width(out.type());
   if (rank == 0) {
     std::memcpy(out.data, operand.data, static_cast<size_t>(width));
-    return true;
+    return ok_status();
   }
   const std::vector<int64_t>& dims = out.shape->dimensions();
   const std::vector<int64_t> strides = strides_of(operand.shape->dimensions());
@@ -170,7 +174,7 @@ bool run_pad(const Instruction& instruction, std::span<const ArrayView> operands
       std::memcpy(to + j * width, from, static_cast<size_t>(width));
     }
   });
-  return true;
+  return ok_status();
 }
 
 template <typename T>
@@ -180,15 +184,15 @@ T iota_value(int64_t i) {
   else return static_cast<T>(i);
 }
 
-bool run_iota(const Instruction& instruction, const ArrayView& out, ThreadPool& pool) {
+template <typename T>
+Status iota_kernel(const KernelCall& call) {
+  const ArrayView& out = call.out();
   const int64_t rank = out.shape->rank();
-  const int64_t dimension = instruction.iota_dimension;
-  if (dimension < 0 || dimension >= rank) return false;
-  dispatch_element_type(out.type(), [&](auto tag) {
-    using T = decltype(tag);
+  const int64_t dimension = call.instruction.iota_dimension;
+  {
     T* o = reinterpret_cast<T*>(out.data);
     const int64_t row_length = out.shape->dimensions().back();
-    for_each_row(pool, out.shape->dimensions(), [&](int64_t row, std::span<const int64_t> index) {
+    for_each_row(call.pool, out.shape->dimensions(), [&](int64_t row, std::span<const int64_t> index) {
       T* to = o + row * row_length;
       if (dimension == rank - 1) {
         for (int64_t i = 0; i < row_length; ++i) to[i] = iota_value<T>(i);
@@ -197,16 +201,15 @@ bool run_iota(const Instruction& instruction, const ArrayView& out, ThreadPool& 
         for (int64_t i = 0; i < row_length; ++i) to[i] = value;
       }
     });
-  });
-  return true;
+  }
+  return ok_status();
 }
 
-bool run_concatenate(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
-                     ThreadPool& pool) {
-  if (instruction.dimensions.size() != 1) return false;
-  const int64_t dimension = instruction.dimensions[0];
+Status concatenate_kernel(const KernelCall& call) {
+  const std::span<const ArrayView> operands = call.operands;
+  const ArrayView& out = call.out();
+  const int64_t dimension = call.instruction.dimensions[0];
   const int64_t rank = out.shape->rank();
-  if (dimension < 0 || dimension >= rank) return false;
   const int64_t width = byte_width(out.type());
   // outer: product of dimensions before `dimension`; each operand contributes a contiguous
   // block of dim(dimension) * inner elements per outer index.
@@ -217,13 +220,11 @@ bool run_concatenate(const Instruction& instruction, std::span<const ArrayView> 
   std::vector<int64_t> blocks, offsets;
   int64_t offset = 0;
   for (const ArrayView& operand : operands) {
-    if (operand.scalar || operand.shape->rank() != rank || operand.type() != out.type()) return false;
     blocks.push_back(operand.shape->dimension(dimension) * inner * width);
     offsets.push_back(offset);
     offset += blocks.back();
   }
-  if (offset != out_block) return false;
-  run_range(pool, outer, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, out_block / width)),
+  run_range(call.pool, outer, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, out_block / width)),
             [&](int64_t begin, int64_t end) {
               for (int64_t o = begin; o < end; ++o)
                 for (size_t k = 0; k < operands.size(); ++k)
@@ -231,32 +232,101 @@ bool run_concatenate(const Instruction& instruction, std::span<const ArrayView> 
                     std::memcpy(out.data + o * out_block + offsets[k], operands[k].data + o * blocks[k],
                                 static_cast<size_t>(blocks[k]));
             });
-  return true;
+  return ok_status();
 }
 
 }  // namespace
 }  // namespace kernels
 
-bool run_data_movement_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
-                              const ArrayView& out, ThreadPool& pool) {
-  if (!out.shape->is_array()) return false;
-  switch (instruction.opcode()) {
-    case Opcode::kCopy:
-    case Opcode::kReshape:
-      if (operands.size() != 1 || operands[0].scalar || operands[0].byte_size() != out.byte_size()) return false;
-      copy_bytes_parallel(pool, out.data, operands[0].data, out.byte_size());
-      return true;
-    case Opcode::kSlice: return operands.size() == 1 && !operands[0].scalar && kernels::run_slice(instruction, operands[0], out, pool);
-    case Opcode::kBroadcast: return operands.size() == 1 && kernels::run_broadcast(instruction, operands[0], out, pool);
-    case Opcode::kTranspose:
-      return operands.size() == 1 && !operands[0].scalar && kernels::run_transpose(instruction, operands[0], out, pool);
-    case Opcode::kIota: return operands.empty() && kernels::run_iota(instruction, out, pool);
-    case Opcode::kConcatenate: return kernels::run_concatenate(instruction, operands, out, pool);
-    case Opcode::kReverse:
-      return operands.size() == 1 && !operands[0].scalar && kernels::run_reverse(instruction, operands[0], out, pool);
-    case Opcode::kPad: return kernels::run_pad(instruction, operands, out, pool);
-    default: return false;
+// The checks below are what each kernel assumes; the verifier enforces most of them, and
+// anything else (a malformed module run without it) stays with the evaluator, which reports it.
+namespace {
+
+bool valid_dimension_list(const std::vector<int64_t>& dimensions, int64_t rank) {
+  for (int64_t d : dimensions)
+    if (d < 0 || d >= rank) return false;
+  return true;
+}
+
+bool selects_concatenate(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out) {
+  const int64_t rank = out.shape->rank();
+  if (instruction.dimensions.size() != 1 || !valid_dimension_list(instruction.dimensions, rank)) return false;
+  const int64_t dimension = instruction.dimensions[0];
+  int64_t total = 0;
+  for (const ArrayView& operand : operands) {
+    if (operand.scalar || operand.shape->rank() != rank || operand.type() != out.type()) return false;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dimension && operand.shape->dimension(d) != out.shape->dimension(d)) return false;
+    total += operand.shape->dimension(dimension);
   }
+  return total == out.shape->dimension(dimension);
+}
+
+bool selects_pad(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out) {
+  if (operands.size() != 2 || operands[0].scalar) return false;
+  const ArrayView& operand = operands[0];
+  const int64_t rank = out.shape->rank();
+  if (operand.shape->rank() != rank || static_cast<int64_t>(instruction.padding.size()) != rank ||
+      operand.type() != out.type() || operands[1].type() != out.type())
+    return false;
+  for (int64_t d = 0; d < rank; ++d) {
+    const PaddingDimension& p = instruction.padding[d];
+    const int64_t n = operand.shape->dimension(d);
+    const int64_t expected = p.low + p.high + n + std::max<int64_t>(n - 1, 0) * p.interior;
+    if (p.interior < 0 || out.shape->dimension(d) != expected) return false;
+  }
+  return true;
+}
+
+KernelFn select_iota(const ArrayView& out, int64_t dimension) {
+  if (dimension < 0 || dimension >= out.shape->rank()) return nullptr;
+  KernelFn chosen = nullptr;
+  dispatch_element_type(out.type(), [&](auto tag) { chosen = &kernels::iota_kernel<decltype(tag)>; });
+  return chosen;
+}
+
+KernelFn select_function(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out) {
+  const bool one_array = operands.size() == 1 && !operands[0].scalar;
+  const int64_t rank = out.shape->rank();
+  switch (instruction.opcode()) {
+    case Opcode::kReshape:  // (copy is a structural step: the executor counts it)
+      return one_array && operands[0].byte_size() == out.byte_size() ? &kernels::copy_kernel : nullptr;
+    case Opcode::kSlice:
+      return one_array && static_cast<int64_t>(instruction.slice.size()) == rank && operands[0].shape->rank() == rank
+                 ? &kernels::slice_kernel
+                 : nullptr;
+    case Opcode::kBroadcast:
+      if (operands.size() != 1) return nullptr;
+      if (operands[0].scalar || operands[0].shape->rank() == 0) return &kernels::broadcast_kernel;  // a fill
+      return static_cast<int64_t>(instruction.dimensions.size()) == operands[0].shape->rank() &&
+                     valid_dimension_list(instruction.dimensions, rank)
+                 ? &kernels::broadcast_kernel
+                 : nullptr;
+    case Opcode::kTranspose:
+      return one_array && static_cast<int64_t>(instruction.dimensions.size()) == rank &&
+                     operands[0].shape->rank() == rank
+                 ? &kernels::transpose_kernel
+                 : nullptr;
+    case Opcode::kReverse:
+      return one_array && operands[0].shape->dimensions() == out.shape->dimensions() &&
+                     valid_dimension_list(instruction.dimensions, rank)
+                 ? &kernels::reverse_kernel
+                 : nullptr;
+    case Opcode::kIota: return operands.empty() ? select_iota(out, instruction.iota_dimension) : nullptr;
+    case Opcode::kConcatenate:
+      return selects_concatenate(instruction, operands, out) ? &kernels::concatenate_kernel : nullptr;
+    case Opcode::kPad: return selects_pad(instruction, operands, out) ? &kernels::pad_kernel : nullptr;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+SelectedKernel select_data_movement(const Instruction& instruction, std::span<const ArrayView> operands,
+                                    std::span<const ArrayView> outputs) {
+  if (outputs.size() != 1 || !outputs[0].shape->is_array()) return std::nullopt;
+  if (KernelFn run = select_function(instruction, operands, outputs[0])) return NativeKernel{run, nullptr};
+  return std::nullopt;
 }
 
 }  // namespace insitu

@@ -181,10 +181,24 @@ void run_dot_f32(const DotLayout& layout, const ArrayView& lhs_view, const Array
   });
 }
 
+// The element types convert_operand reads.
+bool is_convertible_operand(PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::kF32:
+    case PrimitiveType::kBF16:
+    case PrimitiveType::kF16:
+    case PrimitiveType::kS8:
+    case PrimitiveType::kS16:
+    case PrimitiveType::kS32:
+    case PrimitiveType::kS64: return true;
+    default: return false;
+  }
+}
+
 // The operand's elements converted to To (the evaluator converts mixed-type dot operands to
-// the result's type first); false for element types without a conversion here.
+// the result's type first), for the types is_convertible_operand accepts.
 template <typename To>
-bool convert_operand(const ArrayView& view, std::vector<To>& into) {
+void convert_operand(const ArrayView& view, std::vector<To>& into) {
   const int64_t count = view.element_count();
   into.resize(static_cast<size_t>(count));
   auto copy = [&](auto tag) {
@@ -196,14 +210,14 @@ bool convert_operand(const ArrayView& view, std::vector<To>& into) {
     }
   };
   switch (view.type()) {
-    case PrimitiveType::kF32: copy(float{}); return true;
-    case PrimitiveType::kBF16: copy(BFloat16{}); return true;
-    case PrimitiveType::kF16: copy(Half{}); return true;
-    case PrimitiveType::kS8: copy(int8_t{}); return true;
-    case PrimitiveType::kS16: copy(int16_t{}); return true;
-    case PrimitiveType::kS32: copy(int32_t{}); return true;
-    case PrimitiveType::kS64: copy(int64_t{}); return true;
-    default: return false;
+    case PrimitiveType::kF32: copy(float{}); break;
+    case PrimitiveType::kBF16: copy(BFloat16{}); break;
+    case PrimitiveType::kF16: copy(Half{}); break;
+    case PrimitiveType::kS8: copy(int8_t{}); break;
+    case PrimitiveType::kS16: copy(int16_t{}); break;
+    case PrimitiveType::kS32: copy(int32_t{}); break;
+    case PrimitiveType::kS64: copy(int64_t{}); break;
+    default: INSITU_UNREACHABLE("dot operand type the selector did not accept");
   }
 }
 
@@ -225,62 +239,61 @@ void run_dot_integer(const DotLayout& layout, const T* lhs, const T* rhs, T* out
       }
 }
 
-}  // namespace
-
+// The dimension numbers resolved to offsets; for a mixed-type dot, the operands' shapes in
+// the result's element type (what they are converted to per call).
 struct DotPlan final : KernelPlan {
   DotLayout layout;
+  Shape lhs, rhs;
 };
 
+const DotPlan& dot_plan(const KernelCall& call) { return static_cast<const DotPlan&>(*call.plan); }
+
+// f32 x f32 -> f32, operands read in place.
+Status dot_f32_kernel(const KernelCall& call) {
+  run_dot_f32(dot_plan(call).layout, call.operands[0], call.operands[1], call.out(), call.pool);
+  return ok_status();
+}
+
+// Mixed precision (bf16/f16 x bf16/f16 -> f32, s8/s16 x s8/s16 -> s32, ...): the operands
+// converted to the result's type, as the evaluator does, then the same arithmetic.
+template <typename T>
+Status dot_converted_kernel(const KernelCall& call) {
+  const DotPlan& plan = dot_plan(call);
+  std::vector<T> lhs, rhs;
+  convert_operand(call.operands[0], lhs);
+  convert_operand(call.operands[1], rhs);
+  if constexpr (std::is_same_v<T, float>) {
+    const ArrayView lhs_view{reinterpret_cast<uint8_t*>(lhs.data()), &plan.lhs, false};
+    const ArrayView rhs_view{reinterpret_cast<uint8_t*>(rhs.data()), &plan.rhs, false};
+    run_dot_f32(plan.layout, lhs_view, rhs_view, call.out(), call.pool);
+  } else {
+    run_dot_integer(plan.layout, lhs.data(), rhs.data(), reinterpret_cast<T*>(call.out().data));
+  }
+  return ok_status();
+}
+
+}  // namespace
 }  // namespace kernels
 
-KernelPlanPtr plan_dot(const Instruction& instruction, const Shape& lhs, const Shape& rhs, const Shape& out) {
-  if (instruction.opcode() != Opcode::kDot || !lhs.is_array() || !rhs.is_array() || !out.is_array()) return nullptr;
-  if (out.element_type() != PrimitiveType::kF32 || lhs.element_type() != PrimitiveType::kF32 ||
-      rhs.element_type() != PrimitiveType::kF32)
-    return nullptr;
-  auto plan = std::make_unique<kernels::DotPlan>();
-  if (!kernels::plan_layout(instruction, lhs, rhs, out, plan->layout)) return nullptr;
-  return plan;
-}
-
-bool run_dot_kernel(const KernelPlan& plan, std::span<const ArrayView> operands, const ArrayView& out,
-                    ThreadPool& pool) {
-  if (operands.size() != 2 || out.scalar || operands[0].scalar || operands[1].scalar) return false;
-  kernels::run_dot_f32(static_cast<const kernels::DotPlan&>(plan).layout, operands[0], operands[1], out, pool);
-  return true;
-}
-
-bool run_dot_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
-                    ThreadPool& pool) {
-  if (operands.size() != 2 || !out.shape->is_array()) return false;
-  KernelPlanPtr plan = plan_dot(instruction, *operands[0].shape, *operands[1].shape, *out.shape);
-  if (plan != nullptr) return run_dot_kernel(*plan, operands, out, pool);
-  // Mixed precision (bf16/f16 x bf16/f16 -> f32, s8/s16 x s8/s16 -> s32, ...): the operands
-  // converted to the result's type, as the evaluator does, then the same arithmetic.
-  if (out.scalar || operands[0].scalar || operands[1].scalar) return false;
+SelectedKernel select_dot(const Instruction& instruction, std::span<const ArrayView> operands,
+                          std::span<const ArrayView> outputs) {
+  if (instruction.opcode() != Opcode::kDot || operands.size() != 2 || outputs.size() != 1) return std::nullopt;
+  const ArrayView& out = outputs[0];
+  if (!out.shape->is_array() || out.scalar || operands[0].scalar || operands[1].scalar) return std::nullopt;
   const PrimitiveType type = out.type();
-  const Shape lhs_shape = Shape::array(type, operands[0].shape->dimensions());
-  const Shape rhs_shape = Shape::array(type, operands[1].shape->dimensions());
-  kernels::DotLayout layout;
-  if (!kernels::plan_layout(instruction, lhs_shape, rhs_shape, *out.shape, layout)) return false;
-  auto run = [&](auto tag) -> bool {
-    using T = decltype(tag);
-    std::vector<T> lhs, rhs;
-    if (!kernels::convert_operand(operands[0], lhs) || !kernels::convert_operand(operands[1], rhs)) return false;
-    if constexpr (std::is_same_v<T, float>) {
-      const ArrayView lhs_view{reinterpret_cast<uint8_t*>(lhs.data()), &lhs_shape, false};
-      const ArrayView rhs_view{reinterpret_cast<uint8_t*>(rhs.data()), &rhs_shape, false};
-      kernels::run_dot_f32(layout, lhs_view, rhs_view, out, pool);
-    } else {
-      kernels::run_dot_integer(layout, lhs.data(), rhs.data(), reinterpret_cast<T*>(out.data));
-    }
-    return true;
-  };
+  auto plan = std::make_unique<kernels::DotPlan>();
+  plan->lhs = Shape::array(type, operands[0].shape->dimensions());
+  plan->rhs = Shape::array(type, operands[1].shape->dimensions());
+  if (!kernels::plan_layout(instruction, plan->lhs, plan->rhs, *out.shape, plan->layout)) return std::nullopt;
+  if (type == PrimitiveType::kF32 && operands[0].type() == type && operands[1].type() == type)
+    return NativeKernel{&kernels::dot_f32_kernel, std::move(plan)};
+  if (!kernels::is_convertible_operand(operands[0].type()) || !kernels::is_convertible_operand(operands[1].type()))
+    return std::nullopt;
   switch (type) {
-    case PrimitiveType::kF32: return run(float{});
-    case PrimitiveType::kS32: return run(int32_t{});
-    case PrimitiveType::kS64: return run(int64_t{});
-    default: return false;
+    case PrimitiveType::kF32: return NativeKernel{&kernels::dot_converted_kernel<float>, std::move(plan)};
+    case PrimitiveType::kS32: return NativeKernel{&kernels::dot_converted_kernel<int32_t>, std::move(plan)};
+    case PrimitiveType::kS64: return NativeKernel{&kernels::dot_converted_kernel<int64_t>, std::move(plan)};
+    default: return std::nullopt;
   }
 }
 

@@ -2,7 +2,7 @@
 // [0, dimension - size] as XLA does. dynamic-update-slice runs in place: the output is the
 // operand's memory (buffer assignment links them), and only the update's bytes are written,
 // row by row, split over the pool when the update is large.
-#include <optional>
+#include <algorithm>
 
 #include "insitu/runtime/row_walk.h"
 
@@ -10,10 +10,9 @@ namespace insitu {
 namespace kernels {
 namespace {
 
-// An integer scalar at `data` of element type `type`, widened; nullopt for non-integers.
-std::optional<int64_t> read_integer(const uint8_t* data, PrimitiveType type, int64_t position) {
-  std::optional<int64_t> value;
-  if (!is_integral(type)) return value;
+// The integer at position `position` of `data`, widened (the selector checked the type).
+int64_t read_integer(const uint8_t* data, PrimitiveType type, int64_t position) {
+  int64_t value = 0;
   dispatch_element_type(type, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
@@ -22,93 +21,109 @@ std::optional<int64_t> read_integer(const uint8_t* data, PrimitiveType type, int
   return value;
 }
 
-// The clamped start of every dimension, from scalar index operands (or one index vector).
-std::optional<std::vector<int64_t>> read_starts(std::span<const ArrayView> indices, const Shape& shape,
-                                                std::span<const int64_t> sizes) {
-  const size_t rank = static_cast<size_t>(shape.rank());
-  if (sizes.size() != rank) return std::nullopt;
-  std::vector<int64_t> starts;
-  if (indices.size() == 1 && indices[0].shape->rank() == 1 && rank != 0 && !indices[0].scalar) {
-    if (indices[0].element_count() != static_cast<int64_t>(rank)) return std::nullopt;
-    for (size_t i = 0; i < rank; ++i) {
-      std::optional<int64_t> value = read_integer(indices[0].data, indices[0].type(), static_cast<int64_t>(i));
-      if (!value) return std::nullopt;
-      starts.push_back(*value);
-    }
+// Whether the start indices are one index vector of the operand's rank (rather than one scalar
+// per dimension).
+bool is_index_vector(std::span<const ArrayView> indices, int64_t rank) {
+  return indices.size() == 1 && indices[0].shape->rank() == 1 && rank != 0 && !indices[0].scalar;
+}
+
+// What both kernels need of their start-index operands: integers, one per dimension (or one
+// vector of them), and sizes that fit the operand.
+bool valid_starts(std::span<const ArrayView> indices, const Shape& shape, std::span<const int64_t> sizes) {
+  const int64_t rank = shape.rank();
+  if (static_cast<int64_t>(sizes.size()) != rank) return false;
+  for (const ArrayView& index : indices)
+    if (!is_integral(index.type()) || index.type() == PrimitiveType::kPred) return false;
+  if (is_index_vector(indices, rank)) {
+    if (indices[0].element_count() != rank) return false;
   } else {
-    if (indices.size() != rank) return std::nullopt;
-    for (const ArrayView& index : indices) {
-      if (index.shape->rank() != 0 && !index.scalar) return std::nullopt;
-      std::optional<int64_t> value = read_integer(index.data, index.type(), 0);
-      if (!value) return std::nullopt;
-      starts.push_back(*value);
-    }
+    if (static_cast<int64_t>(indices.size()) != rank) return false;
+    for (const ArrayView& index : indices)
+      if (index.shape->rank() != 0 && !index.scalar) return false;
   }
-  for (size_t i = 0; i < rank; ++i) {
-    if (sizes[i] > shape.dimension(i) || sizes[i] < 0) return std::nullopt;
-    starts[i] = std::clamp<int64_t>(starts[i], 0, shape.dimension(i) - sizes[i]);
+  for (int64_t i = 0; i < rank; ++i)
+    if (sizes[i] > shape.dimension(i) || sizes[i] < 0) return false;
+  return true;
+}
+
+// The clamped start of every dimension, read from the index operands of this call.
+std::vector<int64_t> read_starts(std::span<const ArrayView> indices, const Shape& shape,
+                                 std::span<const int64_t> sizes) {
+  const int64_t rank = shape.rank();
+  std::vector<int64_t> starts(static_cast<size_t>(rank));
+  const bool vector = is_index_vector(indices, rank);
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t value = vector ? read_integer(indices[0].data, indices[0].type(), i)
+                                 : read_integer(indices[i].data, indices[i].type(), 0);
+    starts[i] = std::clamp<int64_t>(value, 0, shape.dimension(i) - sizes[i]);
   }
   return starts;
 }
 
-bool run_dynamic_slice(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
-                       ThreadPool& pool) {
-  const ArrayView& operand = operands[0];
-  if (operand.scalar || out.type() != operand.type()) return false;
-  if (out.shape->dimensions() != instruction.dynamic_slice_sizes) return false;
-  std::optional<std::vector<int64_t>> starts =
-      read_starts(operands.subspan(1), *operand.shape, instruction.dynamic_slice_sizes);
-  if (!starts) return false;
+Status dynamic_slice_kernel(const KernelCall& call) {
+  const ArrayView& operand = call.operands[0];
+  const ArrayView& out = call.out();
+  const std::vector<int64_t> starts =
+      read_starts(call.operands.subspan(1), *operand.shape, call.instruction.dynamic_slice_sizes);
   const int64_t width = byte_width(out.type());
   const std::vector<int64_t> strides = strides_of(operand.shape->dimensions());
   const auto [rows, row_length] = rows_of(out.shape->dimensions());
-  const int64_t inner_start = starts->empty() ? 0 : starts->back();
-  for_each_row(pool, out.shape->dimensions(), [&, row_length = row_length](int64_t row, std::span<const int64_t> index) {
-    int64_t source = inner_start;
-    for (size_t d = 0; d < index.size(); ++d) source += ((*starts)[d] + index[d]) * strides[d];
-    std::memcpy(out.data + row * row_length * width, operand.data + source * width,
-                static_cast<size_t>(row_length * width));
-  });
-  return true;
+  const int64_t inner_start = starts.empty() ? 0 : starts.back();
+  for_each_row(call.pool, out.shape->dimensions(),
+               [&, row_length = row_length](int64_t row, std::span<const int64_t> index) {
+                 int64_t source = inner_start;
+                 for (size_t d = 0; d < index.size(); ++d) source += (starts[d] + index[d]) * strides[d];
+                 std::memcpy(out.data + row * row_length * width, operand.data + source * width,
+                             static_cast<size_t>(row_length * width));
+               });
+  return ok_status();
 }
 
-bool run_dynamic_update_slice(std::span<const ArrayView> operands, const ArrayView& out, ThreadPool& pool) {
-  const ArrayView& operand = operands[0];
-  const ArrayView& update = operands[1];
-  if (operand.scalar || out.type() != operand.type() || update.type() != operand.type()) return false;
-  if (update.shape->rank() != operand.shape->rank() || out.byte_size() != operand.byte_size()) return false;
-  std::optional<std::vector<int64_t>> starts =
-      read_starts(operands.subspan(2), *operand.shape, update.shape->dimensions());
-  if (!starts) return false;
-  // Not in place (the executor found distinct slices): start from the operand's value.
-  if (out.data != operand.data) copy_bytes_parallel(pool, out.data, operand.data, out.byte_size());
+Status dynamic_update_slice_kernel(const KernelCall& call) {
+  const ArrayView& operand = call.operands[0];
+  const ArrayView& update = call.operands[1];
+  const ArrayView& out = call.out();
+  const std::vector<int64_t> starts = read_starts(call.operands.subspan(2), *operand.shape, update.shape->dimensions());
+  // Not in place (buffer assignment gave distinct slices): start from the operand's value.
+  if (out.data != operand.data) copy_bytes_parallel(call.pool, out.data, operand.data, out.byte_size());
   const int64_t width = byte_width(out.type());
   const std::vector<int64_t> strides = strides_of(operand.shape->dimensions());
   const auto [rows, row_length] = rows_of(update.shape->dimensions());
-  const int64_t inner_start = starts->empty() ? 0 : starts->back();
+  const int64_t inner_start = starts.empty() ? 0 : starts.back();
   const int64_t update_stride = update.scalar ? 0 : 1;
-  for_each_row(pool, update.shape->dimensions(), [&, row_length = row_length](int64_t row, std::span<const int64_t> index) {
-    int64_t target = inner_start;
-    for (size_t d = 0; d < index.size(); ++d) target += ((*starts)[d] + index[d]) * strides[d];
-    copy_strided(out.data + target * width, update.data + row * row_length * width * update_stride, row_length,
-                 update_stride, width);
-  });
-  return true;
+  for_each_row(call.pool, update.shape->dimensions(),
+               [&, row_length = row_length](int64_t row, std::span<const int64_t> index) {
+                 int64_t target = inner_start;
+                 for (size_t d = 0; d < index.size(); ++d) target += (starts[d] + index[d]) * strides[d];
+                 copy_strided(out.data + target * width, update.data + row * row_length * width * update_stride,
+                              row_length, update_stride, width);
+               });
+  return ok_status();
 }
 
 }  // namespace
 }  // namespace kernels
 
-bool run_dynamic_slice_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
-                              const ArrayView& out, ThreadPool& pool) {
-  if (!out.shape->is_array()) return false;
-  switch (instruction.opcode()) {
-    case Opcode::kDynamicSlice:
-      return operands.size() >= 1 && kernels::run_dynamic_slice(instruction, operands, out, pool);
-    case Opcode::kDynamicUpdateSlice:
-      return operands.size() >= 2 && kernels::run_dynamic_update_slice(operands, out, pool);
-    default: return false;
+SelectedKernel select_dynamic_slice(const Instruction& instruction, std::span<const ArrayView> operands,
+                                    std::span<const ArrayView> outputs) {
+  if (outputs.size() != 1 || !outputs[0].shape->is_array() || operands.empty() || operands[0].scalar)
+    return std::nullopt;
+  const ArrayView& operand = operands[0];
+  const ArrayView& out = outputs[0];
+  if (out.type() != operand.type()) return std::nullopt;
+  if (instruction.opcode() == Opcode::kDynamicSlice) {
+    if (out.shape->dimensions() != instruction.dynamic_slice_sizes ||
+        !kernels::valid_starts(operands.subspan(1), *operand.shape, instruction.dynamic_slice_sizes))
+      return std::nullopt;
+    return NativeKernel{&kernels::dynamic_slice_kernel, nullptr};
   }
+  if (instruction.opcode() != Opcode::kDynamicUpdateSlice || operands.size() < 2) return std::nullopt;
+  const ArrayView& update = operands[1];
+  if (update.type() != operand.type() || update.shape->rank() != operand.shape->rank() ||
+      out.byte_size() != operand.byte_size() ||
+      !kernels::valid_starts(operands.subspan(2), *operand.shape, update.shape->dimensions()))
+    return std::nullopt;
+  return NativeKernel{&kernels::dynamic_update_slice_kernel, nullptr};
 }
 
 }  // namespace insitu

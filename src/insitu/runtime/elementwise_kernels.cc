@@ -1,17 +1,18 @@
 // Native elementwise kernels: add, subtract, multiply, divide, maximum, minimum, negate, abs,
 // remainder, power, sign, exp, log, sqrt, rsqrt, tanh, is-finite, compare and select over
 // f32/f64/s32/s64/bf16/f16, and/or/xor/not and compare over pred and every integer type, shifts
-// over the integer types, with scalar
-// operands (unmaterialized broadcasts) read as scalars. Large arrays split over the pool:
-// every element is computed independently, so the split cannot change a result. Semantics are
-// the reference evaluator's (elementwise_binary.cc, elementwise_unary.cc,
-// elementwise_compare.cc), checked bit for bit in tests/runtime/kernels_test.cc.
+// over the integer types, with scalar operands (unmaterialized broadcasts) read as scalars.
+// select_elementwise checks the types and shapes once and picks the instantiation for them;
+// the kernel it returns only computes. Large arrays split over the pool: every element is
+// computed independently, so the split cannot change a result. Semantics are the reference
+// evaluator's (elementwise_binary.cc, elementwise_unary.cc, elementwise_compare.cc), checked
+// bit for bit in tests/runtime/kernels_test.cc.
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "insitu/runtime/element_compute.h"
-#include "insitu/runtime/kernels.h"
+#include "insitu/runtime/elementwise_internal.h"
 
 namespace insitu {
 
@@ -61,6 +62,31 @@ void map_binary(const ArrayView& a, const ArrayView& b, const ArrayView& out, Th
   });
 }
 
+
+template <typename T, typename Out, typename Fn>
+Status unary_kernel(const KernelCall& call) {
+  map_unary<T, Out>(call.operands[0], call.out(), call.pool, Fn{});
+  return ok_status();
+}
+
+template <typename T, typename Out, typename Fn>
+Status binary_kernel(const KernelCall& call) {
+  map_binary<T, Out>(call.operands[0], call.operands[1], call.out(), call.pool, Fn{});
+  return ok_status();
+}
+
+// The kernel applying fn, a captureless lambda (default-constructible, so the kernel makes its
+// own): out[i] = fn(a[i]) or fn(a[i], b[i]) with operands of storage type T.
+template <typename T, typename Out, typename Fn>
+KernelFn unary_kernel_of(Fn) {
+  return &unary_kernel<T, Out, Fn>;
+}
+
+template <typename T, typename Out, typename Fn>
+KernelFn binary_kernel_of(Fn) {
+  return &binary_kernel<T, Out, Fn>;
+}
+
 template <typename T>
 T divide_value(T lhs, T rhs) {
   if constexpr (std::is_integral_v<T>) {
@@ -89,123 +115,147 @@ bool dispatch_bitwise(PrimitiveType type, Fn&& fn) {
   }
 }
 
-bool run_bitwise_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const ArrayView& out,
-                        ThreadPool& pool) {
-  bool handled = true;
-  const bool native = dispatch_bitwise(a.type(), [&](auto tag) {
+// The choose_* functions below return the kernel for an op on its operands' and result's types,
+// or nullptr when it has no native path for them (the step then runs the fallback).
+
+KernelFn choose_bitwise_binary(Opcode opcode, PrimitiveType type) {
+  KernelFn chosen = nullptr;
+  dispatch_bitwise(type, [&](auto tag) {
     using T = decltype(tag);
     switch (opcode) {
-      case Opcode::kAnd: map_binary<T, T>(a, b, out, pool, [](T x, T y) { return static_cast<T>(x & y); }); break;
-      case Opcode::kOr: map_binary<T, T>(a, b, out, pool, [](T x, T y) { return static_cast<T>(x | y); }); break;
-      case Opcode::kXor: map_binary<T, T>(a, b, out, pool, [](T x, T y) { return static_cast<T>(x ^ y); }); break;
+      case Opcode::kAnd: chosen = binary_kernel_of<T, T>([](T x, T y) { return static_cast<T>(x & y); }); break;
+      case Opcode::kOr: chosen = binary_kernel_of<T, T>([](T x, T y) { return static_cast<T>(x | y); }); break;
+      case Opcode::kXor: chosen = binary_kernel_of<T, T>([](T x, T y) { return static_cast<T>(x ^ y); }); break;
       default:
-        if constexpr (std::is_same_v<T, bool>) {
-          handled = false;  // shifts take integers only
-        } else if (opcode == Opcode::kShiftLeft) {
-          map_binary<T, T>(a, b, out, pool, [](T x, T y) { return shift_left_value(x, y); });
-        } else if (opcode == Opcode::kShiftRightLogical) {
-          map_binary<T, T>(a, b, out, pool, [](T x, T y) { return shift_right_logical_value(x, y); });
-        } else {
-          map_binary<T, T>(a, b, out, pool, [](T x, T y) { return shift_right_arithmetic_value(x, y); });
+        if constexpr (!std::is_same_v<T, bool>) {  // shifts take integers only
+          if (opcode == Opcode::kShiftLeft)
+            chosen = binary_kernel_of<T, T>([](T x, T y) { return shift_left_value(x, y); });
+          else if (opcode == Opcode::kShiftRightLogical)
+            chosen = binary_kernel_of<T, T>([](T x, T y) { return shift_right_logical_value(x, y); });
+          else
+            chosen = binary_kernel_of<T, T>([](T x, T y) { return shift_right_arithmetic_value(x, y); });
         }
     }
   });
-  return native && handled;
+  return chosen;
 }
 
-bool run_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const ArrayView& out, ThreadPool& pool) {
-  if (a.type() != b.type() || out.type() != a.type()) return false;
+KernelFn choose_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, const ArrayView& out) {
+  if (a.type() != b.type() || out.type() != a.type()) return nullptr;
   switch (opcode) {
     case Opcode::kAnd:
     case Opcode::kOr:
     case Opcode::kXor:
     case Opcode::kShiftLeft:
     case Opcode::kShiftRightLogical:
-    case Opcode::kShiftRightArithmetic: return run_bitwise_binary(opcode, a, b, out, pool);
+    case Opcode::kShiftRightArithmetic: return choose_bitwise_binary(opcode, a.type());
     default: break;
   }
-  bool handled = true;
-  const bool native = dispatch_native_numeric(a.type(), [&](auto tag) {
+  KernelFn chosen = nullptr;
+  dispatch_native_numeric(a.type(), [&](auto tag) {
     using T = decltype(tag);
     using C = ComputeType<T>;
     switch (opcode) {
       case Opcode::kAdd:
-        map_binary<T, T>(a, b, out, pool, [](C x, C y) -> C {
+        chosen = binary_kernel_of<T, T>([](C x, C y) -> C {
           if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(x) + as_unsigned(y));
           else return x + y;
         });
         break;
       case Opcode::kSubtract:
-        map_binary<T, T>(a, b, out, pool, [](C x, C y) -> C {
+        chosen = binary_kernel_of<T, T>([](C x, C y) -> C {
           if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(x) - as_unsigned(y));
           else return x - y;
         });
         break;
       case Opcode::kMultiply:
-        map_binary<T, T>(a, b, out, pool, [](C x, C y) -> C {
+        chosen = binary_kernel_of<T, T>([](C x, C y) -> C {
           if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(x) * as_unsigned(y));
           else return x * y;
         });
         break;
-      case Opcode::kDivide: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return divide_value(x, y); }); break;
-      case Opcode::kMaximum: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return maximum_value(x, y); }); break;
-      case Opcode::kMinimum: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return minimum_value(x, y); }); break;
-      case Opcode::kRemainder: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return remainder_value(x, y); }); break;
-      case Opcode::kPower: map_binary<T, T>(a, b, out, pool, [](C x, C y) { return power_value(x, y); }); break;
-      default: handled = false;
+      case Opcode::kDivide: chosen = binary_kernel_of<T, T>([](C x, C y) { return divide_value(x, y); }); break;
+      case Opcode::kMaximum: chosen = binary_kernel_of<T, T>([](C x, C y) { return maximum_value(x, y); }); break;
+      case Opcode::kMinimum: chosen = binary_kernel_of<T, T>([](C x, C y) { return minimum_value(x, y); }); break;
+      case Opcode::kRemainder: chosen = binary_kernel_of<T, T>([](C x, C y) { return remainder_value(x, y); }); break;
+      case Opcode::kPower: chosen = binary_kernel_of<T, T>([](C x, C y) { return power_value(x, y); }); break;
+      default: break;
     }
   });
-  return native && handled;
+  return chosen;
 }
 
-bool run_unary(Opcode opcode, const ArrayView& a, const ArrayView& out, ThreadPool& pool) {
+// One of with_float_unary's functions (a captureless lambda) as a kernel's element function.
+template <typename C, typename Function>
+struct FloatUnary {
+  C operator()(C x) const { return static_cast<C>(Function{}(x)); }
+};
+
+KernelFn choose_unary(Opcode opcode, const ArrayView& a, const ArrayView& out) {
+  KernelFn chosen = nullptr;
   if (opcode == Opcode::kIsFinite) {
-    if (out.type() != PrimitiveType::kPred || !is_floating(a.type())) return false;
-    return dispatch_native_numeric(a.type(), [&](auto tag) {
+    if (out.type() != PrimitiveType::kPred || !is_floating(a.type())) return nullptr;
+    dispatch_native_numeric(a.type(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (!std::is_integral_v<T>)
-        map_unary<T, bool>(a, out, pool, [](ComputeType<T> x) { return static_cast<bool>(std::isfinite(x)); });
+        chosen = unary_kernel_of<T, bool>([](ComputeType<T> x) { return static_cast<bool>(std::isfinite(x)); });
     });
+    return chosen;
   }
-  if (out.type() != a.type()) return false;
+  if (out.type() != a.type()) return nullptr;
   if (opcode == Opcode::kNot) {
-    return dispatch_bitwise(a.type(), [&](auto tag) {
+    dispatch_bitwise(a.type(), [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (std::is_same_v<T, bool>) map_unary<T, T>(a, out, pool, [](T x) { return !x; });
-      else map_unary<T, T>(a, out, pool, [](T x) { return static_cast<T>(~x); });
+      if constexpr (std::is_same_v<T, bool>) chosen = unary_kernel_of<T, T>([](T x) { return !x; });
+      else chosen = unary_kernel_of<T, T>([](T x) { return static_cast<T>(~x); });
     });
+    return chosen;
   }
-  bool handled = true;
-  const bool native = dispatch_native_numeric(a.type(), [&](auto tag) {
+  dispatch_native_numeric(a.type(), [&](auto tag) {
     using T = decltype(tag);
     using C = ComputeType<T>;
     if constexpr (std::is_integral_v<C>) {
       switch (opcode) {
         case Opcode::kNegate:
-          map_unary<T, T>(a, out, pool, [](C x) { return static_cast<C>(0u - as_unsigned(x)); });
+          chosen = unary_kernel_of<T, T>([](C x) { return static_cast<C>(0u - as_unsigned(x)); });
           break;
         case Opcode::kAbs:
-          map_unary<T, T>(a, out, pool, [](C x) { return x < 0 ? static_cast<C>(0u - as_unsigned(x)) : x; });
+          chosen = unary_kernel_of<T, T>([](C x) { return x < 0 ? static_cast<C>(0u - as_unsigned(x)) : x; });
           break;
-        case Opcode::kSign: map_unary<T, T>(a, out, pool, [](C x) { return sign_value(x); }); break;
-        case Opcode::kClz: map_unary<T, T>(a, out, pool, [](C x) { return count_leading_zeros(x); }); break;
-        case Opcode::kPopulationCount: map_unary<T, T>(a, out, pool, [](C x) { return population_count(x); }); break;
-        default: handled = false;
+        case Opcode::kSign: chosen = unary_kernel_of<T, T>([](C x) { return sign_value(x); }); break;
+        case Opcode::kClz: chosen = unary_kernel_of<T, T>([](C x) { return count_leading_zeros(x); }); break;
+        case Opcode::kPopulationCount: chosen = unary_kernel_of<T, T>([](C x) { return population_count(x); }); break;
+        default: break;
       }
     } else {
       switch (opcode) {
-        case Opcode::kNegate: map_unary<T, T>(a, out, pool, [](C x) { return -x; }); break;
-        case Opcode::kAbs: map_unary<T, T>(a, out, pool, [](C x) { return std::abs(x); }); break;
-        case Opcode::kSign: map_unary<T, T>(a, out, pool, [](C x) { return sign_value(x); }); break;
+        case Opcode::kNegate: chosen = unary_kernel_of<T, T>([](C x) { return -x; }); break;
+        case Opcode::kAbs: chosen = unary_kernel_of<T, T>([](C x) { return std::abs(x); }); break;
+        case Opcode::kSign: chosen = unary_kernel_of<T, T>([](C x) { return sign_value(x); }); break;
         default:
-          handled = with_float_unary(opcode, [&](auto function, auto) {
-            map_unary<T, T>(a, out, pool, [function](C x) { return static_cast<C>(function(x)); });
+          with_float_unary(opcode, [&](auto function, auto) {
+            chosen = &unary_kernel<T, T, FloatUnary<C, decltype(function)>>;
           });
       }
     }
   });
-  return native && handled;
+  return chosen;
 }
+
+// What compare compares: the stored value, its compute value (f16/bf16 widened to f32), or a
+// float's total-order key (its storage bits).
+struct StoredKey {
+  template <typename T>
+  T operator()(T v) const { return v; }
+};
+struct ComputeKey {
+  template <typename T>
+  auto operator()(T v) const { return to_compute(v); }
+};
+struct TotalOrderKey {
+  template <typename T>
+  auto operator()(T v) const { return total_order_key(v); }
+};
 
 // out[i] = direction(key(a[i]), key(b[i])) where key maps a storage value to what is compared.
 template <typename T, typename KeyFn>
@@ -231,46 +281,48 @@ void compare_with(ComparisonDirection direction, const ArrayView& a, const Array
   }
 }
 
-bool run_compare(const Instruction& instruction, const ArrayView& a, const ArrayView& b, const ArrayView& out,
-                 ThreadPool& pool) {
-  if (a.type() != b.type() || out.type() != PrimitiveType::kPred) return false;
+// The direction is read per call (one switch outside the loop), not instantiated six ways.
+template <typename T, typename KeyFn>
+Status compare_kernel(const KernelCall& call) {
+  compare_with<T>(call.instruction.comparison_direction, call.operands[0], call.operands[1], call.out(), call.pool,
+                  KeyFn{});
+  return ok_status();
+}
+
+KernelFn choose_compare(const Instruction& instruction, const ArrayView& a, const ArrayView& b, const ArrayView& out) {
+  if (a.type() != b.type() || out.type() != PrimitiveType::kPred) return nullptr;
   const ComparisonType type = instruction.comparison_type;
-  const ComparisonDirection direction = instruction.comparison_direction;
-  bool handled = true;
+  KernelFn chosen = nullptr;
   if (a.type() == PrimitiveType::kPred || is_unsigned_integral(a.type()) || a.type() == PrimitiveType::kS8 ||
       a.type() == PrimitiveType::kS16) {
     // pred compares as unsigned (false < true); the narrow and unsigned integers as themselves
     const bool fits = type == ComparisonType::kDefault ||
                       type == (is_signed_integral(a.type()) ? ComparisonType::kSigned : ComparisonType::kUnsigned);
-    if (!fits) return false;  // the fallback reports the mismatch
-    return dispatch_bitwise(a.type(), [&](auto tag) {
-      using T = decltype(tag);
-      compare_with<T>(direction, a, b, out, pool, [](T v) { return v; });
-    });
+    if (!fits) return nullptr;  // the fallback reports the mismatch
+    dispatch_bitwise(a.type(), [&](auto tag) { chosen = &compare_kernel<decltype(tag), StoredKey>; });
+    return chosen;
   }
-  const bool native = dispatch_native_numeric(a.type(), [&](auto tag) {
+  dispatch_native_numeric(a.type(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {
-      if (type != ComparisonType::kDefault && type != ComparisonType::kSigned) {
-        handled = false;  // the fallback reports the mismatch
-        return;
-      }
-      compare_with<T>(direction, a, b, out, pool, [](T v) { return v; });
+      // other comparison types: the fallback reports the mismatch
+      if (type == ComparisonType::kDefault || type == ComparisonType::kSigned) chosen = &compare_kernel<T, StoredKey>;
     } else if (type == ComparisonType::kTotalOrder) {
-      compare_with<T>(direction, a, b, out, pool, [](T v) { return total_order_key(v); });  // storage bits
+      chosen = &compare_kernel<T, TotalOrderKey>;
     } else if (type == ComparisonType::kDefault || type == ComparisonType::kFloat) {
-      compare_with<T>(direction, a, b, out, pool, [](T v) { return to_compute(v); });
-    } else {
-      handled = false;
+      chosen = &compare_kernel<T, ComputeKey>;
     }
   });
-  return native && handled;
+  return chosen;
 }
 
 // select(pred, on_true, on_false) as element copies of the result's width.
 template <typename Word>
-void select_words(const ArrayView& pred, const ArrayView& on_true, const ArrayView& on_false, const ArrayView& out,
-                  ThreadPool& pool) {
+Status select_words_kernel(const KernelCall& call) {
+  const ArrayView& pred = call.operands[0];
+  const ArrayView& on_true = call.operands[1];
+  const ArrayView& on_false = call.operands[2];
+  const ArrayView& out = call.out();
   const bool* p = reinterpret_cast<const bool*>(pred.data);
   const Word* t = reinterpret_cast<const Word*>(on_true.data);
   const Word* f = reinterpret_cast<const Word*>(on_false.data);
@@ -278,28 +330,31 @@ void select_words(const ArrayView& pred, const ArrayView& on_true, const ArrayVi
   const int64_t sp = (pred.scalar || pred.shape->rank() == 0) ? 0 : 1;
   const int64_t st = on_true.scalar ? 0 : 1;
   const int64_t sf = on_false.scalar ? 0 : 1;
-  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+  run_range(call.pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) o[i] = p[i * sp] ? t[i * st] : f[i * sf];
   });
+  return ok_status();
 }
 
-bool run_select(std::span<const ArrayView> operands, const ArrayView& out, ThreadPool& pool) {
+KernelFn choose_select(std::span<const ArrayView> operands, const ArrayView& out) {
   const ArrayView& pred = operands[0];
   if (pred.type() != PrimitiveType::kPred || operands[1].type() != out.type() || operands[2].type() != out.type())
-    return false;
-  if (!pred.scalar && pred.shape->rank() != 0 && pred.element_count() != out.element_count()) return false;
+    return nullptr;
+  if (!pred.scalar && pred.shape->rank() != 0 && pred.element_count() != out.element_count()) return nullptr;
   switch (byte_width(out.type())) {
-    case 1: select_words<uint8_t>(pred, operands[1], operands[2], out, pool); return true;
-    case 2: select_words<uint16_t>(pred, operands[1], operands[2], out, pool); return true;
-    case 4: select_words<uint32_t>(pred, operands[1], operands[2], out, pool); return true;
-    case 8: select_words<uint64_t>(pred, operands[1], operands[2], out, pool); return true;
-    default: return false;
+    case 1: return &select_words_kernel<uint8_t>;
+    case 2: return &select_words_kernel<uint16_t>;
+    case 4: return &select_words_kernel<uint32_t>;
+    case 8: return &select_words_kernel<uint64_t>;
+    default: return nullptr;
   }
 }
 
 // clamp(lo, x, hi) with the evaluator's element function; lo and hi may be scalars.
 template <typename T>
-void clamp_elements(std::span<const ArrayView> operands, const ArrayView& out, ThreadPool& pool) {
+Status clamp_kernel(const KernelCall& call) {
+  const std::span<const ArrayView> operands = call.operands;
+  const ArrayView& out = call.out();
   const T* lo = reinterpret_cast<const T*>(operands[0].data);
   const T* x = reinterpret_cast<const T*>(operands[1].data);
   const T* hi = reinterpret_cast<const T*>(operands[2].data);
@@ -307,81 +362,89 @@ void clamp_elements(std::span<const ArrayView> operands, const ArrayView& out, T
   const int64_t sl = (operands[0].scalar || operands[0].shape->rank() == 0) ? 0 : 1;
   const int64_t sx = operands[1].scalar ? 0 : 1;
   const int64_t sh = (operands[2].scalar || operands[2].shape->rank() == 0) ? 0 : 1;
-  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+  run_range(call.pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) o[i] = clamp_value(lo[i * sl], x[i * sx], hi[i * sh]);
   });
+  return ok_status();
+}
+
+KernelFn choose_clamp(std::span<const ArrayView> operands, const ArrayView& out) {
+  for (const ArrayView& operand : operands)
+    if (operand.type() != out.type()) return nullptr;
+  switch (out.type()) {
+    case PrimitiveType::kF32: return &clamp_kernel<float>;
+    case PrimitiveType::kF64: return &clamp_kernel<double>;
+    case PrimitiveType::kS8: return &clamp_kernel<int8_t>;
+    case PrimitiveType::kS16: return &clamp_kernel<int16_t>;
+    case PrimitiveType::kS32: return &clamp_kernel<int32_t>;
+    case PrimitiveType::kS64: return &clamp_kernel<int64_t>;
+    case PrimitiveType::kU8: return &clamp_kernel<uint8_t>;
+    case PrimitiveType::kU16: return &clamp_kernel<uint16_t>;
+    case PrimitiveType::kU32: return &clamp_kernel<uint32_t>;
+    case PrimitiveType::kU64: return &clamp_kernel<uint64_t>;
+    default: return nullptr;  // f16/bf16 (compute in f32) and pred: the evaluator's path
+  }
 }
 
 // bitcast-convert between element types of one width: the same bits, read as the result type.
 template <typename Word>
-void copy_words(const ArrayView& a, const ArrayView& out, ThreadPool& pool) {
+Status bitcast_kernel(const KernelCall& call) {
+  const ArrayView& a = call.operands[0];
+  const ArrayView& out = call.out();
   const Word* x = reinterpret_cast<const Word*>(a.data);
   Word* o = reinterpret_cast<Word*>(out.data);
   const int64_t sx = (a.scalar || a.shape->rank() == 0) ? 0 : 1;
-  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+  run_range(call.pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) o[i] = x[i * sx];
   });
+  return ok_status();
 }
 
-bool run_bitcast_convert(const ArrayView& a, const ArrayView& out, ThreadPool& pool) {
-  if (byte_width(a.type()) != byte_width(out.type())) return false;  // a dimension is added or removed
+KernelFn choose_bitcast_convert(const ArrayView& a, const ArrayView& out) {
+  if (byte_width(a.type()) != byte_width(out.type())) return nullptr;  // a dimension is added or removed
   switch (byte_width(out.type())) {
-    case 1: copy_words<uint8_t>(a, out, pool); return true;
-    case 2: copy_words<uint16_t>(a, out, pool); return true;
-    case 4: copy_words<uint32_t>(a, out, pool); return true;
-    case 8: copy_words<uint64_t>(a, out, pool); return true;
-    default: return false;
+    case 1: return &bitcast_kernel<uint8_t>;
+    case 2: return &bitcast_kernel<uint16_t>;
+    case 4: return &bitcast_kernel<uint32_t>;
+    case 8: return &bitcast_kernel<uint64_t>;
+    default: return nullptr;
   }
 }
 
-bool run_clamp(std::span<const ArrayView> operands, const ArrayView& out, ThreadPool& pool) {
-  for (const ArrayView& operand : operands)
-    if (operand.type() != out.type()) return false;
-  switch (out.type()) {
-    case PrimitiveType::kF32: clamp_elements<float>(operands, out, pool); return true;
-    case PrimitiveType::kF64: clamp_elements<double>(operands, out, pool); return true;
-    case PrimitiveType::kS8: clamp_elements<int8_t>(operands, out, pool); return true;
-    case PrimitiveType::kS16: clamp_elements<int16_t>(operands, out, pool); return true;
-    case PrimitiveType::kS32: clamp_elements<int32_t>(operands, out, pool); return true;
-    case PrimitiveType::kS64: clamp_elements<int64_t>(operands, out, pool); return true;
-    case PrimitiveType::kU8: clamp_elements<uint8_t>(operands, out, pool); return true;
-    case PrimitiveType::kU16: clamp_elements<uint16_t>(operands, out, pool); return true;
-    case PrimitiveType::kU32: clamp_elements<uint32_t>(operands, out, pool); return true;
-    case PrimitiveType::kU64: clamp_elements<uint64_t>(operands, out, pool); return true;
-    default: return false;  // f16/bf16 (compute in f32) and pred: the evaluator's path
+KernelFn choose_elementwise(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out) {
+  if (!out.shape->is_array()) return nullptr;
+  const Opcode opcode = instruction.opcode();
+  for (const ArrayView& operand : operands) {
+    if (!operand.shape->is_array()) return nullptr;
+    // Shapes must agree (a scalar view stands for the whole shape); otherwise the fallback
+    // reports the evaluator's error.
+    if (!operand.scalar && operand.element_count() != out.element_count() &&
+        !(opcode == Opcode::kSelect && &operand == &operands[0] && operand.shape->rank() == 0) &&
+        !(opcode == Opcode::kClamp && &operand != &operands[1] && operand.shape->rank() == 0))
+      return nullptr;
   }
+  switch (opcode) {
+    case Opcode::kCompare: return operands.size() == 2 ? choose_compare(instruction, operands[0], operands[1], out) : nullptr;
+    case Opcode::kSelect: return operands.size() == 3 ? choose_select(operands, out) : nullptr;
+    case Opcode::kClamp: return operands.size() == 3 ? choose_clamp(operands, out) : nullptr;
+    case Opcode::kBitcastConvert: return operands.size() == 1 ? choose_bitcast_convert(operands[0], out) : nullptr;
+    case Opcode::kConvert: return operands.size() == 1 ? choose_convert(operands[0], out) : nullptr;
+    case Opcode::kIsFinite: return operands.size() == 1 ? choose_unary(opcode, operands[0], out) : nullptr;
+    default: break;
+  }
+  if (operands.size() == 2 && is_elementwise_binary(opcode)) return choose_binary(opcode, operands[0], operands[1], out);
+  if (operands.size() == 1 && is_elementwise_unary(opcode)) return choose_unary(opcode, operands[0], out);
+  return nullptr;
 }
 
 }  // namespace
 }  // namespace kernels
 
-bool run_elementwise_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
-                            ThreadPool& pool) {
-  if (!out.shape->is_array()) return false;
-  for (const ArrayView& operand : operands) {
-    if (!operand.shape->is_array()) return false;
-    // Shapes must agree (a scalar view stands for the whole shape); otherwise the fallback
-    // reports the evaluator's error.
-    if (!operand.scalar && operand.element_count() != out.element_count() &&
-        !(instruction.opcode() == Opcode::kSelect && &operand == &operands[0] && operand.shape->rank() == 0) &&
-        !(instruction.opcode() == Opcode::kClamp && &operand != &operands[1] && operand.shape->rank() == 0))
-      return false;
-  }
-  const Opcode opcode = instruction.opcode();
-  switch (opcode) {
-    case Opcode::kCompare:
-      return operands.size() == 2 && kernels::run_compare(instruction, operands[0], operands[1], out, pool);
-    case Opcode::kSelect: return operands.size() == 3 && kernels::run_select(operands, out, pool);
-    case Opcode::kClamp: return operands.size() == 3 && kernels::run_clamp(operands, out, pool);
-    case Opcode::kBitcastConvert: return operands.size() == 1 && kernels::run_bitcast_convert(operands[0], out, pool);
-    case Opcode::kConvert: return operands.size() == 1 && run_convert_kernel(instruction, operands[0], out, pool);
-    case Opcode::kIsFinite: return operands.size() == 1 && kernels::run_unary(opcode, operands[0], out, pool);
-    default: break;
-  }
-  if (operands.size() == 2 && is_elementwise_binary(opcode))
-    return kernels::run_binary(opcode, operands[0], operands[1], out, pool);
-  if (operands.size() == 1 && is_elementwise_unary(opcode)) return kernels::run_unary(opcode, operands[0], out, pool);
-  return false;
+SelectedKernel select_elementwise(const Instruction& instruction, std::span<const ArrayView> operands,
+                                  std::span<const ArrayView> outputs) {
+  if (outputs.size() != 1) return std::nullopt;
+  if (KernelFn run = kernels::choose_elementwise(instruction, operands, outputs[0])) return NativeKernel{run, nullptr};
+  return std::nullopt;
 }
 
 }  // namespace insitu

@@ -100,6 +100,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
         break;
       }
       case AllocationKind::kTemp: {
+        // Buffer assignment packs every temporary into one arena allocation (at most one).
         if (arena_ == nullptr || arena_->size_bytes() < allocation.size)
           arena_ = std::make_unique<Buffer>(Shape::array(PrimitiveType::kU8, {allocation.size}));
         bases[allocation.index] = arena_->data();
@@ -107,14 +108,6 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
       }
       case AllocationKind::kConstant: bases[allocation.index] = constant_buffers_[allocation.index]->data(); break;
     }
-  }
-  // More than one temp allocation would share the one arena: give the others their own.
-  int temp_count = 0;
-  std::vector<std::unique_ptr<Buffer>> extra_temps;
-  for (const Allocation& allocation : allocations) {
-    if (allocation.kind != AllocationKind::kTemp || temp_count++ == 0) continue;
-    extra_temps.push_back(std::make_unique<Buffer>(Shape::array(PrimitiveType::kU8, {allocation.size})));
-    bases[allocation.index] = extra_temps.back()->data();
   }
 
   // 3. Run the entry computation.

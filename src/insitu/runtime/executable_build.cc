@@ -1,99 +1,104 @@
 // Executable::create: compiles every analyzed computation into steps whose leaves are
 // resolved to buffer-assignment slices (program.h), fills constant buffers, and records how
 // each argument maps to entry parameters and input_output_alias entries.
+//
+// Every decision about how a step runs is taken here, once: its runner (by the opcode's
+// runtime family, opcode.def), the native kernel its family selects (kernels.h) with that
+// kernel's plan, which operands it stages because they overlap its output, a custom call's
+// native binding; the fallback where no kernel was selected. Calls only run what was chosen.
 #include <algorithm>
 #include <cstring>
 
 #include "insitu/passes/bitcast_lowering.h"
+#include "insitu/passes/fusion.h"
 #include "insitu/runtime/executable.h"
+#include "insitu/runtime/executor.h"
 #include "insitu/runtime/fallback_kernels.h"
 #include "insitu/runtime/program.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
 
+using runtime_internal::Executor;
 using runtime_internal::Leaf;
 using runtime_internal::Program;
 using runtime_internal::Step;
-using runtime_internal::StepKind;
 
 namespace {
-
-bool is_forwarder_or_free(Opcode opcode) {
-  switch (opcode) {
-    case Opcode::kParameter:
-    case Opcode::kTuple:
-    case Opcode::kGetTupleElement:
-    case Opcode::kBitcast:
-    case Opcode::kOptimizationBarrier:
-    case Opcode::kCopyDone:
-    case Opcode::kAfterAll:
-    case Opcode::kAddDependency: return true;
-    default: return false;
-  }
-}
-
-bool is_kernel_opcode(Opcode opcode) {
-  if (is_elementwise(opcode) && opcode != Opcode::kMap) return true;
-  switch (opcode) {
-    case Opcode::kBitcastConvert:  // of one width (run_elementwise_kernel declines others)
-    case Opcode::kSelectAndScatter:
-    case Opcode::kIota:
-    case Opcode::kBroadcast:
-    case Opcode::kReshape:
-    case Opcode::kTranspose:
-    case Opcode::kSlice:
-    case Opcode::kDynamicSlice:
-    case Opcode::kDynamicUpdateSlice:
-    case Opcode::kConcatenate:
-    case Opcode::kReverse:
-    case Opcode::kPad:
-    case Opcode::kScatter:
-    case Opcode::kReduce:
-    case Opcode::kReduceWindow:
-    case Opcode::kGather:
-    case Opcode::kTopk:
-    case Opcode::kDot: return true;
-    default: return false;
-  }
-}
-
-// A fusion the native loop-fusion kernel may run: one array result, nothing updated in place
-// (in-place fusions go to the evaluator directly, without staging their aliased operand).
-bool is_native_fusion_candidate(const Instruction& instruction) {
-  return instruction.opcode() == Opcode::kFusion && instruction.shape().is_array() &&
-         instruction.fusion_output_to_operand_aliasing.empty();
-}
 
 // Buffer assignment placed the result inside its operand's bytes: nothing to move.
 bool is_view_instruction(const BufferAssignment& assignment, const Instruction* instruction) {
   return assignment.dataflow().has_values(instruction) && assignment.is_view(assignment.dataflow().value_at(instruction));
 }
 
-// What a kernel can work out once for this step: a fusion's loop plan (typed registers for a
-// scalar chain), a sort's comparator or a reduce's combiner as a scalar program, a dot's index
-// tables. nullptr when there is nothing to plan or no native path.
-KernelPlanPtr plan_step(const Instruction& instruction, const Step& step) {
+// The bytes a leaf reads (a scalar leaf reads one element).
+int64_t leaf_bytes(const Leaf& leaf) {
+  return leaf.scalar ? byte_width(leaf.shape->element_type()) : leaf.size;
+}
+
+bool leaves_overlap(const Leaf& a, const Leaf& b) {
+  if (a.allocation < 0 || a.allocation != b.allocation) return false;  // allocations never share memory
+  const int64_t a_bytes = leaf_bytes(a), b_bytes = leaf_bytes(b);
+  return a_bytes > 0 && b_bytes > 0 && a.offset < b.offset + b_bytes && b.offset < a.offset + a_bytes;
+}
+
+// The overlaps of operand `i` with output `k` that native kernels handle (kernels.h): an
+// elementwise write over an operand of the same width, dynamic-update-slice and scatter in
+// their operand, a sort's output i in its operand i.
+bool kernel_takes_overlap(const Instruction& instruction, size_t i, size_t k, const Leaf& operand,
+                          const Leaf& output, size_t output_count) {
+  const bool same_start = operand.offset == output.offset && !operand.scalar;
   const Opcode opcode = instruction.opcode();
-  const bool single_leaves = std::all_of(step.operands.begin(), step.operands.end(),
-                                         [](const std::vector<Leaf>& leaves) { return leaves.size() == 1; });
-  if (is_native_fusion_candidate(instruction)) {
-    if (step.outputs.size() != 1 || step.outputs[0].scalar || !single_leaves) return nullptr;
-    // a scalar chain (a loop counter's update, an index clamp): typed registers
-    if (instruction.shape().rank() == 0)
-      if (KernelPlanPtr registers = plan_register_program(*instruction.called_computations()[0])) return registers;
-    // planned on the leaves' shapes and scalar flags; addresses are bound per run
-    std::vector<ArrayView> operands;
-    for (const std::vector<Leaf>& leaves : step.operands)
-      operands.push_back(ArrayView{nullptr, leaves[0].shape, leaves[0].scalar});
-    return plan_loop_fusion(instruction, operands, ArrayView{nullptr, step.outputs[0].shape, false});
+  if (same_start && output_count == 1 && writes_elementwise(instruction) &&
+      byte_width(operand.shape->element_type()) == byte_width(output.shape->element_type()))
+    return true;
+  if (same_start && i == 0 && (opcode == Opcode::kDynamicUpdateSlice || opcode == Opcode::kScatter)) return true;
+  return opcode == Opcode::kSort && i == k && operand.same_memory(output);
+}
+
+// A native kernel for the step when every operand is one materialized array leaf (addresses
+// are bound per call, so the views carry shapes and scalar flags only); nullopt otherwise.
+SelectedKernel select_step_kernel(const Instruction& instruction, const Step& step) {
+  std::vector<ArrayView> views;
+  for (const std::vector<Leaf>& leaves : step.operands) {
+    if (leaves.size() != 1 || leaves[0].allocation < 0) return std::nullopt;
+    views.push_back(ArrayView{nullptr, leaves[0].shape, leaves[0].scalar});
   }
-  if (opcode == Opcode::kSort || opcode == Opcode::kReduce || opcode == Opcode::kReduceWindow)
-    return instruction.called_computations().size() == 1 ? plan_scalar_program(*instruction.called_computations()[0])
-                                                          : nullptr;
-  if (opcode == Opcode::kDot && step.operands.size() == 2 && single_leaves && step.outputs.size() == 1)
-    return plan_dot(instruction, *step.operands[0][0].shape, *step.operands[1][0].shape, *step.outputs[0].shape);
-  return nullptr;
+  for (const Leaf& leaf : step.outputs) {
+    if (leaf.allocation < 0 || leaf.scalar) return std::nullopt;
+    views.push_back(ArrayView{nullptr, leaf.shape, false});
+  }
+  const size_t operands = step.operands.size();
+  return select_kernel(instruction, std::span<const ArrayView>(views.data(), operands),
+                       std::span<const ArrayView>(views.data() + operands, views.size() - operands));
+}
+
+// Operands a native step copies to scratch first: those overlapping an output in a way its
+// kernel does not handle.
+std::vector<int> staged_operands(const Instruction& instruction, const Step& step) {
+  std::vector<int> staged;
+  for (size_t i = 0; i < step.operands.size(); ++i) {
+    const Leaf& operand = step.operands[i][0];
+    for (size_t k = 0; k < step.outputs.size(); ++k) {
+      const Leaf& output = step.outputs[k];
+      if (leaves_overlap(operand, output) &&
+          !kernel_takes_overlap(instruction, i, k, operand, output, step.outputs.size())) {
+        staged.push_back(static_cast<int>(i));
+        break;
+      }
+    }
+  }
+  return staged;
+}
+
+// A natively registered custom call runs over the step's slices when every operand and result
+// leaf is a plain materialized array; anything else takes the Literal path.
+bool takes_native_custom_call(const Step& step) {
+  for (const std::vector<Leaf>& leaves : step.operands)
+    if (leaves.size() != 1 || !leaves[0].index.empty() || leaves[0].allocation < 0 || leaves[0].scalar) return false;
+  for (const Leaf& leaf : step.outputs)
+    if (leaf.allocation < 0 || leaf.scalar) return false;
+  return true;
 }
 
 }  // namespace
@@ -265,40 +270,48 @@ Status Executable::build() {
       }
       const bool unmaterialized = step.outputs.size() == 1 && step.outputs[0].scalar;  // read as its scalar
       const bool view = instruction->shape().is_array() && is_view_instruction(assignment_, instruction);
-      if (is_forwarder_or_free(opcode) || unmaterialized || view) {
-        step.kind = StepKind::kNothing;
-      } else if (opcode == Opcode::kConstant) {
-        step.kind = builder.place_constant(*instruction, step.outputs) ? StepKind::kNothing : StepKind::kConstant;
-      } else if (opcode == Opcode::kCopy) {
-        step.kind = StepKind::kCopy;
-      } else if (opcode == Opcode::kCopyStart) {
-        step.kind = StepKind::kCopyStart;
-      } else if (opcode == Opcode::kWhile || opcode == Opcode::kConditional || opcode == Opcode::kCall) {
-        step.kind = opcode == Opcode::kWhile ? StepKind::kWhile
-                    : opcode == Opcode::kCall ? StepKind::kCall
-                                              : StepKind::kConditional;
-        for (const Computation* callee : instruction->called_computations()) {
-          auto it = programs_.find(callee);
-          if (it == programs_.end())
-            return internal_error(str_cat("%", instruction->name(), " calls ", callee->name(),
-                                          ", which dataflow did not analyze"),
-                                  instruction->location());
-          step.callees.push_back(it->second.get());
-        }
-      } else if (opcode == Opcode::kCustomCall) {
-        step.kind = StepKind::kCustomCall;
-      } else if (KernelPlanPtr plan = plan_step(*instruction, step); plan != nullptr) {
-        step.kind = StepKind::kKernel;
-        step.plan = std::move(plan);
-      } else if (is_kernel_opcode(opcode)) {
-        step.kind = StepKind::kKernel;  // kernels that need no plan (or decline per call)
-      } else if (has_fallback(opcode)) {
-        step.kind = StepKind::kFallback;
-        fallback_instructions_.push_back(instruction);
-      } else {
-        return unimplemented(str_cat("the CPU runtime cannot run '", opcode_name(opcode), "' (%", instruction->name(),
-                                     "); run it with the reference evaluator (--reference)"),
-                             instruction->location());
+      const RuntimeFamily family = runtime_family(opcode);
+      if (family == RuntimeFamily::kForward || unmaterialized || view) continue;  // moves no data
+      switch (family) {
+        case RuntimeFamily::kConstant:
+          if (builder.place_constant(*instruction, step.outputs)) continue;  // filled once, above
+          step.run = &Executor::run_constant;
+          break;
+        case RuntimeFamily::kCopy: step.run = &Executor::run_copy; break;
+        case RuntimeFamily::kCopyStart: step.run = &Executor::run_copy_start; break;
+        case RuntimeFamily::kWhile:
+        case RuntimeFamily::kConditional:
+        case RuntimeFamily::kCall:
+          step.run = family == RuntimeFamily::kWhile  ? &Executor::run_while
+                     : family == RuntimeFamily::kCall ? &Executor::run_call
+                                                      : &Executor::run_conditional;
+          for (const Computation* callee : instruction->called_computations()) {
+            auto it = programs_.find(callee);
+            if (it == programs_.end())
+              return internal_error(str_cat("%", instruction->name(), " calls ", callee->name(),
+                                            ", which dataflow did not analyze"),
+                                    instruction->location());
+            step.callees.push_back(it->second.get());
+          }
+          break;
+        case RuntimeFamily::kCustomCall:
+          step.native_custom_call = NativeCustomCalls::global().find(instruction->custom_call.target);
+          if (step.native_custom_call != nullptr && !takes_native_custom_call(step)) step.native_custom_call = nullptr;
+          step.run = step.native_custom_call != nullptr ? &Executor::run_native_custom_call : &Executor::run_custom_call;
+          break;
+        default:
+          if (SelectedKernel kernel = select_step_kernel(*instruction, step)) {
+            step.kernel = std::move(*kernel);
+            step.staged = staged_operands(*instruction, step);
+            step.run = &Executor::run_native;
+          } else if (has_fallback(opcode)) {
+            step.run = &Executor::run_fallback;
+            fallback_instructions_.push_back(instruction);
+          } else {
+            return unimplemented(str_cat("the CPU runtime cannot run '", opcode_name(opcode), "' (%",
+                                         instruction->name(), "); run it with the reference evaluator (--reference)"),
+                                 instruction->location());
+          }
       }
       program.steps.push_back(std::move(step));
     }

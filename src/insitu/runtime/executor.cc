@@ -7,21 +7,11 @@
 #include <cstring>
 #include <memory>
 
-#include "insitu/passes/fusion.h"
 #include "insitu/runtime/fallback_kernels.h"
 #include "insitu/runtime/kernels.h"
-#include "insitu/runtime/native_custom_call.h"
 #include "insitu/support/str.h"
 
 namespace insitu::runtime_internal {
-
-namespace {
-
-bool overlaps(const uint8_t* a, int64_t a_size, const uint8_t* b, int64_t b_size) {
-  return a_size > 0 && b_size > 0 && a < b + b_size && b < a + a_size;
-}
-
-}  // namespace
 
 uint8_t* Executor::address(const Leaf& leaf) const {
   INSITU_CHECK(leaf.allocation >= 0 && leaf.allocation < static_cast<int64_t>(bases_.size()))
@@ -77,101 +67,119 @@ void Executor::move_leaves(const std::vector<Leaf>& from, const std::vector<Leaf
 
 Status Executor::run(const Program& program) {
   for (const Step& step : program.steps) {
-    Status status = run_step(step);
+    Status status = (this->*step.run)(step);
     if (!status.ok()) return status.with_location(step.instruction->location());
   }
   return ok_status();
 }
 
-Status Executor::run_step(const Step& step) {
-  const Instruction& instruction = *step.instruction;
-  switch (step.kind) {
-    case StepKind::kNothing: return ok_status();
-    case StepKind::kConstant: write_literal(instruction.literal, step.outputs); return ok_status();
-    case StepKind::kCopy: {
-      // A tuple-shaped copy copies every leaf (operand and result leaves are in one order).
+Status Executor::run_constant(const Step& step) {
+  write_literal(step.instruction->literal, step.outputs);
+  return ok_status();
+}
+
+Status Executor::run_copy(const Step& step) {
+  // A tuple-shaped copy copies every leaf (operand and result leaves are in one order).
+  ++stats_.copies_executed;
+  for (size_t i = 0; i < step.outputs.size(); ++i) {
+    const Leaf& from = step.operands[0][i];
+    const Leaf& to = step.outputs[i];
+    if (from.same_memory(to)) continue;
+    if (from.scalar) {
+      move_leaves({from}, {to});
+      continue;
+    }
+    stats_.bytes_copied += to.size;
+    copy_bytes_parallel(pool_, address(to), address(from), to.size);
+  }
+  return ok_status();
+}
+
+Status Executor::run_copy_start(const Step& step) {
+  // (destination, source, context): the copy happens here; copy-done forwards {0}.
+  const Leaf& from = step.operands[0][0];
+  for (const Leaf& to : step.outputs) {
+    if (to.index.size() == 1 && to.index[0] == 0 && !from.same_memory(to)) {
       ++stats_.copies_executed;
-      INSITU_CHECK(step.operands[0].size() == step.outputs.size()) << "copy leaf counts differ";
-      for (size_t i = 0; i < step.outputs.size(); ++i) {
-        const Leaf& from = step.operands[0][i];
-        const Leaf& to = step.outputs[i];
-        if (from.same_memory(to)) continue;
-        if (from.scalar) {
-          move_leaves({from}, {to});
-          continue;
-        }
-        stats_.bytes_copied += to.size;
-        copy_bytes_parallel(pool_, address(to), address(from), to.size);
-      }
-      return ok_status();
-    }
-    case StepKind::kCopyStart: {
-      // (destination, source, context): the copy happens here; copy-done forwards {0}.
-      const Leaf& from = step.operands[0][0];
-      for (const Leaf& to : step.outputs) {
-        if (to.index.size() == 1 && to.index[0] == 0 && !from.same_memory(to)) {
-          ++stats_.copies_executed;
-          stats_.bytes_copied += to.size;
-          copy_bytes_parallel(pool_, address(to), address(from), to.size);
-        }
-      }
-      return ok_status();
-    }
-    case StepKind::kKernel: return run_kernel(step);
-    case StepKind::kFallback: return run_fallback_step(step);
-    case StepKind::kCustomCall: {
-      const auto kernel_start = std::chrono::steady_clock::now();
-      auto record_run = [&] {
-        const auto now = std::chrono::steady_clock::now();
-        stats_.kernel_runs.push_back({instruction.custom_call.target,
-                                      std::chrono::duration<double>(kernel_start - started_).count(),
-                                      std::chrono::duration<double>(now - kernel_start).count()});
-      };
-      if (const NativeCustomCall* native = NativeCustomCalls::global().find(instruction.custom_call.target)) {
-        if (std::optional<Status> status = run_native_custom_call(step, *native)) {
-          if (status->ok()) record_run();
-          return *status;
-        }
-      }
-      std::vector<Literal> values;
-      values.reserve(step.operands.size());
-      for (size_t i = 0; i < step.operands.size(); ++i)
-        values.push_back(read_literal(instruction.operand(i)->shape(), step.operands[i]));
-      std::vector<const Literal*> pointers;
-      for (const Literal& value : values) pointers.push_back(&value);
-      INSITU_ASSIGN_OR_RETURN(Literal result, run_custom_call(instruction, pointers, custom_calls_));
-      write_literal(result, step.outputs);
-      record_run();
-      return ok_status();
-    }
-    case StepKind::kWhile: return run_while(step);
-    case StepKind::kConditional: {
-      const Leaf& selector = step.operands[0][0];
-      const int64_t branches = static_cast<int64_t>(step.callees.size());
-      int64_t branch;
-      const uint8_t* data = address(selector);
-      if (selector.shape->element_type() == PrimitiveType::kPred) {
-        branch = data[0] != 0 ? 0 : 1;
-      } else {
-        int32_t index;
-        std::memcpy(&index, data, sizeof(index));
-        branch = (index < 0 || index >= branches) ? branches - 1 : index;  // XLA: out of range -> last
-      }
-      const Program& callee = *step.callees[branch];
-      move_leaves(step.operands[1 + branch], callee.parameters[0]);
-      INSITU_RETURN_IF_ERROR(run(callee));
-      move_leaves(callee.root, step.outputs);
-      return ok_status();
-    }
-    case StepKind::kCall: {
-      const Program& callee = *step.callees[0];
-      for (size_t i = 0; i < step.operands.size(); ++i) move_leaves(step.operands[i], callee.parameters[i]);
-      INSITU_RETURN_IF_ERROR(run(callee));
-      move_leaves(callee.root, step.outputs);
-      return ok_status();
+      stats_.bytes_copied += to.size;
+      copy_bytes_parallel(pool_, address(to), address(from), to.size);
     }
   }
-  return internal_error("unknown step kind");
+  return ok_status();
+}
+
+// The selected kernel over views of this call's memory; staged operands read a copy.
+Status Executor::run_native(const Step& step) {
+  constexpr size_t kInline = 8;  // views without an allocation for the usual few operands
+  ArrayView inline_views[kInline];
+  std::vector<ArrayView> heap_views;
+  const size_t operand_count = step.operands.size(), output_count = step.outputs.size();
+  const bool inline_fits = operand_count + output_count <= kInline;
+  if (!inline_fits) heap_views.resize(operand_count + output_count);
+  ArrayView* views = inline_fits ? inline_views : heap_views.data();
+  for (size_t i = 0; i < operand_count; ++i) views[i] = view(step.operands[i][0]);
+  for (size_t i = 0; i < output_count; ++i) views[operand_count + i] = view(step.outputs[i]);
+  std::vector<std::unique_ptr<uint64_t[]>> staged;
+  for (int i : step.staged) {
+    ArrayView& operand = views[i];
+    const int64_t bytes = operand.byte_size();
+    staged.push_back(std::make_unique<uint64_t[]>(static_cast<size_t>((bytes + 7) / 8)));
+    std::memcpy(staged.back().get(), operand.data, static_cast<size_t>(bytes));
+    operand.data = reinterpret_cast<uint8_t*>(staged.back().get());
+  }
+  return step.kernel.run(KernelCall{*step.instruction, step.kernel.plan.get(),
+                                    std::span<const ArrayView>(views, operand_count),
+                                    std::span<const ArrayView>(views + operand_count, output_count), pool_});
+}
+
+std::vector<Literal> Executor::read_operands(const Step& step) const {
+  std::vector<Literal> values;
+  values.reserve(step.operands.size());
+  for (size_t i = 0; i < step.operands.size(); ++i)
+    values.push_back(read_literal(step.instruction->operand(i)->shape(), step.operands[i]));
+  return values;
+}
+
+Status Executor::run_fallback(const Step& step) {
+  ++stats_.fallback_ops_executed;
+  const std::vector<Literal> values = read_operands(step);
+  std::vector<const Literal*> pointers;
+  for (const Literal& value : values) pointers.push_back(&value);
+  EvaluatorOptions options;
+  options.custom_calls = custom_calls_;
+  INSITU_ASSIGN_OR_RETURN(Literal result, insitu::run_fallback(*step.instruction, pointers, options));
+  write_literal(result, step.outputs);
+  return ok_status();
+}
+
+void Executor::record_kernel_run(const Step& step, std::chrono::steady_clock::time_point start) {
+  const auto now = std::chrono::steady_clock::now();
+  stats_.kernel_runs.push_back({step.instruction->custom_call.target,
+                                std::chrono::duration<double>(start - started_).count(),
+                                std::chrono::duration<double>(now - start).count()});
+}
+
+// A natively registered custom-call over the step's slices, without Literal copies (create
+// chose this path: every operand and result leaf is a plain materialized array).
+Status Executor::run_native_custom_call(const Step& step) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<ArrayView> operands, outputs;
+  for (const std::vector<Leaf>& leaves : step.operands) operands.push_back(view(leaves[0]));
+  for (const Leaf& leaf : step.outputs) outputs.push_back(view(leaf));
+  INSITU_RETURN_IF_ERROR((*step.native_custom_call)(*step.instruction, operands, outputs, pool_, stats_));
+  record_kernel_run(step, start);
+  return ok_status();
+}
+
+Status Executor::run_custom_call(const Step& step) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<Literal> values = read_operands(step);
+  std::vector<const Literal*> pointers;
+  for (const Literal& value : values) pointers.push_back(&value);
+  INSITU_ASSIGN_OR_RETURN(Literal result, insitu::run_custom_call(*step.instruction, pointers, custom_calls_));
+  write_literal(result, step.outputs);
+  record_kernel_run(step, start);
+  return ok_status();
 }
 
 Status Executor::run_while(const Step& step) {
@@ -190,142 +198,30 @@ Status Executor::run_while(const Step& step) {
   return ok_status();
 }
 
-// Runs a natively registered custom-call over the step's slices, without Literal copies.
-// nullopt when the operands are not plain materialized arrays (the Literal path runs then).
-std::optional<Status> Executor::run_native_custom_call(const Step& step, const NativeCustomCall& native) {
-  std::vector<ArrayView> operands;
-  for (const std::vector<Leaf>& leaves : step.operands) {
-    if (leaves.size() != 1 || !leaves[0].index.empty() || leaves[0].allocation < 0 || leaves[0].scalar)
-      return std::nullopt;
-    operands.push_back(view(leaves[0]));
+Status Executor::run_conditional(const Step& step) {
+  const Leaf& selector = step.operands[0][0];
+  const int64_t branches = static_cast<int64_t>(step.callees.size());
+  int64_t branch;
+  const uint8_t* data = address(selector);
+  if (selector.shape->element_type() == PrimitiveType::kPred) {
+    branch = data[0] != 0 ? 0 : 1;
+  } else {
+    int32_t index;
+    std::memcpy(&index, data, sizeof(index));
+    branch = (index < 0 || index >= branches) ? branches - 1 : index;  // XLA: out of range -> last
   }
-  std::vector<ArrayView> outputs;
-  for (const Leaf& leaf : step.outputs) {
-    if (leaf.allocation < 0 || leaf.scalar) return std::nullopt;
-    outputs.push_back(view(leaf));
-  }
-  return native(*step.instruction, operands, outputs, pool_, stats_);
+  const Program& callee = *step.callees[branch];
+  move_leaves(step.operands[1 + branch], callee.parameters[0]);
+  INSITU_RETURN_IF_ERROR(run(callee));
+  move_leaves(callee.root, step.outputs);
+  return ok_status();
 }
 
-// Steps with several results: topk, sort, and reduce with several results or a combiner the
-// plain reduce kernel does not take (their to_apply runs as the step's scalar program). No output may overlap an operand, except a
-// sort's output i that is exactly its operand i (sorted in place).
-Status Executor::run_program_step(const Step& step) {
-  const Instruction& instruction = *step.instruction;
-  std::vector<ArrayView> operands, outputs;
-  for (const std::vector<Leaf>& leaves : step.operands) {
-    if (leaves.size() != 1 || leaves[0].allocation < 0) return run_fallback_step(step);
-    operands.push_back(view(leaves[0]));
-  }
-  for (const Leaf& leaf : step.outputs) {
-    if (leaf.allocation < 0 || leaf.scalar) return run_fallback_step(step);
-    outputs.push_back(view(leaf));
-  }
-  const bool sort = instruction.opcode() == Opcode::kSort;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    for (size_t k = 0; k < operands.size(); ++k) {
-      const ArrayView& out = outputs[i];
-      const ArrayView& operand = operands[k];
-      if (!overlaps(operand.data, operand.byte_size(), out.data, out.byte_size())) continue;
-      const bool own_operand = sort && i == k && operand.data == out.data && operand.byte_size() == out.byte_size();
-      if (!own_operand) return run_fallback_step(step);
-    }
-  }
-  bool done = false;
-  if (instruction.opcode() == Opcode::kTopk) done = operands.size() == 1 && run_topk_kernel(instruction, operands[0], outputs, pool_);
-  else if (instruction.opcode() == Opcode::kSort) done = run_sort_kernel(instruction, *step.plan, operands, outputs, pool_);
-  else if (instruction.opcode() == Opcode::kReduceWindow)
-    done = run_reduce_window_program(instruction, *step.plan, operands, outputs, pool_);
-  else done = run_reduce_program(instruction, *step.plan, operands, outputs, pool_);
-  return done ? ok_status() : run_fallback_step(step);
-}
-
-Status Executor::run_kernel(const Step& step) {
-  const Instruction& instruction = *step.instruction;
-  if (instruction.opcode() == Opcode::kTopk ||
-      (step.plan != nullptr && (instruction.opcode() == Opcode::kSort || step.outputs.size() != 1)))
-    return run_program_step(step);
-  if (step.outputs.size() != 1 || step.outputs[0].scalar) return run_fallback_step(step);
-  const ArrayView out = view(step.outputs[0]);
-  // operand views without an allocation for the usual few operands
-  constexpr size_t kInline = 8;
-  ArrayView inline_views[kInline];
-  std::vector<ArrayView> heap_views;
-  if (step.operands.size() > kInline) heap_views.resize(step.operands.size());
-  const std::span<ArrayView> operands(step.operands.size() > kInline ? heap_views.data() : inline_views,
-                                      step.operands.size());
-  for (size_t i = 0; i < step.operands.size(); ++i) {
-    const std::vector<Leaf>& leaves = step.operands[i];
-    if (leaves.size() != 1 || leaves[0].allocation < 0) return run_fallback_step(step);
-    operands[i] = view(leaves[0]);
-  }
-  // Stage operands that overlap the output, except the exact in-place cases kernels support.
-  const Opcode opcode = instruction.opcode();
-  std::vector<std::unique_ptr<uint64_t[]>> staged;
-  const int64_t out_bytes = step.outputs[0].size;  // slice sizes, known since create
-  for (size_t i = 0; i < operands.size(); ++i) {
-    ArrayView& operand = operands[i];
-    const int64_t operand_bytes = operand.scalar ? byte_width(operand.type()) : step.operands[i][0].size;
-    if (!overlaps(operand.data, operand_bytes, out.data, out_bytes)) continue;
-    const bool same_start = operand.data == out.data && !operand.scalar;
-    if (same_start && writes_elementwise(instruction) && byte_width(operand.type()) == byte_width(out.type())) continue;
-    if (same_start && (opcode == Opcode::kDynamicUpdateSlice || opcode == Opcode::kScatter) && i == 0) continue;
-    const int64_t bytes = operand.byte_size();
-    staged.push_back(std::make_unique<uint64_t[]>(static_cast<size_t>((bytes + 7) / 8)));
-    std::memcpy(staged.back().get(), operand.data, static_cast<size_t>(bytes));
-    operand.data = reinterpret_cast<uint8_t*>(staged.back().get());
-  }
-  bool done = false;
-  if (opcode == Opcode::kScatter) {
-    Status status;
-    done = run_scatter_kernel(instruction, operands, out, pool_, status);
-    if (!status.ok()) return status;
-  } else if (is_elementwise(opcode) || opcode == Opcode::kBitcastConvert) {
-    done = run_elementwise_kernel(instruction, operands, out, pool_);
-  }
-  else if (opcode == Opcode::kDot)
-    done = step.plan != nullptr ? run_dot_kernel(*step.plan, operands, out, pool_)
-                                : run_dot_kernel(instruction, operands, out, pool_);
-  else if (opcode == Opcode::kGather) done = run_gather_kernel(instruction, operands, out, pool_);
-  else if (opcode == Opcode::kReduce) {
-    done = run_reduce_kernel(instruction, operands, out, pool_);
-    if (!done && step.plan != nullptr) return run_program_step(step);
-  }
-  else if (opcode == Opcode::kReduceWindow) {
-    done = run_reduce_window_kernel(instruction, operands, out, pool_);
-    if (!done && step.plan != nullptr)
-      done = run_reduce_window_program(instruction, *step.plan, operands, std::span<const ArrayView>(&out, 1), pool_);
-  }
-  else if (opcode == Opcode::kSelectAndScatter) done = run_select_and_scatter_kernel(instruction, operands, out);
-  else if (opcode == Opcode::kFusion && step.plan != nullptr && step.plan->is_register_program()) {
-    const uint8_t* arguments[16];
-    if (operands.size() > 16 || out.scalar) return run_fallback_step(step);
-    for (size_t i = 0; i < operands.size(); ++i) arguments[i] = operands[i].data;
-    uint8_t* results[1] = {out.data};
-    done = run_register_program(*step.plan, std::span<const uint8_t* const>(arguments, operands.size()), results);
-  } else if (opcode == Opcode::kFusion && step.plan != nullptr) {
-    done = run_loop_fusion(*step.plan, operands, out, pool_);
-  }
-  else if (opcode == Opcode::kDynamicSlice || opcode == Opcode::kDynamicUpdateSlice)
-    done = run_dynamic_slice_kernel(instruction, operands, out, pool_);
-  else done = run_data_movement_kernel(instruction, operands, out, pool_);
-  if (done) return ok_status();
-  return run_fallback_step(step);
-}
-
-Status Executor::run_fallback_step(const Step& step) {
-  const Instruction& instruction = *step.instruction;
-  ++stats_.fallback_ops_executed;
-  std::vector<Literal> values;
-  values.reserve(step.operands.size());
-  for (size_t i = 0; i < step.operands.size(); ++i)
-    values.push_back(read_literal(instruction.operand(i)->shape(), step.operands[i]));
-  std::vector<const Literal*> pointers;
-  for (const Literal& value : values) pointers.push_back(&value);
-  EvaluatorOptions options;
-  options.custom_calls = custom_calls_;
-  INSITU_ASSIGN_OR_RETURN(Literal result, run_fallback(instruction, pointers, options));
-  write_literal(result, step.outputs);
+Status Executor::run_call(const Step& step) {
+  const Program& callee = *step.callees[0];
+  for (size_t i = 0; i < step.operands.size(); ++i) move_leaves(step.operands[i], callee.parameters[i]);
+  INSITU_RETURN_IF_ERROR(run(callee));
+  move_leaves(callee.root, step.outputs);
   return ok_status();
 }
 

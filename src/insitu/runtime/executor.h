@@ -14,6 +14,8 @@
 
 namespace insitu::runtime_internal {
 
+// Runs steps in order through the runner each chose at create (program.h): no opcode dispatch
+// and no fallback decision happen here.
 class Executor {
  public:
   Executor(std::vector<uint8_t*> bases, ThreadPool& pool, ExecutionStats& stats, const CustomCallRegistry* custom_calls)
@@ -25,17 +27,25 @@ class Executor {
   // The value of an instruction's leaves as a Literal of `shape` (scalar leaves expanded).
   Literal read_literal(const Shape& shape, const std::vector<Leaf>& leaves) const;
 
+  // The step runners (StepRunner, program.h).
+  Status run_constant(const Step& step);
+  Status run_copy(const Step& step);
+  Status run_copy_start(const Step& step);
+  Status run_native(const Step& step);
+  Status run_fallback(const Step& step);
+  Status run_native_custom_call(const Step& step);
+  Status run_custom_call(const Step& step);  // through the Literal path
+  Status run_while(const Step& step);
+  Status run_conditional(const Step& step);
+  Status run_call(const Step& step);
+
  private:
   ArrayView view(const Leaf& leaf) const;
   void write_literal(const Literal& literal, const std::vector<Leaf>& leaves);
   // Copies each leaf whose memory differs (a call boundary buffer assignment did not unify).
   void move_leaves(const std::vector<Leaf>& from, const std::vector<Leaf>& to);
-  Status run_step(const Step& step);
-  Status run_while(const Step& step);
-  Status run_program_step(const Step& step);
-  Status run_kernel(const Step& step);
-  Status run_fallback_step(const Step& step);
-  std::optional<Status> run_native_custom_call(const Step& step, const NativeCustomCall& native);
+  std::vector<Literal> read_operands(const Step& step) const;
+  void record_kernel_run(const Step& step, std::chrono::steady_clock::time_point start);
 
   std::vector<uint8_t*> bases_;
   ThreadPool& pool_;

@@ -2,12 +2,14 @@
 // broadcasts and scalars (what the fusion pass builds, and many of XLA's loop fusions) runs
 // block by block over the result's elements. Each block's intermediates live in a small
 // per-task scratch (in cache); the root writes straight into the result. Every op runs the
-// same native elementwise kernel as unfused (kernels.h), on 1-D views of the block, so results
-// are bit for bit the unfused ones (and the evaluator's). Blocks are split over the pool.
+// same native elementwise kernel as unfused (kernels.h), selected once at planning on 1-D
+// views of a block, so results are bit for bit the unfused ones (and the evaluator's). Blocks
+// are split over the pool. A rank-0 fusion whose ops fit scalar_program.cc's registers runs
+// as a register program instead.
 //
 // Anything else inside a fusion (a reduce, a broadcast of a computed value, an op without a
-// native kernel for its types: found by a one-element probe at planning time) makes the kernel
-// decline, and the evaluator runs the whole fusion (fallback).
+// native kernel for its types) fails the planning: select_fusion selects nothing, and the
+// evaluator runs the whole fusion (fallback).
 //
 // The same planner runs scalar programs (sort comparators, reduce combiners with ops outside
 // the register set of scalar_program.cc): one element, every value in scratch, the root's
@@ -24,6 +26,7 @@ namespace insitu {
 namespace fusion_kernel {
 
 constexpr int64_t kBlock = 8192;
+constexpr size_t kMaxBroadcastRank = 16;
 
 enum class NodeKind : uint8_t { kScalar, kBlock, kFull, kBroadcast, kOp };
 
@@ -36,6 +39,7 @@ struct Node {
   int64_t width = 0;                    // bytes per element
   std::vector<int64_t> source_strides;  // kBroadcast: source stride per result dimension (0: repeated)
   std::vector<int> operands;            // kOp: node indices
+  KernelFn run = nullptr;               // kOp: the elementwise kernel selected for its types
   int64_t scratch = -1;                 // kBroadcast/kOp (not the root): byte offset in the scratch
 };
 
@@ -58,6 +62,29 @@ namespace fusion_kernel {
 namespace {
 
 using Plan = LoopFusion;
+
+// Selects each op's elementwise kernel on views of one block, as BlockRunner::run binds them
+// (a kScalar operand read as a scalar); the tail block's shorter views select the same kernel.
+// False if an op has no native kernel for its types. Elementwise kernels plan nothing.
+bool select_op_kernels(Plan& plan) {
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    Node& node = plan.nodes[n];
+    if (node.kind != NodeKind::kOp) continue;
+    ArrayView operand_views[3];
+    for (size_t i = 0; i < node.operands.size(); ++i) {
+      const int source = node.operands[i];
+      operand_views[i] = ArrayView{nullptr, &plan.block_shapes[source], plan.nodes[source].kind == NodeKind::kScalar};
+    }
+    const ArrayView out{nullptr, &plan.block_shapes[n], false};
+    SelectedKernel kernel = select_elementwise(*node.instruction,
+                                               std::span<const ArrayView>(operand_views, node.operands.size()),
+                                               std::span<const ArrayView>(&out, 1));
+    if (!kernel.has_value()) return false;
+    INSITU_CHECK(kernel->plan == nullptr) << "a fused op's kernel planned something BlockRunner does not keep";
+    node.run = kernel->run;
+  }
+  return true;
+}
 
 // Plans `body` over a result of `dimensions` (`count` elements). A scalar program (the root a
 // tuple, or `scalar_program`) keeps every value in scratch and lists the root's nodes in
@@ -106,6 +133,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
       case Opcode::kBroadcast: {
         const int source = node_of(instruction->operand(0));
         if (source < 0 || shape.dimensions() != dimensions) return false;
+        if (dimensions.size() > kMaxBroadcastRank) return false;  // gather_broadcast's position array
         const Node& from = plan.nodes[source];
         if (from.kind == NodeKind::kScalar) {
           node.kind = NodeKind::kScalar;
@@ -129,6 +157,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
       }
       default: {
         if (!is_elementwise(instruction->opcode()) || shape.dimensions() != dimensions) return false;
+        if (instruction->operand_count() > 3) return false;  // BlockRunner's operand views
         node.kind = NodeKind::kOp;
         for (const Instruction* operand : instruction->operands()) {
           const int source = node_of(operand);
@@ -153,6 +182,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
     plan.block_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {kBlock}));
     plan.tail_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {tail}));
   }
+  if (!select_op_kernels(plan)) return false;
   if (scalar_program) {
     if (plan.outputs.empty()) plan.outputs.push_back(static_cast<int>(plan.nodes.size()) - 1);
     return true;
@@ -167,8 +197,8 @@ bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
                           /*scalar_program=*/false, plan);
 }
 
-// Views of one block [begin, begin + length) of every node; runs the ops. False when an op has
-// no native kernel. Scratch and views are per thread and reused across calls.
+// Views of one block [begin, begin + length) of every node; runs the ops through their selected
+// kernels. Scratch and views are per thread and reused across calls.
 class BlockRunner {
  public:
   BlockRunner(const Plan& plan, std::span<const ArrayView> operands, uint8_t* out, ThreadPool& pool)
@@ -185,7 +215,7 @@ class BlockRunner {
   // The element of node n after run(0, 1) (a scalar program's outputs).
   const uint8_t* value(int n) const { return views_[n].data; }
 
-  bool run(int64_t begin, int64_t length) {
+  void run(int64_t begin, int64_t length) {
     const std::vector<Shape>& shapes = length == kBlock ? plan_.block_shapes : plan_.tail_shapes;
     for (size_t n = 0; n < plan_.nodes.size(); ++n) {
       const Node& node = plan_.nodes[n];
@@ -208,15 +238,14 @@ class BlockRunner {
           view.data = static_cast<int>(n) == plan_.root ? out_ + begin * node.width : scratch_ + node.scratch;
           ArrayView operand_views[3];
           const size_t arity = node.operands.size();
-          if (arity > 3) return false;
           for (size_t i = 0; i < arity; ++i) operand_views[i] = views_[node.operands[i]];
-          if (!run_elementwise_kernel(*node.instruction, std::span<const ArrayView>(operand_views, arity), view, pool_))
-            return false;
+          const KernelCall call{*node.instruction, nullptr, std::span<const ArrayView>(operand_views, arity),
+                                std::span<const ArrayView>(&view, 1), pool_};
+          static_cast<void>(node.run(call));  // elementwise kernels cannot fail
           break;
         }
       }
     }
-    return true;
   }
 
  private:
@@ -226,8 +255,8 @@ class BlockRunner {
   static void gather_broadcast(const Node& node, const uint8_t* from, int64_t begin, int64_t length,
                                const std::vector<int64_t>& dimensions, uint8_t* to) {
     const size_t rank = dimensions.size();
-    int64_t position[16] = {};
-    if (rank == 0 || rank > 16) return;
+    int64_t position[kMaxBroadcastRank] = {};
+    if (rank == 0) return;
     int64_t rest = begin, source = 0;
     for (size_t d = rank; d-- > 0;) {
       position[d] = rest % dimensions[d];
@@ -273,36 +302,38 @@ class BlockRunner {
   ArrayView* views_ = nullptr;
 };
 
-// Runs every op once on zeros of one element: false if any has no native kernel. Nothing of
-// the program's memory is touched.
-bool probe(const Plan& plan) {
-  ThreadPool pool(1);  // one element: every kernel runs inline
-  Plan trial = plan;
-  static const uint64_t zeros[2] = {0, 0};
-  for (Node& node : trial.nodes)
-    if (node.kind != NodeKind::kOp) {
-      node.kind = NodeKind::kScalar;
-      node.parameter = -1;
-      node.data = reinterpret_cast<const uint8_t*>(zeros);
+// Blocks split over the pool; a block's ops run inline on its worker (a block is shorter than
+// kParallelElements).
+Status loop_fusion_kernel(const KernelCall& call) {
+  const Plan& plan = static_cast<const Plan&>(*call.plan);
+  const int64_t count = plan.count;
+  if (count == 0) return ok_status();
+  const int64_t blocks = (count + kBlock - 1) / kBlock;
+  run_range(call.pool, blocks, std::max<int64_t>(1, kParallelElements / kBlock), [&](int64_t begin, int64_t end) {
+    BlockRunner runner(plan, call.operands, call.out().data, call.pool);
+    for (int64_t block = begin; block < end; ++block) {
+      const int64_t first = block * kBlock;
+      runner.run(first, std::min(kBlock, count - first));
     }
-  for (size_t n = 0; n < trial.nodes.size(); ++n) {
-    trial.block_shapes[n] = Shape::array(trial.nodes[n].instruction->shape().element_type(), {1});
-    trial.tail_shapes[n] = trial.block_shapes[n];
-  }
-  uint64_t out[2] = {0, 0};
-  BlockRunner runner(trial, {}, reinterpret_cast<uint8_t*>(out), pool);
-  return runner.run(0, 1);
+  });
+  return ok_status();
+}
+
+constexpr size_t kMaxRegisterArguments = 16;
+
+// A rank-0 fusion as a register program: one element per operand, one result.
+Status register_fusion_kernel(const KernelCall& call) {
+  const uint8_t* arguments[kMaxRegisterArguments];
+  for (size_t i = 0; i < call.operands.size(); ++i) arguments[i] = call.operands[i].data;
+  uint8_t* results[1] = {call.out().data};
+  const bool ran =
+      run_register_program(*call.plan, std::span<const uint8_t* const>(arguments, call.operands.size()), results);
+  INSITU_CHECK(ran) << "select_fusion planned a register program";
+  return ok_status();
 }
 
 }  // namespace
 }  // namespace fusion_kernel
-
-KernelPlanPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out) {
-  if (fusion.opcode() != Opcode::kFusion) return nullptr;
-  auto plan = std::make_unique<LoopFusion>();
-  if (!fusion_kernel::plan_fusion(fusion, operands, out, *plan) || !fusion_kernel::probe(*plan)) return nullptr;
-  return plan;
-}
 
 KernelPlanPtr plan_scalar_program(const Computation& computation) {
   if (computation.parameter_count() > 16) return nullptr;  // run_scalar_program's argument limit
@@ -316,9 +347,7 @@ KernelPlanPtr plan_scalar_program(const Computation& computation) {
     if (instruction->shape().is_array() ? instruction->shape().rank() != 0 : instruction != computation.root())
       return nullptr;
   auto plan = std::make_unique<LoopFusion>();
-  if (!fusion_kernel::plan_computation(computation, operands, {}, 1, /*scalar_program=*/true, *plan) ||
-      !fusion_kernel::probe(*plan))
-    return nullptr;
+  if (!fusion_kernel::plan_computation(computation, operands, {}, 1, /*scalar_program=*/true, *plan)) return nullptr;
   return plan;
 }
 
@@ -331,27 +360,33 @@ void run_scalar_program(const KernelPlan& plan, std::span<const uint8_t* const> 
   const size_t count = std::min(arguments.size(), kMaxArguments);
   for (size_t i = 0; i < count; ++i) operands[i].data = const_cast<uint8_t*>(arguments[i]);
   fusion_kernel::BlockRunner runner(program, std::span<const ArrayView>(operands, count), nullptr, pool);
-  if (!runner.run(0, 1)) INSITU_UNREACHABLE("a scalar program's op passed the probe but declined");
+  runner.run(0, 1);
   for (size_t i = 0; i < program.outputs.size() && i < results.size(); ++i) {
     const fusion_kernel::Node& node = program.nodes[program.outputs[i]];
     std::memcpy(results[i], runner.value(program.outputs[i]), static_cast<size_t>(node.width));
   }
 }
 
-bool run_loop_fusion(const KernelPlan& kernel_plan, std::span<const ArrayView> operands, const ArrayView& out,
-                     ThreadPool& pool) {
-  const LoopFusion& plan = static_cast<const LoopFusion&>(kernel_plan);
-  const int64_t count = plan.count;
-  if (count == 0) return true;
-  const int64_t blocks = (count + fusion_kernel::kBlock - 1) / fusion_kernel::kBlock;
-  run_range(pool, blocks, std::max<int64_t>(1, kParallelElements / fusion_kernel::kBlock), [&](int64_t begin, int64_t end) {
-    fusion_kernel::BlockRunner runner(plan, operands, out.data, pool);
-    for (int64_t block = begin; block < end; ++block) {
-      const int64_t first = block * fusion_kernel::kBlock;
-      if (!runner.run(first, std::min(fusion_kernel::kBlock, count - first))) INSITU_UNREACHABLE("a fused op passed the probe but declined a block");
+SelectedKernel select_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
+                             std::span<const ArrayView> outputs) {
+  // One array result, nothing updated in place (in-place fusions go to the evaluator directly,
+  // without staging their aliased operand).
+  if (fusion.opcode() != Opcode::kFusion || !fusion.shape().is_array() ||
+      !fusion.fusion_output_to_operand_aliasing.empty() || fusion.called_computations().size() != 1)
+    return std::nullopt;
+  if (outputs.size() != 1 || outputs[0].scalar) return std::nullopt;
+  // a scalar chain (a loop counter's update, an index clamp): typed registers
+  if (fusion.shape().rank() == 0) {
+    if (KernelPlanPtr registers = plan_register_program(*fusion.called_computations()[0])) {
+      // more arguments than register_fusion_kernel passes: the evaluator runs it
+      if (operands.size() > fusion_kernel::kMaxRegisterArguments) return std::nullopt;
+      return NativeKernel{&fusion_kernel::register_fusion_kernel, std::move(registers)};
     }
-  });
-  return true;
+  }
+  // planned on the operands' shapes and scalar flags; addresses are bound per run
+  auto plan = std::make_unique<LoopFusion>();
+  if (!fusion_kernel::plan_fusion(fusion, operands, outputs[0], *plan)) return std::nullopt;
+  return NativeKernel{&fusion_kernel::loop_fusion_kernel, std::move(plan)};
 }
 
 }  // namespace insitu

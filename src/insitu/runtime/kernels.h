@@ -5,10 +5,11 @@
 // a scalar broadcast that buffer assignment did not materialize (elementwise ops read it as a
 // scalar). Kernels never allocate the output: the executor passes the output's slice.
 //
-// Native kernels cover the hot ops and return false when an (opcode, element type) pair has
-// no native path; the executor then runs the fallback (fallback_kernels.cc), which wraps the
-// slices as Literals and calls the reference evaluator's per-op function. Every native kernel
-// is bit-for-bit the evaluator's result (tests/runtime/kernels_test.cc).
+// Native kernels cover the hot ops. Each is selected once per step at Executable::create (see
+// select_kernel below); where a family has no native path for an instruction, the step runs
+// the fallback (fallback_kernels.cc), which wraps the slices as Literals and calls the
+// reference evaluator's per-op function. Every native kernel is bit-for-bit the evaluator's
+// result (tests/runtime/kernels_test.cc), except where a kernel's header says otherwise.
 //
 // In-place ops (dynamic-update-slice, scatter) expect the output to be the operand's memory
 // (buffer assignment links them); they touch only what they update. Elementwise kernels allow
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "insitu/ir/instruction.h"
@@ -67,67 +69,89 @@ void run_range(ThreadPool& pool, int64_t n, int64_t threshold, Fn&& fn) {
 // memcpy, split over the pool for large sizes.
 void copy_bytes_parallel(ThreadPool& pool, uint8_t* to, const uint8_t* from, int64_t bytes);
 
-// elementwise_kernels.cc: unary/binary arithmetic, compare, select; elementwise_convert.cc:
-// convert. False when there is no native path (the fallback runs).
-bool run_elementwise_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
-                            ThreadPool& pool);
-bool run_convert_kernel(const Instruction& instruction, const ArrayView& operand, const ArrayView& out,
-                        ThreadPool& pool);
+// ---- Native kernels: selected once per step at Executable::create, run by every call ----
+//
+// A kernel family (opcode.def's runtime family column) offers a selector. Executable::create
+// calls it once per step with views whose shapes and scalar flags are final and whose
+// addresses are null; it takes every decision (element types, attributes, combiners, layout
+// tables) and returns the function to run with its plan, or nullopt when the family has no
+// native path for this instruction (the step then runs the evaluator fallback). A selector
+// reads no memory. A selected kernel never declines: run only runs.
 
-// data_movement_kernels.cc: copy/reshape (bytes), slice, broadcast, iota, concatenate, transpose.
-bool run_data_movement_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
-                              const ArrayView& out, ThreadPool& pool);
+// One call of a selected kernel: the step's views, addresses bound for this call.
+struct KernelCall {
+  const Instruction& instruction;
+  const KernelPlan* plan;               // what the selector planned (null when it planned nothing)
+  std::span<const ArrayView> operands;  // one per operand (each a single array leaf)
+  std::span<const ArrayView> outputs;   // one per array leaf of the result, in leaf order
+  ThreadPool& pool;
+  const ArrayView& out() const { return outputs[0]; }
+};
 
+// An error is a failure of the program's meaning (a scatter combiner that fails), not a
+// decline: there is no fallback after a kernel ran.
+using KernelFn = Status (*)(const KernelCall& call);
+
+struct NativeKernel {
+  KernelFn run = nullptr;
+  KernelPlanPtr plan;
+};
+
+using SelectedKernel = std::optional<NativeKernel>;
+
+// The selector of the instruction's runtime family (kernel_table.cc); nullopt for families
+// without native kernels. Operand views may be scalar (unmaterialized broadcasts).
+SelectedKernel select_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
+                             std::span<const ArrayView> outputs);
+
+// Selects and runs at once (kernel tests): false when no native kernel was selected; a kernel's
+// error lands in `status` when given.
+bool run_native_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
+                       std::span<const ArrayView> outputs, ThreadPool& pool, Status* status = nullptr);
+inline bool run_native_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
+                              const ArrayView& out, ThreadPool& pool, Status* status = nullptr) {
+  return run_native_kernel(instruction, operands, std::span<const ArrayView>(&out, 1), pool, status);
+}
+
+// The family selectors (one per kernel file; kernel_table.cc maps runtime families to them).
+//
+// elementwise_kernels.cc: unary/binary arithmetic, compare, select, clamp, is-finite,
+// bitcast-convert of one width; convert_kernels.cc's convert.
+SelectedKernel select_elementwise(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// data_movement_kernels.cc: reshape (bytes), slice, broadcast, iota, concatenate,
+// transpose, reverse, pad.
+SelectedKernel select_data_movement(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // dynamic_slice_kernels.cc: dynamic-slice; dynamic-update-slice in place (the output is the
-// operand's memory, or the operand is first copied into it).
-bool run_dynamic_slice_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
-                              const ArrayView& out, ThreadPool& pool);
-
-// dot_kernels.cc: dot of f32 operands into an f32 result, any dimension numbers, reading the
-// operands in place in the evaluator's accumulation order. False for other types (fallback).
-bool run_dot_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
-                    ThreadPool& pool);
-// The same planned once on the shapes (nullptr: no native path), then run per call.
-KernelPlanPtr plan_dot(const Instruction& instruction, const Shape& lhs, const Shape& rhs, const Shape& out);
-bool run_dot_kernel(const KernelPlan& plan, std::span<const ArrayView> operands, const ArrayView& out,
-                    ThreadPool& pool);
-
-// reduce_kernels.cc: reduce of one row-major input by a single add/multiply/maximum/minimum/
-// and/or of the two parameters, in the evaluator's order. False otherwise (fallback).
-bool run_reduce_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
-                       ThreadPool& pool);
-// Any reduce (N inputs, N inits, N results) by its combiner planned as a scalar program, in the
-// evaluator's fold order. Outputs must not overlap inputs.
-bool run_reduce_program(const Instruction& instruction, const KernelPlan& combiner,
-                        std::span<const ArrayView> operands, std::span<const ArrayView> outputs, ThreadPool& pool);
-// reduce-window of one input with the same combiners, any window, padding, strides and
-// dilations (not window reversal).
-bool run_reduce_window_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
-                              const ArrayView& out, ThreadPool& pool);
-// reduce-window (variadic too) whose combiner is any scalar program (log-add-exp, XLA's
-// argmax-style max-pool gradient): each window folded from init in the evaluator's order
-// (row-major over the window, padding and dilation holes skipped), one output element per task.
-bool run_reduce_window_program(const Instruction& instruction, const KernelPlan& combiner,
-                               std::span<const ArrayView> operands, std::span<const ArrayView> outputs,
-                               ThreadPool& pool);
-
-// select-and-scatter whose select is one compare of its two parameters (jax's max-pool
-// gradient: GE) and whose scatter is a simple combiner (add), over f32/f64/s32/s64; false
-// otherwise (the evaluator's path). Windows overlap, so it runs on one thread.
-bool run_select_and_scatter_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
-                                   const ArrayView& out);
-
+// operand's memory, or the operand is first copied into it). Start indices are read per call.
+SelectedKernel select_dynamic_slice(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// dot_kernels.cc: any dimension numbers; f32 (and bf16/f16 converted to f32), integer dots;
+// operands read in place in the evaluator's accumulation order.
+SelectedKernel select_dot(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// reduce_kernels.cc: reduce and reduce-window (a simple combiner natively, any scalar-program
+// combiner planned once, variadic too); select-and-scatter with a compare select and an add
+// scatter.
+SelectedKernel select_reduce(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+SelectedKernel select_reduce_window(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+SelectedKernel select_select_and_scatter(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // fusion_kernels.cc: a kLoop fusion of elementwise ops, broadcasts and scalars, block by block
-// through the native elementwise kernels. Planned once (operand addresses may be null then;
-// only shapes and scalar flags count), run many times; nullptr when anything inside has no
-// native path (the fallback runs the fusion).
-KernelPlanPtr plan_loop_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out);
-bool run_loop_fusion(const KernelPlan& plan, std::span<const ArrayView> operands, const ArrayView& out,
-                     ThreadPool& pool);
-// A scalar computation (a sort comparator, a reduce's combiner: scalar parameters, constants and
-// elementwise ops, the root an op or a tuple) as a program over the same native kernels, so it
-// computes what the evaluator does; nullptr when something in it has no native path.
-// run_scalar_program reads one element per parameter and writes one per root leaf.
+// through the selected elementwise kernels (typed registers for a scalar chain).
+SelectedKernel select_fusion(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// sort_kernels.cc: sort by a comparator planned as a scalar program (output i may be operand
+// i's memory); topk over the last dimension.
+SelectedKernel select_sort(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+SelectedKernel select_topk(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// gather_kernels.cc: any gather the verifier accepts, reading the operand in place.
+SelectedKernel select_gather(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// scatter_kernels.cc: single-operand scatter in place, in the evaluator's order.
+SelectedKernel select_scatter(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+
+// ---- Scalar programs: a computation over scalars run as one element (sort comparators,
+// reduce and scatter combiners) ----
+//
+// A scalar computation (scalar parameters, constants and elementwise ops, the root an op or a
+// tuple) as a program over the same native kernels, so it computes what the evaluator does;
+// nullptr when something in it has no native path. run_scalar_program reads one element per
+// parameter and writes one per root leaf.
 KernelPlanPtr plan_scalar_program(const Computation& computation);
 // scalar_program.cc: the same computations when every op is a compare, select, logical or
 // basic arithmetic op over f32/f64/s32/s64/pred, compiled to typed registers (nullptr
@@ -137,26 +161,5 @@ bool run_register_program(const KernelPlan& plan, std::span<const uint8_t* const
                           std::span<uint8_t* const> results);
 void run_scalar_program(const KernelPlan& program, std::span<const uint8_t* const> arguments,
                         std::span<uint8_t* const> results, ThreadPool& pool);
-
-// sort_kernels.cc: sort of N operands along one dimension by a comparator planned as a scalar
-// program, the evaluator's std::stable_sort step for step. Output i may be operand i's memory;
-// no other overlap.
-bool run_sort_kernel(const Instruction& sort, const KernelPlan& comparator, std::span<const ArrayView> operands,
-                     std::span<const ArrayView> outputs, ThreadPool& pool);
-
-// gather_kernels.cc: any gather the verifier accepts, reading the operand in place (a row per
-// memcpy when rows of the operand are gathered). False for anything it does not recognise.
-bool run_gather_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
-                       ThreadPool& pool);
-
-// topk over the last dimension (values, s32 indices): the evaluator's stable sort by the total
-// order, the first k. False for anything else (fallback).
-bool run_topk_kernel(const Instruction& topk, const ArrayView& operand, std::span<const ArrayView> outputs,
-                     ThreadPool& pool);
-
-// scatter_kernels.cc: single-operand scatter in place, in the evaluator's order. A combiner
-// that fails sets `status` (the kernel still returns true: it handled the op).
-bool run_scatter_kernel(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out,
-                        ThreadPool& pool, Status& status);
 
 }  // namespace insitu

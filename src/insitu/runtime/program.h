@@ -9,6 +9,7 @@
 
 #include "insitu/ir/instruction.h"
 #include "insitu/runtime/kernels.h"
+#include "insitu/runtime/native_custom_call.h"
 
 namespace insitu::runtime_internal {
 
@@ -24,28 +25,27 @@ struct Leaf {
   }
 };
 
-enum class StepKind : uint8_t {
-  kNothing,       // parameter, tuple, get-tuple-element, bitcast, constants kept in constant buffers, ...
-  kConstant,      // writes the literal into its slice
-  kCopy,          // copy instruction (counted in stats)
-  kCopyStart,     // copy-start: source -> destination {0}
-  kKernel,        // builtin kernel, else the evaluator fallback
-  kFallback,      // evaluator fallback (fusion, reduce, dot, ...)
-  kCustomCall,
-  kWhile,
-  kConditional,
-  kCall,
-};
-
+class Executor;
+struct Step;
 struct Program;
+
+// What a step does when it runs, chosen once at Executable::create: the executor's member for
+// its kind (a native kernel, the fallback, a copy, a loop, ...). Steps that move no data
+// (parameter, tuple, get-tuple-element, bitcast, views, constants kept in constant buffers)
+// are left out of the program.
+using StepRunner = Status (Executor::*)(const Step& step);
 
 struct Step {
   const Instruction* instruction = nullptr;
-  StepKind kind = StepKind::kNothing;
+  StepRunner run = nullptr;
   std::vector<std::vector<Leaf>> operands;  // per operand, its array leaves in leaf order
   std::vector<Leaf> outputs;                // the instruction's array leaves in leaf order
   std::vector<const Program*> callees;      // while: {condition, body}; conditional: branches; call
-  KernelPlanPtr plan;  // planned once: a loop fusion, a sort/reduce program, a dot's tables
+  NativeKernel kernel;                      // native steps: the selected kernel and its plan
+  // Native steps: operands whose bytes overlap an output in a way the kernel does not allow
+  // (anything but the in-place cases of kernels.h): copied to scratch before each call.
+  std::vector<int> staged;
+  const NativeCustomCall* native_custom_call = nullptr;  // custom-call steps run natively
 };
 
 struct Program {

@@ -1,6 +1,7 @@
 // Native sort of the CPU runtime: N operands sorted together along one dimension by a
-// comparator computation run as a scalar program (fusion_kernels.cc) over the native
-// elementwise kernels.
+// comparator computation planned once (select_sort) as a scalar program (fusion_kernels.cc)
+// over the native elementwise kernels; a sort whose comparator does not plan runs in the
+// evaluator (fallback).
 //
 // It is the reference evaluator's sort (src/insitu/evaluator/sort.cc) step for step: every 1-D
 // slice gets the permutation std::stable_sort computes with comparator(a_0, b_0, a_1, b_1, ...)
@@ -20,30 +21,32 @@
 #include "insitu/runtime/kernels.h"
 
 namespace insitu {
+namespace {
 
-bool run_sort_kernel(const Instruction& sort, const KernelPlan& comparator, std::span<const ArrayView> operands,
-                     std::span<const ArrayView> outputs, ThreadPool& pool) {
-  if (sort.opcode() != Opcode::kSort || operands.empty() || operands.size() != outputs.size()) return false;
-  if (operands.size() > 8 || sort.dimensions.size() != 1) return false;
+// The comparator program and where the slices lie (one shape for every operand).
+struct SortPlan final : KernelPlan {
+  KernelPlanPtr comparator;
+  std::vector<int64_t> strides;  // row-major, of the operands
+  std::vector<int64_t> widths;   // of each operand's elements
+  int64_t dimension = 0;         // sorted along
+};
+
+Status sort_kernel(const KernelCall& call) {
+  const SortPlan& plan = static_cast<const SortPlan&>(*call.plan);
+  const KernelPlan& comparator = *plan.comparator;
+  const std::span<const ArrayView> operands = call.operands;
+  const std::span<const ArrayView> outputs = call.outputs;
+  ThreadPool& pool = call.pool;
   const Shape& shape = *operands[0].shape;
   const int64_t rank = shape.rank();
-  const int64_t dimension = sort.dimensions[0];
-  if (dimension < 0 || dimension >= rank) return false;
-  for (size_t i = 0; i < operands.size(); ++i) {
-    if (operands[i].scalar || outputs[i].scalar || !operands[i].shape->is_array() || !outputs[i].shape->is_array())
-      return false;
-    if (operands[i].shape->dimensions() != shape.dimensions() || outputs[i].shape->dimensions() != shape.dimensions() ||
-        operands[i].type() != outputs[i].type())
-      return false;
-  }
-  const std::vector<int64_t> strides = row_major_strides(shape.dimensions());
+  const int64_t dimension = plan.dimension;
+  const std::vector<int64_t>& strides = plan.strides;
+  const std::vector<int64_t>& widths = plan.widths;
   const int64_t length = shape.dimension(dimension);
   const int64_t step = strides[dimension];
   const int64_t count = shape.element_count();
   const int64_t slices = length == 0 ? 0 : count / length;
   const size_t n = operands.size();
-  std::vector<int64_t> widths;
-  for (const ArrayView& operand : operands) widths.push_back(byte_width(operand.type()));
   // slice s -> the offset of its first element: s walks the other dimensions in row-major order
   auto base_of = [&](int64_t slice) {
     int64_t base = 0;
@@ -84,53 +87,103 @@ bool run_sort_kernel(const Instruction& sort, const KernelPlan& comparator, std:
                 }
               }
             });
-  return true;
+  return ok_status();
 }
 
-bool run_topk_kernel(const Instruction& topk, const ArrayView& operand, std::span<const ArrayView> outputs,
-                     ThreadPool& pool) {
-  if (topk.opcode() != Opcode::kTopk || operand.scalar || !operand.shape->is_array() || operand.shape->rank() == 0 ||
-      outputs.size() != 2)
-    return false;
+// k, the order, and the rows of the last dimension.
+struct TopkPlan final : KernelPlan {
+  int64_t k = 0;
+  bool largest = true;
+  int64_t length = 0;  // of a row (the last dimension)
+  int64_t rows = 0;
+};
+
+// The evaluator's order: a stable sort by the total order (integers by value), the first k.
+template <typename T>
+Status topk_kernel(const KernelCall& call) {
+  const TopkPlan& plan = static_cast<const TopkPlan&>(*call.plan);
+  const ArrayView& values = call.outputs[0];
+  const ArrayView& indices = call.outputs[1];
+  const int64_t length = plan.length;
+  const int64_t k = plan.k;
+  const bool largest = plan.largest;
+  const int64_t width = sizeof(T);
+  const T* input = reinterpret_cast<const T*>(call.operands[0].data);
+  run_range(call.pool, plan.rows, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, length * 8)),
+            [&](int64_t begin, int64_t end) {
+              std::vector<int64_t> order(static_cast<size_t>(length)), keys(static_cast<size_t>(length));
+              for (int64_t row = begin; row < end; ++row) {
+                const T* from = input + row * length;
+                for (int64_t i = 0; i < length; ++i) {
+                  if constexpr (std::is_integral_v<T>) keys[i] = static_cast<int64_t>(from[i]);
+                  else keys[i] = static_cast<int64_t>(total_order_key(from[i]));
+                }
+                std::iota(order.begin(), order.end(), int64_t{0});
+                std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+                  return largest ? keys[a] > keys[b] : keys[a] < keys[b];
+                });
+                for (int64_t j = 0; j < k; ++j) {
+                  std::memcpy(values.data + (row * k + j) * width, from + order[j], static_cast<size_t>(width));
+                  reinterpret_cast<int32_t*>(indices.data)[row * k + j] = static_cast<int32_t>(order[j]);
+                }
+              }
+            });
+  return ok_status();
+}
+
+}  // namespace
+
+SelectedKernel select_sort(const Instruction& sort, std::span<const ArrayView> operands,
+                           std::span<const ArrayView> outputs) {
+  if (sort.opcode() != Opcode::kSort || operands.empty() || operands.size() != outputs.size()) return std::nullopt;
+  // the kernel passes at most 16 comparator arguments
+  if (operands.size() > 8 || sort.dimensions.size() != 1) return std::nullopt;
+  const Shape& shape = *operands[0].shape;
+  const int64_t rank = shape.rank();
+  const int64_t dimension = sort.dimensions[0];
+  if (dimension < 0 || dimension >= rank) return std::nullopt;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (operands[i].scalar || outputs[i].scalar || !operands[i].shape->is_array() || !outputs[i].shape->is_array())
+      return std::nullopt;
+    if (operands[i].shape->dimensions() != shape.dimensions() || outputs[i].shape->dimensions() != shape.dimensions() ||
+        operands[i].type() != outputs[i].type())
+      return std::nullopt;
+  }
+  if (sort.called_computations().size() != 1) return std::nullopt;
+  auto plan = std::make_unique<SortPlan>();
+  plan->comparator = plan_scalar_program(*sort.called_computations()[0]);
+  if (plan->comparator == nullptr) return std::nullopt;
+  plan->strides = row_major_strides(shape.dimensions());
+  for (const ArrayView& operand : operands) plan->widths.push_back(byte_width(operand.type()));
+  plan->dimension = dimension;
+  return NativeKernel{&sort_kernel, std::move(plan)};
+}
+
+SelectedKernel select_topk(const Instruction& topk, std::span<const ArrayView> operands,
+                           std::span<const ArrayView> outputs) {
+  if (topk.opcode() != Opcode::kTopk || operands.size() != 1 || outputs.size() != 2) return std::nullopt;
+  const ArrayView& operand = operands[0];
+  if (operand.scalar || !operand.shape->is_array() || operand.shape->rank() == 0) return std::nullopt;
   const Shape& shape = *operand.shape;
   const int64_t length = shape.dimensions().back();
   const std::optional<eval::TopkAttributes> attributes = eval::topk_attributes(topk, length);
-  if (!attributes) return false;
-  const int64_t k = attributes->k;
+  if (!attributes) return std::nullopt;
   std::vector<int64_t> dimensions = shape.dimensions();
-  dimensions.back() = k;
+  dimensions.back() = attributes->k;
   const ArrayView& values = outputs[0];
   const ArrayView& indices = outputs[1];
   if (values.scalar || indices.scalar || values.type() != operand.type() || indices.type() != PrimitiveType::kS32 ||
       values.shape->dimensions() != dimensions || indices.shape->dimensions() != dimensions)
-    return false;
-  const int64_t rows = length == 0 ? 0 : shape.element_count() / length;
-  const int64_t width = byte_width(operand.type());
-  const bool largest = attributes->largest;
-  // The evaluator's order: a stable sort by the total order (integers by value), the first k.
-  return kernels::dispatch_native_numeric(operand.type(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* input = reinterpret_cast<const T*>(operand.data);
-    run_range(pool, rows, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, length * 8)),
-              [&](int64_t begin, int64_t end) {
-                std::vector<int64_t> order(static_cast<size_t>(length)), keys(static_cast<size_t>(length));
-                for (int64_t row = begin; row < end; ++row) {
-                  const T* from = input + row * length;
-                  for (int64_t i = 0; i < length; ++i) {
-                    if constexpr (std::is_integral_v<T>) keys[i] = static_cast<int64_t>(from[i]);
-                    else keys[i] = static_cast<int64_t>(total_order_key(from[i]));
-                  }
-                  std::iota(order.begin(), order.end(), int64_t{0});
-                  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-                    return largest ? keys[a] > keys[b] : keys[a] < keys[b];
-                  });
-                  for (int64_t j = 0; j < k; ++j) {
-                    std::memcpy(values.data + (row * k + j) * width, from + order[j], static_cast<size_t>(width));
-                    reinterpret_cast<int32_t*>(indices.data)[row * k + j] = static_cast<int32_t>(order[j]);
-                  }
-                }
-              });
-  });
+    return std::nullopt;
+  KernelFn run = nullptr;
+  kernels::dispatch_native_numeric(operand.type(), [&](auto tag) { run = &topk_kernel<decltype(tag)>; });
+  if (run == nullptr) return std::nullopt;
+  auto plan = std::make_unique<TopkPlan>();
+  plan->k = attributes->k;
+  plan->largest = attributes->largest;
+  plan->length = length;
+  plan->rows = length == 0 ? 0 : shape.element_count() / length;
+  return NativeKernel{run, std::move(plan)};
 }
 
 }  // namespace insitu

@@ -1,0 +1,12 @@
+// Internal to the elementwise kernel family: convert_kernels.cc's part of select_elementwise.
+#pragma once
+
+#include "insitu/runtime/kernels.h"
+
+namespace insitu::kernels {
+
+// The convert kernel from the operand's element type to the output's; nullptr when either is
+// complex (the fallback converts those). The caller has checked that the shapes agree.
+KernelFn choose_convert(const ArrayView& operand, const ArrayView& out);
+
+}  // namespace insitu::kernels

@@ -1,0 +1,50 @@
+// The native kernel families by runtime family (opcode.def's fourth column). Adding an opcode
+// to a family is a line in opcode.def and a case in that family's selector; a new family is a
+// RuntimeFamily value, one row here and its kernel file.
+#include "insitu/runtime/kernels.h"
+
+namespace insitu {
+namespace {
+
+SelectedKernel select_nothing(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>) {
+  return std::nullopt;
+}
+
+using Selector = SelectedKernel (*)(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+
+Selector selector_of(RuntimeFamily family) {
+  switch (family) {
+    case RuntimeFamily::kElementwise: return &select_elementwise;
+    case RuntimeFamily::kDataMovement: return &select_data_movement;
+    case RuntimeFamily::kDynamicSlice: return &select_dynamic_slice;
+    case RuntimeFamily::kDot: return &select_dot;
+    case RuntimeFamily::kReduce: return &select_reduce;
+    case RuntimeFamily::kReduceWindow: return &select_reduce_window;
+    case RuntimeFamily::kSelectAndScatter: return &select_select_and_scatter;
+    case RuntimeFamily::kFusion: return &select_fusion;
+    case RuntimeFamily::kSort: return &select_sort;
+    case RuntimeFamily::kTopk: return &select_topk;
+    case RuntimeFamily::kGather: return &select_gather;
+    case RuntimeFamily::kScatter: return &select_scatter;
+    default: return &select_nothing;  // structural steps and the fallback's opcodes
+  }
+}
+
+}  // namespace
+
+SelectedKernel select_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
+                             std::span<const ArrayView> outputs) {
+  if (outputs.empty()) return std::nullopt;
+  return selector_of(runtime_family(instruction.opcode()))(instruction, operands, outputs);
+}
+
+bool run_native_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
+                       std::span<const ArrayView> outputs, ThreadPool& pool, Status* status) {
+  SelectedKernel kernel = select_kernel(instruction, operands, outputs);
+  if (!kernel) return false;
+  Status result = kernel->run(KernelCall{instruction, kernel->plan.get(), operands, outputs, pool});
+  if (status != nullptr) *status = std::move(result);
+  return true;
+}
+
+}  // namespace insitu
