@@ -1,4 +1,5 @@
-// Registration validation, duplicate names, races at first call, and the CLI with the plugin.
+// Registration validation, duplicate names, races (at the evaluator's first call, at the runtime's
+// create), and the CLI with the plugin.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -89,13 +90,25 @@ std::string shift_module(std::string_view target) {
                  target, "\", output_to_operand_aliasing={{}: (0, {})}\n}\n");
 }
 
-TEST(KernelRegistry, ParallelShiftIsRejectedAtFirstCallInEvaluatorAndRuntime) {
+TEST(KernelRegistry, ParallelShiftIsRejectedInEvaluatorAndRuntime) {
   ASSERT_TRUE(register_kernel(shift_spec("shift_par", DimensionSemantics::kParallel)).ok());
   std::vector<Literal> arguments = {Literal::from_values<int32_t>({8}, {0, 1, 2, 3, 4, 5, 6, 7})};
   StatusOr<Literal> evaluated = kernel_testing::evaluate_text(shift_module("shift_par"), arguments);
   expect_error(evaluated.status(), "kernel \"shift_par\": grid steps (3) and (0) race");
   kernel_testing::RuntimeRun run = kernel_testing::run_text(shift_module("shift_par"), arguments, 2, {true});
   expect_error(run.status, "step (3) writes output 0 block (0) and step (0) reads input 0 block (0)");
+}
+
+// The runtime prepares a custom call's kernel (specialize, validate, race-check) once, at
+// Executable::create: the race is reported before any call, so no argument is touched.
+TEST(KernelRegistry, RuntimeRejectsARacingKernelAtCreateNotAtCall) {
+  ASSERT_TRUE(register_kernel(shift_spec("shift_par_create", DimensionSemantics::kParallel)).ok());
+  StatusOr<OptimizedModule> optimized = optimize_module(kernel_testing::parse_or_die(shift_module("shift_par_create")));
+  ASSERT_TRUE(optimized.ok()) << optimized.status().to_string();
+  std::shared_ptr<const Module> module = std::move(optimized->module);
+  StatusOr<std::unique_ptr<Executable>> executable = Executable::create(module, std::move(*optimized->buffers));
+  expect_error(executable.status(), "kernel \"shift_par_create\": grid steps (3) and (0) race");
+  EXPECT_TRUE(executable.status().location().valid()) << executable.status().to_string();
 }
 
 TEST(KernelRegistry, SequentialShiftRunsInGridOrderEverywhere) {

@@ -40,6 +40,53 @@ GridOperand grid_operand(uint8_t* data, const Shape& shape) {
   return GridOperand{data, shape.element_type(), shape.dimensions()};
 }
 
+// The per-call part of a native kernel prepared for its call site (shapes checked at create).
+PreparedCustomCall make_prepared_run(std::shared_ptr<const KernelSpec> prepared) {
+  return [prepared](const Instruction& call, std::span<const ArrayView> operands, std::span<const ArrayView> outputs,
+                    ThreadPool& pool, ExecutionStats& stats) -> Status {
+    const KernelSpec& kernel = *prepared;
+    std::vector<GridOperand> inputs, results;
+    for (const ArrayView& operand : operands) inputs.push_back(grid_operand(operand.data, *operand.shape));
+    for (const ArrayView& output : outputs) results.push_back(grid_operand(output.data, *output.shape));
+    std::vector<bool> kernel_aliased(inputs.size(), false);
+    for (const auto& [i, o] : kernel.input_output_aliases) {
+      kernel_aliased[i] = true;
+      if (results[o].data != inputs[i].data) {
+        // Not aliased by the call: the output starts as a copy of the operand (counted).
+        const int64_t bytes = outputs[o].byte_size();
+        copy_bytes_parallel(pool, results[o].data, inputs[i].data, bytes);
+        stats.bytes_copied += bytes;
+        ++stats.copies_executed;
+      }
+      inputs[i].data = results[o].data;  // one buffer
+    }
+    // An input sharing memory with an output the kernel does not alias it to is set aside.
+    std::vector<std::vector<uint8_t>> set_aside;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (kernel_aliased[i]) continue;
+      const int64_t bytes = operands[i].byte_size();
+      for (size_t o = 0; o < results.size(); ++o) {
+        const uint8_t* begin = results[o].data;
+        if (inputs[i].data < begin + outputs[o].byte_size() && begin < inputs[i].data + bytes) {
+          set_aside.emplace_back(inputs[i].data, inputs[i].data + bytes);
+          inputs[i].data = set_aside.back().data();
+          stats.bytes_copied += bytes;
+          ++stats.copies_executed;
+          break;
+        }
+      }
+    }
+    GridOptions options;
+    options.pool = &pool;
+    options.record_races = check_races_enabled();
+    options.call_checked = true;  // prepare_kernel_call checked these shapes at create
+    GridStats grid_stats;
+    Status status = run_grid(kernel, inputs, results, options, grid_stats);
+    stats.bytes_copied += grid_stats.staged_bytes;
+    return status.ok() ? status : kernel_error(call, status);
+  };
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<const KernelSpec>> prepare_kernel_call(const std::shared_ptr<const KernelSpec>& spec,
@@ -115,49 +162,14 @@ CustomCallRegistry::Kernel make_evaluator_kernel(std::shared_ptr<const KernelSpe
 }
 
 NativeCustomCall make_native_kernel(std::shared_ptr<const KernelSpec> spec) {
-  return [spec](const Instruction& call, std::span<const ArrayView> operands, std::span<const ArrayView> outputs,
-                ThreadPool& pool, ExecutionStats& stats) -> Status {
-    std::vector<GridOperand> inputs, results;
-    for (const ArrayView& operand : operands) inputs.push_back(grid_operand(operand.data, *operand.shape));
-    for (const ArrayView& output : outputs) results.push_back(grid_operand(output.data, *output.shape));
-    StatusOr<std::shared_ptr<const KernelSpec>> prepared = prepare_kernel_call(spec, inputs, results);
+  return [spec](const Instruction& call, std::span<const Shape* const> operand_shapes,
+                std::span<const Shape* const> output_shapes) -> StatusOr<PreparedCustomCall> {
+    std::vector<GridOperand> input_shapes, result_shapes;  // no data yet: shapes only
+    for (const Shape* shape : operand_shapes) input_shapes.push_back(grid_operand(nullptr, *shape));
+    for (const Shape* shape : output_shapes) result_shapes.push_back(grid_operand(nullptr, *shape));
+    StatusOr<std::shared_ptr<const KernelSpec>> prepared = prepare_kernel_call(spec, input_shapes, result_shapes);
     if (!prepared.ok()) return kernel_error(call, prepared.status());
-    const KernelSpec& kernel = **prepared;
-    std::vector<bool> kernel_aliased(inputs.size(), false);
-    for (const auto& [i, o] : kernel.input_output_aliases) {
-      kernel_aliased[i] = true;
-      if (results[o].data != inputs[i].data) {
-        // Not aliased by the call: the output starts as a copy of the operand (counted).
-        const int64_t bytes = outputs[o].byte_size();
-        copy_bytes_parallel(pool, results[o].data, inputs[i].data, bytes);
-        stats.bytes_copied += bytes;
-        ++stats.copies_executed;
-      }
-      inputs[i].data = results[o].data;  // one buffer
-    }
-    // An input sharing memory with an output the kernel does not alias it to is set aside.
-    std::vector<std::vector<uint8_t>> set_aside;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (kernel_aliased[i]) continue;
-      const int64_t bytes = operands[i].byte_size();
-      for (size_t o = 0; o < results.size(); ++o) {
-        const uint8_t* begin = results[o].data;
-        if (inputs[i].data < begin + outputs[o].byte_size() && begin < inputs[i].data + bytes) {
-          set_aside.emplace_back(inputs[i].data, inputs[i].data + bytes);
-          inputs[i].data = set_aside.back().data();
-          stats.bytes_copied += bytes;
-          ++stats.copies_executed;
-          break;
-        }
-      }
-    }
-    GridOptions options;
-    options.pool = &pool;
-    options.record_races = check_races_enabled();
-    GridStats grid_stats;
-    Status status = run_grid(kernel, inputs, results, options, grid_stats);
-    stats.bytes_copied += grid_stats.staged_bytes;
-    return status.ok() ? status : kernel_error(call, status);
+    return PreparedCustomCall(make_prepared_run(std::move(prepared).value()));
   };
 }
 

@@ -39,6 +39,8 @@ struct GridOptions {
   // Record every step's block reads and writes and report a race after the run (the runtime
   // --check-races mode, for kernels the static check could not analyse).
   bool record_races = false;
+  // The caller already ran check_kernel_call for these shapes (prepare_kernel_call at create).
+  bool call_checked = false;
 };
 
 // Checks the spec against concrete operand/output shapes: counts, block ranks, aliases (same

@@ -295,9 +295,18 @@ Status Executable::build() {
           }
           break;
         case RuntimeFamily::kCustomCall:
-          step.native_custom_call = NativeCustomCalls::global().find(instruction->custom_call.target);
-          if (step.native_custom_call != nullptr && !takes_native_custom_call(step)) step.native_custom_call = nullptr;
-          step.run = step.native_custom_call != nullptr ? &Executor::run_native_custom_call : &Executor::run_custom_call;
+          if (const NativeCustomCall* native = NativeCustomCalls::global().find(instruction->custom_call.target);
+              native != nullptr && takes_native_custom_call(step)) {
+            std::vector<const Shape*> operand_shapes, output_shapes;
+            for (const std::vector<Leaf>& leaves : step.operands) operand_shapes.push_back(leaves[0].shape);
+            for (const Leaf& leaf : step.outputs) output_shapes.push_back(leaf.shape);
+            StatusOr<PreparedCustomCall> prepared = (*native)(*instruction, operand_shapes, output_shapes);
+            if (!prepared.ok()) return prepared.status().with_location(instruction->location());
+            step.native_custom_call = std::move(prepared).value();
+            step.run = &Executor::run_native_custom_call;
+          } else {
+            step.run = &Executor::run_custom_call;
+          }
           break;
         default:
           if (SelectedKernel kernel = select_step_kernel(*instruction, step)) {

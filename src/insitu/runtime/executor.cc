@@ -166,7 +166,7 @@ Status Executor::run_native_custom_call(const Step& step) {
   std::vector<ArrayView> operands, outputs;
   for (const std::vector<Leaf>& leaves : step.operands) operands.push_back(view(leaves[0]));
   for (const Leaf& leaf : step.outputs) outputs.push_back(view(leaf));
-  INSITU_RETURN_IF_ERROR((*step.native_custom_call)(*step.instruction, operands, outputs, pool_, stats_));
+  INSITU_RETURN_IF_ERROR(step.native_custom_call(*step.instruction, operands, outputs, pool_, stats_));
   record_kernel_run(step, start);
   return ok_status();
 }

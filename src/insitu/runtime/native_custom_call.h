@@ -1,7 +1,8 @@
 // NativeCustomCalls: custom-call targets the runtime runs natively over its buffers.
 //
-// The executor looks a custom-call's target up here before falling back to the Literal path
-// (fallback_kernels.cc, which copies operands and results). A native kernel receives one
+// Executable::create looks a custom-call's target up here and prepares it for the step; a target
+// not found here takes the Literal path (fallback_kernels.cc, which copies operands and
+// results). A native kernel receives one
 // ArrayView per operand (each an array, row-major, in the runtime's buffers) and one per array
 // leaf of the result. For every output_to_operand_aliasing pair of the call, buffer assignment
 // gives the output the operand's memory; the kernel must not assume anything about outputs
@@ -20,9 +21,16 @@
 
 namespace insitu {
 
-using NativeCustomCall = std::function<Status(const Instruction& call, std::span<const ArrayView> operands,
-                                              std::span<const ArrayView> outputs, ThreadPool& pool,
-                                              ExecutionStats& stats)>;
+// One custom-call step's kernel, prepared for the step's shapes; runs once per call.
+using PreparedCustomCall = std::function<Status(const Instruction& call, std::span<const ArrayView> operands,
+                                                std::span<const ArrayView> outputs, ThreadPool& pool,
+                                                ExecutionStats& stats)>;
+
+// A target's kernel, prepared once per call site at Executable::create for the step's operand
+// and result shapes (specialized, validated, race-checked there, not per call). An error
+// fails create, located at the call.
+using NativeCustomCall = std::function<StatusOr<PreparedCustomCall>(
+    const Instruction& call, std::span<const Shape* const> operands, std::span<const Shape* const> outputs)>;
 
 class NativeCustomCalls {
  public:

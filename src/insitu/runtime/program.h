@@ -45,7 +45,7 @@ struct Step {
   // Native steps: operands whose bytes overlap an output in a way the kernel does not allow
   // (anything but the in-place cases of kernels.h): copied to scratch before each call.
   std::vector<int> staged;
-  const NativeCustomCall* native_custom_call = nullptr;  // custom-call steps run natively
+  PreparedCustomCall native_custom_call;  // custom-call steps run natively: prepared at create
 };
 
 struct Program {
