@@ -10,6 +10,7 @@
 
 #include "insitu/fmt_command.h"
 #include "insitu/opt_command.h"
+#include "insitu/passes/pipeline.h"
 #include "insitu/run_command.h"
 #include "insitu/support/str.h"
 
@@ -84,6 +85,13 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
       ->allow_extra_args(false)
       ->type_name("LIB.so");
   opt_app->add_flag("--strict-donation", opt.strict_donation, "Make an unusable donated buffer an error");
+  opt_app
+      ->add_option("--passes", opt.passes,
+                   str_cat("Run only these passes, in this order, and print the module after them (no buffer "
+                           "assignment). Passes: ",
+                           str_join(optimization_pass_names(), ",")))
+      ->delimiter(',')
+      ->type_name("A,B,...");
 
   ExplainOptions explain;
   CLI::App* explain_app =

@@ -15,6 +15,7 @@ int opt_command(const OptOptions& options, CliContext& context) {
   OptimizeOptions optimize;
   optimize.dump_to = options.dump_to;
   optimize.strict_donation = options.strict_donation;
+  optimize.passes = options.passes;
   StatusOr<OptimizedModule> optimized = optimize_module(std::move(module).value(), optimize);
   if (!optimized.ok()) return report_error(context, optimized.status(), options.module_path);
   context.out << print_module(*optimized->module);

@@ -1,6 +1,8 @@
-// `insitu opt MODULE.hlo [--dump-to DIR] [--plugin LIB.so]... [--strict-donation]`: runs the
-// optimization pipeline and buffer assignment, prints the optimized module, and with --dump-to
-// writes XLA-style stage files (passes/optimize.h).
+// `insitu opt MODULE.hlo [--dump-to DIR] [--plugin LIB.so]... [--strict-donation]
+// [--passes=a,b,...]`: runs the optimization pipeline and buffer assignment, prints the
+// optimized module, and with --dump-to writes XLA-style stage files (passes/optimize.h).
+// --passes runs only the named passes, in that order (per-pass tests), without buffer
+// assignment.
 //
 // `insitu explain MODULE.hlo [--json | --dot] [--plugin LIB.so]...`: optimizes the module and
 // says, for every copy in the result, why it exists (reason code + detail), which outputs alias
@@ -20,6 +22,7 @@ struct OptOptions {
   std::string dump_to;
   std::vector<std::string> plugins;
   bool strict_donation = false;
+  std::vector<std::string> passes;  // --passes=a,b: only these, no buffer assignment
 };
 
 int opt_command(const OptOptions& options, CliContext& context);

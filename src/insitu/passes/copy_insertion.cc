@@ -2,11 +2,13 @@
 #include "insitu/passes/copy_insertion.h"
 
 #include "insitu/passes/copy_insertion_internal.h"
+#include "insitu/passes/flatten_calls.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
 
 StatusOr<bool> insert_copies(Module& module) {
+  INSITU_RETURN_IF_ERROR(check_calls_flattened(module, "copy-insertion"));
   int64_t instruction_count = 0;
   for (const Computation* computation : module.computations()) instruction_count += computation->instruction_count();
   // Every copy fixes one conflict for good; the bound only guards against a rule bug.

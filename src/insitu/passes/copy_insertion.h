@@ -6,9 +6,10 @@
 // before an in-place write still costs a copy (openxla/xla#20440, #5335). Here the schedule
 // pass has already moved such reads first, and liveness is read off the instruction order.
 //
-// Pre: calls inlined and one caller per while/conditional computation (flatten-calls); donors
-// matched (a parameter leaf is writable only if it is in input_output_alias); instruction order
-// is the schedule. Post: buffer assignment may union every linked value into one buffer.
+// Pre: calls inlined and one caller per while/conditional computation (flatten-calls; checked,
+// the error says to run it first); donors matched (a parameter leaf is writable only if it is
+// in input_output_alias); instruction order is the schedule (any order is correct, the
+// schedule pass's needs the fewest copies; not checkable). Post: buffer assignment may union every linked value into one buffer.
 //
 // Rules, checked region by region, callees before callers, one copy per violation, then
 // re-checked ("live after X" = read later in X's computation, or returned by it):

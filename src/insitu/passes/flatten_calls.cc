@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "insitu/passes/name_table.h"
+#include "insitu/support/str.h"
 
 namespace insitu {
 
@@ -143,6 +144,30 @@ int remove_unreachable_computations(Module& module,
     ++removed;
   }
   return removed;
+}
+
+Status check_calls_flattened(const Module& module, std::string_view pass) {
+  if (module.entry() == nullptr) return failed_precondition(str_cat(pass, " needs a module with an entry computation"));
+  std::unordered_map<const Computation*, const Instruction*> caller;
+  for (const Computation* computation : module.computations()) {
+    for (const Instruction* instruction : computation->instructions()) {
+      const Opcode opcode = instruction->opcode();
+      if (opcode == Opcode::kCall)
+        return failed_precondition(str_cat(pass, " needs calls inlined, but %", instruction->name(), " calls ",
+                                           instruction->to_apply()->name(), "; run flatten-calls first"),
+                                   instruction->location());
+      if (opcode != Opcode::kWhile && opcode != Opcode::kConditional) continue;
+      for (const Computation* callee : instruction->called_computations()) {
+        auto [it, first] = caller.emplace(callee, instruction);
+        if (!first && it->second != instruction)
+          return failed_precondition(str_cat(pass, " needs one call site per control-flow computation, but ",
+                                             callee->name(), " is called by %", it->second->name(), " and %",
+                                             instruction->name(), "; run flatten-calls first"),
+                                     instruction->location());
+      }
+    }
+  }
+  return ok_status();
 }
 
 StatusOr<bool> flatten_calls(Module& module) {

@@ -30,6 +30,11 @@ StatusOr<bool> flatten_calls(Module& module);
 // no operands yet.
 std::unique_ptr<Instruction> clone_without_operands(const Instruction& original, std::string name);
 
+// flatten-calls' postcondition, as the precondition of a later pass: no `call`, and each while
+// condition/body and conditional branch called from one site. An error names the pass, the
+// offending instruction and says to run flatten-calls first.
+Status check_calls_flattened(const Module& module, std::string_view pass);
+
 // Computations reachable from the entry through any called computation.
 std::unordered_set<const Computation*> reachable_computations(const Module& module);
 // Removes computations in `previously_reachable` that are no longer reachable from the entry;

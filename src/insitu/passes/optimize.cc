@@ -63,12 +63,23 @@ StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const 
       pass_start = std::chrono::steady_clock::now();  // dumping is not the next pass's time
     };
   }
-  Pipeline pipeline = optimization_pipeline(std::move(pipeline_options));
+  Pipeline pipeline(std::move(pipeline_options));
+  if (options.passes.empty()) {
+    for (auto& pass : optimization_passes()) pipeline.add(std::move(pass));
+  } else {
+    INSITU_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Pass>> passes, passes_by_name(options.passes));
+    for (auto& pass : passes) pipeline.add(std::move(pass));
+  }
   INSITU_RETURN_IF_ERROR(pipeline.run(*module).status());
   INSITU_RETURN_IF_ERROR(dump_status);
 
   OptimizedModule result;
   result.unused_donors = recorded_unused_donors(*module);
+  if (!options.passes.empty()) {  // a partial pipeline: the module after those passes, no buffers
+    result.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.module = std::move(module);
+    return result;
+  }
   if (options.strict_donation && !result.unused_donors.empty()) {
     const UnusedDonor& donor = result.unused_donors.front();
     return invalid_argument(str_cat("--strict-donation: donated parameter ", donor.parameter_number, " ",

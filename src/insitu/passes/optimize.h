@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "insitu/passes/buffer_assignment.h"
 #include "insitu/passes/donor_matching.h"
@@ -23,6 +24,9 @@ struct OptimizeOptions {
   int module_number = 1;        // the NNNN of module_NNNN in dump names
   bool strict_donation = false; // an unusable donor is an error instead of a report
   bool verify_each = true;      // run the verifier after every pass
+  // Only these passes, in this order (pipeline.h's names): the module after them is the
+  // result, without buffer assignment (`buffers` stays empty). Empty: the whole pipeline.
+  std::vector<std::string> passes;
   // Called after every pass with its name and how long it took (the verifier included), for
   // compile traces (frontend's INSITU_TRACE).
   std::function<void(std::string_view pass, double seconds)> on_pass_done;

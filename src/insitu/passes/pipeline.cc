@@ -46,29 +46,63 @@ StatusOr<bool> Pipeline::run(Module& module) {
   return changed;
 }
 
+namespace {
+
+StatusOr<bool> match_donors_pass(Module& module) {
+  INSITU_ASSIGN_OR_RETURN(DonorMatchingResult result, match_donors(module));
+  return result.changed;
+}
+
+// The optimization passes, in pipeline order, each with why it sits where it does.
+struct PassEntry {
+  std::string_view name;
+  std::string_view why;
+  StatusOr<bool> (*run)(Module&);
+};
+
+constexpr PassEntry kPasses[] = {
+    {"flatten-calls", "first: every later analysis assumes one call site per while/conditional computation",
+     flatten_calls},
+    {"bitcast-lowering", "before simplify: bitcasts that reorder elements become transposes (data stays row-major)",
+     lower_bitcasts},
+    {"simplify", "tuple forwarding and dead code, so later analyses see values, not packing", simplify},
+    {"layout-assignment", "copies only where a custom call's layout constraint really differs", assign_layouts},
+    {"fusion", "elementwise chains with their broadcasts become kLoop fusions (one buffer, computed in cache)",
+     fuse_elementwise},
+    {"donor-matching", "buffer_donor -> input_output_alias before copies are decided (by dataflow, then by size)",
+     match_donors_pass},
+    {"schedule", "readers of a buffer's old value before its in-place writer: copy insertion reads this order",
+     schedule_module},
+    {"copy-insertion", "only the copies the program needs on that order, each with a reason", insert_copies},
+    {"copy-elimination", "last: copies whose removal no rule objects to (user copies included) go away",
+     eliminate_copies},
+};
+
+}  // namespace
+
+std::vector<std::string_view> optimization_pass_names() {
+  std::vector<std::string_view> names;
+  for (const PassEntry& entry : kPasses) names.push_back(entry.name);
+  return names;
+}
+
 std::vector<std::unique_ptr<Pass>> optimization_passes() {
   std::vector<std::unique_ptr<Pass>> passes;
-  // Each control-flow computation gets one caller; calls and fusions are inlined.
-  passes.push_back(make_pass("flatten-calls", flatten_calls));
-  // Bitcasts that reorder elements (by their layouts) become transposes: data stays row-major.
-  passes.push_back(make_pass("bitcast-lowering", lower_bitcasts));
-  // Tuple forwarding and dead code, so later analyses see values, not packing.
-  passes.push_back(make_pass("simplify", simplify));
-  // Layouts and memory spaces; copies only where a custom call's constraint really differs.
-  passes.push_back(make_pass("layout-assignment", assign_layouts));
-  // Elementwise chains (with their broadcasts) become kLoop fusions: computed in cache, one buffer.
-  passes.push_back(make_pass("fusion", fuse_elementwise));
-  // buffer_donor -> input_output_alias, by dataflow first, then by size where copy-free.
-  passes.push_back(make_pass("donor-matching", [](Module& module) -> StatusOr<bool> {
-    INSITU_ASSIGN_OR_RETURN(DonorMatchingResult result, match_donors(module));
-    return result.changed;
-  }));
-  // Readers of a buffer's old value before the instruction that overwrites it
-  passes.push_back(make_pass("schedule", schedule_module));
-  // Only the copies the program needs, each with a reason, decided on the instruction order.
-  passes.push_back(make_pass("copy-insertion", insert_copies));
-  // Copies whose removal no rule objects to (user copies included) go away
-  passes.push_back(make_pass("copy-elimination", eliminate_copies));
+  for (const PassEntry& entry : kPasses) passes.push_back(make_pass(entry.name, entry.run));
+  return passes;
+}
+
+StatusOr<std::vector<std::unique_ptr<Pass>>> passes_by_name(std::span<const std::string> names) {
+  std::vector<std::unique_ptr<Pass>> passes;
+  for (const std::string& name : names) {
+    const PassEntry* found = nullptr;
+    for (const PassEntry& entry : kPasses)
+      if (entry.name == name) found = &entry;
+    if (found == nullptr)
+      return invalid_argument(str_cat("unknown pass '", name, "' (passes: ", str_join(optimization_pass_names(), ", "),
+                                      ")"));
+    passes.push_back(make_pass(found->name, found->run));
+  }
   return passes;
 }
 

@@ -12,6 +12,8 @@
 
 #include <functional>
 #include <memory>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -41,10 +43,16 @@ class Pipeline {
   std::vector<std::unique_ptr<Pass>> passes_;
 };
 
-// The optimization passes in order (DESIGN.md): call flattening and simplification, layout
-// assignment, donor matching, then schedule, copy insertion and copy elimination. Buffer
-// assignment is not a module pass: it is computed from the optimized module afterwards.
+// The optimization passes in order, from one table (pipeline.cc, which says why each sits
+// where it does): flatten-calls, bitcast-lowering, simplify, layout-assignment, fusion,
+// donor-matching, schedule, copy-insertion, copy-elimination. Buffer assignment is not a
+// module pass: it is computed from the optimized module afterwards.
 std::vector<std::unique_ptr<Pass>> optimization_passes();
+std::vector<std::string_view> optimization_pass_names();
+// The named passes of that table in the order given (`insitu opt --passes=a,b`, per-pass
+// tests); an unknown name is an error listing the valid ones. A pass whose precondition an
+// earlier one establishes says which to run first.
+StatusOr<std::vector<std::unique_ptr<Pass>>> passes_by_name(std::span<const std::string> names);
 
 // A Pipeline holding optimization_passes().
 Pipeline optimization_pipeline(PipelineOptions options = {});

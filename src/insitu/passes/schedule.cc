@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "insitu/passes/copy_insertion_internal.h"
+#include "insitu/passes/flatten_calls.h"
 
 namespace insitu {
 namespace {
@@ -162,6 +163,7 @@ bool schedule_computation(Computation* computation, const BufferFacts& facts) {
 }  // namespace
 
 StatusOr<bool> schedule_module(Module& module) {
+  INSITU_RETURN_IF_ERROR(check_calls_flattened(module, "schedule"));
   Dataflow dataflow = Dataflow::compute(module);
   copy_insertion::BufferFacts facts(module, dataflow);
   bool changed = false;

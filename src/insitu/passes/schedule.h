@@ -17,7 +17,8 @@
 // that frees a buffer first, else the original order; parameters first (they are defined at
 // entry: a copy of one may be needed before any instruction), the root last.
 //
-// Pre: a verified module, calls flattened. Post: Computation::instructions() is the schedule.
+// Pre: a verified module, calls flattened (checked: check_calls_flattened names flatten-calls).
+// Post: Computation::instructions() is the schedule.
 #pragma once
 
 #include "insitu/ir/module.h"
