@@ -25,7 +25,7 @@ namespace insitu::bench {
 // A compiled module: the parsed original (what the evaluator runs), and its executable.
 struct Compiled {
   std::shared_ptr<const Module> original;
-  std::shared_ptr<const Module> optimized;
+  const Module* optimized = nullptr;  // the executable's module
   std::unique_ptr<Executable> executable;
   std::string error;  // non-empty when a stage failed
 };
@@ -44,14 +44,13 @@ inline Compiled compile(std::string_view text) {
     compiled.error = "optimize: " + optimized.status().to_string();
     return compiled;
   }
-  std::shared_ptr<Module> module = std::move(optimized->module);
-  compiled.optimized = module;
-  StatusOr<std::unique_ptr<Executable>> executable = Executable::create(module, std::move(*optimized->buffers));
+  StatusOr<std::unique_ptr<Executable>> executable = Executable::create(std::move(*optimized));
   if (!executable.ok()) {
     compiled.error = "create: " + executable.status().to_string();
     return compiled;
   }
   compiled.executable = std::move(executable).value();
+  compiled.optimized = &compiled.executable->module();
   return compiled;
 }
 

@@ -66,8 +66,7 @@ std::string json_escape(const std::string& text) {
 StatusOr<std::unique_ptr<Executable>> compile(const std::string& text) {
   INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, parse_module(text));
   INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(std::move(module)));
-  std::shared_ptr<const Module> optimized_module(std::move(optimized.module));
-  return Executable::create(optimized_module, std::move(*optimized.buffers));
+  return Executable::create(std::move(optimized));
 }
 
 // The arguments: input_i.npy where it exists, zeros of the argument's shape otherwise.

@@ -148,9 +148,7 @@ StatusOr<std::unique_ptr<Module>> load_verified(const fs::path& path) {
 // module aliases to an output is donated (as JAX's donate_argnums did).
 StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>& arguments) {
   INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(module.clone()));
-  std::shared_ptr<const Module> optimized_module(std::move(optimized.module));
-  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable,
-                          Executable::create(optimized_module, std::move(*optimized.buffers)));
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable, Executable::create(std::move(optimized)));
   std::vector<BufferHandle> handles;
   ExecuteOptions execute;
   execute.threads = 2;
@@ -172,7 +170,7 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
     return failed_precondition(str_cat(stats.fallback_ops_executed, " instructions ran through the evaluator fallback: ",
                                        str_join(planned, ", ")));
   }
-  const Shape& result_shape = optimized_module->entry()->root()->shape();
+  const Shape& result_shape = executable->module().entry()->root()->shape();
   Literal result(result_shape);
   size_t next = 0;
   Status status;

@@ -36,8 +36,7 @@ inline RuntimeRun run_text(std::string_view text, std::span<const Literal> argum
     run.status = optimized.status();
     return run;
   }
-  std::shared_ptr<const Module> module = std::move(optimized->module);
-  StatusOr<std::unique_ptr<Executable>> executable = Executable::create(module, std::move(*optimized->buffers));
+  StatusOr<std::unique_ptr<Executable>> executable = Executable::create(std::move(*optimized));
   if (!executable.ok()) {
     run.status = executable.status();
     return run;

@@ -105,8 +105,7 @@ TEST(KernelRegistry, RuntimeRejectsARacingKernelAtCreateNotAtCall) {
   ASSERT_TRUE(register_kernel(shift_spec("shift_par_create", DimensionSemantics::kParallel)).ok());
   StatusOr<OptimizedModule> optimized = optimize_module(kernel_testing::parse_or_die(shift_module("shift_par_create")));
   ASSERT_TRUE(optimized.ok()) << optimized.status().to_string();
-  std::shared_ptr<const Module> module = std::move(optimized->module);
-  StatusOr<std::unique_ptr<Executable>> executable = Executable::create(module, std::move(*optimized->buffers));
+  StatusOr<std::unique_ptr<Executable>> executable = Executable::create(std::move(*optimized));
   expect_error(executable.status(), "kernel \"shift_par_create\": grid steps (3) and (0) race");
   EXPECT_TRUE(executable.status().location().valid()) << executable.status().to_string();
 }

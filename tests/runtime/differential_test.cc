@@ -78,8 +78,7 @@ std::string run_and_compare(uint64_t seed, const GeneratedProgram& program, cons
   const std::vector<Literal> arguments = make_generated_arguments(module, seed);
   StatusOr<OptimizedModule> optimized = optimize_module(module.clone());
   if (!optimized.ok()) return str_cat("optimize: ", optimized.status().to_string(), "\n", describe(seed, program, arguments));
-  std::shared_ptr<const Module> optimized_module = std::move(optimized->module);
-  StatusOr<std::unique_ptr<Executable>> executable = Executable::create(optimized_module, std::move(*optimized->buffers));
+  StatusOr<std::unique_ptr<Executable>> executable = Executable::create(std::move(*optimized));
   if (!executable.ok()) return str_cat("create: ", executable.status().to_string(), "\n", describe(seed, program, arguments));
 
   std::vector<BufferHandle> handles = testing_runtime::to_handles(arguments);
@@ -89,7 +88,7 @@ std::string run_and_compare(uint64_t seed, const GeneratedProgram& program, cons
 
   std::vector<Literal> expected_leaves;
   testing_runtime::flatten(expected, expected_leaves);
-  const std::string where = str_cat("\n", describe(seed, program, arguments), "\noptimized:\n", print_module(*optimized_module));
+  const std::string where = str_cat("\n", describe(seed, program, arguments), "\noptimized:\n", print_module((*executable)->module()));
   if (results->size() != expected_leaves.size())
     return str_cat("runtime returned ", results->size(), " results, evaluator ", expected_leaves.size(), where);
   for (size_t i = 0; i < expected_leaves.size(); ++i) {

@@ -17,7 +17,7 @@ namespace insitu::testing_runtime {
 
 struct Compiled {
   std::shared_ptr<Module> original;   // as parsed: what the evaluator runs
-  std::shared_ptr<Module> optimized;
+  const Module* optimized = nullptr;  // the executable's module
   std::unique_ptr<Executable> executable;
 };
 
@@ -30,11 +30,12 @@ inline Compiled compile(std::string_view text, ExecutableOptions options = {}) {
   StatusOr<OptimizedModule> optimized = optimize_module(compiled.original->clone());
   EXPECT_TRUE(optimized.ok()) << optimized.status().to_string();
   if (!optimized.ok()) return compiled;
-  compiled.optimized = std::move(optimized->module);
-  StatusOr<std::unique_ptr<Executable>> executable =
-      Executable::create(compiled.optimized, std::move(*optimized->buffers), options);
+  StatusOr<std::unique_ptr<Executable>> executable = Executable::create(std::move(*optimized), options);
   EXPECT_TRUE(executable.ok()) << executable.status().to_string();
-  if (executable.ok()) compiled.executable = std::move(executable).value();
+  if (executable.ok()) {
+    compiled.executable = std::move(executable).value();
+    compiled.optimized = &compiled.executable->module();
+  }
   return compiled;
 }
 

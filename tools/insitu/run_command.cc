@@ -70,9 +70,7 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
   OptimizeOptions optimize;
   optimize.strict_donation = strict_donation;
   INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(module.clone(), optimize));
-  std::shared_ptr<const Module> optimized_module(std::move(optimized.module));
-  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable,
-                          Executable::create(optimized_module, std::move(*optimized.buffers)));
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable, Executable::create(std::move(optimized)));
   stats["compile_seconds"] = seconds_since(compile_start);
 
   std::vector<BufferHandle> handles;
@@ -89,7 +87,7 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
   execute.stats = &run_stats;
   INSITU_ASSIGN_OR_RETURN(std::vector<BufferHandle> results, executable->execute(std::move(handles), execute));
 
-  const Shape& result_shape = optimized_module->entry()->root()->shape();
+  const Shape& result_shape = executable->module().entry()->root()->shape();
   Literal result(result_shape);
   size_t next = 0;
   Status status;
@@ -109,7 +107,7 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
   stats["run_seconds"] = run_stats.run_seconds;
   stats["fallback_ops_executed"] = run_stats.fallback_ops_executed;
   stats["copies_in_module"] = nlohmann::json::array();
-  for (const Computation* computation : optimized_module->computations())
+  for (const Computation* computation : executable->module().computations())
     for (const Instruction* instruction : computation->instructions())
       if (instruction->opcode() == Opcode::kCopy)
         stats["copies_in_module"].push_back({{"name", instruction->name()},

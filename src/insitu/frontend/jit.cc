@@ -118,11 +118,11 @@ struct JitFunction::Impl {
     }
     compiled->unused_donors = optimized->unused_donors;
     compiled->compile_seconds = optimized->compile_seconds;
-    compiled->optimized = std::shared_ptr<const Module>(std::move(optimized->module));
     {
-      TraceSpan span("Executable::create", "compile", {{"module", compiled->optimized->name()}});
-      INSITU_ASSIGN_OR_RETURN(compiled->executable, Executable::create(compiled->optimized, std::move(*optimized->buffers)));
+      TraceSpan span("Executable::create", "compile", {{"module", optimized->module->name()}});
+      INSITU_ASSIGN_OR_RETURN(compiled->executable, Executable::create(std::move(*optimized)));
     }
+    compiled->optimized = &compiled->executable->module();
     Status flushed = TraceRecorder::global().flush();
     (void)flushed;  // a trace file that cannot be written is reported at exit
     return compiled;

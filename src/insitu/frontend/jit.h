@@ -45,7 +45,7 @@ struct JitOptions {
 // One executable-cache entry.
 struct CompiledFunction {
   std::string key;
-  std::shared_ptr<const Module> optimized;
+  const Module* optimized = nullptr;  // the executable's module
   std::unique_ptr<Executable> executable;
   int64_t output_count = 0;
   std::vector<int64_t> mutated_parameters;  // write-back outputs follow the function's outputs

@@ -28,6 +28,7 @@
 
 #include "insitu/evaluator/custom_call_registry.h"
 #include "insitu/passes/buffer_assignment.h"
+#include "insitu/passes/optimize.h"
 #include "insitu/runtime/buffer.h"
 #include "insitu/runtime/thread_pool.h"
 
@@ -75,6 +76,9 @@ class Executable {
   // Keeps the module alive itself.
   static StatusOr<std::unique_ptr<Executable>> create(std::shared_ptr<const Module> module,
                                                       BufferAssignment assignment, ExecutableOptions options = {});
+  // What optimize_module produced (the whole pipeline: its buffer assignment is required); the
+  // executable owns the module (module()).
+  static StatusOr<std::unique_ptr<Executable>> create(OptimizedModule optimized, ExecutableOptions options = {});
   ~Executable();
 
   StatusOr<std::vector<BufferHandle>> execute(std::vector<BufferHandle> arguments, const ExecuteOptions& options = {});

@@ -127,6 +127,14 @@ StatusOr<std::unique_ptr<Executable>> Executable::create(std::shared_ptr<const M
   return executable;
 }
 
+StatusOr<std::unique_ptr<Executable>> Executable::create(OptimizedModule optimized, ExecutableOptions options) {
+  if (optimized.module == nullptr || !optimized.buffers)
+    return invalid_argument("Executable::create needs a module through the whole pipeline (optimize_module without "
+                            "OptimizeOptions::passes), with its buffer assignment");
+  std::shared_ptr<const Module> module(std::move(optimized.module));
+  return create(std::move(module), std::move(*optimized.buffers), options);
+}
+
 namespace {
 
 class ProgramBuilder {
