@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <map>
 
+#include "insitu/analysis/buffer_facts.h"
 #include "insitu/passes/buffer_assignment_internal.h"
-#include "insitu/passes/fusion.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
@@ -39,17 +39,6 @@ bool is_entry_parameter(const Value& value, const Computation* entry) {
   return value.defining.instruction->opcode() == Opcode::kParameter && value.computation() == entry;
 }
 
-// broadcast(scalar) read only by elementwise ops and fusions: the runtime reads the scalar, no bytes.
-bool is_unmaterialized_scalar_broadcast(const Value& value) {
-  const Instruction* broadcast = value.defining.instruction;
-  if (broadcast->opcode() != Opcode::kBroadcast || broadcast->operand(0)->shape().rank() != 0) return false;
-  if (value.positions.size() != 1 || broadcast == broadcast->parent()->root()) return false;
-  return std::all_of(value.uses.begin(), value.uses.end(),
-                     [](const Use& use) {
-                       const Opcode opcode = use.instruction->opcode();
-                       return is_elementwise(opcode) || opcode == Opcode::kFusion;  // fusions read it as a scalar too
-                     });
-}
 
 bool same_layout_and_size(const Shape& a, const Shape& b) {
   return a.dimensions() == b.dimensions() && a.layout().minor_to_major == b.layout().minor_to_major &&

@@ -33,7 +33,7 @@ std::optional<copy_insertion::CopyFix> violation_without(const Module& module, c
   std::unique_ptr<Module> trial = module.clone();
   forward_copy(trial->find_computation(computation)->find_instruction(copy));
   Dataflow dataflow = Dataflow::compute(*trial);
-  copy_insertion::BufferFacts facts(*trial, dataflow);
+  BufferFacts facts(*trial, dataflow);
   return copy_insertion::find_violation(facts);
 }
 

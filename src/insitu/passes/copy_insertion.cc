@@ -1,4 +1,5 @@
-// copy-insertion driver: find the first rule violation, insert its copy, recompute, repeat.
+// copy-insertion driver: the rule order (find_violation), then: find the first violation,
+// insert its copy, recompute, repeat.
 #include "insitu/passes/copy_insertion.h"
 
 #include "insitu/passes/copy_insertion_internal.h"
@@ -6,6 +7,35 @@
 #include "insitu/support/str.h"
 
 namespace insitu {
+namespace copy_insertion {
+
+// The rule order: regions callees first (analyzed computations are in that order); within one,
+// in-place ops (R1), then conditionals (R3) and loops (R2), then a while body's root (R2b),
+// and the entry's outputs (R4, R5) last, so every copy fixes the innermost conflict first.
+std::optional<CopyFix> find_violation(const BufferFacts& facts) {
+  for (const Computation* computation : facts.dataflow().analyzed_computations()) {
+    const std::vector<Instruction*> instructions = computation->instructions();
+    for (const Instruction* instruction : instructions)
+      if (!in_place_pairs(*instruction).empty())
+        if (auto fix = check_in_place_op(facts, instruction)) return fix;
+    for (const Instruction* instruction : instructions)
+      if (instruction->opcode() == Opcode::kConditional)
+        if (auto fix = check_conditional(facts, instruction)) return fix;
+    for (const Instruction* instruction : instructions)
+      if (instruction->opcode() == Opcode::kWhile)
+        if (auto fix = check_while_init(facts, instruction)) return fix;
+    const Instruction* caller = facts.caller(computation);
+    if (caller != nullptr && caller->opcode() == Opcode::kWhile && caller->while_body() == computation)
+      if (auto fix = check_while_body(facts, computation)) return fix;
+    if (computation == facts.module().entry()) {
+      if (auto fix = check_entry_outputs(facts)) return fix;
+      if (auto fix = check_entry_aliases(facts)) return fix;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace copy_insertion
 
 StatusOr<bool> insert_copies(Module& module) {
   INSITU_RETURN_IF_ERROR(check_calls_flattened(module, "copy-insertion"));
@@ -15,7 +45,7 @@ StatusOr<bool> insert_copies(Module& module) {
   const int64_t limit = 64 + 8 * instruction_count;
   for (int64_t step = 0;; ++step) {
     Dataflow dataflow = Dataflow::compute(module);
-    copy_insertion::BufferFacts facts(module, dataflow);
+    BufferFacts facts(module, dataflow);
     std::optional<copy_insertion::CopyFix> fix = copy_insertion::find_violation(facts);
     if (!fix) return step > 0;
     if (step >= limit)

@@ -194,27 +194,4 @@ std::optional<CopyFix> check_entry_aliases(const BufferFacts& facts) {
   return std::nullopt;
 }
 
-std::optional<CopyFix> find_violation(const BufferFacts& facts) {
-  for (const Computation* computation : facts.dataflow().analyzed_computations()) {
-    const std::vector<Instruction*> instructions = computation->instructions();
-    for (const Instruction* instruction : instructions)
-      if (!in_place_pairs(*instruction).empty())
-        if (auto fix = check_in_place_op(facts, instruction)) return fix;
-    for (const Instruction* instruction : instructions)
-      if (instruction->opcode() == Opcode::kConditional)
-        if (auto fix = check_conditional(facts, instruction)) return fix;
-    for (const Instruction* instruction : instructions)
-      if (instruction->opcode() == Opcode::kWhile)
-        if (auto fix = check_while_init(facts, instruction)) return fix;
-    const Instruction* caller = facts.caller(computation);
-    if (caller != nullptr && caller->opcode() == Opcode::kWhile && caller->while_body() == computation)
-      if (auto fix = check_while_body(facts, computation)) return fix;
-    if (computation == facts.module().entry()) {
-      if (auto fix = check_entry_outputs(facts)) return fix;
-      if (auto fix = check_entry_aliases(facts)) return fix;
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace insitu::copy_insertion

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "insitu/passes/fusion.h"
+#include "insitu/analysis/buffer_facts.h"
 #include "insitu/analysis/dataflow.h"
 #include "insitu/support/str.h"
 

@@ -131,23 +131,6 @@ std::vector<Computation*> control_flow_computations(Module& module) {
 
 }  // namespace
 
-bool writes_elementwise(const Instruction& instruction) {
-  if (is_elementwise(instruction.opcode())) return true;
-  if (instruction.opcode() != Opcode::kFusion || instruction.fusion_kind != "kLoop" ||
-      !instruction.fusion_output_to_operand_aliasing.empty() || !instruction.shape().is_array() ||
-      instruction.called_computations().size() != 1)
-    return false;
-  const Computation& body = *instruction.called_computations()[0];
-  const std::vector<Instruction*> order = body.instructions();
-  if (order.empty() || order.back() != body.root()) return false;
-  const int64_t bytes = instruction.shape().byte_size();
-  for (const Instruction* parameter : body.parameters()) {
-    if (parameter == nullptr || parameter->shape().byte_size() != bytes) continue;
-    for (const Instruction* user : parameter->users())
-      if (!is_elementwise(user->opcode())) return false;
-  }
-  return true;
-}
 
 StatusOr<bool> fuse_elementwise(Module& module) {
   if (module.entry() == nullptr) return failed_precondition("fuse-elementwise needs a module with an entry computation");

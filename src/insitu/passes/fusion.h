@@ -25,11 +25,4 @@ namespace insitu {
 
 StatusOr<bool> fuse_elementwise(Module& module);
 
-// Whether `instruction` reads every operand of its result's size element by element at the
-// position it writes (an elementwise op, or a kLoop fusion whose parameters of that size are
-// read only by elementwise ops and whose root comes last), so its result may be written over
-// such an operand: copy insertion, donor matching, buffer assignment and the runtime's overlap
-// staging all ask this one question.
-bool writes_elementwise(const Instruction& instruction);
-
 }  // namespace insitu

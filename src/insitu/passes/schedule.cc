@@ -5,13 +5,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "insitu/passes/copy_insertion_internal.h"
+#include "insitu/analysis/buffer_facts.h"
 #include "insitu/passes/flatten_calls.h"
 
 namespace insitu {
 namespace {
-
-using copy_insertion::BufferFacts;
 
 // A write event: `writer` replaces the contents of the buffer of `old_value`.
 struct WriteEvent {
@@ -165,7 +163,7 @@ bool schedule_computation(Computation* computation, const BufferFacts& facts) {
 StatusOr<bool> schedule_module(Module& module) {
   INSITU_RETURN_IF_ERROR(check_calls_flattened(module, "schedule"));
   Dataflow dataflow = Dataflow::compute(module);
-  copy_insertion::BufferFacts facts(module, dataflow);
+  BufferFacts facts(module, dataflow);
   bool changed = false;
   for (const Computation* computation : dataflow.analyzed_computations())
     changed |= schedule_computation(const_cast<Computation*>(computation), facts);

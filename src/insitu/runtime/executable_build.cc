@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "insitu/analysis/buffer_facts.h"
 #include "insitu/passes/bitcast_lowering.h"
-#include "insitu/passes/fusion.h"
 #include "insitu/runtime/executable.h"
 #include "insitu/runtime/executor.h"
 #include "insitu/runtime/fallback_kernels.h"

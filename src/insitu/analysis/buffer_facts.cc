@@ -1,12 +1,13 @@
-// BufferFacts: origins, groups, writes and liveness on one Dataflow snapshot (see
-// copy_insertion_internal.h).
+// BufferFacts: origins, groups, writes and liveness on one Dataflow snapshot, and the
+// instruction-level buffer facts (buffer_facts.h).
+#include "insitu/analysis/buffer_facts.h"
+
 #include <algorithm>
 
-#include "insitu/passes/copy_insertion_internal.h"
-#include "insitu/passes/fusion.h"
+#include "insitu/ir/computation.h"
 #include "insitu/support/str.h"
 
-namespace insitu::copy_insertion {
+namespace insitu {
 
 BufferFacts::BufferFacts(const Module& module, const Dataflow& dataflow) : module_(module), dataflow_(dataflow) {
   for (const Computation* computation : dataflow.analyzed_computations()) {
@@ -184,4 +185,32 @@ bool BufferFacts::can_write_over(const Instruction* reader, ValueId operand_valu
 
 std::string describe(const BufferFacts& facts, ValueId id) { return facts.value(id).to_string(); }
 
-}  // namespace insitu::copy_insertion
+bool writes_elementwise(const Instruction& instruction) {
+  if (is_elementwise(instruction.opcode())) return true;
+  if (instruction.opcode() != Opcode::kFusion || instruction.fusion_kind != "kLoop" ||
+      !instruction.fusion_output_to_operand_aliasing.empty() || !instruction.shape().is_array() ||
+      instruction.called_computations().size() != 1)
+    return false;
+  const Computation& body = *instruction.called_computations()[0];
+  const std::vector<Instruction*> order = body.instructions();
+  if (order.empty() || order.back() != body.root()) return false;
+  const int64_t bytes = instruction.shape().byte_size();
+  for (const Instruction* parameter : body.parameters()) {
+    if (parameter == nullptr || parameter->shape().byte_size() != bytes) continue;
+    for (const Instruction* user : parameter->users())
+      if (!is_elementwise(user->opcode())) return false;
+  }
+  return true;
+}
+
+bool is_unmaterialized_scalar_broadcast(const Value& value) {
+  const Instruction* broadcast = value.defining.instruction;
+  if (broadcast->opcode() != Opcode::kBroadcast || broadcast->operand(0)->shape().rank() != 0) return false;
+  if (value.positions.size() != 1 || broadcast == broadcast->parent()->root()) return false;
+  return std::all_of(value.uses.begin(), value.uses.end(), [](const Use& use) {
+    const Opcode opcode = use.instruction->opcode();
+    return is_elementwise(opcode) || opcode == Opcode::kFusion;  // fusions read it as a scalar too
+  });
+}
+
+}  // namespace insitu
