@@ -117,7 +117,7 @@ TEST_F(CliTest, UsageErrorsExitWithOne) {
   std::string module = write("m.hlo", kAddModule);
   Result threads = insitu({"run", module, "--threads", "0"});
   EXPECT_EQ(threads.status, 1);
-  EXPECT_NE(threads.err.find("--threads: Value 0 not in range 1 to 4096"), std::string::npos) << threads.err;
+  EXPECT_NE(threads.err.find("--threads: Value 0 not in range 1 to 1024"), std::string::npos) << threads.err;
 }
 
 TEST_F(CliTest, MissingModuleFile) {
@@ -241,6 +241,45 @@ TEST_F(CliTest, BadPluginIsAClearError) {
   Result bad = insitu({"run", module, "--plugin", not_elf});
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.err.find("cannot load plugin '" + not_elf + "': "), std::string::npos) << bad.err;
+}
+
+// Inputs that claim more than they hold, or ask for more than the machine gives, are clear
+// errors (exit 1), found before anything large is allocated or read.
+TEST_F(CliTest, InputsThatClaimTooMuchAreClearErrors) {
+  const std::string module = write("negate.hlo", "HloModule n\nENTRY main {\n  p = f32[4] parameter(0)\n"
+                                                 "  ROOT n = f32[4] negate(p)\n}\n");
+  Result threads = insitu({"run", module, "--threads", "4096"});
+  EXPECT_EQ(threads.status, 1);
+  EXPECT_NE(threads.err.find("--threads: Value 4096 not in range 1 to 1024"), std::string::npos) << threads.err;
+
+  // A .npy header claiming 10^11 elements over 16 bytes of data.
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000,), }";
+  header.append(118 - header.size(), ' ');
+  header += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size() & 0xff) +
+                    static_cast<char>(header.size() >> 8) + header + std::string(16, '\0');
+  Result claims = insitu({"run", module, "--arg", write("claims.npy", npy)});
+  EXPECT_EQ(claims.status, 1);
+  EXPECT_NE(claims.err.find("truncated .npy data: f32[100000000000] needs 400000000000 bytes but the file holds 16"),
+            std::string::npos)
+      << claims.err;
+
+  // A file that never ends is read up to the cap, then refused.
+  ::setenv("INSITU_MAX_INPUT_BYTES", "1048576", 1);
+  Result endless = insitu({"fmt", "/dev/zero"});
+  ::unsetenv("INSITU_MAX_INPUT_BYTES");
+  EXPECT_EQ(endless.status, 1);
+  EXPECT_NE(endless.err.find("cannot read '/dev/zero': it is larger than 1048576 bytes (set INSITU_MAX_INPUT_BYTES"),
+            std::string::npos)
+      << endless.err;
+
+  // A shared library that registers no kernels is not a plugin.
+  Result not_plugin = insitu({"run", module, "--plugin", "libm.so.6"});
+  EXPECT_EQ(not_plugin.status, 1);
+  EXPECT_NE(not_plugin.err.find("cannot load plugin 'libm.so.6': it registers no kernels, so it is not an insitu "
+                                "plugin"),
+            std::string::npos)
+      << not_plugin.err;
 }
 
 TEST_F(CliTest, FmtRoundTrips) {

@@ -215,6 +215,71 @@ ENTRY main {
   EXPECT_TRUE(*four.to_literal() == Literal::vector<float>({1, 2, 3, 4}));
 }
 
+// A call that fails while running (a custom-call kernel returns an error) gives its donated
+// handles back: usable, with their value, and a later call may donate them again.
+TEST(RuntimeDonation, CallsThatFailWhileRunningGiveTheirDonationsBack) {
+  CustomCallRegistry registry;
+  ASSERT_TRUE(registry
+                  .register_kernel("fails_at_run",
+                                   [](const Instruction&, std::span<const Literal* const>, Literal&) -> Status {
+                                     return invalid_argument("the kernel failed on purpose");
+                                   })
+                  .ok());
+  Compiled compiled = compile(R"(
+HloModule fails_mid_run, input_output_alias={ {}: (0, {}, may-alias) }
+ENTRY main {
+  cache = f32[8] parameter(0)
+  q = f32[2] parameter(1)
+  bad = f32[2] custom-call(q), custom_call_target="fails_at_run"
+  i = s32[] constant(3)
+  ROOT dus = f32[8] dynamic-update-slice(cache, bad, i)
+})",
+                              {.custom_calls = &registry});
+  ASSERT_TRUE(compiled.executable != nullptr);
+  const Literal cache_value = Literal::vector<float>({1, 2, 3, 4, 5, 6, 7, 8});
+  BufferHandle cache = *BufferHandle::from_literal(cache_value);
+  BufferHandle q = *BufferHandle::from_literal(Literal::vector<float>({9, 9}));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    StatusOr<std::vector<BufferHandle>> failed = compiled.executable->execute({cache, q}, {.donate = {true, false}});
+    ASSERT_FALSE(failed.ok());
+    EXPECT_NE(failed.status().message().find("the kernel failed on purpose"), std::string::npos)
+        << failed.status().to_string();
+    EXPECT_TRUE(cache.is_usable());
+    EXPECT_TRUE(*cache.to_literal() == cache_value);
+  }
+  // More threads than the system starts: an error before anything runs, the donation intact.
+  StatusOr<std::vector<BufferHandle>> threads =
+      compiled.executable->execute({cache, q}, {.donate = {true, false}, .threads = ThreadPool::kMaxThreads + 1});
+  ASSERT_FALSE(threads.ok());
+  EXPECT_NE(threads.status().message().find("cannot run 1025 threads"), std::string::npos)
+      << threads.status().to_string();
+  EXPECT_TRUE(cache.is_usable());
+}
+
+// One handle donated to two calls at once: one reserves it, the other is refused.
+TEST(RuntimeDonation, AHandleReservedByOneCallIsRefusedToAnother) {
+  Compiled compiled = compile(R"(
+HloModule negate_in_place, input_output_alias={ {}: (0, {}, may-alias) }
+ENTRY main {
+  p = f32[4] parameter(0)
+  ROOT n = f32[4] negate(p)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  BufferHandle handle = *BufferHandle::from_literal(Literal::vector<float>({1, 2, 3, 4}));
+  BufferHandle other_call = handle;  // the other caller's copy of the handle
+  ASSERT_NE(other_call.reserve(), nullptr);
+  EXPECT_EQ(handle.reserve(), nullptr);  // one winner
+  StatusOr<std::vector<BufferHandle>> refused = compiled.executable->execute({handle}, {.donate = {true}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("is donated to another call running now"), std::string::npos)
+      << refused.status().to_string();
+  other_call.release();
+  StatusOr<std::vector<BufferHandle>> ran = compiled.executable->execute({handle}, {.donate = {true}});
+  ASSERT_TRUE(ran.ok()) << ran.status().to_string();
+  EXPECT_TRUE(handle.is_donated());
+  EXPECT_TRUE((*ran)[0].to_literal().value() == Literal::vector<float>({-1, -2, -3, -4}));
+}
+
 TEST(RuntimeBuffer, LiteralRoundTripAlignmentAndDonatedState) {
   Literal value = Literal::from_values<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6});
   BufferHandle handle = *BufferHandle::from_literal(value);

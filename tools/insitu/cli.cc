@@ -3,8 +3,11 @@
 #include "insitu/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -12,6 +15,7 @@
 #include "insitu/opt_command.h"
 #include "insitu/passes/pipeline.h"
 #include "insitu/run_command.h"
+#include "insitu/runtime/thread_pool.h"
 #include "insitu/support/str.h"
 
 #ifndef INSITU_VERSION
@@ -20,14 +24,50 @@
 
 namespace insitu::cli {
 
+// Input files are read up to a cap (INSITU_MAX_INPUT_BYTES, default 2 GiB), in chunks, so a
+// device or a pipe that never ends (/dev/zero) is an error, not an exhausted machine.
+int64_t max_input_bytes() {
+  if (const char* value = std::getenv("INSITU_MAX_INPUT_BYTES")) {
+    char* end = nullptr;
+    const long long parsed = std::strtoll(value, &end, 10);
+    if (end != value && *end == '\0' && parsed > 0) return parsed;
+  }
+  return int64_t{2} << 30;
+}
+
 StatusOr<std::string> read_text_file(const std::string& path) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) return invalid_argument(str_cat("cannot read '", path, "': it is a directory"));
+  const int64_t cap = max_input_bytes();
+  const auto too_large = [&] {
+    return resource_exhausted(str_cat("cannot read '", path, "': it is larger than ", cap,
+                                      " bytes (set INSITU_MAX_INPUT_BYTES to read more)"));
+  };
+  if (std::filesystem::is_regular_file(path, error)) {
+    const auto size = std::filesystem::file_size(path, error);
+    if (!error && static_cast<int64_t>(size) > cap) return too_large();
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) return not_found(str_cat("cannot read '", path, "': ", std::strerror(errno)));
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
-  return buffer.str();
+  std::string text;
+  try {
+    constexpr size_t kChunk = 1 << 20;
+    while (file) {
+      const size_t old_size = text.size();
+      if (static_cast<int64_t>(old_size) >= cap) {
+        if (file.peek() == std::char_traits<char>::eof()) break;
+        return too_large();
+      }
+      const size_t chunk = std::min<size_t>(kChunk, static_cast<size_t>(cap) - old_size);
+      text.resize(old_size + chunk);
+      file.read(text.data() + old_size, static_cast<std::streamsize>(chunk));
+      text.resize(old_size + static_cast<size_t>(file.gcount()));
+    }
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(str_cat("cannot read '", path, "': not enough memory for ", text.size(), " bytes"));
+  }
+  if (file.bad()) return invalid_argument(str_cat("cannot read '", path, "': ", std::strerror(errno)));
+  return text;
 }
 
 int report_error(CliContext& context, const Status& status, const std::string& file) {
@@ -63,7 +103,7 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
       ->allow_extra_args(false)
       ->type_name("LIB.so");
   run_app->add_option("--threads", run.threads, "Worker threads (default: all cores)")
-      ->check(CLI::Range(1, 4096))
+      ->check(CLI::Range(1, ThreadPool::kMaxThreads))
       ->type_name("N");
   run_app->add_flag("--reference", run.reference, "Run the reference evaluator instead of the optimized runtime");
   run_app->add_flag("--check-races", run.check_races, "Report kernel grid steps that race on a buffer");

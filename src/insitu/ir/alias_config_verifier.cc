@@ -136,10 +136,17 @@ Status verify_input_output_alias(const Module& module) {
 
 Status verify_buffer_donors(const Module& module) {
   const ComputationLayout interface = module.entry_layout();
-  for (const BufferDonor& donor : module.config().buffer_donors) {
+  const std::vector<BufferDonor>& donors = module.config().buffer_donors;
+  for (size_t d = 0; d < donors.size(); ++d) {
+    const BufferDonor& donor = donors[d];
     INSITU_ASSIGN_OR_RETURN(const Shape* leaf, parameter_leaf(module, "buffer_donor", donor.parameter_number,
                                                               donor.parameter_index, interface.parameter_shapes));
     (void)leaf;
+    for (size_t e = 0; e < d; ++e)
+      if (donors[e].parameter_number == donor.parameter_number && donors[e].parameter_index == donor.parameter_index)
+        return header_error(module, "buffer_donor",
+                            str_cat("buffer_donor: ", parameter_text(donor.parameter_number, donor.parameter_index),
+                                    " is listed twice; list each donated leaf once"));
     for (const InputOutputAlias& alias : module.config().input_output_alias) {
       if (alias.parameter_number == donor.parameter_number && alias.parameter_index == donor.parameter_index) {
         return header_error(module, "buffer_donor", str_cat("buffer_donor: ", parameter_text(donor.parameter_number, donor.parameter_index),

@@ -232,16 +232,22 @@ StatusOr<Literal> parse_npy(std::string_view contents, const NpyReadOptions& opt
   INSITU_ASSIGN_OR_RETURN(NpyHeader header, HeaderParser(contents.substr(8 + length_bytes, header_length)).parse());
   INSITU_ASSIGN_OR_RETURN(DescrInfo descr, parse_descriptor(header.descr, options));
 
-  Literal literal(Shape::array(descr.type, header.shape));
-  int64_t width = byte_width(descr.type);
-  int64_t expected = literal.size_bytes();
-  int64_t available = static_cast<int64_t>(contents.size() - data_offset);
+  // The header's claim is checked against the file before anything is allocated.
+  const int64_t width = byte_width(descr.type);
+  const Shape shape = Shape::array(descr.type, header.shape);
+  int64_t expected = width;
+  for (int64_t d : header.shape)
+    if (__builtin_mul_overflow(expected, d, &expected))
+      return invalid_argument(str_cat("the .npy header claims ", shape.to_string(false),
+                                      ", whose byte size overflows 64 bits"));
+  const int64_t available = static_cast<int64_t>(contents.size() - data_offset);
   if (available < expected)
-    return invalid_argument(str_cat("truncated .npy data: ", literal.shape().to_string(false), " needs ", expected,
+    return invalid_argument(str_cat("truncated .npy data: ", shape.to_string(false), " needs ", expected,
                                     " bytes but the file holds ", available));
   if (available > expected)
     return invalid_argument(str_cat("the .npy file has ", available - expected, " bytes after the data of ",
-                                    literal.shape().to_string(false)));
+                                    shape.to_string(false)));
+  Literal literal(shape);
   const auto* source = reinterpret_cast<const uint8_t*>(contents.data() + data_offset);
   if (header.fortran_order && header.shape.size() > 1) {
     std::vector<uint8_t> reordered = fortran_to_c_order(source, header.shape, width);

@@ -4,6 +4,7 @@
 #include "insitu/ir/verifier.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "insitu/ir/alias_config_verifier.h"
@@ -103,6 +104,62 @@ Status check_computation_structure(const Module& module, const Computation& comp
   return ok_status();
 }
 
+// The call graph (every called computation: while, conditional, call, to_apply, fusions,
+// custom-call computations) must be acyclic: a computation that calls itself would recurse
+// forever. The error names the cycle, at the instruction that closes it.
+Status check_call_graph_acyclic(const Module& module) {
+  enum class Mark : uint8_t { kNew, kOnPath, kDone };
+  std::unordered_map<const Computation*, Mark> marks;
+  std::vector<const Computation*> path;
+  // Iterative depth-first search: deep call chains must not overflow the stack.
+  struct Frame {
+    const Computation* computation;
+    std::vector<std::pair<const Instruction*, const Computation*>> calls;
+    size_t next = 0;
+  };
+  auto frame_of = [](const Computation* computation) {
+    Frame frame{computation, {}, 0};
+    for (const Instruction* instruction : computation->instructions())
+      for (const Computation* callee : instruction->called_computations()) frame.calls.emplace_back(instruction, callee);
+    return frame;
+  };
+  for (const Computation* start : module.computations()) {
+    if (marks[start] != Mark::kNew) continue;
+    std::vector<Frame> stack;
+    stack.push_back(frame_of(start));
+    marks[start] = Mark::kOnPath;
+    while (!stack.empty()) {
+      Frame& frame = stack.back();
+      if (frame.next == frame.calls.size()) {
+        marks[frame.computation] = Mark::kDone;
+        stack.pop_back();
+        continue;
+      }
+      const auto [instruction, callee] = frame.calls[frame.next++];
+      if (callee == nullptr) continue;
+      const Mark mark = marks[callee];
+      if (mark == Mark::kOnPath) {
+        std::string cycle;
+        bool in_cycle = false;
+        for (const Frame& f : stack) {
+          in_cycle |= f.computation == callee;
+          if (in_cycle) cycle += f.computation->name() + " -> ";
+        }
+        cycle += callee->name();
+        return invalid_argument(str_cat("%", instruction->name(), " calls ", callee->name(),
+                                        " and closes a cycle in the call graph (", cycle,
+                                        "); HLO computations cannot recurse: write a while loop"),
+                                location_of(*instruction));
+      }
+      if (mark == Mark::kNew) {
+        marks[callee] = Mark::kOnPath;
+        stack.push_back(frame_of(callee));
+      }
+    }
+  }
+  return ok_status();
+}
+
 Status check_instruction_shape(const Instruction& instruction) {
   StatusOr<Shape> inferred = infer_shape(instruction);
   if (!inferred.ok()) return inferred.status().with_location(location_of(instruction));
@@ -121,6 +178,7 @@ Status verify_module(const Module& module) {
   INSITU_RETURN_IF_ERROR(check_names_unique(module));
   for (const Computation* computation : module.computations())
     INSITU_RETURN_IF_ERROR(check_computation_structure(module, *computation));
+  INSITU_RETURN_IF_ERROR(check_call_graph_acyclic(module));
   for (const Computation* computation : module.computations())
     for (const Instruction* instruction : computation->instructions())
       INSITU_RETURN_IF_ERROR(check_instruction_shape(*instruction));

@@ -1,6 +1,7 @@
 // The kernel registry and static registration (registry.h).
 #include "insitu/kernel/registry.h"
 
+#include <atomic>
 #include <dlfcn.h>
 
 #include <iostream>
@@ -118,7 +119,10 @@ std::string current_library_origin(const void* address_in_library) {
 
 namespace internal {
 
+std::atomic<int64_t> g_static_registrations{0};
+
 bool register_static_kernel(KernelSpec (*factory)(), const void* address_in_library) {
+  g_static_registrations.fetch_add(1);
   Status status = register_kernel(factory(), current_library_origin(address_in_library));
   if (status.ok()) return true;
   Registry& r = registry();
@@ -128,6 +132,8 @@ bool register_static_kernel(KernelSpec (*factory)(), const void* address_in_libr
 }
 
 }  // namespace internal
+
+int64_t static_registration_count() { return internal::g_static_registrations.load(); }
 
 std::vector<Status> take_static_registration_errors() {
   Registry& r = registry();

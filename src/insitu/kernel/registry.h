@@ -37,6 +37,9 @@ bool register_static_kernel(KernelSpec (*factory)(), const void* address_in_libr
 
 // Errors from INSITU_REGISTER_KERNEL registrations so far (e.g. duplicate names), then cleared.
 std::vector<Status> take_static_registration_errors();
+// How many INSITU_REGISTER_KERNEL registrations have run (failed ones too): a plugin library
+// whose loading adds none is not an insitu plugin.
+int64_t static_registration_count();
 
 }  // namespace insitu
 

@@ -145,25 +145,45 @@ StatusOr<BufferHandle> BufferHandle::from_literal(const Literal& literal) {
 }
 
 Buffer& BufferHandle::buffer() const {
-  INSITU_CHECK(is_usable()) << "use of a " << (is_null() ? "null" : "donated") << " BufferHandle";
+  INSITU_CHECK(is_usable()) << "use of a " << (is_null() ? "null" : "donated or reserved") << " BufferHandle";
   return *state_->buffer;
 }
 
 const std::shared_ptr<Buffer>& BufferHandle::shared_buffer() const {
-  INSITU_CHECK(is_usable()) << "use of a " << (is_null() ? "null" : "donated") << " BufferHandle";
+  INSITU_CHECK(is_usable()) << "use of a " << (is_null() ? "null" : "donated or reserved") << " BufferHandle";
   return state_->buffer;
 }
 
 StatusOr<Literal> BufferHandle::to_literal() const {
   if (is_null()) return invalid_argument("the buffer handle is null: it holds no buffer");
   if (is_donated()) return donated_buffer_error("the buffer");
+  if (!is_usable()) return failed_precondition("the buffer is donated to a call still running");
   return state_->buffer->to_literal();
 }
 
 std::shared_ptr<Buffer> BufferHandle::donate() {
-  INSITU_CHECK(is_usable()) << "donating a " << (is_null() ? "null" : "donated") << " BufferHandle";
-  state_->donated = true;
-  return std::move(state_->buffer);
+  std::shared_ptr<Buffer> buffer = reserve();
+  INSITU_CHECK(buffer != nullptr) << "donating a " << (is_null() ? "null" : "donated or reserved") << " BufferHandle";
+  commit();
+  return buffer;
+}
+
+std::shared_ptr<Buffer> BufferHandle::reserve() {
+  if (state_ == nullptr) return nullptr;
+  Use expected = Use::kUsable;
+  if (!state_->use.compare_exchange_strong(expected, Use::kReserved)) return nullptr;
+  return state_->buffer;
+}
+
+void BufferHandle::commit() {
+  INSITU_CHECK(state_ != nullptr && state_->use.load() == Use::kReserved) << "committing an unreserved BufferHandle";
+  state_->buffer = nullptr;  // the call's results own the memory now
+  state_->use.store(Use::kDonated);
+}
+
+void BufferHandle::release() {
+  INSITU_CHECK(state_ != nullptr && state_->use.load() == Use::kReserved) << "releasing an unreserved BufferHandle";
+  state_->use.store(Use::kUsable);
 }
 
 Status donated_buffer_error(const std::string& what) {

@@ -12,6 +12,7 @@
 // argument, never a read of memory somebody else now owns.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -67,9 +68,9 @@ class BufferHandle {
 
   bool is_null() const { return state_ == nullptr; }
   // True once the handle was donated to a call: its memory now belongs to that call's results.
-  bool is_donated() const { return state_ != nullptr && state_->donated; }
-  // Usable: not null and not donated.
-  bool is_usable() const { return state_ != nullptr && !state_->donated && state_->buffer != nullptr; }
+  bool is_donated() const { return state_ != nullptr && state_->use.load() == Use::kDonated; }
+  // Usable: not null, not donated and not reserved by a call in flight.
+  bool is_usable() const { return state_ != nullptr && state_->use.load() == Use::kUsable; }
 
   // The buffer; checks is_usable() (callers validate first and report a Status).
   Buffer& buffer() const;
@@ -82,13 +83,22 @@ class BufferHandle {
   // Marks the handle (and every copy of it) consumed and returns the memory it held.
   std::shared_ptr<Buffer> donate();
 
+  // Donation in two steps, for a call that may fail: reserve() takes the handle for one call
+  // (atomically: of two calls donating one handle at once, one wins; nullptr for the other,
+  // or when the handle is not usable), then commit() consumes it when the call succeeded, or
+  // release() gives it back when it failed. A reserved handle is not usable meanwhile.
+  std::shared_ptr<Buffer> reserve();
+  void commit();
+  void release();
+
   // Whether two handles are the same handle (copies of one another).
   bool same_handle(const BufferHandle& other) const { return state_ == other.state_; }
 
  private:
+  enum class Use : uint8_t { kUsable, kReserved, kDonated };
   struct State {
     std::shared_ptr<Buffer> buffer;
-    bool donated = false;
+    std::atomic<Use> use{Use::kUsable};
   };
   std::shared_ptr<State> state_;
 };

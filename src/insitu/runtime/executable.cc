@@ -38,7 +38,9 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
     const Argument& expected = arguments_[i];
     const BufferHandle& handle = arguments[i];
     if (handle.is_null()) return invalid_argument(argument_name(i, expected) + " is a null buffer handle");
-    if (!handle.is_usable()) return donated_buffer_error(argument_name(i, expected));
+    if (handle.is_donated()) return donated_buffer_error(argument_name(i, expected));
+    if (!handle.is_usable())
+      return failed_precondition(argument_name(i, expected) + " is donated to another call running now");
     if (!handle.shape().compatible(expected.shape)) {
       return invalid_argument(str_cat(argument_name(i, expected), " has shape ", handle.shape().to_string(false),
                                       " but the parameter expects ", expected.shape.to_string(false)));
@@ -58,15 +60,30 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
     }
   }
 
-  // 2. Allocation bases. Parameters first: donated ones are consumed now.
-  ThreadPool& pool = pool_for(options.threads);
+  // 2. Allocation bases. Parameters first.
+  INSITU_ASSIGN_OR_RETURN(ThreadPool* pool_pointer, pool_for(options.threads));
+  ThreadPool& pool = *pool_pointer;
   const std::vector<Allocation>& allocations = assignment_.allocations();
   std::vector<uint8_t*> bases(allocations.size(), nullptr);
   std::vector<std::shared_ptr<Buffer>> parameter_buffers(arguments.size());  // what each argument's memory is now
   std::vector<bool> owned(arguments.size(), false);  // parameter_buffers[i] may be returned as a result
+  // Donated handles are reserved for this call, consumed when it succeeds and given back when
+  // it fails (every check that can fail runs at create or above, before anything is written).
+  struct Reservations {
+    std::vector<BufferHandle*> handles;
+    bool committed = false;
+    ~Reservations() {
+      if (!committed)
+        for (BufferHandle* handle : handles) handle->release();
+    }
+  } reservations;
   for (size_t i = 0; i < arguments.size(); ++i) {
     if (donated(i)) {
-      parameter_buffers[i] = arguments[i].donate();
+      parameter_buffers[i] = arguments[i].reserve();
+      if (parameter_buffers[i] == nullptr)
+        return failed_precondition(str_cat(argument_name(i, arguments_[i]),
+                                           " is donated to another call running now; donate a handle to one call"));
+      reservations.handles.push_back(&arguments[i]);
       owned[i] = true;
     } else if (arguments_[i].aliased_output) {
       // may-alias, not donated: the program writes this buffer, so it gets a private copy.
@@ -157,6 +174,8 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
     results.emplace_back(std::move(buffer));
   }
 
+  for (BufferHandle* handle : reservations.handles) handle->commit();
+  reservations.committed = true;
   stats.run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   last_stats_ = stats;
   if (options.stats != nullptr) *options.stats = stats;

@@ -104,7 +104,7 @@ class Executable {
   friend class runtime_internal::Executor;
   Executable(const Module& module, BufferAssignment assignment, ExecutableOptions options);
   Status build();
-  ThreadPool& pool_for(int threads);
+  StatusOr<ThreadPool*> pool_for(int threads);
 
   std::shared_ptr<const Module> owned_module_;
   const Module* module_;

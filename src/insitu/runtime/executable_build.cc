@@ -336,10 +336,13 @@ Status Executable::build() {
   return ok_status();
 }
 
-ThreadPool& Executable::pool_for(int threads) {
+StatusOr<ThreadPool*> Executable::pool_for(int threads) {
   const int wanted = threads <= 0 ? ThreadPool::hardware_threads() : threads;
-  if (pool_ == nullptr || pool_->thread_count() != wanted) pool_ = std::make_unique<ThreadPool>(wanted);
-  return *pool_;
+  if (pool_ == nullptr || pool_->thread_count() != wanted) {
+    pool_ = nullptr;
+    INSITU_ASSIGN_OR_RETURN(pool_, ThreadPool::start(wanted));
+  }
+  return pool_.get();
 }
 
 }  // namespace insitu

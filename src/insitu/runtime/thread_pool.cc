@@ -2,6 +2,9 @@
 #include "insitu/runtime/thread_pool.h"
 
 #include <algorithm>
+#include <system_error>
+
+#include "insitu/support/str.h"
 
 namespace insitu {
 
@@ -17,7 +20,33 @@ int ThreadPool::hardware_threads() {
 
 ThreadPool::ThreadPool(int threads) : thread_count_(threads <= 0 ? hardware_threads() : threads) {
   // Worker w (1-based) runs chunk w; the caller runs chunk 0.
-  for (int worker = 1; worker < thread_count_; ++worker) workers_.emplace_back([this, worker] { work(worker); });
+  const int wanted = thread_count_;
+  try {
+    for (int worker = 1; worker < wanted; ++worker) workers_.emplace_back([this, worker] { work(worker); });
+  } catch (const std::system_error& error) {
+    start_error_ = str_cat("the system refused to start worker thread ", workers_.size() + 1, " of ", wanted - 1, " (",
+                           error.what(), ")");
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    start_.notify_all();
+    for (std::thread& worker : workers_) worker.join();
+    workers_.clear();
+    stopping_ = false;
+    thread_count_ = 1;
+  }
+}
+
+StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::start(int threads) {
+  if (threads > kMaxThreads)
+    return invalid_argument(str_cat("cannot run ", threads, " threads (at most ", kMaxThreads, "; this machine has ",
+                                    hardware_threads(), " cores)"));
+  auto pool = std::make_unique<ThreadPool>(threads);
+  if (!pool->started())
+    return resource_exhausted(str_cat("cannot start ", threads, " threads: ", pool->start_error_,
+                                      "; use fewer threads (this machine has ", hardware_threads(), " cores)"));
+  return pool;
 }
 
 ThreadPool::~ThreadPool() {

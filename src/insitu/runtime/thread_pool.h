@@ -12,16 +12,26 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "insitu/support/status.h"
 
 namespace insitu {
 
 class ThreadPool {
  public:
-  // `threads` <= 0 means the machine's hardware cores.
+  // `threads` <= 0 means the machine's hardware cores. When the system refuses a worker
+  // thread the pool runs everything on the caller (started() says so); start() reports it.
   explicit ThreadPool(int threads = 0);
+  // A pool of `threads` workers, or an error saying how many the system refused to start and
+  // asking for fewer (more than kMaxThreads is refused without trying).
+  static StatusOr<std::unique_ptr<ThreadPool>> start(int threads);
+  static constexpr int kMaxThreads = 1024;
+  bool started() const { return start_error_.empty(); }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
   ~ThreadPool();
@@ -52,6 +62,7 @@ class ThreadPool {
   int pending_ = 0;
   bool stopping_ = false;
   bool running_ = false;  // a parallel_for is in flight (nested calls run inline)
+  std::string start_error_;  // why a worker could not start (the pool then has one thread)
 };
 
 }  // namespace insitu

@@ -50,6 +50,9 @@ Status not_found(std::string message, SourceLocation location) {
 Status failed_precondition(std::string message, SourceLocation location) {
   return Status(StatusCode::kFailedPrecondition, std::move(message), location);
 }
+Status resource_exhausted(std::string message, SourceLocation location) {
+  return Status(StatusCode::kResourceExhausted, std::move(message), location);
+}
 Status internal_error(std::string message, SourceLocation location) {
   return Status(StatusCode::kInternal, std::move(message), location);
 }

@@ -24,7 +24,7 @@ struct SourceLocation {
   bool operator==(const SourceLocation&) const = default;
 };
 
-enum class StatusCode { kOk, kInvalidArgument, kUnimplemented, kNotFound, kFailedPrecondition, kInternal };
+enum class StatusCode { kOk, kInvalidArgument, kUnimplemented, kNotFound, kFailedPrecondition, kResourceExhausted, kInternal };
 
 class [[nodiscard]] Status {
  public:
@@ -56,6 +56,8 @@ Status invalid_argument(std::string message, SourceLocation location = {});
 Status unimplemented(std::string message, SourceLocation location = {});
 Status not_found(std::string message, SourceLocation location = {});
 Status failed_precondition(std::string message, SourceLocation location = {});
+// Memory, threads or time the machine (or a configured budget) cannot give.
+Status resource_exhausted(std::string message, SourceLocation location = {});
 Status internal_error(std::string message, SourceLocation location = {});
 
 template <typename T>
