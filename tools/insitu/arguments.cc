@@ -2,6 +2,7 @@
 
 #include "insitu/cli.h"
 #include "insitu/ir/npy.h"
+#include "insitu/runtime/buffer.h"
 #include "insitu/support/str.h"
 
 namespace insitu::cli {
@@ -63,6 +64,15 @@ Literal default_argument(const Shape& shape) {
 
 StatusOr<std::vector<Literal>> bind_arguments(const Module& module, const std::vector<std::string>& npy_paths) {
   std::vector<ParameterLeaf> leaves = entry_parameter_leaves(module);
+  // Arguments must fit in memory before any is made (the runtime's budget is checked later).
+  int64_t total = 0;
+  for (const ParameterLeaf& leaf : leaves) {
+    total += leaf.shape.byte_size();
+    if (total > machine_memory_bytes())
+      return resource_exhausted(str_cat("the arguments need more than the ", machine_memory_bytes(),
+                                        " bytes this machine can give (", leaf.to_string(), " is ",
+                                        leaf.shape.to_string(false), ", ", leaf.shape.byte_size(), " bytes)"));
+  }
   std::vector<Literal> values;
   if (npy_paths.empty()) {
     for (const ParameterLeaf& leaf : leaves) values.push_back(default_argument(leaf.shape));

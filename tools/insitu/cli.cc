@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "insitu/fmt_command.h"
@@ -102,6 +103,26 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
   run_app->add_option("--plugin", run.plugins, "Load a kernel plugin (.so) before running; repeatable")
       ->allow_extra_args(false)
       ->type_name("LIB.so");
+  run_app
+      ->add_option_function<std::string>(
+          "--max-memory",
+          [&run](const std::string& text) {
+            // BYTES with an optional K, M or G suffix (powers of 1024).
+            size_t used = 0;
+            long long value = 0;
+            try {
+              value = std::stoll(text, &used);
+            } catch (const std::exception&) {
+              throw CLI::ValidationError("--max-memory", "expected BYTES, e.g. 8G, 512M or 1048576, got '" + text + "'");
+            }
+            const std::string suffix = text.substr(used);
+            const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+            if (shift < 0 || value <= 0 || value > (std::numeric_limits<int64_t>::max() >> shift))
+              throw CLI::ValidationError("--max-memory", "expected BYTES, e.g. 8G, 512M or 1048576, got '" + text + "'");
+            run.max_memory_bytes = static_cast<int64_t>(value) << shift;
+          },
+          "Memory budget: refuse a module whose peak memory exceeds it (default: what this machine can give)")
+      ->type_name("BYTES[K|M|G]");
   run_app->add_option("--threads", run.threads, "Worker threads (default: all cores)")
       ->check(CLI::Range(1, ThreadPool::kMaxThreads))
       ->type_name("N");
@@ -169,10 +190,18 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
     return 1;
   }
 
-  if (run_app->parsed()) return run_command(run, context);
-  if (fmt_app->parsed()) return fmt_command(fmt, context);
-  if (opt_app->parsed()) return opt_command(opt, context);
-  if (explain_app->parsed()) return explain_command(explain, context);
+  // The last line of defence: memory the machine could not give while building values (the
+  // reference evaluator's Literals, parsed constants) is an error, not an abort. The runtime
+  // checks its budget before allocating.
+  try {
+    if (run_app->parsed()) return run_command(run, context);
+    if (fmt_app->parsed()) return fmt_command(fmt, context);
+    if (opt_app->parsed()) return opt_command(opt, context);
+    if (explain_app->parsed()) return explain_command(explain, context);
+  } catch (const std::bad_alloc&) {
+    return report_error(context, resource_exhausted("out of memory: the module's values do not fit in what this "
+                                                    "machine can give"));
+  }
   context.err << "insitu: error: no command given\n";
   return 1;
 }

@@ -65,12 +65,13 @@ Status write_stats(const std::string& path, const nlohmann::json& stats) {
 // Runs the optimized module on the CPU runtime. Every argument belongs to this run, so each
 // parameter the module aliases to an output is donated: it is updated in place.
 StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>& arguments, int threads,
-                                bool strict_donation, nlohmann::json& stats) {
+                                bool strict_donation, int64_t max_memory_bytes, nlohmann::json& stats) {
   Clock::time_point compile_start = Clock::now();
   OptimizeOptions optimize;
   optimize.strict_donation = strict_donation;
   INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(module.clone(), optimize));
-  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable, Executable::create(std::move(optimized)));
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable,
+                          Executable::create(std::move(optimized), {.max_memory_bytes = max_memory_bytes}));
   stats["compile_seconds"] = seconds_since(compile_start);
 
   std::vector<BufferHandle> handles;
@@ -146,7 +147,8 @@ int run_command(const RunOptions& options, CliContext& context) {
                     {"compile_seconds", load_seconds}, {"run_seconds", seconds_since(run_start)}});
     }
   } else {
-    result = run_optimized(**module, *arguments, options.threads, options.strict_donation, stats);
+    result = run_optimized(**module, *arguments, options.threads, options.strict_donation, options.max_memory_bytes,
+                           stats);
     if (result.ok()) stats["compile_seconds"] = stats["compile_seconds"].get<double>() + load_seconds;
   }
   if (!result.ok()) return report_error(context, result.status(), options.module_path);

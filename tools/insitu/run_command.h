@@ -29,6 +29,7 @@ struct RunOptions {
   bool reference = false;
   bool check_races = false;
   bool strict_donation = false;
+  int64_t max_memory_bytes = 0;  // --max-memory; 0: what the machine can give
 };
 
 int run_command(const RunOptions& options, CliContext& context);

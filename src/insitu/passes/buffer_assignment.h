@@ -70,6 +70,8 @@ class BufferAssignment {
   int64_t peak_memory_bytes() const { return peak_memory_bytes_; }
   // A time of the flattened schedule at which peak_memory_bytes are live.
   int64_t peak_time() const { return peak_time_; }
+  // The buffers live at that time, each as (its first value, bytes).
+  const std::vector<std::pair<ValueId, int64_t>>& peak_buffers() const { return peak_buffers_; }
 
   // XLA-style dumps: `...after_optimizations-buffer-assignment.txt` and
   // `...after_optimizations-memory-usage-report.txt`.

@@ -3,11 +3,13 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <new>
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "insitu/support/str.h"
@@ -83,10 +85,36 @@ void set_buffer_cache_limit(int64_t bytes) { BlockCache::global().set_limit(stat
 
 int64_t buffer_cache_bytes() { return static_cast<int64_t>(BlockCache::global().held()); }
 
-Buffer::Buffer(Shape shape) : Buffer(std::move(shape), /*zero=*/true) {}
+Buffer::Buffer(Shape shape) : Buffer(std::move(shape), /*zero=*/true) {
+  INSITU_CHECK(data_ != nullptr) << "out of memory allocating " << size_ << " bytes for " << shape_.to_string();
+}
 
 std::shared_ptr<Buffer> Buffer::uninitialized(Shape shape) {
-  return std::shared_ptr<Buffer>(new Buffer(std::move(shape), /*zero=*/false));
+  std::shared_ptr<Buffer> buffer(new Buffer(std::move(shape), /*zero=*/false));
+  INSITU_CHECK(buffer->data_ != nullptr) << "out of memory allocating " << buffer->size_ << " bytes for "
+                                         << buffer->shape_.to_string();
+  return buffer;
+}
+
+StatusOr<std::shared_ptr<Buffer>> Buffer::allocate(Shape shape, bool zero, std::string_view what) {
+  std::shared_ptr<Buffer> buffer(new Buffer(std::move(shape), zero));
+  if (buffer->data_ == nullptr)
+    return resource_exhausted(str_cat("out of memory: cannot allocate ", buffer->size_, " bytes (",
+                                      buffer->shape_.to_string(false), ") for ", what));
+  return buffer;
+}
+
+int64_t machine_memory_bytes() {
+  static const int64_t bytes = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    int64_t memory = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : std::numeric_limits<int64_t>::max();
+    struct rlimit limit;
+    for (int resource : {RLIMIT_AS, RLIMIT_DATA})
+      if (::getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+        memory = std::min<int64_t>(memory, static_cast<int64_t>(limit.rlim_cur));
+    return memory;
+  }();
+  return bytes;
 }
 
 Buffer::Buffer(Shape shape, bool zero) : shape_(std::move(shape)) {
@@ -103,13 +131,14 @@ Buffer::Buffer(Shape shape, bool zero) : shape_(std::move(shape)) {
   if (data_ == nullptr) {
     data_ = static_cast<uint8_t*>(std::aligned_alloc(huge ? kHugePageBytes : kBufferAlignment,
                                                      huge ? huge_block_bytes(bytes) : bytes));
-    INSITU_CHECK(data_ != nullptr) << "out of memory allocating " << bytes << " bytes for " << shape_.to_string();
+    if (data_ == nullptr) return;  // the factories report it
     if (huge) ::madvise(data_, bytes, MADV_HUGEPAGE);  // advice only: failure changes nothing
   }
   if (zero) std::memset(data_, 0, bytes);
 }
 
 Buffer::~Buffer() {
+  if (data_ == nullptr) return;
   const int64_t rounded = (size_ + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   const size_t bytes = static_cast<size_t>(rounded > 0 ? rounded : kBufferAlignment);
   if (bytes >= kHugePageBytes && BlockCache::global().give(data_, huge_block_bytes(bytes))) return;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "insitu/ir/literal.h"
 #include "insitu/support/status.h"
@@ -30,6 +31,9 @@ class Buffer {
   explicit Buffer(Shape shape);
   // Bytes left uninitialized, for memory the runtime writes in full before anyone reads it.
   static std::shared_ptr<Buffer> uninitialized(Shape shape);
+  // The same, with an allocation failure as a Status naming the bytes and `what` the memory
+  // is for (the constructors above abort instead).
+  static StatusOr<std::shared_ptr<Buffer>> allocate(Shape shape, bool zero, std::string_view what);
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer();
@@ -58,6 +62,10 @@ class Buffer {
 // disables). set_buffer_cache_limit changes the bound (and frees what is over it);
 // buffer_cache_bytes is what the cache holds now.
 void set_buffer_cache_limit(int64_t bytes);
+
+// What this process may allocate: physical memory, lowered by a soft RLIMIT_AS/RLIMIT_DATA
+// (ulimit -v). The default memory budget of an Executable.
+int64_t machine_memory_bytes();
 int64_t buffer_cache_bytes();
 
 class BufferHandle {

@@ -87,7 +87,8 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
       owned[i] = true;
     } else if (arguments_[i].aliased_output) {
       // may-alias, not donated: the program writes this buffer, so it gets a private copy.
-      std::shared_ptr<Buffer> copy = Buffer::uninitialized(arguments_[i].shape);
+      const std::string what = "the private copy of " + argument_name(i, arguments_[i]);
+      INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> copy, Buffer::allocate(arguments_[i].shape, false, what));
       copy_bytes_parallel(pool, copy->data(), arguments[i].data(), copy->size_bytes());
       stats.bytes_copied += copy->size_bytes();
       parameter_buffers[i] = std::move(copy);
@@ -112,14 +113,17 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
         const Shape shape = (leaf && leaf->is_array() && leaf->byte_size() == allocation.size)
                                 ? *leaf
                                 : Shape::array(PrimitiveType::kU8, {allocation.size});
-        output_buffers[allocation.index] = Buffer::uninitialized(shape);
+        const std::string what = str_cat("output ", shape_index_to_string(allocation.output_index));
+        INSITU_ASSIGN_OR_RETURN(output_buffers[allocation.index], Buffer::allocate(shape, /*zero=*/false, what));
         bases[allocation.index] = output_buffers[allocation.index]->data();
         break;
       }
       case AllocationKind::kTemp: {
         // Buffer assignment packs every temporary into one arena allocation (at most one).
-        if (arena_ == nullptr || arena_->size_bytes() < allocation.size)
-          arena_ = std::make_unique<Buffer>(Shape::array(PrimitiveType::kU8, {allocation.size}));
+        if (arena_ == nullptr || arena_->size_bytes() < allocation.size) {
+          const Shape arena_shape = Shape::array(PrimitiveType::kU8, {allocation.size});
+          INSITU_ASSIGN_OR_RETURN(arena_, Buffer::allocate(arena_shape, /*zero=*/true, "the temporaries"));
+        }
         bases[allocation.index] = arena_->data();
         break;
       }
@@ -160,13 +164,13 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
       if (buffer && seen == buffer.get()) buffer = nullptr;  // two results in one buffer: copy the second
     if (buffer == nullptr) {
       Literal value = executor.read_literal(*leaf.shape, {leaf});
-      auto fresh = std::make_shared<Buffer>(*leaf.shape);
+      INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> fresh, Buffer::allocate(*leaf.shape, /*zero=*/false, "a result"));
       if (fresh->size_bytes() > 0)
         std::memcpy(fresh->data(), value.untyped_data(), static_cast<size_t>(fresh->size_bytes()));
       buffer = std::move(fresh);
     } else if (!buffer->shape().compatible(*leaf.shape)) {
       // Same bytes, the result's own shape (an aliased parameter's layout may differ).
-      auto reshaped = std::make_shared<Buffer>(*leaf.shape);
+      INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> reshaped, Buffer::allocate(*leaf.shape, false, "a result"));
       std::memcpy(reshaped->data(), buffer->data(), static_cast<size_t>(reshaped->size_bytes()));
       buffer = std::move(reshaped);
     }

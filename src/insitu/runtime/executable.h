@@ -61,6 +61,9 @@ struct ExecuteOptions {
 
 struct ExecutableOptions {
   const CustomCallRegistry* custom_calls = &CustomCallRegistry::global();
+  // Memory budget: create refuses a module whose peak (buffer assignment's, parameters and
+  // constants included) exceeds it, naming the largest buffers. <= 0: machine_memory_bytes().
+  int64_t max_memory_bytes = 0;
 };
 
 namespace runtime_internal {
@@ -112,10 +115,10 @@ class Executable {
   ExecutableOptions options_;
   std::vector<Argument> arguments_;
   std::unordered_map<const Computation*, std::unique_ptr<runtime_internal::Program>> programs_;
-  std::vector<std::unique_ptr<Buffer>> constant_buffers_;  // by allocation index (null if not a constant)
+  std::vector<std::shared_ptr<Buffer>> constant_buffers_;  // by allocation index (null if not a constant)
 
   std::mutex mutex_;  // one call at a time: the arena and the pool are shared
-  std::unique_ptr<Buffer> arena_;
+  std::shared_ptr<Buffer> arena_;
   std::unique_ptr<ThreadPool> pool_;
   ExecutionStats last_stats_;
   std::vector<const Instruction*> fallback_instructions_;

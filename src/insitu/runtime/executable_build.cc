@@ -139,7 +139,7 @@ namespace {
 
 class ProgramBuilder {
  public:
-  ProgramBuilder(const BufferAssignment& assignment, std::vector<std::unique_ptr<Buffer>>& constants)
+  ProgramBuilder(const BufferAssignment& assignment, std::vector<std::shared_ptr<Buffer>>& constants)
       : assignment_(assignment), dataflow_(assignment.dataflow()), constants_(constants) {}
 
   // The memory of one array/token leaf.
@@ -208,21 +208,47 @@ class ProgramBuilder {
  private:
   const BufferAssignment& assignment_;
   const Dataflow& dataflow_;
-  std::vector<std::unique_ptr<Buffer>>& constants_;
+  std::vector<std::shared_ptr<Buffer>>& constants_;
 };
 
 }  // namespace
 
+// The memory budget, checked before anything is allocated: the error names the largest
+// buffers live at the peak, at the biggest one's instruction.
+Status check_memory_budget(const BufferAssignment& assignment, int64_t budget) {
+  if (assignment.peak_memory_bytes() <= budget) return ok_status();
+  std::vector<std::pair<ValueId, int64_t>> largest = assignment.peak_buffers();
+  std::stable_sort(largest.begin(), largest.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (largest.size() > 3) largest.resize(3);
+  std::string names;
+  SourceLocation location;
+  for (const auto& [value, bytes] : largest) {
+    const Value& v = assignment.dataflow().value(value);
+    if (!location.valid()) location = v.defining.instruction->location();
+    names += str_cat(names.empty() ? "" : ", ", v.to_string(), " ", v.shape.to_string(false), " (", bytes, " bytes)");
+  }
+  return resource_exhausted(str_cat("the module needs ", assignment.peak_memory_bytes(), " bytes at its peak, more than the ",
+                                    budget, "-byte memory budget (largest buffers live then: ", names,
+                                    "); shrink those, or raise the budget (--max-memory, "
+                                    "ExecutableOptions::max_memory_bytes)"),
+                            location);
+}
+
 Status Executable::build() {
   const Computation* entry = module_->entry();
   if (entry == nullptr) return invalid_argument("module " + module_->name() + " has no ENTRY computation");
+  const int64_t budget = options_.max_memory_bytes > 0 ? options_.max_memory_bytes : machine_memory_bytes();
+  INSITU_RETURN_IF_ERROR(check_memory_budget(assignment_, budget));
 
   // Constant allocations are filled once here.
   constant_buffers_.resize(assignment_.allocations().size());
   for (const Allocation& allocation : assignment_.allocations())
     if (allocation.kind == AllocationKind::kConstant)
-      constant_buffers_[allocation.index] =
-          std::make_unique<Buffer>(Shape::array(PrimitiveType::kU8, {std::max<int64_t>(allocation.size, 0)}));
+    {
+      const Shape shape = Shape::array(PrimitiveType::kU8, {std::max<int64_t>(allocation.size, 0)});
+      INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> buffer, Buffer::allocate(shape, /*zero=*/true, "constants"));
+      constant_buffers_[allocation.index] = std::move(buffer);
+    }
 
   // Arguments: entry parameter leaves in order, with their input_output_alias entries.
   for (const Instruction* parameter : entry->parameters()) {
