@@ -12,6 +12,15 @@ Status error_at(const Instruction& instruction, const std::string& message) {
   return invalid_argument(str_cat("%", instruction.name(), ": ", message), instruction.location());
 }
 
+std::optional<int64_t> checked_sum_of_products(std::initializer_list<std::pair<int64_t, int64_t>> terms) {
+  int64_t sum = 0;
+  for (const auto& [a, b] : terms) {
+    int64_t product;
+    if (__builtin_mul_overflow(a, b, &product) || __builtin_add_overflow(sum, product, &sum)) return std::nullopt;
+  }
+  return sum;
+}
+
 Status check_operand_count(const Instruction& instruction, int64_t count) {
   if (instruction.operand_count() == count) return ok_status();
   return invalid_argument(str_cat(opcode_name(instruction.opcode()), " needs ", count,

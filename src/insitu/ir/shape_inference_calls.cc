@@ -80,10 +80,15 @@ StatusOr<Shape> infer_reduce_window(const Instruction& instruction) {
     if (w.size <= 0 || w.stride <= 0 || w.base_dilation <= 0 || w.window_dilation <= 0)
       return error_at(instruction, str_cat("reduce-window window dimension ", d,
                                            " needs positive size, stride and dilations"));
-    int64_t dilated_base = input.dimension(d) == 0 ? 0 : (input.dimension(d) - 1) * w.base_dilation + 1;
-    int64_t padded = dilated_base + w.padding_low + w.padding_high;
-    int64_t dilated_window = (w.size - 1) * w.window_dilation + 1;
-    out.push_back(padded < dilated_window ? 0 : (padded - dilated_window) / w.stride + 1);
+    const int64_t n = input.dimension(d);
+    const std::optional<int64_t> padded =
+        checked_sum_of_products({{std::max<int64_t>(n - 1, 0), w.base_dilation}, {n == 0 ? 0 : 1, 1},
+                                 {w.padding_low, 1}, {w.padding_high, 1}});
+    const std::optional<int64_t> dilated_window = checked_sum_of_products({{w.size - 1, w.window_dilation}, {1, 1}});
+    if (!padded || !dilated_window)
+      return error_at(instruction, str_cat("reduce-window window dimension ", d, ": the dilated, padded sizes of an input of ",
+                                           n, " and a window of ", w.size, " overflow 64 bits"));
+    out.push_back(*padded < *dilated_window ? 0 : (*padded - *dilated_window) / w.stride + 1);
   }
   std::vector<Shape> results;
   for (const Shape& init : inits) results.push_back(Shape::array(init.element_type(), out));

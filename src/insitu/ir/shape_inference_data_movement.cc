@@ -186,7 +186,13 @@ StatusOr<Shape> infer_pad(const Instruction& instruction) {
     const PaddingDimension& p = instruction.padding[i];
     int64_t size = operand.dimension(i);
     if (p.interior < 0) return error_at(instruction, str_cat("pad interior padding ", p.interior, " of dimension ", i, " is negative"));
-    int64_t padded = p.low + p.high + size + std::max<int64_t>(size - 1, 0) * p.interior;
+    // In XLA's order: size, then low, then high, then the interior padding.
+    const std::optional<int64_t> sum =
+        checked_sum_of_products({{size, 1}, {p.low, 1}, {p.high, 1}, {std::max<int64_t>(size - 1, 0), p.interior}});
+    if (!sum)
+      return error_at(instruction, str_cat("pad dimension ", i, ": size ", size, " with padding ", p.low, "_", p.high,
+                                           "_", p.interior, " overflows 64 bits"));
+    const int64_t padded = *sum;
     if (padded < 0)
       return error_at(instruction, str_cat("pad dimension ", i, " would have negative size ", padded));
     out.push_back(padded);

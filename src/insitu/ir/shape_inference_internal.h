@@ -4,6 +4,9 @@
 // error located at the instruction that names it (%name) and says what is wrong.
 #pragma once
 
+#include <initializer_list>
+#include <optional>
+
 #include <string>
 
 #include "insitu/ir/computation.h"
@@ -14,6 +17,10 @@ namespace insitu::shape_inference_internal {
 
 // "%name: message", located at the instruction.
 Status error_at(const Instruction& instruction, const std::string& message);
+
+// Sizes computed from attributes the text gave (padding, dilations) are checked: every step
+// of `terms` summed (each a product of two factors) in order; nullopt when any overflows.
+std::optional<int64_t> checked_sum_of_products(std::initializer_list<std::pair<int64_t, int64_t>> terms);
 // "OPCODE needs N operands, %name has M".
 Status check_operand_count(const Instruction& instruction, int64_t count);
 Status check_min_operand_count(const Instruction& instruction, int64_t count);

@@ -181,7 +181,10 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   for (BufferHandle* handle : reservations.handles) handle->commit();
   reservations.committed = true;
   stats.run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  last_stats_ = stats;
+  {
+    std::lock_guard<std::mutex> stats_lock(stats_mutex_);
+    last_stats_ = stats;
+  }
   if (options.stats != nullptr) *options.stats = stats;
   return results;
 }

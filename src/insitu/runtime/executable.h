@@ -98,7 +98,11 @@ class Executable {
   const std::vector<Argument>& arguments() const { return arguments_; }
   const Module& module() const { return *module_; }
   const BufferAssignment& assignment() const { return assignment_; }
-  const ExecutionStats& last_stats() const { return last_stats_; }
+  // The statistics of the last call that finished, by value (safe while another call runs).
+  ExecutionStats last_stats() const {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    return last_stats_;
+  }
   // Instructions planned to run through the evaluator fallback (none is the goal: the
   // evaluator is the oracle, not a path), in program order.
   const std::vector<const Instruction*>& fallback_instructions() const { return fallback_instructions_; }
@@ -120,6 +124,7 @@ class Executable {
   std::mutex mutex_;  // one call at a time: the arena and the pool are shared
   std::shared_ptr<Buffer> arena_;
   std::unique_ptr<ThreadPool> pool_;
+  mutable std::mutex stats_mutex_;  // guards last_stats_
   ExecutionStats last_stats_;
   std::vector<const Instruction*> fallback_instructions_;
 };
