@@ -68,18 +68,26 @@ StatusOr<Literal> Parser::parse_literal(const Shape& shape, int depth) {
   if (shape.byte_size() > kMaxLiteralBytes)
     return error_at(peek(), str_cat("constant of shape ", shape.to_string(), " is too large (", shape.byte_size(),
                                     " bytes; the limit is ", kMaxLiteralBytes, ")"));
-  Literal literal(shape);
   if (shape.rank() == 0) {
+    Literal literal(shape);
     INSITU_RETURN_IF_ERROR(parse_scalar_into(literal, 0));
     return literal;
   }
   // Elided value "{...}" outside a constant (custom-call literal=): kept as text, never run.
   if (at(TokenKind::kLbrace) && at(TokenKind::kDots, 1) && at(TokenKind::kRbrace, 2)) {
+    Literal literal(shape);
     next();
     next();
     next();
     return literal;
   }
+  // Every element is at least one token: a text too short for the shape is an error before
+  // the value is allocated (reading costs in proportion to the text).
+  const int64_t tokens_left = static_cast<int64_t>(tokens_.size() - pos_);
+  if (shape.element_count() > tokens_left)
+    return error_at(peek(), str_cat("a ", shape.to_string(false), " literal needs ", shape.element_count(),
+                                    " elements but the text has only ", tokens_left, " tokens left"));
+  Literal literal(shape);
   int64_t linear = 0;
   INSITU_RETURN_IF_ERROR(parse_dense_into(literal, 0, linear));
   return literal;
