@@ -256,6 +256,33 @@ ENTRY main {
   EXPECT_TRUE(cache.is_usable());
 }
 
+// A call past its deadline ends with an error at the loop and gives its donation back.
+TEST(RuntimeDonation, ACallPastItsDeadlineEndsAndGivesItsDonationBack) {
+  Compiled compiled = compile(R"(
+HloModule forever, input_output_alias={ {}: (0, {}, may-alias) }
+body {
+  s = f32[4] parameter(0)
+  ROOT n = f32[4] negate(s)
+}
+cond {
+  s = f32[4] parameter(0)
+  ROOT t = pred[] constant(true)
+}
+ENTRY main {
+  a = f32[4] parameter(0)
+  ROOT w = f32[4] while(a), condition=cond, body=body
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  BufferHandle state = *BufferHandle::from_literal(Literal::vector<float>({1, 2, 3, 4}));
+  StatusOr<std::vector<BufferHandle>> timed_out =
+      compiled.executable->execute({state}, {.donate = {true}, .timeout_seconds = 0.05});
+  ASSERT_FALSE(timed_out.ok());
+  EXPECT_EQ(timed_out.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(timed_out.status().message().find("ran past its 0.05 s deadline (at %w)"), std::string::npos)
+      << timed_out.status().to_string();
+  EXPECT_TRUE(state.is_usable());  // updated in place by the loop, but the caller's again
+}
+
 // One handle donated to two calls at once: one reserves it, the other is refused.
 TEST(RuntimeDonation, AHandleReservedByOneCallIsRefusedToAnother) {
   Compiled compiled = compile(R"(

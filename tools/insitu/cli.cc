@@ -123,6 +123,11 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
           },
           "Memory budget: refuse a module whose peak memory exceeds it (default: what this machine can give)")
       ->type_name("BYTES[K|M|G]");
+  run_app
+      ->add_option("--timeout", run.timeout_seconds,
+                   "End the run with an error after this many seconds (checked between steps and at loop back-edges)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("SECONDS");
   run_app->add_option("--threads", run.threads, "Worker threads (default: all cores)")
       ->check(CLI::Range(1, ThreadPool::kMaxThreads))
       ->type_name("N");

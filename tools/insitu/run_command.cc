@@ -64,14 +64,15 @@ Status write_stats(const std::string& path, const nlohmann::json& stats) {
 
 // Runs the optimized module on the CPU runtime. Every argument belongs to this run, so each
 // parameter the module aliases to an output is donated: it is updated in place.
-StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>& arguments, int threads,
-                                bool strict_donation, int64_t max_memory_bytes, nlohmann::json& stats) {
+StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>& arguments, const RunOptions& options,
+                                nlohmann::json& stats) {
+  const int threads = options.threads;
   Clock::time_point compile_start = Clock::now();
   OptimizeOptions optimize;
-  optimize.strict_donation = strict_donation;
+  optimize.strict_donation = options.strict_donation;
   INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(module.clone(), optimize));
   INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable,
-                          Executable::create(std::move(optimized), {.max_memory_bytes = max_memory_bytes}));
+                          Executable::create(std::move(optimized), {.max_memory_bytes = options.max_memory_bytes}));
   stats["compile_seconds"] = seconds_since(compile_start);
 
   std::vector<BufferHandle> handles;
@@ -86,6 +87,7 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
   ExecutionStats run_stats;
   execute.threads = threads;
   execute.stats = &run_stats;
+  execute.timeout_seconds = options.timeout_seconds;
   INSITU_ASSIGN_OR_RETURN(std::vector<BufferHandle> results, executable->execute(std::move(handles), execute));
 
   const Shape& result_shape = executable->module().entry()->root()->shape();
@@ -139,7 +141,7 @@ int run_command(const RunOptions& options, CliContext& context) {
   if (options.reference) {
     // The oracle: no copies, no buffers; peak is arguments plus results.
     Clock::time_point run_start = Clock::now();
-    result = evaluate_module(**module, *arguments);
+    result = evaluate_module(**module, *arguments, {.timeout_seconds = options.timeout_seconds});
     if (result.ok()) {
       int64_t peak = total_bytes(*result);
       for (const Literal& argument : *arguments) peak += total_bytes(argument);
@@ -147,8 +149,7 @@ int run_command(const RunOptions& options, CliContext& context) {
                     {"compile_seconds", load_seconds}, {"run_seconds", seconds_since(run_start)}});
     }
   } else {
-    result = run_optimized(**module, *arguments, options.threads, options.strict_donation, options.max_memory_bytes,
-                           stats);
+    result = run_optimized(**module, *arguments, options, stats);
     if (result.ok()) stats["compile_seconds"] = stats["compile_seconds"].get<double>() + load_seconds;
   }
   if (!result.ok()) return report_error(context, result.status(), options.module_path);

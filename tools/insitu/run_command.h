@@ -30,6 +30,7 @@ struct RunOptions {
   bool check_races = false;
   bool strict_donation = false;
   int64_t max_memory_bytes = 0;  // --max-memory; 0: what the machine can give
+  double timeout_seconds = 0;    // --timeout; 0: none
 };
 
 int run_command(const RunOptions& options, CliContext& context);

@@ -3,6 +3,7 @@
 // conditional, call, fusion), tuples and custom calls are handled here.
 #include "insitu/evaluator/evaluator.h"
 
+#include <chrono>
 #include <unordered_map>
 
 #include "insitu/evaluator/ops.h"
@@ -82,6 +83,12 @@ class Interpreter final : public eval::ComputationRunner {
                                            options_.max_while_iterations, " iterations"),
                                    instruction.location());
       }
+      if (options_.timeout_seconds > 0 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() > options_.timeout_seconds)
+        return resource_exhausted(str_cat("the evaluation ran past its ", options_.timeout_seconds, " s deadline (at %",
+                                          instruction.name(), ", iteration ", iteration,
+                                          "); raise the timeout or check that the loop ends"),
+                                  instruction.location());
       const Literal* state_argument[] = {&state};
       INSITU_ASSIGN_OR_RETURN(Literal keep_going, run(*instruction.while_condition(), state_argument));
       if (keep_going.data<bool>()[0] == false) return state;
@@ -109,6 +116,7 @@ class Interpreter final : public eval::ComputationRunner {
   }
 
   const EvaluatorOptions& options_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace

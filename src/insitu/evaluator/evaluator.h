@@ -20,6 +20,9 @@ struct EvaluatorOptions {
   const CustomCallRegistry* custom_calls = &CustomCallRegistry::global();
   // A while loop running more iterations than this is an error (0: unlimited).
   int64_t max_while_iterations = 0;
+  // A bound on the run time in seconds (0: none), checked at every while iteration: past it
+  // the loop ends with a resource-exhausted error at the while.
+  double timeout_seconds = 0;
 };
 
 // Runs the entry computation on one Literal per entry parameter.

@@ -57,6 +57,10 @@ struct ExecuteOptions {
   int threads = 0;
   // Filled in when not null.
   ExecutionStats* stats = nullptr;
+  // A bound on the call's run time (0: none), checked between steps and at every while
+  // back-edge: past it the call ends with a resource-exhausted error naming where it was, and
+  // its donations are given back (an in-place loop may have updated a donated buffer by then).
+  double timeout_seconds = 0;
 };
 
 struct ExecutableOptions {

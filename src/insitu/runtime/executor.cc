@@ -65,8 +65,16 @@ void Executor::move_leaves(const std::vector<Leaf>& from, const std::vector<Leaf
   }
 }
 
+Status Executor::check_deadline(const Instruction& where) const {
+  if (!deadline_ || std::chrono::steady_clock::now() < *deadline_) return ok_status();
+  return resource_exhausted(str_cat("the call ran past its ", timeout_seconds_, " s deadline (at %", where.name(),
+                                    "); raise the timeout or check that the loop ends"),
+                            where.location());
+}
+
 Status Executor::run(const Program& program) {
   for (const Step& step : program.steps) {
+    if (deadline_) INSITU_RETURN_IF_ERROR(check_deadline(*step.instruction));
     Status status = (this->*step.run)(step);
     if (!status.ok()) return status.with_location(step.instruction->location());
   }
@@ -191,6 +199,7 @@ Status Executor::run_while(const Step& step) {
     INSITU_RETURN_IF_ERROR(run(condition));
     if (address(condition.root[0])[0] == 0) break;
     INSITU_RETURN_IF_ERROR(run(body));
+    if (deadline_) INSITU_RETURN_IF_ERROR(check_deadline(*step.instruction));  // the back-edge
     move_leaves(body.root, body.parameters[0]);
     move_leaves(body.root, condition.parameters[0]);
   }

@@ -18,8 +18,14 @@ namespace insitu::runtime_internal {
 // and no fallback decision happen here.
 class Executor {
  public:
-  Executor(std::vector<uint8_t*> bases, ThreadPool& pool, ExecutionStats& stats, const CustomCallRegistry* custom_calls)
-      : bases_(std::move(bases)), pool_(pool), stats_(stats), custom_calls_(custom_calls) {}
+  Executor(std::vector<uint8_t*> bases, ThreadPool& pool, ExecutionStats& stats, const CustomCallRegistry* custom_calls,
+           double timeout_seconds = 0)
+      : bases_(std::move(bases)), pool_(pool), stats_(stats), custom_calls_(custom_calls) {
+    if (timeout_seconds > 0)
+      deadline_ = started_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(timeout_seconds));
+    timeout_seconds_ = timeout_seconds;
+  }
 
   Status run(const Program& program);
 
@@ -46,12 +52,16 @@ class Executor {
   void move_leaves(const std::vector<Leaf>& from, const std::vector<Leaf>& to);
   std::vector<Literal> read_operands(const Step& step) const;
   void record_kernel_run(const Step& step, std::chrono::steady_clock::time_point start);
+  // The deadline error when the call ran past it (`where` says at which step or loop).
+  Status check_deadline(const Instruction& where) const;
 
   std::vector<uint8_t*> bases_;
   ThreadPool& pool_;
   ExecutionStats& stats_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();  // kernel-run times
   const CustomCallRegistry* custom_calls_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  double timeout_seconds_ = 0;
 };
 
 }  // namespace insitu::runtime_internal
