@@ -39,10 +39,12 @@ std::optional<CopyFix> find_violation(const BufferFacts& facts) {
 
 StatusOr<bool> insert_copies(Module& module) {
   INSITU_RETURN_IF_ERROR(check_calls_flattened(module, "copy-insertion"));
-  int64_t instruction_count = 0;
-  for (const Computation* computation : module.computations()) instruction_count += computation->instruction_count();
-  // Every copy fixes one conflict for good; the bound only guards against a rule bug.
-  const int64_t limit = 64 + 8 * instruction_count;
+  // Every copy fixes one conflict for good, and a conflict is about one leaf: the bound (which
+  // only guards against a rule bug) counts leaves, so a wide tuple may need a copy per leaf.
+  int64_t leaf_count = 0;
+  for (const Computation* computation : module.computations())
+    for (const Instruction* instruction : computation->instructions()) leaf_count += instruction->shape().leaf_count();
+  const int64_t limit = 64 + 8 * leaf_count;
   for (int64_t step = 0;; ++step) {
     Dataflow dataflow = Dataflow::compute(module);
     BufferFacts facts(module, dataflow);
