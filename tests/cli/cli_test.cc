@@ -204,6 +204,7 @@ TEST_F(CliTest, SaveWritesReadableNpyAndStatsWritesJson) {
   ASSERT_TRUE(out1.ok()) << out1.status().to_string();
   EXPECT_EQ(*out1, Literal::scalar<int32_t>(42));
   EXPECT_FALSE(fs::exists(save / "output_2.npy"));
+  EXPECT_FALSE(fs::exists(save / "output_0.npy.partial"));
 
   std::string json = read_file(stats);
   for (const char* key : {"\"copies_executed\": 0", "\"bytes_copied\": 0", "\"peak_memory_bytes\": 80",
@@ -241,6 +242,39 @@ TEST_F(CliTest, BadPluginIsAClearError) {
   Result bad = insitu({"run", module, "--plugin", not_elf});
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.err.find("cannot load plugin '" + not_elf + "': "), std::string::npos) << bad.err;
+}
+
+// A run that fails writes nothing to --save; one that cannot write all its outputs leaves none.
+TEST_F(CliTest, FailedRunsSaveNothing) {
+  const std::string forever = write("forever.hlo", R"(HloModule forever
+body {
+  s = s32[] parameter(0)
+  one = s32[] constant(1)
+  ROOT n = s32[] add(s, one)
+}
+cond {
+  s = s32[] parameter(0)
+  ROOT t = pred[] constant(true)
+}
+ENTRY main {
+  a = s32[] parameter(0)
+  ROOT w = s32[] while(a), condition=cond, body=body
+}
+)");
+  const fs::path save = dir_ / "saved";
+  Result timed_out = insitu({"run", forever, "--timeout", "0.1", "--save", save.string()});
+  EXPECT_EQ(timed_out.status, 1);
+  EXPECT_NE(timed_out.err.find("deadline"), std::string::npos) << timed_out.err;
+  EXPECT_FALSE(fs::exists(save));
+
+  // output_1.npy is a directory, so the second output cannot be written: neither is kept.
+  const std::string module = write("m.hlo", kAddModule);
+  const fs::path blocked = dir_ / "blocked";
+  fs::create_directories(blocked / "output_1.npy.partial");
+  Result partial = insitu({"run", module, "--save", blocked.string()});
+  EXPECT_EQ(partial.status, 1);
+  EXPECT_FALSE(fs::exists(blocked / "output_0.npy"));
+  EXPECT_FALSE(fs::exists(blocked / "output_0.npy.partial"));
 }
 
 // Inputs that claim more than they hold, or ask for more than the machine gives, are clear

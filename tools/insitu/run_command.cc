@@ -47,9 +47,27 @@ Status save_results(const Literal& result, const std::string& dir) {
   if (error) return invalid_argument(str_cat("cannot create --save directory '", dir, "': ", error.message()));
   std::vector<const Literal*> leaves;
   collect_array_leaves(result, leaves);
+  // Every output is written to a temporary name first and renamed only when all were written:
+  // a failure leaves no partial set of outputs behind.
+  std::vector<std::pair<std::string, std::string>> written;  // (temporary, final)
+  auto remove_written = [&] {
+    for (const auto& [temporary, final_path] : written) std::filesystem::remove(temporary, error);
+  };
   for (size_t i = 0; i < leaves.size(); ++i) {
-    std::string path = (std::filesystem::path(dir) / str_cat("output_", i, ".npy")).string();
-    INSITU_RETURN_IF_ERROR(write_npy_file(path, *leaves[i]));
+    const std::string path = (std::filesystem::path(dir) / str_cat("output_", i, ".npy")).string();
+    const std::string temporary = path + ".partial";
+    written.emplace_back(temporary, path);
+    if (Status status = write_npy_file(temporary, *leaves[i]); !status.ok()) {
+      remove_written();
+      return status;
+    }
+  }
+  for (const auto& [temporary, final_path] : written) {
+    std::filesystem::rename(temporary, final_path, error);
+    if (error) {
+      remove_written();
+      return invalid_argument(str_cat("cannot write '", final_path, "': ", error.message()));
+    }
   }
   return ok_status();
 }
