@@ -105,7 +105,7 @@ ENTRY main {
   EXPECT_TRUE(after->config().input_output_alias.empty());
   ASSERT_EQ(after->config().buffer_donors.size(), 1u);
   ASSERT_EQ(result.unused.size(), 1u);
-  EXPECT_EQ(result.unused[0].reason, "output-needs-copy");
+  EXPECT_EQ(result.unused[0].reason, DonorReason::kOutputNeedsCopy);
   EXPECT_EQ(result.unused[0].detail.rfind("%b still reads parameter 0 and is not ordered before %a, which writes output {0}", 0), 0u)
       << result.unused[0].detail;
   const auto& attributes = after->config().frontend_attributes;
@@ -118,7 +118,7 @@ ENTRY main {
   std::vector<UnusedDonor> recorded = recorded_unused_donors(*reparsed);
   ASSERT_EQ(recorded.size(), 1u);
   EXPECT_EQ(recorded[0].parameter_number, 0);
-  EXPECT_EQ(recorded[0].reason, "output-needs-copy");
+  EXPECT_EQ(recorded[0].reason, DonorReason::kOutputNeedsCopy);
   EXPECT_EQ(recorded[0].detail, result.unused[0].detail);
   // a second run reports the same and changes nothing
   match(*after, false);
@@ -137,7 +137,7 @@ ENTRY main {
   DonorMatchingResult result;
   auto after = match(*module, true, &result);
   ASSERT_EQ(result.unused.size(), 1u);
-  EXPECT_EQ(result.unused[0].reason, "no-matching-output");
+  EXPECT_EQ(result.unused[0].reason, DonorReason::kNoMatchingOutput);
   EXPECT_EQ(result.unused[0].detail,
             "no output of the entry result has parameter 1 {1}'s size (16 bytes in memory space S(0)); the outputs "
             "are {} f32[8]{0} (32 bytes). Returning a value of that size (e.g. an updated parameter 1 {1}) would "
@@ -158,7 +158,7 @@ ENTRY main {
   DonorMatchingResult result;
   auto after = match(*module, true, &result);
   ASSERT_EQ(result.unused.size(), 1u);
-  EXPECT_EQ(result.unused[0].reason, "output-already-aliased");
+  EXPECT_EQ(result.unused[0].reason, DonorReason::kOutputAlreadyAliased);
   EXPECT_EQ(after->config().input_output_alias.size(), 1u);
 }
 
@@ -228,7 +228,7 @@ ENTRY main {
   DonorMatchingResult result;
   auto after = match(*module, true, &result);
   ASSERT_EQ(result.unused.size(), 1u);
-  EXPECT_EQ(result.unused[0].reason, "output-needs-copy");
+  EXPECT_EQ(result.unused[0].reason, DonorReason::kOutputNeedsCopy);
   EXPECT_EQ(result.unused[0].detail.rfind("%t (transpose) reads parameter 0 while writing output {}", 0), 0u)
       << result.unused[0].detail;
 }
@@ -259,7 +259,7 @@ TEST_F(DonorMatchingTest, SeedDonorThroughCustomCallWithoutAliasingIsExplained) 
   EXPECT_TRUE(after->config().input_output_alias.empty());
   ASSERT_EQ(after->config().buffer_donors.size(), 1u);
   ASSERT_EQ(result.unused.size(), 1u);
-  EXPECT_EQ(result.unused[0].reason, "output-needs-copy");
+  EXPECT_EQ(result.unused[0].reason, DonorReason::kOutputNeedsCopy);
   EXPECT_EQ(result.unused[0].detail,
             "custom-call %custom-call.2 (target \"tpu_custom_call\") declares no output_to_operand_aliasing, so its "
             "output (output {0}) cannot be written into parameter 0's buffer while it still reads parameter 0 "

@@ -55,7 +55,7 @@ std::string explain_json(const OptimizedModule& optimized, const std::vector<Cop
   for (const UnusedDonor& donor : optimized.unused_donors)
     out["unused_donors"].push_back({{"parameter", donor.parameter_number},
                                     {"parameter_index", index_json(donor.parameter_index)},
-                                    {"reason", donor.reason},
+                                    {"reason", std::string(donor_reason_name(donor.reason))},
                                     {"detail", donor.detail}});
   return out.dump(2) + "\n";
 }
@@ -75,7 +75,7 @@ std::string explain_text(const OptimizedModule& optimized, const std::vector<Cop
                    alias.kind == AliasKind::kMustAlias ? "must-alias" : "may-alias", ")\n");
   for (const UnusedDonor& donor : optimized.unused_donors)
     out += str_cat("unused donor: parameter ", donor.parameter_number, " ", shape_index_to_string(donor.parameter_index),
-                   ": ", donor.reason, "\n  ", donor.detail, "\n");
+                   ": ", donor_reason_name(donor.reason), "\n  ", donor.detail, "\n");
   return out;
 }
 

@@ -75,14 +75,14 @@ class DonorMatcher {
     std::string what = parameter_text(donor.parameter_number, donor.parameter_index);
     std::string size = str_cat(donor_shape.byte_size(), " bytes in memory space S(", donor_shape.layout().memory_space, ")");
     if (!any_same_size) {
-      report.reason = "no-matching-output";
+      report.reason = DonorReason::kNoMatchingOutput;
       report.detail = str_cat("no output of the entry result has ", what, "'s size (", size, "); the outputs are ",
                               outputs_text(), ". Returning a value of that size (e.g. an updated ", what,
                               ") would make the donor usable.");
       return nullptr;
     }
     if (candidates.empty()) {
-      report.reason = "output-already-aliased";
+      report.reason = DonorReason::kOutputAlreadyAliased;
       report.detail = str_cat("every output of ", what, "'s size (", size,
                               ") is already aliased to another parameter (input_output_alias or an earlier donor). "
                               "Returning one more value of that size would make the donor usable.");
@@ -94,7 +94,7 @@ class DonorMatcher {
       if (why.empty()) return output;
       if (first_reason.empty()) first_reason = why;
     }
-    report.reason = "output-needs-copy";
+    report.reason = DonorReason::kOutputNeedsCopy;
     report.detail = first_reason;
     return nullptr;
   }
@@ -256,10 +256,10 @@ StatusOr<DonorMatchingResult> match_donors(Module& module) {
   std::vector<UnusedDonor> unused;
   for (size_t d = 0; d < donors.size(); ++d) {
     if (paired.count(d)) continue;
-    UnusedDonor report{donors[d].parameter_number, donors[d].parameter_index, "", ""};
+    UnusedDonor report{donors[d].parameter_number, donors[d].parameter_index, DonorReason::kNoMatchingOutput, ""};
     const Shape* shape = donor_shape(donors[d]);
     if (shape == nullptr) {
-      report.reason = "no-matching-output";
+      report.reason = DonorReason::kNoMatchingOutput;
       report.detail = "the donated leaf is not an array, so no output can reuse its buffer.";
     } else if (Output* output = matcher.copy_free_output(donors[d], *shape, report)) {
       output->taken = true;
@@ -287,9 +287,31 @@ StatusOr<DonorMatchingResult> match_donors(Module& module) {
   config.buffer_donors = std::move(remaining);
   for (const UnusedDonor& report : unused)
     result.changed |= set_module_attribute(module, unused_donor_key(report.parameter_number, report.parameter_index),
-                                           str_cat(report.reason, ": ", report.detail));
+                                           str_cat(donor_reason_name(report.reason), ": ", report.detail));
   result.unused = std::move(unused);
   return result;
+}
+
+namespace {
+
+constexpr std::pair<DonorReason, std::string_view> kDonorReasonNames[] = {
+    {DonorReason::kNoMatchingOutput, "no-matching-output"},
+    {DonorReason::kOutputNeedsCopy, "output-needs-copy"},
+    {DonorReason::kOutputAlreadyAliased, "output-already-aliased"},
+};
+
+}  // namespace
+
+std::string_view donor_reason_name(DonorReason reason) {
+  for (const auto& [value, name] : kDonorReasonNames)
+    if (value == reason) return name;
+  return "unknown";
+}
+
+std::optional<DonorReason> parse_donor_reason(std::string_view name) {
+  for (const auto& [value, text] : kDonorReasonNames)
+    if (text == name) return value;
+  return std::nullopt;
 }
 
 std::vector<UnusedDonor> recorded_unused_donors(const Module& module) {
@@ -319,7 +341,10 @@ std::vector<UnusedDonor> recorded_unused_donors(const Module& module) {
     }
     if (!well_formed) continue;
     size_t separator = value.find(": ");
-    report.reason = value.substr(0, separator);
+    // A reason insitu does not know (a hand-edited attribute) is not guessed: the entry is skipped.
+    const std::optional<DonorReason> reason = parse_donor_reason(std::string_view(value).substr(0, separator));
+    if (!reason) continue;
+    report.reason = *reason;
     report.detail = separator == std::string::npos ? "" : value.substr(separator + 2);
     reports.push_back(std::move(report));
   }

@@ -17,7 +17,9 @@
 // sentence saying what would make it usable.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "insitu/ir/module.h"
@@ -26,10 +28,19 @@ namespace insitu {
 
 inline constexpr std::string_view kUnusedDonorAttributePrefix = "insitu_unused_donor:";
 
+// Why a donated buffer could not be used (like CopyReason for copies).
+enum class DonorReason : uint8_t {
+  kNoMatchingOutput,      // no output of the donor's size and memory space
+  kOutputNeedsCopy,       // the outputs that fit would need a copy to take the buffer
+  kOutputAlreadyAliased,  // the outputs that fit are aliased to other parameters already
+};
+std::string_view donor_reason_name(DonorReason reason);  // "no-matching-output"
+std::optional<DonorReason> parse_donor_reason(std::string_view name);
+
 struct UnusedDonor {
   int64_t parameter_number = 0;
   ShapeIndex parameter_index;
-  std::string reason;   // "no-matching-output", "output-needs-copy", "output-already-aliased"
+  DonorReason reason = DonorReason::kNoMatchingOutput;
   std::string detail;   // what conflicts, and what would make the donor usable
 };
 

@@ -83,7 +83,7 @@ StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const 
   if (options.strict_donation && !result.unused_donors.empty()) {
     const UnusedDonor& donor = result.unused_donors.front();
     return invalid_argument(str_cat("--strict-donation: donated parameter ", donor.parameter_number, " ",
-                                    shape_index_to_string(donor.parameter_index), " is not usable (", donor.reason,
+                                    shape_index_to_string(donor.parameter_index), " is not usable (", donor_reason_name(donor.reason),
                                     "): ", donor.detail),
                             module->header_attribute_location("buffer_donor"));
   }
