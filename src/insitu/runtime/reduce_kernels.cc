@@ -309,26 +309,35 @@ Status reduce_program_kernel(const KernelCall& call) {
   return ok_status();
 }
 
-SelectedKernel select_reduce_program(const Instruction& instruction, std::span<const ArrayView> operands,
-                                     std::span<const ArrayView> outputs) {
-  if (operands.size() % 2 != 0 || operands.empty()) return std::nullopt;
+// What the program kernels of reduce and reduce-window need of their N inputs, N scalar inits
+// and N results (at most 8, each element at most 8 bytes: the accumulators' size); false
+// otherwise. Fills each init's (and result's) and each input's element width.
+bool variadic_operands_fit(std::span<const ArrayView> operands, std::span<const ArrayView> outputs,
+                           Dimensions& widths, Dimensions& input_widths) {
+  if (operands.size() % 2 != 0 || operands.empty()) return false;
   const size_t n = operands.size() / 2;
-  if (outputs.size() != n || n > 8) return std::nullopt;  // the kernel's accumulators hold 8
-  const Shape& input_shape = *operands[0].shape;
-  auto plan = std::make_unique<ReduceProgramPlan>();
+  if (outputs.size() != n || n > 8) return false;
   for (size_t i = 0; i < n; ++i) {
     const ArrayView& input = operands[i];
     const ArrayView& init = operands[n + i];
     if (input.scalar || init.scalar || outputs[i].scalar || !input.shape->is_array() || !init.shape->is_array() ||
-        !outputs[i].shape->is_array())
-      return std::nullopt;
-    if (input.shape->dimensions() != input_shape.dimensions() || init.shape->rank() != 0 ||
-        outputs[i].type() != init.type() || !is_row_major_layout(*input.shape))
-      return std::nullopt;
-    if (byte_width(init.type()) > 8) return std::nullopt;  // an accumulator holds 8 bytes (not complex128)
-    plan->widths.push_back(byte_width(init.type()));
-    plan->input_widths.push_back(byte_width(input.type()));
+        !outputs[i].shape->is_array() || init.shape->rank() != 0 || outputs[i].type() != init.type() ||
+        input.shape->dimensions() != operands[0].shape->dimensions() || byte_width(init.type()) > 8)
+      return false;
+    widths.push_back(byte_width(init.type()));
+    input_widths.push_back(byte_width(input.type()));
   }
+  return true;
+}
+
+SelectedKernel select_reduce_program(const Instruction& instruction, std::span<const ArrayView> operands,
+                                     std::span<const ArrayView> outputs) {
+  auto plan = std::make_unique<ReduceProgramPlan>();
+  if (!variadic_operands_fit(operands, outputs, plan->widths, plan->input_widths)) return std::nullopt;
+  const size_t n = outputs.size();
+  const Shape& input_shape = *operands[0].shape;
+  for (size_t i = 0; i < n; ++i)
+    if (!is_row_major_layout(*operands[i].shape)) return std::nullopt;
   if (!plan_walk(instruction, input_shape, plan->walk)) return std::nullopt;
   const int64_t count = outputs[0].element_count();
   for (size_t i = 1; i < n; ++i)
@@ -538,23 +547,12 @@ Status reduce_window_program_kernel(const KernelCall& call) {
 
 SelectedKernel select_reduce_window_program(const Instruction& instruction, std::span<const ArrayView> operands,
                                             std::span<const ArrayView> outputs) {
-  if (operands.size() % 2 != 0 || operands.empty()) return std::nullopt;
-  const size_t n = operands.size() / 2;
-  if (outputs.size() != n || n > 8) return std::nullopt;  // the kernel's accumulators hold 8
+  auto plan = std::make_unique<ReduceWindowProgramPlan>();
+  if (!variadic_operands_fit(operands, outputs, plan->widths, plan->input_widths)) return std::nullopt;
   const Shape& shape = *operands[0].shape;
   const Shape& out_shape = *outputs[0].shape;
-  auto plan = std::make_unique<ReduceWindowProgramPlan>();
-  for (size_t i = 0; i < n; ++i) {
-    const ArrayView& input = operands[i];
-    const ArrayView& init = operands[n + i];
-    if (input.scalar || init.scalar || outputs[i].scalar || !input.shape->is_array() || !init.shape->is_array() ||
-        !outputs[i].shape->is_array() || init.shape->rank() != 0 || outputs[i].type() != init.type() ||
-        input.shape->dimensions() != shape.dimensions() || outputs[i].shape->dimensions() != out_shape.dimensions())
-      return std::nullopt;
-    plan->widths.push_back(byte_width(init.type()));
-    plan->input_widths.push_back(byte_width(input.type()));
-    if (plan->widths.back() > 8) return std::nullopt;  // an accumulator holds 8 bytes
-  }
+  for (const ArrayView& output : outputs)
+    if (output.shape->dimensions() != out_shape.dimensions()) return std::nullopt;
   if (!window_fits(instruction.window, shape, out_shape)) return std::nullopt;
   plan->combiner = combiner_program(instruction);
   if (plan->combiner == nullptr) return std::nullopt;
