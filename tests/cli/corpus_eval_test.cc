@@ -46,9 +46,9 @@ Status sgd_momentum(const Instruction&, std::span<const Literal* const> operands
 class CorpusEvalTest : public ::testing::Test {
  protected:
   CorpusEvalTest() {
-    EXPECT_TRUE(registry_.register_kernel("plus_one_inplace", plus_one).ok());
-    EXPECT_TRUE(registry_.register_kernel("tpu_custom_call", plus_one).ok());
-    EXPECT_TRUE(registry_.register_kernel("sgd_momentum_update", sgd_momentum).ok());
+    EXPECT_TRUE(registry_.add({.name = "plus_one_inplace", .evaluate = plus_one}).ok());
+    EXPECT_TRUE(registry_.add({.name = "tpu_custom_call", .evaluate = plus_one}).ok());
+    EXPECT_TRUE(registry_.add({.name = "sgd_momentum_update", .evaluate = sgd_momentum}).ok());
     options_.custom_calls = &registry_;
     options_.max_while_iterations = 100000;
   }
@@ -63,7 +63,7 @@ class CorpusEvalTest : public ::testing::Test {
     return result;
   }
 
-  CustomCallRegistry registry_;
+  CustomCallTable registry_;
   EvaluatorOptions options_;
 };
 

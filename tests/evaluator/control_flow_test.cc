@@ -165,13 +165,13 @@ ENTRY main {
 )";
 
 TEST(ControlFlowTest, AliasedCustomCallUpdatesItsOperandValueInPlace) {
-  CustomCallRegistry registry;
+  CustomCallTable registry;
   ASSERT_TRUE(registry
-                  .register_kernel("increment_in_place",
-                                   [](const Instruction&, std::span<const Literal* const>, Literal& result) {
-                                     for (int32_t& v : result.data<int32_t>()) v += 1;
-                                     return Status();
-                                   })
+                  .add({.name = "increment_in_place",
+                        .evaluate = [](const Instruction&, std::span<const Literal* const>, Literal& result) {
+                          for (int32_t& v : result.data<int32_t>()) v += 1;
+                          return Status();
+                        }})
                   .ok());
   EvaluatorOptions options;
   options.custom_calls = &registry;
@@ -182,7 +182,7 @@ TEST(ControlFlowTest, AliasedCustomCallUpdatesItsOperandValueInPlace) {
 }
 
 TEST(ControlFlowTest, UnknownCustomCallTargetIsALocatedError) {
-  CustomCallRegistry registry;
+  CustomCallTable registry;
   EvaluatorOptions options;
   options.custom_calls = &registry;
   Status status = run_error(kInPlaceCustomCall, {Literal::vector<int32_t>({1, 2, 3, 4})}, options);
@@ -192,10 +192,10 @@ TEST(ControlFlowTest, UnknownCustomCallTargetIsALocatedError) {
 }
 
 TEST(ControlFlowTest, DuplicateKernelNamesBothOrigins) {
-  CustomCallRegistry registry;
+  CustomCallTable registry;
   auto kernel = [](const Instruction&, std::span<const Literal* const>, Literal&) { return Status(); };
-  ASSERT_TRUE(registry.register_kernel("k", kernel, "liba.so").ok());
-  Status status = registry.register_kernel("k", kernel, "libb.so");
+  ASSERT_TRUE(registry.add({.name = "k", .evaluate = kernel, .origin = "liba.so"}).ok());
+  Status status = registry.add({.name = "k", .evaluate = kernel, .origin = "libb.so"});
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find("liba.so"), std::string::npos);
   EXPECT_NE(status.message().find("libb.so"), std::string::npos);

@@ -133,8 +133,18 @@ TEST(FrontendTracing, OuterValueInsideLoopBodyIsAnError) {
       << traced.status().message();
 }
 
+// A target the frontend traces but never runs: a table entry with a signature alone.
+void declare_scale_signature() {
+  if (CustomCallTable::global().find("frontend_test_scale") == nullptr)
+    ASSERT_TRUE(CustomCallTable::global()
+                    .add({.name = "frontend_test_scale",
+                          .signature = CustomCallSignature{.input_output_aliases = {{0, 0}}},
+                          .origin = "tracing tests"})
+                    .ok());
+}
+
 TEST(FrontendTracing, KernelCallEmitsTheKernelsAliasing) {
-  declare_kernel_signature("frontend_test_scale", {{}, {{0, 0}}, 1});
+  declare_scale_signature();
   auto fn = [](std::vector<Tensor>& a) { return call_kernel("frontend_test_scale", {a[0]}); };
   StatusOr<TracedFunction> traced = trace_function(fn, {f32({4})}, "k");
   ASSERT_TRUE(traced.ok()) << traced.status().to_string();
@@ -145,8 +155,22 @@ TEST(FrontendTracing, KernelCallEmitsTheKernelsAliasing) {
   EXPECT_EQ(call->custom_call.output_to_operand_aliasing[0].operand_number, 0);
 }
 
+// A caller's own table: tracing finds the target there and only there.
+TEST(FrontendTracing, KernelCallUsesTheTracersTable) {
+  CustomCallTable table;
+  ASSERT_TRUE(table.add({.name = "local_only", .signature = CustomCallSignature{.input_output_aliases = {{0, 0}}}}).ok());
+  auto fn = [](std::vector<Tensor>& a) { return call_kernel("local_only", {a[0]}); };
+  StatusOr<TracedFunction> traced = trace_function(fn, {f32({4})}, "k", {}, &table);
+  ASSERT_TRUE(traced.ok()) << traced.status().to_string();
+  EXPECT_EQ(traced->module->entry()->root()->operand(0)->custom_call.output_to_operand_aliasing.size(), 1u);
+  StatusOr<TracedFunction> global = trace_function(fn, {f32({4})}, "k");
+  ASSERT_FALSE(global.ok());
+  EXPECT_NE(global.status().message().find("no kernel named \"local_only\" is registered"), std::string::npos)
+      << global.status().message();
+}
+
 TEST(FrontendTracing, MutationBecomesAWriteBackAlias) {
-  declare_kernel_signature("frontend_test_scale", {{}, {{0, 0}}, 1});
+  declare_scale_signature();
   auto fn = [](std::vector<Tensor>& a) {
     call_kernel_mutating("frontend_test_scale", {a[0]});
     return std::vector<Tensor>{};
@@ -160,7 +184,7 @@ TEST(FrontendTracing, MutationBecomesAWriteBackAlias) {
 }
 
 TEST(FrontendTracing, UndeclaredMutationIsAnError) {
-  declare_kernel_signature("frontend_test_scale", {{}, {{0, 0}}, 1});
+  declare_scale_signature();
   auto fn = [](std::vector<Tensor>& a) {
     call_kernel_mutating("frontend_test_scale", {a[0], a[1]}, std::vector<int64_t>{1});
     return std::vector<Tensor>{};

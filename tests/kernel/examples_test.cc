@@ -45,12 +45,18 @@ std::vector<Literal> expect_runtime_matches_evaluator(const std::string& text, c
 }
 
 TEST(KernelExamples, ExamplesAreRegistered) {
-  ASSERT_NE(find_kernel("plus_one"), nullptr);
-  EXPECT_EQ(find_kernel("plus_one")->input_output_aliases, (std::vector<std::pair<int64_t, int64_t>>{{0, 0}}));
-  ASSERT_NE(find_kernel("adam_step"), nullptr);
-  EXPECT_EQ(find_kernel("adam_step")->input_output_aliases.size(), 3u);
-  EXPECT_NE(find_kernel("tiled_axpy"), nullptr);
-  EXPECT_EQ(kernel_origin("plus_one"), "builtin");
+  // One entry per target, with every part: signature, evaluator binding, native binding, origin.
+  const CustomCallTable& table = CustomCallTable::global();
+  for (const char* name : {"plus_one", "adam_step", "tiled_axpy"}) {
+    const CustomCallTarget* target = table.find(name);
+    ASSERT_NE(target, nullptr) << name;
+    EXPECT_TRUE(target->signature.has_value()) << name;
+    EXPECT_TRUE(target->evaluate != nullptr) << name;
+    EXPECT_TRUE(target->native != nullptr) << name;
+    EXPECT_EQ(target->origin, "builtin") << name;
+  }
+  EXPECT_EQ(table.find("plus_one")->signature->input_output_aliases, (std::vector<std::pair<int64_t, int64_t>>{{0, 0}}));
+  EXPECT_EQ(table.find("adam_step")->signature->input_output_aliases.size(), 3u);
 }
 
 const char* kPlusOneAliased = R"(HloModule plus, input_output_alias={ {}: (0, {}, must-alias) }

@@ -34,7 +34,7 @@ TEST(KernelRegistry, RejectsGridRankMismatchingDimensionSemantics) {
   spec.dimension_semantics = {DimensionSemantics::kParallel};
   expect_error(register_kernel(spec),
                "kernel \"bad_semantics\": the grid has rank 2 but dimension_semantics has 1 entries");
-  EXPECT_EQ(find_kernel("bad_semantics"), nullptr);
+  EXPECT_EQ(CustomCallTable::global().find("bad_semantics"), nullptr);
 }
 
 TEST(KernelRegistry, RejectsAliasesOutOfRangeAndBlockRankMismatch) {
@@ -65,8 +65,8 @@ TEST(KernelRegistry, AliasedOperandsNeedIdenticalShapeAndDtype) {
 TEST(KernelRegistry, DuplicateNamesNameBothOrigins) {
   ASSERT_TRUE(register_kernel(simple_spec("twice"), "libfirst.so").ok());
   expect_error(register_kernel(simple_spec("twice"), "libsecond.so"),
-               "kernel \"twice\" is registered twice: by libfirst.so and by libsecond.so");
-  EXPECT_EQ(kernel_origin("twice"), "libfirst.so");
+               "custom-call target \"twice\" is registered twice: by libfirst.so and by libsecond.so");
+  EXPECT_EQ(CustomCallTable::global().find("twice")->origin, "libfirst.so");
 }
 
 // Output block i writes input block i + 1 of the aliased buffer.
@@ -185,7 +185,7 @@ TEST(KernelPlugin, TwoPluginsRegisteringOneNameIsAnErrorNamingBoth) {
   const std::string module = write_temp("dup.hlo", "HloModule m\nENTRY main {\n  ROOT p = s32[2]{0} parameter(0)\n}\n");
   CommandResult run = run_command(str_cat(INSITU_BINARY, " run --plugin ", plugin, " --plugin ", copy, " ", module));
   EXPECT_NE(run.exit_code, 0);
-  EXPECT_NE(run.output.find(str_cat("kernel \"plus_one\" is registered twice: by ", plugin, " and by ", copy)),
+  EXPECT_NE(run.output.find(str_cat("custom-call target \"plus_one\" is registered twice: by ", plugin, " and by ", copy)),
             std::string::npos)
       << run.output;
 }

@@ -67,25 +67,25 @@ inline std::vector<Literal> make_arguments(const Module& module) {
   return out;
 }
 
-inline CustomCallRegistry& test_kernels() {
-  static CustomCallRegistry* registry = [] {
-    auto* r = new CustomCallRegistry();
+inline CustomCallTable& test_kernels() {
+  static CustomCallTable* registry = [] {
+    auto* r = new CustomCallTable();
     // result (aliased to operand 0) += operand 1
-    (void)r->register_kernel("add_in_place", [](const Instruction&, std::span<const Literal* const> operands,
-                                                Literal& result) {
+    (void)r->add({.name = "add_in_place", .evaluate = [](const Instruction&, std::span<const Literal* const> operands,
+                                                         Literal& result) {
       auto out = result.data<float>();
       auto in = operands[1]->data<float>();
       for (size_t i = 0; i < out.size(); ++i) out[i] += in[i];
       return Status();
-    });
+    }});
     // result = operand 0 + 1 (a kernel that declares no aliasing)
-    (void)r->register_kernel("plus_one", [](const Instruction&, std::span<const Literal* const> operands,
-                                            Literal& result) {
+    (void)r->add({.name = "plus_one", .evaluate = [](const Instruction&, std::span<const Literal* const> operands,
+                                                     Literal& result) {
       auto out = result.data<float>();
       auto in = operands[0]->data<float>();
       for (size_t i = 0; i < out.size(); ++i) out[i] = in[i] + 1.0f;
       return Status();
-    });
+    }});
     return r;
   }();
   return *registry;

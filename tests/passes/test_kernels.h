@@ -1,18 +1,19 @@
-// Custom-call kernels the pass tests' modules call, registered in the evaluator's global
-// registry (once, whichever test file asks first).
+// Custom-call kernels the pass tests' modules call, added to the process-wide
+// CustomCallTable (once, whichever test file asks first).
 //   test_negate      s32/f32: result = -operand 0
 //   tpu_custom_call  s32: result = operand 0 + 1 (the seed's Pallas plus-one kernel)
 //   test_add_one_inplace  s32: result (aliased to operand 0 by output_to_operand_aliasing) += 1
 #pragma once
 
-#include "insitu/evaluator/custom_call_registry.h"
+#include "insitu/evaluator/custom_call_table.h"
 
 namespace insitu::testing {
 
 inline void register_test_kernels() {
-  CustomCallRegistry& registry = CustomCallRegistry::global();
-  auto add = [&](std::string name, CustomCallRegistry::Kernel kernel) {
-    if (registry.find(name) == nullptr) (void)registry.register_kernel(name, std::move(kernel), "pass tests");
+  CustomCallTable& registry = CustomCallTable::global();
+  auto add = [&](std::string name, EvaluateCustomCall kernel) {
+    if (registry.find(name) == nullptr)
+      (void)registry.add({.name = std::move(name), .evaluate = std::move(kernel), .origin = "pass tests"});
   };
   add("test_negate", [](const Instruction&, std::span<const Literal* const> operands, Literal& result) -> Status {
     const Literal& in = *operands[0];

@@ -2,6 +2,7 @@
 // parameter writes the caller's buffer once, with no copy; the same kernel on an undonated
 // parameter gets copy protection and leaves the input alone.
 #include "executable_test_util.h"
+#include "insitu/runtime/kernels.h"
 
 namespace insitu {
 namespace {
@@ -17,8 +18,8 @@ Status plus_one(const Instruction&, std::span<const Literal* const>, Literal& re
 }
 
 TEST(RuntimeCustomCall, InPlaceKernelOnDonatedParameterWritesTheCallersBuffer) {
-  CustomCallRegistry registry;
-  ASSERT_TRUE(registry.register_kernel("plus_one_inplace", plus_one).ok());
+  CustomCallTable registry;
+  ASSERT_TRUE(registry.add({.name = "plus_one_inplace", .evaluate = plus_one}).ok());
   Compiled compiled = compile(read_text(std::string(INSITU_SOURCE_DIR) + "/tests/corpus/custom_call_inplace.hlo"),
                               ExecutableOptions{.custom_calls = &registry});
   ASSERT_TRUE(compiled.executable != nullptr);
@@ -49,17 +50,57 @@ TEST(RuntimeCustomCall, InPlaceKernelOnDonatedParameterWritesTheCallersBuffer) {
   EXPECT_EQ(stats.bytes_copied, 8 * 128 * 4);  // one runtime copy protecting the input
 }
 
-TEST(RuntimeCustomCall, UnregisteredTargetIsALocatedError) {
-  CustomCallRegistry empty;
+// Known at create, not at the first call (a donated input would be consumed by then).
+TEST(RuntimeCustomCall, UnregisteredTargetFailsCreateLocated) {
+  CustomCallTable empty;
   Compiled compiled = compile(read_text(std::string(INSITU_SOURCE_DIR) + "/tests/corpus/custom_call_inplace.hlo"),
-                              ExecutableOptions{.custom_calls = &empty});
-  ASSERT_TRUE(compiled.executable != nullptr);
-  BufferHandle input = *BufferHandle::from_literal(Literal(Shape::array(PrimitiveType::kS32, {8, 128})));
-  StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute({input});
-  ASSERT_FALSE(results.ok());
-  EXPECT_NE(results.status().message().find("no kernel is registered for target \"plus_one_inplace\""),
-            std::string::npos);
-  EXPECT_TRUE(results.status().location().valid());
+                              ExecutableOptions{.custom_calls = &empty}, /*expect_created=*/false);
+  EXPECT_TRUE(compiled.executable == nullptr);
+  ASSERT_FALSE(compiled.create_status.ok());
+  EXPECT_NE(compiled.create_status.message().find("no kernel is registered for target \"plus_one_inplace\""),
+            std::string::npos)
+      << compiled.create_status.to_string();
+  EXPECT_TRUE(compiled.create_status.location().valid());
+}
+
+// The table passed in is the only one consulted: an entry with a native binding there runs
+// natively, though the process-wide table knows nothing of the target.
+TEST(RuntimeCustomCall, InjectedTableBindsNativeKernels) {
+  CustomCallTable table;
+  int prepared = 0;
+  ASSERT_TRUE(table
+                  .add({.name = "plus_one_inplace",
+                        .evaluate = plus_one,
+                        .native = [&](const Instruction&, std::span<const Shape* const>,
+                                      std::span<const Shape* const>) -> StatusOr<PreparedCustomCall> {
+                          ++prepared;
+                          return PreparedCustomCall([](const Instruction&, std::span<const ArrayView>,
+                                                       std::span<const ArrayView> outputs, ThreadPool&,
+                                                       ExecutionStats&) {
+                            auto* data = reinterpret_cast<int32_t*>(outputs[0].data);
+                            for (int64_t i = 0; i < outputs[0].element_count(); ++i) data[i] += 1;
+                            return ok_status();
+                          });
+                        },
+                        .origin = "this test"})
+                  .ok());
+  ASSERT_EQ(CustomCallTable::global().find("plus_one_inplace"), nullptr);
+  Compiled compiled = compile(read_text(std::string(INSITU_SOURCE_DIR) + "/tests/corpus/custom_call_inplace.hlo"),
+                              ExecutableOptions{.custom_calls = &table});
+  ASSERT_TRUE(compiled.executable != nullptr) << compiled.create_status.to_string();
+  EXPECT_EQ(prepared, 1);  // once, at create
+  Literal input(Shape::array(PrimitiveType::kS32, {8, 128}));
+  for (int32_t& value : input.data<int32_t>()) value = 7;
+  ExecutionStats stats;
+  for (int call = 0; call < 2; ++call) {
+    StatusOr<std::vector<BufferHandle>> results =
+        compiled.executable->execute({*BufferHandle::from_literal(input)}, {.donate = {true}, .stats = &stats});
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    const Literal result = *(*results)[0].to_literal();
+    for (int32_t value : result.data<int32_t>()) ASSERT_EQ(value, 8);
+    EXPECT_EQ(stats.fallback_ops_executed, 0);
+  }
+  EXPECT_EQ(prepared, 1);
 }
 
 }  // namespace
@@ -73,8 +114,8 @@ namespace {
 class RuntimeSeed : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(RuntimeSeed, MatchesEvaluatorDonatedOrNot) {
-  CustomCallRegistry registry;
-  ASSERT_TRUE(registry.register_kernel("tpu_custom_call", plus_one).ok());
+  CustomCallTable registry;
+  ASSERT_TRUE(registry.add({.name = "tpu_custom_call", .evaluate = plus_one}).ok());
   Compiled compiled = compile(read_text(std::string(INSITU_SEED_DIR) + "/" + GetParam() + ".hlo"),
                               ExecutableOptions{.custom_calls = &registry});
   ASSERT_TRUE(compiled.executable != nullptr);

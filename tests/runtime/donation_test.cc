@@ -218,12 +218,12 @@ ENTRY main {
 // A call that fails while running (a custom-call kernel returns an error) gives its donated
 // handles back: usable, with their value, and a later call may donate them again.
 TEST(RuntimeDonation, CallsThatFailWhileRunningGiveTheirDonationsBack) {
-  CustomCallRegistry registry;
+  CustomCallTable registry;
   ASSERT_TRUE(registry
-                  .register_kernel("fails_at_run",
-                                   [](const Instruction&, std::span<const Literal* const>, Literal&) -> Status {
-                                     return invalid_argument("the kernel failed on purpose");
-                                   })
+                  .add({.name = "fails_at_run",
+                        .evaluate = [](const Instruction&, std::span<const Literal* const>, Literal&) -> Status {
+                          return invalid_argument("the kernel failed on purpose");
+                        }})
                   .ok());
   Compiled compiled = compile(R"(
 HloModule fails_mid_run, input_output_alias={ {}: (0, {}, may-alias) }

@@ -19,9 +19,12 @@ struct Compiled {
   std::shared_ptr<Module> original;   // as parsed: what the evaluator runs
   const Module* optimized = nullptr;  // the executable's module
   std::unique_ptr<Executable> executable;
+  Status create_status;  // Executable::create's
 };
 
-inline Compiled compile(std::string_view text, ExecutableOptions options = {}) {
+// Parses, optimizes and creates; a failure to create is a test failure unless `expect_created`
+// is false (then create_status says why).
+inline Compiled compile(std::string_view text, ExecutableOptions options = {}, bool expect_created = true) {
   Compiled compiled;
   StatusOr<std::unique_ptr<Module>> parsed = parse_module(text);
   EXPECT_TRUE(parsed.ok()) << parsed.status().to_string();
@@ -31,7 +34,8 @@ inline Compiled compile(std::string_view text, ExecutableOptions options = {}) {
   EXPECT_TRUE(optimized.ok()) << optimized.status().to_string();
   if (!optimized.ok()) return compiled;
   StatusOr<std::unique_ptr<Executable>> executable = Executable::create(std::move(*optimized), options);
-  EXPECT_TRUE(executable.ok()) << executable.status().to_string();
+  if (expect_created) EXPECT_TRUE(executable.ok()) << executable.status().to_string();
+  compiled.create_status = executable.status();
   if (executable.ok()) {
     compiled.executable = std::move(executable).value();
     compiled.optimized = &compiled.executable->module();

@@ -1,7 +1,7 @@
 // `--plugin LIB.so`: loads a shared library whose static initializers register custom-call
-// kernels into CustomCallRegistry::global(). The insitu binary exports its symbols
-// (ENABLE_EXPORTS), so a plugin may leave the registry's symbols undefined and bind to the
-// binary's single registry.
+// kernels into CustomCallTable::global() (kernel/registry.h). The insitu binary exports its
+// symbols (ENABLE_EXPORTS), so a plugin may leave the table's symbols undefined and bind to the
+// binary's single table.
 #pragma once
 
 #include <string>

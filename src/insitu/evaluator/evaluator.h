@@ -3,21 +3,21 @@
 // It is the oracle every optimized run is checked against, never what is benchmarked. It
 // follows XLA's HloEvaluator semantics: integer division by zero and overflow as XLA defines
 // them, f16/bf16 computed in f32 and rounded per op, dynamic-slice start indices clamped into
-// range, scatter updates applied in index order. A custom-call runs through a
-// CustomCallRegistry; an aliased kernel updates its operand's value in place. An opcode the
-// evaluator does not support is a located "unsupported opcode" error naming it.
+// range, scatter updates applied in index order. A custom-call runs its target's `evaluate`
+// from a CustomCallTable; an aliased kernel updates its operand's value in place. An opcode
+// the evaluator does not support is a located "unsupported opcode" error naming it.
 #pragma once
 
 #include <span>
 #include <vector>
 
-#include "insitu/evaluator/custom_call_registry.h"
+#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/ir/module.h"
 
 namespace insitu {
 
 struct EvaluatorOptions {
-  const CustomCallRegistry* custom_calls = &CustomCallRegistry::global();
+  const CustomCallTable* custom_calls = &CustomCallTable::global();
   // A while loop running more iterations than this is an error (0: unlimited).
   int64_t max_while_iterations = 0;
   // A bound on the run time in seconds (0: none), checked at every while iteration: past it

@@ -67,11 +67,12 @@ StatusOr<Literal> evaluate_op(const Instruction& instruction, Operands operands,
 }
 
 StatusOr<Literal> evaluate_custom_call(const Instruction& instruction, Operands operands,
-                                       const CustomCallRegistry* registry, ComputationRunner& runner) {
-  const std::string& target = instruction.custom_call.target;
-  const bool registered = registry != nullptr && registry->find(target) != nullptr;
-  if (!registered && is_builtin_custom_call_target(target)) return evaluate_topk_custom_call(instruction, operands, runner);
-  return run_custom_call_kernel(instruction, operands, registry);
+                                       const CustomCallTable* table, ComputationRunner& runner) {
+  const std::string& name = instruction.custom_call.target;
+  const CustomCallTarget* target = table != nullptr ? table->find(name) : nullptr;
+  if ((target == nullptr || !target->evaluate) && is_builtin_custom_call_target(name))
+    return evaluate_topk_custom_call(instruction, operands, runner);
+  return run_custom_call_kernel(instruction, operands, table);
 }
 
 }  // namespace insitu::eval

@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-#include "insitu/evaluator/custom_call_registry.h"
+#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/ir/instruction.h"
 
 namespace insitu::eval {
@@ -72,9 +72,9 @@ inline bool is_builtin_custom_call_target(std::string_view target) { return targ
 // (parameter, constant, tuple, while, conditional, custom-call, copies, tokens).
 bool has_op_function(Opcode opcode);
 StatusOr<Literal> evaluate_op(const Instruction& instruction, Operands operands, ComputationRunner& runner);
-// A custom call: the kernel `registry` holds for its target, else a target the evaluator
+// A custom call: the `evaluate` of its target's entry in `table`, else a target the evaluator
 // implements itself, else a located error naming the target.
 StatusOr<Literal> evaluate_custom_call(const Instruction& instruction, Operands operands,
-                                       const CustomCallRegistry* registry, ComputationRunner& runner);
+                                       const CustomCallTable* table, ComputationRunner& runner);
 
 }  // namespace insitu::eval

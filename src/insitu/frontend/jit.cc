@@ -32,9 +32,9 @@ std::string describe(const Array& array, size_t index) {
 }  // namespace
 
 StatusOr<TracedFunction> trace_function(const TracedFn& fn, const std::vector<Shape>& parameter_shapes, std::string name,
-                                        std::vector<std::string> parameter_names) {
+                                        std::vector<std::string> parameter_names, const CustomCallTable* custom_calls) {
   TraceSpan span(str_cat("trace jit(", name, ")"), "trace");
-  Tracer tracer(name);
+  Tracer tracer(name, custom_calls);
   std::vector<Tensor> arguments;
   for (size_t i = 0; i < parameter_shapes.size(); ++i)
     arguments.push_back(tracer.add_parameter(parameter_shapes[i], i < parameter_names.size() ? parameter_names[i] : ""));
@@ -78,7 +78,7 @@ struct JitFunction::Impl {
       shapes.push_back(arguments[i].shape());
       names.push_back(parameter_name(arguments[i].name(), i));
     }
-    INSITU_ASSIGN_OR_RETURN(TracedFunction traced, trace_function(fn, shapes, options.name, names));
+    INSITU_ASSIGN_OR_RETURN(TracedFunction traced, trace_function(fn, shapes, options.name, names, options.custom_calls));
     for (int64_t number : donate) {
       if (number < 0 || number >= static_cast<int64_t>(arguments.size()))
         return invalid_argument(str_cat("jit(", options.name, "): donate_argnums names argument ", number, " but the call has ",
@@ -120,7 +120,8 @@ struct JitFunction::Impl {
     compiled->compile_seconds = optimized->compile_seconds;
     {
       TraceSpan span("Executable::create", "compile", {{"module", optimized->module->name()}});
-      INSITU_ASSIGN_OR_RETURN(compiled->executable, Executable::create(std::move(*optimized)));
+      const ExecutableOptions executable_options{.custom_calls = options.custom_calls};
+      INSITU_ASSIGN_OR_RETURN(compiled->executable, Executable::create(std::move(*optimized), executable_options));
     }
     compiled->optimized = &compiled->executable->module();
     Status flushed = TraceRecorder::global().flush();

@@ -40,6 +40,8 @@ struct JitOptions {
   int threads = 0;                     // worker threads per run; <= 0: all cores
   std::optional<std::string> dump_to;  // stage dumps; default: $INSITU_DUMP_TO
   bool strict_donation = false;        // an unusable donor is a compile error
+  // Custom-call targets for call_kernel and for running the compiled module.
+  const CustomCallTable* custom_calls = &CustomCallTable::global();
 };
 
 // One executable-cache entry.
@@ -81,6 +83,7 @@ JitFunction jit(TracedFn fn, JitOptions options = {});
 
 // Traces `fn` over parameters of the given shapes into a verified module (no optimization).
 StatusOr<TracedFunction> trace_function(const TracedFn& fn, const std::vector<Shape>& parameter_shapes,
-                                        std::string name = "fn", std::vector<std::string> parameter_names = {});
+                                        std::string name = "fn", std::vector<std::string> parameter_names = {},
+                                        const CustomCallTable* custom_calls = &CustomCallTable::global());
 
 }  // namespace insitu

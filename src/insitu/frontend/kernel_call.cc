@@ -2,59 +2,36 @@
 #include "insitu/frontend/kernel_call.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 
 #include "insitu/frontend/ops_internal.h"
-#include "insitu/kernel/registry.h"
 
 namespace insitu {
 namespace {
 
 using frontend_internal::tracer_for;
 
-std::mutex& signatures_mutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-std::map<std::string, KernelSignature, std::less<>>& declared_signatures() {
-  static std::map<std::string, KernelSignature, std::less<>> signatures;
-  return signatures;
+// The signature of `name` in the tracer's table; an absent target or one without a
+// signature is recorded as the trace's error.
+std::optional<CustomCallSignature> find_signature(Tracer* tracer, std::string_view name) {
+  const CustomCallTarget* target = tracer->custom_calls() ? tracer->custom_calls()->find(name) : nullptr;
+  if (target == nullptr || !target->signature) {
+    tracer->record_error(not_found(str_cat("call_kernel: no kernel named \"", name, "\" is ",
+                                           target ? "registered with a signature" : "registered",
+                                           " (register_kernel, a plugin, or a CustomCallTable entry with a "
+                                           "signature, passed in JitOptions::custom_calls)")));
+    return std::nullopt;
+  }
+  return *target->signature;
 }
 
 }  // namespace
-
-void declare_kernel_signature(std::string name, KernelSignature signature) {
-  std::lock_guard<std::mutex> lock(signatures_mutex());
-  declared_signatures()[std::move(name)] = std::move(signature);
-}
-
-std::optional<KernelSignature> find_kernel_signature(std::string_view name) {
-  if (const KernelSpec* spec = find_kernel(name)) {
-    KernelSignature signature;
-    signature.out_shapes = spec->out_shapes;
-    signature.input_output_aliases = spec->input_output_aliases;
-    signature.output_count = std::max<int64_t>(static_cast<int64_t>(spec->out_specs.size()),
-                                               static_cast<int64_t>(spec->out_shapes.size()));
-    if (signature.output_count == 0) signature.output_count = 1;
-    return signature;
-  }
-  std::lock_guard<std::mutex> lock(signatures_mutex());
-  auto it = declared_signatures().find(name);
-  if (it == declared_signatures().end()) return std::nullopt;
-  return it->second;
-}
 
 std::vector<Tensor> call_kernel(std::string_view name, const std::vector<Tensor>& inputs,
                                 const std::vector<Shape>& out_shapes) {
   Tracer* tracer = tracer_for(name, inputs);
   if (tracer == nullptr) return {};
-  std::optional<KernelSignature> signature = find_kernel_signature(name);
-  if (!signature) {
-    tracer->record_error(not_found(str_cat("call_kernel: no kernel named \"", name,
-                                           "\" is registered (register_kernel, a plugin, or declare_kernel_signature)")));
-    return {};
-  }
+  std::optional<CustomCallSignature> signature = find_signature(tracer, name);
+  if (!signature) return {};
   std::vector<Shape> shapes = !out_shapes.empty() ? out_shapes : signature->out_shapes;
   if (shapes.empty()) {
     shapes.resize(signature->output_count);
@@ -112,8 +89,9 @@ std::vector<Tensor> call_kernel_mutating(std::string_view name, const std::vecto
                                          std::optional<std::vector<int64_t>> mutates_args) {
   Tracer* tracer = tracer_for(name, inputs);
   if (tracer == nullptr) return {};
-  std::optional<KernelSignature> signature = find_kernel_signature(name);
-  if (signature && mutates_args) {
+  std::optional<CustomCallSignature> signature = find_signature(tracer, name);
+  if (!signature) return {};
+  if (mutates_args) {
     for (int64_t argument : *mutates_args) {
       bool aliased = std::any_of(signature->input_output_aliases.begin(), signature->input_output_aliases.end(),
                                  [&](const auto& alias) { return alias.first == argument; });

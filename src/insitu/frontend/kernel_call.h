@@ -7,14 +7,14 @@
 //                                                 // new value, and so does the caller's array
 //
 // Both emit `custom-call(...), custom_call_target="NAME"` with output_to_operand_aliasing taken
-// from the kernel's input_output_aliases (kernel/registry.h find_kernel), so the module's
+// from the signature of NAME's entry in the tracer's CustomCallTable (for a registered
+// KernelSpec, its input_output_aliases: kernel/registry.h), so the module's
 // aliasing is the kernel's, never lost on the way (the seed's bug: a kernel declared without the
 // alias still read its input, which forced a copy). The mutating form is functionalized: the
 // aliased output becomes the input's new SSA value (Tensor::rebind), and if the input was a
 // parameter, tracing appends the write-back (tracer.h).
 //
-// Targets that are not KernelSpecs (kernels registered straight into CustomCallRegistry, e.g. by
-// tests or plugins of another kind) can declare their signature with declare_kernel_signature.
+// A target that is not a KernelSpec is traced from a table entry that carries a `signature`.
 #pragma once
 
 #include <optional>
@@ -25,18 +25,6 @@
 #include "insitu/frontend/tracer.h"
 
 namespace insitu {
-
-struct KernelSignature {
-  std::vector<Shape> out_shapes;  // empty: each output takes the shape of the input aliased to it
-  std::vector<std::pair<int64_t, int64_t>> input_output_aliases;  // (input, output)
-  int64_t output_count = 1;       // used when out_shapes is empty
-};
-
-// Declares a custom-call target's outputs and aliasing for call_kernel (a registered KernelSpec
-// of the same name takes precedence).
-void declare_kernel_signature(std::string name, KernelSignature signature);
-// The signature call_kernel uses: from find_kernel(name), else a declared one.
-std::optional<KernelSignature> find_kernel_signature(std::string_view name);
 
 // Emits the kernel call; returns its outputs. `out_shapes` overrides the kernel's (for
 // shape-polymorphic kernels whose outputs do not alias an input).

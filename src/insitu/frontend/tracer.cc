@@ -62,7 +62,8 @@ void Tensor::assign(const Tensor& new_value) {
 
 // --- Tracer ---
 
-Tracer::Tracer(std::string function_name) : function_name_(std::move(function_name)) {
+Tracer::Tracer(std::string function_name, const CustomCallTable* custom_calls)
+    : function_name_(std::move(function_name)), custom_calls_(custom_calls) {
   module_ = std::make_unique<Module>(str_cat("jit_", function_name_));
   pending_.push_back(std::make_unique<Computation>(str_cat("main.", function_name_)));
   stack_.push_back({pending_.back().get(), str_cat("jit(", function_name_, ")")});

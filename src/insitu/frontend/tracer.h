@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/ir/module.h"
 
 namespace insitu {
@@ -80,7 +81,8 @@ struct TracedFunction {
 
 class Tracer {
  public:
-  explicit Tracer(std::string function_name);
+  // call_kernel finds its targets' signatures in `custom_calls`.
+  explicit Tracer(std::string function_name, const CustomCallTable* custom_calls = &CustomCallTable::global());
   ~Tracer();
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
@@ -113,6 +115,7 @@ class Tracer {
   StatusOr<TracedFunction> finish(const std::vector<Tensor>& outputs);
 
   const std::string& function_name() const { return function_name_; }
+  const CustomCallTable* custom_calls() const { return custom_calls_; }
 
  private:
   struct Frame {
@@ -120,6 +123,7 @@ class Tracer {
     std::string scope;
   };
   std::string function_name_;
+  const CustomCallTable* custom_calls_;
   std::unique_ptr<Module> module_;
   std::vector<std::unique_ptr<Computation>> pending_;  // computations under construction
   std::vector<Frame> stack_;

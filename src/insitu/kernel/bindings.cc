@@ -121,7 +121,7 @@ StatusOr<std::shared_ptr<const KernelSpec>> prepare_kernel_call(const std::share
   return prepared;
 }
 
-CustomCallRegistry::Kernel make_evaluator_kernel(std::shared_ptr<const KernelSpec> spec) {
+EvaluateCustomCall make_evaluator_kernel(std::shared_ptr<const KernelSpec> spec) {
   return [spec](const Instruction& call, std::span<const Literal* const> operands, Literal& result) -> Status {
     std::vector<Literal*> results;
     if (result.shape().is_tuple()) {

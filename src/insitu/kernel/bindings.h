@@ -12,13 +12,14 @@
 
 #include <memory>
 
-#include "insitu/evaluator/custom_call_registry.h"
+#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/kernel/grid_executor.h"
-#include "insitu/runtime/native_custom_call.h"
+#include "insitu/runtime/executable.h"
+#include "insitu/runtime/kernels.h"
 
 namespace insitu {
 
-CustomCallRegistry::Kernel make_evaluator_kernel(std::shared_ptr<const KernelSpec> spec);
+EvaluateCustomCall make_evaluator_kernel(std::shared_ptr<const KernelSpec> spec);
 NativeCustomCall make_native_kernel(std::shared_ptr<const KernelSpec> spec);
 
 // The spec for a call with these operand/result shapes: specialized (KernelSpec::specialize)

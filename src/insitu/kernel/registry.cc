@@ -1,35 +1,29 @@
 // The kernel registry and static registration (registry.h).
 #include "insitu/kernel/registry.h"
 
+#include <algorithm>
 #include <atomic>
 #include <dlfcn.h>
 
 #include <iostream>
-#include <map>
 #include <memory>
 #include <mutex>
 
-#include "insitu/evaluator/custom_call_registry.h"
+#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/kernel/bindings.h"
-#include "insitu/runtime/native_custom_call.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
 namespace {
 
-struct Entry {
-  std::shared_ptr<const KernelSpec> spec;
-  std::string origin;
-};
-
-struct Registry {
+// Static registrations that failed (e.g. duplicate names), kept for the CLI to report.
+struct StaticErrors {
   std::mutex mutex;
-  std::map<std::string, Entry, std::less<>> kernels;
-  std::vector<Status> static_errors;
+  std::vector<Status> errors;
 };
 
-Registry& registry() {
-  static Registry* instance = new Registry();
+StaticErrors& static_errors() {
+  static StaticErrors* instance = new StaticErrors();
   return *instance;
 }
 
@@ -74,35 +68,27 @@ Status validate_kernel_spec(const KernelSpec& spec) {
   return ok_status();
 }
 
+CustomCallSignature kernel_signature(const KernelSpec& spec) {
+  CustomCallSignature signature;
+  signature.out_shapes = spec.out_shapes;
+  signature.input_output_aliases = spec.input_output_aliases;
+  signature.output_count =
+      std::max<int64_t>({static_cast<int64_t>(spec.out_specs.size()), static_cast<int64_t>(spec.out_shapes.size()), 1});
+  return signature;
+}
+
 Status register_kernel(KernelSpec spec, std::string origin) {
+  return register_kernel(std::move(spec), std::move(origin), CustomCallTable::global());
+}
+
+Status register_kernel(KernelSpec spec, std::string origin, CustomCallTable& table) {
   INSITU_RETURN_IF_ERROR(validate_kernel_spec(spec));
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.kernels.find(spec.name);
-  if (it != r.kernels.end())
-    return invalid_argument(str_cat("kernel \"", spec.name, "\" is registered twice: by ", it->second.origin, " and by ",
-                                    origin, "; rename one of them"));
   auto shared = std::make_shared<const KernelSpec>(std::move(spec));
-  // The evaluator's registry may already hold the name from another source (a raw custom-call).
-  INSITU_RETURN_IF_ERROR(
-      CustomCallRegistry::global().register_kernel(shared->name, make_evaluator_kernel(shared), origin));
-  NativeCustomCalls::global().register_kernel(shared->name, make_native_kernel(shared));
-  r.kernels.emplace(shared->name, Entry{shared, std::move(origin)});
-  return ok_status();
-}
-
-const KernelSpec* find_kernel(std::string_view name) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.kernels.find(name);
-  return it == r.kernels.end() ? nullptr : it->second.spec.get();
-}
-
-std::string kernel_origin(std::string_view name) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.kernels.find(name);
-  return it == r.kernels.end() ? std::string() : it->second.origin;
+  return table.add({.name = shared->name,
+                    .signature = kernel_signature(*shared),
+                    .evaluate = make_evaluator_kernel(shared),
+                    .native = make_native_kernel(shared),
+                    .origin = std::move(origin)});
 }
 
 std::string current_library_origin(const void* address_in_library) {
@@ -125,9 +111,9 @@ bool register_static_kernel(KernelSpec (*factory)(), const void* address_in_libr
   g_static_registrations.fetch_add(1);
   Status status = register_kernel(factory(), current_library_origin(address_in_library));
   if (status.ok()) return true;
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.static_errors.push_back(std::move(status));
+  StaticErrors& e = static_errors();
+  std::lock_guard<std::mutex> lock(e.mutex);
+  e.errors.push_back(std::move(status));
   return false;
 }
 
@@ -136,10 +122,10 @@ bool register_static_kernel(KernelSpec (*factory)(), const void* address_in_libr
 int64_t static_registration_count() { return internal::g_static_registrations.load(); }
 
 std::vector<Status> take_static_registration_errors() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  std::vector<Status> errors = std::move(r.static_errors);
-  r.static_errors.clear();
+  StaticErrors& e = static_errors();
+  std::lock_guard<std::mutex> lock(e.mutex);
+  std::vector<Status> errors = std::move(e.errors);
+  e.errors.clear();
   return errors;
 }
 

@@ -1,26 +1,30 @@
-// The kernel registry: kernels by name, for HLO `custom-call(...), custom_call_target="NAME"`.
+// Registering kernels: a KernelSpec becomes the entry for HLO `custom-call(...),
+// custom_call_target="NAME"` in a CustomCallTable (evaluator/custom_call_table.h).
 //
 // register_kernel validates the spec (grid rank vs dimension_semantics, one BlockSpec per input
-// and output, block ranks, aliases in range with identical shape and dtype, the static race
-// check of race_check.h) and registers the name in three places: here (find_kernel, for the
-// frontend), in CustomCallRegistry::global() (the reference evaluator runs the grid over the
-// result Literal single-threaded in grid order: the oracle) and in the runtime's
-// NativeCustomCalls (the runtime runs the grid natively over its buffers on its ThreadPool).
-// A duplicate name is an error naming both origins (e.g. both plugin libraries).
+// and output, block ranks, aliases in range; per call, shapes and dtypes and the static race
+// check of race_check.h) and adds one entry with all its parts: the signature (for the
+// frontend's call_kernel), `evaluate` (the reference evaluator runs the grid over the result
+// Literal single-threaded in grid order: the oracle) and `native` (the runtime runs the grid
+// over its buffers on its ThreadPool). A duplicate name is an error naming both origins (e.g.
+// both plugin libraries).
 #pragma once
 
 #include <string>
 #include <string_view>
 
+#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/kernel/kernel.h"
 #include "insitu/support/status.h"
 
 namespace insitu {
 
+// Into CustomCallTable::global(), or into `table`.
 Status register_kernel(KernelSpec spec, std::string origin = "builtin");
-const KernelSpec* find_kernel(std::string_view name);
-// Where `name` was registered from; empty if it is not registered.
-std::string kernel_origin(std::string_view name);
+Status register_kernel(KernelSpec spec, std::string origin, CustomCallTable& table);
+
+// What call_kernel needs to trace a call of `spec`: its outputs and aliases.
+CustomCallSignature kernel_signature(const KernelSpec& spec);
 
 // Validates a spec without registering it (what register_kernel checks).
 Status validate_kernel_spec(const KernelSpec& spec);

@@ -15,7 +15,7 @@
 //     buffers, fresh output buffers, one temp arena (cached between calls) and constant
 //     buffers; while loops and conditionals run their computations over the same slices.
 // Builtin kernels are in kernels.h; other opcodes run through the reference evaluator's
-// per-op functions (fallback_kernels.cc); custom-call through a CustomCallRegistry.
+// per-op functions (fallback_kernels.cc); custom-call through a CustomCallTable.
 //
 // Data is logical row-major (buffer.h). A bitcast whose layouts make it a physical transpose
 // rather than a reshape is rejected at create() with an "unimplemented" error.
@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "insitu/evaluator/custom_call_registry.h"
+#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/passes/buffer_assignment.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/runtime/buffer.h"
@@ -64,7 +64,10 @@ struct ExecuteOptions {
 };
 
 struct ExecutableOptions {
-  const CustomCallRegistry* custom_calls = &CustomCallRegistry::global();
+  // Where custom-call targets are found: each call site takes its entry's `native` binding
+  // when it has one (prepared here, at create), else its `evaluate` on copies. A target the
+  // table lacks fails create, located at the call.
+  const CustomCallTable* custom_calls = &CustomCallTable::global();
   // Memory budget: create refuses a module whose peak (buffer assignment's, parameters and
   // constants included) exceeds it, naming the largest buffers. <= 0: machine_memory_bytes().
   int64_t max_memory_bytes = 0;

@@ -328,20 +328,28 @@ Status Executable::build() {
             step.callees.push_back(it->second.get());
           }
           break;
-        case RuntimeFamily::kCustomCall:
-          if (const NativeCustomCall* native = NativeCustomCalls::global().find(instruction->custom_call.target);
-              native != nullptr && takes_native_custom_call(step)) {
+        case RuntimeFamily::kCustomCall: {
+          const std::string& name = instruction->custom_call.target;
+          const CustomCallTarget* target = options_.custom_calls ? options_.custom_calls->find(name) : nullptr;
+          if (target != nullptr && target->native && takes_native_custom_call(step)) {
             std::vector<const Shape*> operand_shapes, output_shapes;
             for (const std::vector<Leaf>& leaves : step.operands) operand_shapes.push_back(leaves[0].shape);
             for (const Leaf& leaf : step.outputs) output_shapes.push_back(leaf.shape);
-            StatusOr<PreparedCustomCall> prepared = (*native)(*instruction, operand_shapes, output_shapes);
+            StatusOr<PreparedCustomCall> prepared = target->native(*instruction, operand_shapes, output_shapes);
             if (!prepared.ok()) return prepared.status().with_location(instruction->location());
             step.native_custom_call = std::move(prepared).value();
             step.run = &Executor::run_native_custom_call;
-          } else {
+          } else if ((target != nullptr && target->evaluate) || has_builtin_custom_call(name)) {
             step.run = &Executor::run_custom_call;
+          } else {
+            // Known now, not at the first call: a call that cannot run fails create.
+            return not_found(str_cat("custom-call %", instruction->name(), ": no kernel is registered for target \"",
+                                     name, "\"", target ? " (it has a signature only)" : "",
+                                     " (load one with --plugin LIB.so)"),
+                             instruction->location());
           }
           break;
+        }
         default:
           if (SelectedKernel kernel = select_step_kernel(*instruction, step)) {
             step.kernel = std::move(*kernel);

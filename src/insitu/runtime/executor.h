@@ -6,10 +6,9 @@
 #include <optional>
 #include <vector>
 
-#include "insitu/evaluator/custom_call_registry.h"
+#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/runtime/executable.h"
 #include "insitu/runtime/kernels.h"
-#include "insitu/runtime/native_custom_call.h"
 #include "insitu/runtime/program.h"
 
 namespace insitu::runtime_internal {
@@ -18,7 +17,7 @@ namespace insitu::runtime_internal {
 // and no fallback decision happen here.
 class Executor {
  public:
-  Executor(std::vector<uint8_t*> bases, ThreadPool& pool, ExecutionStats& stats, const CustomCallRegistry* custom_calls,
+  Executor(std::vector<uint8_t*> bases, ThreadPool& pool, ExecutionStats& stats, const CustomCallTable* custom_calls,
            double timeout_seconds = 0)
       : bases_(std::move(bases)), pool_(pool), stats_(stats), custom_calls_(custom_calls) {
     if (timeout_seconds > 0)
@@ -59,7 +58,7 @@ class Executor {
   ThreadPool& pool_;
   ExecutionStats& stats_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();  // kernel-run times
-  const CustomCallRegistry* custom_calls_;
+  const CustomCallTable* custom_calls_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   double timeout_seconds_ = 0;
 };

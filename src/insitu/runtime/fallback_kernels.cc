@@ -29,12 +29,14 @@ StatusOr<Literal> run_fallback(const Instruction& instruction, std::span<const L
   return eval::evaluate_op(instruction, operands, runner);
 }
 
+bool has_builtin_custom_call(std::string_view target) { return eval::is_builtin_custom_call_target(target); }
+
 StatusOr<Literal> run_custom_call(const Instruction& instruction, std::span<const Literal* const> operands,
-                                  const CustomCallRegistry* registry) {
+                                  const CustomCallTable* table) {
   EvaluatorOptions options;
-  options.custom_calls = registry;
+  options.custom_calls = table;
   EvaluatorRunner runner(options);
-  return eval::evaluate_custom_call(instruction, operands, registry, runner);
+  return eval::evaluate_custom_call(instruction, operands, table, runner);
 }
 
 }  // namespace insitu

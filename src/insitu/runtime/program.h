@@ -7,9 +7,9 @@
 
 #include <vector>
 
+#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/ir/instruction.h"
 #include "insitu/runtime/kernels.h"
-#include "insitu/runtime/native_custom_call.h"
 
 namespace insitu::runtime_internal {
 
