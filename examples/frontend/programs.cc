@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "examples/kernels/example_kernels.h"
-#include "insitu/frontend/explain.h"
+#include "insitu/passes/explain.h"
 #include "insitu/frontend/jit.h"
 #include "insitu/frontend/kernel_call.h"
 #include "insitu/frontend/ops.h"
@@ -25,10 +25,11 @@ std::string values_text(const std::vector<T>& values, size_t limit = 16) {
 
 void describe_compile(const JitFunction& f, ExampleResult& result) {
   const Module& optimized = *f.last_compiled()->optimized;
-  result.copies = static_cast<int64_t>(list_copies(optimized).size());
+  const Explanation explanation = explain_module(optimized);
+  result.copies = static_cast<int64_t>(explanation.copies.size());
   result.bytes_copied = f.last_stats().bytes_copied;
   result.report += str_cat("\n--- optimized HLO ---\n", print_module(optimized), "\n--- explain ---\n",
-                           explain_verdict(optimized), "bytes copied at run time: ", result.bytes_copied, "\n");
+                           explanation_text(explanation), "bytes copied at run time: ", result.bytes_copied, "\n");
 }
 
 bool near(const std::vector<float>& a, const std::vector<float>& b, float tolerance) {

@@ -105,8 +105,12 @@ TEST(OptimizeCliTest, UnusableDonorIsReportedOrAnErrorUnderStrictDonation) {
   EXPECT_NE(strict.err.find("--strict-donation: donated parameter 0 {} is not usable (no-matching-output)"),
             std::string::npos)
       << strict.err;
-  Output lenient = insitu_command({"run", "m.hlo"}, kUnusableDonor);
+  const std::string stats_path = ::testing::TempDir() + "insitu_unusable_donor_stats.json";
+  Output lenient = insitu_command({"run", "m.hlo", "--stats", stats_path}, kUnusableDonor);
   EXPECT_EQ(lenient.status, 0) << lenient.err;
+  std::ifstream file(stats_path);
+  nlohmann::json stats = nlohmann::json::parse(file);
+  EXPECT_EQ(stats["unused_donors"], 1) << "counted before Executable::create takes the optimized module";
 }
 
 }  // namespace

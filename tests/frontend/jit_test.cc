@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "insitu/frontend/explain.h"
+#include "insitu/passes/explain.h"
 #include "insitu/frontend/jit.h"
 #include "insitu/frontend/kernel_call.h"
 #include "insitu/frontend/ops.h"
@@ -31,7 +31,8 @@ TEST(FrontendJit, MutationReachesTheCallerInPlaceWithoutCopies) {
     EXPECT_FALSE(x.deleted());
     EXPECT_EQ(*x.to_vector<int32_t>(), (std::vector<int32_t>{2, 2, 2, 2}));
     EXPECT_EQ(x.data(), before) << "the kernel wrote into the caller's buffer";
-    EXPECT_TRUE(list_copies(*f.last_compiled()->optimized).empty()) << explain_verdict(*f.last_compiled()->optimized);
+    EXPECT_TRUE(explain_module(*f.last_compiled()->optimized).copies.empty())
+        << explanation_text(explain_module(*f.last_compiled()->optimized));
     EXPECT_EQ(f.last_stats().bytes_copied, 0);
     ASSERT_TRUE(f({x}).ok());
     EXPECT_EQ(*x.to_vector<int32_t>(), (std::vector<int32_t>{3, 3, 3, 3}));
@@ -51,7 +52,8 @@ TEST(FrontendJit, FunctionalKernelWithDonationRunsInPlace) {
   EXPECT_EQ(*(*out)[0].to_vector<float>(), (std::vector<float>{2.5f, 3.5f, 4.5f}));
   EXPECT_EQ((*out)[0].data(), before);
   EXPECT_TRUE(x.deleted());
-  EXPECT_TRUE(list_copies(*f.last_compiled()->optimized).empty()) << explain_verdict(*f.last_compiled()->optimized);
+  EXPECT_TRUE(explain_module(*f.last_compiled()->optimized).copies.empty())
+        << explanation_text(explain_module(*f.last_compiled()->optimized));
   EXPECT_EQ(f.last_stats().bytes_copied, 0);
 }
 
@@ -71,9 +73,10 @@ TEST(FrontendJit, ReadingTheOldValueAfterTheWriteCostsExactlyOneCopy) {
     ASSERT_TRUE(out.ok()) << out.status().to_string();
     EXPECT_EQ(*x.to_vector<int32_t>(), (std::vector<int32_t>{2, 3, 4, 5}));
     EXPECT_EQ(*(*out)[0].to_vector<int32_t>(), (std::vector<int32_t>{3, 5, 7, 9}));
-    std::vector<CopyVerdict> copies = list_copies(*f.last_compiled()->optimized);
-    ASSERT_EQ(copies.size(), 1u) << explain_verdict(*f.last_compiled()->optimized);
-    EXPECT_EQ(copies[0].reason, "live-after-in-place-write");
+    const Explanation explanation = explain_module(*f.last_compiled()->optimized);
+    const std::vector<CopyExplanation>& copies = explanation.copies;
+    ASSERT_EQ(copies.size(), 1u) << explanation_text(explanation);
+    EXPECT_EQ(copies[0].reason, CopyReason::kLiveAfterInPlaceWrite);
     EXPECT_EQ(copies[0].bytes, 16);
   }
 }

@@ -13,6 +13,7 @@
 #include "insitu/plugins.h"
 #include "insitu/kernel/grid_executor.h"
 #include "insitu/ir/copy_reason.h"
+#include "insitu/passes/explain.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/runtime/executable.h"
 #include "insitu/support/str.h"
@@ -89,6 +90,7 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
   OptimizeOptions optimize;
   optimize.strict_donation = options.strict_donation;
   INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(module.clone(), optimize));
+  stats["unused_donors"] = optimized.donors.unused.size();  // before create takes the result
   INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable,
                           Executable::create(std::move(optimized), {.max_memory_bytes = options.max_memory_bytes}));
   stats["compile_seconds"] = seconds_since(compile_start);
@@ -128,12 +130,8 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
   stats["run_seconds"] = run_stats.run_seconds;
   stats["fallback_ops_executed"] = run_stats.fallback_ops_executed;
   stats["copies_in_module"] = nlohmann::json::array();
-  for (const Computation* computation : executable->module().computations())
-    for (const Instruction* instruction : computation->instructions())
-      if (instruction->opcode() == Opcode::kCopy)
-        stats["copies_in_module"].push_back({{"name", instruction->name()},
-                                             {"reason", copy_reason_name(copy_reason(*instruction).value_or(CopyReason::kUserCopy))}});
-  stats["unused_donors"] = optimized.unused_donors.size();
+  for (const CopyExplanation& copy : explain_module(executable->module()).copies)
+    stats["copies_in_module"].push_back({{"name", copy.copy->name()}, {"reason", copy_reason_name(copy.reason)}});
   return result;
 }
 

@@ -116,7 +116,7 @@ struct JitFunction::Impl {
       INSITU_ASSIGN_OR_RETURN(OptimizedModule result, optimize_module(std::move(traced.module), optimize_options));
       optimized.emplace(std::move(result));
     }
-    compiled->unused_donors = optimized->unused_donors;
+    compiled->unused_donors = optimized->donors.unused;
     compiled->compile_seconds = optimized->compile_seconds;
     {
       TraceSpan span("Executable::create", "compile", {{"module", optimized->module->name()}});

@@ -64,24 +64,30 @@ StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const 
     };
   }
   Pipeline pipeline(std::move(pipeline_options));
+  PassResults pass_results;
   if (options.passes.empty()) {
-    for (auto& pass : optimization_passes()) pipeline.add(std::move(pass));
+    for (auto& pass : optimization_passes(&pass_results)) pipeline.add(std::move(pass));
   } else {
-    INSITU_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Pass>> passes, passes_by_name(options.passes));
+    INSITU_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Pass>> passes, passes_by_name(options.passes, &pass_results));
     for (auto& pass : passes) pipeline.add(std::move(pass));
   }
   INSITU_RETURN_IF_ERROR(pipeline.run(*module).status());
   INSITU_RETURN_IF_ERROR(dump_status);
 
   OptimizedModule result;
-  result.unused_donors = recorded_unused_donors(*module);
+  // Donor matching's own result; without that pass, what an earlier run recorded in the module.
+  if (pass_results.donor_matching) {
+    result.donors = std::move(*pass_results.donor_matching);
+  } else {
+    result.donors.unused = recorded_unused_donors(*module);
+  }
   if (!options.passes.empty()) {  // a partial pipeline: the module after those passes, no buffers
     result.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result.module = std::move(module);
     return result;
   }
-  if (options.strict_donation && !result.unused_donors.empty()) {
-    const UnusedDonor& donor = result.unused_donors.front();
+  if (options.strict_donation && !result.donors.unused.empty()) {
+    const UnusedDonor& donor = result.donors.unused.front();
     return invalid_argument(str_cat("--strict-donation: donated parameter ", donor.parameter_number, " ",
                                     shape_index_to_string(donor.parameter_index), " is not usable (", donor_reason_name(donor.reason),
                                     "): ", donor.detail),

@@ -35,7 +35,9 @@ struct OptimizeOptions {
 struct OptimizedModule {
   std::unique_ptr<Module> module;
   std::optional<BufferAssignment> buffers;
-  std::vector<UnusedDonor> unused_donors;
+  // Donor matching's result: the aliases it added and the donors it could not use, each with
+  // its reason. (The module records the unused ones too, for explain on re-parsed text.)
+  DonorMatchingResult donors;
   double compile_seconds = 0;
 };
 

@@ -48,34 +48,42 @@ StatusOr<bool> Pipeline::run(Module& module) {
 
 namespace {
 
-StatusOr<bool> match_donors_pass(Module& module) {
+// A pass whose only result is the module.
+template <StatusOr<bool> (*fn)(Module&)>
+StatusOr<bool> plain(Module& module, PassResults&) {
+  return fn(module);
+}
+
+StatusOr<bool> match_donors_pass(Module& module, PassResults& results) {
   INSITU_ASSIGN_OR_RETURN(DonorMatchingResult result, match_donors(module));
-  return result.changed;
+  const bool changed = result.changed;
+  results.donor_matching = std::move(result);
+  return changed;
 }
 
 // The optimization passes, in pipeline order, each with why it sits where it does.
 struct PassEntry {
   std::string_view name;
   std::string_view why;
-  StatusOr<bool> (*run)(Module&);
+  StatusOr<bool> (*run)(Module&, PassResults&);
 };
 
 constexpr PassEntry kPasses[] = {
     {"flatten-calls", "first: every later analysis assumes one call site per while/conditional computation",
-     flatten_calls},
+     plain<flatten_calls>},
     {"bitcast-lowering", "before simplify: bitcasts that reorder elements become transposes (data stays row-major)",
-     lower_bitcasts},
-    {"simplify", "tuple forwarding and dead code, so later analyses see values, not packing", simplify},
-    {"layout-assignment", "copies only where a custom call's layout constraint really differs", assign_layouts},
+     plain<lower_bitcasts>},
+    {"simplify", "tuple forwarding and dead code, so later analyses see values, not packing", plain<simplify>},
+    {"layout-assignment", "copies only where a custom call's layout constraint really differs", plain<assign_layouts>},
     {"fusion", "elementwise chains with their broadcasts become kLoop fusions (one buffer, computed in cache)",
-     fuse_elementwise},
+     plain<fuse_elementwise>},
     {"donor-matching", "buffer_donor -> input_output_alias before copies are decided (by dataflow, then by size)",
      match_donors_pass},
     {"schedule", "readers of a buffer's old value before its in-place writer: copy insertion reads this order",
-     schedule_module},
-    {"copy-insertion", "only the copies the program needs on that order, each with a reason", insert_copies},
+     plain<schedule_module>},
+    {"copy-insertion", "only the copies the program needs on that order, each with a reason", plain<insert_copies>},
     {"copy-elimination", "last: copies whose removal no rule objects to (user copies included) go away",
-     eliminate_copies},
+     plain<eliminate_copies>},
 };
 
 }  // namespace
@@ -86,13 +94,30 @@ std::vector<std::string_view> optimization_pass_names() {
   return names;
 }
 
-std::vector<std::unique_ptr<Pass>> optimization_passes() {
+namespace {
+
+std::unique_ptr<Pass> make_entry_pass(const PassEntry& entry, std::shared_ptr<PassResults> results) {
+  return make_pass(entry.name, [run = entry.run, results = std::move(results)](Module& module) {
+    return run(module, *results);
+  });
+}
+
+// Results nobody reads: owned by the passes.
+std::shared_ptr<PassResults> results_or_own(PassResults* results) {
+  return results ? std::shared_ptr<PassResults>(std::shared_ptr<PassResults>(), results) : std::make_shared<PassResults>();
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Pass>> optimization_passes(PassResults* results) {
+  std::shared_ptr<PassResults> shared = results_or_own(results);
   std::vector<std::unique_ptr<Pass>> passes;
-  for (const PassEntry& entry : kPasses) passes.push_back(make_pass(entry.name, entry.run));
+  for (const PassEntry& entry : kPasses) passes.push_back(make_entry_pass(entry, shared));
   return passes;
 }
 
-StatusOr<std::vector<std::unique_ptr<Pass>>> passes_by_name(std::span<const std::string> names) {
+StatusOr<std::vector<std::unique_ptr<Pass>>> passes_by_name(std::span<const std::string> names, PassResults* results) {
+  std::shared_ptr<PassResults> shared = results_or_own(results);
   std::vector<std::unique_ptr<Pass>> passes;
   for (const std::string& name : names) {
     const PassEntry* found = nullptr;
@@ -101,7 +126,7 @@ StatusOr<std::vector<std::unique_ptr<Pass>>> passes_by_name(std::span<const std:
     if (found == nullptr)
       return invalid_argument(str_cat("unknown pass '", name, "' (passes: ", str_join(optimization_pass_names(), ", "),
                                       ")"));
-    passes.push_back(make_pass(found->name, found->run));
+    passes.push_back(make_entry_pass(*found, shared));
   }
   return passes;
 }

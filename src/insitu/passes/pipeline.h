@@ -12,11 +12,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "insitu/passes/donor_matching.h"
 #include "insitu/passes/pass.h"
 
 namespace insitu {
@@ -43,16 +45,24 @@ class Pipeline {
   std::vector<std::unique_ptr<Pass>> passes_;
 };
 
+// What passes of the table found beyond the module they changed, typed (not read back from
+// module attributes): filled as the passes run.
+struct PassResults {
+  std::optional<DonorMatchingResult> donor_matching;  // set once donor-matching has run
+};
+
 // The optimization passes in order, from one table (pipeline.cc, which says why each sits
 // where it does): flatten-calls, bitcast-lowering, simplify, layout-assignment, fusion,
 // donor-matching, schedule, copy-insertion, copy-elimination. Buffer assignment is not a
-// module pass: it is computed from the optimized module afterwards.
-std::vector<std::unique_ptr<Pass>> optimization_passes();
+// module pass: it is computed from the optimized module afterwards. `results`, when given,
+// must outlive the passes.
+std::vector<std::unique_ptr<Pass>> optimization_passes(PassResults* results = nullptr);
 std::vector<std::string_view> optimization_pass_names();
 // The named passes of that table in the order given (`insitu opt --passes=a,b`, per-pass
 // tests); an unknown name is an error listing the valid ones. A pass whose precondition an
 // earlier one establishes says which to run first.
-StatusOr<std::vector<std::unique_ptr<Pass>>> passes_by_name(std::span<const std::string> names);
+StatusOr<std::vector<std::unique_ptr<Pass>>> passes_by_name(std::span<const std::string> names,
+                                                           PassResults* results = nullptr);
 
 // A Pipeline holding optimization_passes().
 Pipeline optimization_pipeline(PipelineOptions options = {});

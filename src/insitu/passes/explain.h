@@ -1,0 +1,51 @@
+// explain: what the optimizer decided about a module's memory, in one place for every surface
+// (`insitu explain` as text, JSON and Graphviz; run's --stats; the frontend's jit; Python).
+//
+//   Explanation e = explain_module(optimized);   // after optimize_module
+//   std::string text = explanation_text(e);      // or explanation_json(e): DESIGN.md's schema
+//
+// For each copy left in the module: its bytes (one execution), its reason code and the detail
+// sentence copy insertion recorded (ir/copy_reason.h). A copy without a recorded reason was
+// written in the input program: it is `user-copy`, whatever surface shows it. Then each
+// input/output alias and each donated buffer that could not be used, with its reason.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "insitu/ir/copy_reason.h"
+#include "insitu/passes/optimize.h"
+
+namespace insitu {
+
+struct CopyExplanation {
+  const Instruction* copy = nullptr;
+  int64_t bytes = 0;  // one execution
+  CopyReason reason = CopyReason::kUserCopy;
+  std::string detail;
+};
+
+struct Explanation {
+  std::string module_name;
+  std::vector<CopyExplanation> copies;  // every computation, in program order
+  std::vector<InputOutputAlias> aliases;
+  std::vector<UnusedDonor> unused_donors;
+  std::optional<int64_t> peak_memory_bytes;  // when buffers were assigned
+
+  int64_t copied_bytes() const;
+};
+
+// From optimize_module's result: its module, its buffers and donor matching's own result.
+Explanation explain_module(const OptimizedModule& optimized);
+// From a module alone (re-parsed text, a frontend's executable module): unused donors as the
+// module records them, no peak memory.
+Explanation explain_module(const Module& optimized);
+
+// "module NAME: N copies (B bytes), peak memory P bytes", then a line per copy (its detail
+// indented below), alias and unused donor.
+std::string explanation_text(const Explanation& explanation);
+// {"copies", "peak_memory_bytes" (null without buffers), "aliases", "unused_donors"}, indented.
+std::string explanation_json(const Explanation& explanation);
+
+}  // namespace insitu
