@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/frontend/control_flow.h"
@@ -153,6 +154,21 @@ TEST(FrontendTracing, KernelCallEmitsTheKernelsAliasing) {
   EXPECT_EQ(call->custom_call.target, "frontend_test_scale");
   ASSERT_EQ(call->custom_call.output_to_operand_aliasing.size(), 1u);
   EXPECT_EQ(call->custom_call.output_to_operand_aliasing[0].operand_number, 0);
+}
+
+// A parameter's own name is taken: a traced op of the same stem gets another one.
+TEST(FrontendTracing, ParameterNamesNeverClashWithTracedNames) {
+  auto fn = [](std::vector<Tensor>& a) {
+    Tensor x = a[0] + a[1];
+    Tensor y = x + a[0];
+    return std::vector<Tensor>{y + x};
+  };
+  StatusOr<TracedFunction> traced = trace_function(fn, {f32({4}), f32({4})}, "names", {"add.1", "add"});
+  ASSERT_TRUE(traced.ok()) << traced.status().to_string();
+  std::set<std::string> names;
+  for (const Instruction* instruction : traced->module->entry()->instructions())
+    EXPECT_TRUE(names.insert(instruction->name()).second) << "two instructions named " << instruction->name();
+  EXPECT_TRUE(names.count("add.1") && names.count("add"));
 }
 
 // A caller's own table: tracing finds the target there and only there.

@@ -75,13 +75,7 @@ Tracer::~Tracer() { active_tracer = previous_active_; }
 
 Tracer* Tracer::active() { return active_tracer; }
 
-std::string Tracer::unique_name(std::string_view base) {
-  for (auto& [name, count] : name_counters_) {
-    if (name == base) return str_cat(base, ".", ++count);
-  }
-  name_counters_.emplace_back(std::string(base), 0);
-  return std::string(base);
-}
+std::string Tracer::unique_name(std::string_view base) { return names_.unique(std::string(base)); }
 
 Tensor Tracer::add_parameter(const Shape& shape, std::string name) {
   INSITU_CHECK(stack_.size() == 1) << "entry parameters are added before tracing nested computations";

@@ -27,6 +27,7 @@
 
 #include "insitu/evaluator/custom_call_table.h"
 #include "insitu/ir/module.h"
+#include "insitu/passes/name_table.h"
 
 namespace insitu {
 
@@ -96,7 +97,7 @@ class Tracer {
   // shape inferred from its operands and attributes (a failure is recorded). Every operand
   // must belong to that computation. Sets metadata op_name="jit(NAME)/SCOPE/opcode".
   Instruction* emit(std::unique_ptr<Instruction> instruction, bool infer = true);
-  // A fresh instruction name "base.N".
+  // A fresh name: `base` when unused, else "stem.N" (never one given before, whoever chose it).
   std::string unique_name(std::string_view base);
 
   // Nested computations (while bodies, branches, reducers): emit() goes to the innermost one.
@@ -128,7 +129,7 @@ class Tracer {
   std::vector<std::unique_ptr<Computation>> pending_;  // computations under construction
   std::vector<Frame> stack_;
   std::vector<Tensor> parameters_;
-  std::vector<std::pair<std::string, int64_t>> name_counters_;
+  NameTable names_;  // every name given so far (parameters' own names included)
   std::vector<std::pair<std::pair<Opcode, PrimitiveType>, Computation*>> reducers_;
   Status status_;
   Tracer* previous_active_ = nullptr;

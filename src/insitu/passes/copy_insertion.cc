@@ -45,6 +45,7 @@ StatusOr<bool> insert_copies(Module& module) {
   for (const Computation* computation : module.computations())
     for (const Instruction* instruction : computation->instructions()) leaf_count += instruction->shape().leaf_count();
   const int64_t limit = 64 + 8 * leaf_count;
+  NameTable names(module);  // once: every copy's name comes from it
   for (int64_t step = 0;; ++step) {
     Dataflow dataflow = Dataflow::compute(module);
     BufferFacts facts(module, dataflow);
@@ -53,7 +54,7 @@ StatusOr<bool> insert_copies(Module& module) {
     if (step >= limit)
       return internal_error(str_cat("copy insertion did not converge after ", step, " copies; last conflict: ",
                                     fix->detail));
-    copy_insertion::apply_fix(module, dataflow, *fix);
+    copy_insertion::apply_fix(dataflow, *fix, names);
   }
 }
 

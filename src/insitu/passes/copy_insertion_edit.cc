@@ -11,17 +11,10 @@ namespace {
 
 class Editor {
  public:
-  Editor(Module& module, Computation* computation) : computation_(computation) {
-    for (const Computation* c : module.computations())
-      for (const Instruction* instruction : c->instructions()) names_.insert(instruction->name());
-  }
+  Editor(Computation* computation, NameTable& names) : computation_(computation), names_(names) {}
 
-  std::string fresh_name(const std::string& base) {
-    for (int64_t n = 1;; ++n) {
-      std::string name = str_cat(base, ".", n);
-      if (names_.insert(name).second) return name;
-    }
-  }
+  // base.1, base.2, ...: the first one no instruction has.
+  std::string fresh_name(const std::string& base) { return names_.unique(str_cat(base, ".1")); }
 
   // Inserts before `before` (at the end when null).
   Instruction* insert(std::unique_ptr<Instruction> instruction, Instruction* before) {
@@ -103,15 +96,15 @@ class Editor {
 
  private:
   Computation* computation_;
-  std::unordered_set<std::string> names_;
+  NameTable& names_;
 };
 
 }  // namespace
 
-Instruction* apply_fix(Module& module, const Dataflow& dataflow, const CopyFix& fix) {
+Instruction* apply_fix(const Dataflow& dataflow, const CopyFix& fix, NameTable& names) {
   const Value& value = dataflow.value(fix.value);
   Computation* computation = const_cast<Computation*>(value.computation());
-  Editor editor(module, computation);
+  Editor editor(computation, names);
   Instruction* before = const_cast<Instruction*>(fix.insert_before);
   // Root leaves get a copy right before a tuple root (edited in place), else at the end.
   if (before == nullptr && computation->root()->opcode() == Opcode::kTuple) before = computation->root();

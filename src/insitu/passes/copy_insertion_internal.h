@@ -9,6 +9,7 @@
 
 #include "insitu/analysis/buffer_facts.h"
 #include "insitu/ir/copy_reason.h"
+#include "insitu/passes/name_table.h"
 
 namespace insitu::copy_insertion {
 
@@ -43,8 +44,9 @@ std::optional<CopyFix> check_new_occupant(const BufferFacts& facts, ValueId slot
 // The first violation in the module, regions callees first; nullopt when every rule holds.
 std::optional<CopyFix> find_violation(const BufferFacts& facts);
 
-// Inserts the copy `fix` describes; returns it.
-Instruction* apply_fix(Module& module, const Dataflow& dataflow, const CopyFix& fix);
+// Inserts the copy `fix` describes, its name (and any tuple's it rebuilds) fresh in `names`
+// (the module's, kept by the caller across fixes); returns it.
+Instruction* apply_fix(const Dataflow& dataflow, const CopyFix& fix, NameTable& names);
 
 
 }  // namespace insitu::copy_insertion
