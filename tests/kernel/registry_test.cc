@@ -110,6 +110,35 @@ TEST(KernelRegistry, RuntimeRejectsARacingKernelAtCreateNotAtCall) {
   EXPECT_TRUE(executable.status().location().valid()) << executable.status().to_string();
 }
 
+// A body that misuses its blocks fails that call with an error naming the kernel, the grid
+// step and the misuse (in the evaluator and in the runtime, on 1 and 2 threads); it used to
+// abort the process.
+TEST(KernelRegistry, BodyMisuseIsAnErrorOfItsGridStepNotACrash) {
+  KernelSpec past_end = shift_spec("misuse_index", DimensionSemantics::kSequential);
+  past_end.out_specs[0].index_map = [](std::span<const int64_t> g) { return std::vector<int64_t>{g[0]}; };
+  past_end.body = [](const KernelContext& context, KernelRefs& refs) {
+    BlockRef<int32_t> y = refs.output<int32_t>(0);
+    y(context.program_id(0) == 2 ? 2 : 0) = 1;  // the block has 2 elements
+  };
+  KernelSpec wrong_type = shift_spec("misuse_type", DimensionSemantics::kSequential);
+  wrong_type.out_specs[0].index_map = past_end.out_specs[0].index_map;
+  wrong_type.body = [](const KernelContext&, KernelRefs& refs) { (void)refs.input<float>(0); };
+  ASSERT_TRUE(register_kernel(std::move(past_end)).ok());
+  ASSERT_TRUE(register_kernel(std::move(wrong_type)).ok());
+  std::vector<Literal> arguments = {Literal::from_values<int32_t>({8}, {0, 1, 2, 3, 4, 5, 6, 7})};
+  const std::pair<const char*, const char*> cases[] = {
+      {"misuse_index", "kernel \"misuse_index\", grid step (2): block index 2 is out of range in dim 0"},
+      {"misuse_type", "kernel \"misuse_type\", grid step (0): input 0 is s32, the body asked for f32"}};
+  for (const auto& [name, message] : cases) {
+    StatusOr<Literal> evaluated = kernel_testing::evaluate_text(shift_module(name), arguments);
+    expect_error(evaluated.status(), message);
+    for (int threads : {1, 2}) {
+      kernel_testing::RuntimeRun run = kernel_testing::run_text(shift_module(name), arguments, threads, {true});
+      expect_error(run.status, message);
+    }
+  }
+}
+
 TEST(KernelRegistry, SequentialShiftRunsInGridOrderEverywhere) {
   ASSERT_TRUE(register_kernel(shift_spec("shift_seq", DimensionSemantics::kSequential)).ok());
   std::vector<Literal> arguments = {Literal::from_values<int32_t>({8}, {0, 0, 0, 0, 0, 0, 0, 0})};

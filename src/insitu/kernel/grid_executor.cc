@@ -198,7 +198,12 @@ class GridRun {
     }
     KernelRefs refs(std::move(in), std::move(out), std::move(scratch));
     KernelContext context(grid_index, spec_.grid);
-    spec_.body(context, refs);
+    try {
+      spec_.body(context, refs);
+    } catch (const KernelMisuse& misuse) {
+      return invalid_argument(str_cat("kernel \"", spec_.name, "\", grid step ", join_indices(grid_index), ": ",
+                                      misuse.what()));
+    }
     for (StagedBlock& s : staged_outputs) {  // write staged outputs back
       copy_region(s.origin, s.strides, s.extent, s.bytes.data(), s.width, /*to_dense=*/false);
       staged_bytes_ += static_cast<int64_t>(s.bytes.size());

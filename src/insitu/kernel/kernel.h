@@ -24,9 +24,13 @@
 //   grid steps that worker runs (all steps, single-threaded), like Pallas' VMEM scratch per core.
 // - An aliased input/output pair whose BlockSpecs both ask for a staged memory space and pick
 //   the same block share one scratch block, so the pair stays one buffer inside the step.
+// - A body that misuses its blocks (asks for an input that is not there or of another element
+//   type, indexes or slices past a block's shape) fails its grid step: the call returns an
+//   error naming the kernel, the step and the misuse, and the process goes on.
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <span>
 #include <string>
@@ -35,8 +39,26 @@
 
 #include "insitu/ir/shape.h"
 #include "insitu/support/check.h"
+#include "insitu/support/str.h"
 
 namespace insitu {
+
+// A kernel body's misuse of the block API. The accessors below throw it; the grid executor
+// catches it around each grid step and returns it as that step's error Status, so it never
+// leaves the kernel layer (the library's API throws nothing).
+class KernelMisuse : public std::exception {
+ public:
+  explicit KernelMisuse(std::string message) : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
+template <typename... Args>
+[[noreturn]] void kernel_misuse(const Args&... args) {
+  throw KernelMisuse(str_cat(args...));
+}
 
 enum class DimensionSemantics { kParallel, kSequential };
 
@@ -78,10 +100,13 @@ class BlockRef {
   }
 
   int64_t offset(std::span<const int64_t> index) const {
-    INSITU_CHECK(static_cast<int64_t>(index.size()) == rank()) << "block index rank mismatch";
+    if (static_cast<int64_t>(index.size()) != rank()) [[unlikely]]
+      kernel_misuse("a block of rank ", rank(), " indexed with ", index.size(), " indices");
     int64_t at = 0;
     for (size_t d = 0; d < index.size(); ++d) {
-      INSITU_CHECK(index[d] >= 0 && index[d] < shape_[d]) << "block index out of range in dim " << d;
+      if (index[d] < 0 || index[d] >= shape_[d]) [[unlikely]]
+        kernel_misuse("block index ", index[d], " is out of range in dim ", d, " (the block has ", shape_[d],
+                      " elements there)");
       at += index[d] * strides_[d];
     }
     return at;
@@ -95,14 +120,16 @@ class BlockRef {
   }
   // Rank-0 access.
   T& operator()() const {
-    INSITU_CHECK(rank() == 0) << "ref() on a block of rank " << rank();
+    if (rank() != 0) [[unlikely]]
+      kernel_misuse("ref() on a block of rank ", rank());
     return *data_;
   }
 
   // Elements [start, start + size) of dim `dim`, same rank.
   BlockRef slice(int64_t dim, int64_t start, int64_t size) const {
-    INSITU_CHECK(dim >= 0 && dim < rank() && start >= 0 && size >= 0 && start + size <= shape_[dim])
-        << "slice out of range";
+    if (dim < 0 || dim >= rank() || start < 0 || size < 0 || start + size > shape_[dim]) [[unlikely]]
+      kernel_misuse("slice [", start, ", ", start + size, ") of dim ", dim, " is outside a block of rank ", rank(),
+                    dim >= 0 && dim < rank() ? str_cat(" and ", shape_[dim], " elements there") : std::string());
     BlockRef result = *this;
     result.data_ = data_ + start * strides_[dim];
     result.shape_[dim] = size;
@@ -152,18 +179,23 @@ class KernelRefs {
   template <typename T>
   BlockRef<T> scratch(int64_t s) const { return typed<T>(scratch_, s, "scratch"); }
 
-  PrimitiveType input_type(int64_t i) const { return inputs_.at(i).type; }
-  PrimitiveType output_type(int64_t o) const { return outputs_.at(o).type; }
+  PrimitiveType input_type(int64_t i) const { return block(inputs_, i, "input").type; }
+  PrimitiveType output_type(int64_t o) const { return block(outputs_, o, "output").type; }
   int64_t input_count() const { return static_cast<int64_t>(inputs_.size()); }
   int64_t output_count() const { return static_cast<int64_t>(outputs_.size()); }
 
  private:
+  static const UntypedBlock& block(const std::vector<UntypedBlock>& blocks, int64_t i, const char* what) {
+    if (i < 0 || i >= static_cast<int64_t>(blocks.size()))
+      kernel_misuse("the body asked for ", what, " ", i, " but there are ", blocks.size());
+    return blocks[i];
+  }
   template <typename T>
   static BlockRef<T> typed(const std::vector<UntypedBlock>& blocks, int64_t i, const char* what) {
-    INSITU_CHECK(i >= 0 && i < static_cast<int64_t>(blocks.size())) << what << " " << i << " out of range";
-    const UntypedBlock& block = blocks[i];
-    INSITU_CHECK(block.type == kTypeOf<T>) << what << " " << i << " is " << primitive_type_name(block.type)
-                                           << ", the body asked for " << primitive_type_name(kTypeOf<T>);
+    const UntypedBlock& block = KernelRefs::block(blocks, i, what);
+    if (block.type != kTypeOf<T>)
+      kernel_misuse(what, " ", i, " is ", primitive_type_name(block.type), ", the body asked for ",
+                    primitive_type_name(kTypeOf<T>));
     return BlockRef<T>(reinterpret_cast<T*>(block.data), block.shape, block.strides);
   }
 
