@@ -18,17 +18,11 @@
 #include "insitu/passes/copy_elimination.h"
 #include "insitu/passes/copy_insertion.h"
 #include "insitu/passes/schedule.h"
+#include "pass_test_util.h"
 
 namespace insitu::copy_test {
 
-inline std::unique_ptr<Module> parse(std::string_view text) {
-  auto module = parse_module(text);
-  EXPECT_TRUE(module.ok()) << module.status().to_string();
-  if (!module.ok()) return nullptr;
-  Status verified = verify_module(**module);
-  EXPECT_TRUE(verified.ok()) << verified.to_string();
-  return std::move(*module);
-}
+using testing::parse_or_fail;
 
 // Copies in the module, reason code (or "none") per copy, in program order.
 inline std::vector<std::string> copy_reasons(const Module& module) {
@@ -109,7 +103,7 @@ struct Options {
 // Runs schedule, copy insertion and copy elimination; checks the verifier and that the
 // evaluator gives bit-identical results before and after. Returns the optimized module.
 inline std::unique_ptr<Module> optimize(std::string_view text, Options options = {}) {
-  std::unique_ptr<Module> module = parse(text);
+  std::unique_ptr<Module> module = parse_or_fail(text);
   if (!module) return nullptr;
   Literal before = evaluate(*module);
   if (options.schedule) {

@@ -146,11 +146,9 @@ bool BufferFacts::aliased_to_output(ValueId parameter_value, const ShapeIndex& o
   const Position& defining = value(parameter_value).defining;
   if (defining.instruction->opcode() != Opcode::kParameter || defining.instruction->parent() != module_.entry())
     return false;
-  for (const InputOutputAlias& alias : module_.config().input_output_alias)
-    if (alias.parameter_number == defining.instruction->parameter_number &&
-        alias.parameter_index == defining.index && alias.output_index == output_index)
-      return true;
-  return false;
+  const InputOutputAlias* alias =
+      module_.config().find_parameter_alias(defining.instruction->parameter_number, defining.index);
+  return alias != nullptr && alias->output_index == output_index;
 }
 
 std::optional<std::string> BufferFacts::read_only_reason(ValueId origin) const {

@@ -53,6 +53,14 @@ struct ModuleConfig {
   std::vector<std::pair<std::string, std::string>> frontend_attributes;
   std::vector<RawAttribute> extra_attributes;  // other header attributes, verbatim
   bool operator==(const ModuleConfig&) const = default;
+
+  // The input_output_alias entry of entry parameter `parameter_number` at `parameter_index`,
+  // or null (the verifier allows at most one).
+  const InputOutputAlias* find_parameter_alias(int64_t parameter_number, const ShapeIndex& parameter_index) const {
+    for (const InputOutputAlias& alias : input_output_alias)
+      if (alias.parameter_number == parameter_number && alias.parameter_index == parameter_index) return &alias;
+    return nullptr;
+  }
 };
 
 class Module {

@@ -50,11 +50,9 @@ std::string leaf_name(const Instruction* instruction, const ShapeIndex& index) {
 }
 
 bool is_aliased(const Module& module, const Value& parameter, const ShapeIndex& output) {
-  for (const InputOutputAlias& alias : module.config().input_output_alias)
-    if (alias.parameter_number == parameter.defining.instruction->parameter_number &&
-        alias.parameter_index == parameter.defining.index && alias.output_index == output)
-      return true;
-  return false;
+  const InputOutputAlias* alias =
+      module.config().find_parameter_alias(parameter.defining.instruction->parameter_number, parameter.defining.index);
+  return alias != nullptr && alias->output_index == output;
 }
 
 // Decides the kind of a buffer; an error when the module still needs copy insertion.
@@ -331,11 +329,13 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
   }
 
   // Peak: parameters and constants live for the whole program, everything else over its range.
+  auto whole_program = [](const BufferPlan& plan) {
+    return plan.kind == AllocationKind::kParameter || plan.kind == AllocationKind::kConstant;
+  };
   std::map<int64_t, int64_t> deltas;  // time -> change in live bytes
   for (BufferId b : order) {
     const BufferPlan& plan = plans[b];
-    const bool whole_program = plan.kind == AllocationKind::kParameter || plan.kind == AllocationKind::kConstant;
-    const TimeInterval range = whole_program ? TimeInterval{0, end_time} : plan.range;
+    const TimeInterval range = whole_program(plan) ? TimeInterval{0, end_time} : plan.range;
     deltas[range.start] += plan.size;
     deltas[range.end + 1] -= plan.size;
   }
@@ -349,8 +349,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
   }
   for (BufferId b : order) {
     const BufferPlan& plan = plans[b];
-    const bool whole_program = plan.kind == AllocationKind::kParameter || plan.kind == AllocationKind::kConstant;
-    if (whole_program || (plan.range.start <= assignment.peak_time_ && assignment.peak_time_ <= plan.range.end))
+    if (whole_program(plan) || (plan.range.start <= assignment.peak_time_ && assignment.peak_time_ <= plan.range.end))
       assignment.peak_buffers_.emplace_back(
           plan.parameter != nullptr ? plan.parameter->id : *std::min_element(plan.values.begin(), plan.values.end()),
           plan.size);

@@ -132,8 +132,8 @@ std::vector<Computation*> control_flow_computations(Module& module) {
 }  // namespace
 
 
-StatusOr<bool> fuse_elementwise(Module& module) {
-  if (module.entry() == nullptr) return failed_precondition("fuse-elementwise needs a module with an entry computation");
+StatusOr<bool> fuse(Module& module) {
+  if (module.entry() == nullptr) return failed_precondition("fusion needs a module with an entry computation");
   NameTable names(module);
   NameTable computation_names;
   for (const Computation* computation : module.computations()) computation_names.add(computation->name());

@@ -1,6 +1,6 @@
-// fuse-elementwise: a chain of elementwise ops over one shape, with the broadcasts and scalar
-// constants that feed it, becomes one kLoop fusion (XLA's loop fusion, in its HLO form:
-// `fusion(...), kind=kLoop, calls=%fused_computation`).
+// fusion (pass "fusion", function fuse): a chain of elementwise ops over one shape, with the
+// broadcasts and scalar constants that feed it, becomes one kLoop fusion (XLA's loop fusion,
+// in its HLO form: `fusion(...), kind=kLoop, calls=%fused_computation`).
 //
 // Why: unfused, every step of `exp(x - broadcast(max)) / broadcast(sum)` writes a full-size
 // temp, so a softmax holds several copies of its input at once and streams each through
@@ -23,6 +23,6 @@
 
 namespace insitu {
 
-StatusOr<bool> fuse_elementwise(Module& module);
+StatusOr<bool> fuse(Module& module);
 
 }  // namespace insitu

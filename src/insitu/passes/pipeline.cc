@@ -76,7 +76,7 @@ constexpr PassEntry kPasses[] = {
     {"simplify", "tuple forwarding and dead code, so later analyses see values, not packing", plain<simplify>},
     {"layout-assignment", "copies only where a custom call's layout constraint really differs", plain<assign_layouts>},
     {"fusion", "elementwise chains with their broadcasts become kLoop fusions (one buffer, computed in cache)",
-     plain<fuse_elementwise>},
+     plain<fuse>},
     {"donor-matching", "buffer_donor -> input_output_alias before copies are decided (by dataflow, then by size)",
      match_donors_pass},
     {"schedule", "readers of a buffer's old value before its in-place writer: copy insertion reads this order",

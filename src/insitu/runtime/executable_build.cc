@@ -258,11 +258,9 @@ Status Executable::build() {
       argument.parameter_number = parameter->parameter_number;
       argument.index = index;
       argument.shape = leaf;
-      for (const InputOutputAlias& alias : module_->config().input_output_alias) {
-        if (alias.parameter_number == parameter->parameter_number && alias.parameter_index == index) {
-          argument.aliased_output = alias.output_index;
-          argument.must_alias = alias.kind == AliasKind::kMustAlias;
-        }
+      if (const InputOutputAlias* alias = module_->config().find_parameter_alias(parameter->parameter_number, index)) {
+        argument.aliased_output = alias->output_index;
+        argument.must_alias = alias->kind == AliasKind::kMustAlias;
       }
       arguments_.push_back(std::move(argument));
     });
