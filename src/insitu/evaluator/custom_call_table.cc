@@ -27,15 +27,18 @@ CustomCallTable& CustomCallTable::global() {
   return *table;
 }
 
+Status unregistered_custom_call(const Instruction& call, const CustomCallTarget* table_entry) {
+  return not_found(str_cat("custom-call %", call.name(), ": no kernel is registered for target \"",
+                           call.custom_call.target, "\"", table_entry ? " (it has a signature only)" : "",
+                           " (load one with --plugin LIB.so)"),
+                   call.location());
+}
+
 StatusOr<Literal> run_custom_call_kernel(const Instruction& call, std::span<const Literal* const> operands,
                                          const CustomCallTable* table) {
   const std::string& target_name = call.custom_call.target;
   const CustomCallTarget* target = table ? table->find(target_name) : nullptr;
-  if (target == nullptr || !target->evaluate) {
-    return not_found(str_cat("custom-call %", call.name(), ": no kernel is registered for target \"", target_name,
-                             "\"", target ? " (it has a signature only)" : "", " (load one with --plugin LIB.so)"),
-                     call.location());
-  }
+  if (target == nullptr || !target->evaluate) return unregistered_custom_call(call, target);
   // Aliased outputs start as their operand's value: the kernel updates them in place.
   Literal result(call.shape());
   for (const OutputOperandAlias& alias : call.custom_call.output_to_operand_aliasing) {

@@ -85,6 +85,10 @@ class CustomCallTable {
   std::map<std::string, CustomCallTarget, std::less<>> targets_;
 };
 
+// The located error for a custom-call whose target `table_entry` (null: absent) cannot run:
+// one message for the evaluator and the runtime's create.
+Status unregistered_custom_call(const Instruction& call, const CustomCallTarget* table_entry);
+
 // Runs a custom-call through `table`'s `evaluate`: aliased outputs start as their operand's
 // value, the kernel fills in the result. Shared by the reference evaluator and the runtime's
 // fallback. A target with no `evaluate` is a located error naming it.

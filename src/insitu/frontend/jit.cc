@@ -172,9 +172,16 @@ StatusOr<std::vector<Array>> JitFunction::operator()(const std::vector<Array>& a
 }
 
 StatusOr<std::vector<Array>> JitFunction::call(const std::vector<Array>& arguments, const std::vector<int64_t>& donate) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  // The lock covers the cache and the recorded stats, not the run: calls with a compiled
+  // signature run at the same time (Executable::execute is thread-safe).
   Impl& impl = *impl_;
-  INSITU_ASSIGN_OR_RETURN(CompiledFunction * compiled, impl.find_or_compile(arguments, donate));
+  CompiledFunction* compiled = nullptr;
+  int threads = 0;
+  {
+    std::lock_guard<std::mutex> lock(impl.mutex);
+    INSITU_ASSIGN_OR_RETURN(compiled, impl.find_or_compile(arguments, donate));
+    threads = impl.options.threads;
+  }
   std::vector<bool> consumed(arguments.size(), false);
   for (size_t i = 0; i < arguments.size(); ++i) consumed[i] = Impl::donated(donate, i);
   for (int64_t parameter : compiled->mutated_parameters) consumed[parameter] = true;
@@ -190,22 +197,27 @@ StatusOr<std::vector<Array>> JitFunction::call(const std::vector<Array>& argumen
   for (const Array& argument : arguments) handles.push_back(argument.handle());
   ExecuteOptions execute_options;
   execute_options.donate = consumed;
-  execute_options.threads = impl.options.threads;
-  execute_options.stats = &impl.stats;
+  execute_options.threads = threads;
+  ExecutionStats stats;
+  execute_options.stats = &stats;
   std::vector<BufferHandle> results;
   {
     TraceRecorder& recorder = TraceRecorder::global();
     const double run_start_us = recorder.now_us();
     TraceSpan span(str_cat("execute ", compiled->optimized->name()), "run");
     INSITU_ASSIGN_OR_RETURN(results, compiled->executable->execute(std::move(handles), execute_options));
-    span.add_arg("bytes_copied", std::to_string(impl.stats.bytes_copied));
-    span.add_arg("copies_executed", std::to_string(impl.stats.copies_executed));
+    span.add_arg("bytes_copied", std::to_string(stats.bytes_copied));
+    span.add_arg("copies_executed", std::to_string(stats.copies_executed));
     if (recorder.enabled()) {
-      for (const ExecutionStats::KernelRun& run : impl.stats.kernel_runs)  // one event per kernel run
+      for (const ExecutionStats::KernelRun& run : stats.kernel_runs)  // one event per kernel run
         recorder.add({run.target, "kernel", run_start_us + run.start_seconds * 1e6, run.seconds * 1e6, {}});
     }
   }
-  impl.last = compiled;
+  {
+    std::lock_guard<std::mutex> lock(impl.mutex);
+    impl.last = compiled;
+    impl.stats = std::move(stats);
+  }
   INSITU_CHECK(static_cast<int64_t>(results.size()) ==
                compiled->output_count + static_cast<int64_t>(compiled->mutated_parameters.size()))
       << "jit: result count does not match the traced outputs";

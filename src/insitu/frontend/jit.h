@@ -55,6 +55,10 @@ struct CompiledFunction {
   double compile_seconds = 0;
 };
 
+// Thread safety: a JitFunction (and its copies, which share one cache) may be called from
+// many threads at once. Finding or compiling the executable is serialized; runs are not. An
+// Array must not be used by two calls at once when one of them donates or mutates it (the
+// second finds it consumed). last_stats() and last_compiled() are of the last call to finish.
 class JitFunction {
  public:
   JitFunction(TracedFn fn, JitOptions options);

@@ -23,7 +23,6 @@ std::string argument_name(size_t i, const Executable::Argument& argument) {
 
 StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle> arguments,
                                                         const ExecuteOptions& options) {
-  std::lock_guard<std::mutex> lock(mutex_);
   const auto start = std::chrono::steady_clock::now();
   ExecutionStats stats;
   stats.peak_memory_bytes = assignment_.peak_memory_bytes();
@@ -97,6 +96,12 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
       parameter_buffers[i] = arguments[i].shared_buffer();
     }
   }
+  // This call's temp arena goes back to the idle cache however the call ends.
+  struct ArenaLease {
+    Executable& owner;
+    std::shared_ptr<Buffer> arena;
+    ~ArenaLease() { owner.return_arena(std::move(arena)); }
+  } arena{*this, nullptr};
   std::vector<std::shared_ptr<Buffer>> output_buffers(allocations.size());
   const Shape& result_shape = module_->entry()->root()->shape();
   for (const Allocation& allocation : allocations) {
@@ -120,11 +125,8 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
       }
       case AllocationKind::kTemp: {
         // Buffer assignment packs every temporary into one arena allocation (at most one).
-        if (arena_ == nullptr || arena_->size_bytes() < allocation.size) {
-          const Shape arena_shape = Shape::array(PrimitiveType::kU8, {allocation.size});
-          INSITU_ASSIGN_OR_RETURN(arena_, Buffer::allocate(arena_shape, /*zero=*/true, "the temporaries"));
-        }
-        bases[allocation.index] = arena_->data();
+        INSITU_ASSIGN_OR_RETURN(arena.arena, take_arena(allocation.size));
+        bases[allocation.index] = arena.arena->data();
         break;
       }
       case AllocationKind::kConstant: bases[allocation.index] = constant_buffers_[allocation.index]->data(); break;

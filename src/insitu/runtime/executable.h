@@ -12,8 +12,15 @@
 //     pointer); a may-alias parameter that is not donated is protected by a runtime copy
 //     (counted in bytes_copied), as XLA does; a must-alias one must be donated;
 //   - runs the schedule (instruction order) of the entry computation over the parameter
-//     buffers, fresh output buffers, one temp arena (cached between calls) and constant
-//     buffers; while loops and conditionals run their computations over the same slices.
+//     buffers, fresh output buffers, one temp arena and constant buffers; while loops and
+//     conditionals run their computations over the same slices.
+//
+// Thread safety: execute() may be called from many threads at once on one Executable. Each
+// call has its own temp arena (taken from a cache of idle ones, so a steady caller allocates
+// nothing), its own stats and its own donation reservations; the module, programs and
+// constants are read-only after create. Calls asking for the same thread count share one pool:
+// while one call's parallel_for is in flight another's runs inline on its own thread (so two
+// callers on two cores each get a core). last_stats() returns a copy.
 // Builtin kernels are in kernels.h; other opcodes run through the reference evaluator's
 // per-op functions (fallback_kernels.cc); custom-call through a CustomCallTable.
 //
@@ -119,6 +126,9 @@ class Executable {
   Executable(const Module& module, BufferAssignment assignment, ExecutableOptions options);
   Status build();
   StatusOr<ThreadPool*> pool_for(int threads);
+  // A temp arena of at least `bytes` for one call (idle one or new), and its return.
+  StatusOr<std::shared_ptr<Buffer>> take_arena(int64_t bytes);
+  void return_arena(std::shared_ptr<Buffer> arena);
 
   std::shared_ptr<const Module> owned_module_;
   const Module* module_;
@@ -128,9 +138,9 @@ class Executable {
   std::unordered_map<const Computation*, std::unique_ptr<runtime_internal::Program>> programs_;
   std::vector<std::shared_ptr<Buffer>> constant_buffers_;  // by allocation index (null if not a constant)
 
-  std::mutex mutex_;  // one call at a time: the arena and the pool are shared
-  std::shared_ptr<Buffer> arena_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::mutex pools_mutex_;  // guards pools_ and idle_arenas_ (held for look-ups only, never for a call)
+  std::vector<std::unique_ptr<ThreadPool>> pools_;  // one per thread count asked for; kept for the executable's life
+  std::vector<std::shared_ptr<Buffer>> idle_arenas_;
   mutable std::mutex stats_mutex_;  // guards last_stats_
   ExecutionStats last_stats_;
   std::vector<const Instruction*> fallback_instructions_;

@@ -341,10 +341,7 @@ Status Executable::build() {
             step.run = &Executor::run_custom_call;
           } else {
             // Known now, not at the first call: a call that cannot run fails create.
-            return not_found(str_cat("custom-call %", instruction->name(), ": no kernel is registered for target \"",
-                                     name, "\"", target ? " (it has a signature only)" : "",
-                                     " (load one with --plugin LIB.so)"),
-                             instruction->location());
+            return unregistered_custom_call(*instruction, target);
           }
           break;
         }
@@ -370,11 +367,33 @@ Status Executable::build() {
 
 StatusOr<ThreadPool*> Executable::pool_for(int threads) {
   const int wanted = threads <= 0 ? ThreadPool::hardware_threads() : threads;
-  if (pool_ == nullptr || pool_->thread_count() != wanted) {
-    pool_ = nullptr;
-    INSITU_ASSIGN_OR_RETURN(pool_, ThreadPool::start(wanted));
+  std::lock_guard<std::mutex> lock(pools_mutex_);
+  for (const std::unique_ptr<ThreadPool>& pool : pools_)
+    if (pool->thread_count() == wanted) return pool.get();
+  // Bounded: ThreadPool::start refuses more than kMaxThreads, so at most that many pools.
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::start(wanted));
+  pools_.push_back(std::move(pool));
+  return pools_.back().get();
+}
+
+StatusOr<std::shared_ptr<Buffer>> Executable::take_arena(int64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(pools_mutex_);
+    for (size_t i = 0; i < idle_arenas_.size(); ++i) {
+      if (idle_arenas_[i]->size_bytes() >= bytes) {
+        std::shared_ptr<Buffer> arena = std::move(idle_arenas_[i]);
+        idle_arenas_.erase(idle_arenas_.begin() + static_cast<std::ptrdiff_t>(i));
+        return arena;
+      }
+    }
   }
-  return pool_.get();
+  return Buffer::allocate(Shape::array(PrimitiveType::kU8, {bytes}), /*zero=*/true, "the temporaries");
+}
+
+void Executable::return_arena(std::shared_ptr<Buffer> arena) {
+  if (arena == nullptr) return;
+  std::lock_guard<std::mutex> lock(pools_mutex_);
+  idle_arenas_.push_back(std::move(arena));
 }
 
 }  // namespace insitu

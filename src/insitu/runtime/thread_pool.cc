@@ -72,7 +72,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   const int64_t chunks = chunk_count(n);
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (chunks == 1 || running_) {  // one chunk, or nested inside another parallel_for
+    if (chunks == 1 || running_) {  // one chunk, or another parallel_for (nested or another thread's) is running
       lock.unlock();
       fn(0, n);
       return;

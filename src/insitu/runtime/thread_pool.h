@@ -4,8 +4,9 @@
 // [n*i/k, n*(i+1)/k) for k workers (fewer chunks when n is small), so the same call always
 // gives the same ranges: results never depend on timing. The calling thread runs chunk 0 and
 // waits for the rest. With one worker everything runs inline on the caller. A pool runs one
-// parallel_for at a time (the runtime executes one instruction at a time); nested calls from
-// inside fn run inline. (std::thread over a Debian thread-pool library: the whole pool is a
+// parallel_for at a time: a call made while one is in flight (nested inside fn, or from
+// another thread: two executions sharing the pool) runs inline on its caller, which kernels
+// must treat like any other partition (no result depends on the chunking). (std::thread over a Debian thread-pool library: the whole pool is a
 // few dozen lines and static partitioning is the property we need.)
 #pragma once
 
@@ -61,7 +62,7 @@ class ThreadPool {
   uint64_t generation_ = 0;
   int pending_ = 0;
   bool stopping_ = false;
-  bool running_ = false;  // a parallel_for is in flight (nested calls run inline)
+  bool running_ = false;  // a parallel_for is in flight (other calls run inline)
   std::string start_error_;  // why a worker could not start (the pool then has one thread)
 };
 
