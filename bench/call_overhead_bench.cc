@@ -71,6 +71,17 @@ void BM_ExecuteTiny(benchmark::State& state) {
 }
 BENCHMARK(BM_ExecuteTiny)->Arg(1)->Arg(0);
 
+// Concurrent callers on one Executable (executable.h, "Thread safety"): each benchmark thread
+// calls the tiny module with threads=1. Wall-clock calls per second (items_per_second, summed
+// over the threads) for 1 and 2 callers: on 2 cores, 2 callers should get about twice as many.
+void BM_ExecuteTinyConcurrent(benchmark::State& state) {
+  TinyInputs inputs;
+  for (auto _ : state)
+    if (!run_runtime(state, inputs, 1)) break;
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ExecuteTinyConcurrent)->Threads(1)->Threads(2)->UseRealTime();
+
 // What threads=0 adds per call: Executable::pool_for asks ThreadPool::hardware_threads() on
 // every call, and std::thread::hardware_concurrency() reads /sys (glibc's get_nprocs) each time.
 void BM_HardwareThreads(benchmark::State& state) {

@@ -140,6 +140,70 @@ void BM_CompileVsParse(benchmark::State& state) {
 }
 BENCHMARK(BM_CompileVsParse)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
 
+// Compile-time growth (issue 14): parse + optimize + create of three module families at sizes
+// from 1,000 to 200,000 instructions. Per-instruction time (us_per_instruction) stays flat when
+// the pipeline is linear. range(0): 0 a chain of adds over f32[4], 1 a tuple parameter of n
+// leaves returned element by element (n copies: the caller owns the parameter), 2 n/12 nested
+// while loops (each body runs the next loop); range(1): n.
+std::string scaling_module(int64_t kind, int64_t n) {
+  std::string text;
+  if (kind == 0) {
+    text = str_cat("HloModule chain_", n, "\n\nENTRY main {\n  x0 = f32[4] parameter(0)\n");
+    for (int64_t k = 1; k < n; ++k) text += str_cat("  x", k, " = f32[4] add(x", k - 1, ", x", std::max<int64_t>(0, k - 2), ")\n");
+    return text + str_cat("  ROOT r = (f32[4]) tuple(x", n - 1, ")\n}\n");
+  }
+  if (kind == 1) {
+    std::string tuple = "(";
+    for (int64_t i = 0; i < n; ++i) tuple += i == 0 ? "f32[2]" : ", f32[2]";
+    tuple += ")";
+    text = str_cat("HloModule wide_", n, "\n\nENTRY main {\n  p = ", tuple, " parameter(0)\n");
+    std::string root = "  ROOT r = " + tuple + " tuple(";
+    for (int64_t i = 0; i < n; ++i) {
+      text += str_cat("  g", i, " = f32[2] get-tuple-element(p), index=", i, "\n");
+      root += str_cat(i == 0 ? "" : ", ", "g", i);
+    }
+    return text + root + ")\n}\n";
+  }
+  const int64_t depth = std::max<int64_t>(1, n / 12);
+  const std::string state = "(s32[], f32[4])";
+  text = str_cat("HloModule nest_", depth, "\n\n");
+  for (int64_t k = 0; k < depth; ++k) {
+    const bool innermost = k == depth - 1;
+    text += str_cat("c", k, " {\n  s = ", state, " parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n",
+                    "  l = s32[] constant(2)\n  ROOT m = pred[] compare(i, l), direction=LT\n}\n\n");
+    text += str_cat("b", k, " {\n  s = ", state, " parameter(0)\n",
+                    innermost ? std::string() : str_cat("  w = ", state, " while(s), condition=c", k + 1, ", body=b", k + 1, "\n"),
+                    "  i = s32[] get-tuple-element(", innermost ? "s" : "w", "), index=0\n",
+                    "  x = f32[4] get-tuple-element(", innermost ? "s" : "w", "), index=1\n",
+                    "  o = s32[] constant(1)\n  n = s32[] add(i, o)\n  y = f32[4] add(x, x)\n",
+                    "  ROOT t = ", state, " tuple(n, y)\n}\n\n");
+  }
+  return text + str_cat("ENTRY main {\n  x = f32[4] parameter(0)\n  z = s32[] constant(0)\n  s = ", state,
+                        " tuple(z, x)\n  w = ", state, " while(s), condition=c0, body=b0\n",
+                        "  ROOT r = f32[4] get-tuple-element(w), index=1\n}\n");
+}
+
+void BM_CompileScaling(benchmark::State& state) {
+  const char* kinds[] = {"chain", "wide_tuple", "loop_nest"};
+  const std::string text = scaling_module(state.range(0), state.range(1));
+  int64_t instructions = 0;
+  if (std::string error = compile_once(text, &instructions); !error.empty()) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  state.SetLabel(str_cat(kinds[state.range(0)], " ", instructions));
+  for (auto _ : state) compile_once(text);
+  state.counters["instructions"] = static_cast<double>(instructions);
+  state.counters["us_per_instruction"] =
+      benchmark::Counter(static_cast<double>(instructions) * 1e-6, benchmark::Counter::kIsIterationInvariantRate |
+                                                                        benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_CompileScaling)
+    ->ArgsProduct({{0, 1}, {1000, 10000, 100000, 200000}})
+    ->ArgsProduct({{2}, {1200, 12000}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
 }  // namespace
 }  // namespace insitu::bench
 

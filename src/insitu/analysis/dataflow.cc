@@ -42,13 +42,16 @@ std::vector<const Computation*> control_flow_computations(const Module& module) 
   return order;
 }
 
-// Leaves of `leaves` under `prefix`, with the prefix removed.
+// Leaves of `leaves` under `{element}`, with that prefix removed. Leaves are in leaf order
+// (for_each_leaf), so those of one element are contiguous: a binary search finds them (a
+// get-tuple-element of an n-leaf tuple costs its own leaves, not n).
 Leaves sub_leaves(const Leaves& leaves, int64_t element) {
+  auto first_element = [](const std::pair<ShapeIndex, ValueId>& leaf) { return leaf.first.empty() ? -1 : leaf.first[0]; };
+  auto begin = std::partition_point(leaves.begin(), leaves.end(), [&](const auto& leaf) { return first_element(leaf) < element; });
+  auto end = std::partition_point(begin, leaves.end(), [&](const auto& leaf) { return first_element(leaf) == element; });
   Leaves out;
-  for (const auto& [index, value] : leaves) {
-    if (index.empty() || index[0] != element) continue;
-    out.emplace_back(ShapeIndex(index.begin() + 1, index.end()), value);
-  }
+  out.reserve(static_cast<size_t>(end - begin));
+  for (auto leaf = begin; leaf != end; ++leaf) out.emplace_back(ShapeIndex(leaf->first.begin() + 1, leaf->first.end()), leaf->second);
   return out;
 }
 

@@ -1,6 +1,8 @@
 #include "insitu/ir/computation.h"
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "insitu/support/str.h"
 
@@ -29,7 +31,44 @@ Instruction* Computation::insert_instruction_before(std::unique_ptr<Instruction>
   return raw;
 }
 
+void Computation::insert_instructions_before(std::vector<std::unique_ptr<Instruction>> instructions,
+                                             Instruction* before) {
+  auto position = instructions_.end();
+  if (before != nullptr) {
+    position = std::find_if(instructions_.begin(), instructions_.end(),
+                            [&](const auto& i) { return i.get() == before; });
+    INSITU_CHECK(position != instructions_.end()) << before->name() << " is not in " << name_;
+  }
+  for (const std::unique_ptr<Instruction>& instruction : instructions) {
+    instruction->parent_ = this;
+    if (instruction->opcode() == Opcode::kParameter && instruction->parameter_number >= 0) {
+      const auto number = static_cast<size_t>(instruction->parameter_number);
+      if (parameters_.size() <= number) parameters_.resize(number + 1, nullptr);
+      parameters_[number] = instruction.get();
+    }
+  }
+  instructions_.insert(position, std::make_move_iterator(instructions.begin()),
+                       std::make_move_iterator(instructions.end()));
+}
+
 void Computation::remove_instruction(Instruction* instruction) {
+  detach(instruction);
+  instructions_.erase(std::find_if(instructions_.begin(), instructions_.end(),
+                                   [&](const auto& i) { return i.get() == instruction; }));
+}
+
+void Computation::remove_instructions(const std::vector<Instruction*>& instructions) {
+  std::unordered_set<const Instruction*> removed;
+  for (Instruction* instruction : instructions) {
+    detach(instruction);  // its users, in the batch, came before it and are detached already
+    removed.insert(instruction);
+  }
+  instructions_.erase(std::remove_if(instructions_.begin(), instructions_.end(),
+                                     [&](const auto& i) { return removed.count(i.get()) != 0; }),
+                      instructions_.end());
+}
+
+void Computation::detach(Instruction* instruction) {
   INSITU_CHECK(instruction->users().empty()) << "removing " << instruction->name() << " which has users";
   INSITU_CHECK(instruction != root_) << "removing the root " << instruction->name();
   for (int64_t i = 0; i < instruction->operand_count(); ++i) {
@@ -48,8 +87,6 @@ void Computation::remove_instruction(Instruction* instruction) {
     for (auto& p : parameters_)
       if (p == instruction) p = nullptr;
   }
-  instructions_.erase(std::find_if(instructions_.begin(), instructions_.end(),
-                                   [&](const auto& i) { return i.get() == instruction; }));
 }
 
 std::vector<Instruction*> Computation::instructions() const {
@@ -61,14 +98,16 @@ std::vector<Instruction*> Computation::instructions() const {
 
 void Computation::set_instruction_order(const std::vector<Instruction*>& order) {
   INSITU_CHECK(order.size() == instructions_.size()) << "reordering " << name_ << ": wrong instruction count";
+  std::unordered_map<const Instruction*, size_t> slot;  // where each instruction is now
+  slot.reserve(instructions_.size());
+  for (size_t i = 0; i < instructions_.size(); ++i) slot[instructions_[i].get()] = i;
   std::vector<std::unique_ptr<Instruction>> reordered;
   reordered.reserve(instructions_.size());
   for (Instruction* instruction : order) {
-    auto it = std::find_if(instructions_.begin(), instructions_.end(),
-                           [&](const auto& owned) { return owned.get() == instruction; });
-    INSITU_CHECK(it != instructions_.end() && *it != nullptr)
+    auto it = slot.find(instruction);
+    INSITU_CHECK(it != slot.end() && instructions_[it->second] != nullptr)
         << "reordering " << name_ << ": %" << instruction->name() << " is missing or listed twice";
-    reordered.push_back(std::move(*it));
+    reordered.push_back(std::move(instructions_[it->second]));
   }
   instructions_ = std::move(reordered);
 }

@@ -35,8 +35,14 @@ class Computation {
   Instruction* add_instruction(std::unique_ptr<Instruction> instruction);
   // Inserts `instruction` right before `before` in program order.
   Instruction* insert_instruction_before(std::unique_ptr<Instruction> instruction, Instruction* before);
+  // Inserts `instructions`, in their order, right before `before` (at the end when null): one
+  // insertion for a batch (inserting n one by one before the same point costs n times the size).
+  void insert_instructions_before(std::vector<std::unique_ptr<Instruction>> instructions, Instruction* before);
   // Removes an instruction that has no users and is not the root.
   void remove_instruction(Instruction* instruction);
+  // Removes a batch in one pass (one at a time costs the computation's size each): none is the
+  // root, and every user of each is in the batch, after it (a fused group in reverse order).
+  void remove_instructions(const std::vector<Instruction*>& instructions);
 
   // Program order.
   std::vector<Instruction*> instructions() const;
@@ -63,6 +69,10 @@ class Computation {
   Module* parent_ = nullptr;
   SourceLocation location_;
   std::string execution_thread_;
+  // Unlinks `instruction` from its operands' users and its control edges (remove_instruction's
+  // first half: the caller erases it from instructions_).
+  void detach(Instruction* instruction);
+
   std::vector<std::unique_ptr<Instruction>> instructions_;
   std::vector<Instruction*> parameters_;  // indexed by parameter number
   Instruction* root_ = nullptr;

@@ -23,6 +23,8 @@
 namespace insitu {
 namespace {
 
+constexpr int64_t kMaxInlineOperandLeaves = 64;
+
 // A tuple element the text wrote as `%t#i` prints that way again, without a line of its own,
 // unless it has become something a name must refer to (the root, a control edge).
 bool is_written_as_operand_suffix(const Instruction& instruction) {
@@ -82,7 +84,13 @@ class InstructionPrinter {
     for (int64_t k = 0; k < i.operand_count(); ++k) {
       if (k > 0) out_ += (options_.long_form && k % 5 == 0) ? str_cat(", /*index=", k, "*/") : std::string(", ");
       const Instruction* operand = i.operand(k);
-      if (options_.long_form) out_ += operand->shape().to_string() + " ";
+      // A wide tuple's shape is written once, where it is defined: inline before every reader
+      // it would make the text grow with readers x leaves (XLA's parser takes operands without
+      // shapes).
+      const Shape& shape = operand->shape();
+      if (options_.long_form && (!shape.is_tuple() || (shape.tuple_size() <= kMaxInlineOperandLeaves &&
+                                                       shape.leaf_count() <= kMaxInlineOperandLeaves)))
+        out_ += shape.to_string() + " ";
       out_ += operand_text(*operand);
     }
   }

@@ -9,8 +9,9 @@
 namespace insitu {
 
 struct PrintOptions {
-  // Long form: `%name`, operand shapes inline (as XLA's dumps). Short form: bare names, no
-  // operand shapes.
+  // Long form: `%name`, operand shapes inline (as XLA's dumps) except for tuple operands of
+  // more than 64 leaves (printed as the name alone, so text stays in proportion to the module).
+  // Short form: bare names, no operand shapes.
   bool long_form = true;
   bool print_metadata = true;
   bool print_backend_config = true;

@@ -16,22 +16,44 @@ void forward_copy(Instruction* copy) {
 }
 
 // Plain copies (no layout or memory-space change) in the computations that own buffers.
-std::vector<std::pair<std::string, std::string>> candidate_copies(const Module& module) {
-  std::vector<std::pair<std::string, std::string>> out;
+std::vector<Instruction*> candidate_copies(const Module& module) {
+  std::vector<Instruction*> out;
   Dataflow dataflow = Dataflow::compute(module);
   for (const Computation* computation : dataflow.analyzed_computations())
-    for (const Instruction* instruction : computation->instructions())
+    for (Instruction* instruction : computation->instructions())
       if (instruction->opcode() == Opcode::kCopy && instruction->shape() == instruction->operand(0)->shape() &&
           instruction->control_predecessors().empty() && instruction->control_successors().empty())
-        out.emplace_back(computation->name(), instruction->name());
+        out.push_back(instruction);
   return out;
 }
 
+// A copy that copy insertion made so the caller does not receive a read-only buffer (R4), and
+// that is still exactly that: only the entry root reads it, and it copies a constant or a leaf
+// of an entry parameter that no input_output_alias or buffer_donor names. Removing it always
+// breaks R4, so it is kept without a trial (a trial clones the module: a 100,000-leaf tuple
+// returned as is would cost 100,000 clones).
+bool keeps_read_only_output(const Module& module, const Instruction* copy) {
+  std::optional<CopyReason> reason = copy_reason(*copy);
+  const Computation* entry = module.entry();
+  if (reason != CopyReason::kReadOnlyLiveOut || copy->parent() != entry) return false;
+  for (const Instruction* user : copy->users())
+    if (user != entry->root() || user->opcode() != Opcode::kTuple) return false;
+  if (copy->users().empty() && copy != entry->root()) return false;
+  const Instruction* source = copy->operand(0);
+  while (source->opcode() == Opcode::kGetTupleElement) source = source->operand(0);
+  if (source->opcode() == Opcode::kConstant) return true;
+  if (source->opcode() != Opcode::kParameter || source->parent() != entry) return false;
+  for (const InputOutputAlias& alias : module.config().input_output_alias)
+    if (alias.parameter_number == source->parameter_number) return false;
+  for (const BufferDonor& donor : module.config().buffer_donors)
+    if (donor.parameter_number == source->parameter_number) return false;
+  return true;
+}
+
 // The violation removing `copy` would cause, if any.
-std::optional<copy_insertion::CopyFix> violation_without(const Module& module, const std::string& computation,
-                                                          const std::string& copy) {
+std::optional<copy_insertion::CopyFix> violation_without(const Module& module, const Instruction* copy) {
   std::unique_ptr<Module> trial = module.clone();
-  forward_copy(trial->find_computation(computation)->find_instruction(copy));
+  forward_copy(trial->find_computation(copy->parent()->name())->find_instruction(copy->name()));
   Dataflow dataflow = Dataflow::compute(*trial);
   BufferFacts facts(*trial, dataflow);
   return copy_insertion::find_violation(facts);
@@ -43,9 +65,10 @@ StatusOr<bool> eliminate_copies(Module& module) {
   bool changed = false;
   for (bool progress = true; progress;) {
     progress = false;
-    for (const auto& [computation, name] : candidate_copies(module)) {
-      Instruction* copy = module.find_computation(computation)->find_instruction(name);
-      std::optional<copy_insertion::CopyFix> violation = violation_without(module, computation, name);
+    // Removing one candidate leaves the others in place (forward_copy deletes only that copy).
+    for (Instruction* copy : candidate_copies(module)) {
+      if (keeps_read_only_output(module, copy)) continue;
+      std::optional<copy_insertion::CopyFix> violation = violation_without(module, copy);
       if (!violation) {
         forward_copy(copy);
         progress = changed = true;

@@ -5,6 +5,8 @@
 // no rule would put it back. So a copy a user wrote, or one an earlier pass inserted "to be
 // safe", disappears when liveness on this schedule shows it is not needed, and a needed copy
 // without a reason gets the reason of the rule that keeps it. Repeats until nothing changes.
+// A copy that still only hands the caller a copy of a constant or of an unaliased parameter is
+// kept without a trial (removing it always breaks R4), so wide tuples returned as is stay linear.
 //
 // Pre: as copy insertion, and copy insertion already ran (no rule violated).
 #pragma once

@@ -1,5 +1,5 @@
-// copy-insertion driver: the rule order (find_violation), then: find the first violation,
-// insert its copy, recompute, repeat.
+// copy-insertion driver: the rule order (find_violations), then: find the first violation (or
+// batch of independent ones), insert its copies, recompute, repeat.
 #include "insitu/passes/copy_insertion.h"
 
 #include "insitu/passes/copy_insertion_internal.h"
@@ -12,27 +12,33 @@ namespace copy_insertion {
 // The rule order: regions callees first (analyzed computations are in that order); within one,
 // in-place ops (R1), then conditionals (R3) and loops (R2), then a while body's root (R2b),
 // and the entry's outputs (R4, R5) last, so every copy fixes the innermost conflict first.
-std::optional<CopyFix> find_violation(const BufferFacts& facts) {
+std::vector<CopyFix> find_violations(const BufferFacts& facts) {
   for (const Computation* computation : facts.dataflow().analyzed_computations()) {
     const std::vector<Instruction*> instructions = computation->instructions();
     for (const Instruction* instruction : instructions)
       if (!in_place_pairs(*instruction).empty())
-        if (auto fix = check_in_place_op(facts, instruction)) return fix;
+        if (auto fix = check_in_place_op(facts, instruction)) return {*fix};
     for (const Instruction* instruction : instructions)
       if (instruction->opcode() == Opcode::kConditional)
-        if (auto fix = check_conditional(facts, instruction)) return fix;
+        if (auto fix = check_conditional(facts, instruction)) return {*fix};
     for (const Instruction* instruction : instructions)
       if (instruction->opcode() == Opcode::kWhile)
-        if (auto fix = check_while_init(facts, instruction)) return fix;
+        if (auto fix = check_while_init(facts, instruction)) return {*fix};
     const Instruction* caller = facts.caller(computation);
     if (caller != nullptr && caller->opcode() == Opcode::kWhile && caller->while_body() == computation)
-      if (auto fix = check_while_body(facts, computation)) return fix;
+      if (auto fix = check_while_body(facts, computation)) return {*fix};
     if (computation == facts.module().entry()) {
-      if (auto fix = check_entry_outputs(facts)) return fix;
-      if (auto fix = check_entry_aliases(facts)) return fix;
+      if (std::vector<CopyFix> fixes = check_entry_outputs(facts); !fixes.empty()) return fixes;
+      if (auto fix = check_entry_aliases(facts)) return {*fix};
     }
   }
-  return std::nullopt;
+  return {};
+}
+
+std::optional<CopyFix> find_violation(const BufferFacts& facts) {
+  std::vector<CopyFix> fixes = find_violations(facts);
+  if (fixes.empty()) return std::nullopt;
+  return std::move(fixes.front());
 }
 
 }  // namespace copy_insertion
@@ -46,15 +52,16 @@ StatusOr<bool> insert_copies(Module& module) {
     for (const Instruction* instruction : computation->instructions()) leaf_count += instruction->shape().leaf_count();
   const int64_t limit = 64 + 8 * leaf_count;
   NameTable names(module);  // once: every copy's name comes from it
+  int64_t copies = 0;
   for (int64_t step = 0;; ++step) {
     Dataflow dataflow = Dataflow::compute(module);
     BufferFacts facts(module, dataflow);
-    std::optional<copy_insertion::CopyFix> fix = copy_insertion::find_violation(facts);
-    if (!fix) return step > 0;
-    if (step >= limit)
-      return internal_error(str_cat("copy insertion did not converge after ", step, " copies; last conflict: ",
-                                    fix->detail));
-    copy_insertion::apply_fix(dataflow, *fix, names);
+    std::vector<copy_insertion::CopyFix> fixes = copy_insertion::find_violations(facts);
+    if (fixes.empty()) return step > 0;
+    if (copies >= limit)
+      return internal_error(str_cat("copy insertion did not converge after ", copies, " copies; last conflict: ",
+                                    fixes.front().detail));
+    copies += copy_insertion::apply_fixes(dataflow, fixes, names);
   }
 }
 

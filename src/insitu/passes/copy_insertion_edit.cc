@@ -1,9 +1,12 @@
 // apply_fix: inserts one copy and points the chosen reads and root leaves at it. Reads through
 // tuples are redirected by rebuilding the tuple (in place when the reader is its only user).
 #include <algorithm>
+#include <map>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "insitu/passes/copy_insertion_internal.h"
+#include "insitu/passes/flatten_calls.h"
 #include "insitu/support/str.h"
 
 namespace insitu::copy_insertion {
@@ -82,6 +85,7 @@ class Editor {
   }
 
   // Removes tuples and get-tuple-elements that an edit left without readers.
+ public:
   void remove_if_dead(Instruction* instruction) {
     if (instruction->opcode() != Opcode::kTuple && instruction->opcode() != Opcode::kGetTupleElement &&
         instruction->opcode() != Opcode::kBitcast)
@@ -146,6 +150,123 @@ Instruction* apply_fix(const Dataflow& dataflow, const CopyFix& fix, NameTable& 
     }
   }
   return inserted;
+}
+
+namespace {
+
+// Whether `fixes` can be applied as one edit of the entry root: all copy top-level leaves of a
+// tuple-shaped root, read nowhere else, without bitcasts between value and leaf.
+bool is_root_leaf_batch(const Dataflow& dataflow, const std::vector<CopyFix>& fixes) {
+  if (fixes.size() < 2) return false;
+  const Computation* computation = dataflow.value(fixes.front().value).computation();
+  const Instruction* root = computation->root();
+  if (!root->shape().is_tuple()) return false;
+  for (const CopyFix& fix : fixes) {
+    if (!fix.uses.empty() || fix.insert_before != nullptr || fix.root_leaves.size() != 1 ||
+        fix.root_leaves[0].size() != 1 || dataflow.value(fix.value).computation() != computation)
+      return false;
+    const Shape* leaf = root->shape().subshape(fix.root_leaves[0]);
+    if (leaf == nullptr || !leaf->compatible(dataflow.value(fix.value).shape)) return false;
+  }
+  return true;
+}
+
+// The batch edit: every copy (and any get-tuple-element it needs) is created first, inserted
+// before a tuple root in one go, then the root's operands point at the copies (a root that is
+// not an editable tuple is replaced by one tuple). Costs O(module + batch), not O(module) per fix.
+void apply_root_leaf_fixes(const Dataflow& dataflow, const std::vector<CopyFix>& fixes, NameTable& names) {
+  Computation* computation = const_cast<Computation*>(dataflow.value(fixes.front().value).computation());
+  Instruction* root = computation->root();
+  const bool edit_root = root->opcode() == Opcode::kTuple && root->users().empty() &&
+                         root->control_predecessors().empty() && root->control_successors().empty();
+  const std::vector<Instruction*> order = computation->instructions();
+  std::unordered_map<const Instruction*, int64_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int64_t>(i);
+  const int64_t limit = edit_root ? position.at(root) : static_cast<int64_t>(order.size());
+
+  std::vector<std::unique_ptr<Instruction>> created;  // in creation order: operands first
+  auto create = [&](std::unique_ptr<Instruction> instruction) {
+    created.push_back(std::move(instruction));
+    return created.back().get();
+  };
+  std::map<std::pair<Instruction*, int64_t>, Instruction*> elements;
+  auto element = [&](Instruction* tuple, int64_t i) {
+    if (tuple->opcode() == Opcode::kTuple) return tuple->operand(i);
+    Instruction*& gte = elements[{tuple, i}];
+    if (gte == nullptr) {
+      auto made = std::make_unique<Instruction>(Opcode::kGetTupleElement, names.unique("get-tuple-element.1"),
+                                                tuple->shape().tuple_shape(i));
+      made->tuple_index = i;
+      made->append_operand(tuple);
+      gte = create(std::move(made));
+    }
+    return gte;
+  };
+  std::unordered_map<int64_t, Instruction*> replacement;  // root element -> its copy
+  for (const CopyFix& fix : fixes) {
+    const Value& value = dataflow.value(fix.value);
+    Instruction* source = nullptr;
+    for (const Position& at : value.positions) {
+      auto found = position.find(at.instruction);
+      if (at.index.empty() && found != position.end() && found->second < limit) {
+        source = const_cast<Instruction*>(at.instruction);
+        break;
+      }
+    }
+    if (source == nullptr) {
+      source = const_cast<Instruction*>(value.defining.instruction);
+      for (int64_t i : value.defining.index) source = element(source, i);
+    }
+    auto copy = std::make_unique<Instruction>(Opcode::kCopy, names.unique("copy.1"), source->shape());
+    copy->append_operand(source);
+    set_copy_reason(*copy, fix.reason, fix.detail);
+    replacement[fix.root_leaves[0][0]] = create(std::move(copy));
+  }
+  if (edit_root) {
+    // The root keeps its name and attributes; it is rebuilt once with the new operand list
+    // (replacing operands one by one searches the operand list each time).
+    std::unique_ptr<Instruction> rebuilt = clone_without_operands(*root, root->name());
+    std::vector<Instruction*> replaced;
+    for (int64_t e = 0; e < root->operand_count(); ++e) {
+      auto copied = replacement.find(e);
+      if (copied != replacement.end()) replaced.push_back(root->operand(e));
+      rebuilt->append_operand(copied != replacement.end() ? copied->second : root->operand(e));
+    }
+    Instruction* new_root = create(std::move(rebuilt));
+    computation->insert_instructions_before(std::move(created), root);
+    computation->set_root(new_root);
+    computation->remove_instruction(root);
+    Editor editor(computation, names);
+    std::sort(replaced.begin(), replaced.end());
+    replaced.erase(std::unique(replaced.begin(), replaced.end()), replaced.end());
+    for (Instruction* old : replaced) editor.remove_if_dead(old);
+    return;
+  }
+  std::vector<Instruction*> parts;
+  std::vector<Shape> shapes;
+  for (int64_t e = 0; e < root->shape().tuple_size(); ++e) {
+    auto copied = replacement.find(e);
+    parts.push_back(copied != replacement.end() ? copied->second : element(root, e));
+    shapes.push_back(parts.back()->shape());
+  }
+  auto tuple = std::make_unique<Instruction>(Opcode::kTuple, names.unique("tuple.1"), Shape::tuple(shapes));
+  for (Instruction* part : parts) tuple->append_operand(part);
+  Instruction* new_root = create(std::move(tuple));
+  computation->insert_instructions_before(std::move(created), nullptr);
+  computation->set_root(new_root);
+  Editor(computation, names).remove_if_dead(root);
+}
+
+}  // namespace
+
+int64_t apply_fixes(const Dataflow& dataflow, const std::vector<CopyFix>& fixes, NameTable& names) {
+  if (is_root_leaf_batch(dataflow, fixes)) {
+    apply_root_leaf_fixes(dataflow, fixes, names);
+    return static_cast<int64_t>(fixes.size());
+  }
+  // Otherwise one at a time: the rest are found again on the edited module.
+  apply_fix(dataflow, fixes.front(), names);
+  return 1;
 }
 
 }  // namespace insitu::copy_insertion

@@ -32,7 +32,7 @@ std::optional<CopyFix> check_in_place_op(const BufferFacts& facts, const Instruc
 std::optional<CopyFix> check_while_init(const BufferFacts& facts, const Instruction* loop);       // R2
 std::optional<CopyFix> check_while_body(const BufferFacts& facts, const Computation* body);       // R2b
 std::optional<CopyFix> check_conditional(const BufferFacts& facts, const Instruction* conditional);  // R3
-std::optional<CopyFix> check_entry_outputs(const BufferFacts& facts);                              // R4
+std::vector<CopyFix> check_entry_outputs(const BufferFacts& facts);  // R4: all read-only leaves, or one shared
 std::optional<CopyFix> check_entry_aliases(const BufferFacts& facts);                              // R5
 
 // Shared by R2b and R5: `new_value` becomes the occupant of `slot`'s buffer (a body parameter
@@ -41,12 +41,20 @@ std::optional<CopyFix> check_entry_aliases(const BufferFacts& facts);           
 std::optional<CopyFix> check_new_occupant(const BufferFacts& facts, ValueId slot, ValueId new_value,
                                           CopyReason reason, const std::string& what);
 
-// The first violation in the module, regions callees first; nullopt when every rule holds.
+// The first violation in the module, regions callees first, as a batch: one fix, or the
+// independent root-leaf fixes R4 reports together (each still needed after the others are
+// applied); empty when every rule holds.
+std::vector<CopyFix> find_violations(const BufferFacts& facts);
+// Its first fix only (copy elimination asks whether any rule is violated, and which).
 std::optional<CopyFix> find_violation(const BufferFacts& facts);
 
 // Inserts the copy `fix` describes, its name (and any tuple's it rebuilds) fresh in `names`
 // (the module's, kept by the caller across fixes); returns it.
 Instruction* apply_fix(const Dataflow& dataflow, const CopyFix& fix, NameTable& names);
+// Applies a batch from find_violations (all of it computed on `dataflow`): a batch of root-leaf
+// fixes as one edit of the entry root (one insertion, one root rebuild), else its first fix.
+// Returns how many copies it inserted.
+int64_t apply_fixes(const Dataflow& dataflow, const std::vector<CopyFix>& fixes, NameTable& names);
 
 
 }  // namespace insitu::copy_insertion

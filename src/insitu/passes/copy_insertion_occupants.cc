@@ -135,45 +135,51 @@ std::optional<CopyFix> check_while_body(const BufferFacts& facts, const Computat
 }
 
 // R4: entry outputs are buffers the caller receives: never a constant, an unaliased parameter,
-// or one buffer twice.
-std::optional<CopyFix> check_entry_outputs(const BufferFacts& facts) {
+// or one buffer twice. Every read-only leaf is reported at once (each needs its own copy
+// whatever the others get, so they are independent); a shared buffer only when none is.
+std::vector<CopyFix> check_entry_outputs(const BufferFacts& facts) {
   const Computation* entry = facts.module().entry();
   const auto& root_leaves = facts.dataflow().leaf_values(entry->root());
+  std::vector<CopyFix> read_only;
   for (const auto& [index, value] : root_leaves) {
     if (facts.value(value).shape.is_token()) continue;
     const ValueId origin = facts.origin(value);
     const Instruction* definer = facts.defining_instruction(origin);
     if (facts.is_constant(origin))
-      return copy_root_leaf(value, index, CopyReason::kReadOnlyLiveOut,
+      read_only.push_back(copy_root_leaf(value, index, CopyReason::kReadOnlyLiveOut,
                             str_cat("output ", shape_index_to_string(index), " returns the constant ",
-                                    describe(facts, origin), ", whose buffer is read-only; the caller gets a copy"));
-    if (definer->opcode() == Opcode::kParameter && definer->parent() == entry &&
-        !facts.aliased_to_output(origin, index))
-      return copy_root_leaf(
+                                    describe(facts, origin), ", whose buffer is read-only; the caller gets a copy")));
+    else if (definer->opcode() == Opcode::kParameter && definer->parent() == entry &&
+             !facts.aliased_to_output(origin, index))
+      read_only.push_back(copy_root_leaf(
           value, index, CopyReason::kReadOnlyLiveOut,
           str_cat("output ", shape_index_to_string(index), " returns parameter ", definer->parameter_number,
                   facts.value(origin).defining.index.empty() ? std::string()
                                                              : shape_index_to_string(facts.value(origin).defining.index),
                   " (", describe(facts, origin),
                   ") unchanged, but the caller still owns that parameter; alias it to output ",
-                  shape_index_to_string(index), " (input_output_alias, or donate it) to return it without a copy"));
+                  shape_index_to_string(index), " (input_output_alias, or donate it) to return it without a copy")));
   }
+  if (!read_only.empty()) return read_only;
+  std::unordered_map<ValueId, size_t> first_leaf;  // origin -> the first root leaf holding it
   for (size_t j = 0; j < root_leaves.size(); ++j) {
-    for (size_t k = 0; k < j; ++k) {
-      const ValueId origin = facts.origin(root_leaves[j].second);
-      if (facts.value(root_leaves[j].second).shape.is_token() || facts.origin(root_leaves[k].second) != origin) continue;
+    if (facts.value(root_leaves[j].second).shape.is_token()) continue;
+    const ValueId origin = facts.origin(root_leaves[j].second);
+    auto [seen, inserted] = first_leaf.try_emplace(origin, j);
+    if (!inserted) {
+      const size_t k = seen->second;
       // Copy the output that is not aliased to the buffer's parameter.
       const bool j_owns = facts.aliased_to_output(origin, root_leaves[j].first);
       const auto& [copied_index, copied_value] = j_owns ? root_leaves[k] : root_leaves[j];
       const ShapeIndex& kept_index = j_owns ? root_leaves[j].first : root_leaves[k].first;
-      return copy_root_leaf(copied_value, copied_index, CopyReason::kNonDistinctOutput,
-                            str_cat("outputs ", shape_index_to_string(kept_index), " and ",
-                                    shape_index_to_string(copied_index), " would both be the buffer of ",
-                                    describe(facts, origin), "; every output needs its own buffer, so output ",
-                                    shape_index_to_string(copied_index), " is a copy"));
+      return {copy_root_leaf(copied_value, copied_index, CopyReason::kNonDistinctOutput,
+                             str_cat("outputs ", shape_index_to_string(kept_index), " and ",
+                                     shape_index_to_string(copied_index), " would both be the buffer of ",
+                                     describe(facts, origin), "; every output needs its own buffer, so output ",
+                                     shape_index_to_string(copied_index), " is a copy"))};
     }
   }
-  return std::nullopt;
+  return {};
 }
 
 // R5: an output aliased to a parameter is written into that parameter's buffer.

@@ -102,7 +102,7 @@ void outline(Module& module, Computation& computation, const std::vector<Instruc
   Instruction* placed = computation.insert_instruction_before(std::move(fusion), root);
   root->replace_all_uses_with(placed);
   if (computation.root() == root) computation.set_root(placed);
-  for (auto it = ordered.rbegin(); it != ordered.rend(); ++it) computation.remove_instruction(*it);
+  computation.remove_instructions(std::vector<Instruction*>(ordered.rbegin(), ordered.rend()));
   // constants copied in that nothing outside reads any more
   for (Instruction* constant : copied_constants)
     if (constant->users().empty() && computation.root() != constant && constant->control_successors().empty())

@@ -108,16 +108,31 @@ class ReadyList {
   ReadyList(const BufferFacts& facts, const std::vector<Instruction*>& nodes, const Instruction* root,
             const Graph& graph)
       : nodes_(nodes), root_(root), graph_(graph), frees_(nodes.size(), false), done_(nodes.size(), false) {
+    // Returned values, parameters (owned by the caller) and constants are never freed.
+    std::unordered_map<ValueId, bool> freeable;
+    auto can_free = [&](ValueId value) {
+      auto [it, inserted] = freeable.try_emplace(value, false);
+      if (inserted) {
+        const Value& v = facts.value(value);
+        const Opcode definer = v.defining.instruction->opcode();
+        const Instruction* root = v.computation()->root();
+        it->second = definer != Opcode::kParameter && definer != Opcode::kConstant &&
+                     std::none_of(v.positions.begin(), v.positions.end(),
+                                  [&](const Position& at) { return at.instruction == root; });
+      }
+      return it->second;
+    };
     // Per value that can be freed: its distinct readers not yet scheduled.
     for (size_t i = 0; i < nodes.size(); ++i) {
       std::vector<ValueId> reads;
+      // A get-tuple-element takes only its element's leaves from the tuple (looking at every
+      // leaf made n elements of an n-leaf tuple cost n^2).
+      const bool element = nodes[i]->opcode() == Opcode::kGetTupleElement;
       for (const Instruction* operand : nodes[i]->operands())
-        for (const auto& [index, value] : facts.dataflow().leaf_values(operand)) {
-          const Opcode definer = facts.defining_instruction(value)->opcode();
-          if (!facts.root_leaves(value).empty() || definer == Opcode::kParameter || definer == Opcode::kConstant)
-            continue;
-          if (std::find(reads.begin(), reads.end(), value) == reads.end()) reads.push_back(value);
-        }
+        for (const auto& [index, value] : facts.dataflow().leaf_values(element ? nodes[i] : operand))
+          if (can_free(value)) reads.push_back(value);
+      std::sort(reads.begin(), reads.end());
+      reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
       for (ValueId value : reads) {
         if (readers_.count(value)) continue;
         std::vector<int64_t>& readers = readers_[value];
@@ -127,9 +142,10 @@ class ReadyList {
             ++outside;
             continue;
           }
-          const int64_t reader = graph.index(use.instruction);
-          if (std::find(readers.begin(), readers.end(), reader) == readers.end()) readers.push_back(reader);
+          readers.push_back(graph.index(use.instruction));
         }
+        std::sort(readers.begin(), readers.end());
+        readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
         unscheduled_[value] = static_cast<int64_t>(readers.size()) + outside;
       }
       if (!reads.empty()) reads_by_node_[static_cast<int64_t>(i)] = std::move(reads);
