@@ -117,6 +117,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const Literal& leaf : leaves) handles.push_back(*BufferHandle::from_literal(leaf));
   ExecuteOptions execute_options;
   execute_options.threads = 1;
+  // Half the inputs donate every argument (in-place updates, donated results), the other half
+  // none (runtime copy protection of may-alias inputs); a must-alias parameter is always donated.
+  bool must_alias = false;
+  for (const InputOutputAlias& alias : module.config().input_output_alias) must_alias |= alias.kind == AliasKind::kMustAlias;
+  if (must_alias || size % 2 == 1) execute_options.donate.assign(handles.size(), true);
   execute_options.timeout_seconds = kDeadlineSeconds;
   StatusOr<std::vector<BufferHandle>> results = (*executable)->execute(handles, execute_options);
   if (!results.ok()) {

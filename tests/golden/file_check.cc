@@ -273,15 +273,25 @@ class Checker {
 
 }  // namespace
 
+namespace {
+// The one table of directive names. Longer names first, so "CHECK-NEXT:" is not read as "CHECK".
+constexpr std::pair<CheckKind, std::string_view> kKindNames[] = {
+    {CheckKind::kNext, "CHECK-NEXT"}, {CheckKind::kSame, "CHECK-SAME"}, {CheckKind::kNot, "CHECK-NOT"},
+    {CheckKind::kLabel, "CHECK-LABEL"}, {CheckKind::kCheck, "CHECK"}};
+}  // namespace
+
 std::string_view check_kind_name(CheckKind kind) {
-  switch (kind) {
-    case CheckKind::kCheck: return "CHECK";
-    case CheckKind::kNext: return "CHECK-NEXT";
-    case CheckKind::kSame: return "CHECK-SAME";
-    case CheckKind::kNot: return "CHECK-NOT";
-    case CheckKind::kLabel: return "CHECK-LABEL";
-  }
+  for (const auto& [k, name] : kKindNames)
+    if (k == kind) return name;
   return "CHECK";
+}
+
+std::optional<CheckDirective> parse_check_directive(std::string_view text, int line) {
+  for (const auto& [kind, name] : kKindNames) {
+    if (text.substr(0, name.size()) != name || text.substr(name.size(), 1) != ":") continue;
+    return CheckDirective{kind, std::string(text.substr(name.size() + 1)), line};
+  }
+  return std::nullopt;
 }
 
 std::string match_checks(std::string_view output, const std::vector<CheckDirective>& checks,

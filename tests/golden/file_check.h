@@ -14,6 +14,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,11 @@ struct CheckDirective {
 };
 
 std::string_view check_kind_name(CheckKind kind);  // "CHECK-NEXT"
+
+// `text` starting with one of the directives above and its colon ("CHECK-NEXT: foo") -> the
+// directive (pattern "foo" with its leading space, as written); anything else (CHECK-ERROR:,
+// other text) -> nullopt. `line` is recorded for messages.
+std::optional<CheckDirective> parse_check_directive(std::string_view text, int line);
 
 // Matches `checks` against `output`. Returns "" when everything matches, otherwise a message
 // saying which directive failed, at which line of `check_file`, and where in the output it looked.

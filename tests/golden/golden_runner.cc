@@ -46,9 +46,6 @@ void read_directive(const std::string& line, int line_number, GoldenCase& golden
     for (std::string word; words >> word;) golden_case.run_args.push_back(word);
     return;
   }
-  static const std::pair<std::string, CheckKind> kPrefixes[] = {
-      {"CHECK-NEXT:", CheckKind::kNext}, {"CHECK-SAME:", CheckKind::kSame}, {"CHECK-NOT:", CheckKind::kNot},
-      {"CHECK-LABEL:", CheckKind::kLabel}, {"CHECK:", CheckKind::kCheck}};
   if (rest.rfind("CHECK-ERROR:", 0) == 0) {
     golden_case.error_checks.push_back({CheckKind::kCheck, rest.substr(12), line_number});
     return;
@@ -57,12 +54,7 @@ void read_directive(const std::string& line, int line_number, GoldenCase& golden
     golden_case.warning_checks.push_back({CheckKind::kCheck, rest.substr(14), line_number});
     return;
   }
-  for (const auto& [prefix, kind] : kPrefixes) {
-    if (rest.rfind(prefix, 0) == 0) {
-      golden_case.output_checks.push_back({kind, rest.substr(prefix.size()), line_number});
-      return;
-    }
-  }
+  if (auto check = parse_check_directive(rest, line_number)) golden_case.output_checks.push_back(*check);
 }
 
 std::vector<GoldenCase> split_cases(const std::string& text) {

@@ -34,18 +34,11 @@ inline std::vector<golden::CheckDirective> parse_checks(std::string_view text) {
   std::istringstream lines{std::string(text)};
   std::string line;
   int number = 0;
-  const std::pair<std::string_view, golden::CheckKind> kinds[] = {
-      {"CHECK-NEXT:", golden::CheckKind::kNext}, {"CHECK-SAME:", golden::CheckKind::kSame},
-      {"CHECK-NOT:", golden::CheckKind::kNot},   {"CHECK-LABEL:", golden::CheckKind::kLabel},
-      {"CHECK:", golden::CheckKind::kCheck}};
   while (std::getline(lines, line)) {
     ++number;
-    for (const auto& [prefix, kind] : kinds) {
-      size_t at = line.find(prefix);
-      if (at == std::string::npos) continue;
-      checks.push_back({kind, line.substr(at + prefix.size()), number});
-      break;
-    }
+    size_t at = line.find("CHECK");
+    if (at == std::string::npos) continue;
+    if (auto check = golden::parse_check_directive(std::string_view(line).substr(at), number)) checks.push_back(*check);
   }
   return checks;
 }

@@ -22,6 +22,23 @@ inline Status bad_instruction(const Instruction& instruction, std::string_view m
                           instruction.location());
 }
 
+// An attribute the parser kept verbatim for the opcode's own function (attribute_table.h's
+// kOwn), or nullptr when the instruction does not have it.
+inline const RawAttribute* find_own_attribute(const Instruction& instruction, std::string_view key) {
+  for (const RawAttribute& attribute : instruction.extra_attributes)
+    if (attribute.key == key) return &attribute;
+  return nullptr;
+}
+
+// A boolean own attribute: `otherwise` when absent, a located error unless true or false.
+inline StatusOr<bool> own_bool_attribute(const Instruction& instruction, std::string_view key, bool otherwise) {
+  const RawAttribute* attribute = find_own_attribute(instruction, key);
+  if (attribute == nullptr) return otherwise;
+  if (attribute->value == "true") return true;
+  if (attribute->value == "false") return false;
+  return bad_instruction(instruction, str_cat(key, "=", attribute->value, " must be true or false"));
+}
+
 // The `count` array leaves of a variadic result (the result itself when count == 1, else its
 // tuple elements), each checked to have its operand's shape.
 inline StatusOr<std::vector<Literal*>> variadic_result_leaves(const Instruction& instruction, Literal& result,

@@ -1,4 +1,5 @@
 #include "insitu/ir/attributes.h"
+#include "insitu/support/enum_names.h"
 
 #include <array>
 #include <utility>
@@ -18,24 +19,12 @@ constexpr std::array<std::pair<ComparisonType, std::string_view>, 4> kTypes = {{
 }  // namespace
 
 std::string_view comparison_direction_name(ComparisonDirection direction) {
-  for (const auto& [d, name] : kDirections)
-    if (d == direction) return name;
-  return "?";
+  return name_of_enum(kDirections, direction, "?");
 }
 std::optional<ComparisonDirection> parse_comparison_direction(std::string_view name) {
-  for (const auto& [d, n] : kDirections)
-    if (n == name) return d;
-  return std::nullopt;
+  return enum_from_name(kDirections, name);
 }
-std::string_view comparison_type_name(ComparisonType type) {
-  for (const auto& [t, name] : kTypes)
-    if (t == type) return name;
-  return "";
-}
-std::optional<ComparisonType> parse_comparison_type(std::string_view name) {
-  for (const auto& [t, n] : kTypes)
-    if (n == name) return t;
-  return std::nullopt;
-}
+std::string_view comparison_type_name(ComparisonType type) { return name_of_enum(kTypes, type, ""); }
+std::optional<ComparisonType> parse_comparison_type(std::string_view name) { return enum_from_name(kTypes, name); }
 
 }  // namespace insitu

@@ -1,4 +1,5 @@
 #include "insitu/ir/copy_reason.h"
+#include "insitu/support/enum_names.h"
 
 #include <array>
 #include <utility>
@@ -20,17 +21,9 @@ constexpr std::array<std::pair<CopyReason, std::string_view>, 9> kNames = {{
 
 }  // namespace
 
-std::string_view copy_reason_name(CopyReason reason) {
-  for (const auto& [r, name] : kNames)
-    if (r == reason) return name;
-  return "unknown";
-}
+std::string_view copy_reason_name(CopyReason reason) { return name_of_enum(kNames, reason, "unknown"); }
 
-std::optional<CopyReason> parse_copy_reason(std::string_view name) {
-  for (const auto& [r, n] : kNames)
-    if (n == name) return r;
-  return std::nullopt;
-}
+std::optional<CopyReason> parse_copy_reason(std::string_view name) { return enum_from_name(kNames, name); }
 
 void set_copy_reason(Instruction& copy, CopyReason reason, std::string detail) {
   copy.set_frontend_attribute(std::string(kCopyReasonAttribute), std::string(copy_reason_name(reason)));

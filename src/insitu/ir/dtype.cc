@@ -1,4 +1,5 @@
 #include "insitu/ir/dtype.h"
+#include "insitu/support/enum_names.h"
 
 #include <array>
 #include <utility>
@@ -22,16 +23,12 @@ constexpr std::array<std::string_view, 16> kUnsupported = {
 
 }  // namespace
 
-std::string_view primitive_type_name(PrimitiveType type) {
-  for (const auto& [t, name] : kNames)
-    if (t == type) return name;
-  return "invalid";
-}
+std::string_view primitive_type_name(PrimitiveType type) { return name_of_enum(kNames, type, "invalid"); }
 
+// "tuple" names a shape kind, not an element type.
 std::optional<PrimitiveType> parse_primitive_type(std::string_view name) {
-  for (const auto& [t, n] : kNames)
-    if (n == name && t != PrimitiveType::kTuple) return t;
-  return std::nullopt;
+  std::optional<PrimitiveType> type = enum_from_name(kNames, name);
+  return type == PrimitiveType::kTuple ? std::nullopt : type;
 }
 
 bool is_unsupported_type_name(std::string_view name) {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "insitu/analysis/buffer_facts.h"
@@ -26,6 +27,19 @@ struct CopyFix {
   CopyReason reason = CopyReason::kUserCopy;
   std::string detail;
 };
+
+// The two shapes most fixes take: `use` reads a copy of `value` taken right before it; root
+// leaf `leaf` of the value's computation returns a copy of `value`.
+inline CopyFix copy_for(ValueId value, const Use& use, CopyReason reason, std::string detail) {
+  return CopyFix{.value = value, .insert_before = use.instruction, .uses = {use}, .reason = reason,
+                 .detail = std::move(detail)};
+}
+inline CopyFix copy_root_leaf(ValueId value, const ShapeIndex& leaf, CopyReason reason, std::string detail) {
+  return CopyFix{.value = value, .root_leaves = {leaf}, .reason = reason, .detail = std::move(detail)};
+}
+
+// "%name", as fix details spell an instruction.
+inline std::string name_of(const Instruction* instruction) { return "%" + instruction->name(); }
 
 // The rules (copy_insertion.h lists them); each returns the first violation it finds.
 std::optional<CopyFix> check_in_place_op(const BufferFacts& facts, const Instruction* op);        // R1

@@ -7,20 +7,9 @@
 namespace insitu::copy_insertion {
 namespace {
 
-std::string name_of(const Instruction* instruction) { return "%" + instruction->name(); }
-
 bool defined_before(const BufferFacts& facts, ValueId value, const Instruction* instruction) {
   const Instruction* definer = facts.defining_instruction(value);
   return definer->opcode() == Opcode::kParameter || facts.order(definer) < facts.order(instruction);
-}
-
-CopyFix copy_root_leaf(ValueId value, const ShapeIndex& leaf, CopyReason reason, std::string detail) {
-  CopyFix fix;
-  fix.value = value;
-  fix.root_leaves = {leaf};
-  fix.reason = reason;
-  fix.detail = std::move(detail);
-  return fix;
 }
 
 // "; declare output_to_operand_aliasing={{}: (0, {})} on %cc if it updates that operand in place"
@@ -45,48 +34,34 @@ std::optional<CopyFix> check_new_occupant(const BufferFacts& facts, ValueId slot
         if (use.instruction != writer || !facts.can_write_over(writer, member)) uses.push_back(use);
       std::vector<ShapeIndex> escapes = facts.root_leaves(member);
       if (uses.empty() && escapes.empty()) continue;
-      CopyFix fix;
-      fix.value = member;
-      fix.insert_before = writer;
-      fix.uses = uses;
-      fix.root_leaves = escapes;
-      fix.reason = reason;
       std::string reader = uses.empty() ? "returned at root leaf " + shape_index_to_string(escapes.front())
                                         : "read by " + name_of(uses.front().instruction);
       const std::string source = facts.value(new_value).defining.instruction == writer
                                      ? str_cat("its new value from ", name_of(writer))
                                      : str_cat(describe(facts, new_value), " from ", name_of(writer));
-      fix.detail = str_cat(what, " receives ", source, " while its old value ",
-                           describe(facts, member), " is still ", reader,
-                           uses.empty() ? std::string() : custom_call_hint(writer, uses.front()), "; read ",
-                           describe(facts, member), " before ", name_of(writer), ", or update it in place");
-      return fix;
+      std::string detail = str_cat(what, " receives ", source, " while its old value ", describe(facts, member),
+                                   " is still ", reader,
+                                   uses.empty() ? std::string() : custom_call_hint(writer, uses.front()), "; read ",
+                                   describe(facts, member), " before ", name_of(writer), ", or update it in place");
+      return CopyFix{.value = member, .insert_before = writer, .uses = std::move(uses),
+                     .root_leaves = std::move(escapes), .reason = reason, .detail = std::move(detail)};
     }
     if (member != slot && facts.writes_on_define(member)) {
       // A later in-place update of the slot would destroy the new value.
       std::optional<Use> use = facts.inheriting_use(member);
       INSITU_CHECK(use.has_value()) << describe(facts, member) << " writes a buffer it does not inherit";
-      CopyFix fix;
-      fix.value = facts.value_at(use->instruction->operand(use->operand_number), use->operand_index);
-      fix.insert_before = use->instruction;
-      fix.uses = {*use};
-      fix.reason = reason;
-      fix.detail = str_cat(name_of(use->instruction), " updates ", describe(facts, fix.value), " in place after ", what,
-                           " already received ", describe(facts, new_value), " in the same buffer; it updates a copy");
-      return fix;
+      ValueId updated = facts.value_at(use->instruction->operand(use->operand_number), use->operand_index);
+      return copy_for(updated, *use, reason,
+                      str_cat(name_of(use->instruction), " updates ", describe(facts, updated), " in place after ", what,
+                              " already received ", describe(facts, new_value), " in the same buffer; it updates a copy"));
     }
     if (member != slot)
       for (const Use& use : facts.branch_writes(member)) {
         // A branch of a later conditional updating the slot in place would destroy it too.
-        CopyFix fix;
-        fix.value = member;
-        fix.insert_before = use.instruction;
-        fix.uses = {use};
-        fix.reason = reason;
-        fix.detail = str_cat("a branch of ", name_of(use.instruction), " updates ", describe(facts, member),
-                             " in place after ", what, " already received ", describe(facts, new_value),
-                             " in the same buffer; it updates a copy");
-        return fix;
+        return copy_for(member, use, reason,
+                        str_cat("a branch of ", name_of(use.instruction), " updates ", describe(facts, member),
+                                " in place after ", what, " already received ", describe(facts, new_value),
+                                " in the same buffer; it updates a copy"));
       }
   }
   return std::nullopt;

@@ -7,8 +7,6 @@
 namespace insitu::copy_insertion {
 namespace {
 
-std::string name_of(const Instruction* instruction) { return "%" + instruction->name(); }
-
 // An occupant of `origin`'s buffer, defined before `writer`, that is still read after it or
 // returned: the old contents `writer` must not destroy.
 struct LiveOccupant {
@@ -37,28 +35,11 @@ std::string describe_reader(const LiveOccupant& occupant) {
 // lands in the buffer it was meant for); when it is returned, the writer works on a copy.
 CopyFix fix_live_after_write(const BufferFacts& facts, const Instruction* writer, const Use& write,
                              const LiveOccupant& occupant, CopyReason reason, std::string detail) {
-  CopyFix fix;
-  fix.insert_before = writer;
-  fix.reason = reason;
-  fix.detail = std::move(detail);
-  if (occupant.root_leaves.empty()) {
-    fix.value = occupant.value;
-    fix.uses = occupant.later_uses;
-  } else {
-    fix.value = facts.value_at(write.instruction->operand(write.operand_number), write.operand_index);
-    fix.uses = {write};
-  }
-  return fix;
-}
-
-CopyFix copy_for(ValueId value, const Use& use, CopyReason reason, std::string detail) {
-  CopyFix fix;
-  fix.value = value;
-  fix.insert_before = use.instruction;
-  fix.uses = {use};
-  fix.reason = reason;
-  fix.detail = std::move(detail);
-  return fix;
+  if (occupant.root_leaves.empty())
+    return CopyFix{.value = occupant.value, .insert_before = writer, .uses = occupant.later_uses, .reason = reason,
+                   .detail = std::move(detail)};
+  ValueId operand = facts.value_at(write.instruction->operand(write.operand_number), write.operand_index);
+  return CopyFix{.value = operand, .insert_before = writer, .uses = {write}, .reason = reason, .detail = std::move(detail)};
 }
 
 // Another leaf of `operand` of `user` whose value shares `origin`'s buffer.
@@ -179,14 +160,9 @@ std::optional<CopyFix> check_conditional(const BufferFacts& facts, const Instruc
         }
       }
       if (problem.empty()) continue;
-      CopyFix fix;
-      fix.value = value;
-      fix.root_leaves = {index};
-      fix.reason = CopyReason::kConditionalBranch;
-      fix.detail = str_cat("branch %", branch->name(), " of ", name_of(conditional), " ", problem, "; result ",
+      return copy_root_leaf(value, index, CopyReason::kConditionalBranch, str_cat("branch %", branch->name(), " of ", name_of(conditional), " ", problem, "; result ",
                            shape_index_to_string(index), " needs one buffer of its own in every branch, so the "
-                           "branch returns a copy (returning an update of one shared operand in every branch avoids it)");
-      return fix;
+                           "branch returns a copy (returning an update of one shared operand in every branch avoids it)"));
     }
   }
   return std::nullopt;

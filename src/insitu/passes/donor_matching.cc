@@ -1,4 +1,5 @@
 #include "insitu/passes/donor_matching.h"
+#include "insitu/support/enum_names.h"
 
 #include <algorithm>
 #include <charconv>
@@ -303,15 +304,11 @@ constexpr std::pair<DonorReason, std::string_view> kDonorReasonNames[] = {
 }  // namespace
 
 std::string_view donor_reason_name(DonorReason reason) {
-  for (const auto& [value, name] : kDonorReasonNames)
-    if (value == reason) return name;
-  return "unknown";
+  return name_of_enum(kDonorReasonNames, reason, "unknown");
 }
 
 std::optional<DonorReason> parse_donor_reason(std::string_view name) {
-  for (const auto& [value, text] : kDonorReasonNames)
-    if (text == name) return value;
-  return std::nullopt;
+  return enum_from_name(kDonorReasonNames, name);
 }
 
 std::vector<UnusedDonor> recorded_unused_donors(const Module& module) {

@@ -37,7 +37,7 @@ Status slice_kernel(const KernelCall& call) {
   const int64_t rank = operand.shape->rank();
   const int64_t width = byte_width(out.type());
   const std::vector<int64_t> strides = strides_of(operand.shape->dimensions());
-  const auto [rows, row_length] = rows_of(out.shape->dimensions());
+  const int64_t row_length = rows_of(out.shape->dimensions()).second;  // a plain variable: lambdas capture it
   const int64_t inner_stride = rank == 0 ? 1 : instruction.slice.back().stride;
   const int64_t inner_start = rank == 0 ? 0 : instruction.slice.back().start;
   for_each_row(pool, out.shape->dimensions(), [&](int64_t row, std::span<const int64_t> index) {
