@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 
 #include "insitu/evaluator/evaluator.h"
+#include "insitu/evaluator/ops.h"
 #include "insitu/ir/parser.h"
 #include "insitu/support/str.h"
 
@@ -40,23 +42,56 @@ TEST(AttributeTableTest, NoAttributeHasTwoRulesOnOneOpcode) {
     }
 }
 
-// An attribute kept only because its opcode cannot run: the evaluator really refuses that
-// opcode (so the attribute can never be ignored while computing a value).
-TEST(AttributeTableTest, UnrunnableOpcodesAreRefused) {
+// An opcode's own attribute can never be ignored while computing a value: either the
+// evaluator refuses the opcode, or its function reads the attribute (a bad value, on an
+// otherwise valid instruction, is an error that names it).
+TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
+  // What each runnable opcode with own attributes needs besides the one under test.
+  const std::map<Opcode, std::vector<RawAttribute>> valid = {
+      {Opcode::kTopk, {{"k", "1"}}},
+      {Opcode::kCholesky, {}},
+      {Opcode::kTriangularSolve, {{"transpose_a", "NO_TRANSPOSE"}}},
+  };
+  int read = 0;
   for (const AttributeRule& rule : attribute_rules()) {
-    if (rule.use != AttributeUse::kUnrunnable) continue;
+    if (rule.use != AttributeUse::kOwn) continue;
     for (Opcode opcode : rule.opcodes) {
       SCOPED_TRACE(str_cat(rule.name, " on ", opcode_name(opcode)));
+      const bool runs = eval::has_op_function(opcode);
+      if (runs && rule.name != "to_apply") {
+        ASSERT_TRUE(valid.contains(opcode)) << "add the opcode's valid attributes to this test";
+      }
       Module module("m");
       Computation* entry = module.add_computation(std::make_unique<Computation>("e"));
       module.set_entry(entry);
-      entry->set_root(
-          entry->add_instruction(std::make_unique<Instruction>(opcode, "x", Shape::scalar(PrimitiveType::kF32))));
-      StatusOr<Literal> result = evaluate_module(module, {});
+      const Shape matrix = Shape::array(PrimitiveType::kF32, {2, 2});
+      std::vector<Instruction*> operands;
+      for (int i = 0; runs && i < (opcode == Opcode::kTriangularSolve ? 2 : 1); ++i) {
+        auto parameter = std::make_unique<Instruction>(Opcode::kParameter, str_cat("p", i), matrix);
+        parameter->parameter_number = i;
+        operands.push_back(entry->add_instruction(std::move(parameter)));
+      }
+      auto instruction = std::make_unique<Instruction>(opcode, "x", runs ? matrix : Shape::scalar(PrimitiveType::kF32));
+      for (Instruction* operand : operands) instruction->append_operand(operand);
+      if (runs) {
+        for (const RawAttribute& attribute : valid.at(opcode))
+          if (attribute.key != rule.name) instruction->extra_attributes.push_back(attribute);
+        instruction->extra_attributes.push_back({std::string(rule.name), "bogus"});
+      }
+      entry->set_root(entry->add_instruction(std::move(instruction)));
+      std::vector<Literal> arguments(operands.size(), Literal(matrix));
+      StatusOr<Literal> result = evaluate_module(module, arguments);
       ASSERT_FALSE(result.ok());
-      EXPECT_EQ(result.status().code(), StatusCode::kUnimplemented) << result.status().to_string();
+      if (runs) {
+        EXPECT_NE(result.status().message().find(str_cat(rule.name, "=")), std::string::npos)
+            << result.status().to_string();
+        ++read;
+      } else {
+        EXPECT_EQ(result.status().code(), StatusCode::kUnimplemented) << result.status().to_string();
+      }
     }
   }
+  EXPECT_GE(read, 8);  // topk's 3, cholesky's 1, triangular-solve's 4
 }
 
 TEST(AttributeTableTest, TheParserRefusesWhatTheTableDoesNot) {
@@ -77,7 +112,7 @@ TEST(AttributeTableTest, TheParserRefusesWhatTheTableDoesNot) {
 
 // Over every module the repository holds (the JAX corpus, the golden tests, the seeds): what
 // the parser kept verbatim is in the table and is not a modelled attribute (which would be read
-// and then ignored), except topk's, which topk.cc reads from there.
+// and then ignored).
 TEST(AttributeTableTest, VerbatimAttributesAreNeverModelledOnes) {
   int modules = 0, verbatim = 0;
   for (const char* folder : {"tests/data/jax", "tests/golden", "examples"}) {
@@ -96,7 +131,7 @@ TEST(AttributeTableTest, VerbatimAttributesAreNeverModelledOnes) {
             ++verbatim;
             const AttributeRule* rule = find_attribute_rule(instruction->opcode(), attribute.key);
             ASSERT_NE(rule, nullptr) << entry.path() << ": " << attribute.key;
-            if (instruction->opcode() != Opcode::kTopk && attribute.key != "algorithm")
+            if (attribute.key != "algorithm")
               EXPECT_NE(rule->use, AttributeUse::kModelled) << entry.path() << ": %" << instruction->name() << " "
                                                             << attribute.key;
           }

@@ -261,5 +261,69 @@ ENTRY main {
 )");
 }
 
+// cholesky and triangular-solve natively (linalg_kernels.cc) on positive-definite matrices
+// built in the program (x x^T + 8 I, batched: one matrix per task on 2 threads), both
+// triangles, every side and transpose, and on the raw arguments (NaN, infinities, matrices
+// that are not positive definite: all-NaN results, bit for bit the evaluator's).
+TEST(RuntimeProgramKernels, LinalgMatchesEvaluator) {
+  expect_native_matches_evaluator(R"(
+HloModule linalg
+
+ENTRY main {
+  x = f32[5,6,6] parameter(0)
+  b = f32[5,6,3] parameter(1)
+  c = f64[2,4,4] parameter(2)
+  xxt = f32[5,6,6] dot(x, x), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}
+  eye = f32[6,6] iota(), iota_dimension=0
+  eye2 = f32[6,6] iota(), iota_dimension=1
+  diag = pred[6,6] compare(eye, eye2), direction=EQ
+  eight = f32[] constant(8)
+  zero = f32[] constant(0)
+  e8 = f32[6,6] broadcast(eight), dimensions={}
+  z = f32[6,6] broadcast(zero), dimensions={}
+  d = f32[6,6] select(diag, e8, z)
+  db = f32[5,6,6] broadcast(d), dimensions={1,2}
+  spd = f32[5,6,6] add(xxt, db)
+  lo = f32[5,6,6] cholesky(spd), lower=true
+  up = f32[5,6,6] cholesky(spd), lower=false
+  s1 = f32[5,6,3] triangular-solve(lo, b), left_side=true, lower=true, transpose_a=NO_TRANSPOSE
+  s2 = f32[5,6,3] triangular-solve(lo, s1), left_side=true, lower=true, transpose_a=TRANSPOSE
+  s3 = f32[5,6,3] triangular-solve(up, b), left_side=true, lower=false, unit_diagonal=true, transpose_a=ADJOINT
+  bt = f32[5,3,6] transpose(b), dimensions={0,2,1}
+  s4 = f32[5,3,6] triangular-solve(up, bt), left_side=false, lower=false, transpose_a=NO_TRANSPOSE
+  s5 = f32[5,3,6] triangular-solve(lo, bt), left_side=false, lower=true, transpose_a=TRANSPOSE
+  raw = f64[2,4,4] cholesky(c), lower=true
+  rawsolve = f64[2,4,4] triangular-solve(c, c), left_side=true, lower=true, transpose_a=NO_TRANSPOSE
+  ROOT t = (f32[5,6,6], f32[5,6,6], f32[5,6,3], f32[5,6,3], f32[5,3,6], f32[5,3,6], f64[2,4,4], f64[2,4,4]) tuple(lo, up, s2, s3, s4, s5, raw, rawsolve)
+}
+)");
+}
+
+// The LAPACK custom calls natively (lapack_kernels.cc), batched, in place where the call
+// aliases an output to its operand, bit for bit the evaluator's, no fallback.
+TEST(RuntimeProgramKernels, LapackCustomCallsMatchEvaluator) {
+  expect_native_matches_evaluator(R"(
+HloModule lapack
+
+ENTRY main {
+  x = f32[3,4,4] parameter(0)
+  b = f32[3,4,2] parameter(1)
+  w = f64[2,5,3] parameter(2)
+  xxt = f32[3,4,4] dot(x, x), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}
+  chol = (f32[3,4,4]{1,2,0}, s32[3]) custom-call(xxt), custom_call_target="lapack_spotrf_ffi", output_to_operand_aliasing={{0}: (0, {})}, api_version=API_VERSION_TYPED_FFI, backend_config={uplo = 76 : ui8}
+  l = f32[3,4,4] get-tuple-element(chol), index=0
+  solve = f32[3,4,2] custom-call(l, b), custom_call_target="lapack_strsm_ffi", output_to_operand_aliasing={{}: (1, {})}, api_version=API_VERSION_TYPED_FFI, backend_config={diag = 78 : ui8, side = 76 : ui8, trans_x = 84 : ui8, uplo = 85 : ui8}
+  lu = (f32[3,4,4], s32[3,4], s32[3]) custom-call(x), custom_call_target="lapack_sgetrf_ffi", output_to_operand_aliasing={{0}: (0, {})}, api_version=API_VERSION_TYPED_FFI, backend_config={}
+  qr = (f64[2,5,3], f64[2,3]) custom-call(w), custom_call_target="lapack_dgeqrf_ffi", output_to_operand_aliasing={{0}: (0, {})}, api_version=API_VERSION_TYPED_FFI, backend_config={}
+  r = f64[2,5,3] get-tuple-element(qr), index=0
+  tau = f64[2,3] get-tuple-element(qr), index=1
+  q = f64[2,5,3] custom-call(r, tau), custom_call_target="lapack_dorgqr_ffi", output_to_operand_aliasing={{}: (0, {})}, api_version=API_VERSION_TYPED_FFI, backend_config={}
+  eigh = (f32[3,4,4], f32[3,4], s32[3]) custom-call(xxt), custom_call_target="lapack_ssyevd_ffi", output_to_operand_aliasing={{0}: (0, {})}, api_version=API_VERSION_TYPED_FFI, backend_config={mode = 86 : ui8, uplo = 85 : ui8}
+  svd = (f64[2,5,3], f64[2,3], f64[2,5,3], f64[2,3,3], s32[2]) custom-call(w), custom_call_target="lapack_dgesdd_ffi", output_to_operand_aliasing={{0}: (0, {})}, api_version=API_VERSION_TYPED_FFI, backend_config={mode = 83 : ui8}
+  ROOT t = ((f32[3,4,4]{1,2,0}, s32[3]), f32[3,4,2], (f32[3,4,4], s32[3,4], s32[3]), f64[2,5,3], (f32[3,4,4], f32[3,4], s32[3]), (f64[2,5,3], f64[2,3], f64[2,5,3], f64[2,3,3], s32[2])) tuple(chol, solve, lu, q, eigh, svd)
+}
+)");
+}
+
 }  // namespace
 }  // namespace insitu

@@ -1,5 +1,6 @@
 // The evaluator's per-op table (ops.h): one case per opcode family, shared by the evaluator and
 // the runtime's fallback so that both run the same function for every op.
+#include "insitu/evaluator/lapack.h"
 #include "insitu/evaluator/ops.h"
 #include "insitu/ir/computation.h"
 #include "insitu/support/str.h"
@@ -9,39 +10,36 @@ namespace {
 
 enum class OpFunction : uint8_t {
   kNone, kElementwise, kMap, kDataMovement, kReduce, kReduceWindow, kSelectAndScatter, kDot, kGather,
-  kScatter, kSort, kTopk, kApply,
+  kScatter, kSort, kTopk, kLinalg, kApply,
 };
 
+// From opcode.def's runtime family: an opcode joins a family there, and the evaluator runs the
+// family's function for it (the function switches on the opcode where a family has several).
 OpFunction op_function(Opcode opcode) {
   if (opcode == Opcode::kMap) return OpFunction::kMap;
-  if (is_elementwise(opcode) || opcode == Opcode::kBitcastConvert) return OpFunction::kElementwise;
-  switch (opcode) {
-    case Opcode::kIota:
-    case Opcode::kBroadcast:
-    case Opcode::kReshape:
-    case Opcode::kBitcast:
-    case Opcode::kTranspose:
-    case Opcode::kSlice:
-    case Opcode::kDynamicSlice:
-    case Opcode::kDynamicUpdateSlice:
-    case Opcode::kConcatenate:
-    case Opcode::kPad:
-    case Opcode::kReverse: return OpFunction::kDataMovement;
-    case Opcode::kReduce: return OpFunction::kReduce;
-    case Opcode::kReduceWindow: return OpFunction::kReduceWindow;
-    case Opcode::kSelectAndScatter: return OpFunction::kSelectAndScatter;
-    case Opcode::kDot: return OpFunction::kDot;
-    case Opcode::kGather: return OpFunction::kGather;
-    case Opcode::kScatter: return OpFunction::kScatter;
-    case Opcode::kSort: return OpFunction::kSort;
-    case Opcode::kTopk: return OpFunction::kTopk;
-    case Opcode::kCall:
-    case Opcode::kFusion: return OpFunction::kApply;  // the called computation on the operands
+  if (opcode == Opcode::kBitcast) return OpFunction::kDataMovement;
+  switch (runtime_family(opcode)) {
+    case RuntimeFamily::kElementwise: return OpFunction::kElementwise;
+    case RuntimeFamily::kDataMovement:
+    case RuntimeFamily::kDynamicSlice: return OpFunction::kDataMovement;
+    case RuntimeFamily::kReduce: return OpFunction::kReduce;
+    case RuntimeFamily::kReduceWindow: return OpFunction::kReduceWindow;
+    case RuntimeFamily::kSelectAndScatter: return OpFunction::kSelectAndScatter;
+    case RuntimeFamily::kDot: return OpFunction::kDot;
+    case RuntimeFamily::kGather: return OpFunction::kGather;
+    case RuntimeFamily::kScatter: return OpFunction::kScatter;
+    case RuntimeFamily::kSort: return OpFunction::kSort;
+    case RuntimeFamily::kTopk: return OpFunction::kTopk;
+    case RuntimeFamily::kLinalg: return OpFunction::kLinalg;
+    case RuntimeFamily::kCall:
+    case RuntimeFamily::kFusion: return OpFunction::kApply;  // the called computation on the operands
     default: return OpFunction::kNone;
   }
 }
 
 }  // namespace
+
+bool is_builtin_custom_call_target(std::string_view target) { return target == "TopK" || is_lapack_target(target); }
 
 bool has_op_function(Opcode opcode) { return op_function(opcode) != OpFunction::kNone; }
 
@@ -58,6 +56,7 @@ StatusOr<Literal> evaluate_op(const Instruction& instruction, Operands operands,
     case OpFunction::kScatter: return evaluate_scatter(instruction, operands, runner);
     case OpFunction::kSort: return evaluate_sort(instruction, operands, runner);
     case OpFunction::kTopk: return evaluate_topk(instruction, operands);
+    case OpFunction::kLinalg: return evaluate_linalg(instruction, operands);
     case OpFunction::kApply: return runner.run(*instruction.to_apply(), operands);
     case OpFunction::kNone: break;
   }
@@ -71,7 +70,8 @@ StatusOr<Literal> evaluate_custom_call(const Instruction& instruction, Operands 
   const std::string& name = instruction.custom_call.target;
   const CustomCallTarget* target = table != nullptr ? table->find(name) : nullptr;
   if ((target == nullptr || !target->evaluate) && is_builtin_custom_call_target(name))
-    return evaluate_topk_custom_call(instruction, operands, runner);
+    return name == "TopK" ? evaluate_topk_custom_call(instruction, operands, runner)
+                          : evaluate_lapack_custom_call(instruction, operands);
   return run_custom_call_kernel(instruction, operands, table);
 }
 

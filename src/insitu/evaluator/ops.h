@@ -53,16 +53,22 @@ StatusOr<Literal> evaluate_scatter(const Instruction& instruction, Operands oper
 StatusOr<Literal> evaluate_sort(const Instruction& instruction, Operands operands, ComputationRunner& runner);
 // topk.cc: the `topk` opcode (k=, largest=) and XLA:CPU's "TopK" custom call (its comparator).
 StatusOr<Literal> evaluate_topk(const Instruction& instruction, Operands operands);
-// topk's k= and largest= (default true) for rows of `length`; nullopt when missing or invalid.
+// topk's k= and largest= (default true) for rows of `length`; a located error when missing or
+// invalid (is_stable= is checked too).
 struct TopkAttributes {
   int64_t k = 0;
   bool largest = true;
 };
-std::optional<TopkAttributes> topk_attributes(const Instruction& instruction, int64_t length);
+StatusOr<TopkAttributes> topk_attributes(const Instruction& instruction, int64_t length);
 StatusOr<Literal> evaluate_topk_custom_call(const Instruction& instruction, Operands operands,
                                             ComputationRunner& runner);
+// linalg.cc: cholesky and triangular-solve (linalg.h).
+StatusOr<Literal> evaluate_linalg(const Instruction& instruction, Operands operands);
 // Custom-call targets the evaluator itself implements (when no kernel is registered for them).
-inline bool is_builtin_custom_call_target(std::string_view target) { return target == "TopK"; }
+// TopK (topk.cc) and the LAPACK targets (lapack.h).
+bool is_builtin_custom_call_target(std::string_view target);
+// lapack.cc: a LAPACK target's call over Literals.
+StatusOr<Literal> evaluate_lapack_custom_call(const Instruction& instruction, Operands operands);
 
 // ---- The per-op table (op_table.cc) ----
 // Every opcode whose value is a function of its operands and of the computations it applies

@@ -23,12 +23,6 @@
 namespace insitu::eval {
 namespace {
 
-const RawAttribute* find_attribute(const Instruction& instruction, std::string_view key) {
-  for (const RawAttribute& attribute : instruction.extra_attributes)
-    if (attribute.key == key) return &attribute;
-  return nullptr;
-}
-
 // A key whose signed order is the total order of the element (floats by their bits).
 int64_t total_order_key(const Literal& row_source, int64_t linear) {
   const PrimitiveType type = row_source.shape().element_type();
@@ -91,19 +85,19 @@ Status check_result(const Instruction& instruction, const Shape& input, int64_t 
 
 }  // namespace
 
-std::optional<TopkAttributes> topk_attributes(const Instruction& instruction, int64_t length) {
-  const RawAttribute* k_attribute = find_attribute(instruction, "k");
-  if (k_attribute == nullptr) return std::nullopt;
-  int64_t k = -1;
-  const std::string& text = k_attribute->value;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), k);
-  if (error != std::errc() || end != text.data() + text.size() || k < 0 || k > length) return std::nullopt;
-  bool largest = true;
-  if (const RawAttribute* attribute = find_attribute(instruction, "largest")) {
-    if (attribute->value != "true" && attribute->value != "false") return std::nullopt;
-    largest = attribute->value == "true";
-  }
-  return TopkAttributes{k, largest};
+StatusOr<TopkAttributes> topk_attributes(const Instruction& instruction, int64_t length) {
+  TopkAttributes attributes;
+  INSITU_ASSIGN_OR_RETURN(attributes.largest, own_bool_attribute(instruction, "largest", true));
+  // is_stable: either value allows the stable order insitu always computes; checked all the same
+  INSITU_RETURN_IF_ERROR(own_bool_attribute(instruction, "is_stable", true).status());
+  const RawAttribute* k_attribute = find_own_attribute(instruction, "k");
+  const std::string text = k_attribute == nullptr ? "" : k_attribute->value;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), attributes.k);
+  if (k_attribute == nullptr || error != std::errc() || end != text.data() + text.size() || attributes.k < 0 ||
+      attributes.k > length)
+    return bad_instruction(instruction, str_cat("needs k=K with 0 <= K <= ", length, " (the last dimension)",
+                                                k_attribute == nullptr ? "" : str_cat(", not k=", text)));
+  return attributes;
 }
 
 StatusOr<Literal> evaluate_topk(const Instruction& instruction, Operands operands) {
@@ -111,15 +105,9 @@ StatusOr<Literal> evaluate_topk(const Instruction& instruction, Operands operand
     return bad_instruction(instruction, "takes one array operand of rank >= 1");
   const Literal& input = *operands[0];
   const int64_t length = input.shape().dimensions().back();
-  const std::optional<TopkAttributes> attributes = topk_attributes(instruction, length);
-  if (!attributes) {
-    const RawAttribute* largest = find_attribute(instruction, "largest");
-    if (largest != nullptr && largest->value != "true" && largest->value != "false")
-      return bad_instruction(instruction, str_cat("largest=", largest->value, " must be true or false"));
-    return bad_instruction(instruction, str_cat("needs k=K with 0 <= K <= ", length, " (the last dimension)"));
-  }
-  const int64_t k = attributes->k;
-  const bool largest = attributes->largest;
+  INSITU_ASSIGN_OR_RETURN(TopkAttributes attributes, topk_attributes(instruction, length));
+  const int64_t k = attributes.k;
+  const bool largest = attributes.largest;
   if (input.shape().element_type() == PrimitiveType::kPred || is_complex(input.shape().element_type()))
     return bad_instruction(instruction, "sorts real numbers only");
   INSITU_RETURN_IF_ERROR(check_result(instruction, input.shape(), k));

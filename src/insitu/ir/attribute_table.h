@@ -5,12 +5,15 @@
 // in the table, or not for that opcode, is a located error (as in XLA's parser, which rejects
 // attributes an opcode does not take). Each rule says how the value is used:
 //   - kModelled: read into an Instruction field that the verifier, the evaluator and the
-//     runtime honour (or, for topk's k/largest, read from extra_attributes by topk.cc);
+//     runtime honour;
 //   - kMetadataOnly: cannot change any value insitu computes (why: `note`); kept, printed back;
 //   - kKernelInput: a custom-call's; kept verbatim for the kernel its target names;
-//   - kUnrunnable: an attribute of an opcode neither the evaluator nor the runtime runs yet
-//     (collectives, convolution, fft, rng, ...): kept verbatim so fmt and explain work, and
-//     running the opcode is a located "unsupported opcode" error.
+//   - kOwn: kept verbatim (extra_attributes) for the opcode's own evaluator function, which
+//     reads and checks it (a bad value is a located error there) and which the runtime's kernel
+//     shares: topk's k, linalg.h's lower/left_side/...; an opcode insitu does not run yet
+//     (collectives, convolution, fft, rng, ...) keeps its own attributes so that fmt and
+//     explain work, and running it is a located "unsupported opcode" error. Making such an
+//     opcode runnable changes nothing here: its function starts reading what is kept.
 // tests/ir/attribute_table_test.cc walks the table and checks each claim.
 #pragma once
 
@@ -22,7 +25,7 @@
 
 namespace insitu {
 
-enum class AttributeUse : uint8_t { kModelled, kMetadataOnly, kKernelInput, kUnrunnable };
+enum class AttributeUse : uint8_t { kModelled, kMetadataOnly, kKernelInput, kOwn };
 
 struct AttributeRule {
   std::string_view name;

@@ -218,9 +218,9 @@ Status Parser::parse_instruction_attribute(Instruction& instruction, PendingCall
                                     : str_cat(opcode_name(opcode), " %", instruction.name(), " has no attribute ", name,
                                               " (it is an attribute of ", str_join(takers, ", "), ")"));
   }
-  // Kept verbatim: an opcode insitu cannot run yet, and a custom-call kernel's own inputs.
+  // Kept verbatim: an opcode's own attributes, and a custom-call kernel's inputs.
   const bool calls_computation = name == "to_apply" || name == "calls" || name == "select" || name == "scatter";
-  const bool verbatim = (rule->use == AttributeUse::kUnrunnable && !calls_computation) || opcode == Opcode::kTopk ||
+  const bool verbatim = (rule->use == AttributeUse::kOwn && !calls_computation) ||
                         (rule->use == AttributeUse::kKernelInput && name != "called_computations" &&
                          name != "to_apply" && name != "api_version" && name != "literal");
   if (verbatim) {

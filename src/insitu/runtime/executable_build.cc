@@ -53,6 +53,7 @@ bool kernel_takes_overlap(const Instruction& instruction, size_t i, size_t k, co
       byte_width(operand.shape->element_type()) == byte_width(output.shape->element_type()))
     return true;
   if (same_start && i == 0 && (opcode == Opcode::kDynamicUpdateSlice || opcode == Opcode::kScatter)) return true;
+  if (opcode == Opcode::kCustomCall && operand.same_memory(output)) return true;  // builtin: select_builtin_custom_call
   return opcode == Opcode::kSort && i == k && operand.same_memory(output);
 }
 
@@ -337,6 +338,10 @@ Status Executable::build() {
             if (!prepared.ok()) return prepared.status().with_location(instruction->location());
             step.native_custom_call = std::move(prepared).value();
             step.run = &Executor::run_native_custom_call;
+          } else if (SelectedKernel builtin = target == nullptr ? select_step_kernel(*instruction, step) : std::nullopt) {
+            step.kernel = std::move(*builtin);
+            step.staged = staged_operands(*instruction, step);
+            step.run = &Executor::run_native;
           } else if ((target != nullptr && target->evaluate) || has_builtin_custom_call(name)) {
             step.run = &Executor::run_custom_call;
           } else {

@@ -144,6 +144,11 @@ SelectedKernel select_topk(const Instruction&, std::span<const ArrayView>, std::
 SelectedKernel select_gather(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // scatter_kernels.cc: single-operand scatter in place, in the evaluator's order.
 SelectedKernel select_scatter(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// lapack_kernels.cc: the custom-call targets insitu itself implements natively (the LAPACK
+// targets of evaluator/lapack.h); an output may be exactly its aliased operand's memory.
+SelectedKernel select_builtin_custom_call(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// linalg_kernels.cc: cholesky and triangular-solve (f32, f64), the evaluator's algorithms.
+SelectedKernel select_linalg(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 
 // ---- Scalar programs: a computation over scalars run as one element (sort comparators,
 // reduce and scatter combiners) ----

@@ -166,8 +166,8 @@ SelectedKernel select_topk(const Instruction& topk, std::span<const ArrayView> o
   if (operand.scalar || !operand.shape->is_array() || operand.shape->rank() == 0) return std::nullopt;
   const Shape& shape = *operand.shape;
   const int64_t length = shape.dimensions().back();
-  const std::optional<eval::TopkAttributes> attributes = eval::topk_attributes(topk, length);
-  if (!attributes) return std::nullopt;
+  const StatusOr<eval::TopkAttributes> attributes = eval::topk_attributes(topk, length);
+  if (!attributes.ok()) return std::nullopt;
   std::vector<int64_t> dimensions = shape.dimensions();
   dimensions.back() = attributes->k;
   const ArrayView& values = outputs[0];
