@@ -51,6 +51,7 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
       {Opcode::kTopk, {{"k", "1"}}},
       {Opcode::kCholesky, {}},
       {Opcode::kTriangularSolve, {{"transpose_a", "NO_TRANSPOSE"}}},
+      {Opcode::kConvolution, {{"dim_labels", "bf_io->bf"}}},
   };
   int read = 0;
   for (const AttributeRule& rule : attribute_rules()) {
@@ -66,7 +67,7 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
       module.set_entry(entry);
       const Shape matrix = Shape::array(PrimitiveType::kF32, {2, 2});
       std::vector<Instruction*> operands;
-      for (int i = 0; runs && i < (opcode == Opcode::kTriangularSolve ? 2 : 1); ++i) {
+      for (int i = 0; runs && i < (opcode == Opcode::kTriangularSolve || opcode == Opcode::kConvolution ? 2 : 1); ++i) {
         auto parameter = std::make_unique<Instruction>(Opcode::kParameter, str_cat("p", i), matrix);
         parameter->parameter_number = i;
         operands.push_back(entry->add_instruction(std::move(parameter)));
@@ -91,7 +92,7 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
       }
     }
   }
-  EXPECT_GE(read, 8);  // topk's 3, cholesky's 1, triangular-solve's 4
+  EXPECT_GE(read, 12);  // topk's 3, cholesky's 1, triangular-solve's 4, convolution's 4
 }
 
 TEST(AttributeTableTest, TheParserRefusesWhatTheTableDoesNot) {

@@ -325,5 +325,33 @@ ENTRY main {
 )");
 }
 
+// convolution natively (convolution_kernels.cc): NHWC and NCHW, strides, padding (negative
+// too), both dilations, reversal, feature groups, batch groups; f32, f64, bf16, s32; large enough
+// to split over 2 threads; bit for bit the evaluator's.
+TEST(RuntimeProgramKernels, ConvolutionMatchesEvaluator) {
+  expect_native_matches_evaluator(R"(
+HloModule convolution
+
+ENTRY main {
+  x = f32[4,17,16,4] parameter(0)
+  w = f32[3,3,4,6] parameter(1)
+  g = f32[3,3,2,6] parameter(2)
+  n = f64[2,3,7,7] parameter(3)
+  k = f64[5,3,3,2] parameter(4)
+  b = bf16[1,6,3] parameter(5)
+  bk = bf16[2,3,4] parameter(6)
+  i = s32[4,5,1] parameter(7)
+  ik = s32[1,1,8] parameter(8)
+  nhwc = f32[4,17,16,6] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  strided = f32[4,7,6,6] convolution(x, w), window={size=3x3 stride=2x2 pad=0_-1x0_0 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f
+  grouped = f32[4,15,14,6] convolution(x, g), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=2
+  nchw = f64[2,5,13,7] convolution(n, k), window={size=3x2 pad=1_1x0_1 lhs_dilate=2x1 rhs_reversal=1x0}, dim_labels=bf01_oi01->bf01
+  half = bf16[1,5,4] convolution(b, bk), window={size=2}, dim_labels=b0f_0io->b0f
+  ints = s32[1,5,8] convolution(i, ik), window={size=1}, dim_labels=b0f_0io->b0f, batch_group_count=4
+  ROOT t = (f32[4,17,16,6], f32[4,7,6,6], f32[4,15,14,6], f64[2,5,13,7], bf16[1,5,4], s32[1,5,8]) tuple(nhwc, strided, grouped, nchw, half, ints)
+}
+)");
+}
+
 }  // namespace
 }  // namespace insitu

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 
+#include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/evaluator/index_util.h"
 #include "insitu/evaluator/ops.h"
 #include "insitu/support/str.h"
@@ -62,52 +63,6 @@ To convert_element(From value) {
   }
 }
 
-Literal convert_literal(const Literal& source, PrimitiveType type) {
-  Literal result(Shape::array(type, source.shape().dimensions()));
-  dispatch_element_type(source.shape().element_type(), [&](auto from_tag) {
-    using From = decltype(from_tag);
-    dispatch_element_type(type, [&](auto to_tag) {
-      using To = decltype(to_tag);
-      const From* in = reinterpret_cast<const From*>(source.untyped_data());
-      To* out = reinterpret_cast<To*>(result.untyped_data());
-      for (int64_t i = 0; i < source.element_count(); ++i) out[i] = convert_element<To>(in[i]);
-    });
-  });
-  return result;
-}
-
-// The type each element type multiplies and accumulates in.
-template <typename T>
-struct AccumulatorOf {
-  using type = T;
-};
-template <> struct AccumulatorOf<Half> { using type = float; };
-template <> struct AccumulatorOf<BFloat16> { using type = float; };
-template <> struct AccumulatorOf<int8_t> { using type = uint64_t; };
-template <> struct AccumulatorOf<int16_t> { using type = uint64_t; };
-template <> struct AccumulatorOf<int32_t> { using type = uint64_t; };
-template <> struct AccumulatorOf<int64_t> { using type = uint64_t; };
-template <> struct AccumulatorOf<uint8_t> { using type = uint64_t; };
-template <> struct AccumulatorOf<uint16_t> { using type = uint64_t; };
-template <> struct AccumulatorOf<uint32_t> { using type = uint64_t; };
-
-template <typename Accumulator, typename T>
-Accumulator widen(T value) {
-  if constexpr (kIsHalf<T>) {
-    return value.to_float();
-  } else {
-    return static_cast<Accumulator>(value);  // signed integers: modular, i.e. sign-extended
-  }
-}
-
-template <typename T, typename Accumulator>
-T narrow(Accumulator value) {
-  if constexpr (kIsHalf<T>) {
-    return T::from_float(value);
-  } else {
-    return static_cast<T>(value);  // integers wrap to the result width
-  }
-}
 
 // Where each result element reads its operands: base offsets per result element and the
 // offsets of the contraction steps.
@@ -203,7 +158,7 @@ StatusOr<DotPlan> plan_dot(const Instruction& instruction, const Shape& lhs, con
 
 template <typename T>
 void multiply_accumulate(const DotPlan& plan, const Literal& lhs, const Literal& rhs, Literal& result) {
-  using Accumulator = typename AccumulatorOf<T>::type;
+  using Accumulator = AccumulatorOf<T>;
   const T* lhs_data = reinterpret_cast<const T*>(lhs.untyped_data());
   const T* rhs_data = reinterpret_cast<const T*>(rhs.untyped_data());
   T* out = reinterpret_cast<T*>(result.untyped_data());
@@ -212,19 +167,33 @@ void multiply_accumulate(const DotPlan& plan, const Literal& lhs, const Literal&
     const T* rhs_row = rhs_data + plan.rhs_base[e];
     Accumulator sum = Accumulator(0);
     for (size_t k = 0; k < plan.lhs_step.size(); ++k) {
-      const Accumulator a = widen<Accumulator>(lhs_row[plan.lhs_step[k]]);
-      const Accumulator b = widen<Accumulator>(rhs_row[plan.rhs_step[k]]);
+      const Accumulator a = accumulate_widen<Accumulator>(lhs_row[plan.lhs_step[k]]);
+      const Accumulator b = accumulate_widen<Accumulator>(rhs_row[plan.rhs_step[k]]);
       if constexpr (std::is_same_v<T, bool>) {
         sum = sum || (a && b);
       } else {
         sum += a * b;
       }
     }
-    out[e] = narrow<T>(sum);
+    out[e] = accumulate_narrow<T>(sum);
   }
 }
 
 }  // namespace
+
+Literal convert_literal(const Literal& source, PrimitiveType type) {
+  Literal result(Shape::array(type, source.shape().dimensions()));
+  dispatch_element_type(source.shape().element_type(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    dispatch_element_type(type, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      const From* in = reinterpret_cast<const From*>(source.untyped_data());
+      To* out = reinterpret_cast<To*>(result.untyped_data());
+      for (int64_t i = 0; i < source.element_count(); ++i) out[i] = convert_element<To>(in[i]);
+    });
+  });
+  return result;
+}
 
 StatusOr<Literal> evaluate_dot(const Instruction& instruction, Operands operands) {
   if (operands.size() != 2 || !operands[0]->shape().is_array() || !operands[1]->shape().is_array())

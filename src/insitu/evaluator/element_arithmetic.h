@@ -40,6 +40,28 @@ inline Stored to_stored(Value value) {
   else return static_cast<Stored>(value);
 }
 
+// The type a dot or convolution of T multiplies and accumulates in (after its operands were
+// converted to T): f32 for f16/bf16, integers modulo 2^64, T otherwise; and the conversions in
+// and out of it (integers wrap to T's width at the end).
+template <typename T>
+struct AccumulatorFor {
+  using type = std::conditional_t<kIsHalfLike<T>, float,
+                                  std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, uint64_t, T>>;
+};
+template <typename T> using AccumulatorOf = typename AccumulatorFor<T>::type;
+
+template <typename Accumulator, typename T>
+inline Accumulator accumulate_widen(T value) {
+  if constexpr (kIsHalfLike<T>) return value.to_float();
+  else return static_cast<Accumulator>(value);  // signed integers: modular, i.e. sign-extended
+}
+
+template <typename T, typename Accumulator>
+inline T accumulate_narrow(Accumulator value) {
+  if constexpr (kIsHalfLike<T>) return T::from_float(value);
+  else return static_cast<T>(value);  // integers wrap to the result width
+}
+
 // Integer arithmetic that wraps (two's complement) instead of overflowing: operands are widened
 // to an unsigned type at least as wide as int, as XLA's evaluator does.
 template <typename T>

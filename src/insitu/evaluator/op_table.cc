@@ -10,7 +10,7 @@ namespace {
 
 enum class OpFunction : uint8_t {
   kNone, kElementwise, kMap, kDataMovement, kReduce, kReduceWindow, kSelectAndScatter, kDot, kGather,
-  kScatter, kSort, kTopk, kLinalg, kApply,
+  kScatter, kSort, kTopk, kLinalg, kConvolution, kApply,
 };
 
 // From opcode.def's runtime family: an opcode joins a family there, and the evaluator runs the
@@ -31,6 +31,7 @@ OpFunction op_function(Opcode opcode) {
     case RuntimeFamily::kSort: return OpFunction::kSort;
     case RuntimeFamily::kTopk: return OpFunction::kTopk;
     case RuntimeFamily::kLinalg: return OpFunction::kLinalg;
+    case RuntimeFamily::kConvolution: return OpFunction::kConvolution;
     case RuntimeFamily::kCall:
     case RuntimeFamily::kFusion: return OpFunction::kApply;  // the called computation on the operands
     default: return OpFunction::kNone;
@@ -57,6 +58,7 @@ StatusOr<Literal> evaluate_op(const Instruction& instruction, Operands operands,
     case OpFunction::kSort: return evaluate_sort(instruction, operands, runner);
     case OpFunction::kTopk: return evaluate_topk(instruction, operands);
     case OpFunction::kLinalg: return evaluate_linalg(instruction, operands);
+    case OpFunction::kConvolution: return evaluate_convolution(instruction, operands);
     case OpFunction::kApply: return runner.run(*instruction.to_apply(), operands);
     case OpFunction::kNone: break;
   }

@@ -46,6 +46,11 @@ StatusOr<Literal> evaluate_select_and_scatter(const Instruction& instruction, Op
                                               ComputationRunner& runner);
 // dot.cc: dot with general dimension numbers.
 StatusOr<Literal> evaluate_dot(const Instruction& instruction, Operands operands);
+// dot.cc: an array converted element by element as XLA's convert does (a dot's or a
+// convolution's operands of another element type are converted to the result's first).
+Literal convert_literal(const Literal& source, PrimitiveType type);
+// convolution.cc: convolution (convolution.h).
+StatusOr<Literal> evaluate_convolution(const Instruction& instruction, Operands operands);
 // gather_scatter.cc: gather; scatter (variadic, updates applied in index order).
 StatusOr<Literal> evaluate_gather(const Instruction& instruction, Operands operands);
 StatusOr<Literal> evaluate_scatter(const Instruction& instruction, Operands operands, ComputationRunner& runner);

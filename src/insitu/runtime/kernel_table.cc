@@ -27,6 +27,7 @@ Selector selector_of(RuntimeFamily family) {
     case RuntimeFamily::kGather: return &select_gather;
     case RuntimeFamily::kScatter: return &select_scatter;
     case RuntimeFamily::kLinalg: return &select_linalg;
+    case RuntimeFamily::kConvolution: return &select_convolution;
     case RuntimeFamily::kCustomCall: return &select_builtin_custom_call;  // without a table entry
     default: return &select_nothing;  // structural steps and the fallback's opcodes
   }

@@ -147,6 +147,9 @@ SelectedKernel select_scatter(const Instruction&, std::span<const ArrayView>, st
 // lapack_kernels.cc: the custom-call targets insitu itself implements natively (the LAPACK
 // targets of evaluator/lapack.h); an output may be exactly its aliased operand's memory.
 SelectedKernel select_builtin_custom_call(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// convolution_kernels.cc: convolution (any dimension numbers, groups, dilations) with operands
+// of the result's type, in the evaluator's summation order.
+SelectedKernel select_convolution(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // linalg_kernels.cc: cholesky and triangular-solve (f32, f64), the evaluator's algorithms.
 SelectedKernel select_linalg(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 
