@@ -52,6 +52,7 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
       {Opcode::kCholesky, {}},
       {Opcode::kTriangularSolve, {{"transpose_a", "NO_TRANSPOSE"}}},
       {Opcode::kConvolution, {{"dim_labels", "bf_io->bf"}}},
+      {Opcode::kFft, {{"fft_type", "FFT"}, {"fft_length", "{2}"}}},
   };
   int read = 0;
   for (const AttributeRule& rule : attribute_rules()) {
@@ -92,7 +93,7 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
       }
     }
   }
-  EXPECT_GE(read, 12);  // topk's 3, cholesky's 1, triangular-solve's 4, convolution's 4
+  EXPECT_GE(read, 14);  // topk's 3, cholesky's 1, triangular-solve's 4, convolution's 4, fft's 2
 }
 
 TEST(AttributeTableTest, TheParserRefusesWhatTheTableDoesNot) {

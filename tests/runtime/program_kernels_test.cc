@@ -353,5 +353,30 @@ ENTRY main {
 )");
 }
 
+// fft natively (fft_kernels.cc): every type, 1-3 dimensions, radix-2 and direct lengths,
+// batched over 2 threads; converts into complex and real/imag out of it (convert_kernels.cc);
+// bit for bit the evaluator's.
+TEST(RuntimeProgramKernels, FftMatchesEvaluator) {
+  expect_native_matches_evaluator(R"(
+HloModule fft
+
+ENTRY main {
+  x = f32[64,6,8] parameter(0)
+  y = f64[3,5,7] parameter(1)
+  rf = c64[64,6,5] fft(x), fft_type=RFFT, fft_length={6,8}
+  ir = f32[64,6,8] fft(rf), fft_type=IRFFT, fft_length={6,8}
+  f = c64[64,6,5] fft(rf), fft_type=FFT, fft_length={5}
+  i = c64[64,6,5] fft(f), fft_type=IFFT, fft_length={64,6,5}
+  ry = c128[3,5,4] fft(y), fft_type=RFFT, fft_length={3,5,7}
+  iy = f64[3,5,7] fft(ry), fft_type=IRFFT, fft_length={3,5,7}
+  cx = c64[64,6,8] convert(x)
+  cc = c128[64,6,8] convert(cx)
+  re = f32[64,6,5] real(rf)
+  im = f64[3,5,4] imag(ry)
+  ROOT t = (c64[64,6,5], f32[64,6,8], c64[64,6,5], c64[64,6,5], c128[3,5,4], f64[3,5,7], c128[64,6,8], f32[64,6,5], f64[3,5,4]) tuple(rf, ir, f, i, ry, iy, cc, re, im)
+}
+)");
+}
+
 }  // namespace
 }  // namespace insitu

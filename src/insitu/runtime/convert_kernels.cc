@@ -1,7 +1,9 @@
 // Native convert between real element types (pred, integers, f16, bf16, f32, f64), with the
 // reference evaluator's semantics (elementwise_convert.cc, XLA's Literal::Convert):
 // float -> integer truncates toward zero, saturates, NaN -> 0; x -> pred is x != 0;
-// -> f16/bf16 rounds through f32 to nearest even. Complex conversions use the fallback.
+// -> f16/bf16 rounds through f32 to nearest even; real -> complex has imaginary part 0 (complex
+// -> real is refused by the evaluator, so it runs the fallback's error). real and imag of a
+// complex array take one part.
 #include <cmath>
 #include <limits>
 
@@ -25,16 +27,38 @@ Status convert_kernel(const KernelCall& call) {
   return ok_status();
 }
 
+template <typename C, bool kImaginary>
+Status complex_part_kernel(const KernelCall& call) {
+  const ArrayView& operand = call.operands[0];
+  const C* x = reinterpret_cast<const C*>(operand.data);
+  auto* o = reinterpret_cast<typename C::value_type*>(call.out().data);
+  const int64_t stride = operand.scalar ? 0 : 1;
+  run_range(call.pool, call.out().element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = kImaginary ? x[i * stride].imag() : x[i * stride].real();
+  });
+  return ok_status();
+}
+
 }  // namespace
 
+KernelFn choose_complex_part(Opcode opcode, const ArrayView& operand, const ArrayView& out) {
+  const bool imaginary = opcode == Opcode::kImag;
+  if (operand.type() == PrimitiveType::kC64 && out.type() == PrimitiveType::kF32)
+    return imaginary ? &complex_part_kernel<std::complex<float>, true> : &complex_part_kernel<std::complex<float>, false>;
+  if (operand.type() == PrimitiveType::kC128 && out.type() == PrimitiveType::kF64)
+    return imaginary ? &complex_part_kernel<std::complex<double>, true>
+                     : &complex_part_kernel<std::complex<double>, false>;
+  return nullptr;
+}
+
 KernelFn choose_convert(const ArrayView& operand, const ArrayView& out) {
-  if (is_complex(operand.type()) || is_complex(out.type())) return nullptr;
+  if (is_complex(operand.type()) && !is_complex(out.type())) return nullptr;
   KernelFn chosen = nullptr;
   dispatch_element_type(operand.type(), [&](auto from_tag) {
     using From = decltype(from_tag);
     dispatch_element_type(out.type(), [&](auto to_tag) {
       using To = decltype(to_tag);
-      if constexpr (!kIsComplex<From> && !kIsComplex<To>) chosen = &convert_kernel<From, To>;
+      if constexpr (!kIsComplex<From> || kIsComplex<To>) chosen = &convert_kernel<From, To>;
     });
   });
   return chosen;

@@ -429,6 +429,8 @@ KernelFn choose_elementwise(const Instruction& instruction, std::span<const Arra
     case Opcode::kClamp: return operands.size() == 3 ? choose_clamp(operands, out) : nullptr;
     case Opcode::kBitcastConvert: return operands.size() == 1 ? choose_bitcast_convert(operands[0], out) : nullptr;
     case Opcode::kConvert: return operands.size() == 1 ? choose_convert(operands[0], out) : nullptr;
+    case Opcode::kReal:
+    case Opcode::kImag: return operands.size() == 1 ? choose_complex_part(opcode, operands[0], out) : nullptr;
     case Opcode::kIsFinite: return operands.size() == 1 ? choose_unary(opcode, operands[0], out) : nullptr;
     default: break;
   }

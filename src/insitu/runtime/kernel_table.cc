@@ -28,6 +28,7 @@ Selector selector_of(RuntimeFamily family) {
     case RuntimeFamily::kScatter: return &select_scatter;
     case RuntimeFamily::kLinalg: return &select_linalg;
     case RuntimeFamily::kConvolution: return &select_convolution;
+    case RuntimeFamily::kFft: return &select_fft;
     case RuntimeFamily::kCustomCall: return &select_builtin_custom_call;  // without a table entry
     default: return &select_nothing;  // structural steps and the fallback's opcodes
   }
