@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "insitu/evaluator/apply_util.h"
+#include "insitu/evaluator/linalg.h"
 #include "insitu/evaluator/ops.h"
 #include "insitu/support/str.h"
 
@@ -109,49 +110,6 @@ void store_s32(uint8_t* base, int64_t i, int64_t value) {
 }
 
 // ---- the routines, on double matrices ----
-
-// Cholesky in the `lower` triangle of a (the other one untouched); 0 or the failing order.
-int64_t potrf(Matrix& a, int64_t n, bool lower) {
-  auto at = [&](int64_t i, int64_t j) -> double& { return lower ? a[i * n + j] : a[j * n + i]; };
-  for (int64_t j = 0; j < n; ++j) {
-    double pivot = at(j, j);
-    for (int64_t k = 0; k < j; ++k) pivot -= at(j, k) * at(j, k);
-    if (!(pivot > 0)) {
-      at(j, j) = pivot;
-      return j + 1;
-    }
-    const double root = std::sqrt(pivot);
-    at(j, j) = root;
-    for (int64_t i = j + 1; i < n; ++i) {
-      double value = at(i, j);
-      for (int64_t k = 0; k < j; ++k) value -= at(i, k) * at(j, k);
-      at(i, j) = value / root;
-    }
-  }
-  return 0;
-}
-
-// op(a) x = b (left) or x op(a) = b, in place in b (rows x columns), a k x k.
-void trsm(const Matrix& a, Matrix& b, int64_t rows, int64_t columns, const LapackCall& call) {
-  const int64_t k = call.k;
-  const bool lower = call.uplo == 'L', transposed = call.trans != 'N', left = call.side == 'L';
-  auto e = [&](int64_t i, int64_t j) {  // the equivalent left-side matrix (see linalg.h)
-    const bool swap = transposed != !left;
-    const int64_t r = swap ? j : i, c = swap ? i : j;
-    if (r == c) return call.diag == 'U' ? 1.0 : a[r * k + c];
-    return (lower ? c < r : r < c) ? a[r * k + c] : 0.0;
-  };
-  const bool forward = (lower != transposed) == left;
-  const int64_t systems = left ? columns : rows, step = left ? columns : 1, first = left ? 1 : columns;
-  for (int64_t s = 0; s < systems; ++s)
-    for (int64_t t = 0; t < k; ++t) {
-      const int64_t i = forward ? t : k - 1 - t;
-      double value = b[s * first + i * step];
-      const int64_t begin = forward ? 0 : i + 1, end = forward ? i : k;
-      for (int64_t j = begin; j < end; ++j) value -= e(i, j) * b[s * first + j * step];
-      b[s * first + i * step] = value / e(i, i);
-    }
-}
 
 int64_t getrf(Matrix& a, int64_t m, int64_t n, std::vector<int64_t>& pivots) {
   int64_t info = 0;
@@ -473,11 +431,17 @@ void run_lapack_matrix(const LapackCall& call, int64_t index, std::span<const ui
   };
   using enum LapackRoutine;
   switch (call.routine) {
-    case kPotrf: {
+    case kPotrf: {  // the named triangle as a lower one, factored, written back; the other kept
       Matrix a = read(operands[0], n * n);
-      const int64_t info = potrf(a, n, call.uplo == 'L');
+      const bool lower = call.uplo == 'L';
+      Matrix w(a.size(), 0.0);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j <= i; ++j) w[i * n + j] = lower ? a[i * n + j] : a[j * n + i];
+      const int64_t failed = cholesky_lower(w, n, /*lapack=*/true);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j <= i; ++j) (lower ? a[i * n + j] : a[j * n + i]) = w[i * n + j];
       write(outputs[0], a);
-      store_s32(outputs[1], index, info);
+      store_s32(outputs[1], index, failed + 1);
       return;
     }
     case kTrsm: {
@@ -487,8 +451,13 @@ void run_lapack_matrix(const LapackCall& call, int64_t index, std::span<const ui
         const double alpha = load(type, operands[2], 0);
         for (double& value : b) value *= alpha;
       }
-      trsm(a, b, m, n, call);
-      write(outputs[0], b);
+      const TriangularSolveOptions options{.left_side = call.side == 'L', .lower = call.uplo == 'L',
+                                           .unit_diagonal = call.diag == 'U',
+                                           .transpose_a = call.trans == 'N' ? TransposeA::kNoTranspose
+                                                                            : TransposeA::kTranspose};
+      Matrix x(b.size());
+      triangular_solve_matrix(a.data(), b.data(), x.data(), MatrixBatch{1, call.k, m, n}, options);
+      write(outputs[0], x);
       return;
     }
     case kGetrf: {

@@ -54,6 +54,30 @@ StatusOr<TriangularSolveOptions> triangular_solve_options(const Instruction& ins
 // `operands`: the operand shapes; the result must be shape-compatible with what the op returns.
 StatusOr<MatrixBatch> linalg_batch(const Instruction& instruction, std::span<const Shape* const> operands);
 
+// The Cholesky factor of the lower triangle of w (n x n, row-major), in place, column by
+// column; the upper triangle is not touched. Returns the first failing column, or -1. XLA's
+// rule (lapack = false): a pivot whose square root is NaN fails (0 does not). LAPACK's rule:
+// a pivot that is not > 0 fails, is stored as is, and the factorization stops there.
+inline int64_t cholesky_lower(std::vector<double>& w, int64_t n, bool lapack) {
+  for (int64_t j = 0; j < n; ++j) {
+    double pivot = w[j * n + j];
+    for (int64_t k = 0; k < j; ++k) pivot -= w[j * n + k] * w[j * n + k];
+    if (lapack && !(pivot > 0)) {
+      w[j * n + j] = pivot;
+      return j;
+    }
+    const double root = std::sqrt(pivot);
+    w[j * n + j] = root;
+    for (int64_t i = j + 1; i < n; ++i) {
+      double value = w[i * n + j];
+      for (int64_t k = 0; k < j; ++k) value -= w[i * n + k] * w[j * n + k];
+      w[i * n + j] = value / root;
+    }
+    if (std::isnan(root)) return j;  // the rest is NaN'd by the caller
+  }
+  return -1;
+}
+
 // One n x n matrix `a` into `out` (may not overlap).
 template <typename T>
 void cholesky_matrix(const T* a, T* out, int64_t n, CholeskyOptions options) {
@@ -62,19 +86,7 @@ void cholesky_matrix(const T* a, T* out, int64_t n, CholeskyOptions options) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j <= i; ++j)
       w[i * n + j] = static_cast<double>(options.lower ? a[i * n + j] : a[j * n + i]);
-  bool failed = false;
-  for (int64_t j = 0; j < n && !failed; ++j) {
-    double pivot = w[j * n + j];
-    for (int64_t k = 0; k < j; ++k) pivot -= w[j * n + k] * w[j * n + k];
-    const double root = std::sqrt(pivot);
-    if (std::isnan(root)) failed = true;
-    w[j * n + j] = root;
-    for (int64_t i = j + 1; i < n; ++i) {
-      double value = w[i * n + j];
-      for (int64_t k = 0; k < j; ++k) value -= w[i * n + k] * w[j * n + k];
-      w[i * n + j] = value / root;
-    }
-  }
+  const bool failed = cholesky_lower(w, n, /*lapack=*/false) >= 0;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {
