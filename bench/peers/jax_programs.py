@@ -1022,6 +1022,63 @@ def convolutions():
     return f, (x, w, y, wg), {}
 
 
+@program("convolution gradients (input and kernel; plain, strided and grouped) and a transposed "
+         "convolution")
+def conv_gradients():
+    import jax
+    from jax import lax
+
+    rng = _rng()
+    x, w = _f32(rng, 2, 6, 6, 4), _f32(rng, 3, 3, 4, 6)
+    y, wg = _f32(rng, 2, 4, 7, 7), _f32(rng, 4, 2, 3, 3)
+
+    def loss(x, w, y, wg):
+        a = lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        b = lax.conv_general_dilated(y, wg, (1, 1), "VALID", feature_group_count=2)
+        return (a ** 2).sum() + (b ** 2).sum()
+
+    def f(x, w, y, wg):
+        grads = jax.grad(loss, argnums=(0, 1, 2, 3))(x, w, y, wg)
+        t = lax.conv_transpose(x, w[:, :, :, :4], (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return grads + (t,)
+
+    return f, (x, w, y, wg), {}
+
+
+@program("batched linear algebra: cholesky, solve, triangular solve, eigh, svd, slogdet")
+def linalg_batched():
+    import jax.numpy as jnp
+    from jax.scipy.linalg import solve_triangular
+
+    rng = _rng()
+    a = _f32(rng, 3, 4, 4)
+    spd = a @ jnp.swapaxes(a, -1, -2) + 4 * jnp.eye(4)
+    b = _f32(rng, 3, 4, 2)
+
+    def f(spd, b):
+        lower = jnp.linalg.cholesky(spd)
+        return (lower, jnp.linalg.solve(spd, b), solve_triangular(lower, b, lower=True, trans=1),
+                jnp.linalg.eigh(spd)[0], jnp.linalg.svd(b, compute_uv=False), jnp.linalg.slogdet(spd)[1])
+
+    return f, (spd, b), {}
+
+
+@program("fft of lengths that are not powers of two: fft 5, rfft 7, irfft to 9, fftn 3x5")
+def fft_odd():
+    import jax.numpy as jnp
+
+    rng = _rng()
+    x = _f32(rng, 2, 3, 5)
+    r = _f32(rng, 4, 7)
+
+    def f(x, r):
+        spectrum = jnp.fft.rfft(r)
+        return (jnp.abs(jnp.fft.fft(x)), jnp.real(jnp.fft.ifft(jnp.fft.fft(x))), jnp.abs(spectrum),
+                jnp.fft.irfft(jnp.fft.rfft(r, n=9), n=9), jnp.abs(jnp.fft.fftn(x, axes=(1, 2))))
+
+    return f, (x, r), {}
+
+
 @program("linear algebra: cholesky, solve, inv, det, qr, eigh, svd")
 def linalg():
     import jax.numpy as jnp

@@ -112,11 +112,6 @@ StatusOr<ConvolutionPlan> plan_convolution(const Instruction& instruction, const
                               " do not fit feature_group_count=", feature_groups, " and batch_group_count=",
                               batch_groups, ": input features must be the kernel's input features times the feature "
                               "groups, and the kernel's output features and the batch divide by the group counts"));
-  if (batch_groups > 1 && batch != batch_groups)
-    return unimplemented(str_cat("convolution %", instruction.name(), ": batch_group_count=", batch_groups,
-                                 " with an lhs batch of ", batch, " (insitu groups a batch of exactly "
-                                 "batch_group_count elements, one per group, as in a filter gradient)"),
-                         instruction.location());
   std::vector<int64_t> dimensions(static_cast<size_t>(rank));
   dimensions[plan.out_batch] = batch / batch_groups;
   dimensions[plan.out_feature] = kernel_output;
@@ -142,11 +137,10 @@ StatusOr<ConvolutionPlan> plan_convolution(const Instruction& instruction, const
     return conv_error(instruction, str_cat("result ", instruction.shape().to_string(false), " must have dimensions [",
                                            str_join(dimensions, ","), "]"));
   plan.out_dimensions = dimensions;
-  plan.input_batch = batch;
   plan.input_feature_group_size = features / feature_groups;
   plan.output_feature_group_size = kernel_output / feature_groups;
   plan.batch_group_size = batch / batch_groups;
-  plan.depthwise_multiplier = batch_groups > 1 ? kernel_output / batch : 1;  // batch == batch_groups, checked
+  plan.batch_group_features = kernel_output / batch_groups;
   return plan;
 }
 

@@ -6,8 +6,10 @@
 //       [, batch_group_count=B]
 // Operands of another element type than the result's are converted to it first (as XLA's
 // evaluator does); products are summed in AccumulatorOf<T> (element_arithmetic.h) over the
-// window positions in row-major order, then the input features of the group, exactly as XLA's
-// reference evaluator orders them; the runtime's kernel (runtime/convolution_kernels.cc) runs
+// window positions in row-major order, then the input features of the group, as XLA's reference
+// evaluator orders them. With batch_group_count = B the lhs batch is B blocks and the output
+// features B blocks: output feature block g reads lhs batch block g (what jax's grouped-kernel
+// gradients mean; checked against JAX in the conv_gradients corpus program). The runtime's kernel (runtime/convolution_kernels.cc) runs
 // the same loop, so the two agree bit for bit. pred and complex results are refused.
 #pragma once
 
@@ -29,11 +31,10 @@ struct ConvolutionPlan {
   std::vector<int64_t> lhs_spatial, rhs_spatial;  // operand dimension of spatial dimension s
   std::vector<int64_t> lhs_sizes;                 // lhs size along spatial dimension s
   std::vector<WindowDimension> window;            // one per spatial dimension
-  int64_t input_batch = 0;
   int64_t input_feature_group_size = 0;
   int64_t output_feature_group_size = 0;
   int64_t batch_group_size = 0;
-  int64_t depthwise_multiplier = 1;
+  int64_t batch_group_features = 1;  // output features per batch group
   int64_t window_positions = 1;
 };
 
@@ -55,9 +56,10 @@ void convolve(const ConvolutionPlan& plan, const T* lhs, const T* rhs, T* out, i
     }
     const int64_t o = index[plan.out_feature];
     const int64_t group = o / plan.output_feature_group_size;
-    const int64_t batch_group = o / plan.depthwise_multiplier;
-    const int64_t lhs_base = index[plan.out_batch] * plan.lhs_strides[plan.lhs_batch] +
-                             ((batch_group * plan.batch_group_size) % plan.input_batch) * plan.lhs_strides[plan.lhs_batch] +
+    // batch group g (the g-th block of batch_group_features output features) reads the g-th
+    // block of batch_group_size lhs batch elements
+    const int64_t batch_group = o / plan.batch_group_features;
+    const int64_t lhs_base = (batch_group * plan.batch_group_size + index[plan.out_batch]) * plan.lhs_strides[plan.lhs_batch] +
                              group * plan.input_feature_group_size * plan.lhs_strides[plan.lhs_feature];
     const int64_t rhs_base = o * plan.rhs_strides[plan.rhs_output];
     Accumulator sum = Accumulator(0);
