@@ -1079,6 +1079,29 @@ def fft_odd():
     return f, (x, r), {}
 
 
+@program("rng-bit-generator (lax.rng_bit_generator): default, threefry and philox; u8, u32, u64; "
+         "odd shapes, a scalar; jax.random with the rbg key")
+def rng_bits():
+    import jax
+    import numpy as np
+    from jax import lax
+
+    key = np.array([1, 2, 3, 4], dtype=np.uint32)
+
+    def f(key):
+        results = []
+        for algorithm in (lax.RandomAlgorithm.RNG_DEFAULT, lax.RandomAlgorithm.RNG_THREE_FRY,
+                          lax.RandomAlgorithm.RNG_PHILOX):
+            for shape, dtype in (((3, 5), np.uint32), ((4, 2), np.uint64), ((7,), np.uint8), ((), np.uint32)):
+                new_key, bits = lax.rng_bit_generator(key, shape, dtype=dtype, algorithm=algorithm)
+                results += [new_key, bits]
+        rbg = jax.random.wrap_key_data(key, impl="rbg")
+        results.append(jax.random.uniform(rbg, (2, 3)))
+        return tuple(results)
+
+    return f, (key,), {}
+
+
 @program("linear algebra: cholesky, solve, inv, det, qr, eigh, svd")
 def linalg():
     import jax.numpy as jnp

@@ -53,6 +53,7 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
       {Opcode::kTriangularSolve, {{"transpose_a", "NO_TRANSPOSE"}}},
       {Opcode::kConvolution, {{"dim_labels", "bf_io->bf"}}},
       {Opcode::kFft, {{"fft_type", "FFT"}, {"fft_length", "{2}"}}},
+      {Opcode::kRngBitGenerator, {}},
   };
   int read = 0;
   for (const AttributeRule& rule : attribute_rules()) {
@@ -93,7 +94,7 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
       }
     }
   }
-  EXPECT_GE(read, 14);  // topk's 3, cholesky's 1, triangular-solve's 4, convolution's 4, fft's 2
+  EXPECT_GE(read, 15);  // topk 3, cholesky 1, triangular-solve 4, convolution 4, fft 2, rng-bit-generator 1
 }
 
 TEST(AttributeTableTest, TheParserRefusesWhatTheTableDoesNot) {

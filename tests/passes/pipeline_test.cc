@@ -74,6 +74,34 @@ TEST(PipelineTest, VerifierNamesThePassThatBrokeTheModule) {
   EXPECT_TRUE(lenient.run(*unverified).ok());
 }
 
+// An invalid input (the C++ API does not go through the CLI's verifier) is the caller's
+// located error, not "a bug in" the first pass, and no pass runs on it.
+TEST(PipelineTest, AnInvalidInputIsTheCallersErrorNotAPassBug) {
+  auto parsed = parse_module(R"(
+HloModule m
+
+ENTRY main {
+  s = u64[2] parameter(0)
+  ROOT c = u64[3] concatenate(s, s), dimensions={0}
+}
+)");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();  // it parses; the verifier refuses it
+  std::unique_ptr<Module> module = std::move(parsed).value();
+  int passes_run = 0;
+  Pipeline pipeline;
+  pipeline.add(make_pass("counts", [&](Module&) -> StatusOr<bool> {
+    ++passes_run;
+    return false;
+  }));
+  auto changed = pipeline.run(*module);
+  ASSERT_FALSE(changed.ok());
+  EXPECT_EQ(changed.status().message().find("after pass"), std::string::npos) << changed.status().message();
+  EXPECT_NE(changed.status().message().find("does not match the inferred shape u64[4]"), std::string::npos)
+      << changed.status().message();
+  EXPECT_EQ(changed.status().location().line, 6);
+  EXPECT_EQ(passes_run, 0);
+}
+
 TEST(PipelineTest, PassErrorCarriesThePassName) {
   auto module = parse_or_fail(kSmall);
   Pipeline pipeline;

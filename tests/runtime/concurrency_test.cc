@@ -161,7 +161,7 @@ TEST(RuntimeConcurrency, OneDonatedHandleGivenToTwoCallsAtOnceHasOneWinner) {
       if (results.ok()) {
         ++succeeded;
       } else {
-        const std::string& message = results.status().message();
+        const std::string message = results.status().message();
         // The loser either finds the handle reserved by the other call or already consumed.
         if (message.find("donated to another call running now") != std::string::npos ||
             message.find("was donated to a previous call") != std::string::npos)

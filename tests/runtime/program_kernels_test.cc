@@ -378,5 +378,29 @@ ENTRY main {
 )");
 }
 
+// rng-bit-generator natively (rng_kernels.cc): both algorithms, every width, odd shapes, a
+// 3-word philox state; width-changing bitcast-converts (how jax passes a u32[4] key) as byte
+// copies; bit for bit the evaluator's.
+TEST(RuntimeProgramKernels, RngBitGeneratorMatchesEvaluator) {
+  expect_native_matches_evaluator(R"(
+HloModule rng
+
+ENTRY main {
+  key = u32[4] parameter(0)
+  k = u32[2,2] reshape(key)
+  s = u64[2] bitcast-convert(k)
+  s4 = u64[4] concatenate(s, s), dimensions={0}
+  s3 = u64[3] slice(s4), slice={[1:4]}
+  a = (u64[2], u32[3,5]) rng-bit-generator(s), algorithm=rng_three_fry
+  b = (u64[2], u64[7]) rng-bit-generator(s), algorithm=rng_three_fry
+  c = (u64[2], u8[9]) rng-bit-generator(s), algorithm=rng_philox
+  d = (u64[3], u64[5]) rng-bit-generator(s3), algorithm=rng_philox
+  e = (u64[2], u16[]) rng-bit-generator(s), algorithm=rng_default
+  back = u32[2,2] bitcast-convert(s)
+  ROOT t = ((u64[2], u32[3,5]), (u64[2], u64[7]), (u64[2], u8[9]), (u64[3], u64[5]), (u64[2], u16[]), u32[2,2]) tuple(a, b, c, d, e, back)
+}
+)");
+}
+
 }  // namespace
 }  // namespace insitu

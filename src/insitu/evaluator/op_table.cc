@@ -10,7 +10,7 @@ namespace {
 
 enum class OpFunction : uint8_t {
   kNone, kElementwise, kMap, kDataMovement, kReduce, kReduceWindow, kSelectAndScatter, kDot, kGather,
-  kScatter, kSort, kTopk, kLinalg, kConvolution, kFft, kApply,
+  kScatter, kSort, kTopk, kLinalg, kConvolution, kFft, kRngBitGenerator, kApply,
 };
 
 // From opcode.def's runtime family: an opcode joins a family there, and the evaluator runs the
@@ -33,6 +33,7 @@ OpFunction op_function(Opcode opcode) {
     case RuntimeFamily::kLinalg: return OpFunction::kLinalg;
     case RuntimeFamily::kConvolution: return OpFunction::kConvolution;
     case RuntimeFamily::kFft: return OpFunction::kFft;
+    case RuntimeFamily::kRngBitGenerator: return OpFunction::kRngBitGenerator;
     case RuntimeFamily::kCall:
     case RuntimeFamily::kFusion: return OpFunction::kApply;  // the called computation on the operands
     default: return OpFunction::kNone;
@@ -61,6 +62,7 @@ StatusOr<Literal> evaluate_op(const Instruction& instruction, Operands operands,
     case OpFunction::kLinalg: return evaluate_linalg(instruction, operands);
     case OpFunction::kConvolution: return evaluate_convolution(instruction, operands);
     case OpFunction::kFft: return evaluate_fft(instruction, operands);
+    case OpFunction::kRngBitGenerator: return evaluate_rng_bit_generator(instruction, operands);
     case OpFunction::kApply: return runner.run(*instruction.to_apply(), operands);
     case OpFunction::kNone: break;
   }

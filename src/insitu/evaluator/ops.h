@@ -49,6 +49,8 @@ StatusOr<Literal> evaluate_dot(const Instruction& instruction, Operands operands
 // dot.cc: an array converted element by element as XLA's convert does (a dot's or a
 // convolution's operands of another element type are converted to the result's first).
 Literal convert_literal(const Literal& source, PrimitiveType type);
+// rng_bit_generator.cc: rng-bit-generator (rng_bit_generator.h).
+StatusOr<Literal> evaluate_rng_bit_generator(const Instruction& instruction, Operands operands);
 // fft.cc: fft (fft.h).
 StatusOr<Literal> evaluate_fft(const Instruction& instruction, Operands operands);
 // convolution.cc: convolution (convolution.h).

@@ -37,7 +37,7 @@ enum class RuntimeFamily : uint8_t {
   kConstant, kCopy, kCopyStart, kWhile, kConditional, kCall, kCustomCall,
   // native kernel families
   kElementwise, kDataMovement, kDynamicSlice, kDot, kReduce, kReduceWindow, kSelectAndScatter,
-  kFusion, kSort, kTopk, kGather, kScatter, kLinalg, kConvolution, kFft,
+  kFusion, kSort, kTopk, kGather, kScatter, kLinalg, kConvolution, kFft, kRngBitGenerator,
 };
 
 OpcodeKind opcode_kind(Opcode opcode);

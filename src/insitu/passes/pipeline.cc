@@ -27,6 +27,8 @@ std::vector<std::string_view> Pipeline::pass_names() const {
 }
 
 StatusOr<bool> Pipeline::run(Module& module) {
+  // An invalid input is the caller's error, located in its text, not a pass's bug.
+  if (options_.verify_each) INSITU_RETURN_IF_ERROR(verify_module(module));
   bool changed = false;
   for (size_t i = 0; i < passes_.size(); ++i) {
     Pass& pass = *passes_[i];

@@ -4,9 +4,10 @@
 //   Pipeline pipeline = optimization_pipeline({.after_pass = dump_stage});
 //   StatusOr<bool> changed = pipeline.run(module);
 //
-// After each pass the verifier runs (verify_each, on by default), and a failure is reported as
-// an error naming the pass that broke the module, so a bad pass is found at once instead of as
-// a confusing failure three passes later. `after_pass` sees the module after every pass (stage
+// The verifier runs on the input (an invalid input is the caller's error, located in its text)
+// and after each pass (verify_each, on by default); a failure after a pass is reported as an
+// error naming the pass that broke the module, so a bad pass is found at once instead of as a
+// confusing failure three passes later. `after_pass` sees the module after every pass (stage
 // dumps: `opt --dump-to`).
 #pragma once
 

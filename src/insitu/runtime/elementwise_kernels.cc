@@ -400,8 +400,16 @@ Status bitcast_kernel(const KernelCall& call) {
   return ok_status();
 }
 
+// bitcast-convert that changes the width (u32[n,2] <-> u64[n]): the same bytes in the same
+// order, which is what the result's row-major elements are.
+Status bitcast_bytes_kernel(const KernelCall& call) {
+  std::memmove(call.out().data, call.operands[0].data, static_cast<size_t>(call.out().byte_size()));
+  return ok_status();
+}
+
 KernelFn choose_bitcast_convert(const ArrayView& a, const ArrayView& out) {
-  if (byte_width(a.type()) != byte_width(out.type())) return nullptr;  // a dimension is added or removed
+  if (byte_width(a.type()) != byte_width(out.type()))  // a dimension is added or removed
+    return !a.scalar && a.byte_size() == out.byte_size() ? &bitcast_bytes_kernel : nullptr;
   switch (byte_width(out.type())) {
     case 1: return &bitcast_kernel<uint8_t>;
     case 2: return &bitcast_kernel<uint16_t>;
@@ -414,6 +422,9 @@ KernelFn choose_bitcast_convert(const ArrayView& a, const ArrayView& out) {
 KernelFn choose_elementwise(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out) {
   if (!out.shape->is_array()) return nullptr;
   const Opcode opcode = instruction.opcode();
+  if (opcode == Opcode::kBitcastConvert && operands.size() == 1 && operands[0].shape->is_array() &&
+      byte_width(operands[0].type()) != byte_width(out.type()))
+    return choose_bitcast_convert(operands[0], out);  // element counts differ by design
   for (const ArrayView& operand : operands) {
     if (!operand.shape->is_array()) return nullptr;
     // Shapes must agree (a scalar view stands for the whole shape); otherwise the fallback

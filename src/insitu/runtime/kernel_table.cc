@@ -29,6 +29,7 @@ Selector selector_of(RuntimeFamily family) {
     case RuntimeFamily::kLinalg: return &select_linalg;
     case RuntimeFamily::kConvolution: return &select_convolution;
     case RuntimeFamily::kFft: return &select_fft;
+    case RuntimeFamily::kRngBitGenerator: return &select_rng_bit_generator;
     case RuntimeFamily::kCustomCall: return &select_builtin_custom_call;  // without a table entry
     default: return &select_nothing;  // structural steps and the fallback's opcodes
   }

@@ -152,6 +152,8 @@ SelectedKernel select_builtin_custom_call(const Instruction&, std::span<const Ar
 SelectedKernel select_convolution(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // fft_kernels.cc: fft (FFT, IFFT, RFFT, IRFFT over 1-3 dimensions), the evaluator's transforms.
 SelectedKernel select_fft(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// rng_kernels.cc: rng-bit-generator (threefry, philox), the evaluator's generators.
+SelectedKernel select_rng_bit_generator(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // linalg_kernels.cc: cholesky and triangular-solve (f32, f64), the evaluator's algorithms.
 SelectedKernel select_linalg(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 

@@ -34,7 +34,10 @@ class [[nodiscard]] Status {
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
-  const std::string& message() const { return message_; }
+  // By value on a temporary (`result.status().message()`), so that a reference to it cannot
+  // outlive the Status (ThreadSanitizer found one in a test).
+  const std::string& message() const& { return message_; }
+  std::string message() && { return std::move(message_); }
   SourceLocation location() const { return location_; }
 
   // Attaches a location if the status has none yet (the innermost location wins).
