@@ -39,6 +39,28 @@ inline StatusOr<bool> own_bool_attribute(const Instruction& instruction, std::st
   return bad_instruction(instruction, str_cat(key, "=", attribute->value, " must be true or false"));
 }
 
+// Element i of an f32 or f64 array's bytes as a double, and back (rounded once for f32): the
+// linear-algebra and fft routines compute in double.
+inline double load_double(PrimitiveType type, const uint8_t* base, int64_t i) {
+  if (type == PrimitiveType::kF32) {
+    float value;
+    std::memcpy(&value, base + i * 4, 4);
+    return value;
+  }
+  double value;
+  std::memcpy(&value, base + i * 8, 8);
+  return value;
+}
+
+inline void store_double(PrimitiveType type, uint8_t* base, int64_t i, double value) {
+  if (type == PrimitiveType::kF32) {
+    const float narrow = static_cast<float>(value);
+    std::memcpy(base + i * 4, &narrow, 4);
+  } else {
+    std::memcpy(base + i * 8, &value, 8);
+  }
+}
+
 // The `count` array leaves of a variadic result (the result itself when count == 1, else its
 // tuple elements), each checked to have its operand's shape.
 inline StatusOr<std::vector<Literal*>> variadic_result_leaves(const Instruction& instruction, Literal& result,

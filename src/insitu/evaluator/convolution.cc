@@ -148,21 +148,14 @@ StatusOr<Literal> evaluate_convolution(const Instruction& instruction, Operands 
   if (operands.size() != 2) return conv_error(instruction, "takes two operands (lhs, kernel)");
   INSITU_ASSIGN_OR_RETURN(ConvolutionPlan plan, plan_convolution(instruction, operands[0]->shape(), operands[1]->shape()));
   const PrimitiveType type = instruction.shape().element_type();
-  Literal converted[2];
-  const Literal* inputs[2];
-  for (int i = 0; i < 2; ++i) {
-    inputs[i] = operands[i];
-    if (operands[i]->shape().element_type() != type) {
-      converted[i] = convert_literal(*operands[i], type);
-      inputs[i] = &converted[i];
-    }
-  }
+  OperandsAs as;
+  convert_operands(operands, type, as);
   Literal result(instruction.shape());
   dispatch_element_type(type, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool> && !kIsComplex<T>)
-      convolve<T>(plan, reinterpret_cast<const T*>(inputs[0]->untyped_data()),
-                  reinterpret_cast<const T*>(inputs[1]->untyped_data()), reinterpret_cast<T*>(result.untyped_data()), 0,
+      convolve<T>(plan, reinterpret_cast<const T*>(as.inputs[0]->untyped_data()),
+                  reinterpret_cast<const T*>(as.inputs[1]->untyped_data()), reinterpret_cast<T*>(result.untyped_data()), 0,
                   result.element_count());
   });
   return result;

@@ -195,6 +195,16 @@ Literal convert_literal(const Literal& source, PrimitiveType type) {
   return result;
 }
 
+void convert_operands(Operands operands, PrimitiveType type, OperandsAs& into) {
+  for (int i = 0; i < 2; ++i) {
+    into.inputs[i] = operands[i];
+    if (operands[i]->shape().element_type() != type) {
+      into.converted[i] = convert_literal(*operands[i], type);
+      into.inputs[i] = &into.converted[i];
+    }
+  }
+}
+
 StatusOr<Literal> evaluate_dot(const Instruction& instruction, Operands operands) {
   if (operands.size() != 2 || !operands[0]->shape().is_array() || !operands[1]->shape().is_array())
     return dot_error(instruction, "expects two array operands (lhs, rhs)");
@@ -213,18 +223,10 @@ StatusOr<Literal> evaluate_dot(const Instruction& instruction, Operands operands
                                           "instruction's shape is ",
                                           shape.to_string(false)));
   }
-  // Operands of another element type are converted to the result's first.
-  Literal converted[2];
-  const Literal* inputs[2];
-  for (int i = 0; i < 2; ++i) {
-    inputs[i] = operands[i];
-    if (operands[i]->shape().element_type() != type) {
-      converted[i] = convert_literal(*operands[i], type);
-      inputs[i] = &converted[i];
-    }
-  }
+  OperandsAs as;
+  convert_operands(operands, type, as);
   Literal result(shape);
-  dispatch_element_type(type, [&](auto tag) { multiply_accumulate<decltype(tag)>(plan, *inputs[0], *inputs[1], result); });
+  dispatch_element_type(type, [&](auto tag) { multiply_accumulate<decltype(tag)>(plan, *as.inputs[0], *as.inputs[1], result); });
   return result;
 }
 

@@ -107,25 +107,7 @@ void store_complex(bool f64, uint8_t* base, int64_t i, Complex value) {
   }
 }
 
-double load_real(bool f64, const uint8_t* base, int64_t i) {
-  if (f64) {
-    double value;
-    std::memcpy(&value, base + i * 8, 8);
-    return value;
-  }
-  float value;
-  std::memcpy(&value, base + i * 4, 4);
-  return value;
-}
-
-void store_real(bool f64, uint8_t* base, int64_t i, double value) {
-  if (f64) {
-    std::memcpy(base + i * 8, &value, 8);
-  } else {
-    const float narrow = static_cast<float>(value);
-    std::memcpy(base + i * 4, &narrow, 4);
-  }
-}
+PrimitiveType real_type(bool f64) { return f64 ? PrimitiveType::kF64 : PrimitiveType::kF32; }
 
 int64_t product(const std::vector<int64_t>& values) {
   int64_t result = 1;
@@ -215,7 +197,7 @@ void run_fft(const FftPlan& plan, int64_t index, const uint8_t* in, uint8_t* out
       data.resize(static_cast<size_t>(rows * half));
       std::vector<Complex> line(static_cast<size_t>(n));
       for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t j = 0; j < n; ++j) line[j] = load_real(f64, in, index * plan.in_elements + r * n + j);
+        for (int64_t j = 0; j < n; ++j) line[j] = load_double(real_type(f64), in, index * plan.in_elements + r * n + j);
         transform(line, false);
         for (int64_t j = 0; j < half; ++j) data[r * half + j] = line[j];
       }
@@ -236,7 +218,7 @@ void run_fft(const FftPlan& plan, int64_t index, const uint8_t* in, uint8_t* out
           line[j] = j < half ? data[r * half + j] : std::conj(data[r * half + (n - j)]);
         transform(line, true);
         for (int64_t j = 0; j < n; ++j)
-          store_real(f64, out, index * plan.out_elements + r * n + j, total > 0 ? line[j].real() / total : 0.0);
+          store_double(real_type(f64), out, index * plan.out_elements + r * n + j, total > 0 ? line[j].real() / total : 0.0);
       }
       return;
     }

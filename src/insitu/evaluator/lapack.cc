@@ -84,26 +84,6 @@ std::vector<int64_t> with(std::vector<int64_t> batch, std::initializer_list<int6
   return batch;
 }
 
-double load(PrimitiveType type, const uint8_t* base, int64_t i) {
-  if (type == PrimitiveType::kF32) {
-    float value;
-    std::memcpy(&value, base + i * 4, 4);
-    return value;
-  }
-  double value;
-  std::memcpy(&value, base + i * 8, 8);
-  return value;
-}
-
-void store(PrimitiveType type, uint8_t* base, int64_t i, double value) {
-  if (type == PrimitiveType::kF32) {
-    const float narrow = static_cast<float>(value);
-    std::memcpy(base + i * 4, &narrow, 4);
-  } else {
-    std::memcpy(base + i * 8, &value, 8);
-  }
-}
-
 void store_s32(uint8_t* base, int64_t i, int64_t value) {
   const int32_t narrow = static_cast<int32_t>(value);
   std::memcpy(base + i * 4, &narrow, 4);
@@ -422,12 +402,12 @@ void run_lapack_matrix(const LapackCall& call, int64_t index, std::span<const ui
   const int64_t m = call.m, n = call.n, least = std::min(m, n);
   auto read = [&](const uint8_t* base, int64_t count) {
     Matrix values(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) values[i] = load(type, base, index * count + i);
+    for (int64_t i = 0; i < count; ++i) values[i] = load_double(type, base, index * count + i);
     return values;
   };
   auto write = [&](uint8_t* base, const std::vector<double>& values) {
     const int64_t count = static_cast<int64_t>(values.size());
-    for (int64_t i = 0; i < count; ++i) store(type, base, index * count + i, values[i]);
+    for (int64_t i = 0; i < count; ++i) store_double(type, base, index * count + i, values[i]);
   };
   using enum LapackRoutine;
   switch (call.routine) {
@@ -448,7 +428,7 @@ void run_lapack_matrix(const LapackCall& call, int64_t index, std::span<const ui
       const Matrix a = read(operands[0], call.k * call.k);
       Matrix b = read(operands[1], m * n);
       if (call.alpha) {
-        const double alpha = load(type, operands[2], 0);
+        const double alpha = load_double(type, operands[2], 0);
         for (double& value : b) value *= alpha;
       }
       const TriangularSolveOptions options{.left_side = call.side == 'L', .lower = call.uplo == 'L',

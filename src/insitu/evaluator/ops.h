@@ -46,9 +46,15 @@ StatusOr<Literal> evaluate_select_and_scatter(const Instruction& instruction, Op
                                               ComputationRunner& runner);
 // dot.cc: dot with general dimension numbers.
 StatusOr<Literal> evaluate_dot(const Instruction& instruction, Operands operands);
-// dot.cc: an array converted element by element as XLA's convert does (a dot's or a
-// convolution's operands of another element type are converted to the result's first).
+// dot.cc: an array converted element by element as XLA's convert does.
 Literal convert_literal(const Literal& source, PrimitiveType type);
+// dot.cc: a dot's or convolution's two operands in the result's element type (XLA's evaluator
+// converts them first): `inputs` point at the operands themselves or at converted copies.
+struct OperandsAs {
+  Literal converted[2];
+  const Literal* inputs[2] = {nullptr, nullptr};
+};
+void convert_operands(Operands operands, PrimitiveType type, OperandsAs& into);
 // rng_bit_generator.cc: rng-bit-generator (rng_bit_generator.h).
 StatusOr<Literal> evaluate_rng_bit_generator(const Instruction& instruction, Operands operands);
 // fft.cc: fft (fft.h).
