@@ -118,8 +118,14 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
         const Shape shape = (leaf && leaf->is_array() && leaf->byte_size() == allocation.size)
                                 ? *leaf
                                 : Shape::array(PrimitiveType::kU8, {allocation.size});
-        const std::string what = str_cat("output ", shape_index_to_string(allocation.output_index));
-        INSITU_ASSIGN_OR_RETURN(output_buffers[allocation.index], Buffer::allocate(shape, /*zero=*/false, what));
+        // The output is named only when its allocation fails: building that text on every call
+        // costs more than a small call (an ostringstream and its locale) and serializes
+        // concurrent callers on the locale's shared reference count.
+        StatusOr<std::shared_ptr<Buffer>> buffer = Buffer::allocate(shape, /*zero=*/false, "an output");
+        if (!buffer.ok())
+          buffer = Buffer::allocate(shape, /*zero=*/false,
+                                    str_cat("output ", shape_index_to_string(allocation.output_index)));
+        INSITU_ASSIGN_OR_RETURN(output_buffers[allocation.index], std::move(buffer));
         bases[allocation.index] = output_buffers[allocation.index]->data();
         break;
       }
