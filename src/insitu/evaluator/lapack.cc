@@ -162,6 +162,24 @@ void fix_signs(Matrix& v, int64_t rows, int64_t columns, Matrix* also, int64_t a
   }
 }
 
+// A plane rotation of columns p and q of m (rows x columns, row-major): (x_p, x_q) <-
+// (c x_p - s x_q, s x_p + c x_q) in every row; rotate_rows does the same to rows p and q.
+void rotate_columns(Matrix& m, int64_t rows, int64_t columns, int64_t p, int64_t q, double c, double s) {
+  for (int64_t k = 0; k < rows; ++k) {
+    const double xp = m[k * columns + p], xq = m[k * columns + q];
+    m[k * columns + p] = c * xp - s * xq;
+    m[k * columns + q] = s * xp + c * xq;
+  }
+}
+
+void rotate_rows(Matrix& m, int64_t columns, int64_t p, int64_t q, double c, double s) {
+  for (int64_t k = 0; k < columns; ++k) {
+    const double xp = m[p * columns + k], xq = m[q * columns + k];
+    m[p * columns + k] = c * xp - s * xq;
+    m[q * columns + k] = s * xp + c * xq;
+  }
+}
+
 // Symmetric eigenproblem by cyclic Jacobi: a (n x n, both triangles filled) -> w ascending,
 // v's columns the eigenvectors.
 void syevd(Matrix& a, int64_t n, std::vector<double>& w, Matrix& v) {
@@ -179,21 +197,9 @@ void syevd(Matrix& a, int64_t n, std::vector<double>& w, Matrix& v) {
         const double theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
         const double t = (theta >= 0 ? 1.0 : -1.0) / (std::abs(theta) + std::sqrt(theta * theta + 1));
         const double c = 1 / std::sqrt(t * t + 1), s = t * c;
-        for (int64_t k = 0; k < n; ++k) {  // columns p, q
-          const double akp = a[k * n + p], akq = a[k * n + q];
-          a[k * n + p] = c * akp - s * akq;
-          a[k * n + q] = s * akp + c * akq;
-        }
-        for (int64_t k = 0; k < n; ++k) {  // rows p, q
-          const double apk = a[p * n + k], aqk = a[q * n + k];
-          a[p * n + k] = c * apk - s * aqk;
-          a[q * n + k] = s * apk + c * aqk;
-        }
-        for (int64_t k = 0; k < n; ++k) {
-          const double vkp = v[k * n + p], vkq = v[k * n + q];
-          v[k * n + p] = c * vkp - s * vkq;
-          v[k * n + q] = s * vkp + c * vkq;
-        }
+        rotate_columns(a, n, n, p, q, c, s);
+        rotate_rows(a, n, p, q, c, s);
+        rotate_columns(v, n, n, p, q, c, s);
       }
   }
   std::vector<int64_t> order(static_cast<size_t>(n));
@@ -230,16 +236,8 @@ void gesdd_tall(const Matrix& a, int64_t m, int64_t n, std::vector<double>& s, M
         const double zeta = (beta - alpha) / (2 * gamma);
         const double t = (zeta >= 0 ? 1.0 : -1.0) / (std::abs(zeta) + std::sqrt(1 + zeta * zeta));
         const double c = 1 / std::sqrt(1 + t * t), sn = c * t;
-        for (int64_t i = 0; i < m; ++i) {
-          const double up = u[i * n + p], uq = u[i * n + q];
-          u[i * n + p] = c * up - sn * uq;
-          u[i * n + q] = sn * up + c * uq;
-        }
-        for (int64_t i = 0; i < n; ++i) {
-          const double vp = v[i * n + p], vq = v[i * n + q];
-          v[i * n + p] = c * vp - sn * vq;
-          v[i * n + q] = sn * vp + c * vq;
-        }
+        rotate_columns(u, m, n, p, q, c, sn);
+        rotate_columns(v, n, n, p, q, c, sn);
       }
     if (!rotated) break;
   }
