@@ -179,5 +179,37 @@ TEST(RuntimeConcurrency, OneDonatedHandleGivenToTwoCallsAtOnceHasOneWinner) {
   }
 }
 
+// last_stats() is the call that finished last, whichever thread made it: calls made one after
+// another from different threads (each publishing into its own slot) alternate between a
+// donated call and an undonated one, which pays the cache's private copy on top.
+TEST(RuntimeConcurrency, LastStatsIsTheCallThatFinishedLastOnAnyThread) {
+  Compiled compiled = compile(kModule);
+  ASSERT_TRUE(compiled.executable != nullptr);
+  Executable& executable = *compiled.executable;
+  const BufferHandle row = *BufferHandle::from_literal(ramp(Shape::array(PrimitiveType::kF32, {1, 64}), 0, 1));
+  const BufferHandle big = *BufferHandle::from_literal(ramp(Shape::array(PrimitiveType::kF32, {131072}), 0, 1));
+  int64_t copied_by[2] = {-1, -1};  // [donate]: what the call reported in its own stats
+  auto call = [&](bool donate) {
+    const BufferHandle cache = *BufferHandle::from_literal(ramp(Shape::array(PrimitiveType::kF32, {8, 64}), 0, 1));
+    ExecutionStats stats;
+    ASSERT_TRUE(
+        executable.execute({cache, row, big}, {.donate = {donate, false, false}, .threads = 1, .stats = &stats}).ok());
+    copied_by[donate] = stats.bytes_copied;
+  };
+  call(false);
+  call(true);
+  ASSERT_EQ(copied_by[0] - copied_by[1], 8 * 64 * 4);
+  for (int round = 0; round < 20; ++round) {
+    const bool donate = round % 2 == 0;
+    // Two rounds on new threads, two on this one: every switch between slots is exercised.
+    if (round % 4 < 2) {
+      std::thread(call, donate).join();
+    } else {
+      call(donate);
+    }
+    EXPECT_EQ(executable.last_stats().bytes_copied, copied_by[donate]) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace insitu

@@ -2,6 +2,8 @@
 // loop (the result is the donated input's memory), copy protection of an undonated may-alias
 // parameter, must-alias errors, used-up handles, and calls that fail before running leave
 // their donated inputs intact.
+#include <cstring>
+
 #include "executable_test_util.h"
 
 namespace insitu {
@@ -306,6 +308,23 @@ ENTRY main {
   ASSERT_TRUE(ran.ok()) << ran.status().to_string();
   EXPECT_TRUE(handle.is_donated());
   EXPECT_TRUE((*ran)[0].to_literal().value() == Literal::vector<float>({-1, -2, -3, -4}));
+}
+
+// Small buffers are aligned by hand inside a malloc block, big ones come from the huge-page
+// cache: every size, zeroed or not, is kBufferAlignment-aligned and holds its bytes.
+TEST(RuntimeBuffer, EverySizeIsAlignedAndWritable) {
+  for (int64_t elements : {0, 1, 3, 16, 17, 1000, (2 << 20) / 4 - 1, (2 << 20) / 4, (2 << 20) / 4 + 5}) {
+    for (bool zero : {false, true}) {
+      StatusOr<std::shared_ptr<Buffer>> buffer =
+          Buffer::allocate(Shape::array(PrimitiveType::kF32, {elements}), zero, "a test buffer");
+      ASSERT_TRUE(buffer.ok()) << buffer.status().to_string();
+      EXPECT_EQ(reinterpret_cast<uintptr_t>((*buffer)->data()) % kBufferAlignment, 0u) << elements;
+      EXPECT_EQ((*buffer)->size_bytes(), elements * 4);
+      if (zero)
+        for (int64_t i = 0; i < (*buffer)->size_bytes(); ++i) ASSERT_EQ((*buffer)->data()[i], 0) << elements;
+      if (elements > 0) std::memset((*buffer)->data(), 0x5a, static_cast<size_t>(elements * 4));  // ASan: in bounds
+    }
+  }
 }
 
 TEST(RuntimeBuffer, LiteralRoundTripAlignmentAndDonatedState) {

@@ -52,7 +52,8 @@ class Buffer {
   Buffer(Shape shape, bool zero);
   Shape shape_;
   int64_t size_ = 0;
-  uint8_t* data_ = nullptr;
+  uint8_t* data_ = nullptr;     // kBufferAlignment-aligned
+  void* allocation_ = nullptr;  // what malloc returned for a buffer under 2 MiB (data_ is inside it)
 };
 
 // Buffers of 2 MiB and more return their memory to a process-wide cache when destroyed, and a

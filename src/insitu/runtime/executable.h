@@ -20,7 +20,8 @@
 // nothing), its own stats and its own donation reservations; the module, programs and
 // constants are read-only after create. Calls asking for the same thread count share one pool:
 // while one call's parallel_for is in flight another's runs inline on its own thread (so two
-// callers on two cores each get a core). last_stats() returns a copy.
+// callers on two cores each get a core). last_stats() returns a copy, of the call that finished
+// last.
 // Builtin kernels are in kernels.h; other opcodes run through the reference evaluator's
 // per-op functions (fallback_kernels.cc); custom-call through a CustomCallTable.
 //
@@ -28,8 +29,12 @@
 // rather than a reshape is rejected at create() with an "unimplemented" error.
 #pragma once
 
+#include <array>
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -56,6 +61,27 @@ struct ExecutionStats {
   };
   std::vector<KernelRun> kernel_runs;
 };
+
+namespace runtime_internal {
+// The stats of the call that finished last, published with no write that another calling
+// thread shares (a lock per call bounced between two cores cost a tenth of a tiny call): each
+// calling thread writes a slot of its own, stamped with its finish time; reading returns the
+// latest stamp. Threads beyond kSlots share slots (correct, only slower).
+class LatestStats {
+ public:
+  void publish(ExecutionStats stats, std::chrono::steady_clock::time_point finished);
+  ExecutionStats read() const;
+
+ private:
+  static constexpr size_t kSlots = 16;
+  struct alignas(64) Slot {
+    mutable std::mutex mutex;
+    std::optional<std::chrono::steady_clock::time_point> finished;  // empty: no call yet
+    ExecutionStats stats;
+  };
+  std::array<Slot, kSlots> slots_;
+};
+}  // namespace runtime_internal
 
 struct ExecuteOptions {
   // donate[i]: argument i is given to the call (missing entries: false).
@@ -113,10 +139,7 @@ class Executable {
   const Module& module() const { return *module_; }
   const BufferAssignment& assignment() const { return assignment_; }
   // The statistics of the last call that finished, by value (safe while another call runs).
-  ExecutionStats last_stats() const {
-    std::lock_guard<std::mutex> lock(stats_mutex_);
-    return last_stats_;
-  }
+  ExecutionStats last_stats() const { return last_stats_.read(); }
   // Instructions planned to run through the evaluator fallback (none is the goal: the
   // evaluator is the oracle, not a path), in program order.
   const std::vector<const Instruction*>& fallback_instructions() const { return fallback_instructions_; }
@@ -140,9 +163,9 @@ class Executable {
 
   std::mutex pools_mutex_;  // guards pools_ and idle_arenas_ (held for look-ups only, never for a call)
   std::vector<std::unique_ptr<ThreadPool>> pools_;  // one per thread count asked for; kept for the executable's life
+  std::atomic<ThreadPool*> last_pool_{nullptr};      // the one pool_for returned last (one of pools_)
   std::vector<std::shared_ptr<Buffer>> idle_arenas_;
-  mutable std::mutex stats_mutex_;  // guards last_stats_
-  ExecutionStats last_stats_;
+  runtime_internal::LatestStats last_stats_;
   std::vector<const Instruction*> fallback_instructions_;
 };
 

@@ -372,13 +372,22 @@ Status Executable::build() {
 
 StatusOr<ThreadPool*> Executable::pool_for(int threads) {
   const int wanted = threads <= 0 ? ThreadPool::hardware_threads() : threads;
+  // The common case, a caller asking for the thread count the last call used, reads one atomic
+  // and takes no lock (a lock per call bounces its cache line between concurrent callers).
+  if (ThreadPool* last = last_pool_.load(std::memory_order_acquire); last && last->thread_count() == wanted)
+    return last;
   std::lock_guard<std::mutex> lock(pools_mutex_);
+  ThreadPool* found = nullptr;
   for (const std::unique_ptr<ThreadPool>& pool : pools_)
-    if (pool->thread_count() == wanted) return pool.get();
-  // Bounded: ThreadPool::start refuses more than kMaxThreads, so at most that many pools.
-  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::start(wanted));
-  pools_.push_back(std::move(pool));
-  return pools_.back().get();
+    if (pool->thread_count() == wanted) found = pool.get();
+  if (found == nullptr) {
+    // Bounded: ThreadPool::start refuses more than kMaxThreads, so at most that many pools.
+    INSITU_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::start(wanted));
+    pools_.push_back(std::move(pool));
+    found = pools_.back().get();
+  }
+  last_pool_.store(found, std::memory_order_release);  // pools live as long as the executable
+  return found;
 }
 
 StatusOr<std::shared_ptr<Buffer>> Executable::take_arena(int64_t bytes) {

@@ -70,9 +70,10 @@ int64_t ThreadPool::chunk_count(int64_t n) const { return std::max<int64_t>(1, s
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   const int64_t chunks = chunk_count(n);
+  if (chunks == 1) return fn(0, n);  // no lock: concurrent callers of a 1-thread pool share nothing
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (chunks == 1 || running_) {  // one chunk, or another parallel_for (nested or another thread's) is running
+    if (running_) {  // another parallel_for (nested or another thread's) is running
       lock.unlock();
       fn(0, n);
       return;
