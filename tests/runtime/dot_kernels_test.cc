@@ -1,9 +1,12 @@
-// The native f32 dot kernel against the reference evaluator, bit for bit, for general dimension
-// numbers (matmul, batches, contracting dimension 0, two contracting dimensions, the decode-step
-// einsums) on 1, 2 and 3 threads; other element types are left to the fallback.
+// The native dot kernel against the reference evaluator for general dimension numbers (matmul,
+// batches, contracting dimension 0, two contracting dimensions, the decode-step einsums) on 1, 2
+// and 3 threads: bit for bit where it runs its own loop, within library_gemm.h's stated
+// tolerance where the product is large enough for the GEMM library; other element types are
+// left to the fallback.
 #include <bit>
 #include <memory>
 
+#include "insitu/runtime/library_gemm.h"
 #include "insitu/support/str.h"
 #include "kernel_test_util.h"
 
@@ -59,6 +62,60 @@ void expect_same_bits(const Literal& actual, const Literal& expected, bool allow
   EXPECT_EQ(mismatches, 0) << what;
 }
 
+// The operand's absolute values, as f32.
+Literal absolute_f32(const Literal& operand) {
+  Literal result(Shape::array(PrimitiveType::kF32, operand.shape().dimensions()));
+  std::span<float> out = result.data<float>();
+  dispatch_element_type(operand.shape().element_type(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float>) {
+      std::span<const float> in = const_cast<Literal&>(operand).data<float>();
+      for (size_t i = 0; i < in.size(); ++i) out[i] = std::fabs(in[i]);
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      std::span<const T> in = const_cast<Literal&>(operand).data<T>();
+      for (size_t i = 0; i < in.size(); ++i) out[i] = std::fabs(in[i].to_float());
+    } else {
+      ADD_FAILURE() << "absolute_f32: unexpected operand type";
+    }
+  });
+  return result;
+}
+
+// Within library_gemm.h's bound for two summation orders of K products:
+// |native - evaluator| <= K * 2^-23 * sum_k |lhs_k * rhs_k| (sums of |products| from the
+// evaluator on |lhs| and |rhs|; 0.1% slack for the second-order terms and that sum's rounding).
+void expect_within_gemm_tolerance(const Instruction& dot, const Literal& lhs, const Literal& rhs,
+                                  const Literal& actual, const Literal& expected, const std::string& what) {
+  const DotDimensionNumbers& numbers = dot.dot_dimension_numbers;
+  int64_t k = 1;
+  for (int64_t d : numbers.lhs_contracting_dimensions) k *= lhs.shape().dimensions()[d];
+  std::unique_ptr<Instruction> absolute_dot = std::make_unique<Instruction>(
+      Opcode::kDot, "dot", Shape::array(PrimitiveType::kF32, dot.shape().dimensions()));
+  absolute_dot->dot_dimension_numbers = numbers;
+  const Literal magnitude = evaluate_dot(*absolute_dot, absolute_f32(lhs), absolute_f32(rhs));
+  ASSERT_TRUE(actual.shape().compatible(expected.shape())) << what;
+  std::span<const float> a = const_cast<Literal&>(actual).data<float>();
+  std::span<const float> e = const_cast<Literal&>(expected).data<float>();
+  std::span<const float> m = const_cast<Literal&>(magnitude).data<float>();
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < e.size(); ++i) {
+    const double bound = static_cast<double>(k) * std::ldexp(1.0, -23) * m[i] * 1.001;
+    if (!(std::fabs(static_cast<double>(a[i]) - e[i]) <= bound) && mismatches++ < 3)
+      ADD_FAILURE() << what << " element " << i << ": native " << a[i] << " evaluator " << e[i] << " bound "
+                    << bound;
+  }
+  EXPECT_EQ(mismatches, 0) << what;
+}
+
+// Whether the dot kernel may hand this product to the GEMM library (library_gemm.h): then the
+// result is checked within the library's tolerance, else bit for bit.
+bool may_run_on_library(const DotCase& c) {
+  int64_t work = 1;
+  for (int64_t d : c.result) work *= d;
+  for (int64_t d : c.numbers.lhs_contracting_dimensions) work *= c.lhs[d];
+  return kernels::library_gemm_available() && work >= kernels::kLibraryGemmMinimumWork;
+}
+
 void expect_native_matches(const DotCase& c, uint32_t seed, bool specials = false) {
   std::mt19937 rng(seed);
   const std::unique_ptr<Instruction> dot_owner = make_dot(c);
@@ -66,13 +123,17 @@ void expect_native_matches(const DotCase& c, uint32_t seed, bool specials = fals
   Literal lhs = specials ? random_literal(PrimitiveType::kF32, c.lhs, rng) : finite_literal(c.lhs, rng);
   Literal rhs = specials ? random_literal(PrimitiveType::kF32, c.rhs, rng) : finite_literal(c.rhs, rng);
   const Literal expected = evaluate_dot(dot, lhs, rhs);
+  const bool library = may_run_on_library(c);
+  ASSERT_FALSE(library && specials) << "keep NaN and infinity cases below the library's size";
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
     Literal out(dot.shape());
     for (float& value : out.data<float>()) value = 7.0f;  // every element must be written
     const ArrayView views[] = {view_of(lhs), view_of(rhs)};
     ASSERT_TRUE(run_native_kernel(dot, views, view_of(out), pool));
-    expect_same_bits(out, expected, specials, str_cat(dot.to_string(), " threads=", threads));
+    const std::string what = str_cat(dot.to_string(), " threads=", threads);
+    if (library) expect_within_gemm_tolerance(dot, lhs, rhs, out, expected, what);
+    else expect_same_bits(out, expected, specials, what);
   }
 }
 
@@ -119,6 +180,51 @@ TEST(RuntimeDotKernel, NanInfinityAndNegativeZeroMatchEvaluator) {
 TEST(RuntimeDotKernel, EmptyAndZeroLengthContractionsMatchEvaluator) {
   expect_native_matches({{4, 0}, {0, 5}, {4, 5}, {{}, {1}, {}, {0}}}, 17);  // sums of nothing are +0
   expect_native_matches({{0, 3}, {3, 5}, {0, 5}, {{}, {1}, {}, {0}}}, 18);
+}
+
+// Products large enough for the GEMM library, in every operand layout it reads in place (either
+// operand transposed, batch dimensions not leading) and one it cannot (two contracting
+// dimensions in an order that is not row-major in rhs: the kernel's own loop, nothing copied).
+TEST(RuntimeDotKernel, LibrarySizedProductsMatchEvaluatorWithinTolerance) {
+  expect_native_matches({{96, 200}, {200, 130}, {96, 130}, {{}, {1}, {}, {0}}}, 31);
+  expect_native_matches({{200, 96}, {200, 130}, {96, 130}, {{}, {0}, {}, {0}}}, 32);  // lhs transposed
+  expect_native_matches({{96, 200}, {130, 200}, {96, 130}, {{}, {1}, {}, {1}}}, 33);  // rhs transposed
+  expect_native_matches({{200, 96}, {130, 200}, {96, 130}, {{}, {0}, {}, {1}}}, 34);  // both
+  expect_native_matches({{3, 40, 5, 64}, {5, 64, 3, 50}, {3, 5, 40, 50}, {{0, 2}, {3}, {2, 0}, {1}}}, 35);
+  expect_native_matches({{1, 768}, {768, 2304}, {1, 768 * 3}, {{}, {1}, {}, {0}}}, 36);  // a decode matvec
+  expect_native_matches({{16, 24, 30}, {30, 24, 40}, {16, 40}, {{}, {1, 2}, {}, {1, 0}}}, 37);
+}
+
+// bf16 and f16 operands into an f32 result at the library's size: converted to f32 exactly,
+// then the library's f32 product.
+TEST(RuntimeDotKernel, LibrarySizedHalfPrecisionProductsMatchEvaluatorWithinTolerance) {
+  std::mt19937 rng(38);
+  ThreadPool pool(2);
+  const DotCase matmul{{64, 128}, {128, 96}, {64, 96}, {{}, {1}, {}, {0}}};
+  ASSERT_TRUE(may_run_on_library(matmul) || !kernels::library_gemm_available());
+  for (PrimitiveType type : {PrimitiveType::kBF16, PrimitiveType::kF16}) {
+    SCOPED_TRACE(primitive_type_name(type));
+    auto finite_half = [&](const Dimensions& dimensions) {
+      const Literal values = finite_literal(dimensions, rng);
+      Literal result(Shape::array(type, dimensions));
+      std::span<const float> in = const_cast<Literal&>(values).data<float>();
+      dispatch_element_type(type, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+          std::span<T> out = result.data<T>();
+          for (size_t i = 0; i < in.size(); ++i) out[i] = T::from_float(in[i]);
+        }
+      });
+      return result;
+    };
+    Literal lhs = finite_half(matmul.lhs), rhs = finite_half(matmul.rhs);
+    const std::unique_ptr<Instruction> dot = make_dot(matmul, PrimitiveType::kF32);
+    const Literal expected = evaluate_dot(*dot, lhs, rhs);
+    Literal out(dot->shape());
+    const ArrayView views[] = {view_of(lhs), view_of(rhs)};
+    ASSERT_TRUE(run_native_kernel(*dot, views, view_of(out), pool));
+    expect_within_gemm_tolerance(*dot, lhs, rhs, out, expected, dot->to_string());
+  }
 }
 
 // Mixed precision and integer dots: operands converted to the result type (as the evaluator

@@ -325,32 +325,106 @@ ENTRY main {
 )");
 }
 
-// convolution natively (convolution_kernels.cc): NHWC and NCHW, strides, padding (negative
-// too), both dilations, reversal, feature groups, batch groups; f32, f64, bf16, s32; large enough
-// to split over 2 threads; bit for bit the evaluator's.
+// convolution natively on its direct loop (convolution_kernels.cc): NHWC and NCHW, strides,
+// padding (negative too), both dilations, reversal, feature groups, batch groups; f64, f32 below
+// the GEMM library's size, bf16, s32; large enough to split over 2 threads; bit for bit the
+// evaluator's.
 TEST(RuntimeProgramKernels, ConvolutionMatchesEvaluator) {
   expect_native_matches_evaluator(R"(
 HloModule convolution
 
 ENTRY main {
-  x = f32[4,17,16,4] parameter(0)
-  w = f32[3,3,4,6] parameter(1)
-  g = f32[3,3,2,6] parameter(2)
+  x = f64[4,17,16,4] parameter(0)
+  w = f64[3,3,4,6] parameter(1)
+  g = f64[3,3,2,6] parameter(2)
   n = f64[2,3,7,7] parameter(3)
   k = f64[5,3,3,2] parameter(4)
   b = bf16[1,6,3] parameter(5)
   bk = bf16[2,3,4] parameter(6)
   i = s32[4,5,1] parameter(7)
   ik = s32[1,1,8] parameter(8)
-  nhwc = f32[4,17,16,6] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
-  strided = f32[4,7,6,6] convolution(x, w), window={size=3x3 stride=2x2 pad=0_-1x0_0 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f
-  grouped = f32[4,15,14,6] convolution(x, g), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=2
+  xs = f32[2,5,5,4] parameter(9)
+  ws = f32[3,3,4,6] parameter(10)
+  nhwc = f64[4,17,16,6] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  strided = f64[4,7,6,6] convolution(x, w), window={size=3x3 stride=2x2 pad=0_-1x0_0 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f
+  grouped = f64[4,15,14,6] convolution(x, g), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=2
   nchw = f64[2,5,13,7] convolution(n, k), window={size=3x2 pad=1_1x0_1 lhs_dilate=2x1 rhs_reversal=1x0}, dim_labels=bf01_oi01->bf01
   half = bf16[1,5,4] convolution(b, bk), window={size=2}, dim_labels=b0f_0io->b0f
   ints = s32[1,5,8] convolution(i, ik), window={size=1}, dim_labels=b0f_0io->b0f, batch_group_count=4
-  ROOT t = (f32[4,17,16,6], f32[4,7,6,6], f32[4,15,14,6], f64[2,5,13,7], bf16[1,5,4], s32[1,5,8]) tuple(nhwc, strided, grouped, nchw, half, ints)
+  small = f32[2,5,5,6] convolution(xs, ws), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  ROOT t = (f64[4,17,16,6], f64[4,7,6,6], f64[4,15,14,6], f64[2,5,13,7], bf16[1,5,4], s32[1,5,8], f32[2,5,5,6]) tuple(nhwc, strided, grouped, nchw, half, ints, small)
 }
 )");
+}
+
+// f32 convolutions at the GEMM library's size (patches times the kernel, convolution_kernels.cc)
+// against the reference evaluator within library_gemm.h's tolerance: |runtime - evaluator| <=
+// K * 2^-23 * (the evaluator on the arguments' absolute values), K the largest patch length.
+// Covered: NHWC; stride with negative padding and window dilation; feature groups; batch groups;
+// an OIHW kernel with reversal (patches in feature-major order); an input gradient's lhs
+// dilation; a kernel gradient (batch and feature swapped, a window over the whole image); and
+// an NCHW result, which stays on the direct loop. No instruction is left to the fallback.
+TEST(RuntimeProgramKernels, LibraryConvolutionMatchesEvaluatorWithinTolerance) {
+  constexpr int64_t kLargestPatch = 17 * 16 * 4;
+  Compiled compiled = compile(R"(
+HloModule convolution_library
+
+ENTRY main {
+  x = f32[4,17,16,8] parameter(0)
+  w = f32[3,3,8,16] parameter(1)
+  g = f32[3,3,4,16] parameter(2)
+  o = f32[16,8,3,3] parameter(3)
+  dy = f32[4,17,16,16] parameter(4)
+  xb = f32[8,10,10,4] parameter(5)
+  wb = f32[3,3,4,16] parameter(6)
+  y = f32[2,8,9,9] parameter(7)
+  nhwc = f32[4,17,16,16] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  strided = f32[4,7,6,16] convolution(x, w), window={size=3x3 stride=2x2 pad=0_-1x0_0 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f
+  grouped = f32[4,15,14,16] convolution(x, g), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=2
+  batched = f32[4,8,8,16] convolution(xb, wb), window={size=3x3}, dim_labels=b01f_01io->b01f, batch_group_count=2
+  oihw = f32[4,17,16,16] convolution(x, o), window={size=3x3 pad=1_1x1_1 rhs_reversal=1x1}, dim_labels=b01f_oi01->b01f
+  dilated = f32[4,33,31,16] convolution(x, w), window={size=3x3 pad=1_1x1_1 lhs_dilate=2x2}, dim_labels=b01f_01io->b01f
+  kernel_grad = f32[3,3,8,16] convolution(x, dy), window={size=17x16 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf
+  nchw = f32[2,16,7,7] convolution(y, o), window={size=3x3}, dim_labels=bf01_oi01->bf01
+  ROOT t = (f32[4,17,16,16], f32[4,7,6,16], f32[4,15,14,16], f32[4,8,8,16], f32[4,17,16,16], f32[4,33,31,16], f32[3,3,8,16], f32[2,16,7,7]) tuple(nhwc, strided, grouped, batched, oihw, dilated, kernel_grad, nchw)
+}
+)");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  const std::vector<Literal> arguments = testing_runtime::make_arguments(*compiled.original, 5);
+  std::vector<Literal> absolute;
+  for (const Literal& argument : arguments) {
+    Literal copy = argument;
+    for (float& value : copy.data<float>()) value = std::fabs(value);
+    absolute.push_back(std::move(copy));
+  }
+  StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+  StatusOr<Literal> magnitude = evaluate_module(*compiled.original, absolute);
+  ASSERT_TRUE(expected.ok() && magnitude.ok());
+  std::vector<Literal> expected_leaves, magnitude_leaves;
+  flatten(*expected, expected_leaves);
+  flatten(*magnitude, magnitude_leaves);
+  for (int threads : {1, 2}) {
+    ExecutionStats stats;
+    StatusOr<std::vector<BufferHandle>> results =
+        compiled.executable->execute(to_handles(arguments), {.threads = threads, .stats = &stats});
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    ASSERT_EQ(results->size(), expected_leaves.size());
+    for (size_t i = 0; i < expected_leaves.size(); ++i) {
+      Literal actual = *(*results)[i].to_literal();
+      ASSERT_TRUE(actual.shape().compatible(expected_leaves[i].shape()));
+      std::span<const float> a = actual.data<float>(), e = expected_leaves[i].data<float>();
+      std::span<const float> m = magnitude_leaves[i].data<float>();
+      int64_t mismatches = 0;
+      for (size_t j = 0; j < e.size(); ++j) {
+        const double bound = kLargestPatch * std::ldexp(1.0, -23) * m[j] * 1.001;
+        if (!(std::fabs(static_cast<double>(a[j]) - e[j]) <= bound) && mismatches++ < 3)
+          ADD_FAILURE() << "result " << i << " element " << j << " threads " << threads << ": runtime " << a[j]
+                        << " evaluator " << e[j] << " bound " << bound;
+      }
+      EXPECT_EQ(mismatches, 0) << "result " << i;
+    }
+    EXPECT_EQ(stats.fallback_ops_executed, 0);
+  }
 }
 
 // fft natively (fft_kernels.cc): every type, 1-3 dimensions, radix-2 and direct lengths,

@@ -1,16 +1,168 @@
-// convolution natively: convolution.h's loop over the step's slices, output elements split
-// over the pool, for operands of the result's element type (a mix runs the fallback, which
-// converts them first).
+// convolution natively, for operands of the result's element type (a mix runs the fallback,
+// which converts them first), one of two ways chosen at create:
+//
+// - On the GEMM library (library_gemm.h), for f32 convolutions of at least
+//   kLibraryGemmMinimumWork multiply-adds whose output feature dimension is the result's minor
+//   one and whose kernel is a matrix the library reads in place: per group (feature or batch
+//   group), a block of output positions gathers its patches (window positions x the group's
+//   input features, zeros where the window falls in padding or between dilated inputs) into a
+//   per-thread scratch matrix, and one library call multiplies it by the kernel's group, writing
+//   the result rows in place. Any dim_labels, stride, padding, dilation and reversal take this
+//   path: they only change where a patch reads. Results are within library_gemm.h's tolerance
+//   of the evaluator's, with one difference stated here: padding contributes 0 x w products,
+//   so a NaN or infinite kernel weight that meets padding gives NaN where the evaluator (which
+//   skips padding, as XLA's reference evaluator does) gives a number. XLA:CPU's library
+//   convolutions pad with zeros the same way.
+// - Otherwise convolution.h's loop over the step's slices, output elements split over the
+//   pool, bit for bit the evaluator's.
+#include <algorithm>
+
 #include "insitu/evaluator/convolution.h"
 #include "insitu/runtime/element_compute.h"
 #include "insitu/runtime/kernels.h"
+#include "insitu/runtime/library_gemm.h"
 
 namespace insitu {
 namespace {
 
 struct ConvolutionKernelPlan final : KernelPlan {
   eval::ConvolutionPlan plan;
+  // The library path's (gemm_kernel's) plan.
+  int64_t groups = 1;         // feature or batch groups (at most one of the counts is above 1)
+  int64_t rows = 0;           // output positions: the result's elements / its output features
+  int64_t columns = 0;        // output features per group
+  int64_t depth = 0;          // patch length: window positions x input features of a group
+  int64_t block_rows = 0;     // output positions per task
+  bool batch_grouped = false;  // the groups are batch groups (else feature groups)
+  bool feature_major = false; // patch order: (input feature, window position) when true
+  kernels::GemmOperand kernel;
+  std::vector<int64_t> row_dimensions;  // the result's dimensions but the (minor) feature one
 };
+
+// Patches of output positions [first, first + count) for group `group` into `patches`
+// (count x depth, row-major), in the plan's patch order.
+void gather_patches(const ConvolutionKernelPlan& p, const float* lhs, int64_t group, int64_t first, int64_t count,
+                    float* patches) {
+  const eval::ConvolutionPlan& plan = p.plan;
+  const size_t spatial = plan.window.size();
+  const int64_t features = plan.input_feature_group_size, windows = plan.window_positions;
+  const int64_t feature_stride = plan.lhs_strides[plan.lhs_feature];
+  const bool batch_groups = p.batch_grouped;
+  std::vector<int64_t> index(p.row_dimensions.size()), position(spatial);
+  for (int64_t r = 0; r < count; ++r) {
+    for (int64_t rest = first + r, d = static_cast<int64_t>(index.size()) - 1; d >= 0; --d) {
+      index[d] = rest % p.row_dimensions[d];
+      rest /= p.row_dimensions[d];
+    }
+    // The output's feature dimension is its last: the others keep their numbers.
+    const int64_t batch = index[plan.out_batch] + (batch_groups ? group * plan.batch_group_size : 0);
+    const int64_t base = batch * plan.lhs_strides[plan.lhs_batch] +
+                         (batch_groups ? 0 : group * features * feature_stride);
+    float* row = patches + r * p.depth;
+    std::fill(position.begin(), position.end(), 0);
+    for (int64_t w = 0; w < windows; ++w) {
+      if (w > 0)  // the next window position, last spatial dimension fastest
+        for (int64_t s = static_cast<int64_t>(spatial) - 1; s >= 0; --s) {
+          if (++position[s] < plan.window[s].size) break;
+          position[s] = 0;
+        }
+      int64_t offset = base;
+      bool inside = true;
+      for (size_t s = 0; s < spatial && inside; ++s) {
+        const WindowDimension& window = plan.window[s];
+        // Patch column w pairs with kernel position w: under reversal it reads the mirrored input.
+        const int64_t at_window = window.window_reversal ? window.size - 1 - position[s] : position[s];
+        const int64_t undilated = index[plan.out_spatial[s]] * window.stride - window.padding_low +
+                                  at_window * window.window_dilation;
+        const int64_t at = undilated / window.base_dilation;
+        inside = undilated % window.base_dilation == 0 && at >= 0 && at < plan.lhs_sizes[s];
+        offset += at * plan.lhs_strides[plan.lhs_spatial[s]];
+      }
+      if (p.feature_major) {
+        for (int64_t z = 0; z < features; ++z) row[z * windows + w] = inside ? lhs[offset + z * feature_stride] : 0.0f;
+      } else if (!inside) {
+        std::fill(row + w * features, row + (w + 1) * features, 0.0f);
+      } else if (feature_stride == 1) {
+        std::copy(lhs + offset, lhs + offset + features, row + w * features);
+      } else {
+        for (int64_t z = 0; z < features; ++z) row[w * features + z] = lhs[offset + z * feature_stride];
+      }
+    }
+  }
+}
+
+// The library path: tasks are (group, block of output positions).
+Status gemm_kernel(const KernelCall& call) {
+  const auto& p = static_cast<const ConvolutionKernelPlan&>(*call.plan);
+  const float* lhs = reinterpret_cast<const float*>(call.operands[0].data);
+  const float* rhs = reinterpret_cast<const float*>(call.operands[1].data);
+  float* out = reinterpret_cast<float*>(call.out().data);
+  const int64_t blocks = (p.rows + p.block_rows - 1) / p.block_rows;
+  const int64_t out_features = p.columns * p.groups;
+  const int64_t kernel_feature_stride = p.plan.rhs_strides[p.plan.rhs_output];
+  run_range(call.pool, p.groups * blocks, 2, [&](int64_t begin, int64_t end) {
+    // Scratch of this thread, kept across calls (at most block_rows x depth floats).
+    thread_local std::vector<float> patches;
+    if (patches.size() < static_cast<size_t>(p.block_rows * p.depth)) patches.resize(p.block_rows * p.depth);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t group = task / blocks, first = (task % blocks) * p.block_rows;
+      const int64_t count = std::min(p.block_rows, p.rows - first);
+      gather_patches(p, lhs, group, first, count, patches.data());
+      const kernels::GemmOperand patch_layout{false, p.depth, p.depth, 1};
+      kernels::gemm_on_this_thread(count, p.columns, p.depth, patches.data(), patch_layout,
+                                   rhs + group * p.columns * kernel_feature_stride, p.kernel,
+                                   out + first * out_features + group * p.columns, out_features);
+    }
+  });
+  return ok_status();
+}
+
+// Plans the library path into `kernel_plan`, or returns false (the direct loop runs).
+bool plan_gemm_path(ConvolutionKernelPlan& p, const Shape& out) {
+  const eval::ConvolutionPlan& plan = p.plan;
+  if (!kernels::library_gemm_available() || out.element_type() != PrimitiveType::kF32) return false;
+  const int64_t rank = static_cast<int64_t>(plan.out_dimensions.size());
+  if (plan.out_feature != rank - 1) return false;  // rows of the result must be evenly spaced
+  const int64_t out_features = plan.out_dimensions[plan.out_feature];
+  const int64_t feature_groups = out_features / std::max<int64_t>(plan.output_feature_group_size, 1);
+  const int64_t batch_groups = out_features / std::max<int64_t>(plan.batch_group_features, 1);
+  p.groups = std::max(feature_groups, batch_groups);
+  p.batch_grouped = batch_groups > 1;
+  p.columns = out_features / std::max<int64_t>(p.groups, 1);
+  p.depth = plan.window_positions * plan.input_feature_group_size;
+  p.rows = out_features == 0 ? 0 : out.element_count() / out_features;
+  const __int128 work = static_cast<__int128>(p.rows) * out_features * p.depth;
+  if (p.rows == 0 || p.columns == 0 || p.depth == 0 || work < kernels::kLibraryGemmMinimumWork) return false;
+  // The kernel as a depth x columns matrix, in whichever patch order makes it one the library
+  // reads in place.
+  std::vector<int64_t> window_offsets(static_cast<size_t>(plan.window_positions), 0);
+  for (int64_t w = 0; w < plan.window_positions; ++w) {
+    int64_t rest = w;
+    for (int64_t s = static_cast<int64_t>(plan.window.size()) - 1; s >= 0; --s) {
+      window_offsets[w] += (rest % plan.window[s].size) * plan.rhs_strides[plan.rhs_spatial[s]];
+      rest /= plan.window[s].size;
+    }
+  }
+  std::vector<int64_t> columns(static_cast<size_t>(p.columns));
+  for (int64_t o = 0; o < p.columns; ++o) columns[o] = o * plan.rhs_strides[plan.rhs_output];
+  for (bool feature_major : {false, true}) {
+    std::vector<int64_t> depth_offsets;
+    for (int64_t outer = 0; outer < (feature_major ? plan.input_feature_group_size : plan.window_positions); ++outer)
+      for (int64_t inner = 0; inner < (feature_major ? plan.window_positions : plan.input_feature_group_size); ++inner)
+        depth_offsets.push_back(feature_major
+                                    ? outer * plan.rhs_strides[plan.rhs_input] + window_offsets[inner]
+                                    : window_offsets[outer] + inner * plan.rhs_strides[plan.rhs_input]);
+    if (std::optional<kernels::GemmOperand> kernel = kernels::gemm_operand(depth_offsets, columns)) {
+      p.kernel = *kernel;
+      p.feature_major = feature_major;
+      p.row_dimensions.assign(plan.out_dimensions.begin(), plan.out_dimensions.end() - 1);
+      // Blocks of about 1 MiB of patches, at least 64 rows so the kernel matrix is read few times.
+      p.block_rows = std::clamp<int64_t>((int64_t{1} << 18) / p.depth, 64, 1024);
+      return true;
+    }
+  }
+  return false;
+}
 
 template <typename T>
 Status convolution_kernel(const KernelCall& call) {
@@ -41,6 +193,7 @@ SelectedKernel select_convolution(const Instruction& instruction, std::span<cons
   if (run == nullptr) return std::nullopt;
   auto kernel_plan = std::make_unique<ConvolutionKernelPlan>();
   kernel_plan->plan = *std::move(plan);
+  if (plan_gemm_path(*kernel_plan, *outputs[0].shape)) return NativeKernel{&gemm_kernel, std::move(kernel_plan)};
   return NativeKernel{run, std::move(kernel_plan)};
 }
 

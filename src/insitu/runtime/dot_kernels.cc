@@ -2,7 +2,13 @@
 // reading the operand slices in place; other operand types into an f32, s32 or s64 result are
 // converted first (as the evaluator does) and run through the same f32 loop or an integer one.
 //
-// It is bit-for-bit the reference evaluator (src/insitu/evaluator/dot.cc): every result
+// Products of at least kLibraryGemmMinimumWork multiply-adds into an f32 result (f32, bf16 or
+// f16 operands, the narrow ones converted to f32 first) whose operands the library can read in
+// place (each operand's free and contracting dimensions collapse to one stride each, one of
+// them unit) run on the GEMM library (library_gemm.h, with its stated tolerance). A dot the
+// library cannot read in place runs the loop below; nothing is copied to make it fit.
+//
+// The loop is bit-for-bit the reference evaluator (src/insitu/evaluator/dot.cc): every result
 // element is one f32 chain `sum = 0.0f; sum += lhs * rhs` over the contracting indices in
 // row-major order of lhs_contracting_dimensions. Only the order in which result elements are
 // visited changes: when rhs's contraction is strided (e.g. [M,K] x [K,N]), a row of results is
@@ -18,6 +24,7 @@
 
 #include "insitu/evaluator/index_util.h"
 #include "insitu/runtime/kernels.h"
+#include "insitu/runtime/library_gemm.h"
 
 namespace insitu {
 namespace kernels {
@@ -239,11 +246,30 @@ void run_dot_integer(const DotLayout& layout, const T* lhs, const T* rhs, T* out
       }
 }
 
+// The layout as the library's batched problem, or nullopt when an operand is not a matrix the
+// library reads in place (gemm_operand).
+std::optional<GemmProblem> plan_gemm(const DotLayout& layout) {
+  std::optional<GemmOperand> lhs = gemm_operand(layout.lhs_free, layout.lhs_step);
+  std::optional<GemmOperand> rhs = gemm_operand(layout.rhs_step, layout.rhs_free);
+  if (!lhs || !rhs) return std::nullopt;
+  GemmProblem problem;
+  problem.m = static_cast<int64_t>(layout.lhs_free.size());
+  problem.n = static_cast<int64_t>(layout.rhs_free.size());
+  problem.k = static_cast<int64_t>(layout.lhs_step.size());
+  problem.lhs_layout = *lhs;
+  problem.rhs_layout = *rhs;
+  problem.lhs_batch = layout.lhs_batch;
+  problem.rhs_batch = layout.rhs_batch;
+  return problem;
+}
+
 // The dimension numbers resolved to offsets; for a mixed-type dot, the operands' shapes in
-// the result's element type (what they are converted to per call).
+// the result's element type (what they are converted to per call); for a library dot, its
+// problem.
 struct DotPlan final : KernelPlan {
   DotLayout layout;
   Shape lhs, rhs;
+  GemmProblem gemm;
 };
 
 const DotPlan& dot_plan(const KernelCall& call) { return static_cast<const DotPlan&>(*call.plan); }
@@ -251,6 +277,24 @@ const DotPlan& dot_plan(const KernelCall& call) { return static_cast<const DotPl
 // f32 x f32 -> f32, operands read in place.
 Status dot_f32_kernel(const KernelCall& call) {
   run_dot_f32(dot_plan(call).layout, call.operands[0], call.operands[1], call.out(), call.pool);
+  return ok_status();
+}
+
+// f32 x f32 -> f32 on the library, operands read in place.
+Status dot_library_kernel(const KernelCall& call) {
+  library_gemm(dot_plan(call).gemm, reinterpret_cast<const float*>(call.operands[0].data),
+               reinterpret_cast<const float*>(call.operands[1].data), reinterpret_cast<float*>(call.out().data),
+               call.pool);
+  return ok_status();
+}
+
+// bf16/f16 (or mixed) -> f32 on the library: the operands converted to f32 (exactly), then an
+// f32 product, which accumulates in f32.
+Status dot_library_converted_kernel(const KernelCall& call) {
+  std::vector<float> lhs, rhs;
+  convert_operand(call.operands[0], lhs);
+  convert_operand(call.operands[1], rhs);
+  library_gemm(dot_plan(call).gemm, lhs.data(), rhs.data(), reinterpret_cast<float*>(call.out().data), call.pool);
   return ok_status();
 }
 
@@ -285,8 +329,24 @@ SelectedKernel select_dot(const Instruction& instruction, std::span<const ArrayV
   plan->lhs = Shape::array(type, operands[0].shape->dimensions());
   plan->rhs = Shape::array(type, operands[1].shape->dimensions());
   if (!kernels::plan_layout(instruction, plan->lhs, plan->rhs, *out.shape, plan->layout)) return std::nullopt;
-  if (type == PrimitiveType::kF32 && operands[0].type() == type && operands[1].type() == type)
-    return NativeKernel{&kernels::dot_f32_kernel, std::move(plan)};
+  const bool f32_operands = operands[0].type() == PrimitiveType::kF32 && operands[1].type() == PrimitiveType::kF32;
+  auto float_operand = [](PrimitiveType t) {
+    return t == PrimitiveType::kF32 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF16;
+  };
+  if (type == PrimitiveType::kF32 && kernels::library_gemm_available() && float_operand(operands[0].type()) &&
+      float_operand(operands[1].type())) {
+    const kernels::DotLayout& layout = plan->layout;
+    const __int128 work = static_cast<__int128>(layout.lhs_batch.size()) * layout.lhs_free.size() *
+                          layout.rhs_free.size() * layout.lhs_step.size();  // 128 bits: cannot overflow
+    if (work >= kernels::kLibraryGemmMinimumWork) {
+      if (std::optional<kernels::GemmProblem> gemm = kernels::plan_gemm(layout)) {
+        plan->gemm = std::move(*gemm);
+        return NativeKernel{f32_operands ? &kernels::dot_library_kernel : &kernels::dot_library_converted_kernel,
+                            std::move(plan)};
+      }
+    }
+  }
+  if (type == PrimitiveType::kF32 && f32_operands) return NativeKernel{&kernels::dot_f32_kernel, std::move(plan)};
   if (!kernels::is_convertible_operand(operands[0].type()) || !kernels::is_convertible_operand(operands[1].type()))
     return std::nullopt;
   switch (type) {

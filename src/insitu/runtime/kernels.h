@@ -9,7 +9,8 @@
 // select_kernel below); where a family has no native path for an instruction, the step runs
 // the fallback (fallback_kernels.cc), which wraps the slices as Literals and calls the
 // reference evaluator's per-op function. Every native kernel is bit-for-bit the evaluator's
-// result (tests/runtime/kernels_test.cc), except where a kernel's header says otherwise.
+// result (tests/runtime/kernels_test.cc), except where a kernel's header says otherwise: large
+// f32 dots and convolutions run on a GEMM library within its stated tolerance (library_gemm.h).
 //
 // In-place ops (dynamic-update-slice, scatter) expect the output to be the operand's memory
 // (buffer assignment links them); they touch only what they update. Elementwise kernels allow
@@ -125,7 +126,8 @@ SelectedKernel select_data_movement(const Instruction&, std::span<const ArrayVie
 // operand's memory, or the operand is first copied into it). Start indices are read per call.
 SelectedKernel select_dynamic_slice(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // dot_kernels.cc: any dimension numbers; f32 (and bf16/f16 converted to f32), integer dots;
-// operands read in place in the evaluator's accumulation order.
+// operands read in place, on the GEMM library when large enough and readable in place, else in
+// the evaluator's accumulation order.
 SelectedKernel select_dot(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // reduce_kernels.cc: reduce and reduce-window (a simple combiner natively, any scalar-program
 // combiner planned once, variadic too); select-and-scatter with a compare select and an add
@@ -148,7 +150,8 @@ SelectedKernel select_scatter(const Instruction&, std::span<const ArrayView>, st
 // targets of evaluator/lapack.h); an output may be exactly its aliased operand's memory.
 SelectedKernel select_builtin_custom_call(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // convolution_kernels.cc: convolution (any dimension numbers, groups, dilations) with operands
-// of the result's type, in the evaluator's summation order.
+// of the result's type: large f32 ones as patches times the kernel on the GEMM library, the rest in
+// the evaluator's summation order.
 SelectedKernel select_convolution(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // fft_kernels.cc: fft (FFT, IFFT, RFFT, IRFFT over 1-3 dimensions), the evaluator's transforms.
 SelectedKernel select_fft(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);

@@ -1,0 +1,69 @@
+// Dense f32 matrix products on a library made for them (issue 9): oneDNN's sgemm, which picks
+// its kernels for the CPU it runs on (AVX-512, AVX2, ...) at run time. The dot kernel
+// (dot_kernels.cc) and the convolution kernel (convolution_kernels.cc) call it.
+//
+// Why oneDNN (bench/gemm_libraries_bench.cc, one run on this 2-core AVX-512 machine, GFLOP/s
+// at 1024^3 and 2048^3 in bench/README.md): as Debian ships them, OpenBLAS 0.3.21 detects this
+// CPU as "Prescott" (62 GFLOP/s; 300 only with OPENBLAS_CORETYPE forced) and BLIS picks a
+// smaller kernel (155; 270 with BLIS_ARCH_TYPE forced); oneDNN runs at 303-322 out of the box,
+// Eigen at 280 only when compiled with -march=native. oneDNN also has the convolutions.
+//
+// Threading stays insitu's: the library runs single-threaded on each pool thread (its OpenMP
+// runtime is told one thread for the call and restored after, so no OpenMP team is started and
+// none is left spinning next to the pool's workers), over a static split of the batches and the
+// result's columns. The split depends on the pool's thread count only, never on timing.
+//
+// Numbers: a library GEMM sums each result element's K products in an order of its own (with
+// FMAs), not the evaluator's sequential f32 chain, so it is not bit-identical to it. Any order
+// of a K-term f32 sum is within K * 2^-24 * sum_k |a_k * b_k| of the exact sum, so two orders
+// differ by at most K * 2^-23 * sum_k |a_k * b_k|: that is the tolerance the tests use
+// (tests/runtime/dot_kernels_test.cc, convolution_kernels_test.cc). The kernels keep their own
+// exact loops for products smaller than kLibraryGemmMinimumWork, where a library call costs
+// more than it saves, and for operands the library cannot read in place.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "insitu/runtime/thread_pool.h"
+
+namespace insitu::kernels {
+
+// Products of at least this many multiply-adds (batch * M * N * K) go to the library.
+inline constexpr int64_t kLibraryGemmMinimumWork = int64_t{1} << 16;
+
+// True when the runtime was built with a GEMM library (INSITU_HAVE_ONEDNN).
+bool library_gemm_available();
+
+// How one operand matrix (rows x columns) sits in memory: element (i, j) at
+// data[i * row_stride + j * column_stride], one of the strides unit.
+struct GemmOperand {
+  bool transposed = false;  // stored column-major: (i, j) at j * leading + i
+  int64_t leading = 0;      // BLAS's leading dimension
+  int64_t row_stride = 0, column_stride = 0;
+};
+
+// The operand whose element (i, j) sits at row_offsets[i] + column_offsets[j], or nullopt when
+// either list is not evenly spaced from 0 or the library cannot read the matrix in place
+// (neither stride unit, or rows and columns overlapping).
+std::optional<GemmOperand> gemm_operand(std::span<const int64_t> row_offsets, std::span<const int64_t> column_offsets);
+
+// c (m x n, row-major, row i at c + i * ldc) = a (m x k) x b (k x n), on the calling thread
+// alone. Pre: library_gemm_available(); ldc >= n; the layouts fit the buffers.
+void gemm_on_this_thread(int64_t m, int64_t n, int64_t k, const float* a, const GemmOperand& a_layout, const float* b,
+                         const GemmOperand& b_layout, float* c, int64_t ldc);
+
+// out[b] = lhs[b] x rhs[b] for each batch b (lhs at lhs + lhs_batch[b], an m x k matrix as
+// `lhs_layout` says; rhs at rhs + rhs_batch[b], k x n; out contiguous row-major m x n, batches
+// one after another), split over the pool by batches and column blocks.
+// Pre: library_gemm_available(); the offsets and layouts fit the buffers.
+struct GemmProblem {
+  int64_t m = 0, n = 0, k = 0;
+  GemmOperand lhs_layout, rhs_layout;
+  std::vector<int64_t> lhs_batch, rhs_batch;  // element offsets, one per batch
+};
+void library_gemm(const GemmProblem& problem, const float* lhs, const float* rhs, float* out, ThreadPool& pool);
+
+}  // namespace insitu::kernels
