@@ -2,11 +2,13 @@
 // its kernels for the CPU it runs on (AVX-512, AVX2, ...) at run time. The dot kernel
 // (dot_kernels.cc) and the convolution kernel (convolution_kernels.cc) call it.
 //
-// Why oneDNN (bench/gemm_libraries_bench.cc, one run on this 2-core AVX-512 machine, GFLOP/s
-// at 1024^3 and 2048^3 in bench/README.md): as Debian ships them, OpenBLAS 0.3.21 detects this
-// CPU as "Prescott" (62 GFLOP/s; 300 only with OPENBLAS_CORETYPE forced) and BLIS picks a
-// smaller kernel (155; 270 with BLIS_ARCH_TYPE forced); oneDNN runs at 303-322 out of the box,
-// Eigen at 280 only when compiled with -march=native. oneDNN also has the convolutions.
+// Why oneDNN (bench/gemm_libraries_bench.cc, every Debian candidate in one run; figures in
+// bench/README.md): on this 2-core AVX-512 machine it was the fastest at 1024^3 (215-219
+// GFLOP/s) and within 3% of the fastest at 2048^3, out of the box and single-threaded on
+// insitu's pool; OpenBLAS 0.3.21 and serial BLIS came within 10%, threaded BLIS ran at half
+// speed, Eigen at 160. oneDNN dispatches on CPU features at run time (OpenBLAS picks its kernels
+// by CPU model: it called this AMD EPYC a "Cooperlake"), and it also has s8 GEMMs and
+// convolutions for what comes next.
 //
 // Threading stays insitu's: the library runs single-threaded on each pool thread (its OpenMP
 // runtime is told one thread for the call and restored after, so no OpenMP team is started and
@@ -17,7 +19,7 @@
 // FMAs), not the evaluator's sequential f32 chain, so it is not bit-identical to it. Any order
 // of a K-term f32 sum is within K * 2^-24 * sum_k |a_k * b_k| of the exact sum, so two orders
 // differ by at most K * 2^-23 * sum_k |a_k * b_k|: that is the tolerance the tests use
-// (tests/runtime/dot_kernels_test.cc, convolution_kernels_test.cc). The kernels keep their own
+// (tests/runtime/dot_kernels_test.cc, program_kernels_test.cc). The kernels keep their own
 // exact loops for products smaller than kLibraryGemmMinimumWork, where a library call costs
 // more than it saves, and for operands the library cannot read in place.
 #pragma once
