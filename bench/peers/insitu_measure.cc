@@ -1,6 +1,14 @@
 // insitu_measure: insitu's side of the peer table (bench/peers/peer_table.sh, issue 5 item 3).
 //
 //   insitu_measure [--compile-reps N] [--calls N] [--threads N] [--dump-to DIR] DIR...
+//   insitu_measure --bandwidth [--threads N]
+//
+// --profile N adds one untimed profiled call after the timed ones and prints its N longest
+// steps (ExecuteOptions::profile) to stderr: where a call's time goes.
+//
+// --bandwidth prints {"bandwidth_bytes_per_second": B}: the median of 7 copies of 1 GiB into
+// another 1 GiB (both touched first) on the runtime's thread pool, counting bytes read plus
+// bytes written: the memory bandwidth the real-size rows' floors divide by.
 //
 // Each DIR holds before_optimizations.hlo and input_0.npy ... (a JAX corpus program, or a
 // large-shape dump made by measure_xla.py; a missing input_i.npy is a zero-filled argument, so a
@@ -26,6 +34,7 @@
 #include "insitu/ir/parser.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/runtime/executable.h"
+#include "insitu/runtime/kernels.h"
 
 namespace insitu {
 namespace {
@@ -38,6 +47,7 @@ struct Settings {
   int calls = 200;
   int threads = 0;
   std::string dump_to;  // --dump-to DIR: one more (untimed) compile dumps its stages to DIR/NAME
+  int profile = 0;      // --profile N: after the timed calls, one profiled call; its N longest steps to stderr
 };
 
 double seconds_since(Clock::time_point start) {
@@ -150,6 +160,22 @@ Status measure(const fs::path& dir, const Settings& settings, std::string& json)
       if (feedback[i] >= 0) arguments[i] = results.at(feedback[i]);
   }
 
+  if (settings.profile > 0) {
+    ExecutionStats profiled;
+    options.stats = &profiled;
+    options.profile = true;
+    INSITU_ASSIGN_OR_RETURN(std::vector<BufferHandle> results, executable->execute(arguments, options));
+    double total = 0;
+    for (const ExecutionStats::StepTime& step : profiled.step_times) total += step.seconds;
+    std::fprintf(stderr, "%s: profiled call %.3f ms (%.3f ms in steps, whiles counted inclusively)\n",
+                 dir.string().c_str(), profiled.run_seconds * 1e3, total * 1e3);
+    for (size_t i = 0; i < profiled.step_times.size() && i < static_cast<size_t>(settings.profile); ++i) {
+      const ExecutionStats::StepTime& step = profiled.step_times[i];
+      std::fprintf(stderr, "  %9.3f ms %6lld x %-22s %s\n", step.seconds * 1e3, static_cast<long long>(step.runs),
+                   step.opcode.c_str(), step.instruction.c_str());
+    }
+  }
+
   char line[1024];
   std::snprintf(line, sizeof(line),
                 "{\"dir\": \"%s\", \"compile_seconds\": %.9g, \"compile_reps\": %d, \"call_seconds\": %.9g, "
@@ -165,9 +191,26 @@ Status measure(const fs::path& dir, const Settings& settings, std::string& json)
   return Status();
 }
 
+std::string measure_bandwidth(int threads) {
+  constexpr int64_t kBytes = int64_t{1} << 30;
+  std::vector<uint8_t> from(kBytes, 1), to(kBytes, 0);
+  ThreadPool pool(threads > 0 ? threads : ThreadPool::hardware_threads());
+  std::vector<double> seconds;
+  for (int rep = 0; rep < 8; ++rep) {
+    const Clock::time_point start = Clock::now();
+    copy_bytes_parallel(pool, to.data(), from.data(), kBytes);
+    if (rep > 0) seconds.push_back(seconds_since(start));  // the first one warms up
+  }
+  char line[160];
+  std::snprintf(line, sizeof(line), "{\"bandwidth_bytes_per_second\": %.9g, \"threads\": %d}",
+                2.0 * kBytes / median(seconds), pool.thread_count());
+  return line;
+}
+
 int run(int argc, char** argv) {
   Settings settings;
   std::vector<std::string> dirs;
+  bool bandwidth = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--compile-reps" && i + 1 < argc) {
@@ -178,9 +221,17 @@ int run(int argc, char** argv) {
       settings.dump_to = argv[++i];
     } else if (arg == "--threads" && i + 1 < argc) {
       settings.threads = std::atoi(argv[++i]);
+    } else if (arg == "--profile" && i + 1 < argc) {
+      settings.profile = std::atoi(argv[++i]);
+    } else if (arg == "--bandwidth") {
+      bandwidth = true;
     } else {
       dirs.push_back(arg);
     }
+  }
+  if (bandwidth) {
+    std::printf("%s\n", measure_bandwidth(settings.threads).c_str());
+    return 0;
   }
   if (dirs.empty()) {
     std::fprintf(stderr, "usage: insitu_measure [--compile-reps N] [--calls N] [--threads N] [--dump-to DIR] DIR...\n");

@@ -96,6 +96,148 @@ LARGE = {
 }
 
 
+# --- real sizes (issue 9): what people run, each with its bandwidth floor ------------------
+#
+# A builder returns (function, args, jit_options, floor_bytes): floor_bytes is what any
+# implementation must read and write per call (every argument read once, every output written
+# once, except a donated cache written only where it changes). Arguments of 64 MiB or more are
+# zeros (insitu_measure makes them itself); the others are random.
+
+def _leaf_bytes(tree):
+    import jax
+    import numpy as np
+
+    return sum(np.asarray(leaf).nbytes for leaf in jax.tree_util.tree_leaves(tree))
+
+
+def _random_or_zeros(rng, shape, scale=0.02):
+    import numpy as np
+
+    if int(np.prod(shape)) * 4 >= (64 << 20):
+        return np.zeros(shape, np.float32)
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _real_matmul(n):
+    def builder():
+        import numpy as np
+
+        rng = np.random.RandomState(jax_programs.RNG_SEED)
+        a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+        return (lambda a, b: a @ b), (a, b), {}, 3 * n * n * 4
+    return builder
+
+
+def _real_conv3x3():
+    """A ResNet 3x3 convolution, NHWC: 8x56x56x64 -> 64 features, SAME padding."""
+    import numpy as np
+
+    rng = np.random.RandomState(jax_programs.RNG_SEED)
+    x = rng.standard_normal((8, 56, 56, 64)).astype(np.float32)
+    w = (rng.standard_normal((3, 3, 64, 64)) * 0.05).astype(np.float32)
+
+    def f(x, w):
+        from jax import lax
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    return f, (x, w), {}, 2 * x.nbytes + w.nbytes
+
+
+# GPT-2 small's shape (12 layers, d=768, 12 heads), a 1024-position f32 KV cache, a vocabulary
+# of 8192: one decode step of one token.
+_GPT = dict(layers=12, d=768, heads=12, length=1024, vocab=8192)
+
+
+def _gpt_layer_shapes(d):
+    return dict(ln1_g=(d,), ln1_b=(d,), qkv=(d, 3 * d), qkv_b=(3 * d,), proj=(d, d), proj_b=(d,),
+                ln2_g=(d,), ln2_b=(d,), fc=(d, 4 * d), fc_b=(4 * d,), fc2=(4 * d, d), fc2_b=(d,))
+
+
+def _gpt_block(h, p, layer_cache, pos, heads, length):
+    """One pre-LN transformer block for one token; layer_cache [2, heads, length, head_dim]."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    d = h.shape[0]
+    head_dim = d // heads
+
+    def layer_norm(x, g, b):
+        mean = x.mean()
+        return (x - mean) * lax.rsqrt(((x - mean) ** 2).mean() + 1e-5) * g + b
+
+    q, k, v = jnp.split(layer_norm(h, p["ln1_g"], p["ln1_b"]) @ p["qkv"] + p["qkv_b"], 3)
+    q, k, v = (t.reshape(heads, head_dim) for t in (q, k, v))
+    layer_cache = lax.dynamic_update_slice(layer_cache, jnp.stack([k, v])[:, :, None, :], (0, 0, pos, 0))
+    scores = jnp.einsum("hd,htd->ht", q, layer_cache[0]) / jnp.sqrt(jnp.float32(head_dim))
+    scores = jnp.where(jnp.arange(length) <= pos, scores, jnp.float32(-1e30))
+    attention = jnp.einsum("ht,htd->hd", jax.nn.softmax(scores, axis=-1), layer_cache[1]).reshape(d)
+    h = h + attention @ p["proj"] + p["proj_b"]
+    x = layer_norm(h, p["ln2_g"], p["ln2_b"])
+    return h + jax.nn.gelu(x @ p["fc"] + p["fc_b"]) @ p["fc2"] + p["fc2_b"], layer_cache
+
+
+def _real_gpt_decode(spelling):
+    """spelling "scan": stacked weights and the cache carried through lax.scan (dynamic index and
+    update of the layer's cache); "unrolled": per-layer weights, then jnp.stack of the layer caches."""
+    def builder():
+        import jax.numpy as jnp
+        import numpy as np
+        from jax import lax
+
+        layers, d, heads, length, vocab = (_GPT[k] for k in ("layers", "d", "heads", "length", "vocab"))
+        rng = np.random.RandomState(jax_programs.RNG_SEED)
+        shapes = _gpt_layer_shapes(d)
+        if spelling == "scan":
+            params = {k: _random_or_zeros(rng, (layers,) + s) for k, s in shapes.items()}
+        else:
+            params = [{k: _random_or_zeros(rng, s) for k, s in shapes.items()} for _ in range(layers)]
+        cache = np.zeros((layers, 2, heads, length, d // heads), np.float32)
+        final_norm = np.stack([np.ones(d, np.float32), np.zeros(d, np.float32)])
+        embedding = _random_or_zeros(rng, (vocab, d))
+        x = rng.standard_normal(d).astype(np.float32)
+        pos = np.int32(length - 24)
+
+        def final(h, final_norm, embedding):
+            mean = h.mean()
+            normed = (h - mean) * lax.rsqrt(((h - mean) ** 2).mean() + 1e-5) * final_norm[0] + final_norm[1]
+            return embedding @ normed
+
+        if spelling == "scan":
+            def f(cache, params, final_norm, embedding, x, pos):
+                def layer(carry, inputs):
+                    h, cache = carry
+                    p, index = inputs
+                    layer_cache = lax.dynamic_index_in_dim(cache, index, keepdims=False)
+                    h, layer_cache = _gpt_block(h, p, layer_cache, pos, heads, length)
+                    return (h, lax.dynamic_update_index_in_dim(cache, layer_cache, index, axis=0)), None
+
+                (h, cache), _ = lax.scan(layer, (x, cache), (params, jnp.arange(layers)))
+                return cache, final(h, final_norm, embedding)
+        else:
+            def f(cache, params, final_norm, embedding, x, pos):
+                h, updated = x, []
+                for layer in range(layers):
+                    h, layer_cache = _gpt_block(h, params[layer], cache[layer], pos, heads, length)
+                    updated.append(layer_cache)
+                return jnp.stack(updated), final(h, final_norm, embedding)
+
+        args = (cache, params, final_norm, embedding, x, pos)
+        new_kv = layers * 2 * d * 4
+        return f, args, dict(donate_argnums=(0,)), _leaf_bytes(args) + vocab * 4 + new_kv
+    return builder
+
+
+REAL = {
+    "matmul_1024": _real_matmul(1024),
+    "matmul_2048": _real_matmul(2048),
+    "conv3x3_resnet": _real_conv3x3,
+    "gpt_decode_scan": _real_gpt_decode("scan"),
+    "gpt_decode_unrolled": _real_gpt_decode("unrolled"),
+}
+SETS = {"large": LARGE, "real": REAL}
+
+
 # --- copies in the optimized module, times trip counts ------------------------------------
 
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
@@ -198,7 +340,7 @@ def measure(name, builder, compile_reps, calls):
     jax = _setup_jax()
     import numpy as np
 
-    function, args, jit_options = builder()
+    function, args, jit_options, *_ = builder()
     treedef = jax.tree_util.tree_structure(args)
 
     lower_compile, compile_only = [], []
@@ -252,12 +394,12 @@ def measure(name, builder, compile_reps, calls):
     }
 
 
-def dump_large_one(name, out_dir):
+def dump_large_one(set_name, name, out_dir):
     """In a subprocess whose XLA_FLAGS dumps to INSITU_DUMP_DIR: the HLO XLA receives."""
     jax = _setup_jax()
     import numpy as np
 
-    function, args, jit_options = LARGE[name]()
+    function, args, jit_options, *floor = SETS[set_name][name]()
     function.__name__ = name
     specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype), args)
     jax.jit(function, keep_unused=True, **jit_options).lower(*specs).compile()
@@ -273,14 +415,17 @@ def dump_large_one(name, out_dir):
             np.save(os.path.join(out_dir, "input_%d.npy" % i), leaf)
         else:
             assert not leaf.any(), "large inputs must be zeros (insitu_measure fills them with zeros)"
+    if floor:
+        with open(os.path.join(out_dir, "floor.json"), "w") as f:
+            json.dump({"floor_bytes": int(floor[0])}, f)
 
 
-def dump_large(root):
-    for name in LARGE:
+def dump_large(set_name, root):
+    for name in SETS[set_name]:
         with tempfile.TemporaryDirectory() as dump_dir:
             env = dict(os.environ, XLA_FLAGS="--xla_dump_to=%s --xla_dump_hlo_as_text" % dump_dir,
                        INSITU_DUMP_DIR=dump_dir, JAX_PLATFORMS="cpu")
-            subprocess.run([sys.executable, os.path.abspath(__file__), "dump-large-one", name,
+            subprocess.run([sys.executable, os.path.abspath(__file__), "dump-large-one", set_name, name,
                             os.path.join(root, name)], env=env, check=True)
 
 
@@ -485,12 +630,14 @@ def main(argv):
     if mode == "small":
         names = argv[3:] or list(jax_programs.PROGRAMS)
         measure_set({n: jax_programs.PROGRAMS[n][1] for n in names}, argv[2], COMPILE_REPS, CALLS)
-    elif mode == "large":
-        measure_set(LARGE, argv[2], LARGE_COMPILE_REPS, LARGE_CALLS)
+    elif mode in ("large", "real"):
+        measure_set(SETS[mode], argv[2], LARGE_COMPILE_REPS, LARGE_CALLS)
     elif mode == "dump-large":
-        dump_large(argv[2])
+        dump_large("large", argv[2])
+    elif mode == "dump-real":
+        dump_large("real", argv[2])
     elif mode == "dump-large-one":
-        dump_large_one(argv[2], argv[3])
+        dump_large_one(argv[2], argv[3], argv[4])
     elif mode == "report":
         report(*argv[2:7])
     else:

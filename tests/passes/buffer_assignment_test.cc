@@ -425,6 +425,40 @@ ENTRY %main (cache: f32[2,3,4], row: f32[1,1,4], q: f32[4]) -> (f32[2,3,4], f32[
 
 // Slices that are not one contiguous range, and reshapes that reorder elements (a column-major
 // operand), are copies with buffers of their own.
+// A dynamic-slice whose result is contiguous for every start (a stacked layer's weights: sizes
+// 1, then whole trailing dimensions) is a view at an offset known at run time: a kDynamicView
+// allocation of no bytes, which a reshape of it views too. A window that is not one run of
+// the operand (two rows of a column range) is copied as before.
+TEST(BufferAssignmentTest, ContiguousDynamicSliceIsAViewAtARunTimeOffset) {
+  auto module = parse_or_fail(R"(
+HloModule m
+ENTRY %main (w: f32[4,3,5], i: s32[], x: f32[3]) -> (f32[5], f32[2,2]) {
+  %w = f32[4,3,5] parameter(0)
+  %i = s32[] parameter(1)
+  %x = f32[3] parameter(2)
+  %zero = s32[] constant(0)
+  %layer = f32[1,3,5] dynamic-slice(%w, %i, %zero, %zero), dynamic_slice_sizes={1,3,5}
+  %m = f32[3,5] reshape(%layer)
+  %y = f32[5] dot(%x, %m), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %window = f32[1,2,2] dynamic-slice(%w, %i, %i, %i), dynamic_slice_sizes={1,2,2}
+  %n = f32[2,2] reshape(%window)
+  %z = f32[2,2] negate(%n)
+  ROOT %t = (f32[5], f32[2,2]) tuple(%y, %z)
+})");
+  ASSERT_NE(module, nullptr);
+  BufferAssignment assignment = assign_or_die(*module);
+  const BufferSlice layer = slice_of(assignment, *module, "layer");
+  EXPECT_EQ(assignment.allocations()[layer.allocation].kind, AllocationKind::kDynamicView);
+  EXPECT_EQ(assignment.allocations()[layer.allocation].size, 0);
+  EXPECT_EQ(layer, (BufferSlice{layer.allocation, 0, 60}));
+  EXPECT_EQ(slice_of(assignment, *module, "m"), layer);
+  for (const char* view : {"layer", "m"})
+    EXPECT_TRUE(assignment.is_view(assignment.dataflow().value_at(find(*module, view)))) << view;
+  EXPECT_FALSE(assignment.is_view(assignment.dataflow().value_at(find(*module, "window"))));
+  EXPECT_NE(assignment.allocations()[slice_of(assignment, *module, "window").allocation].kind,
+            AllocationKind::kDynamicView);
+}
+
 TEST(BufferAssignmentTest, StridedOrColumnSlicesAndReorderingReshapesAreNotViews) {
   auto module = parse_or_fail(R"(
 HloModule m

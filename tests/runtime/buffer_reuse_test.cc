@@ -2,6 +2,7 @@
 // or lazily read scalars gave the runtime different values from the reference evaluator. Each
 // runs the full pipeline and compares every result leaf with the evaluator.
 #include "executable_test_util.h"
+#include "insitu/support/str.h"
 
 namespace insitu {
 namespace {
@@ -93,6 +94,75 @@ ENTRY main {
                                                           {Literal::scalar<float>(1), Literal::vector<float>({1, 2, 3, 4})});
   // x1 = 1 + 2x, x2 = 2 + 3 x1 = 5 + 6x
   EXPECT_EQ(result, Literal::vector<float>({11, 17, 23, 29}));
+}
+
+// Dynamic-slices read in place (kDynamicView): a stacked weight read by a dot at a start in
+// range, past the end and below 0 (clamped as XLA does), and, inside a while loop, a layer of
+// the loop's own state read at the counter before that state is updated in place at the same
+// layer (the view's reader runs first) and read again after (materialized: the bytes changed).
+TEST(BufferReuse, DynamicSliceViewsReadTheClampedLayerBeforeAndAfterAnInPlaceUpdate) {
+  const char* text = R"(
+HloModule dynamic_views
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+body {
+  s = (s32[], f32[4,3,2], f32[2]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  cache = f32[4,3,2] get-tuple-element(s), index=1
+  acc = f32[2] get-tuple-element(s), index=2
+  zero = s32[] constant(0)
+  layer = f32[1,3,2] dynamic-slice(cache, i, zero, zero), dynamic_slice_sizes={1,3,2}
+  rows = f32[3,2] reshape(layer)
+  zero_f = f32[] constant(0)
+  sum = f32[2] reduce(rows, zero_f), dimensions={0}, to_apply=add
+  doubled = f32[1,3,2] add(layer, layer)
+  updated = f32[4,3,2] dynamic-update-slice(cache, doubled, i, zero, zero)
+  again = f32[1,3,2] dynamic-slice(updated, i, zero, zero), dynamic_slice_sizes={1,3,2}
+  again_rows = f32[3,2] reshape(again)
+  again_sum = f32[2] reduce(again_rows, zero_f), dimensions={0}, to_apply=add
+  acc2 = f32[2] add(acc, sum)
+  acc3 = f32[2] add(acc2, again_sum)
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ROOT t = (s32[], f32[4,3,2], f32[2]) tuple(next, updated, acc3)
+}
+cond {
+  s = (s32[], f32[4,3,2], f32[2]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  limit = s32[] constant(6)
+  ROOT lt = pred[] compare(i, limit), direction=LT
+}
+ENTRY main {
+  w = f32[4,3,2] parameter(0)
+  x = f32[3] parameter(1)
+  j = s32[] parameter(2)
+  k = s32[] parameter(3)
+  zero = s32[] constant(0)
+  wj = f32[1,3,2] dynamic-slice(w, j, zero, zero), dynamic_slice_sizes={1,3,2}
+  mj = f32[3,2] reshape(wj)
+  yj = f32[2] dot(x, mj), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  wk = f32[1,3,2] dynamic-slice(w, k, zero, zero), dynamic_slice_sizes={1,3,2}
+  mk = f32[3,2] reshape(wk)
+  yk = f32[2] dot(x, mk), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  start = s32[] constant(-1)
+  none = f32[2] constant({0, 0})
+  init = (s32[], f32[4,3,2], f32[2]) tuple(start, w, none)
+  loop = (s32[], f32[4,3,2], f32[2]) while(init), condition=cond, body=body
+  acc = f32[2] get-tuple-element(loop), index=2
+  ROOT r = (f32[2], f32[2], f32[2]) tuple(yj, yk, acc)
+})";
+  std::vector<float> weights(24);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i) * 0.5f - 3.0f;
+  Literal w(Shape::array(PrimitiveType::kF32, {4, 3, 2}));
+  std::copy(weights.begin(), weights.end(), w.data<float>().begin());
+  for (const auto& [j, k] : {std::pair{1, 3}, std::pair{7, -2}, std::pair{3, 100}}) {
+    SCOPED_TRACE(str_cat("j=", j, " k=", k));
+    expect_runtime_matches_evaluator(
+        text, {w, Literal::vector<float>({1, -2, 0.5f}), Literal::scalar<int32_t>(j), Literal::scalar<int32_t>(k)});
+  }
 }
 
 }  // namespace

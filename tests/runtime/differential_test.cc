@@ -149,7 +149,7 @@ std::vector<Line> read_lines(const std::string& text) {
 }
 
 // The features of a program's views (program_generator.h names each slice and reshape kind by
-// its stem: vrows, vrow, vpart, vcols, vstep, vshape; a hazard's update is clobber_*, and the
+// its stem: vrows, vrow, vpart, vcols, vstep, vshape, vdyn; a hazard's update is clobber_*, and the
 // reader of the view after it late.*).
 std::set<std::string> view_features(const std::string& text) {
   const std::vector<Line> lines = read_lines(text);
@@ -157,7 +157,7 @@ std::set<std::string> view_features(const std::string& text) {
   for (const Line& line : lines) by_name[line.name] = &line;
   const auto stem = [](const std::string& name) { return name.substr(0, name.find('.')); };
   const auto is_view = [&](const std::string& name) {
-    static const std::set<std::string> kStems = {"vrows", "vrow", "vpart", "vcols", "vstep", "vshape"};
+    static const std::set<std::string> kStems = {"vrows", "vrow", "vpart", "vcols", "vstep", "vshape", "vdyn"};
     return kStems.contains(stem(name));
   };
   const auto line_of = [&](const std::string& name) -> const Line* {
@@ -246,7 +246,7 @@ TEST(GeneratedPrograms, MixCoversEveryFeature) {
   EXPECT_GE(donating, 100);
   // Views for buffer assignment: each kind of slice and reshape, reader and hazard (see view_features).
   constexpr std::string_view kViewFeatures[] = {
-      "vrows", "vrow", "vpart", "vcols", "vstep", "vshape", "reshape [1,N] <-> [N]", "reshape 2-D -> 1-D -> 2-D",
+      "vrows", "vrow", "vpart", "vcols", "vstep", "vshape", "vdyn", "reshape [1,N] <-> [N]", "reshape 2-D -> 1-D -> 2-D",
       "slice -> reshape -> slice", "elementwise reader", "dynamic-slice reader", "update of a dynamic-update-slice",
       "update into its own source", "updated in place", "while state", "conditional operand", "entry result",
       "loop body result", "view of a body's state", "clobber_dus", "clobber_scatter", "clobber_self", "clobber_ew",

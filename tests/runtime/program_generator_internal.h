@@ -55,9 +55,11 @@ struct Scope {
 // One step of a view chain (a slice or a reshape of the previous value), kept so that the chain
 // can be replayed on another value of the same shape: the operand after an in-place update.
 struct ViewStep {
-  std::string stem;           // vrows, vrow, vpart (contiguous slices), vcols, vstep (not), vshape
+  std::string stem;           // vrows, vrow, vpart (contiguous slices), vcols, vstep (not), vshape,
+                              // vdyn (a dynamic-slice of whole rows: a view at a run-time offset)
   std::vector<int64_t> dims;  // the step's result
-  std::string attributes;     // ", slice={...}" for a slice; empty for a reshape
+  std::string attributes;     // ", slice={...}" for a slice; empty for a reshape or a dynamic-slice
+  std::string indices;        // a dynamic-slice's start operands (scalars of the scope)
 };
 enum class StepKind { kAny, kSlice, kReshape };
 
@@ -105,8 +107,8 @@ class Generator {
 
   // views and view hazards: program_generator_views.cc
   ViewStep reshape_step(const std::vector<int64_t>& dims);
-  ViewStep random_view_step(const std::vector<int64_t>& dims, StepKind kind);
-  std::vector<ViewStep> random_view_chain(const std::vector<int64_t>& dims);
+  ViewStep random_view_step(Scope& scope, const std::vector<int64_t>& dims, StepKind kind);
+  std::vector<ViewStep> random_view_chain(Scope& scope, const std::vector<int64_t>& dims);
   Value apply_view_chain(Scope& scope, const Value& source, const std::vector<ViewStep>& chain, bool visible);
   void emit_view(Scope& scope);
   Value emit_view_hazard(Scope& scope, const Value& target, bool counter_first);

@@ -35,9 +35,16 @@ ViewStep Generator::reshape_step(const std::vector<int64_t>& dims) {
 }
 
 // A slice (vpart: a range of a 1-D array; vrows: rows of a 2-D one; vrow: part of one row;
-// vcols: a column range, contiguous only on one row; vstep: strided) or a reshape.
-ViewStep Generator::random_view_step(const std::vector<int64_t>& dims, StepKind kind) {
+// vcols: a column range, contiguous only on one row; vstep: strided), a dynamic-slice of whole
+// rows or of a 1-D range at indices of the scope (vdyn: clamped, often out of range), or a
+// reshape.
+ViewStep Generator::random_view_step(Scope& scope, const std::vector<int64_t>& dims, StepKind kind) {
   if (kind == StepKind::kReshape || dims.empty() || (kind == StepKind::kAny && rng_.chance(1, 3))) return reshape_step(dims);
+  if (rng_.chance(1, 4)) {
+    std::vector<int64_t> sizes = dims;
+    sizes[0] = rng_.uniform(1, dims[0]);
+    return {"vdyn", sizes, "", index_list(scope, dims, false)};
+  }
   if (dims.size() == 1) {
     const int64_t size = dims[0];
     if (size >= 2 && rng_.chance(1, 4)) {  // strided: a view only when it keeps one element
@@ -74,7 +81,7 @@ ViewStep Generator::random_view_step(const std::vector<int64_t>& dims, StepKind 
 }
 
 // One or two steps, or slice -> reshape -> slice, or reshape -> reshape.
-std::vector<ViewStep> Generator::random_view_chain(const std::vector<int64_t>& dims) {
+std::vector<ViewStep> Generator::random_view_chain(Scope& scope, const std::vector<int64_t>& dims) {
   std::vector<StepKind> kinds;
   const int64_t choice = rng_.uniform(0, 5);
   if (choice < 2) kinds = {StepKind::kSlice, StepKind::kReshape, StepKind::kSlice};
@@ -84,7 +91,7 @@ std::vector<ViewStep> Generator::random_view_chain(const std::vector<int64_t>& d
   std::vector<ViewStep> chain;
   std::vector<int64_t> current = dims;
   for (StepKind kind : kinds) {
-    chain.push_back(random_view_step(current, kind));
+    chain.push_back(random_view_step(scope, current, kind));
     current = chain.back().dims;
   }
   return chain;
@@ -94,7 +101,10 @@ Value Generator::apply_view_chain(Scope& scope, const Value& source, const std::
   Value value = source;
   for (size_t i = 0; i < chain.size(); ++i) {
     const ViewStep& step = chain[i];
-    const std::string expression = str_cat(step.attributes.empty() ? "reshape(" : "slice(", value.name, ")", step.attributes);
+    const std::string expression =
+        !step.indices.empty()
+            ? str_cat("dynamic-slice(", value.name, ", ", step.indices, "), dynamic_slice_sizes={", str_join(step.dims, ","), "}")
+            : str_cat(step.attributes.empty() ? "reshape(" : "slice(", value.name, ")", step.attributes);
     value = emit(scope, step.stem, source.type, step.dims, expression, visible && (i + 1 == chain.size() || rng_.chance(1, 2)));
   }
   return value;
@@ -105,7 +115,7 @@ Value Generator::apply_view_chain(Scope& scope, const Value& source, const std::
 // operand (which must not be views); or none yet: later ops and the entry result may read it.
 void Generator::emit_view(Scope& scope) {
   const Value source = pick(scope);
-  const Value view = apply_view_chain(scope, source, random_view_chain(source.dims), true);
+  const Value view = apply_view_chain(scope, source, random_view_chain(scope, source.dims), true);
   if (scope.depth == 0) entry_views_.push_back(view);
   const int64_t choice = rng_.uniform(0, 9);
   if (choice < 3) return emit_elementwise(scope, &view);
@@ -137,7 +147,7 @@ void Generator::emit_view(Scope& scope) {
 // that must run after it (it also reads the same view of the new value), and sometimes that
 // reader written back by a dynamic-update-slice. Returns target's new value.
 Value Generator::emit_view_hazard(Scope& scope, const Value& target, bool counter_first) {
-  const std::vector<ViewStep> chain = random_view_chain(target.dims);
+  const std::vector<ViewStep> chain = random_view_chain(scope, target.dims);
   const Value view = apply_view_chain(scope, target, chain, true);
   if (scope.depth == 0) entry_views_.push_back(view);
   Value updated;

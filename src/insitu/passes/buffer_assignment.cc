@@ -254,6 +254,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
       case AllocationKind::kConstant: return std::make_tuple(1, b, ShapeIndex{});
       case AllocationKind::kOutput: return std::make_tuple(2, int64_t{0}, plan.outputs[0]);
       case AllocationKind::kTemp: return std::make_tuple(3, b, ShapeIndex{});
+      case AllocationKind::kDynamicView: break;  // not materialized: never in `order`
     }
     return std::make_tuple(4, b, ShapeIndex{});
   };
@@ -304,6 +305,18 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
     allocations.push_back(std::move(arena));
   }
 
+  // Dynamic views: an allocation each, whose base the runtime sets (no bytes of their own).
+  for (BufferPlan& plan : plans) {
+    if (!plan.dynamic_view) continue;
+    Allocation allocation;
+    allocation.index = static_cast<int64_t>(allocations.size());
+    allocation.kind = AllocationKind::kDynamicView;
+    allocation.size = 0;  // its bytes are its source's
+    plan.allocation = allocation.index;
+    plan.offset = 0;
+    allocations.push_back(std::move(allocation));
+  }
+
   // Slices.
   assignment.slices_.assign(dataflow.values().size(), std::nullopt);
   for (BufferId b : order) {
@@ -320,10 +333,10 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
   assignment.views_.assign(dataflow.values().size(), false);
   for (const BufferPlan& plan : plans) {
     if (plan.view_of < 0) continue;
-    const BufferPlan& source = plans[resolve(plan.view_of)];
+    const BufferPlan& source = plan.dynamic_view ? plan : plans[resolve(plan.view_of)];
+    const int64_t offset = plan.dynamic_view ? 0 : source.offset + plan.view_offset;
     for (ValueId id : plan.values) {
-      assignment.slices_[id] =
-          BufferSlice{source.allocation, source.offset + plan.view_offset, dataflow.value(id).shape.byte_size()};
+      assignment.slices_[id] = BufferSlice{source.allocation, offset, dataflow.value(id).shape.byte_size()};
       assignment.views_[id] = true;
     }
   }

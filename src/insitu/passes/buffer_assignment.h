@@ -32,7 +32,10 @@
 
 namespace insitu {
 
-enum class AllocationKind : uint8_t { kParameter, kOutput, kTemp, kConstant };
+// kDynamicView holds no bytes: it stands for a dynamic-slice's result read inside its operand's
+// buffer, at an offset the runtime computes when the dynamic-slice runs (the start indices of
+// that call); its values' slices are relative to that base. Its size is 0.
+enum class AllocationKind : uint8_t { kParameter, kOutput, kTemp, kConstant, kDynamicView };
 
 struct Allocation {
   int64_t index = 0;
@@ -58,7 +61,8 @@ class BufferAssignment {
   // The slice holding a value; nullopt when the value is not materialized.
   std::optional<BufferSlice> slice(ValueId value) const;
   // A view (a row-major reshape or contiguous slice read in its operand's bytes): its slice lies
-  // inside another value's, and the instruction moves no data.
+  // inside another value's, and the instruction moves no data. A dynamic-slice made a view
+  // (its slice is in a kDynamicView allocation) only sets that allocation's base.
   bool is_view(ValueId value) const { return value >= 0 && value < static_cast<ValueId>(views_.size()) && views_[value]; }
   // The slice at an instruction's leaf (through Dataflow::value_at).
   std::optional<BufferSlice> slice_at(const Instruction* instruction, const ShapeIndex& index = {}) const;

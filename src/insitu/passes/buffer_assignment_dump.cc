@@ -82,6 +82,9 @@ std::string allocation_short_string(const Allocation& allocation, const Dataflow
       break;
     case AllocationKind::kTemp:
       break;
+    case AllocationKind::kDynamicView:
+      out += ", dynamic view (no bytes of its own: inside its dynamic-slice's operand, at the call's starts)";
+      break;
   }
   if (allocation.maybe_live_out) out += ", maybe-live-out";
   if (allocation.kind == AllocationKind::kTemp) out += ", preallocated-temp";

@@ -23,6 +23,11 @@ struct BufferPlan {
   BufferId merged_into = -1;            // elementwise reuse: lives in that buffer's bytes
   BufferId view_of = -1;                // a view: its bytes are view_offset into that buffer
   int64_t view_offset = 0;
+  // A dynamic view (a dynamic-slice whose result is contiguous for every start): its bytes lie
+  // in view_of's at an offset known only at run time. It gets an allocation of its own kind
+  // (kDynamicView) whose base the runtime sets when the dynamic-slice runs; views of it are
+  // static views into that allocation.
+  bool dynamic_view = false;
   bool lent = false;                    // some view reads its bytes
   int64_t allocation = -1;
   int64_t offset = 0;
@@ -31,7 +36,10 @@ struct BufferPlan {
 // Decides which buffers are not materialized because they can read another buffer's bytes:
 //   - a scalar broadcast read only by elementwise ops: each user reads the scalar;
 //   - a view: a reshape that keeps row-major element order, or a contiguous slice of a
-//     row-major array, read only by plain readers: its bytes are a range of its operand's.
+//     row-major array, read only by plain readers: its bytes are a range of its operand's;
+//   - a dynamic view: a dynamic-slice whose result is contiguous in its row-major operand for
+//     every start (leading sizes 1, then one partial dimension, then full ones), read only by
+//     plain readers: a stacked layer's weights or cache read where they lie.
 // Either way the borrowed buffer must hold the same bytes until the borrower's last reader,
 // so its live range is extended to there; when something writes it in between (an in-place
 // update scheduled before the last reader), the borrower is materialized after all.

@@ -18,6 +18,22 @@ bool is_row_major(const Shape& shape) {
   return std::is_sorted(order.rbegin(), order.rend());
 }
 
+// A dynamic-slice whose result is one contiguous run of its row-major operand whatever the
+// (clamped) starts: sizes 1 up to one partial dimension, full sizes after it.
+bool is_contiguous_dynamic_slice(const Instruction& instruction) {
+  if (instruction.opcode() != Opcode::kDynamicSlice || instruction.operand_count() < 1) return false;
+  const Shape& to = instruction.shape();
+  const Shape& from = instruction.operand(0)->shape();
+  if (!to.is_array() || !from.is_array() || to.element_type() != from.element_type() || to.byte_size() == 0 ||
+      to.rank() != from.rank() || !is_row_major(from) || !is_row_major(to))
+    return false;
+  int64_t partial = 0;
+  while (partial < to.rank() && to.dimension(partial) == 1) ++partial;
+  for (int64_t d = partial + 1; d < to.rank(); ++d)
+    if (to.dimension(d) != from.dimension(d)) return false;
+  return true;
+}
+
 // Byte offset of the result in the operand's bytes when the instruction moves no data: a
 // reshape between row-major arrays, or a unit-stride slice whose elements are contiguous in a
 // row-major operand (leading dimensions of extent 1, then one partial dimension, then full ones).
@@ -84,25 +100,35 @@ bool is_plain_temp_value(const BufferPlan& plan) {
 void borrow_views(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
   for (const Instruction* instruction : live.sequence()) {
     const Opcode opcode = instruction->opcode();
-    if ((opcode != Opcode::kReshape && opcode != Opcode::kSlice) || !instruction->shape().is_array()) continue;
+    if ((opcode != Opcode::kReshape && opcode != Opcode::kSlice && opcode != Opcode::kDynamicSlice) ||
+        !instruction->shape().is_array())
+      continue;
     const ValueId id = dataflow.value_at(instruction);
     BufferPlan& plan = plans[live.buffer_of(id)];
     if (!is_plain_temp_value(plan)) continue;
-    std::optional<int64_t> offset = view_offset_bytes(*instruction);
+    const bool dynamic = is_contiguous_dynamic_slice(*instruction);
+    std::optional<int64_t> offset = dynamic ? std::optional<int64_t>(0) : view_offset_bytes(*instruction);
     if (!offset || !read_only_in_place(dataflow.value(id))) continue;
     const ValueId source_value = dataflow.value_at(instruction->operand(0));
     BufferId source = live.buffer_of(source_value);
-    if (plans[source].view_of >= 0) {  // a view of a view reads the first one's source
+    // A view of a (static) view reads the first one's source; a view of a dynamic view is a
+    // static view into the dynamic view's allocation, whose bytes are its source's.
+    if (plans[source].view_of >= 0 && !plans[source].dynamic_view) {
       *offset += plans[source].view_offset;
       source = plans[source].view_of;
     }
-    if (!plans[source].materialized) continue;
+    if (dynamic && plans[source].dynamic_view) continue;  // one level of run-time offset
+    const BufferId owner = plans[source].dynamic_view ? plans[source].view_of : source;  // holds the bytes
+    if (!plans[source].materialized && !plans[source].dynamic_view) continue;
     const int64_t from = live.time(instruction), to = last_read(dataflow.value(id), live);
-    if (written_between(plans[source], source_value, from, to, live)) continue;
+    if (written_between(plans[owner], plans[source].dynamic_view ? ValueId{-1} : source_value, from, to, live))
+      continue;
     plan.materialized = false;
     plan.view_of = source;
     plan.view_offset = *offset;
-    plans[source].lent = true;
+    plan.dynamic_view = dynamic;
+    plans[owner].lent = true;
+    plans[owner].range.end = std::max(plans[owner].range.end, to);
     plans[source].range.end = std::max(plans[source].range.end, to);
   }
 }

@@ -126,4 +126,13 @@ SelectedKernel select_dynamic_slice(const Instruction& instruction, std::span<co
   return NativeKernel{&kernels::dynamic_update_slice_kernel, nullptr};
 }
 
+int64_t dynamic_view_offset(const Instruction& instruction, std::span<const ArrayView> operands) {
+  const Shape& shape = *operands[0].shape;
+  const std::vector<int64_t> starts = kernels::read_starts(operands.subspan(1), shape, instruction.dynamic_slice_sizes);
+  const std::vector<int64_t> strides = kernels::strides_of(shape.dimensions());
+  int64_t offset = 0;
+  for (size_t d = 0; d < starts.size(); ++d) offset += starts[d] * strides[d];
+  return offset * byte_width(shape.element_type());
+}
+
 }  // namespace insitu

@@ -165,6 +165,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
         break;
       }
       case AllocationKind::kConstant: bases[allocation.index] = constant_buffers_[allocation.index]->data(); break;
+      case AllocationKind::kDynamicView: break;  // set by its dynamic-slice's step
     }
   }
 
@@ -176,8 +177,10 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
     }
   }
   Executor executor(bases, pool, stats, options_.custom_calls, options.timeout_seconds);
+  if (options.profile) executor.enable_profile();
   const Program& entry = *programs_.at(module_->entry());
   INSITU_RETURN_IF_ERROR(executor.run(entry));
+  if (options.profile) stats.step_times = executor.step_times();
 
   // 4. Results: hand over output and donated/protected parameter buffers; copy anything else
   //    (a constant, an undonated parameter, a buffer already returned) into a fresh buffer.

@@ -60,6 +60,15 @@ struct ExecutionStats {
     double seconds = 0;
   };
   std::vector<KernelRun> kernel_runs;
+  // With ExecuteOptions::profile: per instruction that ran as a step, its runs and seconds (a
+  // while, call or conditional includes the steps it ran), longest first.
+  struct StepTime {
+    std::string instruction;  // its name
+    std::string opcode;
+    int64_t runs = 0;
+    double seconds = 0;
+  };
+  std::vector<StepTime> step_times;
 };
 
 namespace runtime_internal {
@@ -94,6 +103,8 @@ struct ExecuteOptions {
   // back-edge: past it the call ends with a resource-exhausted error naming where it was, and
   // its donations are given back (an in-place loop may have updated a donated buffer by then).
   double timeout_seconds = 0;
+  // Time every step into stats->step_times (two clock reads per step).
+  bool profile = false;
 };
 
 struct ExecutableOptions {

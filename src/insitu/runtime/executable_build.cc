@@ -303,6 +303,17 @@ Status Executable::build() {
       }
       const bool unmaterialized = step.outputs.size() == 1 && step.outputs[0].scalar;  // read as its scalar
       const bool view = instruction->shape().is_array() && is_view_instruction(assignment_, instruction);
+      if (view && opcode == Opcode::kDynamicSlice &&
+          assignment_.allocations()[step.outputs[0].allocation].kind == AllocationKind::kDynamicView) {
+        // Moves no data either; sets the base its readers read at, per call.
+        if (!select_step_kernel(*instruction, step))  // the dynamic-slice kernel's checks: starts it can read
+          return internal_error(str_cat("buffer assignment made dynamic-slice %", instruction->name(),
+                                        " a view, and the runtime cannot compute its offset"),
+                                instruction->location());
+        step.run = &Executor::run_dynamic_view;
+        program.steps.push_back(std::move(step));
+        continue;
+      }
       const RuntimeFamily family = runtime_family(opcode);
       if (family == RuntimeFamily::kForward || unmaterialized || view) continue;  // moves no data
       switch (family) {

@@ -2,6 +2,7 @@
 // Executable::execute (executable.cc) validates arguments and sets up the allocation bases.
 #include "insitu/runtime/executor.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <cstring>
@@ -75,10 +76,25 @@ Status Executor::check_deadline(const Instruction& where) const {
 Status Executor::run(const Program& program) {
   for (const Step& step : program.steps) {
     if (deadline_) INSITU_RETURN_IF_ERROR(check_deadline(*step.instruction));
+    const std::chrono::steady_clock::time_point start =
+        profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status status = (this->*step.run)(step);
+    if (profile_) {
+      std::pair<int64_t, double>& time = profile_times_[step.instruction];
+      ++time.first;
+      time.second += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
     if (!status.ok()) return status.with_location(step.instruction->location());
   }
   return ok_status();
+}
+
+std::vector<ExecutionStats::StepTime> Executor::step_times() const {
+  std::vector<ExecutionStats::StepTime> times;
+  for (const auto& [instruction, time] : profile_times_)
+    times.push_back({instruction->name(), std::string(opcode_name(instruction->opcode())), time.first, time.second});
+  std::sort(times.begin(), times.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  return times;
 }
 
 Status Executor::run_constant(const Step& step) {
@@ -138,6 +154,19 @@ Status Executor::run_native(const Step& step) {
   return step.kernel.run(KernelCall{*step.instruction, step.kernel.plan.get(),
                                     std::span<const ArrayView>(views, operand_count),
                                     std::span<const ArrayView>(views + operand_count, output_count), pool_});
+}
+
+Status Executor::run_dynamic_view(const Step& step) {
+  constexpr size_t kInline = 8;
+  ArrayView inline_views[kInline];
+  std::vector<ArrayView> heap_views;
+  const size_t count = step.operands.size();
+  if (count > kInline) heap_views.resize(count);
+  ArrayView* views = count > kInline ? heap_views.data() : inline_views;
+  for (size_t i = 0; i < count; ++i) views[i] = view(step.operands[i][0]);
+  bases_[step.outputs[0].allocation] =
+      views[0].data + dynamic_view_offset(*step.instruction, std::span<const ArrayView>(views, count));
+  return ok_status();
 }
 
 std::vector<Literal> Executor::read_operands(const Step& step) const {

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "insitu/evaluator/custom_call_table.h"
@@ -27,6 +28,9 @@ class Executor {
   }
 
   Status run(const Program& program);
+  // Time every step from now on; step_times() gives what was timed, longest first.
+  void enable_profile() { profile_ = true; }
+  std::vector<ExecutionStats::StepTime> step_times() const;
 
   uint8_t* address(const Leaf& leaf) const;
   // The value of an instruction's leaves as a Literal of `shape` (scalar leaves expanded).
@@ -43,6 +47,8 @@ class Executor {
   Status run_while(const Step& step);
   Status run_conditional(const Step& step);
   Status run_call(const Step& step);
+  // A dynamic-slice buffer assignment made a view: sets its kDynamicView allocation's base.
+  Status run_dynamic_view(const Step& step);
 
  private:
   ArrayView view(const Leaf& leaf) const;
@@ -61,6 +67,8 @@ class Executor {
   const CustomCallTable* custom_calls_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   double timeout_seconds_ = 0;
+  bool profile_ = false;
+  std::unordered_map<const Instruction*, std::pair<int64_t, double>> profile_times_;  // runs, seconds
 };
 
 }  // namespace insitu::runtime_internal

@@ -125,6 +125,10 @@ SelectedKernel select_data_movement(const Instruction&, std::span<const ArrayVie
 // dynamic_slice_kernels.cc: dynamic-slice; dynamic-update-slice in place (the output is the
 // operand's memory, or the operand is first copied into it). Start indices are read per call.
 SelectedKernel select_dynamic_slice(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// For a dynamic-slice that buffer assignment made a view (kDynamicView): the byte offset of its
+// result inside operand 0 for this call's start indices (clamped as XLA does). Pre:
+// select_dynamic_slice selects a kernel for the instruction.
+int64_t dynamic_view_offset(const Instruction& instruction, std::span<const ArrayView> operands);
 // dot_kernels.cc: any dimension numbers; f32 (and bf16/f16 converted to f32), integer dots;
 // operands read in place, on the GEMM library when large enough and readable in place, else in
 // the evaluator's accumulation order.
