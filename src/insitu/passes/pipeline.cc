@@ -9,6 +9,7 @@
 #include "insitu/passes/flatten_calls.h"
 #include "insitu/passes/fusion.h"
 #include "insitu/passes/layout_assignment.h"
+#include "insitu/passes/slice_update_folding.h"
 #include "insitu/passes/simplify.h"
 #include "insitu/support/str.h"
 
@@ -76,6 +77,9 @@ constexpr PassEntry kPasses[] = {
     {"bitcast-lowering", "before simplify: bitcasts that reorder elements become transposes (data stays row-major)",
      plain<lower_bitcasts>},
     {"simplify", "tuple forwarding and dead code, so later analyses see values, not packing", plain<simplify>},
+    {"slice-update-folding",
+     "after simplify, before fusion: a block read out, updated and written back becomes one in-place update",
+     plain<fold_slice_updates>},
     {"layout-assignment", "copies only where a custom call's layout constraint really differs", plain<assign_layouts>},
     {"fusion", "elementwise chains with their broadcasts become kLoop fusions (one buffer, computed in cache)",
      plain<fuse>},

@@ -86,7 +86,148 @@ void gemm_on_this_thread(int64_t m, int64_t n, int64_t k, const float* a, const 
 #endif
 }
 
+namespace {
+
+// ---- Matrix-vector products (m == 1 or n == 1: a decode step's dots) ----
+//
+// Memory-bound, so what matters is streaming the matrix once at full bandwidth: each task reads
+// a contiguous run of whole matrix rows. oneDNN's sgemm split by result columns read them at
+// about 25 GB/s on 2 threads where 40 was possible. Results do not depend on the thread
+// count: the split into chunks depends on the shape only, and partial sums are added in chunk
+// order. Built for the machine it runs on (AVX-512, AVX2+FMA or the x86-64 baseline, picked
+// at load time) through 16-lane vector types.
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define INSITU_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#else
+#define INSITU_VECTOR_CLONES
+#endif
+
+using Lanes = float __attribute__((vector_size(64)));
+constexpr int64_t kLanes = 16;
+
+// Always inlined into the clones (never called across the ABI a 64-byte vector changes).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+[[gnu::always_inline]] inline Lanes load_lanes(const float* from) {
+  Lanes lanes;
+  __builtin_memcpy(&lanes, from, sizeof(lanes));
+  return lanes;
+}
+[[gnu::always_inline]] inline void store_lanes(float* to, Lanes lanes) { __builtin_memcpy(to, &lanes, sizeof(lanes)); }
+#pragma GCC diagnostic pop
+
+// out[r] = sum_j matrix[r * ld + j] * vector[j] for r in [0, rows), j in [0, length).
+INSITU_VECTOR_CLONES
+void dot_rows(const float* matrix, int64_t ld, const float* vector, int64_t rows, int64_t length, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = matrix + r * ld;
+    Lanes a = {}, b = {};
+    int64_t j = 0;
+    for (; j + 2 * kLanes <= length; j += 2 * kLanes) {
+      a += load_lanes(row + j) * load_lanes(vector + j);
+      b += load_lanes(row + j + kLanes) * load_lanes(vector + j + kLanes);
+    }
+    a += b;
+    float sum = 0.0f;
+    for (int64_t lane = 0; lane < kLanes; ++lane) sum += a[lane];
+    for (; j < length; ++j) sum += row[j] * vector[j];
+    out[r] = sum;
+  }
+}
+
+// acc[j] = sum_r vector[r] * matrix[r * ld + j] over r in [0, rows), j in [0, length), rows
+// in order, four at a time.
+INSITU_VECTOR_CLONES
+void combine_rows(const float* matrix, int64_t ld, const float* vector, int64_t rows, int64_t length, float* acc) {
+  std::fill(acc, acc + length, 0.0f);
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* m0 = matrix + r * ld;
+    const float *m1 = m0 + ld, *m2 = m1 + ld, *m3 = m2 + ld;
+    const float x0 = vector[r], x1 = vector[r + 1], x2 = vector[r + 2], x3 = vector[r + 3];
+    int64_t j = 0;
+    for (; j + kLanes <= length; j += kLanes)
+      store_lanes(acc + j, load_lanes(acc + j) + x0 * load_lanes(m0 + j) + x1 * load_lanes(m1 + j) +
+                               x2 * load_lanes(m2 + j) + x3 * load_lanes(m3 + j));
+    for (; j < length; ++j) acc[j] = acc[j] + x0 * m0[j] + x1 * m1[j] + x2 * m2[j] + x3 * m3[j];
+  }
+  for (; r < rows; ++r) {
+    const float* m = matrix + r * ld;
+    const float x = vector[r];
+    for (int64_t j = 0; j < length; ++j) acc[j] += x * m[j];
+  }
+}
+
+// One batch's product as a matrix (rows of `length` contiguous floats, `ld` apart) against a
+// vector: dot: out[r] = row r . vector; combine: out[j] = sum_r vector[r] * row r [j].
+struct MatVec {
+  bool dot = false;
+  int64_t rows = 0, length = 0, ld = 0;
+  int64_t vector_stride = 1;
+};
+
+// The problem as a matrix-vector product, or nullopt (a general product, or a vector whose
+// matrix is not stored by rows: the library's GEMM then).
+std::optional<MatVec> plan_matvec(const GemmProblem& p) {
+  if (p.m == 1) {  // vector lhs (1 x k, stride column_stride), matrix rhs (k x n)
+    if (!p.rhs_layout.transposed) return MatVec{false, p.k, p.n, p.rhs_layout.leading, p.lhs_layout.column_stride};
+    return MatVec{true, p.n, p.k, p.rhs_layout.leading, p.lhs_layout.column_stride};
+  }
+  if (p.n == 1) {  // matrix lhs (m x k), vector rhs (k x 1, stride row_stride)
+    if (!p.lhs_layout.transposed) return MatVec{true, p.m, p.k, p.lhs_layout.leading, p.rhs_layout.row_stride};
+    return MatVec{false, p.k, p.m, p.lhs_layout.leading, p.rhs_layout.row_stride};
+  }
+  return std::nullopt;
+}
+
+void run_matvec(const GemmProblem& p, const MatVec& mv, const float* lhs, const float* rhs, float* out,
+                ThreadPool& pool) {
+  const int64_t batches = static_cast<int64_t>(p.lhs_batch.size());
+  const bool vector_is_lhs = p.m == 1;
+  // Chunks of whole rows: at most 16 per batch, of at least 32 rows (a shape-only split).
+  const int64_t chunk_rows = std::max<int64_t>(32, (mv.rows + 15) / 16);
+  const int64_t chunks = (mv.rows + chunk_rows - 1) / chunk_rows;
+  // combine: partial sums per chunk, then added in chunk order.
+  std::vector<float> partials(mv.dot ? 0 : static_cast<size_t>(batches * chunks * mv.length));
+  const int64_t result_size = p.m * p.n;
+  pool.parallel_for(batches * chunks, [&](int64_t begin, int64_t end) {
+    std::vector<float> gathered;
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t batch = task / chunks, chunk = task % chunks;
+      const float* matrix = (vector_is_lhs ? rhs + p.rhs_batch[batch] : lhs + p.lhs_batch[batch]);
+      const float* vector = (vector_is_lhs ? lhs + p.lhs_batch[batch] : rhs + p.rhs_batch[batch]);
+      const int64_t vector_length = mv.dot ? mv.length : mv.rows;
+      if (mv.vector_stride != 1 && vector_length > 1) {  // a strided vector, gathered (tiny)
+        gathered.resize(static_cast<size_t>(vector_length));
+        for (int64_t i = 0; i < vector_length; ++i) gathered[i] = vector[i * mv.vector_stride];
+        vector = gathered.data();
+      }
+      const int64_t first = chunk * chunk_rows, count = std::min(chunk_rows, mv.rows - first);
+      if (mv.dot)
+        dot_rows(matrix + first * mv.ld, mv.ld, vector, count, mv.length, out + batch * result_size + first);
+      else
+        combine_rows(matrix + first * mv.ld, mv.ld, vector + first, count, mv.length,
+                     partials.data() + (batch * chunks + chunk) * mv.length);
+    }
+  });
+  if (mv.dot) return;
+  pool.parallel_for(batches, [&](int64_t begin, int64_t end) {
+    for (int64_t batch = begin; batch < end; ++batch) {
+      float* result = out + batch * result_size;
+      const float* chunk_sums = partials.data() + batch * chunks * mv.length;
+      std::copy(chunk_sums, chunk_sums + mv.length, result);
+      for (int64_t chunk = 1; chunk < chunks; ++chunk)
+        for (int64_t j = 0; j < mv.length; ++j) result[j] += chunk_sums[chunk * mv.length + j];
+    }
+  });
+}
+
+}  // namespace
+
 void library_gemm(const GemmProblem& problem, const float* lhs, const float* rhs, float* out, ThreadPool& pool) {
+  if (problem.k > 0)
+    if (std::optional<MatVec> matvec = plan_matvec(problem)) return run_matvec(problem, *matvec, lhs, rhs, out, pool);
   const int64_t batches = static_cast<int64_t>(problem.lhs_batch.size());
   const int64_t quanta = (problem.n + kColumnQuantum - 1) / kColumnQuantum;
   if (batches == 0 || quanta == 0 || problem.m == 0) return;

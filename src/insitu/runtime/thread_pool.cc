@@ -2,11 +2,41 @@
 #include "insitu/runtime/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <system_error>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "insitu/support/str.h"
 
 namespace insitu {
+namespace {
+
+// How long a thread spins on a condition before it sleeps on the condition variable: about
+// the gap between two parallel steps of a program of small steps, far below a futex wake-up
+// and sleep (tens of microseconds on a VM).
+constexpr auto kSpinMicroseconds = std::chrono::microseconds(50);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Spins until done() or the spin time is over; true when done() held.
+template <typename Done>
+bool spin_until(Done done) {
+  const auto until = std::chrono::steady_clock::now() + kSpinMicroseconds;
+  for (int round = 0;; ++round) {
+    if (done()) return true;
+    cpu_relax();
+    if ((round & 63) == 63 && std::chrono::steady_clock::now() >= until) return done();
+  }
+}
+
+}  // namespace
 
 int ThreadPool::hardware_threads() {
   // Read once: hardware_concurrency() asks the kernel through /sys (microseconds per call),
@@ -88,6 +118,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   start_.notify_all();
   const auto [begin, end] = chunk_range(n, chunks, 0);
   fn(begin, end);
+  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return pending_ == 0; });
   job_ = nullptr;
@@ -97,6 +128,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
 void ThreadPool::work(int worker) {
   uint64_t seen = 0;
   while (true) {
+    spin_until([&] { return stopping_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; });
     std::unique_lock<std::mutex> lock(mutex_);
     start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
     if (stopping_) return;

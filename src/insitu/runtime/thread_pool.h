@@ -6,10 +6,14 @@
 // waits for the rest. With one worker everything runs inline on the caller. A pool runs one
 // parallel_for at a time: a call made while one is in flight (nested inside fn, or from
 // another thread: two executions sharing the pool) runs inline on its caller, which kernels
-// must treat like any other partition (no result depends on the chunking). (std::thread over a Debian thread-pool library: the whole pool is a
+// must treat like any other partition (no result depends on the chunking). A worker waiting for
+// work, and the caller waiting for the workers, spin for a few microseconds before they sleep:
+// a program of many small steps (a decode step runs hundreds) would otherwise pay a futex
+// wake-up per step. (std::thread over a Debian thread-pool library: the whole pool is a
 // few dozen lines and static partitioning is the property we need.)
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -59,9 +63,11 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_size_ = 0;
   int64_t job_chunks_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stopping_ = false;
+  // Written under mutex_; atomic so that a worker or the caller can spin on them before
+  // sleeping (see kSpinMicroseconds in thread_pool.cc).
+  std::atomic<uint64_t> generation_ = 0;
+  std::atomic<int> pending_ = 0;
+  std::atomic<bool> stopping_ = false;
   bool running_ = false;  // a parallel_for is in flight (other calls run inline)
   std::string start_error_;  // why a worker could not start (the pool then has one thread)
 };
