@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 
 #include "insitu/passes/name_table.h"
 #include "insitu/passes/simplify.h"
@@ -59,73 +60,142 @@ bool same_value(const Instruction* a, const Instruction* b, int depth = 0) {
   return true;
 }
 
-// The instructions of one match (see the header's names).
-struct Match {
-  Instruction* z;        // the write-back
-  Instruction* cache;    // what is updated
-  Instruction* read;     // %d: the block read out (dynamic-slice)
-  Instruction* updated;  // %y: the block updated
-  Instruction* written;  // %r: what %z writes back (%y or a reshape of it)
+// One block of an array that is updated in place: %y = dynamic-update-slice(%x, %kv, %p...)
+// where %x is (a unit reshape of) the block read out of the array at `starts`.
+struct Block {
+  Instruction* updated = nullptr;  // %y
+  Instruction* written = nullptr;  // what writes %y back (%r), not one of the readers rewired
+  std::vector<int64_t> sizes;      // the block, in the array's rank
+  // Where the block starts: per array dimension an index instruction (a dynamic-slice's start,
+  // clamped when folded) or, when `dynamic` is false, the constant in static_starts.
+  bool dynamic = false;
+  std::vector<Instruction*> dynamic_starts;
+  std::vector<int64_t> static_starts;
 };
 
-std::optional<Match> match(Instruction* z) {
+// The inner update, when it can be folded: a dynamic-update-slice of one start per dimension,
+// all of the index type.
+bool foldable_update(const Instruction* updated, PrimitiveType index_type) {
+  if (updated->opcode() != Opcode::kDynamicUpdateSlice || has_control_edges(updated) ||
+      updated->operand_count() != 2 + updated->shape().rank() || !is_row_major(updated->shape()))
+    return false;
+  for (int64_t i = 2; i < updated->operand_count(); ++i)
+    if (updated->operand(i)->shape().element_type() != index_type) return false;
+  return true;
+}
+
+// Form 1 (a scan's layer): %z = dynamic-update-slice(%cache, %r, starts') with %r = unit
+// reshape of %y, %y = update of unit reshape of dynamic-slice(%cache, starts), starts' = starts.
+std::optional<Block> match_write_back(Instruction* z) {
   if (z->opcode() != Opcode::kDynamicUpdateSlice || z->operand_count() < 2 || has_control_edges(z)) return std::nullopt;
-  Match m{z, z->operand(0), nullptr, nullptr, z->operand(1)};
-  const Shape& cache = m.cache->shape();
-  if (!is_row_major(cache) || z->operand_count() != 2 + cache.rank()) return std::nullopt;
-  m.updated = through_unit_reshape(m.written);
-  if (m.updated->opcode() != Opcode::kDynamicUpdateSlice || m.updated->operand_count() < 2 ||
-      has_control_edges(m.updated))
+  Instruction* cache = z->operand(0);
+  const Shape& shape = cache->shape();
+  if (!is_row_major(shape) || z->operand_count() != 2 + shape.rank() || shape.rank() == 0) return std::nullopt;
+  Block block;
+  block.written = z->operand(1);
+  block.updated = through_unit_reshape(block.written);
+  if (block.updated->opcode() != Opcode::kDynamicUpdateSlice || block.updated->operand_count() < 2) return std::nullopt;
+  const Instruction* read = through_unit_reshape(block.updated->operand(0));
+  if (read->opcode() != Opcode::kDynamicSlice || read->operand(0) != cache || read->operand_count() != 1 + shape.rank() ||
+      read->dynamic_slice_sizes != block.written->shape().dimensions())
     return std::nullopt;
-  m.read = through_unit_reshape(m.updated->operand(0));
-  if (m.read->opcode() != Opcode::kDynamicSlice || m.read->operand(0) != m.cache ||
-      m.read->operand_count() != 1 + cache.rank() || m.read->dynamic_slice_sizes != m.written->shape().dimensions())
+  if (block.written != block.updated && block.written->users().size() != 1) return std::nullopt;  // %r read elsewhere
+  for (int64_t d = 0; d < shape.rank(); ++d)
+    if (!same_value(read->operand(1 + d), z->operand(2 + d))) return std::nullopt;
+  if (!foldable_update(block.updated, read->operand(1)->shape().element_type())) return std::nullopt;
+  block.sizes = read->dynamic_slice_sizes;
+  block.dynamic = true;
+  for (int64_t d = 0; d < shape.rank(); ++d) block.dynamic_starts.push_back(read->operand(1 + d));
+  return block;
+}
+
+// Form 2 (unrolled layers, then jnp.stack): %z = concatenate(%r_0, ..., %r_n) along one
+// dimension of %cache's shape, %r_l = unit reshape of %y_l or of the block itself, each block a
+// unit-stride slice of %cache, the blocks in order covering %cache. Returns the blocks that are
+// updated (the others are written back unchanged), or nullopt.
+std::optional<std::vector<Block>> match_stack(Instruction* z, Instruction*& cache) {
+  if (z->opcode() != Opcode::kConcatenate || z->dimensions.size() != 1 || z->operand_count() < 1 ||
+      has_control_edges(z) || !is_row_major(z->shape()))
     return std::nullopt;
-  if (m.written != m.updated && m.written->users().size() != 1) return std::nullopt;  // %r read elsewhere too
-  for (int64_t d = 0; d < cache.rank(); ++d)
-    if (!same_value(m.read->operand(1 + d), z->operand(2 + d))) return std::nullopt;
-  // One index type for all starts (XLA requires it of each instruction; the sums mix both).
-  const PrimitiveType index_type = m.read->operand(1)->shape().element_type();
-  for (int64_t i = 2; i < m.updated->operand_count(); ++i)
-    if (m.updated->operand(i)->shape().element_type() != index_type) return std::nullopt;
-  if (m.updated->operand_count() != 2 + m.updated->shape().rank()) return std::nullopt;
-  return m;
+  const int64_t axis = z->dimensions[0];
+  cache = nullptr;
+  std::vector<Block> blocks;
+  int64_t next = 0;
+  for (Instruction* written : z->operands()) {
+    Instruction* value = through_unit_reshape(written);
+    Instruction* updated = nullptr;
+    if (value->opcode() == Opcode::kDynamicUpdateSlice) {
+      updated = value;
+      value = through_unit_reshape(value->operand(0));
+    }
+    if (value->opcode() != Opcode::kSlice || value->operand_count() != 1) return std::nullopt;
+    Instruction* source = value->operand(0);
+    if (cache == nullptr) cache = source;
+    if (source != cache || !(source->shape().dimensions() == z->shape().dimensions()) ||
+        source->shape().element_type() != z->shape().element_type() || !is_row_major(source->shape()) ||
+        written->shape().dimensions() != value->shape().dimensions())
+      return std::nullopt;
+    Block block;
+    for (int64_t d = 0; d < source->shape().rank(); ++d) {
+      const SliceDimension& range = value->slice[d];
+      const bool full = range.start == 0 && range.limit == source->shape().dimension(d);
+      if (range.stride != 1 || (d != axis && !full) || (d == axis && range.start != next)) return std::nullopt;
+      block.static_starts.push_back(range.start);
+      block.sizes.push_back(range.limit - range.start);
+    }
+    next += block.sizes[axis];
+    if (updated == nullptr) continue;
+    if (written != updated && written->users().size() != 1) return std::nullopt;
+    const PrimitiveType index_type = updated->operand_count() > 2 ? updated->operand(2)->shape().element_type()
+                                                                  : PrimitiveType::kS32;
+    if (!foldable_update(updated, index_type)) return std::nullopt;
+    block.updated = updated;
+    block.written = written;
+    blocks.push_back(std::move(block));
+  }
+  if (cache == nullptr || next != cache->shape().dimension(axis)) return std::nullopt;
+  return blocks;
 }
 
 class Folder {
  public:
   explicit Folder(const Module& module) : names_(module) {}
 
-  // Rewrites one match; returns the instructions that may now be dead.
-  std::vector<Instruction*> fold(Computation& computation, const Match& m) {
+  // Writes `block`'s update into `array` in place and points %y's readers (but the write-back)
+  // at the block read out of the result, which it returns. New instructions go before %y
+  // (every operand they use is defined before it).
+  Instruction* fold(Computation& computation, Instruction* array, const Block& block) {
     constants_.clear();
-    Instruction* before = m.updated;  // every operand used below is defined before %y
-    const Shape& cache = m.cache->shape();
-    const Instruction& inner = *m.updated;
-    const Shape& block = inner.shape();                  // %x and %y
-    const Shape& update = inner.operand(1)->shape();     // %kv
-    const PrimitiveType index_type = m.read->operand(1)->shape().element_type();
-    // Which block dimension each cache dimension of size > 1 in the read corresponds to.
-    std::vector<int64_t> block_of(cache.rank(), -1);
-    std::vector<int64_t> block_dims;
-    for (int64_t e = 0; e < block.rank(); ++e)
-      if (block.dimension(e) != 1) block_dims.push_back(e);
-    size_t next = 0;
-    for (int64_t d = 0; d < cache.rank(); ++d)
-      if (m.read->dynamic_slice_sizes[d] != 1) block_of[d] = block_dims[next++];
-    // Starts: the read's, clamped as XLA clamps them, plus the inner update's, clamped likewise.
-    std::vector<Instruction*> read_starts, starts;
+    Instruction* before = block.updated;
+    const Shape& shape = array->shape();
+    const Instruction& inner = *block.updated;
+    const Shape& updated = inner.shape();               // %x and %y
+    const Shape& update = inner.operand(1)->shape();    // %kv
+    const PrimitiveType index_type = inner.operand_count() > 2 ? inner.operand(2)->shape().element_type()
+                                                               : block.dynamic_starts.empty()
+                                                                     ? PrimitiveType::kS32
+                                                                     : block.dynamic_starts[0]->shape().element_type();
+    // Which dimension of %y each array dimension of extent > 1 in the block is.
+    std::vector<int64_t> inner_of(shape.rank(), -1), inner_dims;
+    for (int64_t e = 0; e < updated.rank(); ++e)
+      if (updated.dimension(e) != 1) inner_dims.push_back(e);
+    for (int64_t d = 0, next = 0; d < shape.rank(); ++d)
+      if (block.sizes[d] != 1) inner_of[d] = inner_dims[next++];
+    // The block's starts (clamped as XLA clamps the read) plus the inner update's (likewise).
+    std::vector<Instruction*> block_starts, starts;
     std::vector<int64_t> update_dims;
-    for (int64_t d = 0; d < cache.rank(); ++d) {
-      Instruction* start = clamped(computation, before, m.read->operand(1 + d), index_type,
-                                   cache.dimension(d) - m.read->dynamic_slice_sizes[d]);
-      read_starts.push_back(start);
-      const int64_t e = block_of[d];
+    for (int64_t d = 0; d < shape.rank(); ++d) {
+      Instruction* start = block.dynamic ? clamped(computation, before, block.dynamic_starts[d], index_type,
+                                                   shape.dimension(d) - block.sizes[d])
+                                         : constant(computation, before, index_type, block.static_starts[d]);
+      block_starts.push_back(start);
+      const int64_t e = inner_of[d];
       update_dims.push_back(e < 0 ? 1 : update.dimension(e));
       if (e >= 0) {
-        Instruction* inner_start = clamped(computation, before, inner.operand(2 + e), index_type,
-                                           block.dimension(e) - update.dimension(e));
-        if (inner_start->opcode() != Opcode::kConstant || !is_zero(*inner_start))
+        Instruction* inner_start =
+            clamped(computation, before, inner.operand(2 + e), index_type, updated.dimension(e) - update.dimension(e));
+        if (is_zero(*start)) start = inner_start;
+        else if (!is_zero(*inner_start))
           start = add(computation, before, Opcode::kAdd, "folded_start", Shape::scalar(index_type), {start, inner_start});
       }
       starts.push_back(start);
@@ -134,38 +204,42 @@ class Folder {
     if (kv->shape().dimensions() != update_dims)
       kv = add(computation, before, Opcode::kReshape, "folded_update", Shape::array(update.element_type(), update_dims),
                {kv});
-    std::vector<Instruction*> operands = {m.cache, kv};
+    std::vector<Instruction*> operands = {array, kv};
     operands.insert(operands.end(), starts.begin(), starts.end());
-    Instruction* folded = add(computation, before, Opcode::kDynamicUpdateSlice, "folded_update_slice", m.z->shape(),
-                              operands);
-    folded->metadata = m.z->metadata;
-    folded->has_metadata = m.z->has_metadata;
-    // %y's other readers read the block out of the updated array.
+    Instruction* folded =
+        add(computation, before, Opcode::kDynamicUpdateSlice, "folded_update_slice", array->shape(), operands);
+    folded->metadata = inner.metadata;
+    folded->has_metadata = inner.has_metadata;
     std::vector<Instruction*> readers;
-    for (Instruction* user : m.updated->users())
-      if (user != m.written && user != m.z) readers.push_back(user);
-    const bool root = computation.root() == m.updated;
-    if (!readers.empty() || root) {
+    for (Instruction* user : block.updated->users())
+      if (user != block.written) readers.push_back(user);
+    const bool root = computation.root() == block.updated;
+    if (readers.empty() && !root) return folded;
+    Instruction* slice = nullptr;
+    const Shape block_shape = Shape::array(updated.element_type(), block.sizes);
+    if (block.dynamic) {
       std::vector<Instruction*> slice_operands = {folded};
-      slice_operands.insert(slice_operands.end(), read_starts.begin(), read_starts.end());
-      Instruction* slice = add(computation, before, Opcode::kDynamicSlice, "folded_block",
-                               Shape::array(block.element_type(), m.read->dynamic_slice_sizes), slice_operands);
-      slice->dynamic_slice_sizes = m.read->dynamic_slice_sizes;
-      Instruction* block_value = slice;
-      if (!(slice->shape() == block))
-        block_value = add(computation, before, Opcode::kReshape, "folded_block", block, {slice});
-      for (Instruction* reader : readers)
-        for (int64_t i = 0; i < reader->operand_count(); ++i)
-          if (reader->operand(i) == m.updated) reader->replace_operand(i, block_value);
-      if (root) computation.set_root(block_value);
+      slice_operands.insert(slice_operands.end(), block_starts.begin(), block_starts.end());
+      slice = add(computation, before, Opcode::kDynamicSlice, "folded_block", block_shape, slice_operands);
+      slice->dynamic_slice_sizes = block.sizes;
+    } else {
+      slice = add(computation, before, Opcode::kSlice, "folded_block", block_shape, {folded});
+      for (int64_t d = 0; d < shape.rank(); ++d)
+        slice->slice.push_back(SliceDimension{block.static_starts[d], block.static_starts[d] + block.sizes[d], 1});
     }
-    m.z->replace_all_uses_with(folded);
-    return {m.z, m.written, m.updated, m.updated->operand(0), m.read};
+    Instruction* value = slice;
+    if (!(slice->shape() == updated)) value = add(computation, before, Opcode::kReshape, "folded_block", updated, {slice});
+    for (Instruction* reader : readers)
+      for (int64_t i = 0; i < reader->operand_count(); ++i)
+        if (reader->operand(i) == block.updated) reader->replace_operand(i, value);
+    if (root) computation.set_root(value);
+    return folded;
   }
 
  private:
-  static bool is_zero(const Instruction& constant) { return constant.literal.get_integer(0) == 0; }
-
+  static bool is_zero(const Instruction& instruction) {
+    return instruction.opcode() == Opcode::kConstant && instruction.literal.get_integer(0) == 0;
+  }
   // One constant per type and value within a fold (constants_ is cleared by fold()).
   Instruction* constant(Computation& computation, Instruction* before, PrimitiveType type, int64_t value) {
     for (Instruction* existing : constants_)
@@ -220,24 +294,49 @@ void remove_dead(Computation& computation, std::vector<Instruction*> candidates)
   }
 }
 
+// Folds the first match in `computation`; false when there is none.
+bool fold_one(Computation& computation, Folder& folder) {
+  const std::vector<Instruction*> instructions = computation.instructions();
+  std::unordered_map<const Instruction*, size_t> position;
+  for (size_t i = 0; i < instructions.size(); ++i) position[instructions[i]] = i;
+  for (Instruction* z : instructions) {
+    if (std::optional<Block> block = match_write_back(z)) {
+      std::vector<Instruction*> dead = {z, block->written, block->updated, block->updated->operand(0)};
+      dead.push_back(through_unit_reshape(block->updated->operand(0)));
+      z->replace_all_uses_with(folder.fold(computation, z->operand(0), *block));
+      remove_dead(computation, std::move(dead));
+      return true;
+    }
+    Instruction* cache = nullptr;
+    std::optional<std::vector<Block>> blocks = match_stack(z, cache);
+    if (!blocks || blocks->empty()) continue;
+    // Each fold goes before its block's update, after the previous one: updates in order.
+    bool ordered = true;
+    for (size_t l = 1; l < blocks->size(); ++l)
+      ordered = ordered && position[(*blocks)[l - 1].updated] < position[(*blocks)[l].updated];
+    if (!ordered) continue;
+    std::vector<Instruction*> dead = {z};
+    Instruction* head = cache;
+    for (const Block& block : *blocks) {
+      for (Instruction* instruction : {block.written, block.updated, block.updated->operand(0)}) dead.push_back(instruction);
+      dead.push_back(through_unit_reshape(block.updated->operand(0)));
+      head = folder.fold(computation, head, block);
+    }
+    for (Instruction* written : z->operands()) dead.push_back(written);
+    z->replace_all_uses_with(head);
+    remove_dead(computation, std::move(dead));
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 StatusOr<bool> fold_slice_updates(Module& module) {
   Folder folder(module);
   bool changed = false;
-  for (Computation* computation : module.computations()) {
-    // One fold at a time: a fold removes instructions, so the scan starts over after each.
-    for (bool folded = true; folded;) {
-      folded = false;
-      for (Instruction* instruction : computation->instructions()) {
-        if (std::optional<Match> m = match(instruction)) {
-          remove_dead(*computation, folder.fold(*computation, *m));
-          changed = folded = true;
-          break;
-        }
-      }
-    }
-  }
+  for (Computation* computation : module.computations())
+    while (fold_one(*computation, folder)) changed = true;  // a fold removes instructions: scan again
   return changed;
 }
 
