@@ -6,7 +6,10 @@
                                                    the small inputs of the large-shape programs
                                                    (one subprocess each, with --xla_dump_to)
   python measure_xla.py large OUT.json             measures the large-shape programs
-  python measure_xla.py report SMALL_XLA LARGE_XLA INSITU.jsonl OUT.md COMMAND
+  python measure_xla.py dump-real ROOT             the same for the real-size programs (REAL), each
+                                                   with floor.json (its bandwidth floor's bytes)
+  python measure_xla.py real OUT.json              measures the real-size programs (PEER_REAL_CALLS)
+  python measure_xla.py report SMALL_XLA LARGE_XLA INSITU.jsonl OUT.md COMMAND [REAL_XLA BANDWIDTH]
                                                    writes RESULTS.md from the JSON of this run
 
 Per program, XLA:CPU (the pinned jaxlib) is measured as:
@@ -98,7 +101,7 @@ LARGE = {
 
 # --- real sizes (issue 9): what people run, each with its bandwidth floor ------------------
 #
-# A builder returns (function, args, jit_options, floor_bytes): floor_bytes is what any
+# A builder returns (function, args, jit_options, floor_bytes[, flops]): floor_bytes is what any
 # implementation must read and write per call (every argument read once, every output written
 # once, except a donated cache written only where it changes). Arguments of 64 MiB or more are
 # zeros (insitu_measure makes them itself); the others are random.
@@ -114,7 +117,7 @@ def _random_or_zeros(rng, shape, scale=0.02):
     import numpy as np
 
     if int(np.prod(shape)) * 4 >= (64 << 20):
-        return np.zeros(shape, np.float32)
+        return np.full(shape, 0.0, np.float32)  # written, so its pages are real (np.zeros' may not be)
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
@@ -124,7 +127,7 @@ def _real_matmul(n):
 
         rng = np.random.RandomState(jax_programs.RNG_SEED)
         a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
-        return (lambda a, b: a @ b), (a, b), {}, 3 * n * n * 4
+        return (lambda a, b: a @ b), (a, b), {}, 3 * n * n * 4, 2 * n ** 3
     return builder
 
 
@@ -140,7 +143,7 @@ def _real_conv3x3():
         from jax import lax
         return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
-    return f, (x, w), {}, 2 * x.nbytes + w.nbytes
+    return f, (x, w), {}, 2 * x.nbytes + w.nbytes, 2 * 8 * 56 * 56 * 64 * 64 * 9
 
 
 # GPT-2 small's shape (12 layers, d=768, 12 heads), a 1024-position f32 KV cache, a vocabulary
@@ -192,7 +195,7 @@ def _real_gpt_decode(spelling):
             params = {k: _random_or_zeros(rng, (layers,) + s) for k, s in shapes.items()}
         else:
             params = [{k: _random_or_zeros(rng, s) for k, s in shapes.items()} for _ in range(layers)]
-        cache = np.zeros((layers, 2, heads, length, d // heads), np.float32)
+        cache = np.full((layers, 2, heads, length, d // heads), 0.0, np.float32)
         final_norm = np.stack([np.ones(d, np.float32), np.zeros(d, np.float32)])
         embedding = _random_or_zeros(rng, (vocab, d))
         x = rng.standard_normal(d).astype(np.float32)
@@ -228,12 +231,141 @@ def _real_gpt_decode(spelling):
     return builder
 
 
+def _adam(params, grads, m, v, step):
+    """One Adam update (lr 1e-3, betas 0.9/0.999, eps 1e-8) of a pytree."""
+    import jax
+    import jax.numpy as jnp
+
+    t = step + 1
+    m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
+    v = jax.tree_util.tree_map(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
+    scale_m = 1.0 / (1.0 - 0.9 ** t.astype(jnp.float32))
+    scale_v = 1.0 / (1.0 - 0.999 ** t.astype(jnp.float32))
+    params = jax.tree_util.tree_map(
+        lambda p, m, v: p - 1e-3 * (m * scale_m) / (jnp.sqrt(v * scale_v) + 1e-8), params, m, v)
+    return params, m, v, t
+
+
+def _training_step(loss_fn, params, batch):
+    """fn(params, m, v, step, *batch) -> (params, m, v, step, loss), params/m/v donated; the
+    floor reads and writes params, m and v once and reads the batch."""
+    import jax
+    import numpy as np
+
+    zeros = jax.tree_util.tree_map(lambda p: np.zeros_like(p), params)
+    zeros_v = jax.tree_util.tree_map(lambda p: np.zeros_like(p), params)
+
+    def f(params, m, v, step, *batch):
+        loss, grads = jax.value_and_grad(loss_fn)(params, *batch)
+        params, m, v, step = _adam(params, grads, m, v, step)
+        return params, m, v, step, loss
+
+    state = _leaf_bytes(params) * 3
+    args = (params, zeros, zeros_v, np.int32(0)) + tuple(batch)
+    return f, args, dict(donate_argnums=(0, 1, 2)), 2 * state + _leaf_bytes(batch)
+
+
+def _real_mlp_training():
+    """A 784-1024-1024-10 ReLU MLP, softmax cross-entropy, batch 512, Adam."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    rng = np.random.RandomState(jax_programs.RNG_SEED)
+    sizes = [784, 1024, 1024, 10]
+    params = [(_random_or_zeros(rng, (a, b), 0.05), np.zeros(b, np.float32)) for a, b in zip(sizes, sizes[1:])]
+    x = rng.standard_normal((512, 784)).astype(np.float32)
+    labels = rng.randint(0, 10, 512).astype(np.int32)
+
+    def loss(params, x, labels):
+        h = x
+        for w, b in params[:-1]:
+            h = jax.nn.relu(h @ w + b)
+        logits = h @ params[-1][0] + params[-1][1]
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+    return _training_step(loss, params, (x, labels))
+
+
+def _real_transformer_training():
+    """4 pre-LN transformer layers, d=512, 8 heads, causal, batch 4 x 128 tokens, a regression
+    loss on the output, Adam."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    rng = np.random.RandomState(jax_programs.RNG_SEED)
+    layers, d, heads, batch, tokens = 4, 512, 8, 4, 128
+    params = []
+    for _ in range(layers):
+        params.append({k: (_random_or_zeros(rng, s) if len(s) == 2 else np.ones(s, np.float32) if k.endswith("_g")
+                           else np.zeros(s, np.float32)) for k, s in _gpt_layer_shapes(d).items()})
+    x = rng.standard_normal((batch, tokens, d)).astype(np.float32)
+    y = rng.standard_normal((batch, tokens, d)).astype(np.float32)
+    head_dim = d // heads
+    mask = np.tril(np.ones((tokens, tokens), bool))
+
+    def layer_norm(x, g, b):
+        mean = x.mean(-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
+
+    def loss(params, x, y):
+        h = x
+        for p in params:
+            q, k, v = jnp.split(layer_norm(h, p["ln1_g"], p["ln1_b"]) @ p["qkv"] + p["qkv_b"], 3, axis=-1)
+            q, k, v = (t.reshape(batch, tokens, heads, head_dim) for t in (q, k, v))
+            scores = jnp.einsum("bthd,bshd->bhts", q, k) / jnp.sqrt(jnp.float32(head_dim))
+            scores = jnp.where(mask, scores, jnp.float32(-1e30))
+            attention = jnp.einsum("bhts,bshd->bthd", jax.nn.softmax(scores, -1), v).reshape(batch, tokens, d)
+            h = h + attention @ p["proj"] + p["proj_b"]
+            z = layer_norm(h, p["ln2_g"], p["ln2_b"])
+            h = h + jax.nn.gelu(z @ p["fc"] + p["fc_b"]) @ p["fc2"] + p["fc2_b"]
+        return jnp.mean((h - y) ** 2)
+
+    return _training_step(loss, params, (x, y))
+
+
+def _real_resnet_training():
+    """A ResNet basic block (3x3 conv, batch norm, ReLU, 3x3 conv, batch norm, residual, ReLU),
+    NHWC, batch 16, 32x32x64, a regression loss, Adam."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    rng = np.random.RandomState(jax_programs.RNG_SEED)
+    params = {"w1": _random_or_zeros(rng, (3, 3, 64, 64), 0.05), "w2": _random_or_zeros(rng, (3, 3, 64, 64), 0.05),
+              "g1": np.ones(64, np.float32), "b1": np.zeros(64, np.float32),
+              "g2": np.ones(64, np.float32), "b2": np.zeros(64, np.float32)}
+    x = rng.standard_normal((16, 32, 32, 64)).astype(np.float32)
+    y = rng.standard_normal((16, 32, 32, 64)).astype(np.float32)
+
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def batch_norm(x, g, b):
+        mean = x.mean((0, 1, 2))
+        var = ((x - mean) ** 2).mean((0, 1, 2))
+        return (x - mean) * lax.rsqrt(var + 1e-5) * g + b
+
+    def loss(p, x, y):
+        h = jax.nn.relu(batch_norm(conv(x, p["w1"]), p["g1"], p["b1"]))
+        h = jax.nn.relu(batch_norm(conv(h, p["w2"]), p["g2"], p["b2"]) + x)
+        return jnp.mean((h - y) ** 2)
+
+    return _training_step(loss, params, (x, y))
+
+
 REAL = {
     "matmul_1024": _real_matmul(1024),
     "matmul_2048": _real_matmul(2048),
     "conv3x3_resnet": _real_conv3x3,
     "gpt_decode_scan": _real_gpt_decode("scan"),
     "gpt_decode_unrolled": _real_gpt_decode("unrolled"),
+    "mlp_training_step": _real_mlp_training,
+    "transformer_training_step": _real_transformer_training,
+    "resnet_block_training_step": _real_resnet_training,
 }
 SETS = {"large": LARGE, "real": REAL}
 
@@ -340,7 +472,7 @@ def measure(name, builder, compile_reps, calls):
     jax = _setup_jax()
     import numpy as np
 
-    function, args, jit_options, *_ = builder()
+    function, args, jit_options, *extra = builder()
     treedef = jax.tree_util.tree_structure(args)
 
     lower_compile, compile_only = [], []
@@ -391,6 +523,9 @@ def measure(name, builder, compile_reps, calls):
         "memory_analysis": {k: int(getattr(memory, k)) for k in (
             "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes", "temp_size_in_bytes")},
         "donated_parameters": sorted({p for _, p in alias}),
+        "io_bytes": int(memory.argument_size_in_bytes + memory.output_size_in_bytes - memory.alias_size_in_bytes),
+        "floor_bytes": int(extra[0]) if extra else 0,
+        "flops": int(extra[1]) if len(extra) > 1 else 0,
     }
 
 
@@ -423,7 +558,7 @@ def dump_large_one(set_name, name, out_dir):
 def dump_large(set_name, root):
     for name in SETS[set_name]:
         with tempfile.TemporaryDirectory() as dump_dir:
-            env = dict(os.environ, XLA_FLAGS="--xla_dump_to=%s --xla_dump_hlo_as_text" % dump_dir,
+            env = dict(os.environ, XLA_FLAGS="--xla_dump_to=%s --xla_dump_hlo_as_text --xla_dump_large_constants" % dump_dir,
                        INSITU_DUMP_DIR=dump_dir, JAX_PLATFORMS="cpu")
             subprocess.run([sys.executable, os.path.abspath(__file__), "dump-large-one", set_name, name,
                             os.path.join(root, name)], env=env, check=True)
@@ -519,17 +654,58 @@ def _why(name, kind, figure):
     return ""
 
 
-def report(small_path, large_path, insitu_path, out_path, command):
+def _real_section(real, insitu, bandwidth, out, summary):
+    """The real-size rows: each beside XLA, with its bandwidth floor from this run."""
+    out.append("## Real sizes (issue 9)")
+    out.append("")
+    out.append("The bandwidth floor is the bytes a program must read and write per call (every argument "
+               "read once, every output written once, a donated cache only where it changes) divided "
+               "by this machine's memory bandwidth measured in the same run (`insitu_measure "
+               "--bandwidth`: a 1 GiB copy on %d threads, read + write bytes): %.1f GB/s. For the "
+               "compute-bound rows (matmul, convolution) the floor is far below the time; "
+               "GFLOP/s are given instead." % (bandwidth["threads"], bandwidth["bandwidth_bytes_per_second"] / 1e9))
+    out.append("")
+    out.append("| program | XLA:CPU per call | insitu per call | insitu/XLA | floor | insitu/floor | XLA/floor "
+               "| bytes copied insitu / XLA | peak insitu / XLA (bytes) | arguments + outputs |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, x in real.items():
+        record = insitu.get(("real", name))
+        if record is None or "error" in record:
+            out.append("| %s | %s | failed: %s | | | | | | | |" % (name, _time(x["call_seconds"]),
+                                                                (record or {}).get("error", "no result")))
+            continue
+        floor = x["floor_bytes"] / bandwidth["bandwidth_bytes_per_second"]
+        flops = x.get("flops", 0)
+        extra = ""
+        if flops:
+            extra = " (%.0f / %.0f GFLOP/s)" % (flops / record["call_seconds"] / 1e9, flops / x["call_seconds"] / 1e9)
+        out.append("| %s | %s | %s%s | %s | %s | %.2f | %.2f | %d / %d | %d / %d | %d |" % (
+            name, _time(x["call_seconds"]), _time(record["call_seconds"]), extra,
+            _ratio(record["call_seconds"], x["call_seconds"]), _time(floor), record["call_seconds"] / floor,
+            x["call_seconds"] / floor, record["bytes_copied"], x["copy_bytes"], record["peak_memory_bytes"],
+            x["memory_bytes"], x["io_bytes"]))
+        summary.append(("real", name, x, record))
+    out.append("")
+    out.append("insitu ran no instruction through the evaluator fallback on these rows unless the table "
+               "of failures below says so. Where the time goes: bench/README.md (a per-step profile, "
+               "`insitu_measure --profile`).")
+    out.append("")
+
+
+def report(small_path, large_path, insitu_path, out_path, command, real_path=None, bandwidth_path=None):
     import platform
 
     small = {r["program"]: r for r in json.load(open(small_path))}
     large = {r["program"]: r for r in json.load(open(large_path))}
+    real = {r["program"]: r for r in json.load(open(real_path))} if real_path else {}
+    bandwidth = json.load(open(bandwidth_path)) if bandwidth_path else None
     insitu = {}
     for line in open(insitu_path):
         line = line.strip()
         if line:
             record = json.loads(line)
-            kind = "large" if os.path.basename(os.path.dirname(record["dir"].rstrip("/"))) == "large" else "small"
+            parent = os.path.basename(os.path.dirname(record["dir"].rstrip("/")))
+            kind = parent if parent in ("large", "real") else "small"
             insitu[(kind, os.path.basename(record["dir"].rstrip("/")))] = record
     cpu = "unknown"
     try:
@@ -593,6 +769,9 @@ def report(small_path, large_path, insitu_path, out_path, command):
     for name, record in large.items():
         section("large", name, record)
 
+    if real and bandwidth:
+        _real_section(real, insitu, bandwidth, out, summary)
+
     out.append("## Summary")
     out.append("")
     out.append("| program | shape | compile insitu/XLA | call insitu/XLA | bytes copied insitu - XLA | memory insitu/XLA |")
@@ -630,8 +809,10 @@ def main(argv):
     if mode == "small":
         names = argv[3:] or list(jax_programs.PROGRAMS)
         measure_set({n: jax_programs.PROGRAMS[n][1] for n in names}, argv[2], COMPILE_REPS, CALLS)
-    elif mode in ("large", "real"):
-        measure_set(SETS[mode], argv[2], LARGE_COMPILE_REPS, LARGE_CALLS)
+    elif mode == "large":
+        measure_set(LARGE, argv[2], LARGE_COMPILE_REPS, LARGE_CALLS)
+    elif mode == "real":
+        measure_set(REAL, argv[2], LARGE_COMPILE_REPS, int(os.environ.get("PEER_REAL_CALLS", "20")))
     elif mode == "dump-large":
         dump_large("large", argv[2])
     elif mode == "dump-real":
@@ -639,7 +820,7 @@ def main(argv):
     elif mode == "dump-large-one":
         dump_large_one(argv[2], argv[3], argv[4])
     elif mode == "report":
-        report(*argv[2:7])
+        report(*argv[2:9])
     else:
         print(__doc__)
         return 2

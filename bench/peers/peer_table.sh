@@ -8,10 +8,13 @@
 # 2. XLA side (measure_xla.py, in the pinned virtualenv of make_corpus.sh): every corpus
 #    program at its committed small shape, then the in-place programs at a large shape (a 1 GiB
 #    donated array), whose HLO it dumps with JAX into BUILD_DIR/peers/large first;
-# 3. insitu side (insitu_measure): the same before_optimizations modules and inputs;
+#    then the real-size programs (issue 9: matmuls, a ResNet convolution, GPT-2-small decode
+#    steps in two spellings), dumped the same way into BUILD_DIR/peers/real with their floors;
+# 3. insitu side (insitu_measure): the same before_optimizations modules and inputs, and the
+#    memory bandwidth of this machine (insitu_measure --bandwidth: a 1 GiB copy);
 # 4. RESULTS.md from the JSON of steps 2-3 only.
 # XLA and insitu run one after the other, never at the same time. Knobs (environment):
-# PEER_COMPILE_REPS, PEER_CALLS, PEER_LARGE_COMPILE_REPS, PEER_LARGE_CALLS.
+# PEER_COMPILE_REPS, PEER_CALLS, PEER_LARGE_COMPILE_REPS, PEER_LARGE_CALLS, PEER_REAL_CALLS.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -29,12 +32,16 @@ rm -rf "$work"
 mkdir -p "$work"
 export PEER_COMPILE_REPS="${PEER_COMPILE_REPS:-10}" PEER_CALLS="${PEER_CALLS:-500}"
 export PEER_LARGE_COMPILE_REPS="${PEER_LARGE_COMPILE_REPS:-10}" PEER_LARGE_CALLS="${PEER_LARGE_CALLS:-10}"
+export PEER_REAL_CALLS="${PEER_REAL_CALLS:-20}"
 
 echo "== XLA:CPU, small shapes"
 "$venv/bin/python" "$here/measure_xla.py" small "$work/xla_small.json"
 echo "== XLA:CPU, large shapes (dumping their HLO first)"
 "$venv/bin/python" "$here/measure_xla.py" dump-large "$work/large"
 "$venv/bin/python" "$here/measure_xla.py" large "$work/xla_large.json"
+echo "== XLA:CPU, real sizes (dumping their HLO first)"
+"$venv/bin/python" "$here/measure_xla.py" dump-real "$work/real"
+"$venv/bin/python" "$here/measure_xla.py" real "$work/xla_real.json"
 
 echo "== insitu"
 status=0
@@ -42,9 +49,12 @@ status=0
   "$root"/tests/data/jax/*/ > "$work/insitu.jsonl" || status=$?
 "$build/bench/insitu_measure" --compile-reps "$PEER_LARGE_COMPILE_REPS" --calls "$PEER_LARGE_CALLS" \
   "$work"/large/*/ >> "$work/insitu.jsonl" || status=$?
-cat "$work/insitu.jsonl"
+"$build/bench/insitu_measure" --compile-reps "$PEER_LARGE_COMPILE_REPS" --calls "$PEER_REAL_CALLS" --profile 12 \
+  "$work"/real/*/ >> "$work/insitu.jsonl" 2> "$work/insitu_real_profile.txt" || status=$?
+"$build/bench/insitu_measure" --bandwidth --threads "$(nproc)" > "$work/bandwidth.json"
+cat "$work/insitu.jsonl" "$work/bandwidth.json"
 
 "$venv/bin/python" "$here/measure_xla.py" report "$work/xla_small.json" "$work/xla_large.json" \
-  "$work/insitu.jsonl" "$here/RESULTS.md" "$command"
+  "$work/insitu.jsonl" "$here/RESULTS.md" "$command" "$work/xla_real.json" "$work/bandwidth.json"
 echo "wrote $here/RESULTS.md"
 exit "$status"

@@ -361,9 +361,11 @@ ENTRY main {
 // against the reference evaluator within library_gemm.h's tolerance: |runtime - evaluator| <=
 // K * 2^-23 * (the evaluator on the arguments' absolute values), K the largest patch length.
 // Covered: NHWC; stride with negative padding and window dilation; feature groups; batch groups;
-// an OIHW kernel with reversal (patches in feature-major order); an input gradient's lhs
-// dilation; a kernel gradient (batch and feature swapped, a window over the whole image); and
-// an NCHW result, which stays on the direct loop. No instruction is left to the fallback.
+// an OIHW kernel with reversal (patches in feature-major order); an HWOI kernel (no single
+// matrix: one product per window position, accumulated); an input gradient's lhs dilation; a
+// kernel gradient (batch and feature swapped, a window over the whole image: transposed
+// patches); and an NCHW result, which stays on the direct loop. No instruction is left to the
+// fallback.
 TEST(RuntimeProgramKernels, LibraryConvolutionMatchesEvaluatorWithinTolerance) {
   constexpr int64_t kLargestPatch = 17 * 16 * 4;
   Compiled compiled = compile(R"(
@@ -378,6 +380,7 @@ ENTRY main {
   xb = f32[8,10,10,4] parameter(5)
   wb = f32[3,3,4,16] parameter(6)
   y = f32[2,8,9,9] parameter(7)
+  wo = f32[3,3,16,8] parameter(8)
   nhwc = f32[4,17,16,16] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
   strided = f32[4,7,6,16] convolution(x, w), window={size=3x3 stride=2x2 pad=0_-1x0_0 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f
   grouped = f32[4,15,14,16] convolution(x, g), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=2
@@ -386,7 +389,8 @@ ENTRY main {
   dilated = f32[4,33,31,16] convolution(x, w), window={size=3x3 pad=1_1x1_1 lhs_dilate=2x2}, dim_labels=b01f_01io->b01f
   kernel_grad = f32[3,3,8,16] convolution(x, dy), window={size=17x16 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf
   nchw = f32[2,16,7,7] convolution(y, o), window={size=3x3}, dim_labels=bf01_oi01->bf01
-  ROOT t = (f32[4,17,16,16], f32[4,7,6,16], f32[4,15,14,16], f32[4,8,8,16], f32[4,17,16,16], f32[4,33,31,16], f32[3,3,8,16], f32[2,16,7,7]) tuple(nhwc, strided, grouped, batched, oihw, dilated, kernel_grad, nchw)
+  hwoi = f32[4,17,16,16] convolution(x, wo), window={size=3x3 pad=1_1x1_1 rhs_reversal=0x1}, dim_labels=b01f_01oi->b01f
+  ROOT t = (f32[4,17,16,16], f32[4,7,6,16], f32[4,15,14,16], f32[4,8,8,16], f32[4,17,16,16], f32[4,33,31,16], f32[3,3,8,16], f32[2,16,7,7], f32[4,17,16,16]) tuple(nhwc, strided, grouped, batched, oihw, dilated, kernel_grad, nchw, hwoi)
 }
 )");
   ASSERT_TRUE(compiled.executable != nullptr);

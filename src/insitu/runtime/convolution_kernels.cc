@@ -28,64 +28,116 @@ namespace {
 struct ConvolutionKernelPlan final : KernelPlan {
   eval::ConvolutionPlan plan;
   // The library path's (gemm_kernel's) plan.
-  int64_t groups = 1;         // feature or batch groups (at most one of the counts is above 1)
-  int64_t rows = 0;           // output positions: the result's elements / its output features
-  int64_t columns = 0;        // output features per group
-  int64_t depth = 0;          // patch length: window positions x input features of a group
-  int64_t block_rows = 0;     // output positions per task
+  int64_t groups = 1;          // feature or batch groups (at most one of the counts is above 1)
+  int64_t rows = 0;            // output positions: the result's elements / its output features
+  int64_t columns = 0;         // output features per group
+  int64_t depth = 0;           // patch length: window positions x input features of a group
+  int64_t block_rows = 0;      // output positions per task
   bool batch_grouped = false;  // the groups are batch groups (else feature groups)
-  bool feature_major = false; // patch order: (input feature, window position) when true
+  bool feature_major = false;  // patch order: (input feature, window position) when true
+  // The kernel as one depth x columns matrix, or (per_window) one input-features x columns
+  // matrix per window position at window_offsets[w], each product added to the last.
+  bool per_window = false;
   kernels::GemmOperand kernel;
+  std::vector<int64_t> window_offsets;  // kernel element offset of each window position
+  // Patches stored transposed (depth x block_rows): when the lhs batch dimension is the minor
+  // one of both the lhs and the rows (a kernel gradient's f01b_i01o->01bf), a patch column's
+  // run of batch elements is contiguous in lhs.
+  bool transposed_patches = false;
+  int64_t batch_run = 1;  // rows per contiguous batch run (transposed patches)
   std::vector<int64_t> row_dimensions;  // the result's dimensions but the (minor) feature one
 };
+
+// The lhs offset of the window position `position` from output index `index`, or -1 when
+// the window falls in padding or between dilated inputs. `base` covers batch and group.
+int64_t window_offset(const eval::ConvolutionPlan& plan, std::span<const int64_t> index,
+                      std::span<const int64_t> position, int64_t base) {
+  int64_t offset = base;
+  for (size_t s = 0; s < plan.window.size(); ++s) {
+    const WindowDimension& window = plan.window[s];
+    // Patch column w pairs with kernel position w: under reversal it reads the mirrored input.
+    const int64_t at_window = window.window_reversal ? window.size - 1 - position[s] : position[s];
+    const int64_t undilated = index[plan.out_spatial[s]] * window.stride - window.padding_low + at_window * window.window_dilation;
+    const int64_t at = undilated / window.base_dilation;
+    if (undilated % window.base_dilation != 0 || at < 0 || at >= plan.lhs_sizes[s]) return -1;
+    offset += at * plan.lhs_strides[plan.lhs_spatial[s]];
+  }
+  return offset;
+}
+
+// The next window position, last spatial dimension fastest.
+void next_position(const eval::ConvolutionPlan& plan, std::vector<int64_t>& position) {
+  for (int64_t s = static_cast<int64_t>(position.size()) - 1; s >= 0; --s) {
+    if (++position[s] < plan.window[s].size) return;
+    position[s] = 0;
+  }
+}
+
+// Output positions [first, first + count) as result indices (feature dimension left 0).
+void row_index(const ConvolutionKernelPlan& p, int64_t row, std::vector<int64_t>& index) {
+  for (int64_t rest = row, d = static_cast<int64_t>(p.row_dimensions.size()) - 1; d >= 0; --d) {
+    index[d] = rest % p.row_dimensions[d];
+    rest /= p.row_dimensions[d];
+  }
+}
+
+// lhs offset of output row `index`'s batch element and group (the feature dimension is the
+// result's last, so the others keep their numbers).
+int64_t row_base(const ConvolutionKernelPlan& p, std::span<const int64_t> index, int64_t group) {
+  const eval::ConvolutionPlan& plan = p.plan;
+  const int64_t batch = index[plan.out_batch] + (p.batch_grouped ? group * plan.batch_group_size : 0);
+  return batch * plan.lhs_strides[plan.lhs_batch] +
+         (p.batch_grouped ? 0 : group * plan.input_feature_group_size * plan.lhs_strides[plan.lhs_feature]);
+}
 
 // Patches of output positions [first, first + count) for group `group` into `patches`
 // (count x depth, row-major), in the plan's patch order.
 void gather_patches(const ConvolutionKernelPlan& p, const float* lhs, int64_t group, int64_t first, int64_t count,
                     float* patches) {
   const eval::ConvolutionPlan& plan = p.plan;
-  const size_t spatial = plan.window.size();
   const int64_t features = plan.input_feature_group_size, windows = plan.window_positions;
   const int64_t feature_stride = plan.lhs_strides[plan.lhs_feature];
-  const bool batch_groups = p.batch_grouped;
-  std::vector<int64_t> index(p.row_dimensions.size()), position(spatial);
+  std::vector<int64_t> index(p.row_dimensions.size()), position(plan.window.size());
   for (int64_t r = 0; r < count; ++r) {
-    for (int64_t rest = first + r, d = static_cast<int64_t>(index.size()) - 1; d >= 0; --d) {
-      index[d] = rest % p.row_dimensions[d];
-      rest /= p.row_dimensions[d];
-    }
-    // The output's feature dimension is its last: the others keep their numbers.
-    const int64_t batch = index[plan.out_batch] + (batch_groups ? group * plan.batch_group_size : 0);
-    const int64_t base = batch * plan.lhs_strides[plan.lhs_batch] +
-                         (batch_groups ? 0 : group * features * feature_stride);
+    row_index(p, first + r, index);
+    const int64_t base = row_base(p, index, group);
     float* row = patches + r * p.depth;
     std::fill(position.begin(), position.end(), 0);
-    for (int64_t w = 0; w < windows; ++w) {
-      if (w > 0)  // the next window position, last spatial dimension fastest
-        for (int64_t s = static_cast<int64_t>(spatial) - 1; s >= 0; --s) {
-          if (++position[s] < plan.window[s].size) break;
-          position[s] = 0;
-        }
-      int64_t offset = base;
-      bool inside = true;
-      for (size_t s = 0; s < spatial && inside; ++s) {
-        const WindowDimension& window = plan.window[s];
-        // Patch column w pairs with kernel position w: under reversal it reads the mirrored input.
-        const int64_t at_window = window.window_reversal ? window.size - 1 - position[s] : position[s];
-        const int64_t undilated = index[plan.out_spatial[s]] * window.stride - window.padding_low +
-                                  at_window * window.window_dilation;
-        const int64_t at = undilated / window.base_dilation;
-        inside = undilated % window.base_dilation == 0 && at >= 0 && at < plan.lhs_sizes[s];
-        offset += at * plan.lhs_strides[plan.lhs_spatial[s]];
-      }
+    for (int64_t w = 0; w < windows; ++w, next_position(plan, position)) {
+      const int64_t offset = window_offset(plan, index, position, base);
       if (p.feature_major) {
-        for (int64_t z = 0; z < features; ++z) row[z * windows + w] = inside ? lhs[offset + z * feature_stride] : 0.0f;
-      } else if (!inside) {
+        for (int64_t z = 0; z < features; ++z) row[z * windows + w] = offset < 0 ? 0.0f : lhs[offset + z * feature_stride];
+      } else if (offset < 0) {
         std::fill(row + w * features, row + (w + 1) * features, 0.0f);
       } else if (feature_stride == 1) {
         std::copy(lhs + offset, lhs + offset + features, row + w * features);
       } else {
         for (int64_t z = 0; z < features; ++z) row[w * features + z] = lhs[offset + z * feature_stride];
+      }
+    }
+  }
+}
+
+// The same patches transposed (depth x count, row kk at kk * p.block_rows): rows come in runs
+// of p.batch_run batch elements at one spatial position, each run contiguous in lhs.
+void gather_patches_transposed(const ConvolutionKernelPlan& p, const float* lhs, int64_t group, int64_t first,
+                               int64_t count, float* patches) {
+  const eval::ConvolutionPlan& plan = p.plan;
+  const int64_t features = plan.input_feature_group_size, windows = plan.window_positions;
+  const int64_t feature_stride = plan.lhs_strides[plan.lhs_feature];
+  std::vector<int64_t> index(p.row_dimensions.size()), position(plan.window.size());
+  for (int64_t r = 0; r < count; r += p.batch_run) {
+    row_index(p, first + r, index);  // the run's first batch element
+    const int64_t base = row_base(p, index, group);
+    const int64_t run = std::min(p.batch_run, count - r);
+    std::fill(position.begin(), position.end(), 0);
+    for (int64_t w = 0; w < windows; ++w, next_position(plan, position)) {
+      const int64_t offset = window_offset(plan, index, position, base);
+      for (int64_t z = 0; z < features; ++z) {
+        const int64_t kk = p.feature_major ? z * windows + w : w * features + z;
+        float* to = patches + kk * p.block_rows + r;
+        if (offset < 0) std::fill(to, to + run, 0.0f);
+        else std::copy(lhs + offset + z * feature_stride, lhs + offset + z * feature_stride + run, to);
       }
     }
   }
@@ -100,6 +152,7 @@ Status gemm_kernel(const KernelCall& call) {
   const int64_t blocks = (p.rows + p.block_rows - 1) / p.block_rows;
   const int64_t out_features = p.columns * p.groups;
   const int64_t kernel_feature_stride = p.plan.rhs_strides[p.plan.rhs_output];
+  const int64_t features = p.plan.input_feature_group_size;
   run_range(call.pool, p.groups * blocks, 2, [&](int64_t begin, int64_t end) {
     // Scratch of this thread, kept across calls (at most block_rows x depth floats).
     thread_local std::vector<float> patches;
@@ -107,17 +160,30 @@ Status gemm_kernel(const KernelCall& call) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t group = task / blocks, first = (task % blocks) * p.block_rows;
       const int64_t count = std::min(p.block_rows, p.rows - first);
-      gather_patches(p, lhs, group, first, count, patches.data());
-      const kernels::GemmOperand patch_layout{false, p.depth, p.depth, 1};
-      kernels::gemm_on_this_thread(count, p.columns, p.depth, patches.data(), patch_layout,
-                                   rhs + group * p.columns * kernel_feature_stride, p.kernel,
-                                   out + first * out_features + group * p.columns, out_features);
+      if (p.transposed_patches) gather_patches_transposed(p, lhs, group, first, count, patches.data());
+      else gather_patches(p, lhs, group, first, count, patches.data());
+      // Patch column kk starts at kk (row-major) or kk * block_rows (transposed).
+      const int64_t column_step = p.transposed_patches ? p.block_rows : 1;
+      const kernels::GemmOperand patch_layout = p.transposed_patches
+                                                    ? kernels::GemmOperand{true, p.block_rows, 1, p.block_rows}
+                                                    : kernels::GemmOperand{false, p.depth, p.depth, 1};
+      const float* kernel = rhs + group * p.columns * kernel_feature_stride;
+      float* result = out + first * out_features + group * p.columns;
+      if (!p.per_window) {
+        kernels::gemm_on_this_thread(count, p.columns, p.depth, patches.data(), patch_layout, kernel, p.kernel, result,
+                                     out_features);
+        continue;
+      }
+      for (int64_t w = 0; w < p.plan.window_positions; ++w)  // (w, z) patch order: w's columns are contiguous
+        kernels::gemm_on_this_thread(count, p.columns, features, patches.data() + w * features * column_step,
+                                     patch_layout, kernel + p.window_offsets[w], p.kernel, result, out_features,
+                                     /*accumulate=*/w > 0);
     }
   });
   return ok_status();
 }
 
-// Plans the library path into `kernel_plan`, or returns false (the direct loop runs).
+// Plans the library path into `p`, or returns false (the direct loop runs).
 bool plan_gemm_path(ConvolutionKernelPlan& p, const Shape& out) {
   const eval::ConvolutionPlan& plan = p.plan;
   if (!kernels::library_gemm_available() || out.element_type() != PrimitiveType::kF32) return false;
@@ -133,37 +199,57 @@ bool plan_gemm_path(ConvolutionKernelPlan& p, const Shape& out) {
   p.rows = out_features == 0 ? 0 : out.element_count() / out_features;
   const __int128 work = static_cast<__int128>(p.rows) * out_features * p.depth;
   if (p.rows == 0 || p.columns == 0 || p.depth == 0 || work < kernels::kLibraryGemmMinimumWork) return false;
-  // The kernel as a depth x columns matrix, in whichever patch order makes it one the library
-  // reads in place.
-  std::vector<int64_t> window_offsets(static_cast<size_t>(plan.window_positions), 0);
+  p.window_offsets.assign(static_cast<size_t>(plan.window_positions), 0);
   for (int64_t w = 0; w < plan.window_positions; ++w) {
     int64_t rest = w;
     for (int64_t s = static_cast<int64_t>(plan.window.size()) - 1; s >= 0; --s) {
-      window_offsets[w] += (rest % plan.window[s].size) * plan.rhs_strides[plan.rhs_spatial[s]];
+      p.window_offsets[w] += (rest % plan.window[s].size) * plan.rhs_strides[plan.rhs_spatial[s]];
       rest /= plan.window[s].size;
     }
   }
   std::vector<int64_t> columns(static_cast<size_t>(p.columns));
   for (int64_t o = 0; o < p.columns; ++o) columns[o] = o * plan.rhs_strides[plan.rhs_output];
+  // The kernel as one matrix, in whichever patch order makes it one the library reads in place;
+  // else one matrix per window position (always readable: features x columns, one stride each).
+  bool planned = false;
   for (bool feature_major : {false, true}) {
     std::vector<int64_t> depth_offsets;
     for (int64_t outer = 0; outer < (feature_major ? plan.input_feature_group_size : plan.window_positions); ++outer)
       for (int64_t inner = 0; inner < (feature_major ? plan.window_positions : plan.input_feature_group_size); ++inner)
-        depth_offsets.push_back(feature_major
-                                    ? outer * plan.rhs_strides[plan.rhs_input] + window_offsets[inner]
-                                    : window_offsets[outer] + inner * plan.rhs_strides[plan.rhs_input]);
+        depth_offsets.push_back(feature_major ? outer * plan.rhs_strides[plan.rhs_input] + p.window_offsets[inner]
+                                              : p.window_offsets[outer] + inner * plan.rhs_strides[plan.rhs_input]);
     if (std::optional<kernels::GemmOperand> kernel = kernels::gemm_operand(depth_offsets, columns)) {
       p.kernel = *kernel;
       p.feature_major = feature_major;
-      p.row_dimensions.assign(plan.out_dimensions.begin(), plan.out_dimensions.end() - 1);
-      // Blocks of about 1 MiB of patches, at least 64 rows so the kernel matrix is read few times.
-      p.block_rows = std::clamp<int64_t>((int64_t{1} << 18) / p.depth, 64, 1024);
-      return true;
+      planned = true;
+      break;
     }
   }
-  return false;
+  if (!planned) {
+    std::vector<int64_t> feature_offsets(static_cast<size_t>(plan.input_feature_group_size));
+    for (int64_t z = 0; z < plan.input_feature_group_size; ++z) feature_offsets[z] = z * plan.rhs_strides[plan.rhs_input];
+    std::optional<kernels::GemmOperand> kernel = kernels::gemm_operand(feature_offsets, columns);
+    if (!kernel) return false;
+    p.kernel = *kernel;
+    p.per_window = true;
+    p.feature_major = false;
+  }
+  p.row_dimensions.assign(plan.out_dimensions.begin(), plan.out_dimensions.end() - 1);
+  // Blocks of about 1 MiB of patches, at least 64 rows so the kernel matrix is read few times.
+  p.block_rows = std::clamp<int64_t>((int64_t{1} << 18) / p.depth, 64, 1024);
+  // Transposed patches when the rows' minor dimension is the batch, contiguous in lhs while the
+  // features are not: runs of whole batch extents (block_rows a multiple of them).
+  const int64_t batch_extent = plan.out_dimensions[plan.out_batch];
+  if (plan.out_batch == rank - 2 && plan.lhs_strides[plan.lhs_batch] == 1 && plan.lhs_strides[plan.lhs_feature] != 1 &&
+      batch_extent > 1) {
+    p.transposed_patches = true;
+    p.batch_run = batch_extent;
+    p.block_rows = std::max<int64_t>(1, p.block_rows / batch_extent) * batch_extent;
+  }
+  return true;
 }
 
+// The direct loop: convolution.h's, output elements split over the pool.
 template <typename T>
 Status convolution_kernel(const KernelCall& call) {
   const eval::ConvolutionPlan& plan = static_cast<const ConvolutionKernelPlan&>(*call.plan).plan;

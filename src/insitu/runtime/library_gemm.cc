@@ -72,16 +72,17 @@ class SingleThreadedLibrary {
 }  // namespace
 
 void gemm_on_this_thread(int64_t m, int64_t n, int64_t k, const float* a, const GemmOperand& a_layout, const float* b,
-                         const GemmOperand& b_layout, float* c, int64_t ldc) {
+                         const GemmOperand& b_layout, float* c, int64_t ldc, bool accumulate) {
 #ifdef INSITU_HAVE_ONEDNN
   if (m <= 0 || n <= 0) return;
   SingleThreadedLibrary single_threaded;
   const dnnl_status_t status = dnnl_sgemm(a_layout.transposed ? 'T' : 'N', b_layout.transposed ? 'T' : 'N', m, n, k,
-                                          1.0f, a, a_layout.leading, b, b_layout.leading, 0.0f, c, ldc);
+                                          1.0f, a, a_layout.leading, b, b_layout.leading, accumulate ? 1.0f : 0.0f,
+                                          c, ldc);
   INSITU_CHECK(status == dnnl_success) << "dnnl_sgemm refused a planned problem (status " << static_cast<int>(status)
                                        << ", m=" << m << " n=" << n << " k=" << k << ")";
 #else
-  (void)m, (void)n, (void)k, (void)a, (void)a_layout, (void)b, (void)b_layout, (void)c, (void)ldc;
+  (void)m, (void)n, (void)k, (void)a, (void)a_layout, (void)b, (void)b_layout, (void)c, (void)ldc, (void)accumulate;
   INSITU_UNREACHABLE("gemm_on_this_thread called in a build without a GEMM library");
 #endif
 }

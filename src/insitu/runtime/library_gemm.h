@@ -52,10 +52,11 @@ struct GemmOperand {
 // (neither stride unit, or rows and columns overlapping).
 std::optional<GemmOperand> gemm_operand(std::span<const int64_t> row_offsets, std::span<const int64_t> column_offsets);
 
-// c (m x n, row-major, row i at c + i * ldc) = a (m x k) x b (k x n), on the calling thread
-// alone. Pre: library_gemm_available(); ldc >= n; the layouts fit the buffers.
+// c (m x n, row-major, row i at c + i * ldc) = a (m x k) x b (k x n), or c += a x b when
+// `accumulate`, on the calling thread alone. Pre: library_gemm_available(); ldc >= n; the
+// layouts fit the buffers.
 void gemm_on_this_thread(int64_t m, int64_t n, int64_t k, const float* a, const GemmOperand& a_layout, const float* b,
-                         const GemmOperand& b_layout, float* c, int64_t ldc);
+                         const GemmOperand& b_layout, float* c, int64_t ldc, bool accumulate = false);
 
 // out[b] = lhs[b] x rhs[b] for each batch b (lhs at lhs + lhs_batch[b], an m x k matrix as
 // `lhs_layout` says; rhs at rhs + rhs_batch[b], k x n; out contiguous row-major m x n, batches
