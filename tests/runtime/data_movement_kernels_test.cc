@@ -58,6 +58,22 @@ TEST(RuntimeDataMovementKernels, TransposeMatchesEvaluator) {
   Instruction big(Opcode::kTranspose, "t", Shape::array(PrimitiveType::kS32, {300, 257}));
   big.dimensions = {1, 0};
   expect_native_matches(big, {random_literal(PrimitiveType::kS32, {257, 300}, rng)}, 4);
+  // Tiled (16 x 16): matrices whose sides are not multiples of 16, batched swaps of the last
+  // two dimensions, a leading dimension moved, 4- and 8-byte elements, 1-3 threads.
+  struct Case {
+    PrimitiveType type;
+    std::vector<int64_t> from, permutation;
+  };
+  for (const Case& c : {Case{PrimitiveType::kF32, {37, 50}, {1, 0}}, Case{PrimitiveType::kF64, {3, 20, 33}, {0, 2, 1}},
+                        Case{PrimitiveType::kS32, {17, 4, 40}, {1, 2, 0}}, Case{PrimitiveType::kF32, {2, 3, 18, 5}, {2, 0, 3, 1}},
+                        Case{PrimitiveType::kF32, {2, 3, 18, 20}, {1, 0, 3, 2}}}) {
+    std::vector<int64_t> to;
+    for (int64_t d : c.permutation) to.push_back(c.from[d]);
+    Instruction tiled(Opcode::kTranspose, "t", Shape::array(c.type, to));
+    tiled.dimensions = c.permutation;
+    const Literal operand = random_literal(c.type, c.from, rng);
+    for (int threads : {1, 2, 3}) expect_native_matches(tiled, {operand}, threads);
+  }
 }
 
 TEST(RuntimeDataMovementKernels, IotaMatchesEvaluator) {

@@ -67,6 +67,52 @@ bool forward_identities(Computation& computation) {
   return changed;
 }
 
+// A dot operand that is a transpose is read untransposed: the dimension numbers name the
+// transpose's operand dimensions instead (a dot reads its operands by logical index, so it
+// reads the same values), when the result keeps its dimension order (the free dimensions stay
+// in increasing order). JAX's gradients transpose a weight or an activation before a dot; the
+// CPU runtime would copy it, and the GEMM library reads either orientation in place.
+bool fold_transposes_into_dots(Computation& computation) {
+  bool changed = false;
+  for (Instruction* dot : computation.instructions()) {
+    if (dot->opcode() != Opcode::kDot || dot->operand_count() != 2) continue;
+    for (int64_t side = 0; side < 2; ++side) {
+      Instruction* transpose = dot->operand(side);
+      if (transpose->opcode() != Opcode::kTranspose || transpose->operand_count() != 1 ||
+          !transpose->control_predecessors().empty() || !transpose->control_successors().empty())
+        continue;
+      const std::vector<int64_t>& permutation = transpose->dimensions;
+      DotDimensionNumbers numbers = dot->dot_dimension_numbers;
+      std::vector<int64_t>& batch = side == 0 ? numbers.lhs_batch_dimensions : numbers.rhs_batch_dimensions;
+      std::vector<int64_t>& contracting =
+          side == 0 ? numbers.lhs_contracting_dimensions : numbers.rhs_contracting_dimensions;
+      const int64_t rank = static_cast<int64_t>(permutation.size());
+      std::vector<bool> free(static_cast<size_t>(rank), true);
+      bool valid = transpose->shape().rank() == rank;
+      for (const std::vector<int64_t>* list : {&batch, &contracting})
+        for (int64_t d : *list) {
+          valid = valid && d >= 0 && d < rank && free[d];
+          if (valid) free[d] = false;
+        }
+      if (!valid) continue;
+      int64_t previous = -1;  // the free dimensions, mapped, must stay in increasing order
+      bool monotone = true;
+      for (int64_t d = 0; d < rank; ++d)
+        if (free[d]) {
+          monotone = monotone && permutation[d] > previous;
+          previous = permutation[d];
+        }
+      if (!monotone) continue;
+      for (int64_t& d : batch) d = permutation[d];
+      for (int64_t& d : contracting) d = permutation[d];
+      dot->dot_dimension_numbers = std::move(numbers);
+      dot->replace_operand(side, transpose->operand(0));
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 bool is_dead(const Instruction& instruction) {
   return instruction.users().empty() && instruction.parent()->root() != &instruction &&
          instruction.opcode() != Opcode::kParameter && !has_side_effect(instruction);
@@ -111,6 +157,7 @@ StatusOr<bool> simplify(Module& module) {
   for (Computation* computation : module.computations()) {
     changed |= forward_tuple_elements(*computation);
     changed |= forward_identities(*computation);
+    changed |= fold_transposes_into_dots(*computation);
     changed |= remove_dead_code(*computation);
   }
   changed |= remove_unreachable_computations(module, reachable_before) > 0;

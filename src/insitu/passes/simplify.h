@@ -8,6 +8,9 @@
 // same shape, a full unit-stride slice (same dimensions, type and layout) are read through:
 // their users read the operand (JAX puts such broadcasts around every reduction).
 //
+// A transpose read by a dot is folded into the dot's dimension numbers when the result keeps
+// its dimension order (the dot reads the transpose's operand in place; the transpose dies).
+//
 // Dead code: an instruction with no users that is not its computation's root, not a parameter
 // (parameters are the signature) and has no side effect (custom_call_has_side_effect=true,
 // send/recv/infeed/outfeed/rng, control flow whose callees have side effects) is removed,
