@@ -107,8 +107,8 @@ namespace {
 using Lanes = float __attribute__((vector_size(64)));
 constexpr int64_t kLanes = 16;
 
-// Always inlined into the clones (never called across the ABI a 64-byte vector changes).
-#pragma GCC diagnostic push
+// Always inlined into the clones: no 64-byte vector crosses a call, so the ABI note GCC gives
+// about passing them (-Wpsabi) does not apply anywhere in this file.
 #pragma GCC diagnostic ignored "-Wpsabi"
 [[gnu::always_inline]] inline Lanes load_lanes(const float* from) {
   Lanes lanes;
@@ -116,7 +116,6 @@ constexpr int64_t kLanes = 16;
   return lanes;
 }
 [[gnu::always_inline]] inline void store_lanes(float* to, Lanes lanes) { __builtin_memcpy(to, &lanes, sizeof(lanes)); }
-#pragma GCC diagnostic pop
 
 // out[r] = sum_j matrix[r * ld + j] * vector[j] for r in [0, rows), j in [0, length).
 INSITU_VECTOR_CLONES
