@@ -95,11 +95,11 @@ namespace {
 // a contiguous run of whole matrix rows. oneDNN's sgemm split by result columns read them at
 // about 25 GB/s on 2 threads where 40 was possible. Results do not depend on the thread
 // count: the split into chunks depends on the shape only, and partial sums are added in chunk
-// order. Built for the machine it runs on (AVX-512, AVX2+FMA or the x86-64 baseline, picked
+// order. Built for the machine it runs on (AVX-512, Haswell's AVX2+FMA or the x86-64 baseline, picked
 // at load time) through 16-lane vector types.
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define INSITU_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#define INSITU_VECTOR_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
 #else
 #define INSITU_VECTOR_CLONES
 #endif
@@ -107,15 +107,11 @@ namespace {
 using Lanes = float __attribute__((vector_size(64)));
 constexpr int64_t kLanes = 16;
 
-// Always inlined into the clones: no 64-byte vector crosses a call, so the ABI note GCC gives
-// about passing them (-Wpsabi) does not apply anywhere in this file.
-#pragma GCC diagnostic ignored "-Wpsabi"
-[[gnu::always_inline]] inline Lanes load_lanes(const float* from) {
-  Lanes lanes;
-  __builtin_memcpy(&lanes, from, sizeof(lanes));
-  return lanes;
-}
-[[gnu::always_inline]] inline void store_lanes(float* to, Lanes lanes) { __builtin_memcpy(to, &lanes, sizeof(lanes)); }
+// Lanes are loaded and stored with memcpy (unaligned) and never passed to or returned from a
+// function: a 64-byte vector crossing a call would have a different ABI in each clone.
+#define INSITU_LOAD_LANES(name, from) \
+  Lanes name;                          \
+  __builtin_memcpy(&name, (from), sizeof(Lanes))
 
 // out[r] = sum_j matrix[r * ld + j] * vector[j] for r in [0, rows), j in [0, length).
 INSITU_VECTOR_CLONES
@@ -125,8 +121,12 @@ void dot_rows(const float* matrix, int64_t ld, const float* vector, int64_t rows
     Lanes a = {}, b = {};
     int64_t j = 0;
     for (; j + 2 * kLanes <= length; j += 2 * kLanes) {
-      a += load_lanes(row + j) * load_lanes(vector + j);
-      b += load_lanes(row + j + kLanes) * load_lanes(vector + j + kLanes);
+      INSITU_LOAD_LANES(r0, row + j);
+      INSITU_LOAD_LANES(v0, vector + j);
+      INSITU_LOAD_LANES(r1, row + j + kLanes);
+      INSITU_LOAD_LANES(v1, vector + j + kLanes);
+      a += r0 * v0;
+      b += r1 * v1;
     }
     a += b;
     float sum = 0.0f;
@@ -147,9 +147,15 @@ void combine_rows(const float* matrix, int64_t ld, const float* vector, int64_t 
     const float *m1 = m0 + ld, *m2 = m1 + ld, *m3 = m2 + ld;
     const float x0 = vector[r], x1 = vector[r + 1], x2 = vector[r + 2], x3 = vector[r + 3];
     int64_t j = 0;
-    for (; j + kLanes <= length; j += kLanes)
-      store_lanes(acc + j, load_lanes(acc + j) + x0 * load_lanes(m0 + j) + x1 * load_lanes(m1 + j) +
-                               x2 * load_lanes(m2 + j) + x3 * load_lanes(m3 + j));
+    for (; j + kLanes <= length; j += kLanes) {
+      INSITU_LOAD_LANES(sum, acc + j);
+      INSITU_LOAD_LANES(l0, m0 + j);
+      INSITU_LOAD_LANES(l1, m1 + j);
+      INSITU_LOAD_LANES(l2, m2 + j);
+      INSITU_LOAD_LANES(l3, m3 + j);
+      sum = sum + x0 * l0 + x1 * l1 + x2 * l2 + x3 * l3;
+      __builtin_memcpy(acc + j, &sum, sizeof(Lanes));
+    }
     for (; j < length; ++j) acc[j] = acc[j] + x0 * m0[j] + x1 * m1[j] + x2 * m2[j] + x3 * m3[j];
   }
   for (; r < rows; ++r) {
