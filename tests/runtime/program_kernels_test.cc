@@ -364,8 +364,9 @@ ENTRY main {
 // an OIHW kernel with reversal (patches in feature-major order); an HWOI kernel (no single
 // matrix: one product per window position, accumulated); an input gradient's lhs dilation; a
 // kernel gradient (batch and feature swapped, a window over the whole image: transposed
-// patches); and an NCHW result, which stays on the direct loop. No instruction is left to the
-// fallback.
+// patches); and an NCHW result, which stays on the direct loop. NHWC and the strided,
+// window-dilated batch of 5 (slices of 3 and 2 images) run on the library's own convolution
+// primitive. No instruction is left to the fallback.
 TEST(RuntimeProgramKernels, LibraryConvolutionMatchesEvaluatorWithinTolerance) {
   constexpr int64_t kLargestPatch = 17 * 16 * 4;
   Compiled compiled = compile(R"(
@@ -381,6 +382,7 @@ ENTRY main {
   wb = f32[3,3,4,16] parameter(6)
   y = f32[2,8,9,9] parameter(7)
   wo = f32[3,3,16,8] parameter(8)
+  x5 = f32[5,17,16,8] parameter(9)
   nhwc = f32[4,17,16,16] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
   strided = f32[4,7,6,16] convolution(x, w), window={size=3x3 stride=2x2 pad=0_-1x0_0 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f
   grouped = f32[4,15,14,16] convolution(x, g), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=2
@@ -390,7 +392,8 @@ ENTRY main {
   kernel_grad = f32[3,3,8,16] convolution(x, dy), window={size=17x16 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf
   nchw = f32[2,16,7,7] convolution(y, o), window={size=3x3}, dim_labels=bf01_oi01->bf01
   hwoi = f32[4,17,16,16] convolution(x, wo), window={size=3x3 pad=1_1x1_1 rhs_reversal=0x1}, dim_labels=b01f_01oi->b01f
-  ROOT t = (f32[4,17,16,16], f32[4,7,6,16], f32[4,15,14,16], f32[4,8,8,16], f32[4,17,16,16], f32[4,33,31,16], f32[3,3,8,16], f32[2,16,7,7], f32[4,17,16,16]) tuple(nhwc, strided, grouped, batched, oihw, dilated, kernel_grad, nchw, hwoi)
+  odd = f32[5,8,7,16] convolution(x5, w), window={size=3x3 stride=2x2 pad=0_0x1_0 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f
+  ROOT t = (f32[4,17,16,16], f32[4,7,6,16], f32[4,15,14,16], f32[4,8,8,16], f32[4,17,16,16], f32[4,33,31,16], f32[3,3,8,16], f32[2,16,7,7], f32[4,17,16,16], f32[5,8,7,16]) tuple(nhwc, strided, grouped, batched, oihw, dilated, kernel_grad, nchw, hwoi, odd)
 }
 )");
   ASSERT_TRUE(compiled.executable != nullptr);

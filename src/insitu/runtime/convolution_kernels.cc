@@ -1,6 +1,10 @@
 // convolution natively, for operands of the result's element type (a mix runs the fallback,
 // which converts them first), one of two ways chosen at create:
 //
+// - On the library's own convolution primitive (library_gemm.h's LibraryConvolution), for the
+//   f32 convolutions below that are ungrouped, with windows of at most 11 positions per
+//   dimension and no lhs dilation, reversal or negative padding, when the library has an
+//   optimized kernel for them (within library_gemm.h's tolerance, like the GEMMs).
 // - On the GEMM library (library_gemm.h), for f32 convolutions of at least
 //   kLibraryGemmMinimumWork multiply-adds whose output feature dimension is the result's minor
 //   one and whose kernel is a matrix the library reads in place: per group (feature or batch
@@ -46,6 +50,8 @@ struct ConvolutionKernelPlan final : KernelPlan {
   bool transposed_patches = false;
   int64_t batch_run = 1;  // rows per contiguous batch run (transposed patches)
   std::vector<int64_t> row_dimensions;  // the result's dimensions but the (minor) feature one
+  // The library's own convolution primitive, when it has an optimized one for this problem.
+  std::shared_ptr<const kernels::LibraryConvolution> library;
 };
 
 // The lhs offset of the window position `position` from output index `index`, or -1 when
@@ -183,6 +189,55 @@ Status gemm_kernel(const KernelCall& call) {
   return ok_status();
 }
 
+// On the library's convolution primitive.
+Status library_convolution_kernel(const KernelCall& call) {
+  const auto& p = static_cast<const ConvolutionKernelPlan&>(*call.plan);
+  p.library->run(reinterpret_cast<const float*>(call.operands[0].data),
+                 reinterpret_cast<const float*>(call.operands[1].data), reinterpret_cast<float*>(call.out().data),
+                 call.pool);
+  return ok_status();
+}
+
+// The library's primitive for an ungrouped convolution without lhs dilation, reversal or
+// negative padding (what its forward convolution means), any layout; or null.
+std::shared_ptr<const kernels::LibraryConvolution> plan_library_convolution(const ConvolutionKernelPlan& p) {
+  const eval::ConvolutionPlan& plan = p.plan;
+  if (p.groups != 1) return nullptr;
+  // Windows of a few positions per dimension (what its kernels are made for; a kernel gradient's
+  // window over the whole image runs faster as patches).
+  for (const WindowDimension& window : plan.window)
+    if (window.base_dilation != 1 || window.window_reversal || window.padding_low < 0 || window.padding_high < 0 ||
+        window.size > 11)
+      return nullptr;
+  std::vector<int64_t> out_strides(plan.out_dimensions.size(), 1);
+  for (int64_t d = static_cast<int64_t>(out_strides.size()) - 2; d >= 0; --d)
+    out_strides[d] = out_strides[d + 1] * plan.out_dimensions[d + 1];
+  kernels::LibraryConvolutionSpec spec;
+  const int64_t batch = plan.out_dimensions[plan.out_batch], features = plan.input_feature_group_size;
+  const int64_t kernel_output = plan.out_dimensions[plan.out_feature];
+  spec.input_dims = {batch, features};
+  spec.input_strides = {plan.lhs_strides[plan.lhs_batch], plan.lhs_strides[plan.lhs_feature]};
+  spec.kernel_dims = {kernel_output, features};
+  spec.kernel_strides = {plan.rhs_strides[plan.rhs_output], plan.rhs_strides[plan.rhs_input]};
+  spec.output_dims = {batch, kernel_output};
+  spec.output_strides = {out_strides[plan.out_batch], out_strides[plan.out_feature]};
+  for (size_t s = 0; s < plan.window.size(); ++s) {
+    const WindowDimension& window = plan.window[s];
+    spec.input_dims.push_back(plan.lhs_sizes[s]);
+    spec.input_strides.push_back(plan.lhs_strides[plan.lhs_spatial[s]]);
+    spec.kernel_dims.push_back(window.size);
+    spec.kernel_strides.push_back(plan.rhs_strides[plan.rhs_spatial[s]]);
+    spec.output_dims.push_back(plan.out_dimensions[plan.out_spatial[s]]);
+    spec.output_strides.push_back(out_strides[plan.out_spatial[s]]);
+    spec.window_strides.push_back(window.stride);
+    spec.dilations.push_back(window.window_dilation);
+    spec.padding_low.push_back(window.padding_low);
+    spec.padding_high.push_back(window.padding_high);
+  }
+  spec.batch_chunks = ThreadPool::hardware_threads();  // fixed here: results never depend on a call's threads
+  return kernels::LibraryConvolution::create(spec);
+}
+
 // Plans the library path into `p`, or returns false (the direct loop runs).
 bool plan_gemm_path(ConvolutionKernelPlan& p, const Shape& out) {
   const eval::ConvolutionPlan& plan = p.plan;
@@ -279,7 +334,11 @@ SelectedKernel select_convolution(const Instruction& instruction, std::span<cons
   if (run == nullptr) return std::nullopt;
   auto kernel_plan = std::make_unique<ConvolutionKernelPlan>();
   kernel_plan->plan = *std::move(plan);
-  if (plan_gemm_path(*kernel_plan, *outputs[0].shape)) return NativeKernel{&gemm_kernel, std::move(kernel_plan)};
+  if (plan_gemm_path(*kernel_plan, *outputs[0].shape)) {
+    if ((kernel_plan->library = plan_library_convolution(*kernel_plan)))
+      return NativeKernel{&library_convolution_kernel, std::move(kernel_plan)};
+    return NativeKernel{&gemm_kernel, std::move(kernel_plan)};
+  }
   return NativeKernel{run, std::move(kernel_plan)};
 }
 

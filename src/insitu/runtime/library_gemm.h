@@ -25,8 +25,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "insitu/runtime/thread_pool.h"
@@ -68,5 +70,38 @@ struct GemmProblem {
   std::vector<int64_t> lhs_batch, rhs_batch;  // element offsets, one per batch
 };
 void library_gemm(const GemmProblem& problem, const float* lhs, const float* rhs, float* out, ThreadPool& pool);
+
+// A convolution on the library's own convolution primitive (oneDNN's, with its weights in the
+// primitive's preferred blocked format, reordered from the caller's per call). Dimensions are
+// the library's order: input {N, C, spatial...}, kernel {O, I, spatial...}, output {N, O,
+// spatial...}; strides are element strides in the caller's buffers, any layout. Like the GEMMs
+// it runs single-threaded on each pool thread (no OpenMP team left spinning beside the pool):
+// the batch is cut into `batch_chunks` slices, a number fixed at create so that results do not
+// depend on the thread count of a call.
+struct LibraryConvolutionSpec {
+  std::vector<int64_t> input_dims, input_strides;
+  std::vector<int64_t> kernel_dims, kernel_strides;
+  std::vector<int64_t> output_dims, output_strides;
+  std::vector<int64_t> window_strides, dilations, padding_low, padding_high;  // per spatial dimension
+  int64_t batch_chunks = 1;
+};
+class LibraryConvolution {
+ public:
+  // The primitive, or null when the library has none for this problem, or only a reference
+  // (slow) one, or the build has no library: the caller then runs its own path.
+  static std::shared_ptr<const LibraryConvolution> create(const LibraryConvolutionSpec& spec);
+  ~LibraryConvolution();
+  LibraryConvolution(const LibraryConvolution&) = delete;
+  LibraryConvolution& operator=(const LibraryConvolution&) = delete;
+  // output = convolution(input, kernel), on the pool's threads. Safe to call concurrently.
+  void run(const float* input, const float* kernel, float* output, ThreadPool& pool) const;
+  const std::string& implementation() const { return implementation_; }
+  struct Handles;  // the library's objects (library_gemm.cc)
+
+ private:
+  LibraryConvolution() = default;
+  std::unique_ptr<Handles> handles_;
+  std::string implementation_;
+};
 
 }  // namespace insitu::kernels
