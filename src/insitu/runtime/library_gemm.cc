@@ -96,14 +96,9 @@ namespace {
 // a contiguous run of whole matrix rows. oneDNN's sgemm split by result columns read them at
 // about 25 GB/s on 2 threads where 40 was possible. Results do not depend on the thread
 // count: the split into chunks depends on the shape only, and partial sums are added in chunk
-// order. Built for the machine it runs on (AVX-512, Haswell's AVX2+FMA or the x86-64 baseline, picked
-// at load time) through 16-lane vector types.
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define INSITU_VECTOR_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
-#else
-#define INSITU_VECTOR_CLONES
-#endif
+// order. Built for the machine it runs on (AVX-512, AVX2 with FMA or the x86-64 baseline,
+// picked at the first call with __builtin_cpu_supports; not ifunc target_clones, whose resolvers
+// run before a sanitizer's runtime is up) through 16-lane vector types.
 
 using Lanes = float __attribute__((vector_size(64)));
 constexpr int64_t kLanes = 16;
@@ -115,8 +110,8 @@ constexpr int64_t kLanes = 16;
   __builtin_memcpy(&name, (from), sizeof(Lanes))
 
 // out[r] = sum_j matrix[r * ld + j] * vector[j] for r in [0, rows), j in [0, length).
-INSITU_VECTOR_CLONES
-void dot_rows(const float* matrix, int64_t ld, const float* vector, int64_t rows, int64_t length, float* out) {
+[[gnu::always_inline]] inline void dot_rows_body(const float* matrix, int64_t ld, const float* vector, int64_t rows,
+                                                 int64_t length, float* out) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = matrix + r * ld;
     Lanes a = {}, b = {};
@@ -139,8 +134,8 @@ void dot_rows(const float* matrix, int64_t ld, const float* vector, int64_t rows
 
 // acc[j] = sum_r vector[r] * matrix[r * ld + j] over r in [0, rows), j in [0, length), rows
 // in order, four at a time.
-INSITU_VECTOR_CLONES
-void combine_rows(const float* matrix, int64_t ld, const float* vector, int64_t rows, int64_t length, float* acc) {
+[[gnu::always_inline]] inline void combine_rows_body(const float* matrix, int64_t ld, const float* vector, int64_t rows,
+                                                     int64_t length, float* acc) {
   std::fill(acc, acc + length, 0.0f);
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
@@ -166,6 +161,34 @@ void combine_rows(const float* matrix, int64_t ld, const float* vector, int64_t 
   }
 }
 
+// Each body compiled for each instruction set; the best one this CPU has, chosen once.
+using MatVecFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*);
+#if defined(__x86_64__) && defined(__GNUC__)
+#define INSITU_MATVEC_VARIANTS(name)                                                                          \
+  __attribute__((target("avx512f"))) void name##_avx512(const float* m, int64_t ld, const float* v, int64_t r, \
+                                                        int64_t n, float* o) {                                \
+    name##_body(m, ld, v, r, n, o);                                                                           \
+  }                                                                                                           \
+  __attribute__((target("avx2,fma"))) void name##_avx2(const float* m, int64_t ld, const float* v,         \
+                                                           int64_t r, int64_t n, float* o) {                  \
+    name##_body(m, ld, v, r, n, o);                                                                           \
+  }                                                                                                           \
+  void name##_baseline(const float* m, int64_t ld, const float* v, int64_t r, int64_t n, float* o) {          \
+    name##_body(m, ld, v, r, n, o);                                                                           \
+  }                                                                                                           \
+  MatVecFn name##_for_this_cpu() {                                                                            \
+    if (__builtin_cpu_supports("avx512f")) return &name##_avx512;                                             \
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &name##_avx2;                 \
+    return &name##_baseline;                                                                                  \
+  }
+#else
+#define INSITU_MATVEC_VARIANTS(name) \
+  MatVecFn name##_for_this_cpu() { return [](const float* m, int64_t ld, const float* v, int64_t r, int64_t n, float* o) { name##_body(m, ld, v, r, n, o); }; }
+#endif
+INSITU_MATVEC_VARIANTS(dot_rows)
+INSITU_MATVEC_VARIANTS(combine_rows)
+#undef INSITU_MATVEC_VARIANTS
+
 // One batch's product as a matrix (rows of `length` contiguous floats, `ld` apart) against a
 // vector: dot: out[r] = row r . vector; combine: out[j] = sum_r vector[r] * row r [j].
 struct MatVec {
@@ -190,6 +213,8 @@ std::optional<MatVec> plan_matvec(const GemmProblem& p) {
 
 void run_matvec(const GemmProblem& p, const MatVec& mv, const float* lhs, const float* rhs, float* out,
                 ThreadPool& pool) {
+  static const MatVecFn dot_rows = dot_rows_for_this_cpu();
+  static const MatVecFn combine_rows = combine_rows_for_this_cpu();
   const int64_t batches = static_cast<int64_t>(p.lhs_batch.size());
   const bool vector_is_lhs = p.m == 1;
   // Chunks of whole rows: at most 16 per batch, of at least 32 rows (a shape-only split).
