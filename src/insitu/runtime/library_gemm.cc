@@ -221,7 +221,12 @@ void run_matvec(const GemmProblem& p, const MatVec& mv, const float* lhs, const 
   const int64_t chunk_rows = std::max<int64_t>(32, (mv.rows + 15) / 16);
   const int64_t chunks = (mv.rows + chunk_rows - 1) / chunk_rows;
   // combine: partial sums per chunk, then added in chunk order.
-  std::vector<float> partials(mv.dot ? 0 : static_cast<size_t>(batches * chunks * mv.length));
+  // Kept by the calling thread across calls: a fresh buffer this size (often above malloc's
+  // mmap threshold) would fault in its pages on every call.
+  thread_local std::vector<float> partial_buffer;
+  const size_t partial_size = mv.dot ? 0 : static_cast<size_t>(batches * chunks * mv.length);
+  if (partial_buffer.size() < partial_size) partial_buffer.resize(partial_size);
+  float* partials = partial_buffer.data();
   const int64_t result_size = p.m * p.n;
   pool.parallel_for(batches * chunks, [&](int64_t begin, int64_t end) {
     std::vector<float> gathered;
@@ -240,14 +245,14 @@ void run_matvec(const GemmProblem& p, const MatVec& mv, const float* lhs, const 
         dot_rows(matrix + first * mv.ld, mv.ld, vector, count, mv.length, out + batch * result_size + first);
       else
         combine_rows(matrix + first * mv.ld, mv.ld, vector + first, count, mv.length,
-                     partials.data() + (batch * chunks + chunk) * mv.length);
+                     partials + (batch * chunks + chunk) * mv.length);
     }
   });
   if (mv.dot) return;
   pool.parallel_for(batches, [&](int64_t begin, int64_t end) {
     for (int64_t batch = begin; batch < end; ++batch) {
       float* result = out + batch * result_size;
-      const float* chunk_sums = partials.data() + batch * chunks * mv.length;
+      const float* chunk_sums = partials + batch * chunks * mv.length;
       std::copy(chunk_sums, chunk_sums + mv.length, result);
       for (int64_t chunk = 1; chunk < chunks; ++chunk)
         for (int64_t j = 0; j < mv.length; ++j) result[j] += chunk_sums[chunk * mv.length + j];
