@@ -1,14 +1,15 @@
-// Dense f32 matrix products on a library made for them (issue 9): oneDNN's sgemm, which picks
-// its kernels for the CPU it runs on (AVX-512, AVX2, ...) at run time. The dot kernel
-// (dot_kernels.cc) and the convolution kernel (convolution_kernels.cc) call it.
+// Dense f32 compute on a library made for it (issue 9): oneDNN's sgemm and convolution
+// primitive, which pick their kernels for the CPU they run on (AVX-512, AVX2, ...) at run time,
+// and insitu's own matrix-vector loops. The dot kernel (dot_kernels.cc) and the convolution
+// kernel (convolution_kernels.cc) call them; this is the one file that calls the library.
 //
 // Why oneDNN (bench/gemm_libraries_bench.cc, every Debian candidate in one run; figures in
 // bench/README.md): on this 2-core AVX-512 machine it was the fastest at 1024^3 (215-219
 // GFLOP/s) and within 3% of the fastest at 2048^3, out of the box and single-threaded on
 // insitu's pool; OpenBLAS 0.3.21 and serial BLIS came within 10%, threaded BLIS ran at half
 // speed, Eigen at 160. oneDNN dispatches on CPU features at run time (OpenBLAS picks its kernels
-// by CPU model: it called this AMD EPYC a "Cooperlake"), and it also has s8 GEMMs and
-// convolutions for what comes next.
+// by CPU model: it called this AMD EPYC a "Cooperlake"), and its convolution primitive
+// (LibraryConvolution below) runs the common convolutions faster than patches + GEMM.
 //
 // Threading stays insitu's: the library runs single-threaded on each pool thread (its OpenMP
 // runtime is told one thread for the call and restored after, so no OpenMP team is started and
