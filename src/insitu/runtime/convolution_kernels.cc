@@ -1,5 +1,5 @@
 // convolution natively, for operands of the result's element type (a mix runs the fallback,
-// which converts them first), one of two ways chosen at create:
+// which converts them first), one of three ways chosen at create:
 //
 // - On the library's own convolution primitive (library_gemm.h's LibraryConvolution), for the
 //   f32 convolutions below that are ungrouped, with windows of at most 11 positions per
@@ -7,11 +7,12 @@
 //   optimized kernel for them (within library_gemm.h's tolerance, like the GEMMs).
 // - On the GEMM library (library_gemm.h), for f32 convolutions of at least
 //   kLibraryGemmMinimumWork multiply-adds whose output feature dimension is the result's minor
-//   one and whose kernel is a matrix the library reads in place: per group (feature or batch
-//   group), a block of output positions gathers its patches (window positions x the group's
-//   input features, zeros where the window falls in padding or between dilated inputs) into a
-//   per-thread scratch matrix, and one library call multiplies it by the kernel's group, writing
-//   the result rows in place. Any dim_labels, stride, padding, dilation and reversal take this
+//   one: per group (feature or batch group), a block of output positions gathers its patches
+//   (window positions x the group's input features, zeros where the window falls in padding or
+//   between dilated inputs) into a per-thread scratch matrix (transposed when lhs's batch is its
+//   minor dimension), and library calls multiply it by the kernel's group, writing the result
+//   rows in place: one call when the kernel is one matrix the library reads in place, else one
+//   per window position, accumulated. Any dim_labels, stride, padding, dilation and reversal take this
 //   path: they only change where a patch reads. Results are within library_gemm.h's tolerance
 //   of the evaluator's, with one difference stated here: padding contributes 0 x w products,
 //   so a NaN or infinite kernel weight that meets padding gives NaN where the evaluator (which
