@@ -412,8 +412,12 @@ LibraryConvolution::~LibraryConvolution() = default;
 void LibraryConvolution::run(const float* input, const float* kernel, float* output, ThreadPool& pool) const {
   const Handles& h = *handles_;
   dnnl_engine_t engine = cpu_engine();
-  // The kernel in the primitive's format, once per call, on this thread.
-  std::vector<float> blocked((dnnl_memory_desc_get_size(&h.blocked_kernel) + sizeof(float) - 1) / sizeof(float));
+  // The kernel in the primitive's format, once per call, on this thread, into a buffer the
+  // thread keeps (a fresh one above malloc's mmap threshold would fault its pages in per call).
+  thread_local std::vector<float> blocked;
+  const size_t blocked_size = (dnnl_memory_desc_get_size(&h.blocked_kernel) + sizeof(float) - 1) / sizeof(float);
+  if (blocked.size() < blocked_size) blocked.resize(blocked_size);
+  float* const blocked_kernel = blocked.data();  // the pool's threads must use this thread's buffer
   std::atomic<bool> ok = true;
   {
     SingleThreadedLibrary single_threaded;
@@ -421,7 +425,7 @@ void LibraryConvolution::run(const float* input, const float* kernel, float* out
     dnnl_memory_t from = nullptr, to = nullptr;
     bool done = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success &&
                 dnnl_memory_create(&from, &h.kernel, engine, const_cast<float*>(kernel)) == dnnl_success &&
-                dnnl_memory_create(&to, &h.blocked_kernel, engine, blocked.data()) == dnnl_success;
+                dnnl_memory_create(&to, &h.blocked_kernel, engine, blocked_kernel) == dnnl_success;
     if (done) {
       dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
       done = dnnl_primitive_execute(h.reorder, stream, 2, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
@@ -445,7 +449,7 @@ void LibraryConvolution::run(const float* input, const float* kernel, float* out
         bool done =
             dnnl_memory_create(&in, &slice.input, engine,
                                const_cast<float*>(input) + chunk * h.chunk * h.input_batch_stride) == dnnl_success &&
-            dnnl_memory_create(&weights, &h.blocked_kernel, engine, blocked.data()) == dnnl_success &&
+            dnnl_memory_create(&weights, &h.blocked_kernel, engine, blocked_kernel) == dnnl_success &&
             dnnl_memory_create(&out, &slice.output, engine, output + chunk * h.chunk * h.output_batch_stride) ==
                 dnnl_success;
         if (done) {
