@@ -81,9 +81,8 @@ Literal absolute_f32(const Literal& operand) {
   return result;
 }
 
-// Within library_gemm.h's bound for two summation orders of K products:
-// |native - evaluator| <= K * 2^-23 * sum_k |lhs_k * rhs_k| (sums of |products| from the
-// evaluator on |lhs| and |rhs|; 0.1% slack for the second-order terms and that sum's rounding).
+// Within library_gemm.h's bound (kernel_test_util.h), the magnitudes from the evaluator on
+// |lhs| and |rhs|.
 void expect_within_gemm_tolerance(const Instruction& dot, const Literal& lhs, const Literal& rhs,
                                   const Literal& actual, const Literal& expected, const std::string& what) {
   const DotDimensionNumbers& numbers = dot.dot_dimension_numbers;
@@ -93,18 +92,7 @@ void expect_within_gemm_tolerance(const Instruction& dot, const Literal& lhs, co
       Opcode::kDot, "dot", Shape::array(PrimitiveType::kF32, dot.shape().dimensions()));
   absolute_dot->dot_dimension_numbers = numbers;
   const Literal magnitude = evaluate_dot(*absolute_dot, absolute_f32(lhs), absolute_f32(rhs));
-  ASSERT_TRUE(actual.shape().compatible(expected.shape())) << what;
-  std::span<const float> a = const_cast<Literal&>(actual).data<float>();
-  std::span<const float> e = const_cast<Literal&>(expected).data<float>();
-  std::span<const float> m = const_cast<Literal&>(magnitude).data<float>();
-  int64_t mismatches = 0;
-  for (size_t i = 0; i < e.size(); ++i) {
-    const double bound = static_cast<double>(k) * std::ldexp(1.0, -23) * m[i] * 1.001;
-    if (!(std::fabs(static_cast<double>(a[i]) - e[i]) <= bound) && mismatches++ < 3)
-      ADD_FAILURE() << what << " element " << i << ": native " << a[i] << " evaluator " << e[i] << " bound "
-                    << bound;
-  }
-  EXPECT_EQ(mismatches, 0) << what;
+  testing_runtime::expect_within_gemm_tolerance(actual, expected, magnitude, k, what);
 }
 
 // Whether the dot kernel may hand this product to the GEMM library (library_gemm.h): then the

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <span>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -77,6 +79,23 @@ inline Literal splat(const Literal& scalar, const Shape& shape) {
   for (int64_t i = 0; i < result.element_count(); ++i)
     std::memcpy(result.untyped_data() + i * width, scalar.untyped_data(), static_cast<size_t>(width));
   return result;
+}
+
+// Within runtime/library_gemm.h's bound for two summation orders of K products: every f32
+// element of `actual` within K * 2^-23 * magnitude of `expected`, where `magnitude` is the
+// evaluator's result on the operands' absolute values (sum_k |a_k * b_k|); 0.1% slack for the
+// second-order terms and that sum's own rounding.
+inline void expect_within_gemm_tolerance(const Literal& actual, const Literal& expected, const Literal& magnitude,
+                                         int64_t k, const std::string& what) {
+  ASSERT_TRUE(actual.shape().compatible(expected.shape())) << what;
+  std::span<const float> a = actual.data<float>(), e = expected.data<float>(), m = magnitude.data<float>();
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < e.size(); ++i) {
+    const double bound = static_cast<double>(k) * std::ldexp(1.0, -23) * m[i] * 1.001;
+    if (!(std::fabs(static_cast<double>(a[i]) - e[i]) <= bound) && mismatches++ < 3)
+      ADD_FAILURE() << what << " element " << i << ": native " << a[i] << " evaluator " << e[i] << " bound " << bound;
+  }
+  EXPECT_EQ(mismatches, 0) << what;
 }
 
 }  // namespace insitu::testing_runtime

@@ -5,6 +5,8 @@
 // bit for bit, on 1 and 2 threads, with no instruction left to the fallback.
 #include "executable_test_util.h"
 #include "insitu/runtime/kernels.h"
+#include "insitu/support/str.h"
+#include "kernel_test_util.h"
 
 namespace insitu {
 namespace {
@@ -416,20 +418,10 @@ ENTRY main {
         compiled.executable->execute(to_handles(arguments), {.threads = threads, .stats = &stats});
     ASSERT_TRUE(results.ok()) << results.status().to_string();
     ASSERT_EQ(results->size(), expected_leaves.size());
-    for (size_t i = 0; i < expected_leaves.size(); ++i) {
-      Literal actual = *(*results)[i].to_literal();
-      ASSERT_TRUE(actual.shape().compatible(expected_leaves[i].shape()));
-      std::span<const float> a = actual.data<float>(), e = expected_leaves[i].data<float>();
-      std::span<const float> m = magnitude_leaves[i].data<float>();
-      int64_t mismatches = 0;
-      for (size_t j = 0; j < e.size(); ++j) {
-        const double bound = kLargestPatch * std::ldexp(1.0, -23) * m[j] * 1.001;
-        if (!(std::fabs(static_cast<double>(a[j]) - e[j]) <= bound) && mismatches++ < 3)
-          ADD_FAILURE() << "result " << i << " element " << j << " threads " << threads << ": runtime " << a[j]
-                        << " evaluator " << e[j] << " bound " << bound;
-      }
-      EXPECT_EQ(mismatches, 0) << "result " << i;
-    }
+    for (size_t i = 0; i < expected_leaves.size(); ++i)
+      testing_runtime::expect_within_gemm_tolerance(*(*results)[i].to_literal(), expected_leaves[i],
+                                                    magnitude_leaves[i], kLargestPatch,
+                                                    str_cat("result ", i, " threads ", threads));
     EXPECT_EQ(stats.fallback_ops_executed, 0);
   }
 }

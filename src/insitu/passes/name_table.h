@@ -41,4 +41,15 @@ class NameTable {
   std::unordered_map<std::string, int64_t> next_suffix_;
 };
 
+// A new instruction named from `base`, reading `operands`, inserted before `before` (with its
+// source location): what passes that build instructions share.
+inline Instruction* insert_new_instruction(Computation& computation, Instruction* before, NameTable& names,
+                                           Opcode opcode, const std::string& base, Shape shape,
+                                           const std::vector<Instruction*>& operands) {
+  auto instruction = std::make_unique<Instruction>(opcode, names.unique(base), std::move(shape));
+  instruction->set_location(before->location());
+  for (Instruction* operand : operands) instruction->append_operand(operand);
+  return computation.insert_instruction_before(std::move(instruction), before);
+}
+
 }  // namespace insitu

@@ -265,11 +265,8 @@ class Folder {
   }
 
   Instruction* add(Computation& computation, Instruction* before, Opcode opcode, const std::string& base, Shape shape,
-                   std::vector<Instruction*> operands) {
-    auto instruction = std::make_unique<Instruction>(opcode, names_.unique(base), std::move(shape));
-    instruction->set_location(before->location());
-    for (Instruction* operand : operands) instruction->append_operand(operand);
-    return computation.insert_instruction_before(std::move(instruction), before);
+                   const std::vector<Instruction*>& operands) {
+    return insert_new_instruction(computation, before, names_, opcode, base, std::move(shape), operands);
   }
 
   NameTable names_;

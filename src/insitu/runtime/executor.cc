@@ -134,15 +134,10 @@ Status Executor::run_copy_start(const Step& step) {
 
 // The selected kernel over views of this call's memory; staged operands read a copy.
 Status Executor::run_native(const Step& step) {
-  constexpr size_t kInline = 8;  // views without an allocation for the usual few operands
-  ArrayView inline_views[kInline];
+  ArrayView inline_views[kInlineViews];
   std::vector<ArrayView> heap_views;
   const size_t operand_count = step.operands.size(), output_count = step.outputs.size();
-  const bool inline_fits = operand_count + output_count <= kInline;
-  if (!inline_fits) heap_views.resize(operand_count + output_count);
-  ArrayView* views = inline_fits ? inline_views : heap_views.data();
-  for (size_t i = 0; i < operand_count; ++i) views[i] = view(step.operands[i][0]);
-  for (size_t i = 0; i < output_count; ++i) views[operand_count + i] = view(step.outputs[i]);
+  ArrayView* views = bind_views(step, /*with_outputs=*/true, inline_views, heap_views);
   std::vector<std::unique_ptr<uint64_t[]>> staged;
   for (int i : step.staged) {
     ArrayView& operand = views[i];
@@ -157,16 +152,25 @@ Status Executor::run_native(const Step& step) {
 }
 
 Status Executor::run_dynamic_view(const Step& step) {
-  constexpr size_t kInline = 8;
-  ArrayView inline_views[kInline];
+  ArrayView inline_views[kInlineViews];
   std::vector<ArrayView> heap_views;
-  const size_t count = step.operands.size();
-  if (count > kInline) heap_views.resize(count);
-  ArrayView* views = count > kInline ? heap_views.data() : inline_views;
-  for (size_t i = 0; i < count; ++i) views[i] = view(step.operands[i][0]);
+  ArrayView* views = bind_views(step, /*with_outputs=*/false, inline_views, heap_views);
   bases_[step.outputs[0].allocation] =
-      views[0].data + dynamic_view_offset(*step.instruction, std::span<const ArrayView>(views, count));
+      views[0].data + dynamic_view_offset(*step.instruction, std::span<const ArrayView>(views, step.operands.size()));
   return ok_status();
+}
+
+ArrayView* Executor::bind_views(const Step& step, bool with_outputs, ArrayView (&inline_views)[kInlineViews],
+                                std::vector<ArrayView>& heap_views) const {
+  const size_t operand_count = step.operands.size(), count = operand_count + (with_outputs ? step.outputs.size() : 0);
+  ArrayView* views = inline_views;
+  if (count > kInlineViews) {
+    heap_views.resize(count);
+    views = heap_views.data();
+  }
+  for (size_t i = 0; i < operand_count; ++i) views[i] = view(step.operands[i][0]);
+  for (size_t i = operand_count; i < count; ++i) views[i] = view(step.outputs[i - operand_count]);
+  return views;
 }
 
 std::vector<Literal> Executor::read_operands(const Step& step) const {

@@ -52,6 +52,11 @@ class Executor {
 
  private:
   ArrayView view(const Leaf& leaf) const;
+  // Views of the step's operands (then its outputs, when asked), bound to this call's memory:
+  // in `inline_views` for the usual few, else in `heap_views`.
+  static constexpr size_t kInlineViews = 8;
+  ArrayView* bind_views(const Step& step, bool with_outputs, ArrayView (&inline_views)[kInlineViews],
+                        std::vector<ArrayView>& heap_views) const;
   void write_literal(const Literal& literal, const std::vector<Leaf>& leaves);
   // Copies each leaf whose memory differs (a call boundary buffer assignment did not unify).
   void move_leaves(const std::vector<Leaf>& from, const std::vector<Leaf>& to);

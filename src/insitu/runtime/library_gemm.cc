@@ -26,8 +26,7 @@ namespace {
 
 // The stride of evenly spaced offsets starting at 0 (0 for fewer than two), or nullopt.
 std::optional<int64_t> even_stride(std::span<const int64_t> offsets) {
-  if (offsets.empty() || offsets[0] != 0) return offsets.empty() ? std::optional<int64_t>(0) : std::nullopt;
-  if (offsets.size() < 2) return 0;
+  if (offsets.size() < 2) return offsets.empty() || offsets[0] == 0 ? std::optional<int64_t>(0) : std::nullopt;
   const int64_t stride = offsets[1];
   for (size_t i = 0; i < offsets.size(); ++i)
     if (offsets[i] != static_cast<int64_t>(i) * stride) return std::nullopt;
