@@ -139,6 +139,26 @@ TEST(RuntimeElementwiseKernels, SelectMatchesEvaluator) {
     expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng),
                                   random_literal(type, {5, 40}, rng), random_literal(type, {}, rng)},
                              {false, false, true});
+    // Each scalar combination has its own loop (select_words).
+    expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng), random_literal(type, {}, rng),
+                                  random_literal(type, {5, 40}, rng)},
+                             {false, true, false});
+    expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng), random_literal(type, {}, rng),
+                                  random_literal(type, {}, rng)},
+                             {false, true, true});
+  }
+}
+
+TEST(RuntimeElementwiseKernels, ClampMatchesEvaluatorWithScalarAndArrayBounds) {
+  std::mt19937 rng(14);
+  for (PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kF64, PrimitiveType::kS32}) {
+    Instruction op(Opcode::kClamp, "op", Shape::array(type, {6, 35}));
+    // rank-0 bounds (clamp's own broadcast) take the unit-stride loop; array bounds the general one
+    expect_same_as_evaluator(op, {random_literal(type, {}, rng), random_literal(type, {6, 35}, rng),
+                                  random_literal(type, {}, rng)},
+                             {true, false, true});
+    expect_same_as_evaluator(op, {random_literal(type, {6, 35}, rng), random_literal(type, {6, 35}, rng),
+                                  random_literal(type, {6, 35}, rng)});
   }
 }
 

@@ -20,9 +20,14 @@ Status convert_kernel(const KernelCall& call) {
   const ArrayView& out = call.out();
   const From* x = reinterpret_cast<const From*>(operand.data);
   To* o = reinterpret_cast<To*>(out.data);
-  const int64_t stride = operand.scalar ? 0 : 1;
+  const bool scalar = operand.scalar;
   run_range(call.pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) o[i] = convert_value<To>(x[i * stride]);
+    if (scalar) {  // a unit-stride loop when not (a runtime stride keeps the loop scalar)
+      const To value = convert_value<To>(x[0]);
+      for (int64_t i = begin; i < end; ++i) o[i] = value;
+    } else {
+      for (int64_t i = begin; i < end; ++i) o[i] = convert_value<To>(x[i]);
+    }
   });
   return ok_status();
 }

@@ -264,11 +264,23 @@ void compare_with(ComparisonDirection direction, const ArrayView& a, const Array
   const T* x = reinterpret_cast<const T*>(a.data);
   const T* y = reinterpret_cast<const T*>(b.data);
   bool* o = reinterpret_cast<bool*>(out.data);
-  const int64_t sx = a.scalar ? 0 : 1;
-  const int64_t sy = b.scalar ? 0 : 1;
+  const bool x_scalar = a.scalar;
+  const bool y_scalar = b.scalar;
+  // unit-stride loops per scalar case, as in map_binary (a runtime stride keeps them scalar)
   auto loop = [&](auto compare) {
     run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) o[i] = compare(key(x[i * sx]), key(y[i * sy]));
+      if (!x_scalar && !y_scalar) {
+        for (int64_t i = begin; i < end; ++i) o[i] = compare(key(x[i]), key(y[i]));
+      } else if (!x_scalar) {
+        const auto rhs = key(y[0]);
+        for (int64_t i = begin; i < end; ++i) o[i] = compare(key(x[i]), rhs);
+      } else if (!y_scalar) {
+        const auto lhs = key(x[0]);
+        for (int64_t i = begin; i < end; ++i) o[i] = compare(lhs, key(y[i]));
+      } else {
+        const bool value = compare(key(x[0]), key(y[0]));
+        for (int64_t i = begin; i < end; ++i) o[i] = value;
+      }
     });
   };
   switch (direction) {
@@ -316,6 +328,27 @@ KernelFn choose_compare(const Instruction& instruction, const ArrayView& a, cons
   return chosen;
 }
 
+// o[i] = p[i] ? t[i] : f[i] with each operand's stride a constant (0: a scalar, 1: an array),
+// written as a mask so that the loop vectorizes (GCC leaves `p ? t : f` a branch per element,
+// mispredicted half the time on a ReLU gradient: 4 ns per element).
+template <typename Word, int kSp, int kSt, int kSf>
+void select_words(const bool* p, const Word* t, const Word* f, Word* o, int64_t begin, int64_t end) {
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(p);
+  for (int64_t i = begin; i < end; ++i) {
+    const Word mask = static_cast<Word>(Word{0} - static_cast<Word>(bytes[i * kSp] != 0));
+    o[i] = static_cast<Word>((t[i * kSt] & mask) | (f[i * kSf] & static_cast<Word>(~mask)));
+  }
+}
+
+template <typename Word, int kSp>
+void select_words(const bool* p, const Word* t, const Word* f, Word* o, bool t_scalar, bool f_scalar,
+                  int64_t begin, int64_t end) {
+  if (!t_scalar && !f_scalar) select_words<Word, kSp, 1, 1>(p, t, f, o, begin, end);
+  else if (!t_scalar) select_words<Word, kSp, 1, 0>(p, t, f, o, begin, end);
+  else if (!f_scalar) select_words<Word, kSp, 0, 1>(p, t, f, o, begin, end);
+  else select_words<Word, kSp, 0, 0>(p, t, f, o, begin, end);
+}
+
 // select(pred, on_true, on_false) as element copies of the result's width.
 template <typename Word>
 Status select_words_kernel(const KernelCall& call) {
@@ -327,11 +360,10 @@ Status select_words_kernel(const KernelCall& call) {
   const Word* t = reinterpret_cast<const Word*>(on_true.data);
   const Word* f = reinterpret_cast<const Word*>(on_false.data);
   Word* o = reinterpret_cast<Word*>(out.data);
-  const int64_t sp = (pred.scalar || pred.shape->rank() == 0) ? 0 : 1;
-  const int64_t st = on_true.scalar ? 0 : 1;
-  const int64_t sf = on_false.scalar ? 0 : 1;
+  const bool p_scalar = pred.scalar || pred.shape->rank() == 0;
   run_range(call.pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) o[i] = p[i * sp] ? t[i * st] : f[i * sf];
+    if (p_scalar) select_words<Word, 0>(p, t, f, o, on_true.scalar, on_false.scalar, begin, end);
+    else select_words<Word, 1>(p, t, f, o, on_true.scalar, on_false.scalar, begin, end);
   });
   return ok_status();
 }
@@ -363,7 +395,12 @@ Status clamp_kernel(const KernelCall& call) {
   const int64_t sx = operands[1].scalar ? 0 : 1;
   const int64_t sh = (operands[2].scalar || operands[2].shape->rank() == 0) ? 0 : 1;
   run_range(call.pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) o[i] = clamp_value(lo[i * sl], x[i * sx], hi[i * sh]);
+    if (sl == 0 && sx == 1 && sh == 0) {  // the common case (scalar bounds) as a unit-stride loop
+      const T low = lo[0], high = hi[0];
+      for (int64_t i = begin; i < end; ++i) o[i] = clamp_value(low, x[i], high);
+    } else {
+      for (int64_t i = begin; i < end; ++i) o[i] = clamp_value(lo[i * sl], x[i * sx], hi[i * sh]);
+    }
   });
   return ok_status();
 }
