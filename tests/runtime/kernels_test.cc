@@ -1,8 +1,12 @@
 // Every native kernel against the reference evaluator on random inputs, bit for bit, on one
 // thread and on four (large arrays take the parallel path).
+#include <bit>
 #include <functional>
+#include <limits>
+#include <string>
 
 #include "kernel_test_util.h"
+#include "insitu/runtime/cpu_level.h"
 
 namespace insitu {
 namespace {
@@ -188,6 +192,30 @@ TEST(RuntimeElementwiseKernels, LargeArraysGiveTheSameBitsOnFourThreads) {
   }
   Instruction convert(Opcode::kConvert, "convert", Shape::array(PrimitiveType::kS32, {n}));
   expect_same_as_evaluator(convert, {random_literal(PrimitiveType::kF32, {n}, rng)}, {}, 4);
+}
+
+// The f32 functions run vectorized in a variant per instruction set (cpu_level.h); each
+// variant this CPU has must give the evaluator's bits, on ordinary values and on the edges.
+TEST(RuntimeElementwiseKernels, FloatFunctionsGiveTheEvaluatorsBitsAtEveryCpuLevel) {
+  std::vector<float> values;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 65521) values.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  for (float x : {0.0f, -0.0f, 88.72f, 88.73f, -103.97f, -104.0f, 9.0f, -9.0f, 0.3466f, 1e-30f,
+                  std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min()})
+    values.push_back(x);
+  const int64_t n = static_cast<int64_t>(values.size());
+  Literal input(Shape::array(PrimitiveType::kF32, {n}));
+  std::memcpy(input.untyped_data(), values.data(), values.size() * sizeof(float));
+  for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2Fma, CpuLevel::kAvx512}) {
+    if (level > detected_cpu_level()) continue;
+    set_cpu_level_limit(level);
+    for (Opcode opcode : {Opcode::kExp, Opcode::kExpm1, Opcode::kLog, Opcode::kTanh, Opcode::kLogistic, Opcode::kSqrt,
+                          Opcode::kRsqrt}) {
+      SCOPED_TRACE(std::string(opcode_name(opcode)) + " at level " + std::to_string(static_cast<int>(level)));
+      expect_same_as_evaluator(Instruction(opcode, "op", Shape::array(PrimitiveType::kF32, {n})), {input}, {}, 2);
+    }
+  }
+  set_cpu_level_limit(CpuLevel::kAvx512);
 }
 
 TEST(RuntimeElementwiseKernels, OpsWithoutANativePathSayNo) {

@@ -16,6 +16,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "insitu/evaluator/float_functions.h"
 #include "insitu/ir/attributes.h"
 #include "insitu/ir/dtype.h"
 
@@ -91,19 +92,20 @@ inline T minimum_value(T lhs, T rhs) {
   return (rhs < lhs) ? rhs : lhs;
 }
 
-// Floating-point unary functions, one definition for the evaluator and the runtime kernels:
+// Floating-point unary functions, one definition for the evaluator and the runtime kernels
+// (exp, expm1, log, tanh, logistic of f32: float_functions.h, vectorizable):
 // calls fn(function, std::bool_constant<complex too>) for `opcode`; false for other opcodes.
 template <typename Fn>
 bool with_float_unary(Opcode opcode, Fn&& fn) {
   using yes = std::true_type;
   using no = std::false_type;
   switch (opcode) {
-    case Opcode::kExp: fn([](auto v) { return std::exp(v); }, yes{}); return true;
-    case Opcode::kLog: fn([](auto v) { return std::log(v); }, yes{}); return true;
+    case Opcode::kExp: fn([](auto v) { return exp_of(v); }, yes{}); return true;
+    case Opcode::kLog: fn([](auto v) { return log_of(v); }, yes{}); return true;
     case Opcode::kSqrt: fn([](auto v) { return std::sqrt(v); }, yes{}); return true;
     case Opcode::kRsqrt: fn([](auto v) { return decltype(v)(1) / std::sqrt(v); }, yes{}); return true;
-    case Opcode::kLogistic: fn([](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); }, yes{}); return true;
-    case Opcode::kTanh: fn([](auto v) { return std::tanh(v); }, yes{}); return true;
+    case Opcode::kLogistic: fn([](auto v) { return logistic_of(v); }, yes{}); return true;
+    case Opcode::kTanh: fn([](auto v) { return tanh_of(v); }, yes{}); return true;
     case Opcode::kSin: fn([](auto v) { return std::sin(v); }, yes{}); return true;
     case Opcode::kCos: fn([](auto v) { return std::cos(v); }, yes{}); return true;
     case Opcode::kSinh: fn([](auto v) { return std::sinh(v); }, yes{}); return true;
@@ -115,7 +117,7 @@ bool with_float_unary(Opcode opcode, Fn&& fn) {
     case Opcode::kAcosh: fn([](auto v) { return std::acosh(v); }, yes{}); return true;
     case Opcode::kAtanh: fn([](auto v) { return std::atanh(v); }, yes{}); return true;
     // XLA's evaluator has no complex version of these.
-    case Opcode::kExpm1: fn([](auto v) { return std::expm1(v); }, no{}); return true;
+    case Opcode::kExpm1: fn([](auto v) { return expm1_of(v); }, no{}); return true;
     case Opcode::kLog1p: fn([](auto v) { return std::log1p(v); }, no{}); return true;
     case Opcode::kCbrt: fn([](auto v) { return std::cbrt(v); }, no{}); return true;
     case Opcode::kTan: fn([](auto v) { return std::tan(v); }, no{}); return true;

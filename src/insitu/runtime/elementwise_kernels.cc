@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "insitu/runtime/cpu_level.h"
 #include "insitu/runtime/element_compute.h"
 #include "insitu/runtime/elementwise_internal.h"
 
@@ -191,6 +192,48 @@ struct FloatUnary {
   C operator()(C x) const { return static_cast<C>(Function{}(x)); }
 };
 
+// An f32 unary function over [begin, end), compiled for AVX-512 and AVX2 as well as the
+// baseline: float_functions.h's exp, log, tanh, logistic and expm1 are branch-free and run 2-4x
+// faster in wider vectors. Every variant performs the same IEEE operations (no FMA contraction:
+// CMakeLists.txt), so the bits are the evaluator's whichever runs.
+template <typename Fn>
+void float_unary_loop(const float* x, float* o, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) o[i] = Fn{}(x[i]);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+template <typename Fn>
+__attribute__((target("avx2"))) void float_unary_loop_avx2(const float* x, float* o, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) o[i] = Fn{}(x[i]);
+}
+template <typename Fn>
+__attribute__((target("avx512f"))) void float_unary_loop_avx512(const float* x, float* o, int64_t begin,
+                                                                int64_t end) {
+  for (int64_t i = begin; i < end; ++i) o[i] = Fn{}(x[i]);
+}
+#endif
+
+template <typename Fn>
+Status float_unary_kernel(const KernelCall& call) {
+  using Loop = void (*)(const float*, float*, int64_t, int64_t);
+  const Loop loop = []() -> Loop {
+#if defined(__x86_64__) && defined(__GNUC__)
+    switch (cpu_level()) {
+      case CpuLevel::kAvx512: return &float_unary_loop_avx512<Fn>;
+      case CpuLevel::kAvx2Fma: return &float_unary_loop_avx2<Fn>;
+      case CpuLevel::kBaseline: break;
+    }
+#endif
+    return &float_unary_loop<Fn>;
+  }();
+  const ArrayView& a = call.operands[0];
+  if (a.scalar) return unary_kernel<float, float, Fn>(call);
+  const float* x = reinterpret_cast<const float*>(a.data);
+  float* o = reinterpret_cast<float*>(call.out().data);
+  run_range(call.pool, call.out().element_count(), kParallelElements,
+            [&](int64_t begin, int64_t end) { loop(x, o, begin, end); });
+  return ok_status();
+}
+
 KernelFn choose_unary(Opcode opcode, const ArrayView& a, const ArrayView& out) {
   KernelFn chosen = nullptr;
   if (opcode == Opcode::kIsFinite) {
@@ -234,7 +277,9 @@ KernelFn choose_unary(Opcode opcode, const ArrayView& a, const ArrayView& out) {
         case Opcode::kSign: chosen = unary_kernel_of<T, T>([](C x) { return sign_value(x); }); break;
         default:
           with_float_unary(opcode, [&](auto function, auto) {
-            chosen = &unary_kernel<T, T, FloatUnary<C, decltype(function)>>;
+            using Fn = FloatUnary<C, decltype(function)>;
+            if constexpr (std::is_same_v<T, float>) chosen = &float_unary_kernel<Fn>;
+            else chosen = &unary_kernel<T, T, Fn>;
           });
       }
     }

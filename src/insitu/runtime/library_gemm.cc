@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "insitu/runtime/cpu_level.h"
 #include "insitu/support/check.h"
 
 #ifdef INSITU_HAVE_ONEDNN
@@ -176,8 +177,11 @@ using MatVecFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t,
     name##_body(m, ld, v, r, n, o);                                                                           \
   }                                                                                                           \
   MatVecFn name##_for_this_cpu() {                                                                            \
-    if (__builtin_cpu_supports("avx512f")) return &name##_avx512;                                             \
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &name##_avx2;                 \
+    switch (cpu_level()) {                                                                                    \
+      case CpuLevel::kAvx512: return &name##_avx512;                                                          \
+      case CpuLevel::kAvx2Fma: return &name##_avx2;                                                           \
+      case CpuLevel::kBaseline: break;                                                                        \
+    }                                                                                                         \
     return &name##_baseline;                                                                                  \
   }
 #else
@@ -212,8 +216,8 @@ std::optional<MatVec> plan_matvec(const GemmProblem& p) {
 
 void run_matvec(const GemmProblem& p, const MatVec& mv, const float* lhs, const float* rhs, float* out,
                 ThreadPool& pool) {
-  static const MatVecFn dot_rows = dot_rows_for_this_cpu();
-  static const MatVecFn combine_rows = combine_rows_for_this_cpu();
+  const MatVecFn dot_rows = dot_rows_for_this_cpu();  // per call: cpu_level() may be limited
+  const MatVecFn combine_rows = combine_rows_for_this_cpu();
   const int64_t batches = static_cast<int64_t>(p.lhs_batch.size());
   const bool vector_is_lhs = p.m == 1;
   // Chunks of whole rows: at most 16 per batch, of at least 32 rows (a shape-only split).

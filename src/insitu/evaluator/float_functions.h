@@ -1,0 +1,165 @@
+// exp, expm1, log, tanh and logistic of f32 values as insitu computes them, in the evaluator
+// (the oracle) and in every runtime kernel: one definition, so the two agree bit for bit.
+//
+// Why not std::exp: glibc's expf/logf/tanhf are scalar calls (7-35 ns per element here), so
+// a softmax or a GELU ran 20-100x below memory bandwidth, and a vectorized libm (libmvec)
+// rounds differently from the scalar one the evaluator would call. These functions are
+// branch-free (selects, not jumps) and use only +, -, *, /, float<->int conversions and bit
+// operations, so GCC vectorizes a loop over them; the same operations in the same order give
+// the same bits in a vector lane as in a scalar call. Nothing here may be contracted into an
+// FMA differently in the two (CMakeLists.txt compiles the evaluator and the elementwise
+// kernels with -ffp-contract=off).
+//
+// Accuracy (tests/evaluator/float_functions_test.cc measures it against double precision over
+// a sweep of every 2^k-spaced float and the special values): exp <= 1 ulp, expm1 <= 2 ulp,
+// log <= 1 ulp, tanh <= 3 ulp, logistic <= 3 ulp. Special values follow IEEE/C: NaN -> NaN,
+// exp(-inf) = 0, exp(+inf) = inf, log(0) = -inf, log(x < 0) = NaN, tanh(+-inf) = +-1, signed
+// zeros kept. f64 and complex values use the C library (not vectorized; exact as before).
+//
+// Method, textbook: exp reduces x = k ln2 + r with |r| <= ln2/2 (Cody-Waite: ln2 split in a
+// short head times k exactly plus a tail), e^r by its Taylor series to r^7 (truncation below
+// 0.05 ulp), 2^k scaled in two halves so that subnormal results round once. expm1 evaluates
+// 2^k expm1(r) + (2^k - 1) (no cancellation near 0). log writes x = 2^e m with m in
+// [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = (m-1)/(m+1), to s^9. tanh(x) = e/(e+2) with
+// e = expm1(2|x|), the sign copied back. logistic(x) = 1/(1 + e^-x), written as e^x/(1 + e^x)
+// for negative x so that it never overflows.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace insitu {
+namespace float_functions {
+
+inline float from_bits(uint32_t bits) { return std::bit_cast<float>(bits); }
+inline uint32_t to_bits(float value) { return std::bit_cast<uint32_t>(value); }
+
+// 2^k for k in [-126, 127] (a normal float).
+inline float power_of_two(int32_t k) { return from_bits(static_cast<uint32_t>(k + 127) << 23); }
+
+// Written as `a > b ? a : b` (x86's maxps exactly): a NaN `a` gives `b`.
+inline float max_of(float a, float b) { return a > b ? a : b; }
+inline float min_of(float a, float b) { return a < b ? a : b; }
+
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Head = 0.693359375f;            // 355/512: k * head is exact for |k| < 2^15
+constexpr float kLn2Tail = -2.12194440054690583e-4f;  // ln 2 - head
+constexpr float kRoundMagic = 12582912.0f;         // 1.5 * 2^23: adding it rounds to an integer
+
+// k = round(x / ln2) (as a float and an integer) and r = x - k ln2, for |x| < 2^21.
+struct Reduced {
+  float kf;
+  int32_t k;
+  float r;
+};
+inline Reduced reduce_by_ln2(float x) {
+  const float kf = (x * kLog2e + kRoundMagic) - kRoundMagic;
+  return {kf, static_cast<int32_t>(kf), (x - kf * kLn2Head) - kf * kLn2Tail};
+}
+
+// e^r - 1 - r for |r| <= ln2/2 (+ rounding), Taylor to r^8.
+inline float expm1_tail(float r) {
+  const float p = 1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040 + r * (1.0f / 40320)))));
+  return r * r * (0.5f + r * p);
+}
+
+inline float exp(float x) {
+  // clamped (a NaN becomes the lower bound here and is put back at the end) so that k stays in
+  // [-150, 129]: below, the result rounds to 0; above, it overflows to inf
+  const float clamped = min_of(max_of(x, -104.0f), 89.0f);
+  const Reduced reduced = reduce_by_ln2(clamped);
+  const float er = 1.0f + (reduced.r + expm1_tail(reduced.r));
+  const int32_t half = reduced.k >> 1;  // both halves in [-75, 65]: normal scales
+  const float result = er * power_of_two(half) * power_of_two(reduced.k - half);
+  return x != x ? x : result;
+}
+
+// expm1 of min(max(x, -30), 88) (k in [-44, 127]); a NaN gives expm1(-30) = -1.
+inline float expm1_clamped(float x) {
+  const float clamped = min_of(max_of(x, -30.0f), 88.0f);
+  const Reduced reduced = reduce_by_ln2(clamped);
+  const float em = reduced.r + expm1_tail(reduced.r);  // e^r - 1, no cancellation
+  const float scale = power_of_two(reduced.k);
+  return scale * em + (scale - 1.0f);  // 2^k (e^r - 1) + (2^k - 1); k = 0: em
+}
+
+inline float expm1(float x) {
+  const float large = x > 88.0f ? exp(x) : expm1_clamped(x);  // beyond 88, expm1 = exp
+  return x != x || x == 0.0f ? x : large;                     // NaN, and -0 kept
+}
+
+inline float log(float x) {
+  // subnormal (and zero, negative) inputs scaled by 2^23 first; specials chosen at the end
+  const bool tiny = x < 1.17549435e-38f;
+  const float scaled = tiny ? x * 8388608.0f : x;
+  const uint32_t bits = to_bits(scaled);
+  int32_t e = static_cast<int32_t>(bits >> 23) - 127 - (tiny ? 23 : 0);
+  float m = from_bits((bits & 0x007fffffu) | 0x3f800000u);  // [1, 2)
+  const bool high = m > 1.41421356f;
+  m = high ? m * 0.5f : m;  // [sqrt(1/2), sqrt(2)]
+  e += high ? 1 : 0;
+  const float f = m - 1.0f;  // exact
+  const float s = f / (2.0f + f);
+  const float s2 = s * s;
+  // 2 atanh(s) = 2s + s R with R = 2s^2/3 + 2s^4/5 + ...; 2s = f - s f, so log m = f - s (f - R)
+  const float r = s2 * (2.0f / 3 + s2 * (2.0f / 5 + s2 * (2.0f / 7 + s2 * (2.0f / 9))));
+  const float ef = static_cast<float>(e);
+  const float result = ef * kLn2Head + ((f - s * (f - r)) + ef * kLn2Tail);
+  const float inf = from_bits(0x7f800000u);
+  float special = x == 0.0f ? -inf : result;
+  special = x < 0.0f ? from_bits(0x7fc00000u) : special;
+  special = x == inf ? inf : special;
+  return x != x ? x : special;
+}
+
+inline float tanh(float x) {
+  const uint32_t sign = to_bits(x) & 0x80000000u;
+  // tanh(9) rounds to 1; a NaN becomes 9 here and is put back at the end
+  const float magnitude = min_of(from_bits(to_bits(x) & 0x7fffffffu), 9.0f);
+  const float e = expm1_clamped(2.0f * magnitude);
+  const float t = e / (e + 2.0f);
+  const float result = from_bits(to_bits(t) | sign);
+  return x != x ? x : result;
+}
+
+// 1/(1 + e^-x) for x >= 0, e^x/(1 + e^x) below: the exponential never overflows, so a very
+// negative x keeps its tiny result instead of rounding 1/(1 + inf) to 0.
+inline float logistic(float x) {
+  const float e = exp(-from_bits(to_bits(x) & 0x7fffffffu));  // e^-|x| in (0, 1]
+  const float r = 1.0f / (1.0f + e);
+  return x < 0.0f ? e * r : r;
+}
+
+}  // namespace float_functions
+
+// The functions with_float_unary applies: insitu's own for f32 (f16/bf16 compute in f32), the
+// C library's for f64 and complex values.
+template <typename T>
+inline T exp_of(T v) {
+  if constexpr (std::is_same_v<T, float>) return float_functions::exp(v);
+  else return std::exp(v);
+}
+template <typename T>
+inline T expm1_of(T v) {
+  if constexpr (std::is_same_v<T, float>) return float_functions::expm1(v);
+  else return std::expm1(v);
+}
+template <typename T>
+inline T log_of(T v) {
+  if constexpr (std::is_same_v<T, float>) return float_functions::log(v);
+  else return std::log(v);
+}
+template <typename T>
+inline T tanh_of(T v) {
+  if constexpr (std::is_same_v<T, float>) return float_functions::tanh(v);
+  else return std::tanh(v);
+}
+template <typename T>
+inline T logistic_of(T v) {
+  if constexpr (std::is_same_v<T, float>) return float_functions::logistic(v);
+  else return T(1) / (T(1) + std::exp(-v));  // the evaluator's formula before f32 had its own
+}
+
+}  // namespace insitu
