@@ -8,6 +8,12 @@ Usage (inside the pinned virtualenv of venv.sh; xla_oracle.sh wraps it):
         every .hlo under the arguments on both XLA:CPU and `insitu run`, with the same inputs;
         prints one line per module and a summary (parsed by XLA, ran on XLA, ran on insitu, agree)
 
+  python xla_oracle.py parse [--insitu PATH] [--report OUT.md] [--save-rejected DIR] FILE_OR_DIR...
+        every HLO module under the arguments (.hlo files, and the modules written as raw string
+        literals in C++ test sources, e.g. XLA's own *_test.cc) through XLA's parser and through
+        `insitu fmt` (parse and verify); prints each module XLA accepts and insitu rejects with
+        insitu's message, and the counts
+
 Inputs: given --arg files (compare: a corpus folder's input_N.npy), else element i of every
 array parameter is (i % 7) + 1 (pred: i % 2 == 0); written as .npy and passed to both sides, so
 both see the same bits.
@@ -21,6 +27,7 @@ field contains ..."): such modules are reported as `xla-refused`, not compared.
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -118,6 +125,111 @@ def compare_one(path, insitu):
     return "agree", ""
 
 
+def modules_in(path):
+    """(name, text) of each HLO module in a file: a .hlo file is one module; a C++ source holds
+    one per raw string literal R"delimiter(...)delimiter" that contains an ENTRY computation."""
+    with open(path, errors="replace") as f:
+        text = f.read()
+    if not path.endswith((".cc", ".h", ".cpp")):
+        return [(path, text)]
+    found = []
+    for number, match in enumerate(re.finditer(r'R"([^(\s]{0,16})\((.*?)\)\1"', text, re.S)):
+        body = match.group(2)
+        if "ENTRY" in body and ("HloModule" in body or "{" in body):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append(("%s:%d" % (path, line), body))
+    return found
+
+
+def xla_parse_worker(paths_file, first):
+    """Parses the modules listed in paths_file from line `first` on with XLA's parser, printing
+    `index<TAB>ok` or `index<TAB>message` per module as it goes (XLA's parser can crash the
+    process: the caller restarts after the module that did)."""
+    _, xc = _xla()
+    with open(paths_file) as f:
+        paths = f.read().splitlines()
+    for index in range(first, len(paths)):
+        with open(paths[index]) as f:
+            text = f.read()
+        try:
+            xc.hlo.hlo_module_from_text(text)
+            verdict = "ok"
+        except Exception as error:  # jaxlib raises its own error types
+            verdict = ((str(error).strip().splitlines() or ["?"])[0][:200] or "?").replace("\t", " ")
+        print("%d\t%s" % (index, verdict), flush=True)
+    return 0
+
+
+def xla_parse_all(paths, work):
+    """XLA's verdict per module file: None (accepted) or its message; a crash is a message."""
+    listing = os.path.join(work, "modules.txt")
+    with open(listing, "w") as f:
+        f.write("\n".join(paths))
+    verdicts, first = {}, 0
+    while first < len(paths):
+        worker = subprocess.run([sys.executable, os.path.abspath(__file__), "parse-worker", listing, str(first)],
+                                capture_output=True, text=True)
+        for line in worker.stdout.splitlines():
+            index, _, verdict = line.partition("\t")
+            verdicts[int(index)] = None if verdict == "ok" else verdict
+        first = max(verdicts) + 1 if verdicts else first
+        if worker.returncode != 0 and first < len(paths):
+            verdicts[first] = "XLA's parser crashed (exit %d)" % worker.returncode
+            first += 1
+    return [verdicts.get(i, "?") for i in range(len(paths))]
+
+
+def parse_modules(options):
+    files = []
+    for path in options.paths:
+        if os.path.isdir(path):
+            for root, _, names in os.walk(path):
+                files += [os.path.join(root, n) for n in sorted(names) if n.endswith((".hlo", ".cc"))]
+        else:
+            files.append(path)
+    counts = {"modules": 0, "xla-accepts": 0, "both-accept": 0, "insitu-rejects": 0, "insitu-only": 0}
+    lines = []
+    if options.save_rejected:
+        os.makedirs(options.save_rejected, exist_ok=True)
+    with tempfile.TemporaryDirectory() as work:
+        modules = [module for path in sorted(files) for module in modules_in(path)]
+        module_paths = []
+        for number, (_, text) in enumerate(modules):
+            module_paths.append(os.path.join(work, "module_%d.hlo" % number))
+            with open(module_paths[-1], "w") as f:
+                f.write(text)
+        xla_verdicts = xla_parse_all(module_paths, work)
+        for (name, text), module, xla in zip(modules, module_paths, xla_verdicts):
+            counts["modules"] += 1
+            result = subprocess.run([options.insitu, "fmt", module], capture_output=True, text=True, timeout=120)
+            message = (result.stderr.strip().splitlines() or ["?"])[0].replace(module, "")[:200]
+            if xla is None:
+                counts["xla-accepts"] += 1
+                if result.returncode == 0:
+                    counts["both-accept"] += 1
+                    continue
+                counts["insitu-rejects"] += 1
+                lines.append("insitu-rejects %s %s" % (name, message))
+                if options.save_rejected:
+                    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[-120:]
+                    with open(os.path.join(options.save_rejected, safe + ".hlo"), "w") as f:
+                        f.write(text)
+            elif result.returncode == 0:
+                counts["insitu-only"] += 1
+                lines.append("insitu-only    %s %s" % (name, xla))
+            else:
+                continue
+            print(lines[-1], flush=True)
+    summary = ("%(modules)d modules: XLA's parser accepts %(xla-accepts)d; insitu accepts %(both-accept)d of those "
+               "and rejects %(insitu-rejects)d; insitu accepts %(insitu-only)d that XLA rejects" % counts)
+    print(summary)
+    if options.report:
+        with open(options.report, "w") as f:
+            f.write("`python bench/peers/xla_oracle.py parse %s`\n\n%s\n\n```\n%s\n```\n"
+                    % (" ".join(options.paths), summary, "\n".join(lines)))
+    return 0
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -130,7 +242,19 @@ def main(argv):
     compare.add_argument("paths", nargs="+")
     compare.add_argument("--insitu", default="build/tools/insitu")
     compare.add_argument("--report")
+    parse = sub.add_parser("parse")
+    parse.add_argument("paths", nargs="+")
+    parse.add_argument("--insitu", default="build/tools/insitu")
+    parse.add_argument("--report")
+    parse.add_argument("--save-rejected", help="write each module insitu rejects to DIR")
+    worker = sub.add_parser("parse-worker")
+    worker.add_argument("paths_file")
+    worker.add_argument("first", type=int)
     options = parser.parse_args(argv[1:])
+    if options.command == "parse":
+        return parse_modules(options)
+    if options.command == "parse-worker":
+        return xla_parse_worker(options.paths_file, options.first)
 
     if options.command == "run":
         with open(options.module) as f:

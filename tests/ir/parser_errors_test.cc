@@ -30,7 +30,10 @@ TEST(ParserErrorTest, TruncatedFile) {
                "truncated input: expected a f32 value at end of file");
   expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[] custom-call(), custom_call_target=\"x\", backend_config={\"a\": [1",
                3, 80, "truncated input: expected a closing bracket for the value of backend_config");
-  expect_error("", 1, 1, "truncated input: expected 'HloModule' at the start of the module at end of file");
+  expect_error("", 1, 1, "truncated input: expected 'HloModule' or a computation at the start of the module at end of file");
+  // Instructions alone are not a module (XLA's parser refuses them too).
+  expect_error("p = f32[4] parameter(0)\nROOT n = f32[4] negate(p)\n", 1, 1,
+               "expected 'HloModule' or a computation at the start of the module, found 'p'");
 }
 
 TEST(ParserErrorTest, UnknownOpcode) {

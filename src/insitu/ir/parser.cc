@@ -101,13 +101,22 @@ std::string Parser::source_text(size_t first, size_t last) const {
 }
 
 StatusOr<std::unique_ptr<Module>> Parser::parse_module() {
-  if (!at_ident("HloModule")) return error_expected("'HloModule' at the start of the module");
-  const SourceLocation module_location = next().location;
-  INSITU_ASSIGN_OR_RETURN(NameRef module_name, parse_name("a module name"));
-  auto module = std::make_unique<Module>(module_name.name);
+  // Without the header (XLA's tests write many modules so), the text is the computations and
+  // the module is named after its entry: `module_` + its name, as XLA's parser names it.
+  const bool headerless = !at_ident("HloModule") &&
+                          (at_ident("ENTRY") || ((at(TokenKind::kIdent) || at(TokenKind::kName)) &&
+                                                 (at(TokenKind::kLbrace, 1) || at(TokenKind::kLparen, 1))));
+  if (!at_ident("HloModule") && !headerless) return error_expected("'HloModule' or a computation at the start of the module");
+  const SourceLocation module_location = peek().location;
+  auto module = std::make_unique<Module>("");
   module->set_location(module_location);
-  accept(TokenKind::kColon);  // `HloModule name:` (XLA accepts it)
-  while (accept(TokenKind::kComma)) INSITU_RETURN_IF_ERROR(parse_header_attribute(*module));
+  if (!headerless) {
+    next();
+    INSITU_ASSIGN_OR_RETURN(NameRef module_name, parse_name("a module name"));
+    module->set_name(module_name.name);
+    accept(TokenKind::kColon);  // `HloModule name:` (XLA accepts it)
+    while (accept(TokenKind::kComma)) INSITU_RETURN_IF_ERROR(parse_header_attribute(*module));
+  }
 
   bool saw_entry = false;
   while (!at(TokenKind::kEof)) {
@@ -119,6 +128,7 @@ StatusOr<std::unique_ptr<Module>> Parser::parse_module() {
   }
   if (module->computations().empty()) return error_expected("a computation");
   if (!saw_entry) module->set_entry(module->computations().back());
+  if (headerless) module->set_name(str_cat("module_", module->entry()->name()));
   INSITU_RETURN_IF_ERROR(resolve_calls(*module));
   INSITU_RETURN_IF_ERROR(infer_left_out_shapes());
   INSITU_RETURN_IF_ERROR(resolve_comparison_orders());
