@@ -5,6 +5,7 @@
 #include <string>
 
 #include "insitu/ir/parser.h"
+#include "insitu/support/str.h"
 
 namespace insitu {
 namespace {
@@ -99,6 +100,35 @@ TEST(ParserErrorTest, LiteralsAndLayouts) {
   expect_error("HloModule m\nENTRY e {\n  ROOT p = f32[2,3]{0} parameter(0)\n}\n", 3, 20,
                "layout lists 1 dimensions but the shape has rank 2");
   expect_error("HloModule m\nENTRY e {\n  ROOT p = f32[2]{0:Q(1)} parameter(0)\n}\n", 3, 21, "unknown layout field 'Q'");
+}
+
+// Modules XLA's parser refuses (its own tests, hlo_parser_test.cc) are refused here too.
+TEST(ParserErrorTest, WhatXlasParserRefuses) {
+  expect_error("HloModule m\nENTRY e {\n  ROOT c = f64[] constant(1.8e308)\n}\n", 3, 27,
+               "value 1.8e308 is out of range for f64");
+  expect_error("HloModule m\nENTRY e {\n  ROOT c = f64[] constant(-1.8e308)\n}\n", 3, 27,
+               "value -1.8e308 is out of range for f64");
+  expect_error("HloModule m\nENTRY e {\n  ROOT c = c64[] constant((1e100, 0))\n}\n", 3, 27,
+               "value is out of range for c64");
+  expect_error("HloModule m\nENTRY e () -> f32[1] {\n  ROOT c = f32[1,2] constant({{1, 2}})\n}\n", 2, 15,
+               "computation %e declares the result f32[1], but its root %c is f32[1,2]");
+  expect_error("HloModule m\nENTRY e (p: s32[2]) -> f32[2] {\n  ROOT p = f32[2] parameter(0)\n}\n", 2, 13,
+               "computation %e declares parameter 0 as s32[2], but %p is f32[2]");
+  expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[] custom-call(), custom_call_target=\"x\", "
+               "api_version=API_VERSION_UNSPECIFIED\n}\n",
+               3, 69, "invalid custom-call api_version API_VERSION_UNSPECIFIED");
+  for (const char* accuracy : {"{mode=high}", "{0.5}", "{foo=10.0}", "{tolerance={atol=1,bad=2}}"})
+    expect_error(str_cat("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT x = f32[] exponential(p), "
+                         "result_accuracy=",
+                         accuracy, "\n}\n"),
+                 4, 50, "bad result_accuracy=");
+  // and the spellings XLA accepts still parse
+  for (const char* accuracy : {"{mode=highest}", "{mode=default}", "{tolerance={atol=0,rtol=1e-6,ulps=2}}"})
+    EXPECT_TRUE(parse_module(str_cat("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT x = f32[] "
+                                     "exponential(p), result_accuracy=",
+                                     accuracy, "\n}\n"))
+                    .ok())
+        << accuracy;
 }
 
 TEST(ParserErrorTest, HostileInputFailsCleanly) {

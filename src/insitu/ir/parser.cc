@@ -132,7 +132,29 @@ StatusOr<std::unique_ptr<Module>> Parser::parse_module() {
   INSITU_RETURN_IF_ERROR(resolve_calls(*module));
   INSITU_RETURN_IF_ERROR(infer_left_out_shapes());
   INSITU_RETURN_IF_ERROR(resolve_comparison_orders());
+  INSITU_RETURN_IF_ERROR(check_signatures());
   return module;
+}
+
+Status Parser::check_signatures() const {
+  for (const Signature& signature : signatures_) {
+    const Computation& computation = *signature.computation;
+    if (computation.root() != nullptr && !signature.result.compatible(computation.root()->shape()))
+      return error_at(signature.result_token,
+                      str_cat("computation %", computation.name(), " declares the result ", signature.result.to_string(false),
+                              ", but its root %", computation.root()->name(), " is ",
+                              computation.root()->shape().to_string(false)));
+    for (const Instruction* parameter : computation.parameters()) {
+      const int64_t number = parameter == nullptr ? -1 : parameter->parameter_number;
+      if (number < 0 || number >= static_cast<int64_t>(signature.parameters.size())) continue;
+      const auto& [token, shape] = signature.parameters[static_cast<size_t>(number)];
+      if (!shape.compatible(parameter->shape()))
+        return error_at(token, str_cat("computation %", computation.name(), " declares parameter ", number, " as ",
+                                       shape.to_string(false), ", but %", parameter->name(), " is ",
+                                       parameter->shape().to_string(false)));
+    }
+  }
+  return ok_status();
 }
 
 Status Parser::resolve_comparison_orders() {
@@ -162,27 +184,34 @@ Status Parser::parse_computation(Module& module, bool& saw_entry) {
     return error_at(start, str_cat("second ENTRY computation %", name.name, "; a module has one"));
 
   // Optional signature: (p0: f32[2], p1: s32[]) -> f32[2]. The instructions are the truth;
-  // the signature is checked for syntax only, as XLA does.
+  // the signature must be compatible with them (check_signatures, as XLA's parser checks).
+  std::optional<Signature> signature;
   if (accept(TokenKind::kLparen)) {
+    signature.emplace();
     if (!accept(TokenKind::kRparen)) {
       do {
         INSITU_ASSIGN_OR_RETURN(NameRef parameter, parse_name("a parameter name"));
         (void)parameter;
         INSITU_RETURN_IF_ERROR(expect(TokenKind::kColon, "':' after the parameter name"));
+        const Token shape_token = peek();
         INSITU_ASSIGN_OR_RETURN(Shape shape, parse_shape());
-        (void)shape;
+        signature->parameters.emplace_back(shape_token, std::move(shape));
       } while (accept(TokenKind::kComma));
       INSITU_RETURN_IF_ERROR(expect(TokenKind::kRparen, "')' to close the parameter list"));
     }
     INSITU_RETURN_IF_ERROR(expect(TokenKind::kArrow, "'->' before the result shape"));
-    INSITU_ASSIGN_OR_RETURN(Shape result, parse_shape());
-    (void)result;
+    signature->result_token = peek();
+    INSITU_ASSIGN_OR_RETURN(signature->result, parse_shape());
   }
   INSITU_RETURN_IF_ERROR(expect(TokenKind::kLbrace, str_cat("'{' to start computation %", name.name)));
 
   auto owned = std::make_unique<Computation>(name.name);
   owned->set_location(start.location);
   Computation* computation = module.add_computation(std::move(owned));
+  if (signature) {
+    signature->computation = computation;
+    signatures_.push_back(std::move(*signature));
+  }
   if (is_entry) {
     module.set_entry(computation);
     saw_entry = true;

@@ -3,6 +3,9 @@
 // Attributes insitu models go into the typed Instruction fields; everything else
 // (statistics=, origin=, channel_id=, dim_labels=, ...) is kept as its exact source text in
 // Instruction::extra_attributes, so newer dumps still load and print back unchanged.
+#include <cctype>
+#include <regex>
+
 #include "insitu/ir/attribute_table.h"
 #include "insitu/ir/parser_impl.h"
 #include "insitu/support/str.h"
@@ -28,6 +31,20 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
   }
 }
 
+}  // namespace
+
+// XLA's ResultAccuracy in text: {mode=default|highest} or {tolerance={atol=X,rtol=X,ulps=N}}
+// (any of the three fields); kept as metadata, but a value XLA refuses is refused here too.
+namespace {
+bool is_result_accuracy(std::string_view text) {
+  std::string compact;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c))) compact.push_back(static_cast<char>(std::tolower(c)));
+  static const std::regex mode(R"(\{mode=(default|highest)\})");
+  static const std::regex tolerance(
+      R"(\{tolerance=\{((atol|rtol)=[-+0-9.e]+|ulps=[0-9]+)(,((atol|rtol)=[-+0-9.e]+|ulps=[0-9]+))*\}\})");
+  return std::regex_match(compact, mode) || std::regex_match(compact, tolerance);
+}
 }  // namespace
 
 StatusOr<std::string> Parser::parse_raw_value(std::string_view attribute) {
@@ -376,7 +393,18 @@ Status Parser::parse_instruction_attribute(Instruction& instruction, PendingCall
     if (instruction.custom_call.target.empty()) return error_at(name_token, "custom_call_target is empty");
     return ok_status();
   }
-  if (name == "api_version") return ident_into(instruction.custom_call.api_version);
+  if (name == "api_version") {
+    // XLA's CustomCallApiVersion values; UNSPECIFIED is not one a call may have
+    const Token value = peek();
+    INSITU_RETURN_IF_ERROR(ident_into(instruction.custom_call.api_version));
+    const std::string& version = instruction.custom_call.api_version;
+    if (version != "API_VERSION_ORIGINAL" && version != "API_VERSION_STATUS_RETURNING" &&
+        version != "API_VERSION_STATUS_RETURNING_UNIFIED" && version != "API_VERSION_TYPED_FFI")
+      return error_at(value, str_cat("invalid custom-call api_version ", version,
+                                     " (expected API_VERSION_ORIGINAL, API_VERSION_STATUS_RETURNING, "
+                                     "API_VERSION_STATUS_RETURNING_UNIFIED or API_VERSION_TYPED_FFI)"));
+    return ok_status();
+  }
   if (name == "schedule") return ident_into(instruction.custom_call.schedule);
   if (name == "custom_call_has_side_effect") return bool_into(instruction.custom_call.has_side_effect);
   if (name == "output_to_operand_aliasing" && (opcode == Opcode::kCustomCall || opcode == Opcode::kFusion)) {
@@ -417,7 +445,12 @@ Status Parser::parse_instruction_attribute(Instruction& instruction, PendingCall
     instruction.extra_attributes.push_back({name, source_text(first, position())});
     return ok_status();
   }
+  const Token value_token = peek();
   INSITU_ASSIGN_OR_RETURN(std::string value, parse_raw_value(name));
+  if (name == "result_accuracy" && !is_result_accuracy(value))
+    return error_at(value_token, str_cat("bad result_accuracy=", value,
+                                         "; expected {mode=default}, {mode=highest} or "
+                                         "{tolerance={atol=X,rtol=X,ulps=N}} (XLA's ResultAccuracy)"));
   instruction.extra_attributes.push_back({name, std::move(value)});
   return ok_status();
 }

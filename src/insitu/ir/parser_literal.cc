@@ -167,6 +167,7 @@ Status Parser::parse_scalar_into(Literal& literal, int64_t linear) {
   }
 
   if (is_complex(type)) {
+    const Token start = peek();
     INSITU_RETURN_IF_ERROR(expect(TokenKind::kLparen, str_cat("'(' to start a ", type_name, " value (real, imag)")));
     double parts[2];
     for (int i = 0; i < 2; ++i) {
@@ -175,7 +176,11 @@ Status Parser::parse_scalar_into(Literal& literal, int64_t linear) {
     }
     INSITU_RETURN_IF_ERROR(expect(TokenKind::kRparen, str_cat("')' to close the ", type_name, " value")));
     if (type == PrimitiveType::kC64) {
-      literal.data<std::complex<float>>()[linear] = {static_cast<float>(parts[0]), static_cast<float>(parts[1])};
+      const std::complex<float> value{static_cast<float>(parts[0]), static_cast<float>(parts[1])};
+      if ((std::isfinite(parts[0]) && !std::isfinite(value.real())) ||
+          (std::isfinite(parts[1]) && !std::isfinite(value.imag())))
+        return error_at(start, str_cat("value is out of range for ", type_name, " (a part would round to infinity)"));
+      literal.data<std::complex<float>>()[linear] = value;
     } else {
       literal.data<std::complex<double>>()[linear] = {parts[0], parts[1]};
     }
@@ -233,6 +238,11 @@ StatusOr<double> Parser::parse_float_value(std::string_view type_name) {
     return error_expected(str_cat("a ", type_name, " value"));
   std::optional<double> value = to_double(token.text);
   if (!value) return error_at(token, str_cat("expected a ", type_name, " value, found ", token.text));
+  // A written number beyond f64's range (strtod gives inf) is out of range, as XLA's parser says.
+  if (token.kind == TokenKind::kNumber && !std::isfinite(*value) && token.text.find("inf") == std::string::npos &&
+      token.text.find("nan") == std::string::npos)
+    return error_at(token, str_cat("value ", token.text, " is out of range for ", type_name,
+                                   " (it would round to infinity)"));
   next();
   return *value;
 }
