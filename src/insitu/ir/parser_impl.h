@@ -141,13 +141,12 @@ class Parser {
   // compare's order=TOTAL|PARTIAL, turned into a comparison type once operand shapes are known.
   std::vector<Instruction*> comparison_orders_;
   Status resolve_comparison_orders();
-  // A computation's written signature `(p: f32[2]) -> f32[2]`, checked against its parameter
-  // and root instructions once every shape is known (XLA refuses an incompatible one).
+  // A computation's written signature `(p: f32[2]) -> f32[2]`: its result is checked against
+  // the root once every shape is known (XLA refuses an incompatible one).
   struct Signature {
     Computation* computation;
     Token result_token;
     Shape result;
-    std::vector<std::pair<Token, Shape>> parameters;
   };
   std::vector<Signature> signatures_;
   Status check_signatures() const;
