@@ -214,6 +214,17 @@ TEST(RuntimeElementwiseKernels, FloatFunctionsGiveTheEvaluatorsBitsAtEveryCpuLev
       SCOPED_TRACE(std::string(opcode_name(opcode)) + " at level " + std::to_string(static_cast<int>(level)));
       expect_same_as_evaluator(Instruction(opcode, "op", Shape::array(PrimitiveType::kF32, {n})), {input}, {}, 2);
     }
+    // binary f32 and f64 loops run at every level too (divide, the four scalar cases)
+    std::mt19937 rng(15);
+    for (PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kF64}) {
+      for (Opcode opcode : {Opcode::kAdd, Opcode::kDivide, Opcode::kMaximum, Opcode::kPower}) {
+        SCOPED_TRACE(std::string(opcode_name(opcode)) + " at level " + std::to_string(static_cast<int>(level)));
+        const Instruction op(opcode, "op", Shape::array(type, {1031}));
+        expect_same_as_evaluator(op, {random_literal(type, {1031}, rng), random_literal(type, {1031}, rng)});
+        expect_same_as_evaluator(op, {random_literal(type, {}, rng), random_literal(type, {1031}, rng)}, {true, false});
+        expect_same_as_evaluator(op, {random_literal(type, {1031}, rng), random_literal(type, {}, rng)}, {false, true});
+      }
+    }
   }
   set_cpu_level_limit(CpuLevel::kAvx512);
 }

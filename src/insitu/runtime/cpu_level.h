@@ -1,5 +1,5 @@
 // Which vector instruction set the kernels compiled in several variants (functions with
-// __attribute__((target(...)))) run on this CPU, chosen per call. Not ifunc target_clones:
+// __attribute__((target(...))), run_at_cpu_level) run on this CPU, chosen per call. Not ifunc target_clones:
 // their resolvers run before a sanitizer's runtime and crash TSan binaries.
 //
 // set_cpu_level_limit caps the choice for the whole process (tests run every variant a CPU
@@ -30,6 +30,31 @@ inline CpuLevel cpu_level() {
   const CpuLevel detected = detected_cpu_level();
   const CpuLevel limit = cpu_level_limit.load(std::memory_order_relaxed);
   return limit < detected ? limit : detected;
+}
+
+// Body::run(args...) compiled for each level and run at this CPU's: Body::run must be
+// [[gnu::always_inline]] (it is inlined into each variant and vectorized there).
+#if defined(__x86_64__) && defined(__GNUC__)
+template <typename Body, typename... Args>
+__attribute__((target("avx2,fma"))) void run_avx2_fma(Args... args) {
+  Body::run(args...);
+}
+template <typename Body, typename... Args>
+__attribute__((target("avx512f"))) void run_avx512(Args... args) {
+  Body::run(args...);
+}
+#endif
+
+template <typename Body, typename... Args>
+void run_at_cpu_level(Args... args) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (cpu_level()) {
+    case CpuLevel::kAvx512: return run_avx512<Body>(args...);
+    case CpuLevel::kAvx2Fma: return run_avx2_fma<Body>(args...);
+    case CpuLevel::kBaseline: break;
+  }
+#endif
+  Body::run(args...);
 }
 
 }  // namespace insitu

@@ -41,13 +41,10 @@ void map_unary(const ArrayView& a, const ArrayView& out, ThreadPool& pool, Fn fn
 // loop scalar (bench/elementwise_bench.cc measured the scalar-broadcast multiply at about half
 // of memcpy bandwidth that way). Every case computes the same fn on the same values.
 template <typename T, typename Out, typename Fn>
-void map_binary(const ArrayView& a, const ArrayView& b, const ArrayView& out, ThreadPool& pool, Fn fn) {
-  const T* x = reinterpret_cast<const T*>(a.data);
-  const T* y = reinterpret_cast<const T*>(b.data);
-  Out* o = reinterpret_cast<Out*>(out.data);
-  const bool x_scalar = a.scalar;
-  const bool y_scalar = b.scalar;
-  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+struct BinaryLoop {
+  [[gnu::always_inline]] static inline void run(const T* x, const T* y, Out* o, bool x_scalar, bool y_scalar,
+                                                int64_t begin, int64_t end) {
+    Fn fn;
     if (!x_scalar && !y_scalar) {
       for (int64_t i = begin; i < end; ++i) o[i] = to_stored<Out>(fn(to_compute(x[i]), to_compute(y[i])));
     } else if (!x_scalar) {
@@ -60,9 +57,26 @@ void map_binary(const ArrayView& a, const ArrayView& b, const ArrayView& out, Th
       const Out value = to_stored<Out>(fn(to_compute(x[0]), to_compute(y[0])));
       for (int64_t i = begin; i < end; ++i) o[i] = value;
     }
+  }
+};
+
+// f32/f64 loops also run in AVX-512/AVX2 variants (cpu_level.h): divide and sqrt are 4x faster
+// in wider vectors, and every variant performs the same IEEE operations, so the same bits.
+template <typename T>
+inline constexpr bool kWideVariants = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+template <typename T, typename Out, typename Fn>
+void map_binary(const ArrayView& a, const ArrayView& b, const ArrayView& out, ThreadPool& pool, Fn) {
+  const T* x = reinterpret_cast<const T*>(a.data);
+  const T* y = reinterpret_cast<const T*>(b.data);
+  Out* o = reinterpret_cast<Out*>(out.data);
+  const bool x_scalar = a.scalar;
+  const bool y_scalar = b.scalar;
+  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+    if constexpr (kWideVariants<T>) run_at_cpu_level<BinaryLoop<T, Out, Fn>>(x, y, o, x_scalar, y_scalar, begin, end);
+    else BinaryLoop<T, Out, Fn>::run(x, y, o, x_scalar, y_scalar, begin, end);
   });
 }
-
 
 template <typename T, typename Out, typename Fn>
 Status unary_kernel(const KernelCall& call) {
@@ -192,45 +206,23 @@ struct FloatUnary {
   C operator()(C x) const { return static_cast<C>(Function{}(x)); }
 };
 
-// An f32 unary function over [begin, end), compiled for AVX-512 and AVX2 as well as the
-// baseline: float_functions.h's exp, log, tanh, logistic and expm1 are branch-free and run 2-4x
-// faster in wider vectors. Every variant performs the same IEEE operations (no FMA contraction:
-// CMakeLists.txt), so the bits are the evaluator's whichever runs.
+// An f32 unary function over [begin, end) (float_functions.h's exp, log, tanh, logistic and
+// expm1 are branch-free and run 2-4x faster in wider vectors), at this CPU's level.
 template <typename Fn>
-void float_unary_loop(const float* x, float* o, int64_t begin, int64_t end) {
-  for (int64_t i = begin; i < end; ++i) o[i] = Fn{}(x[i]);
-}
-#if defined(__x86_64__) && defined(__GNUC__)
-template <typename Fn>
-__attribute__((target("avx2"))) void float_unary_loop_avx2(const float* x, float* o, int64_t begin, int64_t end) {
-  for (int64_t i = begin; i < end; ++i) o[i] = Fn{}(x[i]);
-}
-template <typename Fn>
-__attribute__((target("avx512f"))) void float_unary_loop_avx512(const float* x, float* o, int64_t begin,
-                                                                int64_t end) {
-  for (int64_t i = begin; i < end; ++i) o[i] = Fn{}(x[i]);
-}
-#endif
+struct FloatUnaryLoop {
+  [[gnu::always_inline]] static inline void run(const float* x, float* o, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = Fn{}(x[i]);
+  }
+};
 
 template <typename Fn>
 Status float_unary_kernel(const KernelCall& call) {
-  using Loop = void (*)(const float*, float*, int64_t, int64_t);
-  const Loop loop = []() -> Loop {
-#if defined(__x86_64__) && defined(__GNUC__)
-    switch (cpu_level()) {
-      case CpuLevel::kAvx512: return &float_unary_loop_avx512<Fn>;
-      case CpuLevel::kAvx2Fma: return &float_unary_loop_avx2<Fn>;
-      case CpuLevel::kBaseline: break;
-    }
-#endif
-    return &float_unary_loop<Fn>;
-  }();
   const ArrayView& a = call.operands[0];
   if (a.scalar) return unary_kernel<float, float, Fn>(call);
   const float* x = reinterpret_cast<const float*>(a.data);
   float* o = reinterpret_cast<float*>(call.out().data);
   run_range(call.pool, call.out().element_count(), kParallelElements,
-            [&](int64_t begin, int64_t end) { loop(x, o, begin, end); });
+            [&](int64_t begin, int64_t end) { run_at_cpu_level<FloatUnaryLoop<Fn>>(x, o, begin, end); });
   return ok_status();
 }
 
