@@ -349,6 +349,10 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
     if (*opcode == Opcode::kBroadcast && required == "dimensions" && instruction.operand_count() == 1 &&
         instruction.operand(0)->shape().is_array() && instruction.operand(0)->shape().rank() == 0)
       continue;
+    // So may a reduce-window of scalars leave out its (empty) window.
+    if (*opcode == Opcode::kReduceWindow && required == "window" && instruction.operand_count() > 0 &&
+        instruction.operand(0)->shape().is_array() && instruction.operand(0)->shape().rank() == 0)
+      continue;
     return error_at(name_token, str_cat(opcode_name(*opcode), " %", name, " needs the attribute ", required, "=..."));
   }
   if (*opcode == Opcode::kConditional && !calls.branches.empty() && instruction.operand_count() > 0 &&
