@@ -112,6 +112,10 @@ TEST(ParserErrorTest, WhatXlasParserRefuses) {
                "value is out of range for c64");
   expect_error("HloModule m\nENTRY e () -> f32[1] {\n  ROOT c = f32[1,2] constant({{1, 2}})\n}\n", 2, 15,
                "computation %e declares the result f32[1], but its root %c is f32[1,2]");
+  expect_error("HloModule m\nENTRY e {\n  ROOT c = bf16[1] constant({nan(0x80)})\n}\n", 3, 34,
+               "expected a NaN payload in 1 .. 2^7-1 (the mantissa of bf16), found 0x80");
+  expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[1] constant({nan(0)})\n}\n", 3, 33,
+               "expected a NaN payload in 1 .. 2^23-1");
   // (XLA does not check the declared parameters; neither does insitu)
   EXPECT_TRUE(parse_module("HloModule m\nENTRY e (p: (f32[2])) -> f32[2] {\n  ROOT p = f32[2] parameter(0)\n}\n").ok());
   expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[] custom-call(), custom_call_target=\"x\", "

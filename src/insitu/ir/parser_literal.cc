@@ -2,6 +2,7 @@
 //
 //   7   -2.5   inf   -nan   0x1p-3   true   (1, 2) for complex
 //   {1, 2, 3}   { {1, 2}, {3, 4} }   {...} (elided: filled with zeros)   (1, {2, 3}) for tuples
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -190,6 +191,29 @@ Status Parser::parse_scalar_into(Literal& literal, int64_t linear) {
   if (is_floating(type)) {
     const Token value_token = peek();
     INSITU_ASSIGN_OR_RETURN(double value, parse_float_value(type_name));
+    // nan(0x...): a NaN with that mantissa payload, as XLA prints one that is not the plain
+    // quiet NaN; the payload must be nonzero and fit the type's mantissa.
+    if (std::isnan(value) && at(TokenKind::kLparen)) {
+      next();
+      const Token payload_token = peek();
+      std::optional<__int128> payload = at(TokenKind::kNumber) ? to_int128(payload_token.text) : std::nullopt;
+      const int mantissa = type == PrimitiveType::kF16 ? 10 : type == PrimitiveType::kBF16 ? 7
+                           : type == PrimitiveType::kF32 ? 23 : 52;
+      if (!payload || *payload <= 0 || *payload >= (static_cast<__int128>(1) << mantissa))
+        return error_at(payload_token, str_cat("expected a NaN payload in 1 .. 2^", mantissa, "-1 (the mantissa of ",
+                                               type_name, "), found ", payload_token.text));
+      next();
+      INSITU_RETURN_IF_ERROR(expect(TokenKind::kRparen, "')' to close the NaN payload"));
+      const uint64_t sign = std::signbit(value) ? 1 : 0;
+      const uint64_t bits = static_cast<uint64_t>(*payload);
+      switch (type) {
+        case PrimitiveType::kF16: literal.data<Half>()[linear].bits = static_cast<uint16_t>(sign << 15 | 0x1fu << 10 | bits); break;
+        case PrimitiveType::kBF16: literal.data<BFloat16>()[linear].bits = static_cast<uint16_t>(sign << 15 | 0xffu << 7 | bits); break;
+        case PrimitiveType::kF32: literal.data<float>()[linear] = std::bit_cast<float>(static_cast<uint32_t>(sign << 31 | 0xffu << 23 | bits)); break;
+        default: literal.data<double>()[linear] = std::bit_cast<double>(sign << 63 | uint64_t{0x7ff} << 52 | bits); break;
+      }
+      return ok_status();
+    }
     double stored = value;
     switch (type) {
       case PrimitiveType::kF16:
