@@ -153,7 +153,20 @@ TEST_F(ShapeInferenceTest, BroadcastReshapeTranspose) {
   bc->dimensions = {1};
   EXPECT_EQ(inferred(bc), "f32[2,3]");
   bc->dimensions = {0};
-  EXPECT_EQ(inferred(bc), "error: %bc: broadcast operand dimension 0 (size 3) maps to output dimension 0 (size 2); sizes must be equal or the operand's 1");
+  EXPECT_EQ(inferred(bc), "error: %bc: broadcast operand dimension 0 (size 3) maps to output dimension 0 (size 2); the sizes must be equal");
+  // A size-1 operand dimension is not stretched (the runtime once read past the operand here).
+  Instruction* one = param("one", s(T::kF32, {1, 3}));
+  Instruction* stretch = make(Opcode::kBroadcast, "stretch", s(T::kF32, {4, 3}), {one});
+  stretch->dimensions = {0, 1};
+  EXPECT_EQ(inferred(stretch), "error: %stretch: broadcast operand dimension 0 (size 1) maps to output dimension 0 (size 4); the sizes must be equal");
+  // Unsorted dimensions (a transpose and a broadcast in one) are HLO; a repeated one is not.
+  Instruction* square = param("square", s(T::kF32, {2, 3}));
+  Instruction* swapped = make(Opcode::kBroadcast, "swapped", s(T::kF32, {3, 5, 2}), {square});
+  swapped->dimensions = {2, 0};
+  EXPECT_EQ(inferred(swapped), "f32[3,5,2]");
+  Instruction* twice = make(Opcode::kBroadcast, "twice", s(T::kF32, {3, 3}), {param("v", s(T::kF32, {3, 3}))});
+  twice->dimensions = {1, 1};
+  EXPECT_EQ(inferred(twice), "error: %twice: broadcast dimensions={1,1} names output dimension 1 twice");
   Instruction* m = param("m", s(T::kF32, {2, 3, 4}));
   EXPECT_EQ(inferred(make(Opcode::kReshape, "r", s(T::kF32, {6, 4}), {m})), "f32[6,4]");
   EXPECT_EQ(inferred(make(Opcode::kReshape, "r2", s(T::kF32, {5}), {m})),

@@ -35,12 +35,18 @@ StatusOr<Shape> infer_broadcast(const Instruction& instruction) {
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0 || dims[i] >= output.rank())
       return error_at(instruction, str_cat("broadcast dimensions=", dims_text(dims), ": ", dims[i], " is out of range for ", text(output)));
-    if (i > 0 && dims[i] <= dims[i - 1])
-      return error_at(instruction, str_cat("broadcast dimensions=", dims_text(dims), " must be strictly increasing"));
+    // Any order (operand dimension i goes to output dimension dims[i]: XLA's HLO allows an
+    // unsorted list, a transpose and broadcast in one), but each output dimension once.
+    for (size_t j = 0; j < i; ++j)
+      if (dims[j] == dims[i])
+        return error_at(instruction, str_cat("broadcast dimensions=", dims_text(dims), " names output dimension ",
+                                             dims[i], " twice"));
+    // Equal sizes, as XLA's verifier requires: a size-1 operand dimension is not stretched
+    // (that is broadcast_in_dim's rule in StableHLO, not HLO's); reshape it away first.
     int64_t from = operand.dimension(static_cast<int64_t>(i)), to = output.dimension(dims[i]);
-    if (from != to && from != 1) {
+    if (from != to) {
       return error_at(instruction, str_cat("broadcast operand dimension ", i, " (size ", from, ") maps to output dimension ",
-                                           dims[i], " (size ", to, "); sizes must be equal or the operand's 1"));
+                                           dims[i], " (size ", to, "); the sizes must be equal"));
     }
   }
   return with_element_type(output, operand.element_type());
