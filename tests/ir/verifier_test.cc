@@ -122,8 +122,8 @@ const BadCase kBadCases[] = {
      "broadcast explicitly"},
     {"BroadcastDimensions",
      "HloModule m\n\nENTRY e {\n  a = f32[3] parameter(0)\n  ROOT b = f32[3,2] broadcast(a), dimensions={1}\n}\n",
-     "5:8: error: %b: broadcast operand dimension 0 (size 3) maps to output dimension 1 (size 2); the sizes must be "
-     "equal"},
+     "5:8: error: %b: broadcast operand dimension 0 (size 3) maps to output dimension 1 (size 2); sizes must be equal or "
+     "the operand's 1"},
     {"ReshapeElementCount",
      "HloModule m\n\nENTRY e {\n  a = f32[6] parameter(0)\n  ROOT r = f32[4] reshape(a)\n}\n",
      "5:8: error: %r: reshape from f32[6] (6 elements) to f32[4] (4 elements) changes the element count"},

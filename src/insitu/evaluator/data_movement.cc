@@ -123,12 +123,15 @@ StatusOr<Literal> evaluate_broadcast(const Instruction& instruction, Operands op
                                          "operand dimension (operand rank ", operand.shape().rank(), ")"));
   for (size_t i = 0; i < map.size(); ++i) {
     INSITU_RETURN_IF_ERROR(check_dimension_number(instruction, map[i], shape.rank(), "broadcast dimension"));
-    if (shape.dimension(map[i]) != operand.shape().dimension(i))
+    if (shape.dimension(map[i]) != operand.shape().dimension(i) && operand.shape().dimension(i) != 1)
       return op_error(instruction, str_cat("operand dimension ", i, " has size ", operand.shape().dimension(i),
                                            " but result dimension ", map[i], " has size ", shape.dimension(map[i])));
   }
   Literal result(shape);
-  const Dimensions strides = row_major_strides(operand.shape().dimensions());
+  // A size-1 operand dimension is stretched: its stride is 0, so every index reads element 0.
+  Dimensions strides = row_major_strides(operand.shape().dimensions());
+  for (size_t i = 0; i < map.size(); ++i)
+    if (operand.shape().dimension(static_cast<int64_t>(i)) == 1) strides[i] = 0;
   copy_elements(operand, result, [&](Index index) {
     int64_t linear = 0;
     for (size_t i = 0; i < map.size(); ++i) linear += strides[i] * index[map[i]];

@@ -41,12 +41,13 @@ StatusOr<Shape> infer_broadcast(const Instruction& instruction) {
       if (dims[j] == dims[i])
         return error_at(instruction, str_cat("broadcast dimensions=", dims_text(dims), " names output dimension ",
                                              dims[i], " twice"));
-    // Equal sizes, as XLA's verifier requires: a size-1 operand dimension is not stretched
-    // (that is broadcast_in_dim's rule in StableHLO, not HLO's); reshape it away first.
+    // Equal sizes, or a size-1 operand dimension stretched to the output's (StableHLO's
+    // broadcast_in_dim rule, which XLA's shape inference and XLA:CPU follow; XLA's own tests
+    // write it in HLO): its one element repeats along that output dimension.
     int64_t from = operand.dimension(static_cast<int64_t>(i)), to = output.dimension(dims[i]);
-    if (from != to) {
+    if (from != to && from != 1) {
       return error_at(instruction, str_cat("broadcast operand dimension ", i, " (size ", from, ") maps to output dimension ",
-                                           dims[i], " (size ", to, "); the sizes must be equal"));
+                                           dims[i], " (size ", to, "); sizes must be equal or the operand's 1"));
     }
   }
   return with_element_type(output, operand.element_type());

@@ -68,7 +68,9 @@ Status broadcast_kernel(const KernelCall& call) {
   const std::vector<int64_t> operand_strides = strides_of(operand.shape->dimensions());
   // The operand stride of each result dimension (0 for dimensions the operand does not have).
   std::vector<int64_t> stride_of_result(rank, 0);
-  for (size_t k = 0; k < map.size(); ++k) stride_of_result[map[k]] = operand_strides[k];
+  // (a size-1 operand dimension stretched to a longer result dimension reads its one element)
+  for (size_t k = 0; k < map.size(); ++k)
+    stride_of_result[map[k]] = operand.shape->dimension(static_cast<int64_t>(k)) == 1 ? 0 : operand_strides[k];
   const auto [rows, row_length] = rows_of(out.shape->dimensions());
   const int64_t inner_stride = stride_of_result.back();
   for_each_row(pool, out.shape->dimensions(), [&, row_length = row_length](int64_t row, std::span<const int64_t> index) {

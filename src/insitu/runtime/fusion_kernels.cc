@@ -151,7 +151,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
         for (size_t i = 0; i < instruction->dimensions.size(); ++i) {
           const int64_t d = instruction->dimensions[i];
           if (d < 0 || d >= static_cast<int64_t>(dimensions.size())) return false;
-          node.source_strides[d] += strides[i];
+          if (source_shape.dimension(static_cast<int64_t>(i)) != 1) node.source_strides[d] += strides[i];  // 1: stretched
         }
         break;
       }
