@@ -185,7 +185,8 @@ class Lexer {
     advance();  // opening quote
     std::string value;
     while (true) {
-      if (at_end() || peek() == '\n') return error(std::move(token), "unterminated string");
+      // A string may span lines (XLA's parser accepts it: backend_config JSON written out).
+      if (at_end()) return error(std::move(token), "unterminated string");
       char c = peek();
       advance();
       if (c == '"') break;

@@ -185,7 +185,7 @@ Status Parser::parse_computation(Module& module, bool& saw_entry) {
       do {
         INSITU_ASSIGN_OR_RETURN(NameRef parameter, parse_name("a parameter name"));
         (void)parameter;
-        INSITU_RETURN_IF_ERROR(expect(TokenKind::kColon, "':' after the parameter name"));
+        accept(TokenKind::kColon);  // `(p: f32[2])`; XLA's parser also takes `(p f32[2])`
         INSITU_ASSIGN_OR_RETURN(Shape shape, parse_shape());
         (void)shape;
       } while (accept(TokenKind::kComma));
@@ -420,6 +420,7 @@ Status Parser::parse_operands(Instruction& instruction, Scope& scope) {
     Instruction* operand = nullptr;
     if (at_nested_instruction()) {
       const std::string name = made_up_name(scope, str_cat(name_token.text, ".anon"));
+      scope.names[name] = nullptr;  // taken now: an instruction nested in this one makes up another name
       INSITU_ASSIGN_OR_RETURN(operand, parse_instruction_rhs(scope, name, name_token, /*allow_attributes=*/false,
                                                              std::move(declared)));
       declared.reset();
@@ -428,7 +429,7 @@ Status Parser::parse_operands(Instruction& instruction, Scope& scope) {
     } else {
       INSITU_ASSIGN_OR_RETURN(NameRef name, parse_name("an operand name"));
       auto it = scope.names.find(name.name);
-      if (it == scope.names.end())
+      if (it == scope.names.end() || it->second == nullptr)  // (nullptr: a nested name still being parsed)
         return error_at(name_token, str_cat("unknown instruction %", name.name,
                                             " used as an operand (operands must be defined before use)"));
       operand = it->second;

@@ -231,6 +231,12 @@ StatusOr<Shape> infer_shape(const Instruction& instruction) {
     case Opcode::kOptimizationBarrier:
       INSITU_RETURN_IF_ERROR(check_operand_count(instruction, 1));
       return instruction.operand(0)->shape();
+    case Opcode::kAfterAll:  // token[] from tokens (XLA writes it without a shape at times)
+      for (int64_t i = 0; i < instruction.operand_count(); ++i)
+        if (!instruction.operand(i)->shape().is_token())
+          return error_at(instruction, str_cat("after-all operand ", i, " (%", instruction.operand(i)->name(),
+                                               ") must be a token, got ", instruction.operand(i)->shape().to_string(false)));
+      return Shape::token();
     case Opcode::kCopyStart: return infer_copy_start(instruction);
     case Opcode::kCopyDone: return infer_copy_done(instruction);
     case Opcode::kBitcast: return infer_bitcast(instruction);
@@ -268,7 +274,7 @@ bool can_infer_shape(Opcode opcode) {
     case Opcode::kDynamicSlice: case Opcode::kDynamicUpdateSlice: case Opcode::kConcatenate: case Opcode::kPad:
     case Opcode::kReverse: case Opcode::kDot: case Opcode::kGather: case Opcode::kScatter: case Opcode::kReduce:
     case Opcode::kReduceWindow: case Opcode::kSort: case Opcode::kWhile: case Opcode::kConditional:
-    case Opcode::kCall: case Opcode::kMap:
+    case Opcode::kCall: case Opcode::kMap: case Opcode::kAfterAll:
       return true;
     default:
       return is_elementwise(opcode);
