@@ -116,6 +116,12 @@ TEST(ParserErrorTest, WhatXlasParserRefuses) {
                "expected a NaN payload in 1 .. 2^7-1 (the mantissa of bf16), found 0x80");
   expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[1] constant({nan(0)})\n}\n", 3, 33,
                "expected a NaN payload in 1 .. 2^23-1");
+  // an async -done whose operand is not the matching -start
+  expect_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  s = ((f32[2]), f32[2], u32[]) "
+               "custom-call-start(p), custom_call_target=\"x\"\n  ROOT d = f32[2] call-done(s)\n}\n",
+               5, 19, "%d: call-done needs one operand that comes from call-start");
+  expect_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT s = f32[2] negate-start(p)\n}\n", 4, 8,
+               "needs its written shape ((operands), result, context...)");
   // (XLA does not check the declared parameters; neither does insitu)
   EXPECT_TRUE(parse_module("HloModule m\nENTRY e (p: (f32[2])) -> f32[2] {\n  ROOT p = f32[2] parameter(0)\n}\n").ok());
   expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[] custom-call(), custom_call_target=\"x\", "

@@ -130,6 +130,7 @@ StatusOr<std::unique_ptr<Module>> Parser::parse_module() {
   if (!saw_entry) module->set_entry(module->computations().back());
   if (headerless) module->set_name(str_cat("module_", module->entry()->name()));
   INSITU_RETURN_IF_ERROR(resolve_calls(*module));
+  INSITU_RETURN_IF_ERROR(resolve_async_links());
   INSITU_RETURN_IF_ERROR(infer_left_out_shapes());
   INSITU_RETURN_IF_ERROR(resolve_comparison_orders());
   INSITU_RETURN_IF_ERROR(check_signatures());
@@ -295,8 +296,32 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
   const Token opcode_token = peek();
   if (!at(TokenKind::kIdent)) return error_expected("an opcode");
   std::optional<Opcode> opcode = parse_opcode(opcode_token.text);
+  // XLA's async shorthand for an op without async opcodes of its own: `op-start(operands),
+  // op's attributes` is an async-start calling a computation that holds just `op`;
+  // `op-update(x)` and `op-done(x)` are async-update and async-done on that computation.
+  std::optional<Opcode> async_of;
+  Opcode async_part = Opcode::kAsyncStart;
+  if (!opcode) {
+    const std::string_view text = opcode_token.text;
+    for (const auto& [suffix, part] : {std::pair<std::string_view, Opcode>{"-start", Opcode::kAsyncStart},
+                                       {"-update", Opcode::kAsyncUpdate}, {"-done", Opcode::kAsyncDone}}) {
+      if (text.size() <= suffix.size() || !text.ends_with(suffix)) continue;
+      async_of = parse_opcode(text.substr(0, text.size() - suffix.size()));
+      if (!async_of) break;
+      async_part = part;
+      opcode = part == Opcode::kAsyncStart ? *async_of : part;
+    }
+  }
   if (!opcode) return error_at(opcode_token, str_cat("unknown opcode '", opcode_token.text, "'"));
   next();
+  std::optional<Shape> async_shape;  // op-start: the async-start's written shape
+  if (async_of && async_part == Opcode::kAsyncStart) {
+    if (!shape || !shape->is_tuple() || shape->tuple_size() < 2)
+      return error_at(name_token, str_cat("%", name, " = ", opcode_token.text, "(...) needs its written shape ",
+                                          "((operands), result, context...)"));
+    async_shape = std::move(shape);
+    shape = async_shape->tuple_shape(1);
+  }
   if (!shape && !can_infer_shape(*opcode))
     return error_at(opcode_token, str_cat("%", name, " needs a result shape: insitu cannot infer the shape of ",
                                           opcode_name(*opcode), " (write it before the opcode)"));
@@ -365,7 +390,13 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
                                         " needs branch_computations={...} or true_computation= and "
                                         "false_computation="));
 
-  Instruction* added = computation.add_instruction(std::move(owned));
+  Instruction* added = nullptr;
+  if (async_shape) {
+    added = wrap_in_async_start(computation, std::move(owned), std::move(*async_shape), name_token);
+  } else {
+    added = computation.add_instruction(std::move(owned));
+    if (async_of) async_links_.push_back({added, *async_of, opcode_token});
+  }
   if (!shape) shapes_to_infer_.push_back(added);
   if (!predecessors.empty()) scope.control.emplace_back(added, std::move(predecessors));
   if (!calls.condition.empty() || !calls.body.empty() || !calls.true_computation.empty() ||
@@ -499,6 +530,47 @@ Status Parser::check_operand_count(const Instruction& instruction, const Token& 
   if (at_least >= 0 && count < at_least)
     return error_at(name_token, str_cat("instruction %", instruction.name(), " has ", operands(count), " but ",
                                         opcode_name(opcode), " needs at least ", at_least));
+  return ok_status();
+}
+
+Instruction* Parser::wrap_in_async_start(Computation& computation, std::unique_ptr<Instruction> op, Shape shape,
+                                         const Token& name_token) {
+  Module& module = *computation.parent();
+  std::string wrapped_name = str_cat(op->name(), ".async_wrapped");
+  while (module.find_computation(wrapped_name) != nullptr) wrapped_name += "_";
+  auto owned = std::make_unique<Computation>(wrapped_name);
+  owned->set_location(name_token.location);
+  Computation* wrapped = module.add_computation_before(std::move(owned), &computation);
+  auto start = std::make_unique<Instruction>(Opcode::kAsyncStart, op->name(), std::move(shape));
+  start->set_location(name_token.location);
+  for (int64_t i = 0; i < op->operand_count(); ++i) {
+    Instruction* operand = op->operand(i);
+    start->append_operand(operand);
+    auto parameter = std::make_unique<Instruction>(Opcode::kParameter, str_cat("param_", i), operand->shape());
+    parameter->parameter_number = i;
+    parameter->set_location(name_token.location);
+    op->replace_operand(i, wrapped->add_instruction(std::move(parameter)));
+  }
+  wrapped->set_root(wrapped->add_instruction(std::move(op)));
+  start->set_called_computations({wrapped});
+  return computation.add_instruction(std::move(start));
+}
+
+Status Parser::resolve_async_links() const {
+  for (const AsyncLink& link : async_links_) {
+    const Instruction* start = link.instruction->operand_count() == 1 ? link.instruction->operand(0) : nullptr;
+    while (start != nullptr && start->opcode() == Opcode::kAsyncUpdate)
+      start = start->operand_count() == 1 ? start->operand(0) : nullptr;
+    const bool found = start != nullptr && start->opcode() == Opcode::kAsyncStart &&
+                       start->called_computations().size() == 1 &&
+                       start->called_computations()[0]->root() != nullptr &&
+                       start->called_computations()[0]->root()->opcode() == link.op;
+    if (!found)
+      return error_at(link.token, str_cat("%", link.instruction->name(), ": ", link.token.text,
+                                          " needs one operand that comes from ", opcode_name(link.op),
+                                          "-start (through its updates)"));
+    link.instruction->set_called_computations(start->called_computations());
+  }
   return ok_status();
 }
 

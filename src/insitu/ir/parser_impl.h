@@ -149,6 +149,17 @@ class Parser {
     Shape result;
   };
   std::vector<Signature> signatures_;
+  // XLA's async shorthand (`op-start`, `op-update`, `op-done`): the start wraps `op` in a
+  // computation of its own; an update or done takes its start's computation once calls resolve.
+  Instruction* wrap_in_async_start(Computation& computation, std::unique_ptr<Instruction> op, Shape shape,
+                                   const Token& name_token);
+  struct AsyncLink {
+    Instruction* instruction;
+    Opcode op;
+    Token token;
+  };
+  std::vector<AsyncLink> async_links_;
+  Status resolve_async_links() const;
   Status check_signatures() const;
   std::string_view text_;
   std::vector<Token> tokens_;
