@@ -370,8 +370,9 @@ Status Executable::build() {
             step.run = &Executor::run_fallback;
             fallback_instructions_.push_back(instruction);
           } else {
-            return unimplemented(str_cat("the CPU runtime cannot run '", opcode_name(opcode), "' (%",
-                                         instruction->name(), "); run it with the reference evaluator (--reference)"),
+            // (the fallback is the reference evaluator: it cannot run this opcode either)
+            return unimplemented(str_cat("insitu cannot run '", opcode_name(opcode), "' (%", instruction->name(),
+                                         "): neither the CPU runtime nor the reference evaluator implements it"),
                                  instruction->location());
           }
       }
