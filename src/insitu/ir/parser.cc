@@ -315,6 +315,7 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
   if (!opcode) return error_at(opcode_token, str_cat("unknown opcode '", opcode_token.text, "'"));
   next();
   std::optional<Shape> async_shape;  // op-start: the async-start's written shape
+  std::vector<RawAttribute> async_attributes;  // and its own attributes
   if (async_of && async_part == Opcode::kAsyncStart) {
     if (!shape || !shape->is_tuple() || shape->tuple_size() < 2)
       return error_at(name_token, str_cat("%", name, " = ", opcode_token.text, "(...) needs its written shape ",
@@ -364,6 +365,14 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
           return error_at(attribute_token, str_cat("attribute ", seen, " is written twice on %", name));
       seen_attributes.push_back(attribute_token.text);
     }
+    // On an `op-start` line, async_execution_thread is the async-start's, not the op's.
+    if (async_shape && attribute_token.text == "async_execution_thread" && at(TokenKind::kEqual, 1)) {
+      next();
+      next();
+      INSITU_ASSIGN_OR_RETURN(std::string value, parse_raw_value(attribute_token.text));
+      async_attributes.push_back(RawAttribute{attribute_token.text, std::move(value)});
+      continue;
+    }
     INSITU_RETURN_IF_ERROR(parse_instruction_attribute(instruction, calls, predecessors));
   }
   if (*opcode == Opcode::kCustomCall && instruction.custom_call.target.empty())
@@ -393,6 +402,7 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
   Instruction* added = nullptr;
   if (async_shape) {
     added = wrap_in_async_start(computation, std::move(owned), std::move(*async_shape), name_token);
+    for (auto& attribute : async_attributes) added->extra_attributes.push_back(std::move(attribute));
   } else {
     added = computation.add_instruction(std::move(owned));
     if (async_of) async_links_.push_back({added, *async_of, opcode_token});

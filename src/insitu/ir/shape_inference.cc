@@ -142,6 +142,37 @@ StatusOr<Shape> infer_copy_done(const Instruction& instruction) {
   return operand.tuple_shape(0);
 }
 
+// async-start: ((operands...), the called computation's result, context...) with the context
+// as written; async-update: its operand's shape; async-done: the result. An update or done
+// calls the computation its start calls.
+StatusOr<Shape> infer_async(const Instruction& instruction) {
+  const Opcode opcode = instruction.opcode();
+  if (instruction.called_computations().size() != 1 || instruction.called_computations()[0]->root() == nullptr)
+    return error_at(instruction, str_cat(opcode_name(opcode), " needs calls= naming one computation"));
+  const Computation& called = *instruction.called_computations()[0];
+  if (opcode == Opcode::kAsyncStart) {
+    const Shape& written = instruction.shape();
+    if (!written.is_tuple() || written.tuple_size() < 2)
+      return error_at(instruction, str_cat("async-start's shape must be ((operands), result, context...), got ",
+                                           text(written)));
+    std::vector<Shape> operands;
+    for (const Instruction* operand : instruction.operands()) operands.push_back(operand->shape());
+    std::vector<Shape> elements = {Shape::tuple(std::move(operands)), called.root()->shape()};
+    for (int64_t i = 2; i < written.tuple_size(); ++i) elements.push_back(written.tuple_shape(i));
+    return Shape::tuple(std::move(elements));
+  }
+  INSITU_RETURN_IF_ERROR(check_operand_count(instruction, 1));
+  const Instruction& operand = *instruction.operand(0);
+  if ((operand.opcode() != Opcode::kAsyncStart && operand.opcode() != Opcode::kAsyncUpdate) ||
+      operand.called_computations() != instruction.called_computations())
+    return error_at(instruction, str_cat(opcode_name(opcode), " %", instruction.name(), " must take an async-start ",
+                                         "or async-update of the same computation (%", called.name(), ")"));
+  if (opcode == Opcode::kAsyncUpdate) return operand.shape();
+  if (!operand.shape().is_tuple() || operand.shape().tuple_size() < 2)
+    return error_at(instruction, str_cat("async-done's operand must be an async tuple, got ", text(operand.shape())));
+  return operand.shape().tuple_shape(1);
+}
+
 StatusOr<Shape> infer_bitcast(const Instruction& instruction) {
   INSITU_RETURN_IF_ERROR(check_operand_count(instruction, 1));
   INSITU_RETURN_IF_ERROR(check_array_operand(instruction, 0));
@@ -237,6 +268,7 @@ StatusOr<Shape> infer_shape(const Instruction& instruction) {
           return error_at(instruction, str_cat("after-all operand ", i, " (%", instruction.operand(i)->name(),
                                                ") must be a token, got ", instruction.operand(i)->shape().to_string(false)));
       return Shape::token();
+    case Opcode::kAsyncStart: case Opcode::kAsyncUpdate: case Opcode::kAsyncDone: return infer_async(instruction);
     case Opcode::kCopyStart: return infer_copy_start(instruction);
     case Opcode::kCopyDone: return infer_copy_done(instruction);
     case Opcode::kBitcast: return infer_bitcast(instruction);
