@@ -119,7 +119,7 @@ TEST(ParserErrorTest, WhatXlasParserRefuses) {
   // an async -done whose operand is not the matching -start
   expect_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  s = ((f32[2]), f32[2], u32[]) "
                "custom-call-start(p), custom_call_target=\"x\"\n  ROOT d = f32[2] call-done(s)\n}\n",
-               5, 19, "%d: call-done needs one operand that comes from call-start");
+               5, 19, "%d: call-done needs an operand that comes from call-start");
   expect_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT s = f32[2] negate-start(p)\n}\n", 4, 8,
                "needs its written shape ((operands), result, context...)");
   // (XLA does not check the declared parameters; neither does insitu)

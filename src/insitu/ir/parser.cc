@@ -406,6 +406,8 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
   } else {
     added = computation.add_instruction(std::move(owned));
     if (async_of) async_links_.push_back({added, *async_of, opcode_token});
+    else if ((*opcode == Opcode::kAsyncUpdate || *opcode == Opcode::kAsyncDone) && calls.calls.empty())
+      async_links_.push_back({added, std::nullopt, opcode_token});
   }
   if (!shape) shapes_to_infer_.push_back(added);
   if (!predecessors.empty()) scope.control.emplace_back(added, std::move(predecessors));
@@ -568,17 +570,19 @@ Instruction* Parser::wrap_in_async_start(Computation& computation, std::unique_p
 
 Status Parser::resolve_async_links() const {
   for (const AsyncLink& link : async_links_) {
-    const Instruction* start = link.instruction->operand_count() == 1 ? link.instruction->operand(0) : nullptr;
+    // (an update may bind more operands after the async tuple: the first one is the chain)
+    const Instruction* start = link.instruction->operand_count() >= 1 ? link.instruction->operand(0) : nullptr;
     while (start != nullptr && start->opcode() == Opcode::kAsyncUpdate)
-      start = start->operand_count() == 1 ? start->operand(0) : nullptr;
+      start = start->operand_count() >= 1 ? start->operand(0) : nullptr;
     const bool found = start != nullptr && start->opcode() == Opcode::kAsyncStart &&
                        start->called_computations().size() == 1 &&
                        start->called_computations()[0]->root() != nullptr &&
-                       start->called_computations()[0]->root()->opcode() == link.op;
+                       (!link.op || start->called_computations()[0]->root()->opcode() == *link.op);
     if (!found)
       return error_at(link.token, str_cat("%", link.instruction->name(), ": ", link.token.text,
-                                          " needs one operand that comes from ", opcode_name(link.op),
-                                          "-start (through its updates)"));
+                                          " needs an operand that comes from ",
+                                          link.op ? str_cat(opcode_name(*link.op), "-start") : std::string("async-start"),
+                                          " (through its updates)"));
     link.instruction->set_called_computations(start->called_computations());
   }
   return ok_status();

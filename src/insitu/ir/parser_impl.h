@@ -150,12 +150,13 @@ class Parser {
   };
   std::vector<Signature> signatures_;
   // XLA's async shorthand (`op-start`, `op-update`, `op-done`): the start wraps `op` in a
-  // computation of its own; an update or done takes its start's computation once calls resolve.
+  // computation of its own; an update or done (shorthand, or written out without calls=)
+  // takes its start's computation once calls resolve.
   Instruction* wrap_in_async_start(Computation& computation, std::unique_ptr<Instruction> op, Shape shape,
                                    const Token& name_token);
   struct AsyncLink {
     Instruction* instruction;
-    Opcode op;
+    std::optional<Opcode> op;  // the shorthand's op (`call-done`: kCall); none for async-done
     Token token;
   };
   std::vector<AsyncLink> async_links_;

@@ -143,34 +143,41 @@ StatusOr<Shape> infer_copy_done(const Instruction& instruction) {
 }
 
 // async-start: ((operands...), the called computation's result, context...) with the context
-// as written; async-update: its operand's shape; async-done: the result. An update or done
-// calls the computation its start calls.
+// as written; a result written `()` is not bound yet (XLA's partially bound async ops, bound
+// by a later update), and so is not checked. async-update and async-done take an async-start
+// or -update of the same computation (the parser gives them its computation when they do not
+// name one); a done returns the bound result.
 StatusOr<Shape> infer_async(const Instruction& instruction) {
   const Opcode opcode = instruction.opcode();
-  if (instruction.called_computations().size() != 1 || instruction.called_computations()[0]->root() == nullptr)
-    return error_at(instruction, str_cat(opcode_name(opcode), " needs calls= naming one computation"));
-  const Computation& called = *instruction.called_computations()[0];
   if (opcode == Opcode::kAsyncStart) {
+    if (instruction.called_computations().size() != 1 || instruction.called_computations()[0]->root() == nullptr)
+      return error_at(instruction, "async-start needs calls= naming one computation");
     const Shape& written = instruction.shape();
     if (!written.is_tuple() || written.tuple_size() < 2)
       return error_at(instruction, str_cat("async-start's shape must be ((operands), result, context...), got ",
                                            text(written)));
     std::vector<Shape> operands;
     for (const Instruction* operand : instruction.operands()) operands.push_back(operand->shape());
-    std::vector<Shape> elements = {Shape::tuple(std::move(operands)), called.root()->shape()};
+    const Shape& result = written.tuple_shape(1);
+    const bool unbound = result.is_tuple() && result.tuple_size() == 0;
+    std::vector<Shape> elements = {Shape::tuple(std::move(operands)),
+                                   unbound ? result : instruction.called_computations()[0]->root()->shape()};
     for (int64_t i = 2; i < written.tuple_size(); ++i) elements.push_back(written.tuple_shape(i));
     return Shape::tuple(std::move(elements));
   }
-  INSITU_RETURN_IF_ERROR(check_operand_count(instruction, 1));
+  if (instruction.operand_count() < 1)
+    return error_at(instruction, str_cat(opcode_name(opcode), " needs the async-start or -update it continues"));
   const Instruction& operand = *instruction.operand(0);
   if ((operand.opcode() != Opcode::kAsyncStart && operand.opcode() != Opcode::kAsyncUpdate) ||
-      operand.called_computations() != instruction.called_computations())
-    return error_at(instruction, str_cat(opcode_name(opcode), " %", instruction.name(), " must take an async-start ",
-                                         "or async-update of the same computation (%", called.name(), ")"));
-  if (opcode == Opcode::kAsyncUpdate) return operand.shape();
+      (!instruction.called_computations().empty() &&
+       operand.called_computations() != instruction.called_computations()))
+    return error_at(instruction, str_cat(opcode_name(opcode), " %", instruction.name(),
+                                         " must take an async-start or async-update of the computation it calls"));
+  if (opcode == Opcode::kAsyncUpdate) return instruction.shape();  // it may bind more operands
   if (!operand.shape().is_tuple() || operand.shape().tuple_size() < 2)
     return error_at(instruction, str_cat("async-done's operand must be an async tuple, got ", text(operand.shape())));
-  return operand.shape().tuple_shape(1);
+  const Shape& result = operand.shape().tuple_shape(1);
+  return result.is_tuple() && result.tuple_size() == 0 ? instruction.shape() : result;
 }
 
 StatusOr<Shape> infer_bitcast(const Instruction& instruction) {
