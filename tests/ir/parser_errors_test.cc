@@ -122,6 +122,11 @@ TEST(ParserErrorTest, WhatXlasParserRefuses) {
                5, 19, "%d: call-done needs an operand that comes from call-start");
   expect_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT s = f32[2] negate-start(p)\n}\n", 4, 8,
                "needs its written shape ((operands), result, context...)");
+  // layout fields XLA's parser refuses: an unknown dim-level type, a physical shape on a dense array
+  expect_error("HloModule m\nENTRY e {\n  ROOT p = f32[2,2]{1,0:D(X,C)} parameter(0)\n}\n", 3, 25,
+               "expected a dim-level type (D, C, S or H) in the layout field D(X,C)");
+  expect_error("HloModule m\nENTRY e {\n  ROOT p = f32[2,2]{1,0:P(f32[2,2])} parameter(0)\n}\n", 3, 25,
+               "a layout with a physical shape P(..) must be a sparse one");
   // (XLA does not check the declared parameters; neither does insitu)
   EXPECT_TRUE(parse_module("HloModule m\nENTRY e (p: (f32[2])) -> f32[2] {\n  ROOT p = f32[2] parameter(0)\n}\n").ok());
   expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[] custom-call(), custom_call_target=\"x\", "

@@ -131,6 +131,7 @@ StatusOr<Literal> evaluate_module(const Module& module, std::span<const Literal>
                                   const EvaluatorOptions& options) {
   if (module.entry() == nullptr) return invalid_argument("module " + module.name() + " has no ENTRY computation");
   INSITU_RETURN_IF_ERROR(check_constants_known(module));
+  INSITU_RETURN_IF_ERROR(check_layouts_dense(module));
   std::vector<const Literal*> pointers;
   for (const Literal& argument : arguments) pointers.push_back(&argument);
   return evaluate_computation(*module.entry(), pointers, options);

@@ -2,6 +2,8 @@
 //
 //   s32[4]{0}   f32[8,128]{1,0:T(8,128)(2,1)S(3)}   f32[]{:T(256)}   (s32[], token[])   f32[<=8]
 #include <limits>
+#include <optional>
+#include <string_view>
 
 #include "insitu/ir/parser_impl.h"
 #include "insitu/support/str.h"
@@ -157,6 +159,8 @@ Status Parser::parse_layout(Shape& shape) {
       layout.minor_to_major.push_back(dim);
     } while (accept(TokenKind::kComma));
   }
+  bool sparse = false;
+  std::optional<Token> physical_shape;
   if (accept(TokenKind::kColon)) {
     while (!at(TokenKind::kRbrace)) {
       const Token field = peek();
@@ -207,10 +211,29 @@ Status Parser::parse_layout(Shape& shape) {
         if (at(TokenKind::kRparen)) --depth;
         next();
       } while (depth > 0);
-      layout.other_fields += source_text(first, position());
+      const std::string text = source_text(first, position());
+      if (field.text == "D") {  // dim-level types, as XLA spells them: D, C, S or H, maybe + or ~ after
+        std::string_view levels = std::string_view(text).substr(2, text.size() - 3);
+        while (true) {
+          const size_t comma = levels.find(',');
+          std::string_view level = levels.substr(0, comma);
+          while (!level.empty() && (level.back() == '+' || level.back() == '~' || level.back() == ' '))
+            level.remove_suffix(1);
+          while (!level.empty() && level.front() == ' ') level.remove_prefix(1);
+          if (level != "D" && level != "C" && level != "S" && level != "H")
+            return error_at(field, str_cat("expected a dim-level type (D, C, S or H) in the layout field ", text));
+          if (comma == std::string_view::npos) break;
+          levels.remove_prefix(comma + 1);
+        }
+        sparse = text.find_first_of("CSH", 2) != std::string::npos;
+      }
+      if (field.text == "P") physical_shape = field;
+      layout.other_fields += text;
     }
   }
   INSITU_RETURN_IF_ERROR(expect(TokenKind::kRbrace, "'}' to close the layout"));
+  if (physical_shape && !sparse)  // as XLA's parser refuses it
+    return error_at(*physical_shape, "a layout with a physical shape P(..) must be a sparse one (D(..) with C, S or H)");
 
   const int64_t rank = shape.rank();
   if (static_cast<int64_t>(layout.minor_to_major.size()) != rank)

@@ -213,4 +213,52 @@ Status check_constants_known(const Module& module) {
   return ok_status();
 }
 
+namespace {
+
+// The first field of `fields` (a layout's other_fields, e.g. "D(D,C)E(4)") that changes how
+// elements are stored, or "" when all of them are dense (D with only D levels) or split
+// configurations (SC, which place memory, not values).
+std::string first_non_dense_field(std::string_view fields) {
+  while (!fields.empty()) {
+    const size_t open = fields.find('(');
+    if (open == std::string_view::npos) return std::string(fields);
+    size_t close = open;
+    for (int depth = 0; close < fields.size(); ++close) {
+      if (fields[close] == '(') ++depth;
+      if (fields[close] == ')' && --depth == 0) break;
+    }
+    const std::string_view name = fields.substr(0, open);
+    const std::string_view field = fields.substr(0, close + 1);
+    const std::string_view content = fields.substr(open + 1, close - open - 1);
+    const bool dense = name == "D" && content.find_first_of("CSH") == std::string_view::npos;
+    if (!dense && name != "SC") return std::string(field);
+    fields.remove_prefix(std::min(fields.size(), close + 1));
+  }
+  return "";
+}
+
+Status check_shape_dense(const Shape& shape, const Instruction& instruction) {
+  if (shape.is_tuple()) {
+    for (int64_t i = 0; i < shape.tuple_size(); ++i)
+      INSITU_RETURN_IF_ERROR(check_shape_dense(shape.tuple_shape(i), instruction));
+    return ok_status();
+  }
+  if (!shape.is_array()) return ok_status();
+  const std::string field = first_non_dense_field(shape.layout().other_fields);
+  if (field.empty()) return ok_status();
+  return invalid_argument(str_cat("%", instruction.name(), ": layout field ", field, " of ", shape.to_string(),
+                                  " stores elements other than densely (packed, sparse or with metadata); insitu "
+                                  "runs dense arrays only and will not misread these bytes"),
+                          instruction.location());
+}
+
+}  // namespace
+
+Status check_layouts_dense(const Module& module) {
+  for (const Computation* computation : module.computations())
+    for (const Instruction* instruction : computation->instructions())
+      INSITU_RETURN_IF_ERROR(check_shape_dense(instruction->shape(), *instruction));
+  return ok_status();
+}
+
 }  // namespace insitu

@@ -24,4 +24,12 @@ Status verify_module(const Module& module);
 Status check_constants_known(const Module& module);
 std::vector<const Instruction*> constants_not_written(const Module& module);
 
+// Whether every layout says how insitu stores the array: dense, one element per byte_width
+// bytes, dimensions in minor_to_major order (tiles and memory spaces change nothing on a
+// CPU). A layout field that packs or sparsifies elements (E(n), D(..) with C, S or H, P(..),
+// M(n), L(n), #(..), *(..)) is kept by the parser so it prints back, but running it would
+// read the bytes wrongly: a located error naming the field, checked beside
+// check_constants_known before a module is optimized or evaluated.
+Status check_layouts_dense(const Module& module);
+
 }  // namespace insitu

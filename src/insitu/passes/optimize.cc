@@ -35,6 +35,7 @@ std::string dump_file_prefix(const Module& module, int module_number) {
 StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const OptimizeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   INSITU_RETURN_IF_ERROR(check_constants_known(*module));
+  INSITU_RETURN_IF_ERROR(check_layouts_dense(*module));
   const bool dumping = !options.dump_to.empty();
   const std::string prefix = dump_file_prefix(*module, options.module_number);
   if (dumping) {
