@@ -163,6 +163,58 @@ Status Parser::resolve_comparison_orders() {
   return ok_status();
 }
 
+// The instructions of `computation` after its '{', through the closing '}'.
+Status Parser::parse_computation_body(Computation& computation, const Token& start, const Token& name_token) {
+  Computation* const enclosing = current_computation_;
+  current_computation_ = &computation;
+  Scope scope;
+  scope.computation = &computation;
+  bool saw_root = false;
+  const std::string close_message =
+      str_cat("'}' to close the computation started at ", location_string(start.location));
+  while (!accept(TokenKind::kRbrace)) {
+    bool instruction_start = at_ident("ROOT") ? (at(TokenKind::kIdent, 1) || at(TokenKind::kName, 1))
+                                              : ((at(TokenKind::kIdent) || at(TokenKind::kName)) &&
+                                                 at(TokenKind::kEqual, 1));
+    if (!instruction_start) return error_expected(close_message);
+    INSITU_RETURN_IF_ERROR(parse_instruction(scope, saw_root));
+  }
+  current_computation_ = enclosing;
+  if (computation.instruction_count() == 0)
+    return error_at(name_token, str_cat("computation %", computation.name(), " has no instructions"));
+  if (!saw_root) computation.set_root(computation.instructions().back());
+
+  for (auto& [instruction, names] : scope.control) {
+    for (const NameRef& ref : names) {
+      auto it = scope.names.find(ref.name);
+      if (it == scope.names.end() || it->second == nullptr)
+        return invalid_argument(str_cat("unknown instruction %", ref.name, " in control-predecessors of %",
+                                        instruction->name()),
+                                ref.location);
+      instruction->add_control_predecessor(it->second);
+    }
+  }
+  return ok_status();
+}
+
+bool Parser::at_inline_computation() const {
+  return at(TokenKind::kLbrace) &&
+         (at_ident("ROOT", 1) || ((at(TokenKind::kIdent, 1) || at(TokenKind::kName, 1)) && at(TokenKind::kEqual, 2)));
+}
+
+StatusOr<NameRef> Parser::parse_inline_computation(const std::string& base_name) {
+  const Token start = next();  // '{'
+  Computation& enclosing = *current_computation_;
+  Module& module = *enclosing.parent();
+  std::string name = base_name;
+  while (module.find_computation(name) != nullptr) name += "_";
+  auto owned = std::make_unique<Computation>(name);
+  owned->set_location(start.location);
+  Computation* computation = module.add_computation_before(std::move(owned), &enclosing);
+  INSITU_RETURN_IF_ERROR(parse_computation_body(*computation, start, start));
+  return NameRef{name, start.location};
+}
+
 Status Parser::parse_computation(Module& module, bool& saw_entry) {
   const Token start = peek();
   bool is_entry = false;
@@ -210,32 +262,7 @@ Status Parser::parse_computation(Module& module, bool& saw_entry) {
     saw_entry = true;
   }
 
-  Scope scope;
-  scope.computation = computation;
-  bool saw_root = false;
-  const std::string close_message =
-      str_cat("'}' to close the computation started at ", location_string(start.location));
-  while (!accept(TokenKind::kRbrace)) {
-    bool instruction_start = at_ident("ROOT") ? (at(TokenKind::kIdent, 1) || at(TokenKind::kName, 1))
-                                              : ((at(TokenKind::kIdent) || at(TokenKind::kName)) &&
-                                                 at(TokenKind::kEqual, 1));
-    if (!instruction_start) return error_expected(close_message);
-    INSITU_RETURN_IF_ERROR(parse_instruction(scope, saw_root));
-  }
-  if (computation->instruction_count() == 0)
-    return error_at(name_token, str_cat("computation %", name.name, " has no instructions"));
-  if (!saw_root) computation->set_root(computation->instructions().back());
-
-  for (auto& [instruction, names] : scope.control) {
-    for (const NameRef& ref : names) {
-      auto it = scope.names.find(ref.name);
-      if (it == scope.names.end())
-        return invalid_argument(str_cat("unknown instruction %", ref.name, " in control-predecessors of %",
-                                        instruction->name()),
-                                ref.location);
-      instruction->add_control_predecessor(it->second);
-    }
-  }
+  INSITU_RETURN_IF_ERROR(parse_computation_body(*computation, start, name_token));
 
   if (accept(TokenKind::kComma)) {
     if (!at_ident("execution_thread")) return error_expected("'execution_thread=' after the computation");

@@ -198,6 +198,11 @@ Status Parser::parse_instruction_attribute(Instruction& instruction, PendingCall
   next();  // '='
   const Opcode opcode = instruction.opcode();
   auto single_name = [&](std::vector<NameRef>& into) -> Status {
+    if (at_inline_computation()) {
+      INSITU_ASSIGN_OR_RETURN(NameRef ref, parse_inline_computation(str_cat(instruction.name(), ".", name)));
+      into.push_back(std::move(ref));
+      return ok_status();
+    }
     if (at(TokenKind::kLbrace)) {
       INSITU_ASSIGN_OR_RETURN(into, parse_name_list());
       return ok_status();

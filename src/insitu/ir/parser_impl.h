@@ -119,6 +119,12 @@ class Parser {
 
   // --- module structure (parser.cc) ---
   Status parse_computation(Module& module, bool& saw_entry);
+  Status parse_computation_body(Computation& computation, const Token& start, const Token& name_token);
+  // `to_apply={ a = f32[] parameter(0) ... }`: a computation written where its name would be
+  // (XLA's parser reads it), added before the one being parsed and named `base_name`.
+  bool at_inline_computation() const;
+  StatusOr<NameRef> parse_inline_computation(const std::string& base_name);
+  Computation* current_computation_ = nullptr;
   Status parse_instruction(Scope& scope, bool& saw_root);
   // shape? opcode(operands), attributes: adds the instruction to the computation. `shape` is
   // the one already read in front of a nested instruction.
