@@ -196,16 +196,17 @@ Status Parser::parse_scalar_into(Literal& literal, int64_t linear) {
     if (std::isnan(value) && at(TokenKind::kLparen)) {
       next();
       const Token payload_token = peek();
-      std::optional<__int128> payload = at(TokenKind::kNumber) ? to_int128(payload_token.text) : std::nullopt;
+      const std::optional<__int128> written = at(TokenKind::kNumber) ? to_int128(payload_token.text) : std::nullopt;
+      const __int128 payload = written.value_or(0);
       const int mantissa = type == PrimitiveType::kF16 ? 10 : type == PrimitiveType::kBF16 ? 7
                            : type == PrimitiveType::kF32 ? 23 : 52;
-      if (!payload || *payload <= 0 || *payload >= (static_cast<__int128>(1) << mantissa))
+      if (payload <= 0 || payload >= (static_cast<__int128>(1) << mantissa))
         return error_at(payload_token, str_cat("expected a NaN payload in 1 .. 2^", mantissa, "-1 (the mantissa of ",
                                                type_name, "), found ", payload_token.text));
       next();
       INSITU_RETURN_IF_ERROR(expect(TokenKind::kRparen, "')' to close the NaN payload"));
       const uint64_t sign = std::signbit(value) ? 1 : 0;
-      const uint64_t bits = static_cast<uint64_t>(*payload);
+      const uint64_t bits = static_cast<uint64_t>(payload);
       switch (type) {
         case PrimitiveType::kF16: literal.data<Half>()[linear].bits = static_cast<uint16_t>(sign << 15 | 0x1fu << 10 | bits); break;
         case PrimitiveType::kBF16: literal.data<BFloat16>()[linear].bits = static_cast<uint16_t>(sign << 15 | 0xffu << 7 | bits); break;

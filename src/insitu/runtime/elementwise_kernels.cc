@@ -105,8 +105,9 @@ KernelFn binary_kernel_of(Fn) {
 template <typename T>
 T divide_value(T lhs, T rhs) {
   if constexpr (std::is_integral_v<T>) {
-    if (rhs == 0) return static_cast<T>(-1);  // signed types only reach here
-    if (rhs == -1 && lhs == std::numeric_limits<T>::min()) return lhs;
+    if (rhs == 0) return static_cast<T>(-1);  // all ones, signed or unsigned (as XLA)
+    if constexpr (std::is_signed_v<T>)
+      if (rhs == -1 && lhs == std::numeric_limits<T>::min()) return lhs;
     return static_cast<T>(lhs / rhs);
   } else {
     return lhs / rhs;
