@@ -100,6 +100,12 @@ Status Parser::parse_constant_value(Instruction& instruction) {
     // One scalar for an array: XLA's parser sets element 0 and zeros the rest.
     if (shape.byte_size() > kMaxLiteralBytes)
       return error_at(peek(), str_cat("constant of shape ", shape.to_string(), " is too large"));
+    if (shape.element_count() == 0) {  // no element to set: the scalar is read and checked, then dropped
+      Literal scalar(Shape::scalar(shape.element_type()));
+      INSITU_RETURN_IF_ERROR(parse_scalar_into(scalar, 0));
+      instruction.literal = Literal(shape);
+      return ok_status();
+    }
     Literal literal(shape);
     INSITU_RETURN_IF_ERROR(parse_scalar_into(literal, 0));
     instruction.literal = std::move(literal);
