@@ -10,6 +10,8 @@
 
 #include "insitu/evaluator/apply_util.h"
 #include "insitu/evaluator/elementwise_internal.h"
+#include "insitu/evaluator/ops.h"
+#include "insitu/ir/shape_inference.h"
 
 namespace insitu::eval {
 
@@ -151,6 +153,10 @@ StatusOr<Literal> evaluate_elementwise(const Instruction& instruction, Operands 
   }
   if (is_elementwise_binary(opcode)) {
     INSITU_RETURN_IF_ERROR(check_operand_count(instruction, operands, 2));
+    // mixed precision (shape_inference.h): both operands widen exactly to the result's type
+    if (std::optional<PrimitiveType> mixed = mixed_float_type(opcode, operands[0]->shape().element_type(),
+                                                              operands[1]->shape().element_type()))
+      return evaluate_binary(instruction, convert_literal(*operands[0], *mixed), convert_literal(*operands[1], *mixed));
     return evaluate_binary(instruction, *operands[0], *operands[1]);
   }
   return unimplemented(str_cat("'", opcode_name(opcode), "' is not an elementwise op the evaluator knows"),

@@ -304,6 +304,24 @@ StatusOr<Shape> infer_shape(const Instruction& instruction) {
   }
 }
 
+std::optional<PrimitiveType> mixed_float_type(Opcode opcode, PrimitiveType lhs, PrimitiveType rhs) {
+  switch (opcode) {
+    case Opcode::kAdd: case Opcode::kSubtract: case Opcode::kMultiply: case Opcode::kDivide:
+    case Opcode::kMaximum: case Opcode::kMinimum: case Opcode::kPower: case Opcode::kRemainder:
+    case Opcode::kAtan2:
+      break;
+    default:
+      return std::nullopt;
+  }
+  auto is_real_float = [](PrimitiveType type) {
+    return type == PrimitiveType::kF16 || type == PrimitiveType::kBF16 || type == PrimitiveType::kF32 ||
+           type == PrimitiveType::kF64;
+  };
+  if (lhs == rhs || !is_real_float(lhs) || !is_real_float(rhs) || byte_width(lhs) == byte_width(rhs))
+    return std::nullopt;
+  return byte_width(lhs) > byte_width(rhs) ? lhs : rhs;
+}
+
 bool can_infer_shape(Opcode opcode) {
   switch (opcode) {
     case Opcode::kConvert: case Opcode::kBitcastConvert: case Opcode::kStochasticConvert:

@@ -2,6 +2,8 @@
 // with XLA's rules. The verifier compares it with the written shape (ignoring layouts).
 #pragma once
 
+#include <optional>
+
 #include "insitu/ir/instruction.h"
 
 namespace insitu {
@@ -15,5 +17,11 @@ StatusOr<Shape> infer_shape(const Instruction& instruction);
 // XLA's parser does). False where the written shape is an input to the rule (broadcast,
 // reshape, convert, constant, iota, parameter, custom-call, fusion, ...).
 bool can_infer_shape(Opcode opcode);
+
+// XLA's mixed precision for floating-point arithmetic (add, multiply, maximum, ...: not
+// compare): operands of two float types of different widths compute in the wider one, which
+// is the result type (both convert to it exactly first). nullopt when the types are the same,
+// not both floating-point, or of one width (bf16 and f16: neither holds the other).
+std::optional<PrimitiveType> mixed_float_type(Opcode opcode, PrimitiveType lhs, PrimitiveType rhs);
 
 }  // namespace insitu

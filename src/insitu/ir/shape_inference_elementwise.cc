@@ -2,6 +2,7 @@
 // compare, complex/real/imag/is-finite, select, clamp, convert, bitcast-convert and
 // reduce-precision. HLO has no implicit broadcasting: operands have the result's dimensions
 // (XLA's verifier: "Implicit broadcast is not allowed in HLO"), and one element type.
+#include "insitu/ir/shape_inference.h"
 #include "insitu/ir/shape_inference_internal.h"
 
 namespace insitu::shape_inference_internal {
@@ -119,6 +120,14 @@ StatusOr<Shape> infer_unary(const Instruction& instruction) {
 
 StatusOr<Shape> infer_binary(const Instruction& instruction) {
   INSITU_RETURN_IF_ERROR(check_operand_count(instruction, 2));
+  if (instruction.operand(0)->shape().is_array() && instruction.operand(1)->shape().is_array()) {
+    if (std::optional<PrimitiveType> mixed =
+            mixed_float_type(instruction.opcode(), instruction.operand(0)->shape().element_type(),
+                             instruction.operand(1)->shape().element_type())) {
+      INSITU_RETURN_IF_ERROR(check_same_shapes(instruction, 0, /*same_type=*/false));
+      return with_element_type(instruction.operand(0)->shape(), *mixed);
+    }
+  }
   INSITU_RETURN_IF_ERROR(check_same_shapes(instruction, 0, /*same_type=*/true));
   const Shape& lhs = instruction.operand(0)->shape();
   switch (instruction.opcode()) {
