@@ -202,17 +202,22 @@ bool Parser::at_inline_computation() const {
          (at_ident("ROOT", 1) || ((at(TokenKind::kIdent, 1) || at(TokenKind::kName, 1)) && at(TokenKind::kEqual, 2)));
 }
 
+// A computation the parser makes for `enclosing` (an inline one, an async wrapper): named
+// `base_name` (with '_' appended until no computation has that name), placed before it.
+Computation* Parser::add_made_up_computation(Computation& enclosing, std::string base_name,
+                                             SourceLocation location) {
+  Module& module = *enclosing.parent();
+  while (module.find_computation(base_name) != nullptr) base_name += "_";
+  auto owned = std::make_unique<Computation>(std::move(base_name));
+  owned->set_location(location);
+  return module.add_computation_before(std::move(owned), &enclosing);
+}
+
 StatusOr<NameRef> Parser::parse_inline_computation(const std::string& base_name) {
   const Token start = next();  // '{'
-  Computation& enclosing = *current_computation_;
-  Module& module = *enclosing.parent();
-  std::string name = base_name;
-  while (module.find_computation(name) != nullptr) name += "_";
-  auto owned = std::make_unique<Computation>(name);
-  owned->set_location(start.location);
-  Computation* computation = module.add_computation_before(std::move(owned), &enclosing);
+  Computation* computation = add_made_up_computation(*current_computation_, base_name, start.location);
   INSITU_RETURN_IF_ERROR(parse_computation_body(*computation, start, start));
-  return NameRef{name, start.location};
+  return NameRef{computation->name(), start.location};
 }
 
 Status Parser::parse_computation(Module& module, bool& saw_entry) {
@@ -574,12 +579,8 @@ Status Parser::check_operand_count(const Instruction& instruction, const Token& 
 
 Instruction* Parser::wrap_in_async_start(Computation& computation, std::unique_ptr<Instruction> op, Shape shape,
                                          const Token& name_token) {
-  Module& module = *computation.parent();
-  std::string wrapped_name = str_cat(op->name(), ".async_wrapped");
-  while (module.find_computation(wrapped_name) != nullptr) wrapped_name += "_";
-  auto owned = std::make_unique<Computation>(wrapped_name);
-  owned->set_location(name_token.location);
-  Computation* wrapped = module.add_computation_before(std::move(owned), &computation);
+  Computation* wrapped =
+      add_made_up_computation(computation, str_cat(op->name(), ".async_wrapped"), name_token.location);
   auto start = std::make_unique<Instruction>(Opcode::kAsyncStart, op->name(), std::move(shape));
   start->set_location(name_token.location);
   for (int64_t i = 0; i < op->operand_count(); ++i) {

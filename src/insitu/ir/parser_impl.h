@@ -124,6 +124,7 @@ class Parser {
   // (XLA's parser reads it), added before the one being parsed and named `base_name`.
   bool at_inline_computation() const;
   StatusOr<NameRef> parse_inline_computation(const std::string& base_name);
+  Computation* add_made_up_computation(Computation& enclosing, std::string base_name, SourceLocation location);
   Computation* current_computation_ = nullptr;
   Status parse_instruction(Scope& scope, bool& saw_root);
   // shape? opcode(operands), attributes: adds the instruction to the computation. `shape` is

@@ -313,11 +313,7 @@ std::optional<PrimitiveType> mixed_float_type(Opcode opcode, PrimitiveType lhs, 
     default:
       return std::nullopt;
   }
-  auto is_real_float = [](PrimitiveType type) {
-    return type == PrimitiveType::kF16 || type == PrimitiveType::kBF16 || type == PrimitiveType::kF32 ||
-           type == PrimitiveType::kF64;
-  };
-  if (lhs == rhs || !is_real_float(lhs) || !is_real_float(rhs) || byte_width(lhs) == byte_width(rhs))
+  if (lhs == rhs || !is_floating(lhs) || !is_floating(rhs) || byte_width(lhs) == byte_width(rhs))
     return std::nullopt;
   return byte_width(lhs) > byte_width(rhs) ? lhs : rhs;
 }
