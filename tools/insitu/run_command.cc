@@ -3,7 +3,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>  // JSON output: Debian's nlohmann-json3-dev
 
 #include "insitu/arguments.h"
 #include "insitu/evaluator/evaluator.h"
@@ -124,18 +123,23 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
     *result.mutable_subliteral(index) = std::move(leaf).value();
   });
   INSITU_RETURN_IF_ERROR(status);
-  stats["copies_executed"] = run_stats.copies_executed;
-  stats["bytes_copied"] = run_stats.bytes_copied;
-  stats["peak_memory_bytes"] = run_stats.peak_memory_bytes;
-  stats["run_seconds"] = run_stats.run_seconds;
-  stats["fallback_ops_executed"] = run_stats.fallback_ops_executed;
-  stats["copies_in_module"] = nlohmann::json::array();
-  for (const CopyExplanation& copy : explain_module(executable->module()).copies)
-    stats["copies_in_module"].push_back({{"name", copy.copy->name()}, {"reason", copy_reason_name(copy.reason)}});
+  stats.update(run_stats_json(*executable, run_stats));
   return result;
 }
 
 }  // namespace
+
+nlohmann::json run_stats_json(const Executable& executable, const ExecutionStats& stats) {
+  nlohmann::json json = {{"copies_executed", stats.copies_executed},
+                         {"bytes_copied", stats.bytes_copied},
+                         {"peak_memory_bytes", stats.peak_memory_bytes},
+                         {"run_seconds", stats.run_seconds},
+                         {"fallback_ops_executed", stats.fallback_ops_executed},
+                         {"copies_in_module", nlohmann::json::array()}};
+  for (const CopyExplanation& copy : explain_module(executable.module()).copies)
+    json["copies_in_module"].push_back({{"name", copy.copy->name()}, {"reason", copy_reason_name(copy.reason)}});
+  return json;
+}
 
 int run_command(const RunOptions& options, CliContext& context) {
   set_check_races(options.check_races);  // kernel grids record and check their block accesses

@@ -12,10 +12,12 @@
 // accepted for kernels (a later issue) and changes nothing yet.
 #pragma once
 
+#include <nlohmann/json.hpp>  // JSON output: Debian's nlohmann-json3-dev
 #include <string>
 #include <vector>
 
 #include "insitu/cli.h"
+#include "insitu/runtime/executable.h"
 
 namespace insitu::cli {
 
@@ -34,5 +36,10 @@ struct RunOptions {
 };
 
 int run_command(const RunOptions& options, CliContext& context);
+
+// The run fields of --stats (DESIGN.md's CLI contract) for one call of `executable`:
+// copies_executed, bytes_copied, peak_memory_bytes, run_seconds, fallback_ops_executed, and
+// copies_in_module (each copy's name and reason). The Python package's Executable.stats too.
+nlohmann::json run_stats_json(const Executable& executable, const ExecutionStats& stats);
 
 }  // namespace insitu::cli

@@ -104,6 +104,17 @@ StatusOr<std::shared_ptr<Buffer>> Buffer::allocate(Shape shape, bool zero, std::
   return buffer;
 }
 
+std::shared_ptr<Buffer> Buffer::external(Shape shape, uint8_t* data, std::shared_ptr<void> owner) {
+  INSITU_CHECK(shape.is_array()) << "a Buffer holds an array, not " << shape.to_string();
+  INSITU_CHECK(owner != nullptr) << "an external buffer needs the owner of its memory";
+  std::shared_ptr<Buffer> buffer(new Buffer());
+  buffer->shape_ = std::move(shape);
+  buffer->size_ = buffer->shape_.byte_size();
+  buffer->data_ = data;
+  buffer->owner_ = std::move(owner);
+  return buffer;
+}
+
 int64_t machine_memory_bytes() {
   static const int64_t bytes = [] {
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
@@ -148,7 +159,9 @@ Buffer::Buffer(Shape shape, bool zero) : shape_(std::move(shape)) {
 }
 
 Buffer::~Buffer() {
-  if (allocation_ != nullptr) {
+  if (owner_ != nullptr) {
+    return;  // the owner's memory: dropping owner_ (a member) releases it
+  } else if (allocation_ != nullptr) {
     std::free(allocation_);
   } else if (data_ != nullptr) {
     const int64_t rounded = (size_ + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;

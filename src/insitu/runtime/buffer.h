@@ -34,6 +34,11 @@ class Buffer {
   // The same, with an allocation failure as a Status naming the bytes and `what` the memory
   // is for (the constructors above abort instead).
   static StatusOr<std::shared_ptr<Buffer>> allocate(Shape shape, bool zero, std::string_view what);
+  // A buffer over memory someone else owns (an array handed over by DLPack): `data` holds the
+  // shape's bytes in logical row-major order, aligned at least to the element size, and stays
+  // valid while `owner` lives; the buffer keeps `owner` and drops it when destroyed (from any
+  // thread). Writing it in place (a donated argument) writes the owner's memory.
+  static std::shared_ptr<Buffer> external(Shape shape, uint8_t* data, std::shared_ptr<void> owner);
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer();
@@ -50,10 +55,12 @@ class Buffer {
 
  private:
   Buffer(Shape shape, bool zero);
+  Buffer() = default;  // external()
   Shape shape_;
   int64_t size_ = 0;
   uint8_t* data_ = nullptr;     // kBufferAlignment-aligned
   void* allocation_ = nullptr;  // what malloc returned for a buffer under 2 MiB (data_ is inside it)
+  std::shared_ptr<void> owner_;  // an external buffer's owner (data_ is its memory)
 };
 
 // Buffers of 2 MiB and more return their memory to a process-wide cache when destroyed, and a

@@ -1,0 +1,25 @@
+"""Shared fixtures of the Python package's tests (scripts/test runs them after ctest)."""
+import os
+import pathlib
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def build_dir():
+    """The CMake build the package came from (scripts/test sets INSITU_BUILD_DIR)."""
+    return pathlib.Path(os.environ.get("INSITU_BUILD_DIR", REPO / "build"))
+
+
+@pytest.fixture(scope="session")
+def examples_plugin(build_dir):
+    """The example kernels (plus_one, tiled_axpy, adam_step) as a plugin, loaded once."""
+    import insitu
+
+    path = build_dir / "examples" / "libinsitu_examples.so"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: build the 'insitu_examples' target")
+    insitu.load_plugin(path)
+    return path
