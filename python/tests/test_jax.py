@@ -1,0 +1,102 @@
+"""insitu.jax.jit: jax.jit's interface with insitu running the program; and every program of
+the JAX corpus (bench/peers/jax_programs.py) through it, with JAX's own results."""
+import sys
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+import insitu  # noqa: E402
+import insitu.jax  # noqa: E402
+
+from conftest import REPO  # noqa: E402
+
+sys.path.insert(0, str(REPO / "bench" / "peers"))
+import jax_programs  # noqa: E402
+
+
+def test_pytrees_in_and_out_and_the_cache():
+    def f(params, x):
+        return {"y": jnp.tanh(x @ params["w"] + params["b"]), "n": (x.sum(), x.shape[0])}
+
+    g = insitu.jax.jit(f)
+    params = {"w": jnp.ones((3, 2)), "b": jnp.arange(2.0)}
+    x = jnp.arange(6.0).reshape(2, 3)
+    out = g(params, x)
+    ref = jax.jit(f)(params, x)
+    assert jax.tree_util.tree_structure(out) == jax.tree_util.tree_structure(ref)
+    np.testing.assert_allclose(out["y"], ref["y"], rtol=1e-6)
+    assert isinstance(out["y"], jax.Array) and float(out["n"][0]) == 15.0
+    assert g.executable(params, x) is g.executable(params, x)  # built once per signature
+    assert g.executable(params, x[:1]) is not g.executable(params, x)
+
+
+def test_static_arguments_key_the_cache():
+    g = insitu.jax.jit(lambda x, n: x * n, static_argnums=(1,))
+    x = jnp.arange(3.0)
+    np.testing.assert_array_equal(g(x, 2), [0, 2, 4])
+    np.testing.assert_array_equal(g(x, 3), [0, 3, 6])
+
+
+def test_donated_cache_is_updated_in_place_and_deleted():
+    def step(cache, row, i):
+        return cache.at[i].set(row), row.sum()
+
+    g = insitu.jax.jit(step, donate_argnums=(0,))
+    cache = jnp.zeros((16, 8))
+    pointer = cache.unsafe_buffer_pointer()
+    new_cache, total = g(cache, jnp.ones(8), 3)
+    assert cache.is_deleted()
+    assert new_cache.unsafe_buffer_pointer() == pointer
+    assert g.executable(new_cache, jnp.ones(8), 3).stats["bytes_copied"] == 0
+    np.testing.assert_array_equal(new_cache[3], np.ones(8))
+    assert float(total) == 8.0
+    with pytest.raises(insitu.Error, match="argument 0 of step was donated to an earlier call"):
+        g(cache, jnp.ones(8), 3)
+    assert "alias: output {0} is written into parameter 0 {}" in g.executable(new_cache, jnp.ones(8), 3).explain()
+
+
+def test_numpy_and_python_scalars_are_accepted():
+    g = insitu.jax.jit(lambda x, s: x * s + 1)
+    np.testing.assert_allclose(g(np.arange(3, dtype=np.float32), 2.0), [1, 3, 5])
+
+
+def test_ffi_call_runs_the_registered_insitu_kernel_in_place(examples_plugin):
+    def f(x):
+        return jax.ffi.ffi_call("plus_one", jax.ShapeDtypeStruct(x.shape, x.dtype), input_output_aliases={0: 0})(x)
+
+    g = insitu.jax.jit(f, donate_argnums=(0,))
+    x = jnp.arange(8, dtype=jnp.int32)
+    pointer = x.unsafe_buffer_pointer()
+    y = g(x)
+    np.testing.assert_array_equal(y, np.arange(8) + 1)
+    assert y.unsafe_buffer_pointer() == pointer
+    assert g.executable(y).stats["bytes_copied"] == 0
+
+
+def _tolerance(name):
+    # linalg and fft accumulate differently from XLA's LAPACK/ducc calls: a few ulps of the
+    # condition number; everything else agrees to a few ulps of f32.
+    return dict(rtol=2e-4, atol=2e-4) if name.startswith(("linalg", "fft")) else dict(rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("name", sorted(jax_programs.PROGRAMS))
+def test_corpus_program_through_insitu_jax_jit(name):
+    _, builder = jax_programs.PROGRAMS[name]
+    function, args, options = builder()
+    args = jax.tree_util.tree_map(np.asarray, args)
+    expected = jax.jit(function, keep_unused=True, **options)(*jax.tree_util.tree_map(jnp.asarray, args))
+    g = insitu.jax.jit(function, **options)
+    got = g(*jax.tree_util.tree_map(jnp.asarray, args))
+    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(expected)
+    for want, have in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got)):
+        want, have = np.asarray(want), np.asarray(have)
+        assert want.dtype == have.dtype and want.shape == have.shape
+        if np.issubdtype(want.dtype, np.inexact):
+            np.testing.assert_allclose(have, want, **_tolerance(name))
+        else:
+            np.testing.assert_array_equal(have, want)
+    stats = g.executable(*jax.tree_util.tree_map(jnp.asarray, args)).stats
+    assert stats["fallback_ops_executed"] == 0, g.executable(*args).fallback_ops
