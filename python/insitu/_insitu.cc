@@ -390,6 +390,9 @@ NB_MODULE(_insitu, m) {
   namespace ins = insitu;
   m.doc() = "insitu's C++ core; use the insitu package (python/insitu/__init__.py)";
   nb::exception<StatusError>(m, "Error", PyExc_RuntimeError);
+  // Executables live on in caches that torch.compile and jax keep until the interpreter
+  // exits, after nanobind's leak check runs: not leaks of this module.
+  nb::set_leak_warnings(false);
 
   nb::class_<Array>(m, "Array", "An array insitu computed: exports __dlpack__ without a copy; consumed when donated.")
       .def_prop_ro("shape", [](const Array& a) { return nb::tuple(nb::cast(a.dimensions())); })
