@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import insitu
@@ -36,12 +37,41 @@ def _as_tuple(value):
 
 
 def _signature(leaf):
-    if isinstance(leaf, jax.Array) or isinstance(leaf, np.ndarray):
-        return (tuple(leaf.shape), str(leaf.dtype), bool(getattr(leaf, "weak_type", False)))
+    if isinstance(leaf, (jax.Array, np.ndarray)):
+        return (leaf.shape, leaf.dtype, getattr(leaf, "weak_type", False))
     if isinstance(leaf, (bool, int, float, complex)):
-        return (type(leaf).__name__,)  # a Python scalar lowers to a weakly typed scalar
-    shape, dtype = np.shape(leaf), np.result_type(leaf)
-    return (tuple(shape), str(dtype), False)
+        return (type(leaf),)  # a Python scalar lowers to a weakly typed scalar
+    return (np.shape(leaf), np.result_type(leaf), False)
+
+
+def _public_to_jax(array):
+    return jax.dlpack.from_dlpack(array)
+
+
+def _make_to_jax():
+    """insitu.Array -> jax.Array over the same memory. jax.dlpack.from_dlpack costs about 100 us
+    a call (device look-ups, then jnp.asarray); the call it makes underneath costs a tenth of
+    that, so it is used directly when this jax has it (the pinned one does), for the dtypes jax
+    keeps as they are."""
+    try:
+        from jax._src.lib import _jax
+
+        convert = _jax.dlpack_managed_tensor_to_buffer
+        device = jax.devices("cpu")[0]
+        canonical = {np.dtype(t) for t in ("float32", "float16", "int32", "int8", "int16", "uint8", "uint16",
+                                           "uint32", "bool", "complex64")}
+        canonical.add(jnp.bfloat16.dtype if hasattr(jnp.bfloat16, "dtype") else np.dtype(jnp.bfloat16))
+        wide = {np.dtype(t) for t in ("float64", "int64", "uint64", "complex128")}  # kept only with x64
+    except Exception:  # another jax: the public path
+        return _public_to_jax
+
+    def to_jax(array):
+        out = convert(array.__dlpack__(max_version=(1, 0)), device, None, None, 1)
+        if out.dtype in canonical or (out.dtype in wide and jax.config.jax_enable_x64):
+            return out
+        return _public_to_jax(array)
+
+    return to_jax
 
 
 def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None):
@@ -56,6 +86,7 @@ def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None):
     # keep_unused: the module's parameters are every leaf, in order, so the call can pass them.
     jitted = jax.jit(fn, donate_argnums=donate_argnums, static_argnums=static_argnums, keep_unused=True)
     cache = {}
+    to_jax = _make_to_jax()
 
     def split(args):
         dynamic, donated = [], []  # donated: per leaf, its argument number when donated, else None
@@ -91,7 +122,7 @@ def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None):
         results = executable(*leaves, donate=flags, threads=threads)
         if not isinstance(results, tuple):
             results = (results,)
-        outputs = [jax.dlpack.from_dlpack(r) for r in results]
+        outputs = [to_jax(r) for r in results]
         for leaf, argnum in zip(leaves, donated):
             if argnum is not None and isinstance(leaf, jax.Array):
                 leaf.delete()

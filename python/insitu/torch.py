@@ -251,14 +251,16 @@ class _Lowering:
         return value
 
     def region(self, kind, dtype):
+        """A scalar computation (a, b) -> kind(a, b); kind "second" returns b (overwrite)."""
         key = (kind, dtype)
         if key not in self.regions:
             t = _DTYPES[dtype]
             name = f"{kind}_{t}"
             self.regions[key] = name
+            root = f"  a = {t}[] parameter(0)\n  ROOT r = {t}[] parameter(1)" if kind == "second" else \
+                f"  a = {t}[] parameter(0)\n  b = {t}[] parameter(1)\n  ROOT r = {t}[] {kind}(a, b)"
             self.region_text = getattr(self, "region_text", [])
-            self.region_text.append(f"{name} {{\n  a = {t}[] parameter(0)\n  b = {t}[] parameter(1)\n"
-                                    f"  ROOT r = {t}[] {kind}(a, b)\n}}\n")
+            self.region_text.append(f"{name} {{\n{root}\n}}\n")
         return self.regions[key]
 
     def reduce(self, value, axes, kind, init, dtype):
@@ -796,6 +798,33 @@ def _cat(L, node, tensors, dim=0):
     return L.emit("concatenate", dtype, dims, f"concatenate({', '.join(parts)}), dimensions={{{dim % len(dims)}}}")
 
 
+@_lower(aten.index_put.default)
+def _index_put(L, node, x, indices, values, accumulate=False):
+    """x[..., index, ...] = values (or +=), one 1-D index tensor at one dimension: a scatter."""
+    dtype, dims = _meta(node)
+    tensors = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(tensors) != 1 or len(L.types[L.value(tensors[0][1])][1]) != 1:
+        raise Unsupported(f"index_put with indices {indices}: only one 1-D index tensor is lowered")
+    axis, index_node = tensors[0]
+    index = L.value(index_node)
+    index_dtype, (count,) = L.types[index]
+    if index_dtype == torch.bool:
+        raise Unsupported("index_put with a boolean mask")
+    # torch wraps negative indices; a scatter would skip them.
+    negative = L.emit("compare", torch.bool, (count,), f"compare({index}, {L.constant(0, index_dtype, (count,))}), direction=LT")
+    wrapped = L.emit("add", index_dtype, (count,), f"add({index}, {L.constant(dims[axis], index_dtype, (count,))})")
+    index = L.emit("select", index_dtype, (count,), f"select({negative}, {wrapped}, {index})")
+    index = L.reshape(index, (count, 1))
+    update_dims = tuple(count if d == axis else size for d, size in enumerate(dims))
+    updates = L.operand(values, dtype, update_dims)
+    windows = ",".join(str(d) for d in range(len(dims)) if d != axis)
+    combine = L.region("add" if accumulate else "second", dtype)
+    return L.emit("scatter", dtype, dims,
+                  f"scatter({L.operand(x, dtype, dims)}, {index}, {updates}), update_window_dims={{{windows}}}, "
+                  f"inserted_window_dims={{{axis}}}, scatter_dims_to_operand_dims={{{axis}}}, index_vector_dim=1, "
+                  f"to_apply={combine}")
+
+
 @_lower(aten.embedding.default)
 def _embedding(L, node, weight, indices, *rest):
     dtype, dims = _meta(node)
@@ -835,14 +864,17 @@ def _compile_graph(gm, example_inputs):
     from torch._functorch.aot_autograd import make_boxed_func
 
     name = f"torch_graph_{len(compiled_graphs)}"
+    text = None
     try:
         text, plan, written, donors = _Lowering(gm, name).run()
-    except Unsupported as e:
-        record = CompiledGraph(name, fallback=str(e))
+        executable = insitu.compile(text)
+    except (Unsupported, insitu.Error) as e:
+        # insitu.Error here is a lowering this module got wrong: still the user's answer, from torch.
+        reason = str(e) if isinstance(e, Unsupported) else f"insitu rejected the lowered module: {e}"
+        record = CompiledGraph(name, text=text, fallback=reason)
         compiled_graphs.append(record)
-        warnings.warn(f"insitu: graph {name} runs eagerly in torch: {e}", stacklevel=2)
+        warnings.warn(f"insitu: graph {name} runs eagerly in torch: {reason}", stacklevel=2)
         return make_boxed_func(gm.forward)
-    executable = insitu.compile(text)
     record = CompiledGraph(name, text, executable)
     compiled_graphs.append(record)
     in_place = set(written) | set(donors)

@@ -205,3 +205,25 @@ def test_backend_is_registered_by_name():
     from torch._dynamo.backends.registry import lookup_backend
 
     assert lookup_backend("insitu") is insitu.torch.backend
+
+
+def test_kv_cache_index_copy_is_a_scatter_in_place():
+    def update(cache, kv, pos):
+        cache.index_copy_(1, pos, kv)
+
+    cache, kv = torch.zeros(2, 16, 3, 4), torch.randn(2, 1, 3, 4)
+    expected = cache.clone().index_copy_(1, torch.tensor([5]), kv)
+    pointer = cache.data_ptr()
+    compile(update)(cache, kv, torch.tensor([5]))
+    assert torch.equal(cache, expected) and cache.data_ptr() == pointer
+    stats = insitu.torch.compiled_graphs[-1].stats
+    assert stats["bytes_copied"] == 0 and stats["copied_back_bytes"] == 0
+
+
+def test_index_put_accumulates_and_wraps_negative_indices():
+    def f(x, i, v):
+        x.index_put_((i,), v, accumulate=True)
+
+    x = torch.zeros(5)
+    compile(f)(x, torch.tensor([1, -1, 1]), torch.tensor([1.0, 2.0, 3.0]))
+    assert x.tolist() == [0, 4, 0, 0, 2]

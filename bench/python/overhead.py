@@ -1,0 +1,134 @@
+"""Per-call overhead and the KV-cache update from Python, each against its baseline in the
+same run (bench/README.md has the figures and the command):
+
+  1. a tiny op (x + 1 on f32[4]): jax.jit vs insitu.jax.jit; torch eager vs torch.compile with
+     inductor vs torch.compile with insitu;
+  2. a decode step (kv_cache_decode_step of the peer corpus: cache [2,L,H,T,D] donated, one
+     position written, attention over it): jax.jit vs insitu.jax.jit, both donating the cache;
+  3. a KV-cache update from torch: cache.index_copy_(1, pos, kv) eagerly vs the same function
+     compiled with insitu (the cache is mutated, so written in place).
+
+Median of REPEATS rounds of CALLS calls each, in microseconds per call.
+
+    $(scripts/python-env)/bin/python bench/python/overhead.py [--threads N]
+(PYTHONPATH=build/python, or the package installed.)
+"""
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+warnings.filterwarnings("ignore")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "peers"))
+
+
+def per_call(f, calls, repeats, sync=lambda r: None):
+    for _ in range(max(calls // 10, 3)):
+        sync(f())
+    rounds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            r = f()
+        sync(r)
+        rounds.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(rounds)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=1, help="insitu worker threads (default 1: call overhead)")
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=7)
+    options = parser.parse_args()
+
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    import insitu
+    import insitu.jax
+    import insitu.torch
+    import jax_programs
+
+    insitu.default_threads = options.threads
+    torch.set_num_threads(max(options.threads, 1))
+    rows = []
+
+    def row(what, baseline_name, baseline, name, value):
+        rows.append((what, baseline_name, baseline, name, value))
+
+    # 1. tiny op
+    x = jnp.ones(4, jnp.float32)
+    f = lambda x: x + 1.0  # noqa: E731
+    jitted, ours = jax.jit(f), insitu.jax.jit(f)
+    block = jax.block_until_ready
+    row("x + 1, f32[4]", "jax.jit", per_call(lambda: jitted(x), options.calls, options.repeats, block),
+        "insitu.jax.jit", per_call(lambda: ours(x), options.calls, options.repeats, block))
+    t = torch.ones(4)
+    g = lambda t: t + 1.0  # noqa: E731
+    eager = per_call(lambda: g(t), options.calls, options.repeats)
+    inductor = torch.compile(g, dynamic=False)
+    compiled = torch.compile(g, backend="insitu", dynamic=False)
+    row("t + 1, f32[4]", "torch eager", eager, "torch.compile inductor",
+        per_call(lambda: inductor(t), options.calls, options.repeats))
+    row("t + 1, f32[4]", "torch eager", eager, "torch.compile insitu",
+        per_call(lambda: compiled(t), options.calls, options.repeats))
+
+    # 2. decode step with a donated cache
+    layers, heads, length, dim = 4, 8, 1024, 64
+    step = jax_programs.kv_cache_decode_step_fn(length, dim)
+    rng = np.random.RandomState(0)
+    args = [rng.standard_normal((2, layers, heads, length, dim)).astype(np.float32),
+            rng.standard_normal((2, layers, heads, 1, dim)).astype(np.float32),
+            rng.standard_normal((layers, heads, dim)).astype(np.float32), np.int32(7)]
+    for name, make in [("jax.jit", lambda: jax.jit(step, donate_argnums=(0,))),
+                       ("insitu.jax.jit", lambda: insitu.jax.jit(step, donate_argnums=(0,)))]:
+        fn = make()
+        state = {"cache": jnp.asarray(args[0])}
+        new_kv, query, pos = (jnp.asarray(a) for a in args[1:])
+
+        def call():
+            state["cache"], out = fn(state["cache"], new_kv, query, pos)
+            return out
+
+        value = per_call(call, max(options.calls // 20, 20), options.repeats, block)
+        if name == "jax.jit":
+            baseline = value
+        else:
+            row(f"decode step, cache {2 * layers * heads * length * dim * 4 >> 20} MiB donated", "jax.jit",
+                baseline, name, value)
+
+    # 3. KV-cache update from torch
+    cache = torch.zeros(2, 1024, 12, 64)
+    kv = torch.randn(2, 1, 12, 64)
+    pos = torch.tensor([5])
+
+    def update(cache, kv, pos):
+        cache.index_copy_(1, pos, kv)
+
+    eager = per_call(lambda: update(cache, kv, pos), options.calls, options.repeats)
+    compiled_update = torch.compile(update, backend="insitu", dynamic=False)
+    pointer = cache.data_ptr()
+    value = per_call(lambda: compiled_update(cache, kv, pos), options.calls, options.repeats)
+    assert cache.data_ptr() == pointer
+    graph = insitu.torch.compiled_graphs[-1]
+    note = "insitu" if graph.executable is not None else f"eager fallback: {graph.fallback}"
+    row("cache.index_copy_, cache 6 MiB", "torch eager", eager, f"torch.compile {note}", value)
+    if graph.executable is not None:
+        print(f"# index_copy_ graph: bytes_copied {graph.stats['bytes_copied']}, "
+              f"copied_back_bytes {graph.copied_back_bytes}")
+
+    print(f"# insitu threads {options.threads}; median of {options.repeats} rounds; microseconds per call")
+    print("| program | baseline | us/call | system | us/call | ratio |")
+    print("|---|---|---:|---|---:|---:|")
+    for what, base_name, base, name, value in rows:
+        print(f"| {what} | {base_name} | {base:.1f} | {name} | {value:.1f} | {value / base:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

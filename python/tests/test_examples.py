@@ -1,0 +1,26 @@
+"""The seed's script in both frameworks (examples/python), run as a user runs them."""
+import os
+import subprocess
+import sys
+
+from conftest import REPO
+
+
+def run_example(name, examples_plugin):
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    done = subprocess.run([sys.executable, str(REPO / "examples" / "python" / name), str(examples_plugin)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_seed_torch_script_mutates_x_with_no_copy(examples_plugin):
+    out = run_example("seed_torch.py", examples_plugin)
+    assert out.count("x = tensor([2, 2, 2, 2], dtype=torch.int32)") == 2
+    assert out.count("copies in the compiled module: 0, bytes copied: 0") == 2
+
+
+def test_seed_jax_script_writes_the_donated_buffer(examples_plugin):
+    out = run_example("seed_jax.py", examples_plugin)
+    assert "y = [2 2 2 2]; same buffer as x: True; x deleted: True" in out
+    assert "copies: 0, bytes copied: 0" in out
