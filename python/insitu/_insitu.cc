@@ -130,8 +130,9 @@ class Array {
   bool donated() const { return handle_.is_donated(); }
 
   // The same memory as an nb_ndarray (which implements the DLPack protocol and the buffer
-  // protocol); it keeps the buffer alive.
-  nb::object to_ndarray() const {
+  // protocol), or with `capsule` as a bare DLPack capsule ("dltensor"); either keeps the buffer
+  // alive.
+  nb::object to_ndarray(bool capsule = false) const {
     check_usable();
     const Shape& shape = handle_.shape();
     const DtypeRow* row = row_of(shape.element_type());
@@ -139,8 +140,13 @@ class Array {
     auto* keep = new std::shared_ptr<Buffer>(handle_.shared_buffer());
     nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<Buffer>*>(p); });
     std::vector<size_t> sizes(shape.dimensions().begin(), shape.dimensions().end());
-    nb::ndarray<nb::array_api> array(handle_.data(), sizes.size(), sizes.data(), owner, /*strides=*/nullptr,
-                        nb::dlpack::dtype{static_cast<uint8_t>(row->code), row->bits, 1}, nb::device::cpu::value);
+    const nb::dlpack::dtype dtype{static_cast<uint8_t>(row->code), row->bits, 1};
+    if (capsule) {
+      nb::ndarray<> array(handle_.data(), sizes.size(), sizes.data(), owner, nullptr, dtype, nb::device::cpu::value);
+      return nb::cast(array, nb::rv_policy::reference);
+    }
+    nb::ndarray<nb::array_api> array(handle_.data(), sizes.size(), sizes.data(), owner, nullptr, dtype,
+                                     nb::device::cpu::value);
     return nb::cast(array, nb::rv_policy::reference);
   }
 
@@ -203,7 +209,7 @@ BufferHandle to_handle(nb::handle object, const Executable::Argument& parameter,
                        int64_t& bytes_copied) {
   if (nb::isinstance<Array>(object)) return nb::cast<const Array&>(object).handle();
   nb::object source = nb::borrow(object);
-  if (!nb::hasattr(source, "__dlpack__")) {
+  if (!PyCapsule_CheckExact(source.ptr()) && !nb::hasattr(source, "__dlpack__")) {  // a capsule: DLPack already
     const DtypeRow* row = row_of(parameter.shape.element_type());
     if (row == nullptr || row->numpy_name == nullptr)
       throw nb::type_error(str_cat(what, ": expected an array with __dlpack__ (numpy, torch, jax, insitu.Array) for ",
@@ -276,13 +282,9 @@ class PyExecutable {
       return executable_->execute(std::move(handles), options);
     }();
     if (!results.ok()) raise(results.status(), file_);
-    {
+    {  // kept raw: the JSON (which walks the module for its copies) is built when asked for
       std::lock_guard<std::mutex> lock(stats_mutex_);
-      last_stats_ = cli::run_stats_json(*executable_, stats);
-      last_stats_["argument_bytes_copied"] = argument_bytes_copied;
-      last_stats_["compile_seconds"] = compile_seconds_;
-      last_stats_["unused_donors"] = unused_donors_;
-      last_stats_["threads"] = threads;
+      last_stats_ = LastCall{std::move(stats), argument_bytes_copied, threads};
     }
     const Shape& root = executable_->module().entry()->root()->shape();
     if (!root.is_tuple()) return nb::cast(Array(std::move(results->front())));
@@ -294,7 +296,13 @@ class PyExecutable {
   // The stats of the last call, as JSON text (Python turns it into a dict); null before one.
   std::string stats_json() const {
     std::lock_guard<std::mutex> lock(stats_mutex_);
-    return last_stats_.dump();
+    if (!last_stats_) return "null";
+    nlohmann::json json = cli::run_stats_json(*executable_, last_stats_->stats);
+    json["argument_bytes_copied"] = last_stats_->argument_bytes_copied;
+    json["compile_seconds"] = compile_seconds_;
+    json["unused_donors"] = unused_donors_;
+    json["threads"] = last_stats_->threads;
+    return json.dump();
   }
   std::string explain(const std::string& format) const {
     if (format == "text") return explain_text_;
@@ -350,8 +358,13 @@ class PyExecutable {
   std::string explain_text_, explain_json_;
   double compile_seconds_;
   int64_t unused_donors_;
+  struct LastCall {
+    ExecutionStats stats;
+    int64_t argument_bytes_copied = 0;
+    int threads = 0;
+  };
   mutable std::mutex stats_mutex_;
-  nlohmann::json last_stats_;
+  std::optional<LastCall> last_stats_;
 };
 
 std::unique_ptr<Module> parse_verified(const std::string& text, const std::string& file) {
@@ -409,6 +422,9 @@ NB_MODULE(_insitu, m) {
           },
           "DLPack export of the array's own memory (no copy)")
       .def("__dlpack_device__", [](const Array&) { return nb::make_tuple(1, 0); })  // kDLCPU, device 0
+      .def(
+          "_capsule", [](const Array& a) { return a.to_ndarray(/*capsule=*/true); },
+          "A bare DLPack capsule of the array's memory (what __dlpack__ returns, without the protocol's checks)")
       .def(
           "__array__",
           [](const Array& a, nb::args, nb::kwargs) { return nb::module_::import_("numpy").attr("from_dlpack")(a.to_ndarray()); },

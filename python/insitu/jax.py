@@ -44,34 +44,49 @@ def _signature(leaf):
     return (np.shape(leaf), np.result_type(leaf), False)
 
 
-def _public_to_jax(array):
-    return jax.dlpack.from_dlpack(array)
+class _Bridge:
+    """jax.Array <-> insitu without a copy, at the cost of jax's own low-level calls.
 
+    jax.dlpack.from_dlpack costs about 100 us a call (device look-ups, then jnp.asarray) and
+    jax.Array.__dlpack__ about 3 us; the calls they make underneath cost a tenth of that, so
+    they are used directly when this jax has them (the pinned one does), else the public API."""
 
-def _make_to_jax():
-    """insitu.Array -> jax.Array over the same memory. jax.dlpack.from_dlpack costs about 100 us
-    a call (device look-ups, then jnp.asarray); the call it makes underneath costs a tenth of
-    that, so it is used directly when this jax has it (the pinned one does), for the dtypes jax
-    keeps as they are."""
-    try:
-        from jax._src.lib import _jax
+    def __init__(self):
+        try:
+            from jax._src.array import ArrayImpl
+            from jax._src.lib import _jax
 
-        convert = _jax.dlpack_managed_tensor_to_buffer
-        device = jax.devices("cpu")[0]
-        canonical = {np.dtype(t) for t in ("float32", "float16", "int32", "int8", "int16", "uint8", "uint16",
-                                           "uint32", "bool", "complex64")}
-        canonical.add(jnp.bfloat16.dtype if hasattr(jnp.bfloat16, "dtype") else np.dtype(jnp.bfloat16))
-        wide = {np.dtype(t) for t in ("float64", "int64", "uint64", "complex128")}  # kept only with x64
-    except Exception:  # another jax: the public path
-        return _public_to_jax
+            self.array_type = ArrayImpl
+            self.export = _jax.buffer_to_dlpack_managed_tensor
+            self.convert = _jax.dlpack_managed_tensor_to_buffer
+            self.device = jax.devices("cpu")[0]
+        except Exception:  # another jax: the public path
+            self.array_type, self.convert = None, None
+        self.kept = {np.dtype(t) for t in ("float32", "float16", "int32", "int8", "int16", "uint8", "uint16",
+                                           "uint32", "bool", "complex64")} | {np.dtype(jnp.bfloat16)}
+        self.wide = {np.dtype(t) for t in ("float64", "int64", "uint64", "complex128")}  # kept only with x64
 
-    def to_jax(array):
-        out = convert(array.__dlpack__(max_version=(1, 0)), device, None, None, 1)
-        if out.dtype in canonical or (out.dtype in wide and jax.config.jax_enable_x64):
-            return out
-        return _public_to_jax(array)
+    def key(self, leaf):
+        return leaf.aval if type(leaf) is self.array_type else _signature(leaf)
 
-    return to_jax
+    def to_insitu(self, leaf, donated=False):
+        """A leaf as something insitu reads by DLPack: a capsule for a jax array. A donated one
+        is exported through its single shard, as __dlpack__ does: the array itself is deleted
+        after the call while the capsule still holds its buffer (deleting an array whose own
+        buffer is exported aborts)."""
+        if type(leaf) is self.array_type:
+            try:
+                return self.export(leaf.addressable_data(0) if donated else leaf, stream=None)
+            except Exception:  # sharded over devices, say: the public protocol says why
+                return leaf
+        return leaf
+
+    def to_jax(self, array):
+        if self.convert is not None:
+            out = self.convert(array._capsule(), self.device, None, None, 1)
+            if out.dtype in self.kept or (out.dtype in self.wide and jax.config.jax_enable_x64):
+                return out
+        return jax.dlpack.from_dlpack(array)
 
 
 def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None):
@@ -86,48 +101,58 @@ def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None):
     # keep_unused: the module's parameters are every leaf, in order, so the call can pass them.
     jitted = jax.jit(fn, donate_argnums=donate_argnums, static_argnums=static_argnums, keep_unused=True)
     cache = {}
-    to_jax = _make_to_jax()
+    bridge = _Bridge()
+    name = getattr(fn, "__name__", "the function")
 
     def split(args):
-        dynamic, donated = [], []  # donated: per leaf, its argument number when donated, else None
+        """(leaves, treedef, static arguments) of a call."""
+        if static_argnums:
+            statics = tuple(args[i] for i in static_argnums if i < len(args))
+            args = [arg for i, arg in enumerate(args) if i not in static_argnums]
+        else:
+            statics = ()
+        leaves, treedef = jax.tree_util.tree_flatten(args)
+        return leaves, treedef, statics
+
+    def build(args, treedef):
+        lowered = jitted.lower(*args)
+        executable = insitu.compile(lowered.as_text(dialect="hlo"))
+        donated = []  # per leaf: its argument number when donated, else None
         for i, arg in enumerate(args):
-            if i in static_argnums:
-                continue
-            leaves = jax.tree_util.tree_leaves(arg)
-            dynamic.append(arg)
-            donated.extend([i if i in donate_argnums else None] * len(leaves))
-        statics = tuple(args[i] for i in static_argnums if i < len(args))
-        leaves, treedef = jax.tree_util.tree_flatten(dynamic)
-        return leaves, treedef, statics, donated
+            if i not in static_argnums:
+                donated.extend([i if i in donate_argnums else None] * len(jax.tree_util.tree_leaves(arg)))
+        flags = [k for k, argnum in enumerate(donated) if argnum is not None]
+        return executable, lowered, flags, donated
 
     def entry(args):
-        leaves, treedef, statics, donated = split(args)
-        key = (treedef, tuple(_signature(leaf) for leaf in leaves), statics)
+        leaves, treedef, statics = split(args)
+        key = (treedef, statics, tuple(map(bridge.key, leaves)))
         found = cache.get(key)
         if found is None:
-            lowered = jitted.lower(*args)
-            text = lowered.as_text(dialect="hlo")
-            executable = insitu.compile(text)
-            found = cache[key] = (executable, lowered.out_tree, lowered)
-        return found, leaves, donated
+            found = cache[key] = build(args, treedef)
+        return found, leaves
 
     @functools.wraps(fn)
     def call(*args):
-        (executable, out_tree, _), leaves, donated = entry(args)
-        for leaf, argnum in zip(leaves, donated):
-            if argnum is not None and isinstance(leaf, jax.Array) and leaf.is_deleted():
-                raise insitu.Error(f"argument {argnum} of {getattr(fn, '__name__', 'the function')} was donated to an "
-                                   "earlier call and deleted; pass the array that call returned")
-        flags = [i for i, argnum in enumerate(donated) if argnum is not None]
-        results = executable(*leaves, donate=flags, threads=threads)
+        (executable, lowered, flags, donated), leaves = entry(args)
+        for k in flags:
+            leaf = leaves[k]
+            if isinstance(leaf, jax.Array) and leaf.is_deleted():
+                raise insitu.Error(f"argument {donated[k]} of {name} was donated to an earlier call and deleted; "
+                                   "pass the array that call returned")
+        inputs = list(map(bridge.to_insitu, leaves))
+        for k in flags:
+            inputs[k] = bridge.to_insitu(leaves[k], donated=True)
+        results = executable._core(tuple(inputs), donate=flags,
+                                   threads=insitu.default_threads if threads is None else threads, timeout=0.0)
         if not isinstance(results, tuple):
             results = (results,)
-        outputs = [to_jax(r) for r in results]
-        for leaf, argnum in zip(leaves, donated):
-            if argnum is not None and isinstance(leaf, jax.Array):
-                leaf.delete()
-        return jax.tree_util.tree_unflatten(out_tree, outputs)
+        outputs = list(map(bridge.to_jax, results))
+        for k in flags:
+            if isinstance(leaves[k], jax.Array):
+                leaves[k].delete()
+        return jax.tree_util.tree_unflatten(lowered.out_tree, outputs)
 
-    call.lower = lambda *args: entry(args)[0][2]
+    call.lower = lambda *args: entry(args)[0][1]
     call.executable = lambda *args: entry(args)[0][0]
     return call
