@@ -800,29 +800,130 @@ def _cat(L, node, tensors, dim=0):
 
 @_lower(aten.index_put.default)
 def _index_put(L, node, x, indices, values, accumulate=False):
-    """x[..., index, ...] = values (or +=), one 1-D index tensor at one dimension: a scatter."""
+    """x[..., index, ...] = values (or +=) with one integer index tensor, of any rank, at one
+    dimension: a scatter whose batch dimensions are the index's."""
     dtype, dims = _meta(node)
     tensors = [(d, i) for d, i in enumerate(indices) if i is not None]
-    if len(tensors) != 1 or len(L.types[L.value(tensors[0][1])][1]) != 1:
-        raise Unsupported(f"index_put with indices {indices}: only one 1-D index tensor is lowered")
+    if len(tensors) != 1:
+        raise Unsupported(f"index_put with {len(tensors)} index tensors: one is lowered")
     axis, index_node = tensors[0]
     index = L.value(index_node)
-    index_dtype, (count,) = L.types[index]
+    index_dtype, index_dims = L.types[index]
     if index_dtype == torch.bool:
         raise Unsupported("index_put with a boolean mask")
     # torch wraps negative indices; a scatter would skip them.
-    negative = L.emit("compare", torch.bool, (count,), f"compare({index}, {L.constant(0, index_dtype, (count,))}), direction=LT")
-    wrapped = L.emit("add", index_dtype, (count,), f"add({index}, {L.constant(dims[axis], index_dtype, (count,))})")
-    index = L.emit("select", index_dtype, (count,), f"select({negative}, {wrapped}, {index})")
-    index = L.reshape(index, (count, 1))
-    update_dims = tuple(count if d == axis else size for d, size in enumerate(dims))
+    negative = L.emit("compare", torch.bool, index_dims,
+                      f"compare({index}, {L.constant(0, index_dtype, index_dims)}), direction=LT")
+    wrapped = L.emit("add", index_dtype, index_dims, f"add({index}, {L.constant(dims[axis], index_dtype, index_dims)})")
+    index = L.emit("select", index_dtype, index_dims, f"select({negative}, {wrapped}, {index})")
+    index = L.reshape(index, index_dims + (1,))
+    rank = len(index_dims)
+    update_dims = dims[:axis] + index_dims + dims[axis + 1:]
     updates = L.operand(values, dtype, update_dims)
-    windows = ",".join(str(d) for d in range(len(dims)) if d != axis)
+    windows = ",".join(str(d) for d in list(range(axis)) + list(range(axis + rank, len(update_dims))))
     combine = L.region("add" if accumulate else "second", dtype)
     return L.emit("scatter", dtype, dims,
                   f"scatter({L.operand(x, dtype, dims)}, {index}, {updates}), update_window_dims={{{windows}}}, "
-                  f"inserted_window_dims={{{axis}}}, scatter_dims_to_operand_dims={{{axis}}}, index_vector_dim=1, "
-                  f"to_apply={combine}")
+                  f"inserted_window_dims={{{axis}}}, scatter_dims_to_operand_dims={{{axis}}}, "
+                  f"index_vector_dim={rank}, to_apply={combine}")
+
+
+def _full_indices(L, index, dim, rank):
+    """For torch.gather/scatter along `dim`: [*index.shape, rank] coordinates, the index's own
+    values at `dim` and each element's position elsewhere."""
+    index_dtype, dims = L.types[index]
+    parts = []
+    for d in range(rank):
+        if d == dim:
+            part = index
+        else:
+            part = L.emit("iota", index_dtype, dims, f"iota(), iota_dimension={d}")
+        parts.append(L.reshape(part, dims + (1,)))
+    return L.emit("concatenate", index_dtype, dims + (rank,), f"concatenate({', '.join(parts)}), dimensions={{{len(dims)}}}")
+
+
+@_lower(aten.gather.default)
+def _gather(L, node, x, dim, index, sparse_grad=False):
+    dtype, dims = _meta(node)
+    value = L.value(x)
+    rank = len(L.types[value][1])
+    if rank == 0:
+        raise Unsupported("gather of a scalar")
+    indices = _full_indices(L, L.value(index), dim % rank, rank)
+    every = ",".join(map(str, range(rank)))
+    return L.emit("gather", dtype, dims,
+                  f"gather({value}, {indices}), offset_dims={{}}, collapsed_slice_dims={{{every}}}, "
+                  f"start_index_map={{{every}}}, index_vector_dim={rank}, slice_sizes={{{','.join(['1'] * rank)}}}")
+
+
+@_lower(aten.scatter.value, aten.scatter.src, aten.scatter_add.default)
+def _scatter(L, node, x, dim, index, source):
+    dtype, dims = _meta(node)
+    rank = len(dims)
+    if rank == 0:
+        raise Unsupported("scatter into a scalar")
+    index_value = L.value(index)
+    index_dims = L.types[index_value][1]
+    if isinstance(source, torch.fx.Node):
+        updates = L.convert(L.value(source), dtype)
+        source_dims = L.types[updates][1]
+        if source_dims != index_dims:  # torch reads src's leading index.shape block
+            bounds = ",".join(f"[0:{d}]" for d in index_dims)
+            updates = L.emit("slice", dtype, index_dims, f"slice({updates}), slice={{{bounds}}}")
+    else:
+        updates = L.constant(source, dtype, index_dims)
+    indices = _full_indices(L, index_value, dim % rank, rank)
+    every = ",".join(map(str, range(rank)))
+    combine = L.region("add" if node.target is aten.scatter_add.default else "second", dtype)
+    return L.emit("scatter", dtype, dims,
+                  f"scatter({L.operand(x, dtype, dims)}, {indices}, {updates}), update_window_dims={{}}, "
+                  f"inserted_window_dims={{{every}}}, scatter_dims_to_operand_dims={{{every}}}, "
+                  f"index_vector_dim={rank}, to_apply={combine}")
+
+
+@_lower(aten.embedding_dense_backward.default)
+def _embedding_backward(L, node, grad, indices, num_weights, padding_idx, scale_grad_by_freq):
+    if scale_grad_by_freq:
+        raise Unsupported("embedding backward with scale_grad_by_freq=True")
+    dtype, dims = _meta(node)
+    width = dims[1]
+    index = L.value(indices)
+    index_dtype, index_dims = L.types[index]
+    count = math.prod(index_dims)
+    rows = L.reshape(L.convert(L.value(grad), dtype), (count, width))
+    index = L.reshape(index, (count,))
+    if padding_idx is not None and padding_idx >= 0:  # the padding row gets no gradient
+        keep = L.emit("compare", torch.bool, (count,),
+                      f"compare({index}, {L.constant(padding_idx, index_dtype, (count,))}), direction=NE")
+        rows = L.emit("select", dtype, (count, width),
+                      f"select({L.broadcast(L.reshape(keep, (count, 1)), (count, width))}, {rows}, "
+                      f"{L.constant(0, dtype, (count, width))})")
+    return L.emit("scatter", dtype, dims,
+                  f"scatter({L.constant(0, dtype, dims)}, {L.reshape(index, (count, 1))}, {rows}), "
+                  f"update_window_dims={{1}}, inserted_window_dims={{0}}, scatter_dims_to_operand_dims={{0}}, "
+                  f"index_vector_dim=1, to_apply={L.region('add', dtype)}")
+
+
+@_lower(aten.slice_scatter.default, aten.select_scatter.default)
+def _slice_scatter(L, node, base, src, dim=0, *bounds):
+    """base with src written over base[..., start:end, ...] (slice_scatter, step 1) or over
+    base[..., index, ...] (select_scatter): a dynamic-update-slice at constant offsets."""
+    dtype, dims = _meta(node)
+    axis = dim % len(dims)
+    if node.target is aten.select_scatter.default:
+        start = bounds[0] % dims[axis]
+        src_dims = tuple(1 if d == axis else size for d, size in enumerate(dims))
+    else:
+        start, end, step = (list(bounds) + [None, None, None])[:3]
+        if step not in (None, 1):
+            raise Unsupported(f"slice_scatter with step {step}")
+        start = 0 if start is None else (start + dims[axis] if start < 0 else min(start, dims[axis]))
+        end = dims[axis] if end is None else (end + dims[axis] if end < 0 else min(end, dims[axis]))
+        src_dims = tuple(end - start if d == axis else size for d, size in enumerate(dims))
+    update = L.reshape(L.convert(L.value(src), dtype), src_dims)
+    offsets = [L.constant(start if d == axis else 0, torch.int32) for d in range(len(dims))]
+    return L.emit("dynamic-update-slice", dtype, dims,
+                  f"dynamic-update-slice({L.operand(base, dtype, dims)}, {update}, {', '.join(offsets)})")
 
 
 @_lower(aten.embedding.default)
