@@ -91,9 +91,13 @@ struct ScatterPlan final : KernelPlan {
 };
 
 // Starts the output from the operand when not in place, then calls apply(operand_linear,
-// update_linear) for every update element in the evaluator's order, until apply is false.
+// update_linear, run) for every update element in the evaluator's order, until apply is false.
+// With `runs`, when the updates' last dimension is a window over the operand's last dimension
+// (both unit-stride), one call covers that whole row: `run` consecutive elements in both, the
+// same elements in the same order (a row's elements are distinct, so the result is the same
+// bit for bit); otherwise run is 1.
 template <typename Apply>
-void scatter_updates(const KernelCall& call, const ScatterPlan& plan, Apply&& apply) {
+void scatter_updates(const KernelCall& call, const ScatterPlan& plan, bool runs, Apply&& apply) {
   const ArrayView& operand = call.operands[0];
   const ArrayView& indices = call.operands[1];
   const ArrayView& out = call.out();
@@ -108,6 +112,14 @@ void scatter_updates(const KernelCall& call, const ScatterPlan& plan, Apply&& ap
   if (out.data != operand.data) copy_bytes_parallel(call.pool, out.data, operand.data, out.byte_size());
   std::vector<int64_t> position(indices_rank, 0);
   std::vector<int64_t> start(operand_rank, 0);
+  int64_t run = 1;
+  std::vector<bool> window_walk = plan.is_window;
+  if (runs && update_rank > 0 && operand_rank > 0 && plan.is_window.back() &&
+      !plan.window_operand_dimensions.empty() && plan.window_operand_dimensions.back() == operand_rank - 1 &&
+      plan.update_strides.back() == 1 && plan.operand_strides.back() == 1) {
+    run = updates_shape.dimensions().back();
+    window_walk.back() = false;
+  }
   walk(updates_shape.dimensions(), plan.is_scatter, [&](const std::vector<int64_t>& scatter_index) {
     for (size_t j = 0; j < plan.batch_dimensions.size(); ++j)
       position[plan.batch_dimensions[j]] = scatter_index[plan.update_scatter_dimensions[j]];
@@ -124,7 +136,7 @@ void scatter_updates(const KernelCall& call, const ScatterPlan& plan, Apply&& ap
       if (start[d] < 0 || start[d] > operand_shape.dimension(d) - plan.window_extent[d]) return true;
     int64_t base = 0;
     for (int64_t d = 0; d < operand_rank; ++d) base += start[d] * plan.operand_strides[d];
-    return walk(updates_shape.dimensions(), plan.is_window, [&](const std::vector<int64_t>& window_index) {
+    return walk(updates_shape.dimensions(), window_walk, [&](const std::vector<int64_t>& window_index) {
       int64_t update_linear = 0;
       for (int64_t d = 0; d < update_rank; ++d)
         update_linear += (scatter_index[d] + window_index[d]) * plan.update_strides[d];
@@ -132,7 +144,7 @@ void scatter_updates(const KernelCall& call, const ScatterPlan& plan, Apply&& ap
       for (size_t k = 0; k < plan.window_operand_dimensions.size(); ++k)
         operand_linear +=
             window_index[numbers.update_window_dims[k]] * plan.operand_strides[plan.window_operand_dimensions[k]];
-      return apply(operand_linear, update_linear);
+      return apply(operand_linear, update_linear, run);
     });
   });
 }
@@ -142,10 +154,12 @@ Status scatter_assign_kernel(const KernelCall& call) {
   const int64_t width = byte_width(call.out().type());
   uint8_t* out = call.out().data;
   const uint8_t* updates = call.operands[2].data;
-  scatter_updates(call, static_cast<const ScatterPlan&>(*call.plan), [&](int64_t operand_linear, int64_t update_linear) {
-    std::memcpy(out + operand_linear * width, updates + update_linear * width, static_cast<size_t>(width));
-    return true;
-  });
+  scatter_updates(call, static_cast<const ScatterPlan&>(*call.plan), /*runs=*/true,
+                  [&](int64_t operand_linear, int64_t update_linear, int64_t run) {
+                    std::memcpy(out + operand_linear * width, updates + update_linear * width,
+                                static_cast<size_t>(width * run));
+                    return true;
+                  });
   return ok_status();
 }
 
@@ -157,11 +171,13 @@ Status scatter_combine_kernel(const KernelCall& call) {
   const bool swapped = plan.swapped;
   T* out = reinterpret_cast<T*>(call.out().data);
   const T* updates = reinterpret_cast<const T*>(call.operands[2].data);
-  scatter_updates(call, plan, [&](int64_t operand_linear, int64_t update_linear) {
-    T* t = out + operand_linear;
-    const T u = updates[update_linear];
-    *t = swapped ? to_stored<T>(combine(combiner, to_compute(u), to_compute(*t)))
-                 : to_stored<T>(combine(combiner, to_compute(*t), to_compute(u)));
+  scatter_updates(call, plan, /*runs=*/true, [&](int64_t operand_linear, int64_t update_linear, int64_t run) {
+    for (int64_t k = 0; k < run; ++k) {
+      T* t = out + operand_linear + k;
+      const T u = updates[update_linear + k];
+      *t = swapped ? to_stored<T>(combine(combiner, to_compute(u), to_compute(*t)))
+                   : to_stored<T>(combine(combiner, to_compute(*t), to_compute(u)));
+    }
     return true;
   });
   return ok_status();
@@ -177,7 +193,8 @@ Status scatter_computation_kernel(const KernelCall& call) {
   const Shape scalar_shape = Shape::scalar(out.type());
   Literal current(scalar_shape), update(scalar_shape);
   Status status;
-  scatter_updates(call, static_cast<const ScatterPlan&>(*call.plan), [&](int64_t operand_linear, int64_t update_linear) {
+  scatter_updates(call, static_cast<const ScatterPlan&>(*call.plan), /*runs=*/false,
+                  [&](int64_t operand_linear, int64_t update_linear, int64_t) {
     uint8_t* target = out.data + operand_linear * width;
     std::memcpy(current.untyped_data(), target, static_cast<size_t>(width));
     std::memcpy(update.untyped_data(), updates + update_linear * width, static_cast<size_t>(width));
