@@ -980,13 +980,19 @@ def _compile_graph(gm, example_inputs):
     compiled_graphs.append(record)
     in_place = set(written) | set(donors)
 
+    core = executable._core
+    to_capsule, from_capsule = torch._C._to_dlpack, torch._C._from_dlpack  # what torch.{to,from}_dlpack call
+
     def run(args):
-        tensors = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+        tensors = [a.detach() if isinstance(a, torch.Tensor) and a.requires_grad else a for a in args]
         args.clear()
-        pointers = [t.data_ptr() for t in tensors]
-        donate = [i for i in in_place if tensors[i].is_contiguous() and pointers.count(pointers[i]) == 1]
-        results = executable(*tensors, donate=donate)
-        outs = [torch.from_dlpack(r) for r in results]
+        donate = []
+        if in_place:
+            pointers = [t.data_ptr() for t in tensors]
+            donate = [i for i in in_place if tensors[i].is_contiguous() and pointers.count(pointers[i]) == 1]
+        results = core(tuple(to_capsule(t) if isinstance(t, torch.Tensor) else t for t in tensors), donate=donate,
+                       threads=insitu.default_threads, timeout=0.0)
+        outs = [from_capsule(r._capsule()) for r in results]
         for number, k in written.items():
             if number not in donate:
                 tensors[number].copy_(outs[k])
