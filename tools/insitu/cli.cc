@@ -128,6 +128,12 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
                    "End the run with an error after this many seconds (checked between steps and at loop back-edges)")
       ->check(CLI::PositiveNumber)
       ->type_name("SECONDS");
+  run_app
+      ->add_option("--collective-timeout", run.collective_timeout_seconds,
+                   "On a module for many devices: how long a device waits at a collective for the rest of its "
+                   "group before the run ends with an error naming them (default 60)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("SECONDS");
   run_app->add_option("--threads", run.threads, "Worker threads (default: all cores)")
       ->check(CLI::Range(1, ThreadPool::kMaxThreads))
       ->type_name("N");

@@ -3,8 +3,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "insitu/arguments.h"
+#include "insitu/evaluator/collectives.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/npy.h"
 #include "insitu/literal_format.h"
@@ -80,11 +84,9 @@ Status write_stats(const std::string& path, const nlohmann::json& stats) {
   return ok_status();
 }
 
-// Runs the optimized module on the CPU runtime. Every argument belongs to this run, so each
-// parameter the module aliases to an output is donated: it is updated in place.
-StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>& arguments, const RunOptions& options,
-                                nlohmann::json& stats) {
-  const int threads = options.threads;
+// The optimized module on the CPU runtime, ready to run.
+StatusOr<std::unique_ptr<Executable>> build_executable(const Module& module, const RunOptions& options,
+                                                       nlohmann::json& stats) {
   Clock::time_point compile_start = Clock::now();
   OptimizeOptions optimize;
   optimize.strict_donation = options.strict_donation;
@@ -93,10 +95,17 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
   INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable,
                           Executable::create(std::move(optimized), {.max_memory_bytes = options.max_memory_bytes}));
   stats["compile_seconds"] = seconds_since(compile_start);
+  return executable;
+}
 
+// Runs `executable` once (as `device` among many, or alone when null). Every argument belongs
+// to this run, so each parameter the module aliases to an output is donated: it is updated in
+// place. `stats` gets the run's fields.
+StatusOr<Literal> execute_once(const Executable& executable, const std::vector<Literal>& arguments,
+                               const RunOptions& options, const DeviceContext* device, nlohmann::json& stats) {
   std::vector<BufferHandle> handles;
   ExecuteOptions execute;
-  for (const Executable::Argument& argument : executable->arguments()) {
+  for (const Executable::Argument& argument : executable.arguments()) {
     const Literal* leaf = arguments.at(argument.parameter_number).subliteral(argument.index);
     INSITU_CHECK(leaf != nullptr) << "bound arguments do not match the entry parameters";
     INSITU_ASSIGN_OR_RETURN(BufferHandle handle, BufferHandle::from_literal(*leaf));
@@ -104,12 +113,14 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
     execute.donate.push_back(argument.aliased_output.has_value());
   }
   ExecutionStats run_stats;
-  execute.threads = threads;
+  execute.threads = options.threads;
   execute.stats = &run_stats;
   execute.timeout_seconds = options.timeout_seconds;
-  INSITU_ASSIGN_OR_RETURN(std::vector<BufferHandle> results, executable->execute(std::move(handles), execute));
+  execute.device = device;
+  INSITU_ASSIGN_OR_RETURN(std::vector<BufferHandle> results,
+                          const_cast<Executable&>(executable).execute(std::move(handles), execute));
 
-  const Shape& result_shape = executable->module().entry()->root()->shape();
+  const Shape& result_shape = executable.module().entry()->root()->shape();
   Literal result(result_shape);
   size_t next = 0;
   Status status;
@@ -123,8 +134,70 @@ StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>
     *result.mutable_subliteral(index) = std::move(leaf).value();
   });
   INSITU_RETURN_IF_ERROR(status);
-  stats.update(run_stats_json(*executable, run_stats));
+  stats.update(run_stats_json(executable, run_stats));
   return result;
+}
+
+StatusOr<Literal> run_optimized(const Module& module, const std::vector<Literal>& arguments, const RunOptions& options,
+                                nlohmann::json& stats) {
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable, build_executable(module, options, stats));
+  return execute_once(*executable, arguments, options, nullptr, stats);
+}
+
+// `{device}`, `{replica}` and `{partition}` in an --arg path, for device `d`.
+std::string device_path(std::string path, const DeviceGrid& grid, int64_t d) {
+  const std::pair<std::string, int64_t> fields[] = {
+      {"{device}", d}, {"{replica}", d / grid.partitions}, {"{partition}", d % grid.partitions}};
+  for (const auto& [field, value] : fields)
+    for (size_t at = path.find(field); at != std::string::npos; at = path.find(field, at))
+      path.replace(at, field.size(), std::to_string(value));
+  return path;
+}
+
+// Every device of a module whose header says replica_count x num_partitions > 1: one thread per
+// device in this process, one InProcessCommunicator between them (evaluator/collectives.h).
+StatusOr<std::vector<Literal>> run_devices(const Module& module, const RunOptions& options, nlohmann::json& stats) {
+  const DeviceGrid grid = device_grid(module);
+  std::vector<std::vector<Literal>> arguments;
+  for (int64_t d = 0; d < grid.devices(); ++d) {
+    std::vector<std::string> paths;
+    for (const std::string& path : options.arg_paths) paths.push_back(device_path(path, grid, d));
+    StatusOr<std::vector<Literal>> bound = bind_arguments(module, paths);
+    if (!bound.ok()) return bound.status().with_context(str_cat("arguments of device ", d));
+    arguments.push_back(std::move(bound).value());
+  }
+  stats["devices"] = grid.devices();
+  if (options.reference)
+    return evaluate_devices(module, arguments, {.timeout_seconds = options.timeout_seconds},
+                            options.collective_timeout_seconds);
+
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable, build_executable(module, options, stats));
+  InProcessCommunicator communicator(options.collective_timeout_seconds);
+  std::vector<std::optional<StatusOr<Literal>>> results(grid.devices());
+  std::vector<nlohmann::json> device_stats(grid.devices());
+  std::mutex first_mutex;
+  std::optional<Status> first_failure;
+  std::vector<std::thread> threads;
+  for (int64_t d = 0; d < grid.devices(); ++d) {
+    threads.emplace_back([&, d] {
+      DeviceContext context{&communicator, grid, d};
+      StatusOr<Literal> result = execute_once(*executable, arguments[d], options, &context, device_stats[d]);
+      if (!result.ok()) {
+        {
+          std::lock_guard<std::mutex> lock(first_mutex);
+          if (!first_failure) first_failure = result.status().with_context(str_cat("device ", d));
+        }
+        communicator.abort(d, result.status());
+      }
+      results[d] = std::move(result);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  if (first_failure) return *first_failure;
+  stats.update(device_stats[0]);  // every device runs the same module: device 0's figures
+  std::vector<Literal> values;
+  for (auto& result : results) values.push_back(std::move(*result).value());
+  return values;
 }
 
 }  // namespace
@@ -141,6 +214,34 @@ nlohmann::json run_stats_json(const Executable& executable, const ExecutionStats
   return json;
 }
 
+namespace {
+
+// run_command for a module on many devices: each device's result under a "device D (replica R,
+// partition P):" line; --save DIR writes DIR/device_D/output_I.npy.
+int run_devices_command(const Module& module, const RunOptions& options, double load_seconds, CliContext& context) {
+  nlohmann::json stats = {{"mode", options.reference ? "reference" : "optimized"}, {"threads", options.threads}};
+  Clock::time_point run_start = Clock::now();
+  StatusOr<std::vector<Literal>> results = run_devices(module, options, stats);
+  if (!results.ok()) return report_error(context, results.status(), options.module_path);
+  if (options.reference) stats.update({{"compile_seconds", load_seconds}, {"run_seconds", seconds_since(run_start)}});
+  const DeviceGrid grid = device_grid(module);
+  for (int64_t d = 0; d < grid.devices(); ++d) {
+    context.out << "device " << d << " (replica " << d / grid.partitions << ", partition " << d % grid.partitions
+                << "):\n"
+                << format_result((*results)[d]) << "\n";
+    if (!options.save_dir.empty()) {
+      const std::string dir = (std::filesystem::path(options.save_dir) / str_cat("device_", d)).string();
+      if (Status status = save_results((*results)[d], dir); !status.ok()) return report_error(context, status);
+    }
+  }
+  if (!options.stats_path.empty()) {
+    if (Status status = write_stats(options.stats_path, stats); !status.ok()) return report_error(context, status);
+  }
+  return 0;
+}
+
+}  // namespace
+
 int run_command(const RunOptions& options, CliContext& context) {
   set_check_races(options.check_races);  // kernel grids record and check their block accesses
   for (const std::string& plugin : options.plugins) {
@@ -152,6 +253,8 @@ int run_command(const RunOptions& options, CliContext& context) {
   StatusOr<std::unique_ptr<Module>> module = load_module(context, options.module_path);
   if (!module.ok()) return report_error(context, module.status(), options.module_path);
   const double load_seconds = seconds_since(load_start);
+
+  if (device_grid(**module).devices() > 1) return run_devices_command(**module, options, load_seconds, context);
 
   StatusOr<std::vector<Literal>> arguments = bind_arguments(**module, options.arg_paths);
   if (!arguments.ok()) return report_error(context, arguments.status());

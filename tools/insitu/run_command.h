@@ -6,6 +6,11 @@
 // entry computation, prints the result as XLA literal text (literal_format.h), and optionally
 // saves the flattened result leaves as .npy files and writes run statistics as JSON.
 //
+// A module whose header says replica_count x num_partitions > 1 runs on that many devices,
+// one thread each in this process (evaluator/collectives.h): an --arg path may say
+// {device}, {replica} or {partition} to give each device its own file (a path without them is
+// every device's); each device's result prints under its own heading.
+//
 // By default the module is optimized (passes/optimize.h) and executed by the CPU runtime
 // (runtime/executable.h); every argument belongs to the run, so parameters the module aliases
 // to outputs are donated. --reference runs the reference evaluator instead. --check-races is
@@ -33,6 +38,8 @@ struct RunOptions {
   bool strict_donation = false;
   int64_t max_memory_bytes = 0;  // --max-memory; 0: what the machine can give
   double timeout_seconds = 0;    // --timeout; 0: none
+  // --collective-timeout: how long a device waits at a collective for the rest of its group.
+  double collective_timeout_seconds = 60;
 };
 
 int run_command(const RunOptions& options, CliContext& context);

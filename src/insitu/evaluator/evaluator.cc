@@ -6,6 +6,7 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "insitu/evaluator/collectives.h"
 #include "insitu/evaluator/ops.h"
 #include "insitu/ir/verifier.h"
 #include "insitu/support/str.h"
@@ -44,6 +45,7 @@ class Interpreter final : public eval::ComputationRunner {
                                          eval::Operands arguments) {
     const Opcode opcode = instruction.opcode();
     if (eval::has_op_function(opcode)) return eval::evaluate_op(instruction, operands, *this);
+    if (is_collective_opcode(opcode)) return evaluate_collective(instruction, operands, options_.device, *this);
     switch (opcode) {
       case Opcode::kParameter: {
         const Literal& argument = *arguments[instruction.parameter_number];

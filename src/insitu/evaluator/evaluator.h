@@ -16,6 +16,8 @@
 
 namespace insitu {
 
+struct DeviceContext;  // collectives.h
+
 struct EvaluatorOptions {
   const CustomCallTable* custom_calls = &CustomCallTable::global();
   // A while loop running more iterations than this is an error (0: unlimited).
@@ -23,6 +25,9 @@ struct EvaluatorOptions {
   // A bound on the run time in seconds (0: none), checked at every while iteration: past it
   // the loop ends with a resource-exhausted error at the while.
   double timeout_seconds = 0;
+  // This device's place among the devices running the module (collectives.h); null runs one
+  // device alone, which is all a module without collectives needs.
+  const DeviceContext* device = nullptr;
 };
 
 // Runs the entry computation on one Literal per entry parameter.

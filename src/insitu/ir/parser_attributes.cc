@@ -245,6 +245,15 @@ Status Parser::parse_instruction_attribute(Instruction& instruction, PendingCall
   const bool verbatim = (rule->use == AttributeUse::kOwn && !calls_computation) ||
                         (rule->use == AttributeUse::kKernelInput && name != "called_computations" &&
                          name != "to_apply" && name != "api_version" && name != "literal");
+  if (verbatim && name == "replica_groups" && at(TokenKind::kIdent) &&
+      (peek().text == "mesh" || peek().text == "maximal_mesh")) {
+    // Shardy's mesh['x'=2,'y'=2] {'y'}: the mesh, a space, then the axes the groups span.
+    const size_t first = position();
+    INSITU_RETURN_IF_ERROR(parse_raw_value(name).status());
+    if (at(TokenKind::kLbrace)) INSITU_RETURN_IF_ERROR(parse_raw_value(name).status());
+    instruction.extra_attributes.push_back({name, source_text(first, position())});
+    return ok_status();
+  }
   if (verbatim) {
     INSITU_ASSIGN_OR_RETURN(std::string value, parse_raw_value(name));
     instruction.extra_attributes.push_back({name, std::move(value)});

@@ -176,7 +176,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
                                     " has no memory (a parameter allocation without an argument?)"));
     }
   }
-  Executor executor(bases, pool, stats, options_.custom_calls, options.timeout_seconds);
+  Executor executor(bases, pool, stats, options_.custom_calls, options.timeout_seconds, options.device);
   if (options.profile) executor.enable_profile();
   const Program& entry = *programs_.at(module_->entry());
   INSITU_RETURN_IF_ERROR(executor.run(entry));

@@ -92,6 +92,8 @@ class LatestStats {
 };
 }  // namespace runtime_internal
 
+struct DeviceContext;  // evaluator/collectives.h
+
 struct ExecuteOptions {
   // donate[i]: argument i is given to the call (missing entries: false).
   std::vector<bool> donate = {};
@@ -105,6 +107,9 @@ struct ExecuteOptions {
   double timeout_seconds = 0;
   // Time every step into stats->step_times (two clock reads per step).
   bool profile = false;
+  // This call's device among the devices running the module (evaluator/collectives.h: its
+  // communicator and numbers), for collectives; null runs one device alone.
+  const DeviceContext* device = nullptr;
 };
 
 struct ExecutableOptions {

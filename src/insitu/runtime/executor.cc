@@ -188,6 +188,7 @@ Status Executor::run_fallback(const Step& step) {
   for (const Literal& value : values) pointers.push_back(&value);
   EvaluatorOptions options;
   options.custom_calls = custom_calls_;
+  options.device = device_;
   INSITU_ASSIGN_OR_RETURN(Literal result, insitu::run_fallback(*step.instruction, pointers, options));
   write_literal(result, step.outputs);
   return ok_status();

@@ -19,8 +19,8 @@ namespace insitu::runtime_internal {
 class Executor {
  public:
   Executor(std::vector<uint8_t*> bases, ThreadPool& pool, ExecutionStats& stats, const CustomCallTable* custom_calls,
-           double timeout_seconds = 0)
-      : bases_(std::move(bases)), pool_(pool), stats_(stats), custom_calls_(custom_calls) {
+           double timeout_seconds = 0, const DeviceContext* device = nullptr)
+      : bases_(std::move(bases)), pool_(pool), stats_(stats), custom_calls_(custom_calls), device_(device) {
     if (timeout_seconds > 0)
       deadline_ = started_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                  std::chrono::duration<double>(timeout_seconds));
@@ -70,6 +70,7 @@ class Executor {
   ExecutionStats& stats_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();  // kernel-run times
   const CustomCallTable* custom_calls_;
+  const DeviceContext* device_;  // for collectives (evaluator/collectives.h); null: one device
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   double timeout_seconds_ = 0;
   bool profile_ = false;

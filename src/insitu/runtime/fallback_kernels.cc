@@ -1,6 +1,7 @@
 // The evaluator fallback and custom-call (fallback_kernels.h).
 #include "insitu/runtime/fallback_kernels.h"
 
+#include "insitu/evaluator/collectives.h"
 #include "insitu/evaluator/ops.h"
 #include "insitu/support/str.h"
 
@@ -21,11 +22,13 @@ class EvaluatorRunner final : public eval::ComputationRunner {
 
 }  // namespace
 
-bool has_fallback(Opcode opcode) { return eval::has_op_function(opcode); }
+bool has_fallback(Opcode opcode) { return eval::has_op_function(opcode) || is_collective_opcode(opcode); }
 
 StatusOr<Literal> run_fallback(const Instruction& instruction, std::span<const Literal* const> operands,
                                const EvaluatorOptions& options) {
   EvaluatorRunner runner(options);
+  if (is_collective_opcode(instruction.opcode()))
+    return evaluate_collective(instruction, operands, options.device, runner);
   return eval::evaluate_op(instruction, operands, runner);
 }
 

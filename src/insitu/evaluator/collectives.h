@@ -1,0 +1,129 @@
+// Collectives: many copies of one program (SPMD) exchanging values, as XLA runs them.
+//
+// A module runs on replica_count x num_partitions devices (its header says how many; absent
+// means 1). Device d is replica d / num_partitions, partition d % num_partitions. Every device
+// runs the same entry computation on its own arguments; a collective instruction exchanges
+// values among the devices of its group:
+//
+//   all-reduce          every member gets to_apply folded over the group's values, in group order
+//   all-gather          the group's values concatenated along `dimensions`, in group order
+//   reduce-scatter      the all-reduce, split along `dimensions`; member k keeps piece k
+//   all-to-all          piece j (of `dimensions`, or operand j of a tuple) goes to member j;
+//                       member k gets the k-th pieces of every member, in group order
+//   collective-permute  the source's value, for each source_target_pairs target; zeros for a
+//                       device no pair targets
+//   collective-broadcast the group's first member's value
+//   replica-id, partition-id  this device's numbers (u32)
+//
+// Groups follow XLA's GetParticipatingDevicesGroups: replica_groups (a list {{0,1},{2,3}}, an
+// iota list [2,2]<=[4] or [2,2]<=[2,2]T(1,0), or Shardy's mesh['x'=2,'y'=2] {'y'}; empty means
+// everyone) are read as replica ids without channel_id, as partition ids with channel_id alone,
+// as replica ids across all partitions with use_global_device_ids=false, and as device ids with
+// use_global_device_ids=true.
+//
+// The evaluator (the oracle) runs collectives through one primitive, Communicator::exchange:
+// every member hands over its value and gets everyone's. InProcessCommunicator is a rendezvous
+// of threads (one device per thread: evaluate_devices below, the runtime's in-process
+// replicas); an MPI communicator implements the same interface across processes. Errors end a
+// collective on every member within a bounded time: a member that failed, a member that never
+// arrives (the timeout), two members at different collectives or with different shapes; each
+// names the devices and the instruction.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "insitu/evaluator/evaluator.h"
+#include "insitu/ir/instruction.h"
+#include "insitu/ir/literal.h"
+#include "insitu/support/status.h"
+
+namespace insitu {
+
+class Module;
+namespace eval {
+class ComputationRunner;
+}
+
+// How many devices a module runs on: replica_count x num_partitions from its header (1 x 1 when
+// absent).
+struct DeviceGrid {
+  int64_t replicas = 1;
+  int64_t partitions = 1;
+  int64_t devices() const { return replicas * partitions; }
+};
+DeviceGrid device_grid(const Module& module);
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  // Called by every member of `group` (device ids, in group order) with its own `value`; returns
+  // every member's value in group order. `what` names the collective for errors ("all-reduce
+  // %sum"); two members that call with different `what` or shapes get an error naming both.
+  virtual StatusOr<std::vector<Literal>> exchange(int64_t device, std::span<const int64_t> group, Literal value,
+                                                  const std::string& what) = 0;
+  // Ends every exchange in flight or to come with an error saying `device` failed with `status`
+  // (a device that fails must call this, so that the others do not wait for it).
+  virtual void abort(int64_t device, const Status& status) = 0;
+};
+
+// One device's place in a run: what the collectives of its program need.
+struct DeviceContext {
+  Communicator* communicator = nullptr;
+  DeviceGrid grid;
+  int64_t device = 0;
+  int64_t replica() const { return device / grid.partitions; }
+  int64_t partition() const { return device % grid.partitions; }
+};
+
+// Threads of one process as devices. Exchanges match by group and by how many exchanges each
+// member has made in that group before (SPMD programs make the same ones in the same order).
+class InProcessCommunicator final : public Communicator {
+ public:
+  // A member waiting longer than `timeout_seconds` for the rest of its group gets an error
+  // naming the devices that did not arrive.
+  explicit InProcessCommunicator(double timeout_seconds = 60.0) : timeout_seconds_(timeout_seconds) {}
+  StatusOr<std::vector<Literal>> exchange(int64_t device, std::span<const int64_t> group, Literal value,
+                                          const std::string& what) override;
+  void abort(int64_t device, const Status& status) override;
+
+ private:
+  struct Slot {
+    std::vector<std::optional<Literal>> values;  // by position in the group
+    std::vector<std::string> whats;
+    int64_t arrived = 0, left = 0;
+  };
+  using Key = std::pair<std::vector<int64_t>, int64_t>;  // (group, sequence number in it)
+  double timeout_seconds_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<Key, Slot> slots_;
+  std::map<std::pair<int64_t, std::vector<int64_t>>, int64_t> sequence_;  // (device, group) -> next
+  std::optional<Status> failure_;
+};
+
+// The collective instructions of the evaluator (ops.h's family): `device` null means a single
+// device (a module whose grid is 1 x 1, every group just this device).
+StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<const Literal* const> operands,
+                                      const DeviceContext* device, eval::ComputationRunner& runner);
+bool is_collective_opcode(Opcode opcode);  // what evaluate_collective runs
+
+// The groups an instruction's collective runs in, as device ids (see above), or a located
+// error for replica_groups insitu cannot read or that do not fit the grid.
+StatusOr<std::vector<std::vector<int64_t>>> collective_device_groups(const Instruction& instruction,
+                                                                     const DeviceGrid& grid);
+
+// Runs the module on every device of its grid, one thread each, with one InProcessCommunicator:
+// arguments[d] are device d's entry arguments; the result d is its entry result. The first
+// failure (the device that failed first, not the ones it stopped) is the error.
+StatusOr<std::vector<Literal>> evaluate_devices(const Module& module, std::span<const std::vector<Literal>> arguments,
+                                                const EvaluatorOptions& options = {}, double timeout_seconds = 60.0);
+
+}  // namespace insitu
