@@ -334,3 +334,69 @@ TEST_F(CliTest, FmtRoundTrips) {
 
 }  // namespace
 }  // namespace insitu
+
+namespace insitu {
+namespace {
+
+// A partitioned JAX program (tests/data/jax_collectives) from the command line: every device in
+// this process, each with its own --arg files ({device}), its result under its own heading and
+// in DIR/device_D when saved.
+TEST_F(CliTest, RunsEveryDeviceOfAPartitionedModule) {
+  const fs::path program = fs::path(INSITU_SOURCE_DIR) / "tests" / "data" / "jax_collectives" / "collectives_mix.2";
+  const std::string inputs = (program / "device_{device}").string();
+  const fs::path save = dir_ / "saved";
+  for (const char* mode : {"--threads=1", "--reference"}) {
+    fs::remove_all(save);
+    Result run = insitu({"run", (program / "module.hlo").string(), "--arg", inputs + "/input_0.npy", "--arg",
+                         inputs + "/input_1.npy", "--save", save.string(), mode});
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_NE(run.out.find("device 0 (replica 0, partition 0):"), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find("device 1 (replica 0, partition 1):"), std::string::npos) << run.out;
+    for (int d = 0; d < 2; ++d)
+      for (int i = 0; i < 6; ++i) {
+        const fs::path saved = save / ("device_" + std::to_string(d)) / ("output_" + std::to_string(i) + ".npy");
+        ASSERT_TRUE(fs::exists(saved)) << saved;
+        EXPECT_EQ(read_file(saved), read_file(program / ("device_" + std::to_string(d)) /
+                                              ("output_" + std::to_string(i) + ".npy")))
+            << mode << " device " << d << " output " << i;  // this program's results are exact
+      }
+  }
+}
+
+TEST_F(CliTest, ACollectiveThatNeverCompletesEndsWithinItsTimeout) {
+  const std::string module = write("stuck.hlo", R"(HloModule stuck, num_partitions=2
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+
+zero {
+  x = f32[2] parameter(0)
+  ROOT r = f32[2] all-reduce(x), channel_id=1, to_apply=add
+}
+
+one {
+  x = f32[2] parameter(0)
+  ROOT r = f32[2] negate(x)
+}
+
+ENTRY e {
+  x = f32[2] parameter(0)
+  p = u32[] partition-id()
+  i = s32[] convert(p)
+  ROOT c = f32[2] conditional(i, x, x), branch_computations={zero, one}
+}
+)");
+  const fs::path save = dir_ / "saved";
+  Result run = insitu({"run", module, "--collective-timeout", "0.2", "--save", save.string()});
+  EXPECT_EQ(run.status, 1);
+  EXPECT_NE(run.err.find("collective timed out: device 0 waited 0.2 s at all-reduce %r for device(s) 1"),
+            std::string::npos)
+      << run.err;
+  EXPECT_FALSE(fs::exists(save));  // nothing written for any device
+}
+
+}  // namespace
+}  // namespace insitu

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "insitu/evaluator/collectives.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/evaluator/ops.h"
 #include "insitu/ir/parser.h"
@@ -54,13 +55,20 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
       {Opcode::kConvolution, {{"dim_labels", "bf_io->bf"}}},
       {Opcode::kFft, {{"fft_type", "FFT"}, {"fft_length", "{2}"}}},
       {Opcode::kRngBitGenerator, {}},
+      {Opcode::kAllReduce, {}},
+      {Opcode::kAllReduceStart, {}},
+      {Opcode::kAllGather, {{"dimensions", "{0}"}}},
+      {Opcode::kReduceScatter, {{"dimensions", "{0}"}}},
+      {Opcode::kAllToAll, {}},
+      {Opcode::kCollectiveBroadcast, {}},
+      {Opcode::kCollectivePermute, {{"source_target_pairs", "{}"}}},
   };
   int read = 0;
   for (const AttributeRule& rule : attribute_rules()) {
     if (rule.use != AttributeUse::kOwn) continue;
     for (Opcode opcode : rule.opcodes) {
       SCOPED_TRACE(str_cat(rule.name, " on ", opcode_name(opcode)));
-      const bool runs = eval::has_op_function(opcode);
+      const bool runs = eval::has_op_function(opcode) || is_collective_opcode(opcode);
       if (runs && rule.name != "to_apply") {
         ASSERT_TRUE(valid.contains(opcode)) << "add the opcode's valid attributes to this test";
       }

@@ -10,6 +10,7 @@
 
 #include "insitu/evaluator/apply_util.h"
 #include "insitu/evaluator/ops.h"
+#include "insitu/ir/computation.h"
 #include "insitu/ir/module.h"
 #include "insitu/support/str.h"
 
@@ -98,7 +99,8 @@ namespace {
 // instruction.
 class Reader {
  public:
-  Reader(const Instruction& instruction, std::string_view text) : instruction_(instruction), text_(text) {}
+  Reader(const Instruction& instruction, std::string_view key, std::string_view text)
+      : instruction_(instruction), key_(key), text_(text) {}
 
   void skip_space() {
     while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_]))) ++at_;
@@ -160,11 +162,12 @@ class Reader {
     return name;
   }
   Status error(std::string_view expected) const {
-    return bad_instruction(instruction_, str_cat("replica_groups=", text_, ": expected ", expected, " at offset ", at_));
+    return bad_instruction(instruction_, str_cat(key_, "=", text_, ": expected ", expected, " at offset ", at_));
   }
 
  private:
   const Instruction& instruction_;
+  std::string_view key_;
   std::string_view text_;
   size_t at_ = 0;
 };
@@ -200,7 +203,7 @@ std::vector<std::vector<int64_t>> chunk(const std::vector<int64_t>& ids, int64_t
 StatusOr<std::vector<std::vector<int64_t>>> written_groups(const Instruction& instruction) {
   const RawAttribute* attribute = find_own_attribute(instruction, "replica_groups");
   if (attribute == nullptr) return std::vector<std::vector<int64_t>>{};
-  Reader reader(instruction, attribute->value);
+  Reader reader(instruction, "replica_groups", attribute->value);
   std::vector<std::vector<int64_t>> groups;
   if (reader.peek() == '{') {  // {{0,1},{2,3}} or {}
     reader.eat('{');
@@ -280,15 +283,20 @@ StatusOr<std::vector<std::vector<int64_t>>> written_groups(const Instruction& in
 enum class GroupMode { kCrossReplica, kCrossPartition, kCrossReplicaAndPartition, kFlattenedId };
 
 StatusOr<GroupMode> group_mode(const Instruction& instruction) {
-  const bool channel = find_own_attribute(instruction, "channel_id") != nullptr;
+  const RawAttribute* channel = find_own_attribute(instruction, "channel_id");
+  if (channel != nullptr) {  // a positive integer (which channel does not change any value)
+    Reader reader(instruction, "channel_id", channel->value);
+    StatusOr<int64_t> id = reader.integer();
+    if (!id.ok() || !reader.done() || *id <= 0) return reader.error("a positive integer");
+  }
   const RawAttribute* global = find_own_attribute(instruction, "use_global_device_ids");
-  if (!channel) {
-    if (global != nullptr && global->value == "true")
-      return bad_instruction(instruction, "use_global_device_ids=true needs a channel_id");
+  INSITU_ASSIGN_OR_RETURN(bool flattened, own_bool_attribute(instruction, "use_global_device_ids", false));
+  INSITU_RETURN_IF_ERROR(own_bool_attribute(instruction, "constrain_layout", false).status());
+  if (channel == nullptr) {
+    if (flattened) return bad_instruction(instruction, "use_global_device_ids=true needs a channel_id");
     return GroupMode::kCrossReplica;
   }
   if (global == nullptr) return GroupMode::kCrossPartition;
-  INSITU_ASSIGN_OR_RETURN(bool flattened, own_bool_attribute(instruction, "use_global_device_ids", false));
   return flattened ? GroupMode::kFlattenedId : GroupMode::kCrossReplicaAndPartition;
 }
 
@@ -405,7 +413,7 @@ StatusOr<Literal> fold(const Instruction& instruction, const std::vector<Literal
 StatusOr<int64_t> one_dimension(const Instruction& instruction, const Literal& operand) {
   const RawAttribute* attribute = find_own_attribute(instruction, "dimensions");
   if (attribute == nullptr) return bad_instruction(instruction, "needs dimensions={d}");
-  Reader reader(instruction, attribute->value);
+  Reader reader(instruction, "dimensions", attribute->value);
   INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> dims, reader.integers('{', '}'));
   if (dims.size() != 1 || dims[0] < 0 || dims[0] >= operand.shape().rank())
     return bad_instruction(instruction, str_cat("dimensions=", attribute->value, " must name one dimension of ",
@@ -434,11 +442,22 @@ bool is_collective_opcode(Opcode opcode) {
 StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<const Literal* const> operands,
                                       const DeviceContext* device, ComputationRunner& runner) {
   const Opcode opcode = instruction.opcode();
-  DeviceContext alone;
-  if (device == nullptr) device = &alone;
+  DeviceContext alone;  // no context: this device alone, in the grid its module says
+  if (device == nullptr) {
+    if (instruction.parent() != nullptr && instruction.parent()->parent() != nullptr)
+      alone.grid = device_grid(*instruction.parent()->parent());
+    device = &alone;
+  }
   if (opcode == Opcode::kReplicaId) return Literal::scalar<uint32_t>(static_cast<uint32_t>(device->replica()));
   if (opcode == Opcode::kPartitionId) return Literal::scalar<uint32_t>(static_cast<uint32_t>(device->partition()));
   if (opcode == Opcode::kAllReduceDone) return *operands[0];  // all-reduce-start did the work
+  // Every attribute kept for a collective is read here, or refused (never ignored).
+  for (const RawAttribute& attribute : instruction.extra_attributes) {
+    static const char* const kRead[] = {"replica_groups", "channel_id",          "use_global_device_ids",
+                                        "dimensions",     "source_target_pairs", "constrain_layout"};
+    if (std::find(std::begin(kRead), std::end(kRead), attribute.key) == std::end(kRead))
+      return bad_instruction(instruction, str_cat(attribute.key, "=", attribute.value, " is not supported yet"));
+  }
   if (device->communicator == nullptr && device->grid.devices() > 1)
     return bad_instruction(instruction, str_cat("the module runs on ", device->grid.devices(),
                                                 " devices: run every device (insitu run does) for its collectives"));
@@ -453,6 +472,13 @@ StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<
   const int64_t size = static_cast<int64_t>(group.size());
   const int64_t position = std::find(group.begin(), group.end(), device->device) - group.begin();
   const std::string what = str_cat(opcode_name(opcode), " %", instruction.name());
+  if (operands.empty()) return bad_instruction(instruction, "needs at least one operand");
+  for (const Literal* operand : operands)
+    if (!operand->shape().is_array()) return bad_instruction(instruction, "takes arrays, not tuples or tokens");
+  const bool reduces = opcode == Opcode::kAllReduce || opcode == Opcode::kAllReduceStart || opcode == Opcode::kReduceScatter;
+  if (find_own_attribute(instruction, "dimensions") != nullptr)  // read (and checked) before any exchange
+    for (const Literal* operand : operands) INSITU_RETURN_IF_ERROR(one_dimension(instruction, *operand).status());
+  if (reduces && instruction.called_computations().empty()) return bad_instruction(instruction, "needs to_apply");
 
   // Every member's operands, in group order: one exchange of a tuple of them.
   auto gather = [&](std::span<const int64_t> members) -> StatusOr<std::vector<Literal>> {
@@ -527,7 +553,7 @@ StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<
       const RawAttribute* pairs_text = find_own_attribute(instruction, "source_target_pairs");
       if (pairs_text == nullptr) return bad_instruction(instruction, "needs source_target_pairs");
       if (operands.size() != 1) return bad_instruction(instruction, "with more than one operand is not supported yet");
-      Reader reader(instruction, pairs_text->value);
+      Reader reader(instruction, "source_target_pairs", pairs_text->value);
       std::vector<std::pair<int64_t, int64_t>> pairs;
       if (!reader.eat('{')) return reader.error("'{'");
       if (!reader.eat('}')) {

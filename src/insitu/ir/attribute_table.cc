@@ -8,7 +8,8 @@ namespace {
 using enum Opcode;
 using enum AttributeUse;
 
-// Collectives (not run yet); their attributes are kept verbatim.
+// Collectives: their attributes are kept verbatim and read by evaluator/collectives.cc, which
+// refuses any it does not honour (constrain_layout only pins layouts: values are logical).
 const std::vector<Opcode> kCollectives = {kAllGather, kAllGatherStart, kAllReduce, kAllReduceStart, kReduceScatter,
                                           kAllToAll, kRaggedAllToAll, kCollectiveBroadcast, kCollectivePermute,
                                           kCollectivePermuteStart};

@@ -10,9 +10,9 @@
 //   - kKernelInput: a custom-call's; kept verbatim for the kernel its target names;
 //   - kOwn: kept verbatim (extra_attributes) for the opcode's own evaluator function, which
 //     reads and checks it (a bad value is a located error there) and which the runtime's kernel
-//     shares: topk's k, linalg.h's lower/left_side/...; an opcode insitu does not run yet
-//     (collectives, convolution, fft, rng, ...) keeps its own attributes so that fmt and
-//     explain work, and running it is a located "unsupported opcode" error. Making such an
+//     shares: topk's k, linalg.h's lower/left_side/..., the collectives' replica_groups and
+//     dimensions (collectives.h); an opcode insitu does not run yet keeps its own attributes so
+//     that fmt and explain work, and running it is a located "unsupported opcode" error. Making such an
 //     opcode runnable changes nothing here: its function starts reading what is kept.
 // tests/ir/attribute_table_test.cc walks the table and checks each claim.
 #pragma once
