@@ -19,6 +19,7 @@
 #include "insitu/passes/explain.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/runtime/executable.h"
+#include "insitu/runtime/mpi_communicator.h"
 #include "insitu/support/str.h"
 
 namespace insitu::cli {
@@ -154,24 +155,55 @@ std::string device_path(std::string path, const DeviceGrid& grid, int64_t d) {
   return path;
 }
 
+// The results of the devices this process ran: all of them in-process, one under MPI.
+struct DeviceResults {
+  std::vector<int64_t> devices;
+  std::vector<Literal> values;
+};
+
 // Every device of a module whose header says replica_count x num_partitions > 1: one thread per
-// device in this process, one InProcessCommunicator between them (evaluator/collectives.h).
-StatusOr<std::vector<Literal>> run_devices(const Module& module, const RunOptions& options, nlohmann::json& stats) {
+// device in this process with one InProcessCommunicator (evaluator/collectives.h), or, with
+// `mpi` (this process is one rank of `mpirun -np N`), the device numbered by the rank.
+StatusOr<DeviceResults> run_devices(const Module& module, const RunOptions& options, MpiCommunicator* mpi,
+                                    nlohmann::json& stats) {
   const DeviceGrid grid = device_grid(module);
-  std::vector<std::vector<Literal>> arguments;
-  for (int64_t d = 0; d < grid.devices(); ++d) {
+  if (mpi != nullptr && mpi->size() != grid.devices())
+    return invalid_argument(str_cat("module ", module.name(), " runs on ", grid.devices(), " device(s) (", grid.replicas,
+                                    " replica(s) x ", grid.partitions, " partition(s)), but this MPI job has ",
+                                    mpi->size(), " rank(s): run mpirun -np ", grid.devices()));
+  DeviceResults out;
+  for (int64_t d = 0; d < grid.devices(); ++d)
+    if (mpi == nullptr || d == mpi->rank()) out.devices.push_back(d);
+  std::vector<std::vector<Literal>> arguments(grid.devices());
+  for (int64_t d : out.devices) {
     std::vector<std::string> paths;
     for (const std::string& path : options.arg_paths) paths.push_back(device_path(path, grid, d));
     StatusOr<std::vector<Literal>> bound = bind_arguments(module, paths);
     if (!bound.ok()) return bound.status().with_context(str_cat("arguments of device ", d));
-    arguments.push_back(std::move(bound).value());
+    arguments[d] = std::move(bound).value();
   }
   stats["devices"] = grid.devices();
-  if (options.reference)
-    return evaluate_devices(module, arguments, {.timeout_seconds = options.timeout_seconds},
-                            options.collective_timeout_seconds);
-
+  if (mpi != nullptr) stats["mpi_rank"] = mpi->rank();
+  if (options.reference && mpi == nullptr) {
+    INSITU_ASSIGN_OR_RETURN(out.values, evaluate_devices(module, arguments, {.timeout_seconds = options.timeout_seconds},
+                                                         options.collective_timeout_seconds));
+    return out;
+  }
+  if (options.reference) {  // one device of many, in the evaluator, over MPI
+    const int64_t d = mpi->rank();
+    DeviceContext context{mpi, grid, d};
+    INSITU_ASSIGN_OR_RETURN(Literal value, evaluate_module(module, arguments[d],
+                                                           {.timeout_seconds = options.timeout_seconds, .device = &context}));
+    out.values.push_back(std::move(value));
+    return out;
+  }
   INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable, build_executable(module, options, stats));
+  if (mpi != nullptr) {
+    DeviceContext context{mpi, grid, mpi->rank()};
+    INSITU_ASSIGN_OR_RETURN(Literal value, execute_once(*executable, arguments[mpi->rank()], options, &context, stats));
+    out.values.push_back(std::move(value));
+    return out;
+  }
   InProcessCommunicator communicator(options.collective_timeout_seconds);
   std::vector<std::optional<StatusOr<Literal>>> results(grid.devices());
   std::vector<nlohmann::json> device_stats(grid.devices());
@@ -195,9 +227,8 @@ StatusOr<std::vector<Literal>> run_devices(const Module& module, const RunOption
   for (std::thread& thread : threads) thread.join();
   if (first_failure) return *first_failure;
   stats.update(device_stats[0]);  // every device runs the same module: device 0's figures
-  std::vector<Literal> values;
-  for (auto& result : results) values.push_back(std::move(*result).value());
-  return values;
+  for (auto& result : results) out.values.push_back(std::move(*result).value());
+  return out;
 }
 
 }  // namespace
@@ -220,22 +251,37 @@ namespace {
 // partition P):" line; --save DIR writes DIR/device_D/output_I.npy.
 int run_devices_command(const Module& module, const RunOptions& options, double load_seconds, CliContext& context) {
   nlohmann::json stats = {{"mode", options.reference ? "reference" : "optimized"}, {"threads", options.threads}};
+  std::unique_ptr<MpiCommunicator> mpi;
+  if (launched_by_mpi()) {
+    StatusOr<std::unique_ptr<MpiCommunicator>> created = MpiCommunicator::create(options.collective_timeout_seconds);
+    if (!created.ok()) return report_error(context, created.status());
+    mpi = std::move(created).value();
+  }
   Clock::time_point run_start = Clock::now();
-  StatusOr<std::vector<Literal>> results = run_devices(module, options, stats);
-  if (!results.ok()) return report_error(context, results.status(), options.module_path);
+  StatusOr<DeviceResults> results = run_devices(module, options, mpi.get(), stats);
+  if (!results.ok()) {
+    if (mpi == nullptr) return report_error(context, results.status(), options.module_path);
+    // The other ranks may wait at a collective for this one: say why, then end the whole job.
+    report_error(context, results.status().with_context(str_cat("rank ", mpi->rank())), options.module_path);
+    context.err.flush();
+    mpi->abort(mpi->rank(), results.status());
+    return 1;
+  }
   if (options.reference) stats.update({{"compile_seconds", load_seconds}, {"run_seconds", seconds_since(run_start)}});
   const DeviceGrid grid = device_grid(module);
-  for (int64_t d = 0; d < grid.devices(); ++d) {
+  for (size_t k = 0; k < results->devices.size(); ++k) {
+    const int64_t d = results->devices[k];
     context.out << "device " << d << " (replica " << d / grid.partitions << ", partition " << d % grid.partitions
                 << "):\n"
-                << format_result((*results)[d]) << "\n";
+                << format_result(results->values[k]) << "\n";
     if (!options.save_dir.empty()) {
       const std::string dir = (std::filesystem::path(options.save_dir) / str_cat("device_", d)).string();
-      if (Status status = save_results((*results)[d], dir); !status.ok()) return report_error(context, status);
+      if (Status status = save_results(results->values[k], dir); !status.ok()) return report_error(context, status);
     }
   }
   if (!options.stats_path.empty()) {
-    if (Status status = write_stats(options.stats_path, stats); !status.ok()) return report_error(context, status);
+    const std::string path = mpi == nullptr ? options.stats_path : str_cat(options.stats_path, ".rank", mpi->rank());
+    if (Status status = write_stats(path, stats); !status.ok()) return report_error(context, status);
   }
   return 0;
 }

@@ -1,0 +1,183 @@
+// MpiCommunicator (mpi_communicator.h).
+#include "insitu/runtime/mpi_communicator.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "insitu/support/str.h"
+
+#ifdef INSITU_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace insitu {
+
+bool launched_by_mpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
+         std::getenv("PMIX_RANK") != nullptr;
+}
+
+#ifndef INSITU_HAVE_MPI
+
+bool mpi_available() { return false; }
+MpiCommunicator::MpiCommunicator(int64_t rank, int64_t size, double timeout_seconds)
+    : rank_(rank), size_(size), timeout_seconds_(timeout_seconds) {}
+MpiCommunicator::~MpiCommunicator() = default;
+StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(double) {
+  return unimplemented("this insitu was built without MPI (apt install libopenmpi-dev, then rebuild)");
+}
+StatusOr<std::vector<Literal>> MpiCommunicator::exchange(int64_t, std::span<const int64_t>, Literal,
+                                                         const std::string&) {
+  return unimplemented("this insitu was built without MPI");
+}
+void MpiCommunicator::abort(int64_t, const Status&) { std::exit(1); }
+
+#else
+
+bool mpi_available() { return true; }
+
+MpiCommunicator::MpiCommunicator(int64_t rank, int64_t size, double timeout_seconds)
+    : rank_(rank), size_(size), timeout_seconds_(timeout_seconds) {}
+
+namespace {
+
+constexpr int kHeaderBytes = 160;  // what + shape, truncated: enough to name a mismatch
+
+// The leaves of a value as one byte string, and back into a value of the same shape.
+std::vector<uint8_t> flatten(const Literal& value) {
+  std::vector<uint8_t> bytes;
+  value.shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex& index) {
+    if (!leaf.is_array()) return;
+    const Literal* part = value.subliteral(index);
+    bytes.insert(bytes.end(), part->untyped_data(), part->untyped_data() + part->size_bytes());
+  });
+  return bytes;
+}
+
+Literal unflatten(const Shape& shape, const uint8_t* bytes) {
+  Literal value(shape);
+  shape.for_each_leaf([&](const Shape& leaf, const ShapeIndex& index) {
+    if (!leaf.is_array()) return;
+    Literal* part = value.mutable_subliteral(index);
+    std::memcpy(part->untyped_data(), bytes, part->size_bytes());
+    bytes += part->size_bytes();
+  });
+  return value;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(double timeout_seconds) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+      return internal_error("MPI_Init_thread failed");
+    std::atexit([] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Finalize();
+    });
+  }
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(rank, size, timeout_seconds));
+}
+
+MpiCommunicator::~MpiCommunicator() = default;
+
+StatusOr<std::vector<Literal>> MpiCommunicator::exchange(int64_t device, std::span<const int64_t> group, Literal value,
+                                                         const std::string& what) {
+  if (device != rank_)
+    return internal_error(str_cat("MPI rank ", rank_, " was asked to exchange as device ", device));
+  const std::vector<int64_t> members(group.begin(), group.end());
+  for (int64_t member : members)
+    if (member < 0 || member >= size_)
+      return failed_precondition(str_cat(what, " needs device ", member, ", but the MPI job has ", size_,
+                                         " rank(s): run it with mpirun -np <devices>"));
+  // Point to point on MPI_COMM_WORLD, every call non-blocking: a member that never comes is a
+  // timeout here, never a hang inside MPI. Messages between two ranks match in the order they
+  // were sent (MPI's non-overtaking rule), and SPMD ranks reach their shared collectives in the
+  // same order; a rank that does not is caught by the header check.
+  constexpr int kHeaderTag = 7001, kValueTag = 7002;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
+  std::vector<MPI_Request> sends;
+  auto wait_all = [&](std::vector<MPI_Request>& requests, const std::vector<int64_t>& from, const char* stage) -> Status {
+    while (true) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+      if (done) return ok_status();
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::vector<int64_t> missing;
+        for (size_t k = 0; k < requests.size(); ++k) {
+          int one = 0;
+          if (requests[k] != MPI_REQUEST_NULL) MPI_Test(&requests[k], &one, MPI_STATUS_IGNORE);
+          if (requests[k] != MPI_REQUEST_NULL && !one && k < from.size()) missing.push_back(from[k]);
+        }
+        return resource_exhausted(str_cat("collective timed out: rank ", rank_, " waited ", timeout_seconds_, " s at ",
+                                          what, " (", stage, ") for rank(s) ", str_join(missing, ","), " of group {",
+                                          str_join(members, ","), "}, which never arrived"));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  };
+
+  // 1. Headers: the collective's name and the value's shape, and the byte count to come.
+  const std::vector<uint8_t> mine = flatten(value);
+  std::vector<char> header(kHeaderBytes + sizeof(uint64_t), 0);
+  std::snprintf(header.data(), kHeaderBytes, "%s with %s", what.c_str(), value.shape().to_string(false).c_str());
+  const uint64_t byte_count = mine.size();
+  std::memcpy(header.data() + kHeaderBytes, &byte_count, sizeof byte_count);
+  std::vector<int64_t> others;
+  for (int64_t member : members)
+    if (member != rank_) others.push_back(member);
+  std::vector<std::vector<char>> headers(others.size(), std::vector<char>(header.size()));
+  std::vector<MPI_Request> receives(others.size());
+  for (size_t k = 0; k < others.size(); ++k) {
+    MPI_Irecv(headers[k].data(), static_cast<int>(header.size()), MPI_CHAR, static_cast<int>(others[k]), kHeaderTag,
+              MPI_COMM_WORLD, &receives[k]);
+    sends.emplace_back();
+    MPI_Isend(header.data(), static_cast<int>(header.size()), MPI_CHAR, static_cast<int>(others[k]), kHeaderTag,
+              MPI_COMM_WORLD, &sends.back());
+  }
+  INSITU_RETURN_IF_ERROR(wait_all(receives, others, "its header"));
+  for (size_t k = 0; k < others.size(); ++k)
+    if (std::memcmp(header.data(), headers[k].data(), header.size()) != 0)
+      return failed_precondition(str_cat("mismatched collectives: rank ", rank_, " is at ", header.data(), " while rank ",
+                                         others[k], " is at ", std::string(headers[k].data(), strnlen(headers[k].data(), kHeaderBytes))));
+
+  // 2. The values.
+  if (mine.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    return unimplemented(str_cat(what, ": values over 2 GiB per rank are not supported yet"));
+  std::vector<std::vector<uint8_t>> theirs(others.size(), std::vector<uint8_t>(mine.size()));
+  for (size_t k = 0; k < others.size(); ++k) {
+    MPI_Irecv(theirs[k].data(), static_cast<int>(mine.size()), MPI_BYTE, static_cast<int>(others[k]), kValueTag,
+              MPI_COMM_WORLD, &receives[k]);
+    sends.emplace_back();
+    MPI_Isend(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, static_cast<int>(others[k]), kValueTag,
+              MPI_COMM_WORLD, &sends.back());
+  }
+  INSITU_RETURN_IF_ERROR(wait_all(receives, others, "its values"));
+  INSITU_RETURN_IF_ERROR(wait_all(sends, {}, "sending"));
+  std::vector<Literal> values;
+  size_t next = 0;
+  for (int64_t member : members) {
+    if (member == rank_) {
+      values.push_back(value);
+    } else {
+      values.push_back(unflatten(value.shape(), theirs[next++].data()));
+    }
+  }
+  return values;
+}
+
+void MpiCommunicator::abort(int64_t, const Status&) { MPI_Abort(MPI_COMM_WORLD, 1); }
+
+#endif
+
+}  // namespace insitu

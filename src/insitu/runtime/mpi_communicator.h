@@ -1,0 +1,52 @@
+// MpiCommunicator: the collectives' Communicator (evaluator/collectives.h) across processes, on
+// MPI (OpenMPI from Debian). Each MPI rank is one device: rank r runs device r of the module's
+// replica_count x num_partitions grid, so `mpirun -np N insitu run MODULE` runs an N-device
+// module with one process per device (on one host or many).
+//
+// An exchange sends this rank's value to every other member and receives theirs, point to point
+// on MPI_COMM_WORLD (no sub-communicator: creating one blocks until every member comes, which a
+// member that never comes turns into a hang). Before the data, the members exchange a fixed
+// header (the collective's name, the value's shape, its size): members at different collectives,
+// or with different shapes, get an error naming both. Every MPI call is non-blocking and polled
+// against the timeout: a member that never arrives (dead, or stuck elsewhere) ends the exchange
+// with an error naming the ranks it waited for. (This is the oracle's path, O(n^2) messages; an
+// in-place MPI_Allreduce for the runtime's own all-reduce kernel comes with it.)
+// A failed rank cannot be waited for: the caller reports its error and calls abort(), which
+// ends every rank of the job (MPI_Abort), so nothing hangs.
+//
+// Built only when CMake finds MPI (INSITU_HAVE_MPI); mpi_available() says so at run time.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "insitu/evaluator/collectives.h"
+
+namespace insitu {
+
+// Whether this build has MPI, and whether this process was started by an MPI launcher
+// (mpirun/mpiexec set OMPI_COMM_WORLD_SIZE or PMI_SIZE).
+bool mpi_available();
+bool launched_by_mpi();
+
+class MpiCommunicator final : public Communicator {
+ public:
+  // Initializes MPI (once per process; finalized at exit). An error without MPI in this build.
+  static StatusOr<std::unique_ptr<MpiCommunicator>> create(double timeout_seconds);
+  ~MpiCommunicator() override;
+
+  int64_t rank() const { return rank_; }
+  int64_t size() const { return size_; }
+
+  StatusOr<std::vector<Literal>> exchange(int64_t device, std::span<const int64_t> group, Literal value,
+                                          const std::string& what) override;
+  // Ends the whole MPI job (every rank) with exit status 1: the caller has printed why.
+  void abort(int64_t device, const Status& status) override;
+
+ private:
+  MpiCommunicator(int64_t rank, int64_t size, double timeout_seconds);
+  int64_t rank_ = 0, size_ = 1;
+  double timeout_seconds_;
+};
+
+}  // namespace insitu
