@@ -54,19 +54,24 @@ _KERNEL_OPS = {}
 _kernel_executables = {}
 
 
-def _kernel_module(target, shapes, aliases):
-    """An HLO module calling kernel `target` once: operands are the parameters, outputs the
-    aliased operands (every output of an insitu kernel op aliases an operand, Pallas-style)."""
-    params = [f"  p{i} = {s} parameter({i})" for i, s in enumerate(shapes)]
-    outs = [shapes[aliases[k]] for k in range(len(aliases))]
-    result = f"({', '.join(outs)})"
+def _kernel_call_text(name, target, operands, shapes, aliases):
+    """`name = (outputs) custom-call(operands)` of insitu kernel `target`: output k is written
+    into operand aliases[k] (every output of an insitu kernel op aliases an operand, as
+    Pallas's input_output_aliases), so its shape is that operand's (`shapes`: HLO shape texts)."""
+    outs = ", ".join(shapes[aliases[k]] for k in range(len(aliases)))
     alias = ", ".join(f"{{{k}}}: ({operand}, {{}})" for k, operand in aliases.items())
+    return (f"  {name} = ({outs}) custom-call({', '.join(operands)}), custom_call_target=\"{target}\", "
+            f"output_to_operand_aliasing={{{alias}}}")
+
+
+def _kernel_module(target, shapes, aliases):
+    """An HLO module calling kernel `target` once on its parameters, the written ones aliased to
+    the outputs (so that a donated argument is written in place)."""
+    params = [f"  p{i} = {s} parameter({i})" for i, s in enumerate(shapes)]
     module_alias = ", ".join(f"{{{k}}}: ({operand}, {{}}, may-alias)" for k, operand in aliases.items())
-    operands = ", ".join(f"p{i}" for i in range(len(shapes)))
+    call = _kernel_call_text("k", target, [f"p{i}" for i in range(len(shapes))], shapes, aliases)
     return (f"HloModule kernel_{target}, input_output_alias={{ {module_alias} }}\n\nENTRY main {{\n"
-            + "\n".join(params)
-            + f"\n  ROOT k = {result} custom-call({operands}), custom_call_target=\"{target}\", "
-            + f"output_to_operand_aliasing={{{alias}}}\n}}\n")
+            + "\n".join(params) + "\n  ROOT" + call[1:] + "\n}\n")
 
 
 def kernel_call(target, *tensors, writes=(0,)):
@@ -190,7 +195,7 @@ class _Lowering:
 
     def __init__(self, gm, name):
         self.gm, self.name = gm, name
-        self.lines, self.regions = [], {}
+        self.lines, self.regions, self.region_text = [], {}, []  # regions: (kind, dtype) -> name
         self.types = {}  # HLO value -> (torch dtype, dims)
         self.values = {}  # fx node -> HLO value, or a tuple of them
         self.params = []  # placeholders in order
@@ -259,7 +264,6 @@ class _Lowering:
             self.regions[key] = name
             root = f"  a = {t}[] parameter(0)\n  ROOT r = {t}[] parameter(1)" if kind == "second" else \
                 f"  a = {t}[] parameter(0)\n  b = {t}[] parameter(1)\n  ROOT r = {t}[] {kind}(a, b)"
-            self.region_text = getattr(self, "region_text", [])
             self.region_text.append(f"{name} {{\n{root}\n}}\n")
         return self.regions[key]
 
@@ -358,12 +362,9 @@ class _Lowering:
             raise Unsupported(f"insitu kernel {target}: every operand must be a tensor")
         shapes = [self.types[v] for v in operands]
         outs = [shapes[mapping[k]] for k in range(len(mapping))]
-        tuple_text = f"({', '.join(_shape_text(*s) for s in outs)})"
-        alias = ", ".join(f"{{{k}}}: ({operand}, {{}})" for k, operand in mapping.items())
         self.count += 1
         name = f"kernel.{self.count}"
-        self.lines.append(f"  {name} = {tuple_text} custom-call({', '.join(operands)}), custom_call_target=\"{target}\", "
-                          f"output_to_operand_aliasing={{{alias}}}")
+        self.lines.append(_kernel_call_text(name, target, operands, [_shape_text(*s) for s in shapes], mapping))
         results = []
         for k, (dtype, dims) in enumerate(outs):
             results.append(self.emit("out", dtype, dims, f"get-tuple-element({name}), index={k}"))
@@ -399,7 +400,7 @@ class _Lowering:
         if donors:
             header += ", buffer_donor={ " + ", ".join(f"({n}, {{}})" for n in donors) + " }"
         body = "\n".join(self.lines)
-        text = (header + "\n\n" + "\n".join(getattr(self, "region_text", [])) + "\nENTRY main {\n" + body
+        text = (header + "\n\n" + "\n".join(self.region_text) + "\nENTRY main {\n" + body
                 + f"\n  ROOT result = ({shapes}) tuple({', '.join(results)})\n}}\n")
         return text, plan, written, donors
 
