@@ -80,6 +80,12 @@ std::vector<InPlacePair> in_place_pairs(const Instruction& instruction) {
       }
       break;
     }
+    case Opcode::kAllReduce:
+    case Opcode::kAllReduceStart:
+      // Reduced in place, as XLA's all-reduce-start (MPI_IN_PLACE): the result is its operand's
+      // buffer; copy insertion protects an operand that is still read afterwards.
+      if (instruction.operand_count() == 1 && instruction.shape().is_array()) pairs.push_back({0, {}, {}});
+      break;
     case Opcode::kCustomCall:
       for (const OutputOperandAlias& alias : instruction.custom_call.output_to_operand_aliasing)
         pairs.push_back({alias.operand_number, alias.operand_index, alias.output_index});

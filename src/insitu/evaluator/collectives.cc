@@ -7,8 +7,10 @@
 #include <cstring>
 #include <numeric>
 #include <thread>
+#include <type_traits>
 
 #include "insitu/evaluator/apply_util.h"
+#include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/evaluator/ops.h"
 #include "insitu/ir/computation.h"
 #include "insitu/ir/module.h"
@@ -80,6 +82,88 @@ StatusOr<std::vector<Literal>> InProcessCommunicator::exchange(int64_t device, s
   for (const std::optional<Literal>& member_value : slot.values) values.push_back(*member_value);
   if (++slot.left == static_cast<int64_t>(members.size())) slots_.erase(key);
   return values;
+}
+
+namespace {
+
+template <typename T>
+void fold_into(T* acc, const T* value, int64_t count, Opcode combiner) {
+  for (int64_t i = 0; i < count; ++i) {
+    switch (combiner) {
+      case Opcode::kAdd:
+        if constexpr (std::is_integral_v<T>) {
+          acc[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(acc[i]) + static_cast<std::make_unsigned_t<T>>(value[i]));
+        } else {
+          acc[i] = acc[i] + value[i];
+        }
+        break;
+      case Opcode::kMultiply:
+        if constexpr (std::is_integral_v<T>) {
+          acc[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(acc[i]) * static_cast<std::make_unsigned_t<T>>(value[i]));
+        } else {
+          acc[i] = acc[i] * value[i];
+        }
+        break;
+      case Opcode::kMaximum: acc[i] = maximum_value(acc[i], value[i]); break;  // the evaluator's (NaN, -0)
+      case Opcode::kMinimum: acc[i] = minimum_value(acc[i], value[i]); break;
+      case Opcode::kAnd:
+        if constexpr (std::is_integral_v<T>) acc[i] = static_cast<T>(acc[i] & value[i]);
+        break;
+      case Opcode::kOr:
+        if constexpr (std::is_integral_v<T>) acc[i] = static_cast<T>(acc[i] | value[i]);
+        break;
+      default: break;
+    }
+  }
+}
+
+template <typename Fn>
+bool with_native_type(PrimitiveType type, Fn&& fn) {
+  switch (type) {
+    case PrimitiveType::kF32: fn(float{}); return true;
+    case PrimitiveType::kF64: fn(double{}); return true;
+    case PrimitiveType::kS32: fn(int32_t{}); return true;
+    case PrimitiveType::kS64: fn(int64_t{}); return true;
+    case PrimitiveType::kU32: fn(uint32_t{}); return true;
+    case PrimitiveType::kU64: fn(uint64_t{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool Communicator::supports_all_reduce(PrimitiveType type, Opcode combiner) {
+  const bool floating = type == PrimitiveType::kF32 || type == PrimitiveType::kF64;
+  switch (combiner) {
+    case Opcode::kAdd:
+    case Opcode::kMultiply:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum: break;
+    case Opcode::kAnd:
+    case Opcode::kOr:
+      if (floating) return false;
+      break;
+    default: return false;
+  }
+  return with_native_type(type, [](auto) {});
+}
+
+Status Communicator::all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type,
+                                         Opcode combiner, uint8_t* data, int64_t count, const std::string& what) {
+  if (!supports_all_reduce(type, combiner))
+    return unimplemented(str_cat(what, ": no native all-reduce of ", primitive_type_name(type), " with ",
+                                 opcode_name(combiner)));
+  Literal mine(Shape::array(type, {count}));
+  std::memcpy(mine.untyped_data(), data, mine.size_bytes());
+  INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, exchange(device, group, std::move(mine), what));
+  with_native_type(type, [&](auto zero) {
+    using T = decltype(zero);
+    T* acc = reinterpret_cast<T*>(data);
+    std::memcpy(acc, all[0].untyped_data(), all[0].size_bytes());
+    for (size_t k = 1; k < all.size(); ++k)
+      fold_into(acc, reinterpret_cast<const T*>(all[k].untyped_data()), count, combiner);
+  });
+  return ok_status();
 }
 
 void InProcessCommunicator::abort(int64_t device, const Status& status) {

@@ -72,6 +72,14 @@ class Communicator {
   // Ends every exchange in flight or to come with an error saying `device` failed with `status`
   // (a device that fails must call this, so that the others do not wait for it).
   virtual void abort(int64_t device, const Status& status) = 0;
+  // The runtime's native all-reduce: `count` elements of `type` at `data` become `combiner`
+  // (add, multiply, maximum, minimum, and, or) folded over the group's arrays, written in place
+  // on every member. This default exchanges copies and folds in group order (the evaluator's
+  // order, so the same bits); a communicator with a real in-place reduction overrides it
+  // (MPI_Allreduce with MPI_IN_PLACE; its order is the library's). Types: supports_all_reduce.
+  virtual Status all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type,
+                                     Opcode combiner, uint8_t* data, int64_t count, const std::string& what);
+  static bool supports_all_reduce(PrimitiveType type, Opcode combiner);
 };
 
 // One device's place in a run: what the collectives of its program need.

@@ -10,11 +10,13 @@
 #include <cstring>
 
 #include "insitu/analysis/buffer_facts.h"
+#include "insitu/evaluator/collectives.h"
 #include "insitu/passes/bitcast_lowering.h"
 #include "insitu/runtime/executable.h"
 #include "insitu/runtime/executor.h"
 #include "insitu/runtime/fallback_kernels.h"
 #include "insitu/runtime/program.h"
+#include "insitu/runtime/reduce_combiner.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
@@ -235,6 +237,21 @@ Status check_memory_budget(const BufferAssignment& assignment, int64_t budget) {
                             location);
 }
 
+namespace {
+
+// An all-reduce the runtime reduces natively, in place (Executor::run_all_reduce): one array of a
+// type and combiner the communicator reduces itself (Communicator::supports_all_reduce).
+bool native_all_reduce(const Instruction& instruction, const runtime_internal::Step& step) {
+  if (instruction.operand_count() != 1 || !instruction.shape().is_array() || step.outputs.size() != 1 ||
+      step.operands.size() != 1 || step.operands[0].size() != 1 || step.outputs[0].scalar ||
+      step.operands[0][0].scalar || instruction.called_computations().empty())
+    return false;
+  const std::optional<kernels::Combiner> combiner = kernels::simple_combiner(*instruction.to_apply());
+  return combiner && Communicator::supports_all_reduce(instruction.shape().element_type(), combiner->opcode);
+}
+
+}  // namespace
+
 Status Executable::build() {
   const Computation* entry = module_->entry();
   if (entry == nullptr) return invalid_argument("module " + module_->name() + " has no ENTRY computation");
@@ -316,6 +333,11 @@ Status Executable::build() {
       }
       const RuntimeFamily family = runtime_family(opcode);
       if (family == RuntimeFamily::kForward || unmaterialized || view) continue;  // moves no data
+      if ((opcode == Opcode::kAllReduce || opcode == Opcode::kAllReduceStart) && native_all_reduce(*instruction, step)) {
+        step.run = &Executor::run_all_reduce;
+        program.steps.push_back(std::move(step));
+        continue;
+      }
       switch (family) {
         case RuntimeFamily::kConstant:
           if (builder.place_constant(*instruction, step.outputs)) continue;  // filled once, above

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <chrono>
-
 #include <cstring>
 #include <memory>
 
+#include "insitu/evaluator/collectives.h"
+#include "insitu/ir/computation.h"
+#include "insitu/ir/module.h"
 #include "insitu/runtime/fallback_kernels.h"
 #include "insitu/runtime/kernels.h"
+#include "insitu/runtime/reduce_combiner.h"
 #include "insitu/support/str.h"
 
 namespace insitu::runtime_internal {
@@ -192,6 +195,35 @@ Status Executor::run_fallback(const Step& step) {
   INSITU_ASSIGN_OR_RETURN(Literal result, insitu::run_fallback(*step.instruction, pointers, options));
   write_literal(result, step.outputs);
   return ok_status();
+}
+
+Status Executor::run_all_reduce(const Step& step) {
+  const Instruction& instruction = *step.instruction;
+  const Leaf& from = step.operands[0][0];
+  const Leaf& to = step.outputs[0];
+  // In place when buffer assignment gave the result its operand's buffer (the in-place pair of
+  // dataflow.cc); otherwise the operand is its starting value.
+  if (!from.same_memory(to)) copy_bytes_parallel(pool_, address(to), address(from), to.size);
+  const DeviceGrid grid = device_ != nullptr ? device_->grid : device_grid(*instruction.parent()->parent());
+  if (device_ == nullptr && grid.devices() > 1)
+    return invalid_argument(str_cat("all-reduce %", instruction.name(), ": the module runs on ", grid.devices(),
+                                    " devices: run every device (insitu run does) for its collectives"),
+                            instruction.location());
+  if (device_ == nullptr) return ok_status();  // one device: the sum of one array is itself
+  INSITU_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> groups, collective_device_groups(instruction, grid));
+  for (const std::vector<int64_t>& group : groups) {
+    if (std::find(group.begin(), group.end(), device_->device) == group.end()) continue;
+    if (group.size() == 1) return ok_status();
+    const std::optional<kernels::Combiner> combiner = kernels::simple_combiner(*instruction.to_apply());
+    const PrimitiveType type = instruction.shape().element_type();
+    Status status = device_->communicator->all_reduce_in_place(device_->device, group, type, combiner->opcode,
+                                                               address(to), to.size / byte_width(type),
+                                                               str_cat("all-reduce %", instruction.name()));
+    return status.with_location(instruction.location());
+  }
+  return invalid_argument(str_cat("all-reduce %", instruction.name(), ": device ", device_->device,
+                                  " is in none of its replica_groups"),
+                          instruction.location());
 }
 
 void Executor::record_kernel_run(const Step& step, std::chrono::steady_clock::time_point start) {

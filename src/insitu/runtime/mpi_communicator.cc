@@ -34,6 +34,10 @@ StatusOr<std::vector<Literal>> MpiCommunicator::exchange(int64_t, std::span<cons
   return unimplemented("this insitu was built without MPI");
 }
 void MpiCommunicator::abort(int64_t, const Status&) { std::exit(1); }
+Status MpiCommunicator::all_reduce_in_place(int64_t, std::span<const int64_t>, PrimitiveType, Opcode, uint8_t*,
+                                            int64_t, const std::string&) {
+  return unimplemented("this insitu was built without MPI");
+}
 
 #else
 
@@ -177,6 +181,53 @@ StatusOr<std::vector<Literal>> MpiCommunicator::exchange(int64_t device, std::sp
 }
 
 void MpiCommunicator::abort(int64_t, const Status&) { MPI_Abort(MPI_COMM_WORLD, 1); }
+
+Status MpiCommunicator::all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type,
+                                            Opcode combiner, uint8_t* data, int64_t count, const std::string& what) {
+  bool world = static_cast<int64_t>(group.size()) == size_;
+  for (size_t k = 0; world && k < group.size(); ++k) world = group[k] == static_cast<int64_t>(k);
+  MPI_Datatype datatype = MPI_DATATYPE_NULL;
+  switch (type) {
+    case PrimitiveType::kF32: datatype = MPI_FLOAT; break;
+    case PrimitiveType::kF64: datatype = MPI_DOUBLE; break;
+    case PrimitiveType::kS32: datatype = MPI_INT32_T; break;
+    case PrimitiveType::kS64: datatype = MPI_INT64_T; break;
+    case PrimitiveType::kU32: datatype = MPI_UINT32_T; break;
+    case PrimitiveType::kU64: datatype = MPI_UINT64_T; break;
+    default: break;
+  }
+  MPI_Op op = MPI_OP_NULL;
+  const bool floating = type == PrimitiveType::kF32 || type == PrimitiveType::kF64;
+  switch (combiner) {
+    case Opcode::kAdd: op = MPI_SUM; break;
+    case Opcode::kMultiply: op = MPI_PROD; break;
+    // MPI_MAX/MPI_MIN do not propagate NaN as XLA's maximum/minimum do: floats take the exchange.
+    case Opcode::kMaximum: op = floating ? MPI_OP_NULL : MPI_MAX; break;
+    case Opcode::kMinimum: op = floating ? MPI_OP_NULL : MPI_MIN; break;
+    case Opcode::kAnd: op = MPI_BAND; break;
+    case Opcode::kOr: op = MPI_BOR; break;
+    default: break;
+  }
+  if (!world || datatype == MPI_DATATYPE_NULL || op == MPI_OP_NULL || count > std::numeric_limits<int>::max())
+    return Communicator::all_reduce_in_place(device, group, type, combiner, data, count, what);
+  // Header first: the same collective and size on every rank (an MPI_Allreduce of mismatched
+  // counts would be undefined), through the checked exchange.
+  Literal shape_only(Shape::array(PrimitiveType::kS64, {1}));
+  shape_only.data<int64_t>()[0] = count;
+  INSITU_RETURN_IF_ERROR(exchange(device, group, std::move(shape_only), str_cat(what, " of ", count, " elements")).status());
+  MPI_Request request;
+  MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), datatype, op, MPI_COMM_WORLD, &request);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
+  while (true) {
+    int done = 0;
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) return ok_status();
+    if (std::chrono::steady_clock::now() > deadline)
+      return resource_exhausted(str_cat("collective timed out: rank ", rank_, " waited ", timeout_seconds_, " s at ",
+                                        what, " (MPI_Iallreduce) for the other ranks"));
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
 
 #endif
 
