@@ -28,6 +28,13 @@
 // collective on every member within a bounded time: a member that failed, a member that never
 // arrives (the timeout), two members at different collectives or with different shapes; each
 // names the devices and the instruction.
+//
+// NCCL (on paper, for the CUDA device): a third Communicator whose all_reduce_in_place is
+// ncclAllReduce on the device pointer (in place: sendbuff == recvbuff) on the executable's
+// stream, with one ncclComm per group made at create (ncclCommSplit; not lazily, which would
+// block like MPI_Comm_create_group). What stays: groups, the header check (through a host-side
+// exchange, or skipped with a stated risk), the timeout (ncclCommAbort after polling the
+// stream's event), exchange() for the evaluator. What changes: values never come to the host.
 #pragma once
 
 #include <condition_variable>

@@ -127,7 +127,7 @@ StatusOr<std::vector<Literal>> MpiCommunicator::exchange(int64_t device, std::sp
                                           what, " (", stage, ") for rank(s) ", str_join(missing, ","), " of group {",
                                           str_join(members, ","), "}, which never arrived"));
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      std::this_thread::yield();  // MPI_Test drives MPI's progress: no sleeping between calls
     }
   };
 
@@ -215,18 +215,13 @@ Status MpiCommunicator::all_reduce_in_place(int64_t device, std::span<const int6
   Literal shape_only(Shape::array(PrimitiveType::kS64, {1}));
   shape_only.data<int64_t>()[0] = count;
   INSITU_RETURN_IF_ERROR(exchange(device, group, std::move(shape_only), str_cat(what, " of ", count, " elements")).status());
-  MPI_Request request;
-  MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), datatype, op, MPI_COMM_WORLD, &request);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
-  while (true) {
-    int done = 0;
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (done) return ok_status();
-    if (std::chrono::steady_clock::now() > deadline)
-      return resource_exhausted(str_cat("collective timed out: rank ", rank_, " waited ", timeout_seconds_, " s at ",
-                                        what, " (MPI_Iallreduce) for the other ranks"));
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+  // Every member is here with the same size (the header above, non-blocking and timed), so
+  // the blocking call cannot wait for a member that never comes (a rank that dies mid-call ends
+  // the job: mpirun kills the others). Blocking, not MPI_Iallreduce: OpenMPI's non-blocking
+  // collectives take slower algorithms (measured 0.5x of MPI_Allreduce at 16-64 MiB on 2 ranks).
+  if (MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), datatype, op, MPI_COMM_WORLD) != MPI_SUCCESS)
+    return internal_error(str_cat(what, ": MPI_Allreduce failed on rank ", rank_));
+  return ok_status();
 }
 
 #endif

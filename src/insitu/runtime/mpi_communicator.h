@@ -42,8 +42,9 @@ class MpiCommunicator final : public Communicator {
                                           const std::string& what) override;
   // Ends the whole MPI job (every rank) with exit status 1: the caller has printed why.
   void abort(int64_t device, const Status& status) override;
-  // MPI_Iallreduce with MPI_IN_PLACE when the group is every rank in rank order (polled against
-  // the timeout); any other group through the base class's exchange.
+  // MPI_Allreduce with MPI_IN_PLACE when the group is every rank in rank order, after a timed
+  // header exchange proves every member is at this collective with this size; any other group
+  // (and float maximum/minimum, whose NaN rule MPI lacks) through the base class's exchange.
   Status all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type, Opcode combiner,
                              uint8_t* data, int64_t count, const std::string& what) override;
 
