@@ -62,6 +62,8 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
       {Opcode::kAllToAll, {}},
       {Opcode::kCollectiveBroadcast, {}},
       {Opcode::kCollectivePermute, {{"source_target_pairs", "{}"}}},
+      {Opcode::kAllGatherStart, {{"dimensions", "{0}"}}},
+      {Opcode::kCollectivePermuteStart, {{"source_target_pairs", "{}"}}},
   };
   int read = 0;
   for (const AttributeRule& rule : attribute_rules()) {

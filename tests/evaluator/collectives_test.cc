@@ -122,6 +122,28 @@ ENTRY e {
   EXPECT_EQ(device1.element(5), Literal::scalar<uint32_t>(1));
 }
 
+TEST(Collectives, AsyncStartAndDonePairs) {
+  std::unique_ptr<Module> module = parse(R"(HloModule async, replica_count=2
+
+ENTRY e {
+  x = f32[2] parameter(0)
+  start = ((f32[2]), f32[4], u32[]) all-gather-start(x), dimensions={0}
+  gathered = f32[4] all-gather-done(start)
+  pstart = (f32[2], f32[2], u32[], u32[]) collective-permute-start(x), source_target_pairs={{0,1},{1,0}}
+  permuted = f32[2] collective-permute-done(pstart)
+  ROOT t = (f32[4], f32[2]) tuple(gathered, permuted)
+}
+)");
+  ASSERT_NE(module, nullptr);
+  ASSERT_TRUE(verify_module(*module).ok());
+  StatusOr<std::vector<Literal>> results =
+      evaluate_devices(*module, per_device({Literal::vector<float>({1, 2}), Literal::vector<float>({3, 4})}));
+  ASSERT_TRUE(results.ok()) << results.status().to_string();
+  EXPECT_EQ((*results)[0].element(0), Literal::vector<float>({1, 2, 3, 4}));
+  EXPECT_EQ((*results)[0].element(1), Literal::vector<float>({3, 4}));
+  EXPECT_EQ((*results)[1].element(1), Literal::vector<float>({1, 2}));
+}
+
 // A module whose devices take different paths by partition-id: `branch0` and `branch1` are the
 // two branches' bodies over x = f32[2] (each ends in ROOT r).
 std::unique_ptr<Module> diverging(const std::string& branch0, const std::string& branch1) {

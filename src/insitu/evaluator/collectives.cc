@@ -513,9 +513,13 @@ bool is_collective_opcode(Opcode opcode) {
     case Opcode::kAllReduceStart:
     case Opcode::kAllReduceDone:
     case Opcode::kAllGather:
+    case Opcode::kAllGatherStart:
+    case Opcode::kAllGatherDone:
     case Opcode::kReduceScatter:
     case Opcode::kAllToAll:
     case Opcode::kCollectivePermute:
+    case Opcode::kCollectivePermuteStart:
+    case Opcode::kCollectivePermuteDone:
     case Opcode::kCollectiveBroadcast:
     case Opcode::kReplicaId:
     case Opcode::kPartitionId: return true;
@@ -525,7 +529,20 @@ bool is_collective_opcode(Opcode opcode) {
 
 StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<const Literal* const> operands,
                                       const DeviceContext* device, ComputationRunner& runner) {
-  const Opcode opcode = instruction.opcode();
+  // The async pairs: -start does the work and holds (operands, result, contexts...); -done
+  // forwards its result.
+  if (instruction.opcode() == Opcode::kAllGatherDone || instruction.opcode() == Opcode::kCollectivePermuteDone) {
+    if (operands.size() != 1 || !operands[0]->shape().is_tuple() || operands[0]->shape().tuple_size() < 2)
+      return bad_instruction(instruction, "takes the tuple its -start made");
+    return operands[0]->element(1);
+  }
+  const bool start = instruction.opcode() == Opcode::kAllGatherStart || instruction.opcode() == Opcode::kCollectivePermuteStart;
+  const Opcode opcode = instruction.opcode() == Opcode::kAllGatherStart          ? Opcode::kAllGather
+                        : instruction.opcode() == Opcode::kCollectivePermuteStart ? Opcode::kCollectivePermute
+                                                                                  : instruction.opcode();
+  const bool start_shaped = instruction.shape().is_tuple() && instruction.shape().tuple_size() >= 2;
+  // The shape the collective itself produces: a -start's element 1.
+  const Shape& result_shape = start && start_shaped ? instruction.shape().tuple_shapes()[1] : instruction.shape();
   DeviceContext alone;  // no context: this device alone, in the grid its module says
   if (device == nullptr) {
     if (instruction.parent() != nullptr && instruction.parent()->parent() != nullptr)
@@ -573,9 +590,10 @@ StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<
     return device->communicator->exchange(device->device, members, std::move(bundle), what);
   };
   auto results = [&](std::vector<Literal> values) -> Literal {
-    return instruction.shape().is_tuple() ? Literal::tuple(std::move(values)) : std::move(values.front());
+    return result_shape.is_tuple() ? Literal::tuple(std::move(values)) : std::move(values.front());
   };
 
+  auto compute = [&]() -> StatusOr<Literal> {
   switch (opcode) {
     case Opcode::kAllReduce:
     case Opcode::kAllReduceStart:
@@ -669,6 +687,24 @@ StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<
     default: break;
   }
   return bad_instruction(instruction, "is not a collective insitu runs");
+  };
+  INSITU_ASSIGN_OR_RETURN(Literal result, compute());
+  if (!start) return result;
+  if (!start_shaped) return bad_instruction(instruction, "must have a tuple shape (operands, result, ...)");
+  // (operands, result, contexts...): the operands as the shape holds them (one array or a tuple),
+  // the contexts (u32 scalars) zero.
+  const Shape& shape = instruction.shape();
+  std::vector<Literal> parts;
+  if (shape.tuple_shapes()[0].is_tuple()) {
+    std::vector<Literal> inputs;
+    for (const Literal* operand : operands) inputs.push_back(*operand);
+    parts.push_back(Literal::tuple(std::move(inputs)));
+  } else {
+    parts.push_back(*operands[0]);
+  }
+  parts.push_back(std::move(result));
+  for (size_t i = 2; i < shape.tuple_shapes().size(); ++i) parts.push_back(Literal(shape.tuple_shapes()[i]));
+  return Literal::tuple(std::move(parts));
 }
 
 // --- multi-device runs ------------------------------------------------------------------------------
