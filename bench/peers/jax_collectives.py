@@ -2,8 +2,8 @@
 that dumps them.
 
 Each program runs under jax 0.12 on N forced host devices (--xla_force_host_platform_device_count),
-partitioned by XLA itself (shard_map with psum, all_gather, ppermute, psum_scatter, all_to_all;
-jit over a mesh). For every program and N in (2, 4) it writes OUT/NAME.N/:
+partitioned by XLA itself: shard_map with psum, all_gather, ppermute, psum_scatter, all_to_all,
+or jax.jit with in/out shardings over the mesh (the SPMD partitioner inserts the collectives). For every program and N in (2, 4) it writes OUT/NAME.N/:
   module.hlo                    the optimized per-device module XLA:CPU runs (compile().as_text())
   device_D/input_I.npy          device D's entry arguments (its shards), in parameter order
   device_D/output_I.npy         device D's results from JAX, the flattened result leaves
@@ -22,9 +22,11 @@ import sys
 PROGRAMS = {}
 
 
-def program(description):
+def program(description, automatic=False):
+    """automatic: jax.jit with in/out shardings (XLA's SPMD partitioner decides the collectives)
+    instead of shard_map (the program says them)."""
     def register(fn):
-        PROGRAMS[fn.__name__] = (description, fn)
+        PROGRAMS[fn.__name__] = (description, fn, automatic)
         return fn
     return register
 
@@ -107,6 +109,28 @@ def ring_permute(n):
     return ring, (jnp.arange(3.0 * n).reshape(n, 3),), (P("x"),), P("x"), ()
 
 
+@program("jit over a mesh, no shard_map: an MLP's loss and gradients with the batch sharded; XLA inserts the "
+         "all-reduces", automatic=True)
+def jit_sharded_mlp_grad(n):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    def grad_step(params, x, y):
+        def loss(params):
+            return jnp.mean((jnp.tanh(x @ params["w1"]) @ params["w2"] - y) ** 2)
+
+        value, grads = jax.value_and_grad(loss)(params)
+        return value, grads
+
+    key = jax.random.PRNGKey(2)
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    params = {"w1": jax.random.normal(k1, (8, 16)) * 0.3, "w2": jax.random.normal(k2, (16, 4)) * 0.3}
+    x = jax.random.normal(k3, (4 * n, 8))
+    y = jax.random.normal(k4, (4 * n, 4))
+    return grad_step, (params, x, y), (P(), P("x"), P("x")), (P(), P()), ()
+
+
 def dump_one(name, n, out_root):
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={n}"
     import jax
@@ -117,13 +141,19 @@ def dump_one(name, n, out_root):
     jax.config.update("jax_hlo_source_file_canonicalization_regex", ".*/")
     devices = jax.devices()[:n]
     mesh = Mesh(np.array(devices), ("x",))
-    fn, args, in_specs, out_specs, donate = PROGRAMS[name][1](n)
-    mapped = jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    _, build, automatic = PROGRAMS[name]
+    fn, args, in_specs, out_specs, donate = build(n)
     fn.__name__ = name
-    shardings = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), in_specs,
-                                       is_leaf=lambda s: isinstance(s, jax.sharding.PartitionSpec))
+    as_sharding = lambda specs: jax.tree_util.tree_map(  # noqa: E731
+        lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda s: isinstance(s, jax.sharding.PartitionSpec))
+    shardings = as_sharding(in_specs)
     placed = tuple(jax.device_put(a, s) for a, s in zip(args, shardings))
-    jitted = jax.jit(mapped, donate_argnums=donate, keep_unused=True)
+    if automatic:
+        jitted = jax.jit(fn, in_shardings=shardings, out_shardings=as_sharding(out_specs), donate_argnums=donate,
+                         keep_unused=True)
+    else:
+        mapped = jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+        jitted = jax.jit(mapped, donate_argnums=donate, keep_unused=True)
     compiled = jitted.lower(*placed).compile()
     text = compiled.as_text()
 

@@ -4,7 +4,9 @@
 // num_partitions=N, Shardy mesh replica groups), each device's inputs (device_D/input_I.npy) and
 // JAX's outputs on that device (device_D/output_I.npy). Programs: every collective once, a
 // data-parallel MLP step (gradient pmean, donated parameters), a tensor-parallel transformer MLP
-// block, a ring of collective-permutes in a loop; each on 2 and 4 devices.
+// block, a ring of collective-permutes in a loop (all four written with shard_map), and an MLP's
+// gradients under jax.jit with shardings (the SPMD partitioner's all-reduces); each on 2 and 4
+// devices.
 //
 // Each runs in the reference evaluator (evaluate_devices) and through insitu's compile path
 // (one Executable, one thread per device with an InProcessCommunicator), and every device's
@@ -65,7 +67,7 @@ class JaxCollectivesTest : public ::testing::TestWithParam<std::string> {
 
 TEST(JaxCollectives, HasEveryProgramOnTwoAndFourDevices) {
   const std::vector<std::string> names = program_names();
-  for (const char* program : {"collectives_mix", "dp_mlp_step", "tp_block", "ring_permute"})
+  for (const char* program : {"collectives_mix", "dp_mlp_step", "tp_block", "ring_permute", "jit_sharded_mlp_grad"})
     for (const char* n : {"2", "4"}) {
       const std::string name = str_cat(program, ".", n);
       EXPECT_TRUE(std::find(names.begin(), names.end(), name) != names.end()) << name;
