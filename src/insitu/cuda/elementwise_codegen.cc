@@ -1,0 +1,214 @@
+// CUDA C++ for elementwise loop fusions, and NVRTC (elementwise_codegen.h).
+#include "insitu/cuda/elementwise_codegen.h"
+
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+#include "insitu/ir/computation.h"
+#include "insitu/support/str.h"
+
+#ifdef INSITU_HAVE_NVRTC
+#include <nvrtc.h>
+#endif
+
+namespace insitu::cuda {
+namespace {
+
+Status refuse(const Instruction& instruction, std::string_view why) {
+  return unimplemented(str_cat("no CUDA kernel for %", instruction.name(), " (", opcode_name(instruction.opcode()),
+                               "): ", why),
+                       instruction.location());
+}
+
+// The CUDA type of an element type the generator handles.
+StatusOr<std::string> cuda_type(const Instruction& instruction, PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::kF32: return std::string("float");
+    case PrimitiveType::kF64: return std::string("double");
+    case PrimitiveType::kS32: return std::string("int");
+    case PrimitiveType::kS64: return std::string("long long");
+    case PrimitiveType::kU32: return std::string("unsigned int");
+    case PrimitiveType::kPred: return std::string("bool");
+    default: return refuse(instruction, str_cat("element type ", primitive_type_name(type), " is not generated yet"));
+  }
+}
+
+// A scalar constant as a CUDA literal of its type (exact: floats in hexadecimal).
+std::string literal_text(const Literal& value) {
+  const PrimitiveType type = value.shape().element_type();
+  char buffer[64];
+  switch (type) {
+    case PrimitiveType::kF32: {
+      const float v = value.data<float>()[0];
+      if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
+      if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+      std::snprintf(buffer, sizeof buffer, "%af", v);
+      return buffer;
+    }
+    case PrimitiveType::kF64: {
+      const double v = value.data<double>()[0];
+      if (std::isnan(v)) return "__longlong_as_double(0x7ff8000000000000ll)";
+      if (std::isinf(v)) return v > 0 ? "__longlong_as_double(0x7ff0000000000000ll)" : "__longlong_as_double(0xfff0000000000000ll)";
+      std::snprintf(buffer, sizeof buffer, "%a", v);
+      return buffer;
+    }
+    case PrimitiveType::kPred: return value.data<bool>()[0] ? "true" : "false";
+    default: return str_cat("(", value.get_integer(0), ")");
+  }
+}
+
+StatusOr<std::string> unary(const Instruction& instruction, const std::string& x, const std::string& type) {
+  const bool f = type == "float";
+  switch (instruction.opcode()) {
+    case Opcode::kNegate: return str_cat("-", x);
+    case Opcode::kAbs: return type == "float" || type == "double" ? str_cat(f ? "fabsf(" : "fabs(", x, ")")
+                                                                   : str_cat("(", x, " < 0 ? -", x, " : ", x, ")");
+    case Opcode::kExp: return str_cat(f ? "expf(" : "exp(", x, ")");
+    case Opcode::kLog: return str_cat(f ? "logf(" : "log(", x, ")");
+    case Opcode::kTanh: return str_cat(f ? "tanhf(" : "tanh(", x, ")");
+    case Opcode::kSqrt: return str_cat(f ? "sqrtf(" : "sqrt(", x, ")");
+    case Opcode::kRsqrt: return str_cat(f ? "rsqrtf(" : "rsqrt(", x, ")");
+    case Opcode::kLogistic: return str_cat(f ? "1.0f / (1.0f + expf(-" : "1.0 / (1.0 + exp(-", x, "))");
+    case Opcode::kNot: return type == "bool" ? str_cat("!", x) : str_cat("~", x);
+    default: return refuse(instruction, "this op is not generated yet");
+  }
+}
+
+StatusOr<std::string> binary(const Instruction& instruction, const std::string& a, const std::string& b,
+                             const std::string& type) {
+  const bool floating = type == "float" || type == "double";
+  switch (instruction.opcode()) {
+    case Opcode::kAdd: return str_cat(a, " + ", b);
+    case Opcode::kSubtract: return str_cat(a, " - ", b);
+    case Opcode::kMultiply: return str_cat(a, " * ", b);
+    case Opcode::kDivide:
+      if (!floating) return refuse(instruction, "integer division (XLA's rules for 0 and overflow) is not generated yet");
+      return str_cat(a, " / ", b);
+    // XLA's maximum/minimum: NaN wins (fmaxf would drop it).
+    case Opcode::kMaximum:
+      return floating ? str_cat("((", a, " != ", a, " || ", b, " != ", b, ") ? ", a, " + ", b, " : (", a, " > ", b, " ? ", a,
+                                " : ", b, "))")
+                      : str_cat("(", a, " > ", b, " ? ", a, " : ", b, ")");
+    case Opcode::kMinimum:
+      return floating ? str_cat("((", a, " != ", a, " || ", b, " != ", b, ") ? ", a, " + ", b, " : (", a, " < ", b, " ? ", a,
+                                " : ", b, "))")
+                      : str_cat("(", a, " < ", b, " ? ", a, " : ", b, ")");
+    case Opcode::kAnd: return str_cat(a, type == "bool" ? " && " : " & ", b);
+    case Opcode::kOr: return str_cat(a, type == "bool" ? " || " : " | ", b);
+    default: return refuse(instruction, "this op is not generated yet");
+  }
+}
+
+}  // namespace
+
+StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name) {
+  if (fusion.opcode() != Opcode::kFusion || fusion.called_computations().empty())
+    return refuse(fusion, "not a fusion");
+  if (!fusion.shape().is_array()) return refuse(fusion, "a fusion with several outputs is not generated yet");
+  const Computation& body = *fusion.to_apply();
+  const Shape& out_shape = fusion.shape();
+  const std::vector<int64_t>& dims = out_shape.dimensions();
+  INSITU_ASSIGN_OR_RETURN(std::string out_type, cuda_type(fusion, out_shape.element_type()));
+  std::string params, code;
+  std::unordered_map<const Instruction*, std::string> values;  // instruction -> C++ expression/variable
+  int64_t next = 0;
+  for (const Instruction* instruction : body.instructions()) {
+    const Shape& shape = instruction->shape();
+    if (!shape.is_array()) return refuse(*instruction, "tuples inside the fusion are not generated yet");
+    const bool scalar = shape.rank() == 0;
+    if (!scalar && shape.dimensions() != dims)
+      return refuse(*instruction, str_cat("shape ", shape.to_string(false), " is not the fusion's ",
+                                          out_shape.to_string(false), " (only elementwise fusions are generated)"));
+    INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(*instruction, shape.element_type()));
+    auto operand = [&](int64_t k) { return values.at(instruction->operand(k)); };
+    std::string expression;
+    switch (instruction->opcode()) {
+      case Opcode::kParameter:
+        params += str_cat("const ", type, "* __restrict__ p", instruction->parameter_number, ", ");
+        expression = str_cat("p", instruction->parameter_number, scalar ? "[0]" : "[i]");
+        break;
+      case Opcode::kConstant:
+        if (!scalar) return refuse(*instruction, "array constants are not generated yet");
+        expression = literal_text(instruction->literal);
+        break;
+      case Opcode::kBroadcast:
+        if (instruction->operand(0)->shape().rank() != 0)
+          return refuse(*instruction, "only a scalar's broadcast is generated (it needs no index arithmetic)");
+        expression = operand(0);
+        break;
+      case Opcode::kConvert: expression = str_cat("(", type, ")(", operand(0), ")"); break;
+      case Opcode::kSelect: expression = str_cat("(", operand(0), " ? ", operand(1), " : ", operand(2), ")"); break;
+      case Opcode::kCompare: {
+        static const char* const kSymbols[] = {"==", "!=", ">=", ">", "<=", "<"};  // ComparisonDirection order
+        if (instruction->comparison_type == ComparisonType::kTotalOrder)
+          return refuse(*instruction, "total-order compare is not generated yet");
+        expression = str_cat("(", operand(0), " ", kSymbols[static_cast<int>(instruction->comparison_direction)], " ",
+                             operand(1), ")");
+        break;
+      }
+      default:
+        if (instruction->operand_count() == 1) {
+          INSITU_ASSIGN_OR_RETURN(expression, unary(*instruction, operand(0), type));
+        } else if (instruction->operand_count() == 2) {
+          INSITU_ASSIGN_OR_RETURN(expression, binary(*instruction, operand(0), operand(1), type));
+        } else {
+          return refuse(*instruction, "this op is not generated yet");
+        }
+    }
+    // Every value in its own register variable, rounded to its type once (as the CPU computes).
+    const std::string variable = str_cat("v", next++);
+    code += str_cat("    const ", type, " ", variable, " = (", type, ")(", expression, ");\n");
+    values[instruction] = variable;
+  }
+  GeneratedKernel kernel;
+  kernel.name = name;
+  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(", params, out_type,
+                          "* __restrict__ out, long long n) {\n  const long long i = (long long)blockIdx.x * blockDim.x + "
+                          "threadIdx.x;\n  if (i < n) {\n",
+                          code, "    out[i] = ", values.at(body.root()), ";\n  }\n}\n");
+  return kernel;
+}
+
+#ifdef INSITU_HAVE_NVRTC
+
+bool cuda_available() { return true; }
+
+StatusOr<std::string> compile_to_ptx(const std::string& source, const std::string& program_name,
+                                     const std::string& arch) {
+  nvrtcProgram program;
+  if (nvrtcCreateProgram(&program, source.c_str(), program_name.c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    return internal_error("nvrtcCreateProgram failed");
+  const std::string arch_option = "--gpu-architecture=" + arch;
+  // No --use_fast_math: expf/tanhf stay IEEE-accurate to their documented ulps.
+  const char* options[] = {arch_option.c_str(), "--std=c++17"};
+  const nvrtcResult compiled = nvrtcCompileProgram(program, 2, options);
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(program, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 0) nvrtcGetProgramLog(program, log.data());
+  if (compiled != NVRTC_SUCCESS) {
+    nvrtcDestroyProgram(&program);
+    return invalid_argument(str_cat("NVRTC could not compile ", program_name, " for ", arch, ": ",
+                                    nvrtcGetErrorString(compiled), "\n", log));
+  }
+  size_t ptx_size = 0;
+  nvrtcGetPTXSize(program, &ptx_size);
+  std::string ptx(ptx_size, '\0');
+  nvrtcGetPTX(program, ptx.data());
+  nvrtcDestroyProgram(&program);
+  return ptx;
+}
+
+#else
+
+bool cuda_available() { return false; }
+
+StatusOr<std::string> compile_to_ptx(const std::string&, const std::string&, const std::string&) {
+  return unimplemented("this insitu was built without the CUDA toolkit (NVRTC): configure with -DINSITU_CUDA=ON "
+                       "where it is installed");
+}
+
+#endif
+
+}  // namespace insitu::cuda

@@ -1,0 +1,38 @@
+// CUDA C++ for elementwise loop fusions (issue 12's first kernels), and NVRTC to compile it.
+//
+// A fusion whose computation is elementwise over one shape (parameters of the result's shape or
+// scalars, scalar constants and their broadcasts, unary and binary arithmetic, compare, select,
+// convert) becomes one __global__ function: thread i computes element i of the result in
+// registers, reading each parameter once. Anything else is an "unimplemented" Status naming the
+// instruction and its op, never a guess. Values are computed in the element type the HLO names
+// (f32 math in float, as the CPU runtime does; f16/bf16 are not generated yet).
+//
+// compile_to_ptx runs NVRTC (no GPU needed) for a compute capability (sm_90 for the H200) and
+// returns the PTX, or NVRTC's log as the error. This builds only with INSITU_CUDA (CMake finds
+// the CUDA toolkit's NVRTC); cuda_available() says so.
+#pragma once
+
+#include <string>
+
+#include "insitu/ir/instruction.h"
+#include "insitu/support/status.h"
+
+namespace insitu::cuda {
+
+struct GeneratedKernel {
+  std::string name;    // the __global__ function's name (extern "C")
+  std::string source;  // CUDA C++: the function, self-contained
+  // Signature: (const T0* p0, ..., T* out, long long n): one pointer per fusion operand in order,
+  // then the result, then its element count; launch with n threads (any block size).
+};
+
+// The kernel of a kLoop fusion (its called computation), named `name`.
+StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name);
+
+bool cuda_available();
+// PTX for `source` (several kernels may share one source) at compute capability `arch`
+// (e.g. "compute_90").
+StatusOr<std::string> compile_to_ptx(const std::string& source, const std::string& program_name,
+                                     const std::string& arch = "compute_90");
+
+}  // namespace insitu::cuda
