@@ -267,6 +267,27 @@ class _Lowering:
             self.region_text.append(f"{name} {{\n{root}\n}}\n")
         return self.regions[key]
 
+    def arg_region(self, largest, dtype, index_dtype):
+        """(value, index) pairs folded to the largest (or smallest) value, NaN above everything,
+        ties to the lower index: torch's max/min over a dimension and argmax/argmin."""
+        key = ("argmax" if largest else "argmin", dtype, index_dtype)
+        if key not in self.regions:
+            t, it = _DTYPES[dtype], _DTYPES[index_dtype]
+            name = f"{key[0]}_{t}_{it}"
+            self.regions[key] = name
+            better = "GT" if largest else "LT"
+            self.region_text.append(
+                f"{name} {{\n  a = {t}[] parameter(0)\n  ai = {it}[] parameter(1)\n  b = {t}[] parameter(2)\n"
+                f"  bi = {it}[] parameter(3)\n  beyond = pred[] compare(b, a), direction={better}\n"
+                f"  bnan = pred[] compare(b, b), direction=NE\n  anan = pred[] compare(a, a), direction=NE\n"
+                f"  anum = pred[] not(anan)\n  newnan = pred[] and(bnan, anum)\n"
+                f"  same = pred[] compare(b, a), direction=EQ\n  bothnan = pred[] and(bnan, anan)\n"
+                f"  tie = pred[] or(same, bothnan)\n  lower = pred[] compare(bi, ai), direction=LT\n"
+                f"  tielow = pred[] and(tie, lower)\n  first = pred[] or(beyond, newnan)\n"
+                f"  take = pred[] or(first, tielow)\n  v = {t}[] select(take, b, a)\n  i = {it}[] select(take, bi, ai)\n"
+                f"  ROOT r = ({t}[], {it}[]) tuple(v, i)\n}}\n")
+        return self.regions[key]
+
     def reduce(self, value, axes, kind, init, dtype):
         src_dtype, dims = self.types[value]
         value = self.convert(value, dtype)
@@ -683,6 +704,85 @@ def _reduction(L, node, x, dims_arg=None, keepdim=False, **kwargs):
             out_dims = L.types[reduced][1]
             reduced = L.emit("divide", dtype, out_dims, f"divide({reduced}, {L.constant(count, dtype, out_dims)})")
     return L.reshape(reduced, dims)
+
+
+@_lower(aten.any.dim, aten.any.dims, aten.any.default, aten.all.dim, aten.all.dims, aten.all.default)
+def _any_all(L, node, x, dims_arg=None, keepdim=False):
+    _, dims = _meta(node)
+    value = L.convert(L.value(x), torch.bool)
+    rank = len(L.types[value][1])
+    is_any = "any" in str(node.target)
+    reduced = L.reduce(value, _axes(dims_arg, rank) if rank else [], "or" if is_any else "and", not is_any, torch.bool)
+    return L.reshape(reduced, dims)
+
+
+@_lower(aten.var.correction, aten.var.dim)
+def _var(L, node, x, dims_arg=None, *args, correction=None, keepdim=False, unbiased=None):
+    dtype, dims = _meta(node)
+    if node.target is aten.var.dim:  # var.dim(x, dim, unbiased=True, keepdim=False)
+        unbiased = args[0] if args else (True if unbiased is None else unbiased)
+        keepdim = args[1] if len(args) > 1 else keepdim
+        correction = 1 if unbiased else 0
+    elif args:  # var.correction(x, dim, *, correction, keepdim) written positionally
+        keepdim = args[-1] if isinstance(args[-1], bool) else keepdim
+    correction = 1 if correction is None else correction
+    value = L.convert(L.value(x), dtype)
+    full = L.types[value][1]
+    axes = _axes(dims_arg, len(full))
+    count = math.prod(full[a] for a in axes)
+    kept = tuple(1 if i in axes else d for i, d in enumerate(full))
+    reduced_dims = tuple(d for i, d in enumerate(full) if i not in axes)
+    mean = L.emit("divide", dtype, reduced_dims, f"divide({L.reduce(value, axes, 'add', 0, dtype)}, "
+                                                 f"{L.constant(count, dtype, reduced_dims)})")
+    centered = L.emit("subtract", dtype, full, f"subtract({value}, {L.broadcast(L.reshape(mean, kept), full)})")
+    square = L.emit("multiply", dtype, full, f"multiply({centered}, {centered})")
+    total = L.reduce(square, axes, "add", 0, dtype)
+    var = L.emit("divide", dtype, reduced_dims, f"divide({total}, {L.constant(max(count - correction, 0), dtype, reduced_dims)})")
+    return L.reshape(var, dims)
+
+
+@_lower(aten.max.dim, aten.min.dim, aten.argmax.default, aten.argmin.default)
+def _arg_reduce(L, node, x, dim=None, keepdim=False):
+    largest = node.target in (aten.max.dim, aten.argmax.default)
+    value = L.value(x)
+    dtype, full = L.types[value]
+    if dim is None:  # argmax over everything: of the flattened array
+        value = L.reshape(value, (math.prod(full),))
+        full, dim = (math.prod(full),), 0
+    axis = dim % len(full)
+    index_dtype = torch.int64
+    reduced = tuple(d for i, d in enumerate(full) if i != axis)
+    iota = L.emit("iota", index_dtype, full, f"iota(), iota_dimension={axis}")
+    extreme = -math.inf if largest else math.inf
+    if not dtype.is_floating_point:
+        extreme = torch.iinfo(dtype).min if largest else torch.iinfo(dtype).max
+    start, zero = L.constant(extreme, dtype), L.constant(0, index_dtype)
+    both = f"reduce_pair.{L.count + 1}"
+    L.count += 1
+    L.lines.append(f"  {both} = ({_shape_text(dtype, reduced)}, {_shape_text(index_dtype, reduced)}) "
+                   f"reduce({value}, {iota}, {start}, {zero}), dimensions={{{axis}}}, "
+                   f"to_apply={L.arg_region(largest, dtype, index_dtype)}")
+    values = L.emit("values", dtype, reduced, f"get-tuple-element({both}), index=0")
+    indices = L.emit("indices", index_dtype, reduced, f"get-tuple-element({both}), index=1")
+    if node.target in (aten.argmax.default, aten.argmin.default):
+        _, dims = _meta(node)
+        return L.reshape(indices, dims)
+    out = node.meta["val"]
+    dims = tuple(int(d) for d in out[0].shape)
+    return (L.reshape(values, dims), L.reshape(indices, dims))
+
+
+@_lower(aten.cumsum.default)
+def _cumsum(L, node, x, dim, *, dtype=None):
+    out_dtype, dims = _meta(node)
+    value = L.convert(L.value(x), out_dtype)
+    axis = dim % len(dims) if dims else 0
+    if not dims:
+        return value
+    sizes = "x".join(str(dims[axis]) if i == axis else "1" for i in range(len(dims)))
+    pads = "x".join(f"{dims[axis] - 1}_0" if i == axis else "0_0" for i in range(len(dims)))
+    return L.emit("cumsum", out_dtype, dims, f"reduce-window({value}, {L.constant(0, out_dtype)}), "
+                                             f"window={{size={sizes} pad={pads}}}, to_apply={L.region('add', out_dtype)}")
 
 
 def _softmax_parts(L, x, dim, dtype):

@@ -276,3 +276,34 @@ def test_gather_and_scatter_along_a_dimension():
     for got, want in zip(compile(f)(x, index, src), f(x, index, src)):
         assert torch.equal(got, want)
     assert insitu.torch.compiled_graphs[-1].executable is not None
+
+
+def test_attention_and_reductions_lower_and_match_eager():
+    x = torch.randn(2, 4, 8, 16)
+    cases = {
+        "sdpa": lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True),
+        "cumsum": lambda t: torch.cumsum(t, -1),
+        "var": lambda t: (t.var(-1), t.var(1, unbiased=False, keepdim=True)),
+        "logsumexp": lambda t: torch.logsumexp(t, -1),
+        "rmsnorm": lambda t: t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6),
+        "any": lambda t: ((t > 2).any(-1), (t > -5).all()),
+    }
+    for name, f in cases.items():
+        torch._dynamo.reset()
+        insitu.torch.compiled_graphs.clear()
+        got, want = compile(f)(x), f(x)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5, msg=name)
+        assert insitu.torch.compiled_graphs[-1].executable is not None, (name, insitu.torch.compiled_graphs)
+
+
+def test_max_and_argmax_take_nan_first_and_ties_lowest():
+    x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, float("nan"), 5.0, float("nan")], [-1.0, -1.0, -2.0, -3.0]])
+
+    def f(t):
+        values, indices = torch.max(t, -1)
+        return values, indices, torch.argmax(t, -1), torch.argmin(t, 1), torch.min(t, 0).indices, torch.argmax(t)
+
+    for g, w in zip(compile(f)(x), f(x)):
+        torch.testing.assert_close(g, w, equal_nan=True)
+    assert insitu.torch.compiled_graphs[-1].executable is not None
