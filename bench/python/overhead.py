@@ -5,6 +5,8 @@ same run (bench/README.md has the figures and the command):
      inductor vs torch.compile with insitu;
   2. a decode step (kv_cache_decode_step of the peer corpus: cache [2,L,H,T,D] donated, one
      position written, attention over it): jax.jit vs insitu.jax.jit, both donating the cache;
+     and one in torch (index_copy_ into the K and V caches, attention, projection): eager vs
+     torch.compile with inductor vs with insitu, the caches mutated in place in all three;
   3. a KV-cache update from torch: cache.index_copy_(1, pos, kv) eagerly vs the same function
      compiled with insitu (the cache is mutated, so written in place).
 
@@ -102,6 +104,33 @@ def main():
         else:
             row(f"decode step, cache {2 * layers * heads * length * dim * 4 >> 20} MiB donated", "jax.jit",
                 baseline, name, value)
+
+    # 2b. the decode step from torch: write position `pos` of the caches in place (index_copy_),
+    # attend over them, project; eager vs inductor vs insitu, caches mutated in every one
+    torch.manual_seed(0)
+    d_model, heads_t, length_t = 256, 8, 512
+    head = d_model // heads_t
+    w_qkv, w_out = torch.randn(d_model, 3 * d_model) * 0.05, torch.randn(d_model, d_model) * 0.05
+
+    def decode(k_cache, v_cache, x, pos):
+        q, k, v = (x @ w_qkv).split(d_model, dim=-1)
+        k_cache.index_copy_(1, pos, k.view(heads_t, 1, head))
+        v_cache.index_copy_(1, pos, v.view(heads_t, 1, head))
+        att = torch.softmax((k_cache @ q.view(heads_t, head, 1)).squeeze(-1) / head ** 0.5, dim=-1)
+        return (att.unsqueeze(1) @ v_cache).reshape(1, d_model) @ w_out
+
+    caches = [torch.zeros(heads_t, length_t, head) for _ in range(2)]
+    x_t, pos_t = torch.randn(1, d_model), torch.tensor([3])
+    runs = {"torch eager": decode, "torch.compile inductor": torch.compile(decode, dynamic=False),
+            "torch.compile insitu": torch.compile(decode, backend="insitu", dynamic=False)}
+    timings = {name: per_call(lambda f=f: f(caches[0], caches[1], x_t, pos_t), max(options.calls // 10, 50),
+                              options.repeats) for name, f in runs.items()}
+    eager_graphs = [g for g in insitu.torch.compiled_graphs if g.executable is None]
+    if eager_graphs:
+        print(f"# torch decode step: graphs run eagerly by the insitu backend: {eager_graphs}")
+    for name in ("torch.compile inductor", "torch.compile insitu"):
+        row(f"decode step, {heads_t}x{length_t}x{head} caches mutated", "torch eager", timings["torch eager"], name,
+            timings[name])
 
     # 3. KV-cache update from torch
     cache = torch.zeros(2, 1024, 12, 64)
