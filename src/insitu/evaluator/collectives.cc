@@ -495,17 +495,31 @@ StatusOr<Literal> fold(const Instruction& instruction, const std::vector<Literal
 }
 
 StatusOr<int64_t> one_dimension(const Instruction& instruction, const Literal& operand) {
+  return collective_dimension(instruction, operand.shape());
+}
+
+}  // namespace
+
+StatusOr<int64_t> collective_dimension(const Instruction& instruction, const Shape& operand) {
   const RawAttribute* attribute = find_own_attribute(instruction, "dimensions");
   if (attribute == nullptr) return bad_instruction(instruction, "needs dimensions={d}");
   Reader reader(instruction, "dimensions", attribute->value);
   INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> dims, reader.integers('{', '}'));
-  if (dims.size() != 1 || dims[0] < 0 || dims[0] >= operand.shape().rank())
+  if (dims.size() != 1 || dims[0] < 0 || dims[0] >= operand.rank())
     return bad_instruction(instruction, str_cat("dimensions=", attribute->value, " must name one dimension of ",
-                                                operand.shape().to_string(false)));
+                                                operand.to_string(false)));
   return dims[0];
 }
 
-}  // namespace
+Status Communicator::all_gather(int64_t device, std::span<const int64_t> group, const uint8_t* in, int64_t bytes,
+                                uint8_t* out, const std::string& what) {
+  Literal mine(Shape::array(PrimitiveType::kU8, {bytes}));
+  if (bytes > 0) std::memcpy(mine.untyped_data(), in, static_cast<size_t>(bytes));
+  INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, exchange(device, group, std::move(mine), what));
+  for (size_t k = 0; k < all.size(); ++k)
+    if (bytes > 0) std::memcpy(out + k * bytes, all[k].untyped_data(), static_cast<size_t>(bytes));
+  return ok_status();
+}
 
 bool is_collective_opcode(Opcode opcode) {
   switch (opcode) {

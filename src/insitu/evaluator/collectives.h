@@ -87,6 +87,10 @@ class Communicator {
   virtual Status all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type,
                                      Opcode combiner, uint8_t* data, int64_t count, const std::string& what);
   static bool supports_all_reduce(PrimitiveType type, Opcode combiner);
+  // The runtime's native all-gather of byte strings: `out` gets every member's `bytes` bytes
+  // (`in` for this one) back to back in group order. Default: through exchange.
+  virtual Status all_gather(int64_t device, std::span<const int64_t> group, const uint8_t* in, int64_t bytes,
+                            uint8_t* out, const std::string& what);
 };
 
 // One device's place in a run: what the collectives of its program need.
@@ -129,6 +133,9 @@ class InProcessCommunicator final : public Communicator {
 StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<const Literal* const> operands,
                                       const DeviceContext* device, eval::ComputationRunner& runner);
 bool is_collective_opcode(Opcode opcode);  // what evaluate_collective runs
+// The one dimension an all-gather, reduce-scatter or all-to-all names (dimensions={d}), checked
+// against `operand`'s rank; a located error otherwise.
+StatusOr<int64_t> collective_dimension(const Instruction& instruction, const Shape& operand);
 
 // The groups an instruction's collective runs in, as device ids (see above), or a located
 // error for replica_groups insitu cannot read or that do not fit the grid.

@@ -250,6 +250,26 @@ bool native_all_reduce(const Instruction& instruction, const runtime_internal::S
   return combiner && Communicator::supports_all_reduce(instruction.shape().element_type(), combiner->opcode);
 }
 
+// An all-gather whose pieces join as byte strings (Executor::run_all_gather): one array, gathered
+// along a dimension with only size-1 dimensions before it (dimension 0, usually), operand and
+// result in memory that does not overlap.
+bool native_all_gather(const Instruction& instruction, const runtime_internal::Step& step) {
+  if (instruction.operand_count() != 1 || !instruction.shape().is_array() || step.outputs.size() != 1 ||
+      step.operands.size() != 1 || step.operands[0].size() != 1 || step.outputs[0].scalar ||
+      step.operands[0][0].scalar)
+    return false;
+  const runtime_internal::Leaf& in = step.operands[0][0];
+  const runtime_internal::Leaf& out = step.outputs[0];
+  if (in.allocation == out.allocation && in.offset < out.offset + out.size && out.offset < in.offset + in.size)
+    return false;  // overlapping memory: the evaluator's path copies first
+  const Shape& operand = instruction.operand(0)->shape();
+  StatusOr<int64_t> dimension = collective_dimension(instruction, operand);
+  if (!dimension.ok()) return false;
+  for (int64_t d = 0; d < *dimension; ++d)
+    if (operand.dimension(d) != 1) return false;
+  return true;
+}
+
 }  // namespace
 
 Status Executable::build() {
@@ -335,6 +355,11 @@ Status Executable::build() {
       if (family == RuntimeFamily::kForward || unmaterialized || view) continue;  // moves no data
       if ((opcode == Opcode::kAllReduce || opcode == Opcode::kAllReduceStart) && native_all_reduce(*instruction, step)) {
         step.run = &Executor::run_all_reduce;
+        program.steps.push_back(std::move(step));
+        continue;
+      }
+      if (opcode == Opcode::kAllGather && native_all_gather(*instruction, step)) {
+        step.run = &Executor::run_all_gather;
         program.steps.push_back(std::move(step));
         continue;
       }

@@ -226,6 +226,32 @@ Status Executor::run_all_reduce(const Step& step) {
                           instruction.location());
 }
 
+Status Executor::run_all_gather(const Step& step) {
+  const Instruction& instruction = *step.instruction;
+  const Leaf& from = step.operands[0][0];
+  const Leaf& to = step.outputs[0];
+  const DeviceGrid grid = device_ != nullptr ? device_->grid : device_grid(*instruction.parent()->parent());
+  if (device_ == nullptr && grid.devices() > 1)
+    return invalid_argument(str_cat("all-gather %", instruction.name(), ": the module runs on ", grid.devices(),
+                                    " devices: run every device (insitu run does) for its collectives"),
+                            instruction.location());
+  if (device_ == nullptr) {  // one device: its own piece
+    copy_bytes_parallel(pool_, address(to), address(from), to.size);
+    return ok_status();
+  }
+  INSITU_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> groups, collective_device_groups(instruction, grid));
+  for (const std::vector<int64_t>& group : groups) {
+    if (std::find(group.begin(), group.end(), device_->device) == group.end()) continue;
+    return device_->communicator
+        ->all_gather(device_->device, group, address(from), from.size, address(to),
+                     str_cat("all-gather %", instruction.name()))
+        .with_location(instruction.location());
+  }
+  return invalid_argument(str_cat("all-gather %", instruction.name(), ": device ", device_->device,
+                                  " is in none of its replica_groups"),
+                          instruction.location());
+}
+
 void Executor::record_kernel_run(const Step& step, std::chrono::steady_clock::time_point start) {
   const auto now = std::chrono::steady_clock::now();
   stats_.kernel_runs.push_back({step.instruction->custom_call.target,

@@ -44,6 +44,8 @@ class Executor {
   Status run_fallback(const Step& step);
   // all-reduce reduced natively in place through this device's communicator (collectives.h).
   Status run_all_reduce(const Step& step);
+  // all-gather whose pieces join as byte strings (Communicator::all_gather).
+  Status run_all_gather(const Step& step);
   Status run_native_custom_call(const Step& step);
   Status run_custom_call(const Step& step);  // through the Literal path
   Status run_while(const Step& step);

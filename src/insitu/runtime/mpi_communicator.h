@@ -47,6 +47,9 @@ class MpiCommunicator final : public Communicator {
   // (and float maximum/minimum, whose NaN rule MPI lacks) through the base class's exchange.
   Status all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type, Opcode combiner,
                              uint8_t* data, int64_t count, const std::string& what) override;
+  // MPI_Allgather over the world group (after the same timed header check); else the exchange.
+  Status all_gather(int64_t device, std::span<const int64_t> group, const uint8_t* in, int64_t bytes, uint8_t* out,
+                    const std::string& what) override;
 
  private:
   MpiCommunicator(int64_t rank, int64_t size, double timeout_seconds);
