@@ -102,7 +102,7 @@ StatusOr<std::unique_ptr<Executable>> build_executable(const Module& module, con
 // Runs `executable` once (as `device` among many, or alone when null). Every argument belongs
 // to this run, so each parameter the module aliases to an output is donated: it is updated in
 // place. `stats` gets the run's fields.
-StatusOr<Literal> execute_once(const Executable& executable, const std::vector<Literal>& arguments,
+StatusOr<Literal> execute_once(Executable& executable, const std::vector<Literal>& arguments,
                                const RunOptions& options, const DeviceContext* device, nlohmann::json& stats) {
   std::vector<BufferHandle> handles;
   ExecuteOptions execute;
@@ -119,7 +119,7 @@ StatusOr<Literal> execute_once(const Executable& executable, const std::vector<L
   execute.timeout_seconds = options.timeout_seconds;
   execute.device = device;
   INSITU_ASSIGN_OR_RETURN(std::vector<BufferHandle> results,
-                          const_cast<Executable&>(executable).execute(std::move(handles), execute));
+                          executable.execute(std::move(handles), execute));
 
   const Shape& result_shape = executable.module().entry()->root()->shape();
   Literal result(result_shape);
