@@ -320,6 +320,7 @@ struct LibraryConvolution::Handles {
   struct Slice {
     int64_t batch = 0;
     dnnl_memory_desc_t input{}, output{};
+    dnnl_memory_desc_t scratchpad{};  // what one execution needs; each thread passes its own
     dnnl_primitive_t convolution = nullptr;
   };
   Slice full, last;
@@ -361,8 +362,18 @@ bool create_slice(const LibraryConvolutionSpec& spec, int64_t batch, dnnl_memory
                                                  fixed_kernel ? blocked_kernel : &any_kernel, nullptr, &slice.output,
                                                  strides, dilations, low, high) != dnnl_success)
     return false;
+  // A user scratchpad: the library's own is shared by concurrent executions of one primitive
+  // unless oneDNN was built with DNNL_ENABLE_CONCURRENT_EXEC, and run() executes this primitive
+  // on several pool threads at once (a suspected source of one wrong-valued run, 2026-12-04).
+  dnnl_primitive_attr_t attributes = nullptr;
+  if (dnnl_primitive_attr_create(&attributes) != dnnl_success) return false;
   dnnl_primitive_desc_t primitive_desc = nullptr;
-  if (dnnl_primitive_desc_create(&primitive_desc, &desc, nullptr, engine, nullptr) != dnnl_success) return false;
+  const bool described = dnnl_primitive_attr_set_scratchpad_mode(attributes, dnnl_scratchpad_mode_user) == dnnl_success &&
+                         dnnl_primitive_desc_create(&primitive_desc, &desc, attributes, engine, nullptr) == dnnl_success;
+  dnnl_primitive_attr_destroy(attributes);
+  if (!described) return false;
+  if (const dnnl_memory_desc_t* scratchpad = dnnl_primitive_desc_query_md(primitive_desc, dnnl_query_scratchpad_md, 0))
+    slice.scratchpad = *scratchpad;
   const char* name = "";
   dnnl_primitive_desc_query(primitive_desc, dnnl_query_impl_info_str, 0, &name);
   implementation = name == nullptr ? "" : name;
@@ -448,19 +459,24 @@ void LibraryConvolution::run(const float* input, const float* kernel, float* out
       }
       for (int64_t chunk = begin; chunk < end; ++chunk) {
         const Handles::Slice& slice = chunk + 1 == h.chunks && h.last.convolution != nullptr ? h.last : h.full;
-        dnnl_memory_t in = nullptr, weights = nullptr, out = nullptr;
+        dnnl_memory_t in = nullptr, weights = nullptr, out = nullptr, scratch = nullptr;
+        thread_local std::vector<uint8_t> scratchpad;  // this pool thread's, reused across calls
+        const size_t scratch_bytes = dnnl_memory_desc_get_size(&slice.scratchpad);
+        if (scratchpad.size() < scratch_bytes) scratchpad.resize(scratch_bytes);
         bool done =
+            dnnl_memory_create(&scratch, &slice.scratchpad, engine, scratchpad.data()) == dnnl_success &&
             dnnl_memory_create(&in, &slice.input, engine,
                                const_cast<float*>(input) + chunk * h.chunk * h.input_batch_stride) == dnnl_success &&
             dnnl_memory_create(&weights, &h.blocked_kernel, engine, blocked_kernel) == dnnl_success &&
             dnnl_memory_create(&out, &slice.output, engine, output + chunk * h.chunk * h.output_batch_stride) ==
                 dnnl_success;
         if (done) {
-          dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, out}};
-          done = dnnl_primitive_execute(slice.convolution, stream, 3, args) == dnnl_success &&
+          dnnl_exec_arg_t args[] = {
+              {DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, out}, {DNNL_ARG_SCRATCHPAD, scratch}};
+          done = dnnl_primitive_execute(slice.convolution, stream, 4, args) == dnnl_success &&
                  dnnl_stream_wait(stream) == dnnl_success;
         }
-        for (dnnl_memory_t memory : {in, weights, out})
+        for (dnnl_memory_t memory : {in, weights, out, scratch})
           if (memory != nullptr) dnnl_memory_destroy(memory);
         if (!done) ok = false;
       }
