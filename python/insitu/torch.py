@@ -785,6 +785,30 @@ def _cumsum(L, node, x, dim, *, dtype=None):
                                              f"window={{size={sizes} pad={pads}}}, to_apply={L.region('add', out_dtype)}")
 
 
+@_lower(aten.convolution.default)
+def _convolution(L, node, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """N-d convolution, NC<spatial> x OI<spatial> (torch's layouts) as one HLO convolution;
+    the bias added after it. Transposed convolutions are not lowered yet."""
+    if transposed:
+        raise Unsupported("a transposed convolution (conv_transpose) is not lowered yet")
+    dtype, dims = _meta(node)
+    spatial = len(dims) - 2
+    lhs, rhs = L.convert(L.value(x), dtype), L.convert(L.value(weight), dtype)
+    kernel = L.types[rhs][1][2:]
+    sizes = "x".join(str(k) for k in kernel)
+    window = f"size={sizes} stride={'x'.join(str(s) for s in stride)} " \
+             f"pad={'x'.join(f'{p}_{p}' for p in padding)} rhs_dilate={'x'.join(str(d) for d in dilation)}"
+    letters = "".join(str(i) for i in range(spatial))
+    labels = f"bf{letters}_oi{letters}->bf{letters}"
+    out = L.emit("convolution", dtype, dims, f"convolution({lhs}, {rhs}), window={{{window}}}, dim_labels={labels}, "
+                                             f"feature_group_count={groups}")
+    if bias is None:
+        return out
+    b = L.convert(L.value(bias), dtype)  # [C_out] along dimension 1
+    b = L.emit("broadcast", dtype, dims, f"broadcast({b}), dimensions={{1}}")
+    return L.emit("add", dtype, dims, f"add({out}, {b})")
+
+
 def _softmax_parts(L, x, dim, dtype):
     value = L.convert(L.value(x), dtype)
     dims = L.types[value][1]

@@ -307,3 +307,19 @@ def test_max_and_argmax_take_nan_first_and_ties_lowest():
     for g, w in zip(compile(f)(x), f(x)):
         torch.testing.assert_close(g, w, equal_nan=True)
     assert insitu.torch.compiled_graphs[-1].executable is not None
+
+
+def test_convolutions_in_an_inference_graph_match_eager():
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2, bias=False), torch.nn.GELU(),
+        torch.nn.Conv2d(8, 4, (3, 5), dilation=(2, 1), padding=(2, 2)),
+        torch.nn.Flatten(), torch.nn.LazyLinear(5)).eval()
+    x = torch.randn(2, 3, 9, 11)
+    with torch.no_grad():
+        want = model(x)
+        got = compile(model)(x)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert all(g.executable is not None for g in insitu.torch.compiled_graphs), insitu.torch.compiled_graphs
+    assert any("convolution(" in g.text for g in insitu.torch.compiled_graphs)
