@@ -809,6 +809,32 @@ def _convolution(L, node, x, weight, bias, stride, padding, dilation, transposed
     return L.emit("add", dtype, dims, f"add({out}, {b})")
 
 
+@_lower(aten._native_batch_norm_legit_no_training.default)
+def _batch_norm_inference(L, node, x, weight, bias, running_mean, running_var, momentum, eps):
+    """Batch norm with running statistics (eval mode): (x - mean) * rsqrt(var + eps) * weight +
+    bias along dimension 1; the two saved statistics torch returns are empty in this mode."""
+    out_meta = node.meta["val"]
+    dtype, dims = out_meta[0].dtype, tuple(int(d) for d in out_meta[0].shape)
+    value = L.operand(x, dtype, dims)
+
+    def per_channel(arg):
+        return L.emit("broadcast", dtype, dims, f"broadcast({L.convert(L.value(arg), dtype)}), dimensions={{1}}")
+
+    channels = (dims[1],)
+    var = L.convert(L.value(running_var), dtype)
+    rstd = L.emit("rsqrt", dtype, channels,
+                  f"rsqrt({L.emit('add', dtype, channels, f'add({var}, {L.constant(eps, dtype, channels)})')})")
+    rstd = L.emit("broadcast", dtype, dims, f"broadcast({rstd}), dimensions={{1}}")
+    out = L.emit("subtract", dtype, dims, f"subtract({value}, {per_channel(running_mean)})")
+    out = L.emit("multiply", dtype, dims, f"multiply({out}, {rstd})")
+    if weight is not None:
+        out = L.emit("multiply", dtype, dims, f"multiply({out}, {per_channel(weight)})")
+    if bias is not None:
+        out = L.emit("add", dtype, dims, f"add({out}, {per_channel(bias)})")
+    empties = [L.constant(0, t.dtype, tuple(int(d) for d in t.shape)) for t in out_meta[1:]]
+    return (out, *empties)
+
+
 def _softmax_parts(L, x, dim, dtype):
     value = L.convert(L.value(x), dtype)
     dims = L.types[value][1]

@@ -309,13 +309,15 @@ def test_max_and_argmax_take_nan_first_and_ties_lowest():
     assert insitu.torch.compiled_graphs[-1].executable is not None
 
 
-def test_convolutions_in_an_inference_graph_match_eager():
+def test_cnn_inference_graph_matches_eager():
     torch.manual_seed(4)
     model = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
         torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2, bias=False), torch.nn.GELU(),
         torch.nn.Conv2d(8, 4, (3, 5), dilation=(2, 1), padding=(2, 2)),
-        torch.nn.Flatten(), torch.nn.LazyLinear(5)).eval()
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.LazyLinear(5)).eval()
+    model[1].running_mean.uniform_(-1, 1)  # eval-mode batch norm with statistics that matter
+    model[1].running_var.uniform_(0.5, 2)
     x = torch.randn(2, 3, 9, 11)
     with torch.no_grad():
         want = model(x)
