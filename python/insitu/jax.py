@@ -114,7 +114,7 @@ def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None):
         leaves, treedef = jax.tree_util.tree_flatten(args)
         return leaves, treedef, statics
 
-    def build(args, treedef):
+    def build(args):
         lowered = jitted.lower(*args)
         executable = insitu.compile(lowered.as_text(dialect="hlo"))
         donated = []  # per leaf: its argument number when donated, else None
@@ -129,7 +129,7 @@ def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None):
         key = (treedef, statics, tuple(map(bridge.key, leaves)))
         found = cache.get(key)
         if found is None:
-            found = cache[key] = build(args, treedef)
+            found = cache[key] = build(args)
         return found, leaves
 
     @functools.wraps(fn)

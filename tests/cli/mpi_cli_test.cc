@@ -135,12 +135,10 @@ TEST_F(MpiCliTest, ARankThatNeverArrivesEndsTheJobWithinTheTimeout) {
 }
 
 TEST_F(MpiCliTest, MismatchedCollectivesNameBothRanks) {
-  const std::string module = write("mismatch.hlo", stuck_module("all-reduce(x), channel_id=2, to_apply=add"));
-  // Both ranks reach an all-reduce, but different ones (%r in zero, %r in one: the same name,
-  // so change one): rename the second to tell them apart.
+  // Both ranks reach an all-reduce, but different ones: %r in branch zero, %s in branch one.
   std::string text = stuck_module("all-reduce(x), channel_id=2, to_apply=add");
   text.replace(text.rfind("ROOT r ="), 8, "ROOT s =");
-  write("mismatch.hlo", text);
+  const std::string module = write("mismatch.hlo", text);
   Job job = mpirun(2, module + " --collective-timeout 20");
   EXPECT_NE(job.status, 0);
   EXPECT_NE(job.output.find("mismatched collectives"), std::string::npos) << job.output;

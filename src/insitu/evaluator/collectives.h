@@ -136,6 +136,9 @@ bool is_collective_opcode(Opcode opcode);  // what evaluate_collective runs
 // The one dimension an all-gather, reduce-scatter or all-to-all names (dimensions={d}), checked
 // against `operand`'s rank; a located error otherwise.
 StatusOr<int64_t> collective_dimension(const Instruction& instruction, const Shape& operand);
+// collective-permute's source_target_pairs={{s,t},...} as written (ids checked by the caller,
+// which knows whether they are replicas or partitions).
+StatusOr<std::vector<std::pair<int64_t, int64_t>>> collective_permute_pairs(const Instruction& instruction);
 
 // The groups an instruction's collective runs in, as device ids (see above), or a located
 // error for replica_groups insitu cannot read or that do not fit the grid.

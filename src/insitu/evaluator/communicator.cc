@@ -1,0 +1,177 @@
+// The Communicator base class's reductions and gathers (through exchange), and the in-process
+// communicator's rendezvous (collectives.h).
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <type_traits>
+
+#include "insitu/evaluator/collectives.h"
+#include "insitu/evaluator/element_arithmetic.h"
+#include "insitu/ir/module.h"
+#include "insitu/support/str.h"
+
+namespace insitu {
+
+DeviceGrid device_grid(const Module& module) {
+  return {module.config().replica_count.value_or(1), module.config().num_partitions.value_or(1)};
+}
+
+// --- InProcessCommunicator ---------------------------------------------------------------------
+
+StatusOr<std::vector<Literal>> InProcessCommunicator::exchange(int64_t device, std::span<const int64_t> group,
+                                                               Literal value, const std::string& what) {
+  const std::vector<int64_t> members(group.begin(), group.end());
+  const auto found = std::find(members.begin(), members.end(), device);
+  INSITU_CHECK(found != members.end()) << "device " << device << " is not in the group it exchanges in";
+  const size_t position = static_cast<size_t>(found - members.begin());
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (failure_) return *failure_;
+  const Key key{members, sequence_[{device, members}]++};
+  Slot& slot = slots_[key];
+  if (slot.values.empty()) {
+    slot.values.resize(members.size());
+    slot.whats.resize(members.size());
+  }
+  // Every member checks the others already there; the last to arrive checks everyone.
+  for (size_t k = 0; k < members.size(); ++k) {
+    if (!slot.values[k]) continue;
+    const Literal& other = *slot.values[k];
+    if (slot.whats[k] != what || !(other.shape() == value.shape())) {
+      Status mismatch = failed_precondition(
+          str_cat("mismatched collectives: device ", device, " is at ", what, " with ", value.shape().to_string(false),
+                  " while device ", members[k], " is at ", slot.whats[k], " with ", other.shape().to_string(false),
+                  " (the same group {", str_join(members, ","), "}, the same step)"));
+      failure_ = mismatch;
+      changed_.notify_all();
+      return mismatch;
+    }
+  }
+  slot.values[position] = std::move(value);
+  slot.whats[position] = what;
+  ++slot.arrived;
+  changed_.notify_all();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
+  while (slot.arrived < static_cast<int64_t>(members.size()) && !failure_) {
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && slot.arrived < static_cast<int64_t>(members.size()) &&
+        !failure_) {
+      std::vector<int64_t> missing;
+      for (size_t k = 0; k < members.size(); ++k)
+        if (!slot.values[k]) missing.push_back(members[k]);
+      Status timeout = resource_exhausted(str_cat("collective timed out: device ", device, " waited ", timeout_seconds_,
+                                                  " s at ", what, " for device(s) ", str_join(missing, ","),
+                                                  " of group {", str_join(members, ","), "}, which never arrived"));
+      failure_ = timeout;
+      changed_.notify_all();
+      return timeout;
+    }
+  }
+  if (failure_) return *failure_;
+  std::vector<Literal> values;
+  values.reserve(members.size());
+  for (const std::optional<Literal>& member_value : slot.values) values.push_back(*member_value);
+  if (++slot.left == static_cast<int64_t>(members.size())) slots_.erase(key);
+  return values;
+}
+
+namespace {
+
+template <typename T>
+void fold_into(T* acc, const T* value, int64_t count, Opcode combiner) {
+  for (int64_t i = 0; i < count; ++i) {
+    switch (combiner) {
+      case Opcode::kAdd:
+        if constexpr (std::is_integral_v<T>) {
+          acc[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(acc[i]) + static_cast<std::make_unsigned_t<T>>(value[i]));
+        } else {
+          acc[i] = acc[i] + value[i];
+        }
+        break;
+      case Opcode::kMultiply:
+        if constexpr (std::is_integral_v<T>) {
+          acc[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(acc[i]) * static_cast<std::make_unsigned_t<T>>(value[i]));
+        } else {
+          acc[i] = acc[i] * value[i];
+        }
+        break;
+      case Opcode::kMaximum: acc[i] = maximum_value(acc[i], value[i]); break;  // the evaluator's (NaN, -0)
+      case Opcode::kMinimum: acc[i] = minimum_value(acc[i], value[i]); break;
+      case Opcode::kAnd:
+        if constexpr (std::is_integral_v<T>) acc[i] = static_cast<T>(acc[i] & value[i]);
+        break;
+      case Opcode::kOr:
+        if constexpr (std::is_integral_v<T>) acc[i] = static_cast<T>(acc[i] | value[i]);
+        break;
+      default: break;
+    }
+  }
+}
+
+template <typename Fn>
+bool with_native_type(PrimitiveType type, Fn&& fn) {
+  switch (type) {
+    case PrimitiveType::kF32: fn(float{}); return true;
+    case PrimitiveType::kF64: fn(double{}); return true;
+    case PrimitiveType::kS32: fn(int32_t{}); return true;
+    case PrimitiveType::kS64: fn(int64_t{}); return true;
+    case PrimitiveType::kU32: fn(uint32_t{}); return true;
+    case PrimitiveType::kU64: fn(uint64_t{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool Communicator::supports_all_reduce(PrimitiveType type, Opcode combiner) {
+  const bool floating = type == PrimitiveType::kF32 || type == PrimitiveType::kF64;
+  switch (combiner) {
+    case Opcode::kAdd:
+    case Opcode::kMultiply:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum: break;
+    case Opcode::kAnd:
+    case Opcode::kOr:
+      if (floating) return false;
+      break;
+    default: return false;
+  }
+  return with_native_type(type, [](auto) {});
+}
+
+Status Communicator::all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type,
+                                         Opcode combiner, uint8_t* data, int64_t count, const std::string& what) {
+  if (!supports_all_reduce(type, combiner))
+    return unimplemented(str_cat(what, ": no native all-reduce of ", primitive_type_name(type), " with ",
+                                 opcode_name(combiner)));
+  Literal mine(Shape::array(type, {count}));
+  std::memcpy(mine.untyped_data(), data, mine.size_bytes());
+  INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, exchange(device, group, std::move(mine), what));
+  with_native_type(type, [&](auto zero) {
+    using T = decltype(zero);
+    T* acc = reinterpret_cast<T*>(data);
+    std::memcpy(acc, all[0].untyped_data(), all[0].size_bytes());
+    for (size_t k = 1; k < all.size(); ++k)
+      fold_into(acc, reinterpret_cast<const T*>(all[k].untyped_data()), count, combiner);
+  });
+  return ok_status();
+}
+
+void InProcessCommunicator::abort(int64_t device, const Status& status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!failure_) {
+    failure_ = Status(status.code(), str_cat("device ", device, " failed, so its collectives cannot complete: ",
+                                             status.message()));
+  }
+  changed_.notify_all();
+}
+
+Status Communicator::all_gather(int64_t device, std::span<const int64_t> group, const uint8_t* in, int64_t bytes,
+                                uint8_t* out, const std::string& what) {
+  Literal mine(Shape::array(PrimitiveType::kU8, {bytes}));
+  if (bytes > 0) std::memcpy(mine.untyped_data(), in, static_cast<size_t>(bytes));
+  INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, exchange(device, group, std::move(mine), what));
+  for (size_t k = 0; k < all.size(); ++k)
+    if (bytes > 0) std::memcpy(out + k * bytes, all[k].untyped_data(), static_cast<size_t>(bytes));
+  return ok_status();
+}
+
+}  // namespace insitu
