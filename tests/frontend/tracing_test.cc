@@ -43,6 +43,22 @@ TEST(FrontendTracing, ElementwiseOpsMatchDirectComputation) {
   }
 }
 
+// Regression: a bf16 or f16 scalar constant stored the number's integer part as its bits
+// (`T(static_cast<float>(value))` on a 16-bit aggregate), so x * 2.0 multiplied by a tiny
+// subnormal.
+TEST(FrontendTracing, SmallFloatScalarsHoldTheirValue) {
+  for (PrimitiveType type : {PrimitiveType::kBF16, PrimitiveType::kF16, PrimitiveType::kF8E4M3FN}) {
+    auto fn = [type](std::vector<Tensor>& a) {
+      return std::vector<Tensor>{convert(convert(a[0], type) * 2.5, PrimitiveType::kF32)};
+    };
+    StatusOr<TracedFunction> traced = trace_function(fn, {f32({2})}, "scale");
+    ASSERT_TRUE(traced.ok()) << traced.status().to_string();
+    Literal result = evaluate(*traced, {Literal::vector(std::vector<float>{1.0f, -2.0f})});
+    EXPECT_EQ(result.element(0).get<float>({0}), 2.5f) << primitive_type_name(type);
+    EXPECT_EQ(result.element(0).get<float>({1}), -5.0f) << primitive_type_name(type);
+  }
+}
+
 TEST(FrontendTracing, DataMovementReductionsAndDot) {
   auto fn = [](std::vector<Tensor>& a) {
     Tensor m = a[0];                                   // f32[2,3]

@@ -72,12 +72,12 @@ TEST(NpyTest, ReadsMlDtypesBfloat16AsVoid2) {
   EXPECT_EQ(literal.get<BFloat16>({1, 1}).bits, 20501);  // 1e10 rounded to bf16
   EXPECT_EQ(literal.get<BFloat16>({1, 2}).to_float(), -0.5f);
   // The same bytes as another 2-byte type when the parameter asks for it.
-  Literal as_u16 = load("bf16.npy", {.void2_type = PrimitiveType::kU16});
+  Literal as_u16 = load("bf16.npy", {.void_type = PrimitiveType::kU16});
   EXPECT_EQ(as_u16.get<uint16_t>({1, 1}), 20501);
 }
 
 TEST(NpyTest, Void2CannotFeedAWiderType) {
-  StatusOr<Literal> literal = read_npy_file(fixture("bf16.npy"), {.void2_type = PrimitiveType::kF32});
+  StatusOr<Literal> literal = read_npy_file(fixture("bf16.npy"), {.void_type = PrimitiveType::kF32});
   ASSERT_FALSE(literal.ok());
   EXPECT_NE(literal.status().message().find("cannot hold f32"), std::string::npos) << literal.status().message();
 }
@@ -121,7 +121,7 @@ TEST(NpyTest, RoundTripsEveryType) {
     StatusOr<std::string> bytes = serialize_npy(literal);
     ASSERT_TRUE(bytes.ok());
     EXPECT_EQ(bytes->size() % 64, static_cast<size_t>(literal.size_bytes() % 64));  // header aligned to 64
-    StatusOr<Literal> back = parse_npy(*bytes, {.void2_type = type == PrimitiveType::kBF16 ? type : PrimitiveType::kBF16});
+    StatusOr<Literal> back = parse_npy(*bytes, {.void_type = type == PrimitiveType::kBF16 ? type : PrimitiveType::kBF16});
     ASSERT_TRUE(back.ok()) << back.status().to_string();
     EXPECT_EQ(*back, literal);
   }

@@ -63,15 +63,18 @@ TEST(ParserErrorTest, UnknownOperand) {
 }
 
 TEST(ParserErrorTest, UnsupportedAndUnknownTypes) {
-  expect_error("HloModule m\nENTRY e {\n  ROOT p = f8e4m3fn[4] parameter(0)\n}\n", 3, 12,
-               "unsupported element type 'f8e4m3fn'");
+  expect_error("HloModule m\nENTRY e {\n  ROOT p = opaque[] parameter(0)\n}\n", 3, 12,
+               "unsupported element type 'opaque'");
   expect_error("HloModule m\nENTRY e {\n  ROOT p = f33[4] parameter(0)\n}\n", 3, 12, "unknown element type 'f33'");
   expect_error("HloModule m\nENTRY e {\n  ROOT p = f32[?] parameter(0)\n}\n", 3, 16,
                "unbounded dynamic dimension '?' is not supported");
-  auto shape = parse_shape("s4[2]");
+  auto shape = parse_shape("opaque[]");
   ASSERT_FALSE(shape.ok());
-  EXPECT_EQ(shape.status().message(), "unsupported element type 's4'");
+  EXPECT_EQ(shape.status().message(), "unsupported element type 'opaque'");
   EXPECT_EQ(shape.status().location(), (SourceLocation{1, 1}));
+  // The narrow types are element types like any other.
+  for (const char* text : {"s4[2]", "u2[3]", "f8e4m3fn[4]", "f4e2m1fn[1]", "f8e8m0fnu[]"})
+    EXPECT_TRUE(parse_shape(text).ok()) << text;
 }
 
 TEST(ParserErrorTest, NamesAndCounts) {

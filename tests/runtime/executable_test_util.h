@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/parser.h"
 #include "insitu/passes/optimize.h"
@@ -55,8 +56,8 @@ inline std::vector<Literal> make_arguments(const Module& module, uint32_t seed) 
         using T = decltype(tag);
         for (auto& value : leaf.template data<T>()) {
           if constexpr (std::is_same_v<T, bool>) value = (rng() & 1) != 0;
-          else if constexpr (std::is_integral_v<T>) value = static_cast<T>(rng() % 4);
-          else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+          else if constexpr (std::is_integral_v<T> || kIsSubByteInt<T>) value = convert_value<T>(rng() % 4);
+          else if constexpr (kIsSmallFloat<T>)
             value = T::from_float(static_cast<float>(static_cast<int>(rng() % 4001) - 2000) / 1000.0f);
           else value = T(static_cast<double>(static_cast<int>(rng() % 4001) - 2000) / 1000.0);
         }

@@ -34,6 +34,10 @@ inline Literal random_literal(PrimitiveType type, std::vector<int64_t> dimension
         else if (special == 2) value = 0;
         else if (special == 3) value = static_cast<T>(-1);
         else value = static_cast<T>(static_cast<int64_t>(rng() % 2001) - 1000);
+      } else if constexpr (kIsSubByteInt<T>) {
+        value = T::wrap(rng());
+      } else if constexpr (kIsNarrowFloat<T>) {
+        value = T::from_float(T::from_bits(static_cast<uint8_t>(rng())).to_float());  // any value, NaN too
       } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
         if (special == 0) value = T::from_float(std::numeric_limits<float>::quiet_NaN());
         else if (special == 1) value = T::from_float(-std::numeric_limits<float>::infinity());

@@ -1,3 +1,4 @@
+#include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/arguments.h"
 
 #include "insitu/cli.h"
@@ -52,10 +53,8 @@ Literal default_argument(const Shape& shape) {
       int value = static_cast<int>(i % 7) + 1;
       if constexpr (std::is_same_v<T, bool>) {
         data[i] = i % 2 == 0;
-      } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-        data[i] = T::from_float(static_cast<float>(value));
       } else {
-        data[i] = static_cast<T>(value);
+        data[i] = convert_value<T>(value);
       }
     }
   });
@@ -89,7 +88,7 @@ StatusOr<std::vector<Literal>> bind_arguments(const Module& module, const std::v
       const ParameterLeaf& leaf = leaves[i];
       std::string which = str_cat("--arg ", i + 1, " (", npy_paths[i], ")");
       NpyReadOptions options;
-      if (byte_width(leaf.shape.element_type()) == 2) options.void2_type = leaf.shape.element_type();
+      if (byte_width(leaf.shape.element_type()) <= 2) options.void_type = leaf.shape.element_type();
       StatusOr<std::string> bytes = read_text_file(npy_paths[i]);
       if (!bytes.ok()) return invalid_argument(which + ": " + bytes.status().message());
       StatusOr<Literal> value = parse_npy(*bytes, options);

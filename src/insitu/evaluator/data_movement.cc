@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/evaluator/index_util.h"
 #include "insitu/evaluator/ops.h"
 #include "insitu/support/str.h"
@@ -84,17 +85,6 @@ int64_t linearize(std::span<const int64_t> strides, std::span<const int64_t> ind
 }
 
 // ---------------------------------------------------------------------------------------------
-
-template <typename T>
-T iota_value(int64_t i) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return i != 0;
-  } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    return T::from_float(static_cast<float>(i));  // via float, as Eigen's half types convert
-  } else {
-    return static_cast<T>(i);  // integers wrap; complex gets (i, 0)
-  }
-}
 
 StatusOr<Literal> evaluate_iota(const Instruction& instruction, Operands operands) {
   INSITU_RETURN_IF_ERROR(check_operand_count(instruction, operands, 0));

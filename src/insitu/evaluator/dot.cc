@@ -29,41 +29,6 @@ Status dot_error(const Instruction& instruction, const std::string& message) {
   return invalid_argument(str_cat("dot %", instruction.name(), ": ", message), instruction.location());
 }
 
-template <typename T>
-inline constexpr bool kIsComplex = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
-template <typename T>
-inline constexpr bool kIsHalf = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
-// XLA's convert of one element: floats to integers saturate (NaN gives 0), f16/bf16 go
-// through f32, complex to complex keeps both parts.
-template <typename To, typename From>
-To convert_element(From value) {
-  if constexpr (kIsHalf<From>) {
-    return convert_element<To>(value.to_float());
-  } else if constexpr (kIsComplex<To>) {
-    using Component = typename To::value_type;
-    if constexpr (kIsComplex<From>) {
-      return To(static_cast<Component>(value.real()), static_cast<Component>(value.imag()));
-    } else {
-      return To(static_cast<Component>(value), 0);
-    }
-  } else if constexpr (kIsComplex<From>) {
-    return convert_element<To>(value.real());  // not reached: checked before converting
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return value != From(0);
-  } else if constexpr (kIsHalf<To>) {
-    return To::from_float(static_cast<float>(value));
-  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    if (std::isnan(value)) return To(0);
-    if (value <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
-    if (value >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    return static_cast<To>(value);
-  } else {
-    return static_cast<To>(value);
-  }
-}
-
-
 // Where each result element reads its operands: base offsets per result element and the
 // offsets of the contraction steps.
 struct DotPlan {
@@ -189,7 +154,7 @@ Literal convert_literal(const Literal& source, PrimitiveType type) {
       using To = decltype(to_tag);
       const From* in = reinterpret_cast<const From*>(source.untyped_data());
       To* out = reinterpret_cast<To*>(result.untyped_data());
-      for (int64_t i = 0; i < source.element_count(); ++i) out[i] = convert_element<To>(in[i]);
+      for (int64_t i = 0; i < source.element_count(); ++i) out[i] = convert_value<To>(in[i]);
     });
   });
   return result;

@@ -1,10 +1,11 @@
 // Element arithmetic shared by the reference evaluator and the runtime's native kernels, so the
 // two compute every element the same way (the runtime is checked bit for bit against the
-// evaluator): f16/bf16 are computed in f32 and rounded to nearest even after every op;
+// evaluator): f16/bf16 and the narrow floats are computed in f32 and rounded to nearest even
+// after every op; sub-byte integers (s4, u4, ...) in int32/uint32, wrapped back after every op;
 // integers wrap through their unsigned type; convert follows XLA's Literal::Convert
 // (float -> integer truncates and saturates, NaN -> 0; x -> pred is x != 0; -> f16/bf16
-// rounds through f32; real -> complex has imaginary part 0; complex -> real is rejected
-// before converting).
+// rounds through f32; -> a narrow float rounds once from the exact value; real -> complex has
+// imaginary part 0; complex -> real is rejected before converting).
 #pragma once
 
 #include "insitu/ir/opcode.h"
@@ -22,22 +23,26 @@
 
 namespace insitu {
 
-template <typename T> inline constexpr bool kIsHalfLike = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 template <typename T>
 inline constexpr bool kIsComplex = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 
-// The type arithmetic happens in: f32 for f16/bf16, the storage type otherwise.
-template <typename T> using ComputeType = std::conditional_t<kIsHalfLike<T>, float, T>;
+template <typename T> struct ComputeTypeOf { using type = std::conditional_t<kIsSmallFloat<T>, float, T>; };
+template <int B, bool S> struct ComputeTypeOf<IntN<B, S>> { using type = typename IntN<B, S>::Compute; };
+// The type arithmetic happens in: f32 for f16/bf16/narrow floats, int32/uint32 for sub-byte
+// integers, the storage type otherwise.
+template <typename T> using ComputeType = typename ComputeTypeOf<T>::type;
 
 template <typename T>
 inline ComputeType<T> to_compute(T value) {
-  if constexpr (kIsHalfLike<T>) return value.to_float();
+  if constexpr (kIsSmallFloat<T>) return value.to_float();
+  else if constexpr (kIsSubByteInt<T>) return value.get();
   else return value;
 }
 
 template <typename Stored, typename Value>
 inline Stored to_stored(Value value) {
-  if constexpr (kIsHalfLike<Stored>) return Stored::from_float(value);
+  if constexpr (kIsSmallFloat<Stored>) return Stored::from_float(value);
+  else if constexpr (kIsSubByteInt<Stored>) return Stored::wrap(static_cast<uint64_t>(value));  // wraps
   else return static_cast<Stored>(value);
 }
 
@@ -46,20 +51,23 @@ inline Stored to_stored(Value value) {
 // and out of it (integers wrap to T's width at the end).
 template <typename T>
 struct AccumulatorFor {
-  using type = std::conditional_t<kIsHalfLike<T>, float,
-                                  std::conditional_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, uint64_t, T>>;
+  using type = std::conditional_t<kIsSmallFloat<T>, float,
+                                  std::conditional_t<(std::is_integral_v<T> && !std::is_same_v<T, bool>) || kIsSubByteInt<T>,
+                                                     uint64_t, T>>;
 };
 template <typename T> using AccumulatorOf = typename AccumulatorFor<T>::type;
 
 template <typename Accumulator, typename T>
 inline Accumulator accumulate_widen(T value) {
-  if constexpr (kIsHalfLike<T>) return value.to_float();
+  if constexpr (kIsSmallFloat<T>) return value.to_float();
+  else if constexpr (kIsSubByteInt<T>) return static_cast<Accumulator>(value.get());
   else return static_cast<Accumulator>(value);  // signed integers: modular, i.e. sign-extended
 }
 
 template <typename T, typename Accumulator>
 inline T accumulate_narrow(Accumulator value) {
-  if constexpr (kIsHalfLike<T>) return T::from_float(value);
+  if constexpr (kIsSmallFloat<T>) return T::from_float(value);
+  else if constexpr (kIsSubByteInt<T>) return T::wrap(value);
   else return static_cast<T>(value);  // integers wrap to the result width
 }
 
@@ -244,6 +252,17 @@ inline T sign_value(T x) {
 // (-NaN < -inf < ... < -0 < 0 < ... < inf < NaN): compare's type=TOTALORDER.
 template <typename T>
 inline auto total_order_key(T value) {
+  if constexpr (kIsNarrowFloat<T>) {
+    // The sign is the format's top bit (bit 3 of a 4-bit float); f8e8m0fnu has none.
+    constexpr NarrowFloatFormat f = T::kFormat;
+    if constexpr (f.kind == NarrowFloatKind::kExponentOnly) {
+      return static_cast<int32_t>(value.bits);
+    } else {
+      constexpr int kBits = 1 + f.exponent_bits + f.mantissa_bits;
+      const int32_t magnitude = value.bits & ((1 << (kBits - 1)) - 1);
+      return ((value.bits >> (kBits - 1)) & 1) ? -1 - magnitude : magnitude;
+    }
+  } else {
   using Signed = std::conditional_t<sizeof(T) == 2, int16_t, std::conditional_t<sizeof(T) == 4, int32_t, int64_t>>;
   using Unsigned = std::make_unsigned_t<Signed>;
   Signed bits;
@@ -251,6 +270,7 @@ inline auto total_order_key(T value) {
   // negative values: flip the magnitude bits so that larger magnitudes order lower
   const Unsigned flip = bits < 0 ? static_cast<Unsigned>(std::numeric_limits<Signed>::max()) : Unsigned(0);
   return static_cast<Signed>(static_cast<Unsigned>(bits) ^ flip);
+  }
 }
 
 template <typename Key>
@@ -267,11 +287,44 @@ inline bool compare_keys(ComparisonDirection direction, Key lhs, Key rhs) {
 }
 
 template <typename To, typename From>
+inline To convert_value(From value);
+
+// Element i of an iota: small floats via float (as Eigen's half types convert), integers wrap,
+// complex gets (i, 0). One definition for the evaluator and the runtime.
+template <typename T>
+inline T iota_value(int64_t i) {
+  if constexpr (std::is_same_v<T, bool>) return i != 0;
+  else if constexpr (kIsSmallFloat<T>) return T::from_float(static_cast<float>(i));
+  else return convert_value<T>(i);
+}
+
+template <typename To, typename From>
 inline To convert_value(From value) {
   if constexpr (std::is_same_v<To, From>) {
     return value;
-  } else if constexpr (kIsHalfLike<From>) {
+  } else if constexpr (kIsSmallFloat<From>) {
     return convert_value<To>(value.to_float());
+  } else if constexpr (kIsSubByteInt<From>) {
+    return convert_value<To>(value.get());
+  } else if constexpr (kIsNarrowFloat<To>) {
+    if constexpr (kIsComplex<From>) {
+      INSITU_UNREACHABLE("complex to real conversion is rejected before converting");
+      return To{};
+    } else {
+      return To::from_double(static_cast<double>(value));  // one rounding from the exact value
+    }
+  } else if constexpr (kIsSubByteInt<To>) {
+    if constexpr (kIsComplex<From>) {
+      INSITU_UNREACHABLE("complex to real conversion is rejected before converting");
+      return To{};
+    } else if constexpr (std::is_floating_point_v<From>) {  // saturates, NaN -> 0 (as XLA:CPU)
+      if (std::isnan(value)) return To{};
+      if (value >= static_cast<From>(To::kMax)) return To::wrap(static_cast<uint64_t>(To::kMax));
+      if (value <= static_cast<From>(To::kMin)) return To::wrap(static_cast<uint64_t>(To::kMin));
+      return To::wrap(static_cast<uint64_t>(static_cast<int64_t>(value)));
+    } else {
+      return To::wrap(static_cast<uint64_t>(value));  // integers wrap
+    }
   } else if constexpr (kIsComplex<To>) {
     using Part = typename To::value_type;
     if constexpr (kIsComplex<From>) return To(static_cast<Part>(value.real()), static_cast<Part>(value.imag()));
@@ -279,7 +332,7 @@ inline To convert_value(From value) {
   } else if constexpr (kIsComplex<From>) {
     INSITU_UNREACHABLE("complex to real conversion is rejected before converting");
     return To{};
-  } else if constexpr (kIsHalfLike<To>) {
+  } else if constexpr (kIsSmallFloat<To>) {
     return To::from_float(static_cast<float>(value));
   } else if constexpr (std::is_same_v<To, bool>) {
     return value != From(0);

@@ -92,6 +92,28 @@ StatusOr<Literal> evaluate_binary(const Instruction& instruction, const Literal&
     if constexpr (std::is_integral_v<T>) return static_cast<T>(as_unsigned(x) * as_unsigned(y));
     else return x * y;
   };
+  if (is_sub_byte_integral(a.shape().element_type())) {  // these three see the type's own width
+    auto as_signed = [](uint32_t pattern, int bits) {
+      return ((pattern >> (bits - 1)) & 1) ? int64_t(pattern) - (int64_t{1} << bits) : int64_t(pattern);
+    };
+    if (instruction.opcode() == Opcode::kShiftRightLogical)
+      return map_sub_byte_pattern(instruction, a, &b, [](uint32_t x, uint32_t amount, int bits) -> uint64_t {
+        return amount >= static_cast<uint32_t>(bits) ? 0 : x >> amount;  // amounts read as unsigned
+      });
+    // As for every width, the operand is read as signed (u4 0xf >> 1 == 0xf).
+    if (instruction.opcode() == Opcode::kShiftRightArithmetic)
+      return map_sub_byte_pattern(instruction, a, &b, [as_signed](uint32_t x, uint32_t amount, int bits) -> uint64_t {
+        const int64_t value = as_signed(x, bits);
+        return static_cast<uint64_t>(amount >= static_cast<uint32_t>(bits) ? (value < 0 ? -1 : 0) : value >> amount);
+      });
+    if (instruction.opcode() == Opcode::kMulhi) {
+      const bool is_signed = is_signed_integral(a.shape().element_type());
+      return map_sub_byte_pattern(instruction, a, &b, [is_signed, as_signed](uint32_t x, uint32_t y, int bits) -> uint64_t {
+        auto value = [&](uint32_t pattern) { return is_signed ? as_signed(pattern, bits) : int64_t(pattern); };
+        return static_cast<uint64_t>((value(x) * value(y)) >> bits);  // exact product, its high half
+      });
+    }
+  }
   switch (instruction.opcode()) {
     case Opcode::kAdd: return map_binary<kAny>(instruction, a, b, add);
     case Opcode::kSubtract: return map_binary<kAny>(instruction, a, b, subtract);

@@ -67,7 +67,7 @@ StatusOr<Literal> evaluate_compare(const Instruction& instruction, const Literal
                      ? compare_keys(direction, total_order_key(lhs[i]), total_order_key(rhs[i]))
                      : compare_keys(direction, to_compute(lhs[i]), to_compute(rhs[i]));
       } else {
-        out[i] = compare_keys(direction, lhs[i], rhs[i]);
+        out[i] = compare_keys(direction, to_compute(lhs[i]), to_compute(rhs[i]));
       }
     }
     return result;

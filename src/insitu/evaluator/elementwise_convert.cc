@@ -6,12 +6,13 @@
 //   -> f16/bf16 goes through f32 and rounds to nearest even (as Eigen's half/bfloat16 do);
 //   real -> complex sets the imaginary part to 0; c64 <-> c128 converts both parts;
 //   complex -> real is rejected (XLA's shape inference: "not implemented").
-// bitcast-convert reinterprets bytes (little endian). Equal widths keep the shape; a wider
-// input gains a minor dimension of size in_bits/out_bits, a narrower one loses its minor
-// dimension, which must be out_bits/in_bits.
+// bitcast-convert reinterprets bits (little endian; s4 is 4 bits though stored in a byte). Equal
+// widths keep the shape; a wider input gains a minor dimension of size in_bits/out_bits, a
+// narrower one loses its minor dimension, which must be out_bits/in_bits.
 // reduce-precision rounds the mantissa to nearest even, then flushes exponents out of range to
 // zero (below) or infinity (above); NaN stays NaN (or becomes inf when no mantissa bits are
 // left), as XLA's evaluator does. f16/bf16 are reduced in f32.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -102,7 +103,7 @@ StatusOr<Literal> evaluate_bitcast_convert(const Instruction& instruction, const
                             instruction.location());
   }
   std::vector<int64_t> expected = x.shape().dimensions();
-  const int64_t from_width = byte_width(from), to_width = byte_width(to);
+  const int64_t from_width = bit_width(from), to_width = bit_width(to);
   if (from_width > to_width) {
     expected.push_back(from_width / to_width);
   } else if (from_width < to_width) {
@@ -117,8 +118,43 @@ StatusOr<Literal> evaluate_bitcast_convert(const Instruction& instruction, const
   }
   INSITU_RETURN_IF_ERROR(check_result_shape(instruction, to, expected));
   Literal result(shape);
-  INSITU_CHECK(result.size_bytes() == x.size_bytes()) << "bitcast-convert sizes";
-  if (x.size_bytes() > 0) std::memcpy(result.untyped_data(), x.untyped_data(), static_cast<size_t>(x.size_bytes()));
+  if (from_width % 8 == 0 && to_width % 8 == 0) {  // whole bytes: the bytes are the bits
+    INSITU_CHECK(result.size_bytes() == x.size_bytes()) << "bitcast-convert sizes";
+    if (x.size_bytes() > 0) std::memcpy(result.untyped_data(), x.untyped_data(), static_cast<size_t>(x.size_bytes()));
+    return result;
+  }
+  // A sub-byte type on either side (stored one per byte): the elements' bit patterns in order,
+  // each wider element holding the narrower ones from its low bits up (little endian, as XLA).
+  auto load = [](const uint8_t* at, PrimitiveType type) {
+    uint64_t pattern = 0;
+    std::memcpy(&pattern, at, static_cast<size_t>(byte_width(type)));
+    return bit_width(type) < 64 ? pattern & ((uint64_t{1} << bit_width(type)) - 1) : pattern;
+  };
+  auto store = [](uint8_t* at, PrimitiveType type, uint64_t pattern) {
+    const int64_t bits = bit_width(type);
+    if (bits < 64) pattern &= (uint64_t{1} << bits) - 1;
+    if (bits < 8 && is_signed_integral(type) && ((pattern >> (bits - 1)) & 1)) pattern |= ~uint64_t{0} << bits;
+    std::memcpy(at, &pattern, static_cast<size_t>(byte_width(type)));  // canonical: s* sign-extended
+  };
+  const int64_t narrow_width = std::min(from_width, to_width);
+  const int64_t per_wide = std::max(from_width, to_width) / narrow_width;
+  const PrimitiveType narrow = from_width < to_width ? from : to, wide_type = from_width < to_width ? to : from;
+  const uint8_t* in = x.untyped_data();
+  uint8_t* out = result.untyped_data();
+  const int64_t wide_count = std::min(x.element_count(), result.element_count());
+  const int64_t narrow_bytes = byte_width(narrow), wide_bytes = byte_width(wide_type);
+  for (int64_t wide = 0; wide < wide_count; ++wide) {
+    if (from_width > to_width) {
+      const uint64_t pattern = load(in + wide * wide_bytes, from);
+      for (int64_t j = 0; j < per_wide; ++j)
+        store(out + (wide * per_wide + j) * narrow_bytes, to, pattern >> (j * narrow_width));
+    } else {
+      uint64_t pattern = 0;
+      for (int64_t j = 0; j < per_wide; ++j)
+        pattern |= load(in + (wide * per_wide + j) * narrow_bytes, from) << (j * narrow_width);
+      store(out + wide * wide_bytes, to, pattern);
+    }
+  }
   return result;
 }
 

@@ -33,6 +33,7 @@ enum Category : unsigned {
 template <typename T>
 constexpr unsigned category_of() {
   if constexpr (std::is_same_v<T, bool>) return kPred;
+  else if constexpr (kIsSubByteInt<T>) return std::is_signed_v<typename T::Compute> ? kSigned : kUnsigned;
   else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return kSigned;
   else if constexpr (std::is_integral_v<T>) return kUnsigned;
   else if constexpr (kIsComplex<T>) return kComplex;
@@ -41,10 +42,12 @@ constexpr unsigned category_of() {
 
 
 
-// Where a functor's result is stored when the operand's storage type is T: a float result of an
-// f16/bf16 operand is rounded back to it; any other result type is stored as itself.
+// Where a functor's result is stored when the operand's storage type is T: a result in T's
+// compute type (float for f16/bf16/narrow floats, int32/uint32 for s4/u4/...) is rounded or
+// wrapped back to T; any other result type is stored as itself.
 template <typename T, typename Result>
-using StoredType = std::conditional_t<kIsHalfLike<T> && std::is_same_v<Result, float>, T, Result>;
+using StoredType = std::conditional_t<(kIsSmallFloat<T> || kIsSubByteInt<T>) && std::is_same_v<Result, ComputeType<T>>,
+                                      T, Result>;
 
 
 
@@ -102,6 +105,34 @@ StatusOr<Literal> map_binary(const Instruction& instruction, const Literal& a, c
       return result;
     } else {
       return unsupported_type_error(instruction, a.shape().element_type());
+    }
+  });
+}
+
+// The ops whose result depends on the width (clz, popcnt, shift-right-logical, mulhi) for
+// s1/s2/s4/u1/u2/u4: fn(lhs bits, rhs bits, value bits) sees each element's kBits-bit pattern
+// (upper bits zero), not its int32 compute value; the result pattern is wrapped back. `b` is
+// null for a unary op. Only for sub-byte integer operands (is_sub_byte_integral).
+template <typename Fn>
+StatusOr<Literal> map_sub_byte_pattern(const Instruction& instruction, const Literal& a, const Literal* b, Fn&& fn) {
+  if (b != nullptr && b->shape().element_type() != a.shape().element_type())
+    return unsupported_type_error(instruction, b->shape().element_type());
+  if (b != nullptr) INSITU_RETURN_IF_ERROR(check_operand_dimensions(instruction, *b, 1, a.shape().dimensions()));
+  return dispatch_element_type(a.shape().element_type(), [&](auto tag) -> StatusOr<Literal> {
+    using T = decltype(tag);
+    if constexpr (kIsSubByteInt<T>) {
+      INSITU_RETURN_IF_ERROR(check_result_shape(instruction, kTypeOf<T>, a.shape().dimensions()));
+      Literal result(instruction.shape());
+      auto lhs = a.data<T>();
+      auto out = result.data<T>();
+      for (size_t i = 0; i < lhs.size(); ++i) {
+        const uint32_t rhs = b != nullptr ? b->data<T>()[i].pattern() : 0;
+        out[i] = T::wrap(fn(lhs[i].pattern(), rhs, T::kBitCount));
+      }
+      return result;
+    } else {
+      INSITU_UNREACHABLE("map_sub_byte_pattern on " << primitive_type_name(kTypeOf<T>));
+      return unsupported_type_error(instruction, kTypeOf<T>);
     }
   });
 }

@@ -50,6 +50,15 @@ auto imaginary_part(T x) {
 
 StatusOr<Literal> evaluate_unary(const Instruction& instruction, const Literal& x) {
   constexpr unsigned kFloatOrComplex = kFloat | kComplex;
+  if (is_sub_byte_integral(x.shape().element_type())) {  // these two count the type's own bits
+    if (instruction.opcode() == Opcode::kClz)
+      return map_sub_byte_pattern(instruction, x, nullptr, [](uint32_t v, uint32_t, int bits) -> uint64_t {
+        return static_cast<uint64_t>(std::countl_zero(v) - (32 - bits));
+      });
+    if (instruction.opcode() == Opcode::kPopulationCount)
+      return map_sub_byte_pattern(instruction, x, nullptr,
+                                  [](uint32_t v, uint32_t, int) -> uint64_t { return static_cast<uint64_t>(std::popcount(v)); });
+  }
   switch (instruction.opcode()) {
     case Opcode::kAbs: return map_unary<kInt | kFloatOrComplex>(instruction, x, [](auto v) { return abs_value(v); });
     case Opcode::kNegate: return map_unary<kInt | kFloatOrComplex>(instruction, x, [](auto v) { return negate_value(v); });

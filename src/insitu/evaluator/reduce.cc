@@ -96,7 +96,9 @@ bool is_scalar_add(const Computation& computation) {
 void store_double(Literal& array, int64_t linear, double value) {
   dispatch_element_type(array.shape().element_type(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    if constexpr (kIsNarrowFloat<T>) {
+      array.data<T>()[linear] = T::from_double(value);  // one rounding
+    } else if constexpr (kIsSmallFloat<T>) {
       array.data<T>()[linear] = T::from_float(static_cast<float>(value));
     } else if constexpr (std::is_floating_point_v<T>) {
       array.data<T>()[linear] = static_cast<T>(value);

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "insitu/evaluator/apply_util.h"
+#include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/evaluator/index_util.h"
 #include "insitu/evaluator/ops.h"
 
@@ -37,6 +38,9 @@ int64_t total_order_key(const Literal& row_source, int64_t linear) {
     } else if constexpr (std::is_same_v<T, double>) {
       bits = static_cast<int64_t>(std::bit_cast<uint64_t>(row_source.data<double>()[linear]));
       magnitude = 0x7fffffffffffffff;
+    } else if constexpr (kIsNarrowFloat<T>) {
+      bits = insitu::total_order_key(row_source.data<T>()[linear]);  // already ordered
+      magnitude = 0;
     } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
       bits = static_cast<int16_t>(row_source.data<T>()[linear].bits);
       magnitude = 0x7fff;

@@ -1,4 +1,5 @@
 // Elementwise ops, constants, data movement and reductions (ops.h).
+#include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/frontend/ops.h"
 
 #include <limits>
@@ -16,11 +17,7 @@ Literal scalar_literal(double value, PrimitiveType type) {
   Literal literal(Shape::scalar(type));
   dispatch_element_type(type, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      literal.data<T>()[0] = T(static_cast<float>(value));
-    } else {
-      literal.data<T>()[0] = static_cast<T>(value);
-    }
+    literal.data<T>()[0] = convert_value<T>(value);
   });
   return literal;
 }

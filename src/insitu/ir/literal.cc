@@ -34,6 +34,8 @@ int64_t Literal::get_integer(int64_t linear) const {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {
       return static_cast<int64_t>(reinterpret_cast<const T*>(bytes_.data())[linear]);
+    } else if constexpr (kIsSubByteInt<T>) {
+      return static_cast<int64_t>(reinterpret_cast<const T*>(bytes_.data())[linear].get());
     } else {
       INSITU_UNREACHABLE("get_integer on " << shape_.to_string());
       return 0;
@@ -47,8 +49,10 @@ double Literal::get_double(int64_t linear) const {
     const T value = reinterpret_cast<const T*>(bytes_.data())[linear];
     if constexpr (std::is_arithmetic_v<T>) {
       return static_cast<double>(value);
-    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    } else if constexpr (kIsSmallFloat<T>) {
       return static_cast<double>(value.to_float());
+    } else if constexpr (kIsSubByteInt<T>) {
+      return static_cast<double>(value.get());
     } else {
       INSITU_UNREACHABLE("get_double on " << shape_.to_string());
       return 0;

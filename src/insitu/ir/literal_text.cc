@@ -71,6 +71,18 @@ std::string half_to_string(Half value) {
   return text;
 }
 
+// The narrow floats print with "%.*g" and their max_digits10 (ceil(1 + p log10 2) for p
+// significand bits), as XLA does; NaN payloads only for the IEEE-style formats.
+template <NarrowFloatFormat F>
+std::string narrow_float_to_string(NarrowFloat<F> value) {
+  const int significand_bits = F.mantissa_bits + 1;
+  const int max_digits10 = 1 + (significand_bits * 30103 + 99999) / 100000;
+  const float f = value.to_float();
+  std::string text = format_g(max_digits10, f);
+  if (std::isnan(f) && F.kind == NarrowFloatKind::kIeee) text += nan_payload_suffix(value.bits, F.mantissa_bits);
+  return text;
+}
+
 template <typename T>
 std::string element_to_string(T value, bool pred_as_digit) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -84,6 +96,10 @@ std::string element_to_string(T value, bool pred_as_digit) {
     return bfloat16_to_string(value);
   } else if constexpr (std::is_same_v<T, Half>) {
     return half_to_string(value);
+  } else if constexpr (kIsNarrowFloat<T>) {
+    return narrow_float_to_string(value);
+  } else if constexpr (kIsSubByteInt<T>) {
+    return std::to_string(value.get());
   } else if constexpr (std::is_same_v<T, std::complex<float>>) {
     return "(" + float_to_string(value.real()) + ", " + float_to_string(value.imag()) + ")";
   } else if constexpr (std::is_same_v<T, std::complex<double>>) {

@@ -150,15 +150,22 @@ StatusOr<DescrInfo> parse_descriptor(const std::string& descr, const NpyReadOpti
   for (const auto& [name, type] : kTypes) {
     if (kind == name) return DescrInfo{type, order == '>' && byte_width(type) > 1};
   }
-  if (kind == "V2") {
-    if (byte_width(options.void2_type) != 2 || !is_array_type(options.void2_type))
+  if (kind == "V2" || kind == "V1") {
+    const int64_t width = kind == "V2" ? 2 : 1;
+    const bool fits = is_array_type(options.void_type) && byte_width(options.void_type) == width &&
+                      (width == 2 || is_narrow(options.void_type));
+    if (!fits && width == 1)
+      return invalid_argument("a 1-byte void ('V1') .npy file holds one of ml_dtypes' 8-bit or smaller types "
+                              "(float8_*, float4_e2m1fn, int4, uint4, int2, uint2): it is read only for a "
+                              "parameter of such a type, not " + std::string(primitive_type_name(options.void_type)));
+    if (!fits)
       return invalid_argument("a 2-byte void ('V2') .npy file cannot hold " +
-                              std::string(primitive_type_name(options.void2_type)));
-    return DescrInfo{options.void2_type, order == '>'};
+                              std::string(primitive_type_name(options.void_type)));
+    return DescrInfo{options.void_type, order == '>' && width > 1};
   }
   return invalid_argument("unsupported .npy dtype '" + descr +
-                          "'; insitu reads bool, int8-64, uint8-64, float16/32/64, complex64/128 and "
-                          "bfloat16 (ml_dtypes, '<V2')");
+                          "'; insitu reads bool, int8-64, uint8-64, float16/32/64, complex64/128, "
+                          "bfloat16 (ml_dtypes, '<V2') and ml_dtypes' narrow types ('<V1')");
 }
 
 // Reverses the bytes of every `width`-byte unit (complex numbers: each component).
@@ -209,7 +216,9 @@ std::string npy_descriptor(PrimitiveType type) {
     case PrimitiveType::kF64: return "<f8";
     case PrimitiveType::kC64: return "<c8";
     case PrimitiveType::kC128: return "<c16";
-    default: break;
+    default:
+      if (is_narrow(type)) return "<V1";
+      break;
   }
   INSITU_UNREACHABLE("npy_descriptor of a non-array type");
   return "";
@@ -258,6 +267,17 @@ StatusOr<Literal> parse_npy(std::string_view contents, const NpyReadOptions& opt
   if (descr.swap_bytes) swap_units(literal.untyped_data(), expected, is_complex(descr.type) ? width / 2 : width);
   if (descr.type == PrimitiveType::kPred) {
     for (uint8_t& b : std::span<uint8_t>(literal.untyped_data(), static_cast<size_t>(expected))) b = b != 0;
+  }
+  // A type narrower than its byte: the low bits are the value; keep the byte canonical.
+  if (bit_width(descr.type) < 8) {
+    dispatch_element_type(descr.type, [&](auto tag) {
+      using T = decltype(tag);
+      for (T& value : literal.data<T>()) {
+        const uint8_t byte = *reinterpret_cast<const uint8_t*>(&value);
+        if constexpr (kIsSubByteInt<T>) value = T::wrap(byte);
+        else if constexpr (kIsNarrowFloat<T>) value = T::from_bits(byte & ((1u << bit_width(descr.type)) - 1));
+      }
+    });
   }
   return literal;
 }

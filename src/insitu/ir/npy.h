@@ -5,12 +5,14 @@
 // big-endian byte order (big-endian data is converted). Fortran-order files are transposed into
 // C order. Structured, string and object dtypes are errors.
 //
-// bfloat16: numpy has no bf16; ml_dtypes' bfloat16 arrays are saved with the void descriptor
-// '<V2' (older numpy: '|V2'). A 2-byte void file ('|V2', '<V2'; '>V2' is byte-swapped) is read
-// as `void2_type` (default bf16; pass the parameter's type when it is another 2-byte type).
-// A '<f2' file is always f16: feeding it to a bf16 parameter is a dtype mismatch, never a
-// silent reinterpretation of the bits. bf16 is written as '<V2', exactly what ml_dtypes
-// writes, so `np.load(f).view(ml_dtypes.bfloat16)` (or np.load with ml_dtypes imported) reads it.
+// bfloat16 and the narrow types: numpy has none of them; ml_dtypes' bfloat16, float8_*,
+// float4_e2m1fn, int4, uint4, int2 and uint2 arrays are saved with the void descriptor of their
+// width, '<V2' or '<V1' (older numpy: '|V2'). A void file is read as `void_type` when its width
+// matches (default bf16; pass the parameter's type, as the CLI does); a 1-byte void file has no
+// default (eight types share that width). A sub-byte integer's byte is read by its low bits (so
+// 0x0f is -1 for s4). A '<f2' file is always f16: feeding it to a bf16 parameter is a dtype
+// mismatch, never a silent reinterpretation of the bits. These types are written as '<V2' or
+// '<V1', exactly what ml_dtypes writes, so `np.load(f).view(ml_dtypes.bfloat16)` reads it.
 //
 // Writing produces version 1.0 (2.0 when the header does not fit), little-endian, C order,
 // header padded to a multiple of 64 bytes as numpy does.
@@ -25,8 +27,8 @@
 namespace insitu {
 
 struct NpyReadOptions {
-  // The element type a 2-byte void ('V2') file holds; must be a 2-byte type.
-  PrimitiveType void2_type = PrimitiveType::kBF16;
+  // The element type a void file ('V2', 'V1') holds when its width matches this type's.
+  PrimitiveType void_type = PrimitiveType::kBF16;
 };
 
 // Parses the bytes of a .npy file. Errors say what is wrong with the file (not its name).

@@ -204,8 +204,18 @@ Status Parser::parse_scalar_into(Literal& literal, int64_t linear) {
       const Token payload_token = peek();
       const std::optional<__int128> written = at(TokenKind::kNumber) ? to_int128(payload_token.text) : std::nullopt;
       const __int128 payload = written.value_or(0);
-      const int mantissa = type == PrimitiveType::kF16 ? 10 : type == PrimitiveType::kBF16 ? 7
-                           : type == PrimitiveType::kF32 ? 23 : 52;
+      int mantissa = type == PrimitiveType::kF16 ? 10 : type == PrimitiveType::kBF16 ? 7
+                     : type == PrimitiveType::kF32 ? 23 : 52;
+      std::optional<NarrowFloatFormat> narrow;
+      dispatch_element_type(type, [&](auto tag) {
+        if constexpr (kIsNarrowFloat<decltype(tag)>) narrow = decltype(tag)::kFormat;
+      });
+      if (narrow) {
+        // Only the IEEE-style narrow floats have NaN payloads (f8e4m3fn's one NaN has none).
+        if (narrow->kind != NarrowFloatKind::kIeee)
+          return error_at(peek(), str_cat(type_name, " has a single NaN, without a payload"));
+        mantissa = narrow->mantissa_bits;
+      }
       if (payload <= 0 || payload >= (static_cast<__int128>(1) << mantissa))
         return error_at(payload_token, str_cat("expected a NaN payload in 1 .. 2^", mantissa, "-1 (the mantissa of ",
                                                type_name, "), found ", payload_token.text));
@@ -213,6 +223,12 @@ Status Parser::parse_scalar_into(Literal& literal, int64_t linear) {
       INSITU_RETURN_IF_ERROR(expect(TokenKind::kRparen, "')' to close the NaN payload"));
       const uint64_t sign = std::signbit(value) ? 1 : 0;
       const uint64_t bits = static_cast<uint64_t>(payload);
+      if (narrow) {
+        literal.untyped_data()[linear] =
+            static_cast<uint8_t>(sign << (narrow->exponent_bits + narrow->mantissa_bits) |
+                                 ((1u << narrow->exponent_bits) - 1) << narrow->mantissa_bits | bits);
+        return ok_status();
+      }
       switch (type) {
         case PrimitiveType::kF16: literal.data<Half>()[linear].bits = static_cast<uint16_t>(sign << 15 | 0x1fu << 10 | bits); break;
         case PrimitiveType::kBF16: literal.data<BFloat16>()[linear].bits = static_cast<uint16_t>(sign << 15 | 0xffu << 7 | bits); break;
@@ -235,12 +251,25 @@ Status Parser::parse_scalar_into(Literal& literal, int64_t linear) {
         literal.data<float>()[linear] = static_cast<float>(value);
         stored = literal.data<float>()[linear];
         break;
-      default: literal.data<double>()[linear] = value; break;
+      case PrimitiveType::kF64: literal.data<double>()[linear] = value; break;
+      default:
+        dispatch_element_type(type, [&](auto tag) {
+          using T = decltype(tag);
+          if constexpr (kIsNarrowFloat<T>) {
+            literal.data<T>()[linear] = T::from_double(value);
+            stored = literal.data<T>()[linear].to_float();
+          }
+        });
+        break;
     }
-    // A finite value that rounds to infinity is out of range (as XLA's parser says), not inf.
+    // A finite value that rounds to infinity (or to NaN, in the formats without infinity) is
+    // out of range (as XLA's parser says), not inf or NaN.
     if (std::isfinite(value) && !std::isfinite(stored))
       return error_at(value_token, str_cat("value ", value_token.text, " is out of range for ", type_name,
-                                           " (it would round to infinity)"));
+                                           " (it would round to ", std::isnan(stored) ? "NaN" : "infinity", ")"));
+    // A written inf or NaN the format cannot hold is refused, never replaced by another value.
+    if (!std::isfinite(value) && (std::isnan(value) != std::isnan(stored) || std::isinf(value) != std::isinf(stored)))
+      return error_at(value_token, str_cat(type_name, " has no ", std::isnan(value) ? "NaN" : "infinity"));
     return ok_status();
   }
 
@@ -256,6 +285,13 @@ Status Parser::parse_scalar_into(Literal& literal, int64_t linear) {
         return error_at(token, str_cat("value ", token.text, " does not fit in ", type_name));
       next();
       literal.data<T>()[linear] = static_cast<T>(*value);
+      return ok_status();
+    } else if constexpr (kIsSubByteInt<T>) {
+      if (*value < T::kMin || *value > T::kMax)
+        return error_at(token, str_cat("value ", token.text, " does not fit in ", type_name, " (", T::kMin, " .. ",
+                                       T::kMax, ")"));
+      next();
+      literal.data<T>()[linear] = T::wrap(static_cast<uint64_t>(static_cast<int64_t>(*value)));
       return ok_status();
     } else {
       return error_at(token, str_cat("internal: unexpected element type ", type_name));

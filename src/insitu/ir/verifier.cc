@@ -216,9 +216,11 @@ Status check_constants_known(const Module& module) {
 namespace {
 
 // The first field of `fields` (a layout's other_fields, e.g. "D(D,C)E(4)") that changes how
-// elements are stored, or "" when all of them are dense (D with only D levels) or split
-// configurations (SC, which place memory, not values).
-std::string first_non_dense_field(std::string_view fields) {
+// elements are stored, or "" when all of them are dense (D with only D levels), split
+// configurations (SC, which place memory, not values) or E(n) on an n-bit type narrower than a
+// byte (XLA:CPU packs s4 two to a byte; insitu stores one per byte, a storage choice that no
+// value shows: bitcast-convert works on bits).
+std::string first_non_dense_field(std::string_view fields, int64_t element_bits) {
   while (!fields.empty()) {
     const size_t open = fields.find('(');
     if (open == std::string_view::npos) return std::string(fields);
@@ -231,7 +233,8 @@ std::string first_non_dense_field(std::string_view fields) {
     const std::string_view field = fields.substr(0, close + 1);
     const std::string_view content = fields.substr(open + 1, close - open - 1);
     const bool dense = name == "D" && content.find_first_of("CSH") == std::string_view::npos;
-    if (!dense && name != "SC") return std::string(field);
+    const bool own_width = name == "E" && element_bits < 8 && content == std::to_string(element_bits);
+    if (!dense && !own_width && name != "SC") return std::string(field);
     fields.remove_prefix(std::min(fields.size(), close + 1));
   }
   return "";
@@ -244,7 +247,7 @@ Status check_shape_dense(const Shape& shape, const Instruction& instruction) {
     return ok_status();
   }
   if (!shape.is_array()) return ok_status();
-  const std::string field = first_non_dense_field(shape.layout().other_fields);
+  const std::string field = first_non_dense_field(shape.layout().other_fields, bit_width(shape.element_type()));
   if (field.empty()) return ok_status();
   return invalid_argument(str_cat("%", instruction.name(), ": layout field ", field, " of ", shape.to_string(),
                                   " stores elements other than densely (packed, sparse or with metadata); insitu "

@@ -227,13 +227,6 @@ Status pad_kernel(const KernelCall& call) {
 }
 
 template <typename T>
-T iota_value(int64_t i) {
-  if constexpr (std::is_same_v<T, bool>) return i != 0;
-  else if constexpr (kIsHalfLike<T>) return T::from_float(static_cast<float>(i));
-  else return static_cast<T>(i);
-}
-
-template <typename T>
 Status iota_kernel(const KernelCall& call) {
   const ArrayView& out = call.out();
   const int64_t rank = out.shape->rank();

@@ -169,11 +169,11 @@ Status reduce_kernel(const KernelCall& call) {
   const bool first = plan.combiner.accumulator_first;
   auto step = [&](C acc, C x) -> C {
     const C value = first ? combine(opcode, acc, x) : combine(opcode, x, acc);
-    if constexpr (kIsHalfLike<T>) return to_compute(to_stored<T>(value));  // rounds after every op
+    if constexpr (kIsSmallFloat<T>) return to_compute(to_stored<T>(value));  // rounds after every op
     else return value;
   };
   auto store_double = [](double sum) -> T {
-    if constexpr (kIsHalfLike<T>) return T::from_float(static_cast<float>(sum));
+    if constexpr (kIsSmallFloat<T>) return T::from_float(static_cast<float>(sum));
     else return static_cast<T>(sum);
   };
   const int64_t per_output = static_cast<int64_t>(walk.runs.size()) * walk.run;
@@ -428,7 +428,7 @@ Status reduce_window_kernel(const KernelCall& call) {
                   if (inside) {
                     const C x = to_compute(input[linear]);
                     const C value = first ? combine(opcode, acc, x) : combine(opcode, x, acc);
-                    if constexpr (kIsHalfLike<T>) acc = to_compute(to_stored<T>(value));
+                    if constexpr (kIsSmallFloat<T>) acc = to_compute(to_stored<T>(value));
                     else acc = value;
                   }
                   for (int64_t d = rank - 1; d >= 0; --d) {  // next window position, row-major

@@ -10,10 +10,16 @@
 
 namespace insitu {
 
+// Neither is an aggregate, so that no generic `T(number)` can store a number as bits.
 struct BFloat16 {
   uint16_t bits = 0;
 
-  static BFloat16 from_bits(uint16_t bits) { return BFloat16{bits}; }
+  constexpr BFloat16() = default;
+  static BFloat16 from_bits(uint16_t bits) {
+    BFloat16 value;
+    value.bits = bits;
+    return value;
+  }
   static BFloat16 from_float(float value) {
     uint32_t u = std::bit_cast<uint32_t>(value);
     if ((u & 0x7fffffffu) > 0x7f800000u) return from_bits(static_cast<uint16_t>((u >> 16) | 0x40));  // quiet NaN
@@ -27,7 +33,12 @@ struct BFloat16 {
 struct Half {
   uint16_t bits = 0;
 
-  static Half from_bits(uint16_t bits) { return Half{bits}; }
+  constexpr Half() = default;
+  static Half from_bits(uint16_t bits) {
+    Half value;
+    value.bits = bits;
+    return value;
+  }
   static Half from_float(float value) {
     uint32_t u = std::bit_cast<uint32_t>(value);
     uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
