@@ -91,6 +91,16 @@ constexpr DtypeRow kDtypes[] = {
     {PrimitiveType::kF64, nb::dlpack::dtype_code::Float, 64, "float64"},
     {PrimitiveType::kC64, nb::dlpack::dtype_code::Complex, 64, "complex64"},
     {PrimitiveType::kC128, nb::dlpack::dtype_code::Complex, 128, "complex128"},
+    // DLPack 1.1's 8-bit floats (one byte each, as insitu stores them). The sub-byte types are
+    // not here: DLPack packs them, insitu stores one per byte.
+    {PrimitiveType::kF8E3M4, nb::dlpack::dtype_code::Float8_E3M4, 8, nullptr},
+    {PrimitiveType::kF8E4M3, nb::dlpack::dtype_code::Float8_E4M3, 8, nullptr},
+    {PrimitiveType::kF8E4M3B11FNUZ, nb::dlpack::dtype_code::Float8_E4M3B11FNUZ, 8, nullptr},
+    {PrimitiveType::kF8E4M3FN, nb::dlpack::dtype_code::Float8_E4M3FN, 8, nullptr},
+    {PrimitiveType::kF8E4M3FNUZ, nb::dlpack::dtype_code::Float8_E4M3FNUZ, 8, nullptr},
+    {PrimitiveType::kF8E5M2, nb::dlpack::dtype_code::Float8_E5M2, 8, nullptr},
+    {PrimitiveType::kF8E5M2FNUZ, nb::dlpack::dtype_code::Float8_E5M2FNUZ, 8, nullptr},
+    {PrimitiveType::kF8E8M0FNU, nb::dlpack::dtype_code::Float8_E8M0FNU, 8, nullptr},
 };
 
 const DtypeRow* row_of(PrimitiveType type) {

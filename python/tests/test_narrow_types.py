@@ -139,3 +139,22 @@ ENTRY main {
         np.testing.assert_array_equal(doubled.view(ml_dtypes.float8_e4m3fn).astype(np.float32),
                                       (x.astype(np.float32) * 2).astype(ml_dtypes.float8_e4m3fn).astype(np.float32))
         np.testing.assert_array_equal(wrapped.view(ml_dtypes.int4).astype(np.int32), [6, -8, -2, 0])
+
+
+def test_float8_crosses_dlpack_with_torch_and_jax():
+    import insitu
+    torch = pytest.importorskip("torch")
+    jnp = pytest.importorskip("jax.numpy")
+    exe = insitu.compile("""HloModule square
+ENTRY main {
+  x = f8e4m3fn[3] parameter(0)
+  ROOT y = f8e4m3fn[3] multiply(x, x)
+}
+""")
+    t = torch.tensor([1.5, -3.0, 20.0]).to(torch.float8_e4m3fn)
+    result = exe(t)
+    assert result.dtype == "f8e4m3fn"
+    expected = (t.float() * t.float()).to(torch.float8_e4m3fn)  # 400 rounds to 384
+    assert torch.equal(torch.from_dlpack(result).view(torch.uint8), expected.view(torch.uint8))
+    j = jnp.asarray([1.5, -3.0, 20.0], dtype=jnp.float8_e4m3fn)
+    np.testing.assert_array_equal(np.asarray(jnp.from_dlpack(exe(j))).astype(np.float32), [2.25, 9, 384])
