@@ -42,10 +42,11 @@ StatusOr<Shape> infer_dot_shape(const Instruction& instruction) {
   const Shape& lhs = instruction.operand(0)->shape();
   const Shape& rhs = instruction.operand(1)->shape();
   const DotDimensionNumbers& numbers = instruction.dot_dimension_numbers;
-  bool same_kind = lhs.element_type() == rhs.element_type() ||
-                   (is_floating(lhs.element_type()) && is_floating(rhs.element_type()));
-  if (!same_kind)
-    return error_at(instruction, str_cat("dot operands ", text(lhs), " and ", text(rhs), " must have one element type"));
+  // Operands of different real types are each converted to the result's type (XLA allows any
+  // pair: s4 or s8 weights times bf16 activations, s8 x s16); complex mixes only with complex.
+  if (lhs.element_type() != rhs.element_type() && is_complex(lhs.element_type()) != is_complex(rhs.element_type()))
+    return error_at(instruction, str_cat("dot operands ", text(lhs), " and ", text(rhs),
+                                         " mix complex and real element types; convert one of them"));
   INSITU_RETURN_IF_ERROR(check_dims(instruction, numbers.lhs_batch_dimensions, lhs.rank(), "lhs_batch_dims", false));
   INSITU_RETURN_IF_ERROR(check_dims(instruction, numbers.rhs_batch_dimensions, rhs.rank(), "rhs_batch_dims", false));
   INSITU_RETURN_IF_ERROR(check_dims(instruction, numbers.lhs_contracting_dimensions, lhs.rank(), "lhs_contracting_dims", false));
@@ -77,9 +78,15 @@ StatusOr<Shape> infer_dot_shape(const Instruction& instruction) {
     if (!contains(numbers.lhs_batch_dimensions, d) && !contains(numbers.lhs_contracting_dimensions, d)) out.push_back(lhs.dimension(d));
   for (int64_t d = 0; d < rhs.rank(); ++d)
     if (!contains(numbers.rhs_batch_dimensions, d) && !contains(numbers.rhs_contracting_dimensions, d)) out.push_back(rhs.dimension(d));
+  // The result's kind is the operands' (a float if either is one); the written type may widen.
   PrimitiveType result_type = lhs.element_type();
+  if (lhs.element_type() != rhs.element_type()) {
+    const PrimitiveType l = lhs.element_type(), r = rhs.element_type();
+    if (is_floating(l) != is_floating(r)) result_type = is_floating(l) ? l : r;
+    else result_type = bit_width(r) > bit_width(l) ? r : l;
+  }
   PrimitiveType written = instruction.shape().element_type();
-  if (is_array_type(written) && dot_result_type_ok(lhs.element_type(), written)) result_type = written;
+  if (is_array_type(written) && dot_result_type_ok(result_type, written)) result_type = written;
   return Shape::array(result_type, out);
 }
 
