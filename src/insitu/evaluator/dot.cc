@@ -11,10 +11,17 @@
 //   pred       OR of ANDs
 //   f32/f64/complex  accumulate in the type itself
 // XLA's f32 rank-2 fast path uses Eigen, whose summation order may differ in the last bits.
+// algorithm= (attributes.h, DotAlgorithm) changes the arithmetic: operands rounded to bf16, f16
+// or tf32 (tf32 rounds to nearest even, as reduce-precision does; GPUs' cvt.rna rounds ties
+// away from zero, so an exact tie may differ by one tf32 step), split into 2 or 3 pieces for
+// _x3/_x6/_x9, products in f32, one f32 dot per piece pair summed smallest first; a bf16 or f16
+// accumulation rounds after every step.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
+#include "insitu/evaluator/apply_util.h"
 #include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/evaluator/index_util.h"
 #include "insitu/evaluator/ops.h"
@@ -144,6 +151,67 @@ void multiply_accumulate(const DotPlan& plan, const Literal& lhs, const Literal&
   }
 }
 
+// f32 rounded to the algorithm's input type (its value, still as f32).
+float round_to_input(float x, DotInput input) {
+  switch (input) {
+    case DotInput::kBF16: return BFloat16::from_float(x).to_float();
+    case DotInput::kF16: return Half::from_float(x).to_float();
+    case DotInput::kTF32: {
+      if (!std::isfinite(x)) return x;
+      uint32_t bits = std::bit_cast<uint32_t>(x);
+      bits += 0xfffu + ((bits >> 13) & 1u);  // nearest, ties to even, at 10 mantissa bits
+      return std::bit_cast<float>(bits & ~0x1fffu);
+    }
+    case DotInput::kOperands: break;
+  }
+  return x;
+}
+
+// The dot of f32 operands under `algorithm` (changes_precision()), as f32 values in `sum`.
+void dot_with_algorithm(const DotPlan& plan, const Literal& lhs, const Literal& rhs, const DotAlgorithm& algorithm,
+                        std::vector<float>& sum) {
+  // pieces[p][i]: piece p of element i (x = pieces[0] + pieces[1] + ..., each input-rounded).
+  auto split = [&](const Literal& operand) {
+    auto values = operand.data<float>();
+    std::vector<std::vector<float>> pieces(static_cast<size_t>(algorithm.pieces), std::vector<float>(values.size()));
+    for (size_t i = 0; i < values.size(); ++i) {
+      float rest = values[i];
+      for (int p = 0; p < algorithm.pieces; ++p) {
+        pieces[p][i] = round_to_input(rest, algorithm.input);
+        rest -= pieces[p][i];
+      }
+    }
+    return pieces;
+  };
+  const std::vector<std::vector<float>> a = split(lhs), b = split(rhs);
+  // The piece pairs, smallest first: x3 = lo*hi + hi*lo + hi*hi; x6 adds mid*mid, hi*lo, lo*hi.
+  std::vector<std::pair<int, int>> pairs;
+  for (int level = 2 * (algorithm.pieces - 1); level >= 0; --level)
+    for (int i = algorithm.pieces - 1; i >= 0; --i) {
+      const int j = level - i;
+      if (j < 0 || j >= algorithm.pieces) continue;
+      pairs.emplace_back(i, j);
+    }
+  while (static_cast<int>(pairs.size()) > algorithm.products) pairs.erase(pairs.begin());  // drop the smallest
+  const bool round_steps = algorithm.accumulation == PrimitiveType::kBF16 || algorithm.accumulation == PrimitiveType::kF16;
+  auto round_accumulation = [&](float value) {
+    if (algorithm.accumulation == PrimitiveType::kBF16) return BFloat16::from_float(value).to_float();
+    if (algorithm.accumulation == PrimitiveType::kF16) return Half::from_float(value).to_float();
+    return value;
+  };
+  sum.assign(plan.lhs_base.size(), 0.0f);
+  for (auto [i, j] : pairs) {
+    for (size_t e = 0; e < plan.lhs_base.size(); ++e) {
+      float partial = 0;
+      for (size_t k = 0; k < plan.lhs_step.size(); ++k) {
+        partial += a[i][plan.lhs_base[e] + plan.lhs_step[k]] * b[j][plan.rhs_base[e] + plan.rhs_step[k]];
+        if (round_steps) partial = round_accumulation(partial);
+      }
+      sum[e] += partial;
+    }
+  }
+}
+
 }  // namespace
 
 Literal convert_literal(const Literal& source, PrimitiveType type) {
@@ -187,6 +255,30 @@ StatusOr<Literal> evaluate_dot(const Instruction& instruction, Operands operands
                                           "] (batch, lhs non-contracting, rhs non-contracting) but the "
                                           "instruction's shape is ",
                                           shape.to_string(false)));
+  }
+  if (const RawAttribute* written = find_own_attribute(instruction, "algorithm")) {
+    const std::optional<DotAlgorithm> algorithm = parse_dot_algorithm(written->value);
+    if (!algorithm) return dot_error(instruction, str_cat("unknown algorithm=", written->value));
+    if (algorithm->changes_precision()) {
+      for (const Literal* operand : operands)
+        if (!is_floating(operand->shape().element_type()) || operand->shape().element_type() == PrimitiveType::kF64)
+          return dot_error(instruction, str_cat("algorithm=", written->value, " needs f32, f16, bf16 or f8 operands, got ",
+                                                operand->shape().to_string(false)));
+      if (!is_floating(type) || type == PrimitiveType::kF64)
+        return dot_error(instruction, str_cat("algorithm=", written->value, " needs an f32, f16 or bf16 result, got ",
+                                              shape.to_string(false)));
+      OperandsAs as;
+      convert_operands(operands, PrimitiveType::kF32, as);  // exact: every operand type fits in f32
+      std::vector<float> sum;
+      dot_with_algorithm(plan, *as.inputs[0], *as.inputs[1], *algorithm, sum);
+      Literal result(shape);
+      dispatch_element_type(type, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (kIsSmallFloat<T> || std::is_same_v<T, float>)
+          for (size_t e = 0; e < sum.size(); ++e) result.data<T>()[e] = convert_value<T>(sum[e]);
+      });
+      return result;
+    }
   }
   OperandsAs as;
   convert_operands(operands, type, as);

@@ -39,7 +39,7 @@ const std::vector<AttributeRule>& rules() {
       {"rhs_contracting_dims", kModelled, {kDot}, "dot_dimension_numbers"},
       {"operand_precision", kMetadataOnly, {kDot, kConvolution},
        "a lower bound on precision; the CPU computes every dot at its operands' full precision (as XLA:CPU)"},
-      {"algorithm", kModelled, {kDot}, "checked by the parser: only the arithmetic insitu does is accepted"},
+      {"algorithm", kModelled, {kDot}, "checked by the parser; computed by evaluator/dot.cc (the runtime falls back to it)"},
       {"offset_dims", kModelled, {kGather}, "gather_dimension_numbers"},
       {"collapsed_slice_dims", kModelled, {kGather}, "gather_dimension_numbers"},
       {"start_index_map", kModelled, {kGather}, "gather_dimension_numbers"},

@@ -48,6 +48,23 @@ struct DotDimensionNumbers {
   bool operator==(const DotDimensionNumbers&) const = default;
 };
 
+// dot's algorithm=dot_<in>_<in>_<acc>[_xN] (XLA's PrecisionConfig::Algorithm): the operands are
+// rounded to `input` (tf32: f32 with 10 mantissa bits) and multiplied and summed in
+// `accumulation`; with `pieces` > 1 each f32 operand is split into that many `input` pieces
+// (x = hi + mid + lo, each the rounding of what the earlier ones left) and `products` of the
+// piece pairs are summed, smallest first. dot_any_f8_any_f8_f32(_fast_accum) takes f8 operands
+// as they are. unset, dot_f32_f32_f32 and dot_f64_f64_f64 compute at the operands' precision.
+enum class DotInput : uint8_t { kOperands, kBF16, kF16, kTF32 };
+struct DotAlgorithm {
+  DotInput input = DotInput::kOperands;
+  PrimitiveType accumulation = PrimitiveType::kInvalid;  // kInvalid: the result's type, as without algorithm=
+  int pieces = 1;
+  int products = 1;
+  bool changes_precision() const { return input != DotInput::kOperands || accumulation != PrimitiveType::kInvalid; }
+};
+// nullopt for a name XLA does not define.
+std::optional<DotAlgorithm> parse_dot_algorithm(std::string_view name);
+
 // offset_dims, collapsed_slice_dims, start_index_map, operand_batching_dims,
 // start_indices_batching_dims, index_vector_dim (+ slice_sizes, indices_are_sorted on the
 // instruction).

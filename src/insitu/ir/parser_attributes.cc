@@ -259,15 +259,14 @@ Status Parser::parse_instruction_attribute(Instruction& instruction, PendingCall
     instruction.extra_attributes.push_back({name, std::move(value)});
     return ok_status();
   }
-  if (name == "algorithm") {  // dot: only the arithmetic insitu does (operands' precision, f32 or f64)
+  if (name == "algorithm") {  // dot: evaluator/dot.cc computes every algorithm XLA defines
     const Token token = peek();
     std::string text;
     if (!at(TokenKind::kIdent)) return error_expected("a value for algorithm");
     text = next().text;
-    if (text != "unset" && text != "dot_f32_f32_f32" && text != "dot_f64_f64_f64")
-      return error_at(token, str_cat("dot %", instruction.name(), " asks for algorithm=", text,
-                                     ", which insitu does not implement (it computes a dot at its operands' "
-                                     "precision: algorithm=dot_f32_f32_f32 or dot_f64_f64_f64)"));
+    if (!parse_dot_algorithm(text))
+      return error_at(token, str_cat("dot %", instruction.name(), ": unknown algorithm=", text,
+                                     " (XLA's are dot_<in>_<in>_<acc>[_xN], e.g. dot_bf16_bf16_f32, and unset)"));
     instruction.extra_attributes.push_back({name, text});
     return ok_status();
   }

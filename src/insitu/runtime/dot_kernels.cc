@@ -322,6 +322,12 @@ Status dot_converted_kernel(const KernelCall& call) {
 SelectedKernel select_dot(const Instruction& instruction, std::span<const ArrayView> operands,
                           std::span<const ArrayView> outputs) {
   if (instruction.opcode() != Opcode::kDot || operands.size() != 2 || outputs.size() != 1) return std::nullopt;
+  // algorithm= that changes the arithmetic (bf16/tf32 rounding, split products) is the evaluator's.
+  for (const RawAttribute& attribute : instruction.extra_attributes)
+    if (attribute.key == "algorithm") {
+      const std::optional<DotAlgorithm> algorithm = parse_dot_algorithm(attribute.value);
+      if (!algorithm || algorithm->changes_precision()) return std::nullopt;
+    }
   const ArrayView& out = outputs[0];
   if (!out.shape->is_array() || out.scalar || operands[0].scalar || operands[1].scalar) return std::nullopt;
   const PrimitiveType type = out.type();
