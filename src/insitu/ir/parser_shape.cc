@@ -82,6 +82,7 @@ StatusOr<std::vector<int64_t>> Parser::parse_int_list() {
 
 bool Parser::at_shape() const {
   if (at(TokenKind::kLparen)) return true;
+  if (at(TokenKind::kIdent) && peek().text == "b" && at(TokenKind::kLparen, 1)) return true;  // b(f32[4])
   if (!at(TokenKind::kIdent) || !at(TokenKind::kLsquare, 1)) return false;
   const std::string& name = peek().text;
   return name == "token" || parse_primitive_type(name).has_value() || is_unsupported_type_name(name);
@@ -99,6 +100,16 @@ StatusOr<Shape> Parser::parse_shape(int depth) {
       INSITU_RETURN_IF_ERROR(expect(TokenKind::kRparen, "')' to close the tuple shape"));
     }
     return Shape::tuple(std::move(elements));
+  }
+  if (at(TokenKind::kIdent) && peek().text == "b" && at(TokenKind::kLparen, 1)) {  // a buffer: b(ARRAY)
+    const Token buffer_token = next();
+    next();
+    INSITU_ASSIGN_OR_RETURN(Shape array, parse_shape(depth + 1));
+    if (!array.is_array() || array.is_buffer())
+      return error_at(buffer_token, str_cat("a buffer shape b(...) holds an array, not ", array.to_string()));
+    INSITU_RETURN_IF_ERROR(expect(TokenKind::kRparen, "')' to close the buffer shape"));
+    array.set_buffer(true);
+    return array;
   }
   if (!at(TokenKind::kIdent)) return error_expected("a shape");
   const Token type_token = peek();

@@ -109,7 +109,7 @@ bool Shape::compatible(const Shape& other) const {
       if (!tuple_shapes_[i].compatible(other.tuple_shapes_[i])) return false;
     return true;
   }
-  return dimensions_ == other.dimensions_;
+  return dimensions_ == other.dimensions_ && buffer_ == other.buffer_;
 }
 
 std::string Shape::to_string(bool with_layout) const {
@@ -124,6 +124,11 @@ std::string Shape::to_string(bool with_layout) const {
   }
   if (is_token()) return "token[]";
   if (!is_array()) return "invalid[]";
+  if (buffer_) {
+    Shape array = *this;
+    array.buffer_ = false;
+    return "b(" + array.to_string(with_layout) + ")";
+  }
   std::string out(primitive_type_name(element_type_));
   out += "[";
   for (int64_t i = 0; i < rank(); ++i) {

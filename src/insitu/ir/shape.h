@@ -3,6 +3,10 @@
 //   f32[8,128]{1,0:T(8,128)S(1)}   array: element type, dimensions, layout
 //   (s32[4]{0}, f32[])             tuple
 //   token[]                        token
+//   b(f32[16])                     buffer: an array that is never copied (XLA's non-copyable
+//                                  buffers, made and ended by its Pin/Unpin custom calls); an
+//                                  array in every other respect here, and copy insertion refuses
+//                                  to copy one
 //
 // A layout lists dimensions minor-to-major, then optional tiles T(..)(..) and a memory space
 // S(n). Every array shape has a layout: the parser gives shapes written without one the default
@@ -59,6 +63,9 @@ class Shape {
   bool is_array() const { return is_array_type(element_type_); }
   bool is_tuple() const { return element_type_ == PrimitiveType::kTuple; }
   bool is_token() const { return element_type_ == PrimitiveType::kToken; }
+  // b(...): an array value that must never be copied (see the file comment).
+  bool is_buffer() const { return buffer_; }
+  void set_buffer(bool buffer) { buffer_ = buffer; }
 
   // Array accessors.
   const std::vector<int64_t>& dimensions() const { return dimensions_; }
@@ -117,6 +124,7 @@ class Shape {
   std::vector<bool> dynamic_dimensions_;
   Layout layout_;
   std::vector<Shape> tuple_shapes_;
+  bool buffer_ = false;
 };
 
 }  // namespace insitu

@@ -236,7 +236,11 @@ Status check_output_operand_aliasing(const Instruction& instruction, const std::
       return error_at(instruction, str_cat(what, ": operand index ", shape_index_to_string(alias.operand_index),
                                            " does not exist in ", text(operand_shape)));
     }
-    if (!output->compatible(*operand)) {
+    // The same bytes, so an array may become a buffer in place (Pin) and back (Unpin).
+    Shape output_array = *output, operand_array = *operand;
+    output_array.set_buffer(false);
+    operand_array.set_buffer(false);
+    if (!output_array.compatible(operand_array)) {
       return error_at(instruction, str_cat(what, ": output ", text(*output), " and operand ", text(*operand),
                                            " differ; an aliased output must have its operand's shape"));
     }

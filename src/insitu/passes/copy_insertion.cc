@@ -61,6 +61,14 @@ StatusOr<bool> insert_copies(Module& module) {
     if (copies >= limit)
       return internal_error(str_cat("copy insertion did not converge after ", copies, " copies; last conflict: ",
                                     fixes.front().detail));
+    // A buffer (b(...)) is never copied: the program's meaning would need two of it.
+    for (const copy_insertion::CopyFix& fix : fixes) {
+      const Value& value = dataflow.value(fix.value);
+      if (value.shape.is_buffer())
+        return invalid_argument(str_cat(value.to_string(), " is a non-copyable buffer (", value.shape.to_string(false),
+                                        ") but the program needs a copy of it: ", fix.detail),
+                                value.defining.instruction->location());
+    }
     copies += copy_insertion::apply_fixes(dataflow, fixes, names);
   }
 }
