@@ -39,6 +39,8 @@ const std::vector<AttributeRule>& rules() {
       {"rhs_contracting_dims", kModelled, {kDot}, "dot_dimension_numbers"},
       {"operand_precision", kMetadataOnly, {kDot, kConvolution},
        "a lower bound on precision; the CPU computes every dot at its operands' full precision (as XLA:CPU)"},
+      {"convolution_kind", kMetadataOnly, {kConvolution},
+       "the role (fprop, dgrad, wgrad) a convolution plays for cuDNN; its math is its window and dimension numbers"},
       {"algorithm", kModelled, {kDot}, "checked by the parser; computed by evaluator/dot.cc (the runtime falls back to it)"},
       {"offset_dims", kModelled, {kGather}, "gather_dimension_numbers"},
       {"collapsed_slice_dims", kModelled, {kGather}, "gather_dimension_numbers"},

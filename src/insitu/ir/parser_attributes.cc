@@ -259,6 +259,16 @@ Status Parser::parse_instruction_attribute(Instruction& instruction, PendingCall
     instruction.extra_attributes.push_back({name, std::move(value)});
     return ok_status();
   }
+  if (name == "convolution_kind") {  // kept to print back; the value names a role, not arithmetic
+    const Token token = peek();
+    if (!at(TokenKind::kIdent)) return error_expected("a value for convolution_kind");
+    std::string text = next().text;
+    if (text != "fprop" && text != "dgrad" && text != "wgrad")
+      return error_at(token, str_cat("convolution %", instruction.name(), ": unknown convolution_kind=", text,
+                                     " (XLA's are fprop, dgrad and wgrad)"));
+    instruction.extra_attributes.push_back({name, std::move(text)});
+    return ok_status();
+  }
   if (name == "algorithm") {  // dot: evaluator/dot.cc computes every algorithm XLA defines
     const Token token = peek();
     std::string text;
