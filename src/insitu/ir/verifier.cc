@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "insitu/ir/alias_config_verifier.h"
+#include "insitu/ir/replica_groups.h"
 #include "insitu/ir/shape_inference.h"
 #include "insitu/support/str.h"
 
@@ -180,8 +181,12 @@ Status verify_module(const Module& module) {
     INSITU_RETURN_IF_ERROR(check_computation_structure(module, *computation));
   INSITU_RETURN_IF_ERROR(check_call_graph_acyclic(module));
   for (const Computation* computation : module.computations())
-    for (const Instruction* instruction : computation->instructions())
+    for (const Instruction* instruction : computation->instructions()) {
       INSITU_RETURN_IF_ERROR(check_instruction_shape(*instruction));
+      // Groups in a spelling insitu cannot read, or naming what the mesh lacks, are refused here
+      // (as XLA's parser refuses them), not first when a run reaches the collective.
+      INSITU_RETURN_IF_ERROR(read_replica_groups(*instruction).status());
+    }
   INSITU_RETURN_IF_ERROR(verify_entry_computation_layout(module));
   INSITU_RETURN_IF_ERROR(verify_input_output_alias(module));
   INSITU_RETURN_IF_ERROR(verify_buffer_donors(module));
