@@ -254,6 +254,14 @@ StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<
   return bad_instruction(instruction, "is not a collective insitu runs");
   };
   INSITU_ASSIGN_OR_RETURN(Literal result, compute());
+  // The group's size decides the result's: a shape written for another device count is the
+  // module's error (all-gather of f32[128,32] to f32[128,128] in a one-replica module).
+  if (!result.shape().compatible(result_shape))
+    return bad_instruction(instruction, str_cat("over a group of ", size, " device(s) the result is ",
+                                                result.shape().to_string(false), ", not the written ",
+                                                result_shape.to_string(false), "; the module runs ",
+                                                device->grid.replicas, " replica(s) x ", device->grid.partitions,
+                                                " partition(s): make replica_groups or the shape agree"));
   if (!start) return result;
   if (!start_shaped) return bad_instruction(instruction, "must have a tuple shape (operands, result, ...)");
   // (operands, result, contexts...): the operands as the shape holds them (one array or a tuple),

@@ -235,13 +235,25 @@ Status Executor::run_all_gather(const Step& step) {
     return invalid_argument(str_cat("all-gather %", instruction.name(), ": the module runs on ", grid.devices(),
                                     " devices: run every device (insitu run does) for its collectives"),
                             instruction.location());
+  // The result holds one piece per member: a shape written for another group size is refused
+  // (all-gather of f32[4] to f32[16] in a one-replica module), never read past the operand.
+  auto check_fits = [&](int64_t members) -> Status {
+    if (to.size == from.size * members) return ok_status();
+    return invalid_argument(str_cat("all-gather %", instruction.name(), ": over a group of ", members,
+                                    " device(s) the result holds ", from.size * members, " bytes, not the written ",
+                                    to.size, "; the module runs ", grid.replicas, " replica(s) x ", grid.partitions,
+                                    " partition(s): make replica_groups or the shape agree"),
+                            instruction.location());
+  };
   if (device_ == nullptr) {  // one device: its own piece
+    INSITU_RETURN_IF_ERROR(check_fits(1));
     copy_bytes_parallel(pool_, address(to), address(from), to.size);
     return ok_status();
   }
   INSITU_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> groups, collective_device_groups(instruction, grid));
   for (const std::vector<int64_t>& group : groups) {
     if (std::find(group.begin(), group.end(), device_->device) == group.end()) continue;
+    INSITU_RETURN_IF_ERROR(check_fits(static_cast<int64_t>(group.size())));
     return device_->communicator
         ->all_gather(device_->device, group, address(from), from.size, address(to),
                      str_cat("all-gather %", instruction.name()))
