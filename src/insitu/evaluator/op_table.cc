@@ -10,13 +10,14 @@ namespace {
 
 enum class OpFunction : uint8_t {
   kNone, kElementwise, kMap, kDataMovement, kReduce, kReduceWindow, kSelectAndScatter, kDot, kGather,
-  kScatter, kSort, kTopk, kLinalg, kConvolution, kFft, kRngBitGenerator, kApply,
+  kScatter, kSort, kTopk, kLinalg, kConvolution, kFft, kRngBitGenerator, kApply, kScan,
 };
 
 // From opcode.def's runtime family: an opcode joins a family there, and the evaluator runs the
 // family's function for it (the function switches on the opcode where a family has several).
 OpFunction op_function(Opcode opcode) {
   if (opcode == Opcode::kMap) return OpFunction::kMap;
+  if (opcode == Opcode::kScan) return OpFunction::kScan;
   if (opcode == Opcode::kBitcast) return OpFunction::kDataMovement;
   switch (runtime_family(opcode)) {
     case RuntimeFamily::kElementwise: return OpFunction::kElementwise;
@@ -64,6 +65,7 @@ StatusOr<Literal> evaluate_op(const Instruction& instruction, Operands operands,
     case OpFunction::kFft: return evaluate_fft(instruction, operands);
     case OpFunction::kRngBitGenerator: return evaluate_rng_bit_generator(instruction, operands);
     case OpFunction::kApply: return runner.run(*instruction.to_apply(), operands);
+    case OpFunction::kScan: return evaluate_scan(instruction, operands, runner);
     case OpFunction::kNone: break;
   }
   return unimplemented(str_cat("unsupported opcode '", opcode_name(instruction.opcode()), "' in %",

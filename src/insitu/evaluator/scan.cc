@@ -1,0 +1,143 @@
+// scan (XLA's HloScanInstruction), for the reference evaluator.
+//
+//   scan(inputs..., inits...), dimensions={d}, num_carries=C, is_reverse=, is_associative=,
+//        to_apply=body
+// The last C operands are the carries' initial values. Step i (i = 0..n-1 along dimension d of
+// the inputs, n-1..0 with is_reverse=true) calls body(slice i of every input, the carries) and
+// gets (slice i of every output, the new carries). The result is (every output with its slices
+// stacked along d, the final carries), a tuple unless it is one array. is_associative only
+// allows a backend to reorder the steps; the sequential order computed here is one it allows.
+#include "insitu/evaluator/apply_util.h"
+#include "insitu/evaluator/ops.h"
+#include "insitu/ir/computation.h"
+#include "insitu/ir/replica_groups.h"
+#include "insitu/support/str.h"
+
+namespace insitu::eval {
+namespace {
+
+// Row-major (outer, size along d, inner bytes) of an array shape around dimension d.
+struct Around {
+  int64_t outer = 1;
+  int64_t count = 1;
+  int64_t inner_bytes = 1;
+};
+
+Around around(const Shape& shape, int64_t d) {
+  Around a;
+  for (int64_t i = 0; i < d; ++i) a.outer *= shape.dimension(i);
+  a.count = shape.dimension(d);
+  a.inner_bytes = byte_width(shape.element_type());
+  for (int64_t i = d + 1; i < shape.rank(); ++i) a.inner_bytes *= shape.dimension(i);
+  return a;
+}
+
+Shape without_dimension(const Shape& shape, int64_t d) {
+  std::vector<int64_t> dimensions = shape.dimensions();
+  dimensions.erase(dimensions.begin() + d);
+  return Shape::array(shape.element_type(), std::move(dimensions));
+}
+
+// Slice i of `array` along d (the dimension removed), or written back into it.
+Literal take_slice(const Literal& array, int64_t d, int64_t i) {
+  const Around a = around(array.shape(), d);
+  Literal slice(without_dimension(array.shape(), d));
+  for (int64_t o = 0; o < a.outer; ++o)
+    std::memcpy(slice.untyped_data() + o * a.inner_bytes, array.untyped_data() + (o * a.count + i) * a.inner_bytes,
+                static_cast<size_t>(a.inner_bytes));
+  return slice;
+}
+
+void put_slice(Literal& array, int64_t d, int64_t i, const Literal& slice) {
+  const Around a = around(array.shape(), d);
+  for (int64_t o = 0; o < a.outer; ++o)
+    std::memcpy(array.untyped_data() + (o * a.count + i) * a.inner_bytes, slice.untyped_data() + o * a.inner_bytes,
+                static_cast<size_t>(a.inner_bytes));
+}
+
+}  // namespace
+
+StatusOr<Literal> evaluate_scan(const Instruction& instruction, Operands operands, ComputationRunner& runner) {
+  const RawAttribute* dimensions = find_own_attribute(instruction, "dimensions");
+  if (dimensions == nullptr) return bad_instruction(instruction, "needs dimensions={d}");
+  AttributeReader reader(instruction, "dimensions", dimensions->value);
+  INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> scanned, reader.integers('{', '}'));
+  if (scanned.size() != 1 || !reader.done() || scanned[0] < 0)
+    return bad_instruction(instruction, str_cat("dimensions=", dimensions->value, " must name one dimension"));
+  const int64_t d = scanned[0];
+  int64_t carries = 0;
+  if (const RawAttribute* written = find_own_attribute(instruction, "num_carries")) {
+    char* end = nullptr;
+    carries = std::strtoll(written->value.c_str(), &end, 10);
+    if (end == written->value.c_str() || *end != '\0' || carries < 0)
+      return bad_instruction(instruction, str_cat("num_carries=", written->value, " must be a count"));
+  }
+  INSITU_ASSIGN_OR_RETURN(bool reverse, own_bool_attribute(instruction, "is_reverse", false));
+  if (const RawAttribute* associative = find_own_attribute(instruction, "is_associative");
+      associative != nullptr && associative->value != "true" && associative->value != "false")
+    return bad_instruction(instruction, str_cat("is_associative=", associative->value, " must be true or false"));
+  INSITU_ASSIGN_OR_RETURN(const Computation* body, find_to_apply(instruction));
+  const int64_t operand_count = static_cast<int64_t>(operands.size());
+  const Shape& shape = instruction.shape();
+  const std::vector<Shape> results = shape.is_tuple() ? shape.tuple_shapes() : std::vector<Shape>{shape};
+  const int64_t result_count = static_cast<int64_t>(results.size());
+  if (carries > operand_count || carries > result_count || (carries == operand_count && carries == result_count))
+    return bad_instruction(instruction, str_cat("has ", operand_count, " operands, ", result_count, " results and ",
+                                                carries, " carries: it needs carries <= both and an input or output"));
+  const int64_t inputs = operand_count - carries, outputs = result_count - carries;
+  if (body->parameter_count() != operand_count)
+    return bad_instruction(instruction, str_cat("to_apply %", body->name(), " takes ", body->parameter_count(),
+                                                " parameters, the scan passes ", operand_count));
+  // The scan's length: the inputs' dimension d (all equal), else the outputs'.
+  int64_t length = -1;
+  for (int64_t k = 0; k < inputs + outputs; ++k) {
+    const Shape& array = k < inputs ? operands[k]->shape() : results[k - inputs];
+    if (!array.is_array() || d >= array.rank())
+      return bad_instruction(instruction, str_cat("dimension ", d, " does not exist in ", array.to_string(false)));
+    if (length >= 0 && array.dimension(d) != length)
+      return bad_instruction(instruction, str_cat("scans ", length, " steps but ", array.to_string(false),
+                                                  " has ", array.dimension(d), " along dimension ", d));
+    length = array.dimension(d);
+  }
+  std::vector<Literal> state;  // the carries
+  for (int64_t c = 0; c < carries; ++c) state.push_back(*operands[inputs + c]);
+  std::vector<Literal> stacked;
+  for (int64_t k = 0; k < outputs; ++k) stacked.emplace_back(results[k]);
+  std::vector<Literal> slices(static_cast<size_t>(inputs));
+  std::vector<const Literal*> arguments(static_cast<size_t>(operand_count));
+  for (int64_t step = 0; step < length; ++step) {
+    const int64_t i = reverse ? length - 1 - step : step;
+    for (int64_t k = 0; k < inputs; ++k) {
+      slices[k] = take_slice(*operands[k], d, i);
+      arguments[k] = &slices[k];
+    }
+    for (int64_t c = 0; c < carries; ++c) arguments[inputs + c] = &state[c];
+    INSITU_ASSIGN_OR_RETURN(Literal value, runner.run(*body, arguments));
+    std::vector<Literal> parts;
+    if (value.shape().is_tuple()) parts = std::move(value.elements());
+    else parts.push_back(std::move(value));
+    if (static_cast<int64_t>(parts.size()) != result_count)
+      return bad_instruction(instruction, str_cat("to_apply %", body->name(), " returns ", parts.size(),
+                                                  " values, the scan has ", result_count, " results"));
+    for (int64_t k = 0; k < outputs; ++k) {
+      if (!parts[k].shape().compatible(without_dimension(results[k], d)))
+        return bad_instruction(instruction, str_cat("to_apply %", body->name(), " returns ", parts[k].shape().to_string(false),
+                                                    " for output ", k, " of ", results[k].to_string(false)));
+      put_slice(stacked[k], d, i, parts[k]);
+    }
+    for (int64_t c = 0; c < carries; ++c) {
+      if (!parts[outputs + c].shape().compatible(results[outputs + c]))
+        return bad_instruction(instruction, str_cat("to_apply %", body->name(), " returns ",
+                                                    parts[outputs + c].shape().to_string(false), " for carry ", c,
+                                                    " of ", results[outputs + c].to_string(false)));
+      state[c] = std::move(parts[outputs + c]);
+    }
+  }
+  for (Literal& carry : state) stacked.push_back(std::move(carry));
+  if (!shape.is_tuple()) return std::move(stacked.front());
+  Literal result = Literal::tuple(std::move(stacked));
+  result.set_shape_layouts(shape);
+  return result;
+}
+
+}  // namespace insitu::eval
