@@ -158,3 +158,17 @@ ENTRY main {
     assert torch.equal(torch.from_dlpack(result).view(torch.uint8), expected.view(torch.uint8))
     j = jnp.asarray([1.5, -3.0, 20.0], dtype=jnp.float8_e4m3fn)
     np.testing.assert_array_equal(np.asarray(jnp.from_dlpack(exe(j))).astype(np.float32), [2.25, 9, 384])
+
+
+def test_float8_e5m2_saved_as_f1_is_read(build_dir, tmp_path):
+    """ml_dtypes 0.7 writes float8_e5m2 (alone) with the descriptor '<f1'."""
+    module = """HloModule negate
+ENTRY main {
+  x = f8e5m2[3] parameter(0)
+  ROOT y = f32[3] convert(f8e5m2[3] negate(x))
+}
+"""
+    x = np.array([1.5, -2, 57344], dtype=ml_dtypes.float8_e5m2)
+    for reference in (True, False):
+        (result,) = run_cli(build_dir, module, [x], tmp_path, reference)
+        np.testing.assert_array_equal(result, [-1.5, 2, -57344])

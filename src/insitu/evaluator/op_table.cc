@@ -10,7 +10,7 @@ namespace {
 
 enum class OpFunction : uint8_t {
   kNone, kElementwise, kMap, kDataMovement, kReduce, kReduceWindow, kSelectAndScatter, kDot, kGather,
-  kScatter, kSort, kTopk, kLinalg, kConvolution, kFft, kRngBitGenerator, kApply, kScan,
+  kScatter, kSort, kTopk, kLinalg, kConvolution, kFft, kRngBitGenerator, kApply, kScan, kGetDimensionSize,
 };
 
 // From opcode.def's runtime family: an opcode joins a family there, and the evaluator runs the
@@ -18,6 +18,7 @@ enum class OpFunction : uint8_t {
 OpFunction op_function(Opcode opcode) {
   if (opcode == Opcode::kMap) return OpFunction::kMap;
   if (opcode == Opcode::kScan) return OpFunction::kScan;
+  if (opcode == Opcode::kGetDimensionSize) return OpFunction::kGetDimensionSize;
   if (opcode == Opcode::kBitcast) return OpFunction::kDataMovement;
   switch (runtime_family(opcode)) {
     case RuntimeFamily::kElementwise: return OpFunction::kElementwise;
@@ -66,6 +67,7 @@ StatusOr<Literal> evaluate_op(const Instruction& instruction, Operands operands,
     case OpFunction::kRngBitGenerator: return evaluate_rng_bit_generator(instruction, operands);
     case OpFunction::kApply: return runner.run(*instruction.to_apply(), operands);
     case OpFunction::kScan: return evaluate_scan(instruction, operands, runner);
+    case OpFunction::kGetDimensionSize: return evaluate_get_dimension_size(instruction, operands);
     case OpFunction::kNone: break;
   }
   return unimplemented(str_cat("unsupported opcode '", opcode_name(instruction.opcode()), "' in %",

@@ -1,4 +1,4 @@
-// scan (XLA's HloScanInstruction), for the reference evaluator.
+// scan (XLA's HloScanInstruction) and get-dimension-size, for the reference evaluator.
 //
 //   scan(inputs..., inits...), dimensions={d}, num_carries=C, is_reverse=, is_associative=,
 //        to_apply=body
@@ -138,6 +138,28 @@ StatusOr<Literal> evaluate_scan(const Instruction& instruction, Operands operand
   Literal result = Literal::tuple(std::move(stacked));
   result.set_shape_layouts(shape);
   return result;
+}
+
+// get-dimension-size(x), dimensions={d}: the size of dimension d as s32. insitu keeps no
+// dynamic sizes, so a bounded-dynamic dimension (f32[<=8]) is refused rather than answered
+// with its bound.
+StatusOr<Literal> evaluate_get_dimension_size(const Instruction& instruction, Operands operands) {
+  const RawAttribute* dimensions = find_own_attribute(instruction, "dimensions");
+  if (operands.size() != 1 || dimensions == nullptr || !operands[0]->shape().is_array())
+    return bad_instruction(instruction, "needs one array operand and dimensions={d}");
+  AttributeReader reader(instruction, "dimensions", dimensions->value);
+  INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> which, reader.integers('{', '}'));
+  const Shape& shape = operands[0]->shape();
+  if (which.size() != 1 || !reader.done() || which[0] < 0 || which[0] >= shape.rank())
+    return bad_instruction(instruction, str_cat("dimensions=", dimensions->value, " must name one dimension of ",
+                                                shape.to_string(false)));
+  if (shape.dynamic_dimensions()[which[0]])
+    return bad_instruction(instruction, str_cat("dimension ", which[0], " of ", shape.to_string(false),
+                                                " is dynamic; insitu keeps no dynamic sizes and will not answer with "
+                                                "the bound"));
+  if (instruction.shape() != Shape::scalar(PrimitiveType::kS32))
+    return bad_instruction(instruction, str_cat("must be s32[], not ", instruction.shape().to_string(false)));
+  return Literal::scalar<int32_t>(static_cast<int32_t>(shape.dimension(which[0])));
 }
 
 }  // namespace insitu::eval

@@ -150,6 +150,14 @@ StatusOr<DescrInfo> parse_descriptor(const std::string& descr, const NpyReadOpti
   for (const auto& [name, type] : kTypes) {
     if (kind == name) return DescrInfo{type, order == '>' && byte_width(type) > 1};
   }
+  // ml_dtypes 0.7 saves float8_e5m2 (only it) as '<f1', which numpy itself cannot load back.
+  if (kind == "f1") {
+    if (!is_floating(options.void_type) || byte_width(options.void_type) != 1)
+      return invalid_argument("a 1-byte float ('f1', what ml_dtypes writes for float8_e5m2) is read only for a "
+                              "parameter of an 8-bit float type, not " +
+                              std::string(primitive_type_name(options.void_type)));
+    return DescrInfo{options.void_type, false};
+  }
   if (kind == "V2" || kind == "V1") {
     const int64_t width = kind == "V2" ? 2 : 1;
     const bool fits = is_array_type(options.void_type) && byte_width(options.void_type) == width &&

@@ -9,7 +9,8 @@
 // float4_e2m1fn, int4, uint4, int2 and uint2 arrays are saved with the void descriptor of their
 // width, '<V2' or '<V1' (older numpy: '|V2'). A void file is read as `void_type` when its width
 // matches (default bf16; pass the parameter's type, as the CLI does); a 1-byte void file has no
-// default (eight types share that width). A sub-byte integer's byte is read by its low bits (so
+// default (eight types share that width). ml_dtypes writes float8_e5m2 alone as '<f1' (which
+// numpy cannot load back): read the same way, for a parameter of an 8-bit float type. A sub-byte integer's byte is read by its low bits (so
 // 0x0f is -1 for s4). A '<f2' file is always f16: feeding it to a bf16 parameter is a dtype
 // mismatch, never a silent reinterpretation of the bits. These types are written as '<V2' or
 // '<V1', exactly what ml_dtypes writes, so `np.load(f).view(ml_dtypes.bfloat16)` reads it.
