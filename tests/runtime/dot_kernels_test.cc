@@ -71,7 +71,7 @@ Literal absolute_f32(const Literal& operand) {
     if constexpr (std::is_same_v<T, float>) {
       std::span<const float> in = const_cast<Literal&>(operand).data<float>();
       for (size_t i = 0; i < in.size(); ++i) out[i] = std::fabs(in[i]);
-    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    } else if constexpr (kIsSmallFloat<T>) {
       std::span<const T> in = const_cast<Literal&>(operand).data<T>();
       for (size_t i = 0; i < in.size(); ++i) out[i] = std::fabs(in[i].to_float());
     } else {
@@ -183,14 +183,16 @@ TEST(RuntimeDotKernel, LibrarySizedProductsMatchEvaluatorWithinTolerance) {
   expect_native_matches({{16, 24, 30}, {30, 24, 40}, {16, 40}, {{}, {1, 2}, {}, {1, 0}}}, 37);
 }
 
-// bf16 and f16 operands into an f32 result at the library's size: converted to f32 exactly,
-// then the library's f32 product.
+// bf16, f16 and 8-bit float operands into an f32 result at the library's size: converted to
+// f32 exactly, then the library's f32 product. (An f8 dot of XLA's tests, 128x5120x10240, ran
+// through the evaluator for over a minute before the f8s were convertible operands.)
 TEST(RuntimeDotKernel, LibrarySizedHalfPrecisionProductsMatchEvaluatorWithinTolerance) {
   std::mt19937 rng(38);
   ThreadPool pool(2);
   const DotCase matmul{{64, 128}, {128, 96}, {64, 96}, {{}, {1}, {}, {0}}};
   ASSERT_TRUE(may_run_on_library(matmul) || !kernels::library_gemm_available());
-  for (PrimitiveType type : {PrimitiveType::kBF16, PrimitiveType::kF16}) {
+  for (PrimitiveType type : {PrimitiveType::kBF16, PrimitiveType::kF16, PrimitiveType::kF8E4M3FN,
+                             PrimitiveType::kF8E5M2}) {
     SCOPED_TRACE(primitive_type_name(type));
     auto finite_half = [&](const Dimensions& dimensions) {
       const Literal values = finite_literal(dimensions, rng);
@@ -198,7 +200,7 @@ TEST(RuntimeDotKernel, LibrarySizedHalfPrecisionProductsMatchEvaluatorWithinTole
       std::span<const float> in = const_cast<Literal&>(values).data<float>();
       dispatch_element_type(type, [&](auto tag) {
         using T = decltype(tag);
-        if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        if constexpr (kIsSmallFloat<T>) {
           std::span<T> out = result.data<T>();
           for (size_t i = 0; i < in.size(); ++i) out[i] = T::from_float(in[i]);
         }
@@ -224,7 +226,9 @@ TEST(RuntimeDotKernel, MixedPrecisionAndIntegerDotsMatchEvaluator) {
   const std::pair<PrimitiveType, PrimitiveType> cases[] = {
       {PrimitiveType::kBF16, PrimitiveType::kF32}, {PrimitiveType::kF16, PrimitiveType::kF32},
       {PrimitiveType::kS8, PrimitiveType::kS32},   {PrimitiveType::kS32, PrimitiveType::kS32},
-      {PrimitiveType::kS16, PrimitiveType::kS64}};
+      {PrimitiveType::kS16, PrimitiveType::kS64},  {PrimitiveType::kF8E4M3FN, PrimitiveType::kF32},
+      {PrimitiveType::kF4E2M1FN, PrimitiveType::kF32}, {PrimitiveType::kS4, PrimitiveType::kS32},
+      {PrimitiveType::kU2, PrimitiveType::kS64}};
   for (const auto& [operand_type, result_type] : cases) {
     SCOPED_TRACE(str_cat(primitive_type_name(operand_type), " -> ", primitive_type_name(result_type)));
     Literal lhs = random_literal(operand_type, matmul.lhs, rng), rhs = random_literal(operand_type, matmul.rhs, rng);

@@ -198,7 +198,7 @@ bool is_convertible_operand(PrimitiveType type) {
     case PrimitiveType::kS16:
     case PrimitiveType::kS32:
     case PrimitiveType::kS64: return true;
-    default: return false;
+    default: return is_narrow(type);  // f8/f4 (exact in f32) and s4/u4/... (exact in any integer)
   }
 }
 
@@ -212,7 +212,8 @@ void convert_operand(const ArrayView& view, std::vector<To>& into) {
     using From = decltype(tag);
     const From* data = reinterpret_cast<const From*>(view.data);
     for (int64_t i = 0; i < count; ++i) {
-      if constexpr (std::is_same_v<From, BFloat16> || std::is_same_v<From, Half>) into[i] = static_cast<To>(data[i].to_float());
+      if constexpr (kIsSmallFloat<From>) into[i] = static_cast<To>(data[i].to_float());
+      else if constexpr (kIsSubByteInt<From>) into[i] = static_cast<To>(data[i].get());
       else into[i] = static_cast<To>(data[i]);
     }
   };
@@ -224,7 +225,11 @@ void convert_operand(const ArrayView& view, std::vector<To>& into) {
     case PrimitiveType::kS16: copy(int16_t{}); break;
     case PrimitiveType::kS32: copy(int32_t{}); break;
     case PrimitiveType::kS64: copy(int64_t{}); break;
-    default: INSITU_UNREACHABLE("dot operand type the selector did not accept");
+    default:
+      INSITU_CHECK(is_narrow(view.type())) << "dot operand type the selector did not accept";
+      dispatch_element_type(view.type(), [&](auto tag) {
+        if constexpr (kIsSmallFloat<decltype(tag)> || kIsSubByteInt<decltype(tag)>) copy(tag);
+      });
   }
 }
 
@@ -336,8 +341,9 @@ SelectedKernel select_dot(const Instruction& instruction, std::span<const ArrayV
   plan->rhs = Shape::array(type, operands[1].shape->dimensions());
   if (!kernels::plan_layout(instruction, plan->lhs, plan->rhs, *out.shape, plan->layout)) return std::nullopt;
   const bool f32_operands = operands[0].type() == PrimitiveType::kF32 && operands[1].type() == PrimitiveType::kF32;
-  auto float_operand = [](PrimitiveType t) {
-    return t == PrimitiveType::kF32 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF16;
+  auto float_operand = [](PrimitiveType t) {  // converted to f32 exactly
+    return t == PrimitiveType::kF32 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF16 ||
+           (is_narrow(t) && is_floating(t));
   };
   if (type == PrimitiveType::kF32 && kernels::library_gemm_available() && float_operand(operands[0].type()) &&
       float_operand(operands[1].type())) {
