@@ -64,6 +64,8 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
       {Opcode::kCollectivePermute, {{"source_target_pairs", "{}"}}},
       {Opcode::kAllGatherStart, {{"dimensions", "{0}"}}},
       {Opcode::kCollectivePermuteStart, {{"source_target_pairs", "{}"}}},
+      {Opcode::kScan, {{"dimensions", "{0}"}, {"num_carries", "0"}}},
+      {Opcode::kGetDimensionSize, {{"dimensions", "{0}"}}},
   };
   int read = 0;
   for (const AttributeRule& rule : attribute_rules()) {
