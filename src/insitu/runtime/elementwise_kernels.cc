@@ -483,6 +483,9 @@ Status bitcast_bytes_kernel(const KernelCall& call) {
 }
 
 KernelFn choose_bitcast_convert(const ArrayView& a, const ArrayView& out) {
+  // A type narrower than its byte (s4, u2, f4e2m1fn, ...): its bits are not its byte (s4 -1 is
+  // stored 0xff, u4 15 as 0x0f), so the evaluator's bit-level path does these.
+  if (bit_width(a.type()) < 8 || bit_width(out.type()) < 8) return nullptr;
   if (byte_width(a.type()) != byte_width(out.type()))  // a dimension is added or removed
     return !a.scalar && a.byte_size() == out.byte_size() ? &bitcast_bytes_kernel : nullptr;
   switch (byte_width(out.type())) {
