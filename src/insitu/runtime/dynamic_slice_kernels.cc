@@ -17,6 +17,8 @@ int64_t read_integer(const uint8_t* data, PrimitiveType type, int64_t position) 
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
       value = static_cast<int64_t>(reinterpret_cast<const T*>(data)[position]);
+    else if constexpr (kIsSubByteInt<T>)  // s4, u2, ... indices: their value, not their byte
+      value = static_cast<int64_t>(reinterpret_cast<const T*>(data)[position].get());
   });
   return value;
 }

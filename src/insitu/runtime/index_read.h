@@ -15,6 +15,8 @@ inline int64_t read_index(const ArrayView& indices, int64_t position) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
       value = static_cast<int64_t>(reinterpret_cast<const T*>(indices.data)[position]);
+    else if constexpr (kIsSubByteInt<T>)  // s4, u2, ... indices: their value, not their byte
+      value = static_cast<int64_t>(reinterpret_cast<const T*>(indices.data)[position].get());
   });
   return value;
 }
