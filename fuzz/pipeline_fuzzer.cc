@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "insitu/evaluator/element_arithmetic.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/parser.h"
 #include "insitu/ir/printer.h"
@@ -40,10 +41,10 @@ Literal make_argument(const Shape& shape, uint64_t& state) {
       using T = decltype(tag);
       for (auto& value : leaf.template data<T>()) {
         if constexpr (std::is_same_v<T, bool>) value = (next() & 1) != 0;
-        else if constexpr (std::is_integral_v<T>) value = static_cast<T>(next() % 4);
-        else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+        else if constexpr (std::is_integral_v<T> || kIsSubByteInt<T>) value = convert_value<T>(next() % 4);
+        else if constexpr (kIsSmallFloat<T>)
           value = T::from_float(static_cast<float>(static_cast<int>(next() % 4001) - 2000) / 1000.0f);
-        else value = T(static_cast<double>(static_cast<int>(next() % 4001) - 2000) / 1000.0);
+        else value = convert_value<T>(static_cast<double>(static_cast<int>(next() % 4001) - 2000) / 1000.0);
       }
     });
   };

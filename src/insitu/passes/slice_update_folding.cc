@@ -76,6 +76,8 @@ struct Block {
 // The inner update, when it can be folded: a dynamic-update-slice of one start per dimension,
 // all of the index type.
 bool foldable_update(const Instruction* updated, PrimitiveType index_type) {
+  // s4, u2, ... indices: the folded starts (clamped offsets into the whole array) need not fit.
+  if (is_sub_byte_integral(index_type)) return false;
   if (updated->opcode() != Opcode::kDynamicUpdateSlice || has_control_edges(updated) ||
       updated->operand_count() != 2 + updated->shape().rank() || !is_row_major(updated->shape()))
     return false;
