@@ -85,6 +85,29 @@ TEST(RuntimeAllReduce, ADonatedBufferIsReducedInPlaceWithNoCopy) {
   }
 }
 
+// The communicator's own fold (the native all-reduce in process) computes bf16 as the
+// evaluator's reduction computation does: in f32, rounded to bf16 after every step.
+TEST(RuntimeAllReduce, TheInProcessFoldRoundsBf16AfterEveryStep) {
+  ASSERT_TRUE(Communicator::supports_all_reduce(PrimitiveType::kBF16, Opcode::kAdd));
+  ASSERT_FALSE(Communicator::supports_all_reduce(PrimitiveType::kBF16, Opcode::kAnd));
+  InProcessCommunicator communicator(30);
+  const int64_t group[] = {0, 1, 2};
+  const float inputs[3] = {1.0f, 0.00390625f, 0.00390625f};  // 1 + 2^-8 rounds back to 1 each step
+  std::vector<BFloat16> data[3];
+  std::vector<std::thread> threads;
+  for (int64_t d = 0; d < 3; ++d) {
+    data[d].assign(4, BFloat16::from_float(inputs[d]));
+    threads.emplace_back([&, d] {
+      Status status = communicator.all_reduce_in_place(d, group, PrimitiveType::kBF16, Opcode::kAdd,
+                                                       reinterpret_cast<uint8_t*>(data[d].data()), 4, "test");
+      EXPECT_TRUE(status.ok()) << status.to_string();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int64_t d = 0; d < 3; ++d)
+    for (const BFloat16& value : data[d]) EXPECT_EQ(value.to_float(), 1.0f) << "device " << d;  // not 1.0078125
+}
+
 TEST(RuntimeAllReduce, AnUndonatedBufferIsProtectedAndKept) {
   std::unique_ptr<Executable> executable = build(kSum);
   std::vector<DeviceRun> runs = run_two(*executable, /*donate=*/false);

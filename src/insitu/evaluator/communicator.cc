@@ -75,54 +75,39 @@ StatusOr<std::vector<Literal>> InProcessCommunicator::exchange(int64_t device, s
 
 namespace {
 
+// acc[i] = combiner(acc[i], value[i]) in the evaluator's arithmetic (bf16/f16 in f32, rounded
+// after every step; integers wrap; maximum/minimum with its NaN and -0 rules): the same bits as
+// the evaluator's fold through the reduction computation.
 template <typename T>
 void fold_into(T* acc, const T* value, int64_t count, Opcode combiner) {
-  for (int64_t i = 0; i < count; ++i) {
+  using C = ComputeType<T>;
+  auto combine = [combiner](C a, C b) -> C {
     switch (combiner) {
       case Opcode::kAdd:
-        if constexpr (std::is_integral_v<T>) {
-          acc[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(acc[i]) + static_cast<std::make_unsigned_t<T>>(value[i]));
-        } else {
-          acc[i] = acc[i] + value[i];
-        }
-        break;
+        if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(a) + as_unsigned(b));
+        else return a + b;
       case Opcode::kMultiply:
-        if constexpr (std::is_integral_v<T>) {
-          acc[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(acc[i]) * static_cast<std::make_unsigned_t<T>>(value[i]));
-        } else {
-          acc[i] = acc[i] * value[i];
-        }
-        break;
-      case Opcode::kMaximum: acc[i] = maximum_value(acc[i], value[i]); break;  // the evaluator's (NaN, -0)
-      case Opcode::kMinimum: acc[i] = minimum_value(acc[i], value[i]); break;
+        if constexpr (std::is_integral_v<C>) return static_cast<C>(as_unsigned(a) * as_unsigned(b));
+        else return a * b;
+      case Opcode::kMaximum: return maximum_value(a, b);
+      case Opcode::kMinimum: return minimum_value(a, b);
       case Opcode::kAnd:
-        if constexpr (std::is_integral_v<T>) acc[i] = static_cast<T>(acc[i] & value[i]);
+        if constexpr (std::is_integral_v<C>) return static_cast<C>(a & b);
         break;
       case Opcode::kOr:
-        if constexpr (std::is_integral_v<T>) acc[i] = static_cast<T>(acc[i] | value[i]);
+        if constexpr (std::is_integral_v<C>) return static_cast<C>(a | b);
         break;
       default: break;
     }
-  }
-}
-
-template <typename Fn>
-bool with_native_type(PrimitiveType type, Fn&& fn) {
-  switch (type) {
-    case PrimitiveType::kF32: fn(float{}); return true;
-    case PrimitiveType::kF64: fn(double{}); return true;
-    case PrimitiveType::kS32: fn(int32_t{}); return true;
-    case PrimitiveType::kS64: fn(int64_t{}); return true;
-    case PrimitiveType::kU32: fn(uint32_t{}); return true;
-    case PrimitiveType::kU64: fn(uint64_t{}); return true;
-    default: return false;
-  }
+    return a;  // not reached: supports_all_reduce refused the combiner
+  };
+  for (int64_t i = 0; i < count; ++i) acc[i] = to_stored<T>(combine(to_compute(acc[i]), to_compute(value[i])));
 }
 
 }  // namespace
 
 bool Communicator::supports_all_reduce(PrimitiveType type, Opcode combiner) {
-  const bool floating = type == PrimitiveType::kF32 || type == PrimitiveType::kF64;
+  const bool floating = is_floating(type);
   switch (combiner) {
     case Opcode::kAdd:
     case Opcode::kMultiply:
@@ -134,7 +119,7 @@ bool Communicator::supports_all_reduce(PrimitiveType type, Opcode combiner) {
       break;
     default: return false;
   }
-  return with_native_type(type, [](auto) {});
+  return dispatch_native_numeric(type, [](auto) {});
 }
 
 Status Communicator::all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type,
@@ -145,7 +130,7 @@ Status Communicator::all_reduce_in_place(int64_t device, std::span<const int64_t
   Literal mine(Shape::array(type, {count}));
   std::memcpy(mine.untyped_data(), data, mine.size_bytes());
   INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, exchange(device, group, std::move(mine), what));
-  with_native_type(type, [&](auto zero) {
+  dispatch_native_numeric(type, [&](auto zero) {
     using T = decltype(zero);
     T* acc = reinterpret_cast<T*>(data);
     std::memcpy(acc, all[0].untyped_data(), all[0].size_bytes());

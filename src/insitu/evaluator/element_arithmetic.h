@@ -263,13 +263,13 @@ inline auto total_order_key(T value) {
       return ((value.bits >> (kBits - 1)) & 1) ? -1 - magnitude : magnitude;
     }
   } else {
-  using Signed = std::conditional_t<sizeof(T) == 2, int16_t, std::conditional_t<sizeof(T) == 4, int32_t, int64_t>>;
-  using Unsigned = std::make_unsigned_t<Signed>;
-  Signed bits;
-  std::memcpy(&bits, &value, sizeof(T));
-  // negative values: flip the magnitude bits so that larger magnitudes order lower
-  const Unsigned flip = bits < 0 ? static_cast<Unsigned>(std::numeric_limits<Signed>::max()) : Unsigned(0);
-  return static_cast<Signed>(static_cast<Unsigned>(bits) ^ flip);
+    using Signed = std::conditional_t<sizeof(T) == 2, int16_t, std::conditional_t<sizeof(T) == 4, int32_t, int64_t>>;
+    using Unsigned = std::make_unsigned_t<Signed>;
+    Signed bits;
+    std::memcpy(&bits, &value, sizeof(T));
+    // negative values: flip the magnitude bits so that larger magnitudes order lower
+    const Unsigned flip = bits < 0 ? static_cast<Unsigned>(std::numeric_limits<Signed>::max()) : Unsigned(0);
+    return static_cast<Signed>(static_cast<Unsigned>(bits) ^ flip);
   }
 }
 
@@ -284,6 +284,24 @@ inline bool compare_keys(ComparisonDirection direction, Key lhs, Key rhs) {
     case ComparisonDirection::kGe: return lhs >= rhs;
   }
   return false;
+}
+
+// Calls fn(T{}) for the numeric types with native kernels (f32, f64, s32, s64, u32, u64 (jax's
+// random bits), bf16, f16) and returns true; false for any other type. The runtime's kernels
+// and the communicators' native all-reduce use it.
+template <typename Fn>
+bool dispatch_native_numeric(PrimitiveType type, Fn&& fn) {
+  switch (type) {
+    case PrimitiveType::kF32: fn(float{}); return true;
+    case PrimitiveType::kF64: fn(double{}); return true;
+    case PrimitiveType::kS32: fn(int32_t{}); return true;
+    case PrimitiveType::kS64: fn(int64_t{}); return true;
+    case PrimitiveType::kU32: fn(uint32_t{}); return true;
+    case PrimitiveType::kU64: fn(uint64_t{}); return true;
+    case PrimitiveType::kBF16: fn(BFloat16{}); return true;
+    case PrimitiveType::kF16: fn(Half{}); return true;
+    default: return false;
+  }
 }
 
 template <typename To, typename From>
