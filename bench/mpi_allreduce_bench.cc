@@ -6,7 +6,7 @@
 // For each size: `bare` times MPI_Allreduce(MPI_IN_PLACE, f32 sum) over MPI_COMM_WORLD on an
 // insitu Buffer (the same memory kind); `insitu`
 // times an Executable of `all-reduce(x)` whose parameter is donated and aliased to the result,
-// each call feeding the next (the buffer is reduced in place: MpiCommunicator's MPI_Iallreduce,
+// each call feeding the next (the buffer is reduced in place: MpiCommunicator's MPI_Allreduce,
 // plus insitu's header check and call overhead). Median of the repetitions; rank 0 prints
 // algorithm bandwidth (bytes per rank / time) and bare's time over insitu's. The two alternate
 // repetition by repetition.

@@ -10,7 +10,7 @@
 //
 // Each runs in the reference evaluator (evaluate_devices) and through insitu's compile path
 // (one Executable, one thread per device with an InProcessCommunicator), and every device's
-// result equals JAX's (jax_compare.h's tolerances).
+// result equals JAX's (jax_compare.h's tolerances); the runtime runs every collective natively.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -92,12 +92,13 @@ TEST_P(JaxCollectivesTest, OptimizedRuntimeMatchesJaxOnEveryDevice) {
   ASSERT_TRUE(executable.ok()) << executable.status().to_string();
   InProcessCommunicator communicator(30);
   std::vector<std::optional<StatusOr<std::vector<BufferHandle>>>> results(grid_.devices());
+  std::vector<ExecutionStats> stats(grid_.devices());
   std::vector<std::thread> threads;
   for (int64_t d = 0; d < grid_.devices(); ++d) {
     threads.emplace_back([&, d] {
       DeviceContext context{&communicator, grid_, d};
       std::vector<BufferHandle> handles;
-      ExecuteOptions options{.threads = 1, .device = &context};
+      ExecuteOptions options{.threads = 1, .stats = &stats[d], .device = &context};
       for (const Executable::Argument& argument : (*executable)->arguments()) {
         handles.push_back(*BufferHandle::from_literal(*arguments_[d].at(argument.parameter_number).subliteral(argument.index)));
         options.donate.push_back(argument.aliased_output.has_value());  // as JAX donated them
@@ -108,6 +109,8 @@ TEST_P(JaxCollectivesTest, OptimizedRuntimeMatchesJaxOnEveryDevice) {
   }
   for (std::thread& thread : threads) thread.join();
   const Shape& result_shape = (*executable)->module().entry()->root()->shape();
+  std::string fallbacks;
+  for (const Instruction* fallback : (*executable)->fallback_instructions()) fallbacks += fallback->name() + " ";
   for (int64_t d = 0; d < grid_.devices(); ++d) {
     ASSERT_TRUE(results[d]->ok()) << "device " << d << ": " << results[d]->status().to_string();
     Literal result(result_shape);
@@ -116,6 +119,8 @@ TEST_P(JaxCollectivesTest, OptimizedRuntimeMatchesJaxOnEveryDevice) {
       if (leaf.is_array()) *result.mutable_subliteral(index) = *(**results[d]).at(next++).to_literal();
     });
     EXPECT_TRUE(matches_jax(result, device_dir(d))) << "device " << d;
+    // Every collective these programs use runs natively (none through the evaluator).
+    EXPECT_EQ(stats[d].fallback_ops_executed, 0) << "device " << d << ": " << fallbacks;
   }
 }
 

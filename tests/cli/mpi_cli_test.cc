@@ -74,7 +74,8 @@ std::string program_arguments(const fs::path& program) {
 }
 
 TEST_F(MpiCliTest, PartitionedJaxProgramsGiveJaxsResultsOnEveryRank) {
-  for (const char* name : {"collectives_mix.2", "dp_mlp_step.4", "tp_block.2", "ring_permute.4"}) {
+  for (const char* name : {"collectives_mix.2", "collectives_mix.4", "dp_mlp_step.4", "jit_sharded_mlp_grad.2", "tp_block.2",
+                           "ring_permute.4"}) {
     const fs::path program = fs::path(INSITU_SOURCE_DIR) / "tests" / "data" / "jax_collectives" / name;
     const int devices = std::stoi(std::string(name).substr(std::string(name).rfind('.') + 1));
     const fs::path save = dir_ / name;

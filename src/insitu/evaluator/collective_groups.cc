@@ -102,6 +102,9 @@ StatusOr<int64_t> collective_dimension(const Instruction& instruction, const Sha
   return dims[0];
 }
 
+namespace {
+
+// source_target_pairs={{s,t},...} as written.
 StatusOr<std::vector<std::pair<int64_t, int64_t>>> collective_permute_pairs(const Instruction& instruction) {
   const RawAttribute* text = find_own_attribute(instruction, "source_target_pairs");
   if (text == nullptr) return bad_instruction(instruction, "needs source_target_pairs");
@@ -117,6 +120,35 @@ StatusOr<std::vector<std::pair<int64_t, int64_t>>> collective_permute_pairs(cons
     if (!reader.eat('}')) return reader.error("'}'");
   }
   return pairs;
+}
+
+}  // namespace
+
+StatusOr<PermuteRoute> collective_permute_route(const Instruction& instruction, const DeviceContext& device) {
+  INSITU_ASSIGN_OR_RETURN(auto pairs, collective_permute_pairs(instruction));
+  const bool by_partition = find_own_attribute(instruction, "channel_id") != nullptr;
+  const int64_t count = by_partition ? device.grid.partitions : device.grid.replicas;
+  const int64_t me = by_partition ? device.partition() : device.replica();
+  auto device_of = [&](int64_t id) {
+    return by_partition ? device.replica() * device.grid.partitions + id : id * device.grid.partitions + device.partition();
+  };
+  PermuteRoute route;
+  for (int64_t id = 0; id < count; ++id) route.domain.push_back(device_of(id));
+  std::vector<bool> targeted(count, false), sent(count, false);
+  for (const auto& [source, target] : pairs) {
+    if (source < 0 || source >= count || target < 0 || target >= count)
+      return bad_instruction(instruction, str_cat("source_target_pairs name id ", source < 0 || source >= count ? source : target,
+                                                  ", but the module runs ", count, " ",
+                                                  by_partition ? "partition(s)" : "replica(s)"));
+    // XLA's verifier: each id is a source at most once and a target at most once.
+    if (targeted[target] || sent[source])
+      return bad_instruction(instruction, str_cat("source_target_pairs name ", targeted[target] ? "target " : "source ",
+                                                  targeted[target] ? target : source, " twice"));
+    targeted[target] = sent[source] = true;
+    if (source == me) route.targets.push_back(device_of(target));
+    if (target == me) route.source = device_of(source);
+  }
+  return route;
 }
 
 }  // namespace insitu

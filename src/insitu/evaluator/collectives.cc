@@ -227,27 +227,13 @@ StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<
       return results(std::move(out));
     }
     case Opcode::kCollectivePermute: {
-      // Pairs name replica ids (no channel_id) or partition ids (with one); the exchange runs
-      // over every device those ids can reach from here.
-      INSITU_ASSIGN_OR_RETURN(auto pairs, collective_permute_pairs(instruction));
+      // The exchange runs over every device the pairs can name from here.
+      INSITU_ASSIGN_OR_RETURN(PermuteRoute route, collective_permute_route(instruction, *device));
       if (operands.size() != 1) return bad_instruction(instruction, "with more than one operand is not supported yet");
-      const bool by_partition = find_own_attribute(instruction, "channel_id") != nullptr;
-      const int64_t count = by_partition ? device->grid.partitions : device->grid.replicas;
-      const int64_t me = by_partition ? device->partition() : device->replica();
-      auto device_of = [&](int64_t id) {
-        return by_partition ? device->replica() * device->grid.partitions + id : id * device->grid.partitions + device->partition();
-      };
-      for (const auto& [source, target] : pairs)
-        if (source < 0 || source >= count || target < 0 || target >= count)
-          return bad_instruction(instruction, str_cat("source_target_pairs name id ", source < 0 || source >= count ? source : target,
-                                                      " of ", count));
-      std::vector<int64_t> domain;
-      for (int64_t id = 0; id < count; ++id) domain.push_back(device_of(id));
-      INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, gather(domain));
-      for (const auto& [source, target] : pairs)
-        if (target == me) return all[source].element(0);
-      Literal zeros(operands[0]->shape());  // XLA: a device no pair targets gets zeros
-      return zeros;
+      INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, gather(route.domain));
+      for (size_t k = 0; k < route.domain.size(); ++k)
+        if (route.domain[k] == route.source) return all[k].element(0);
+      return Literal(operands[0]->shape());  // XLA: a device no pair targets gets zeros
     }
     default: break;
   }

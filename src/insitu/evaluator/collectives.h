@@ -68,6 +68,16 @@ struct DeviceGrid {
 };
 DeviceGrid device_grid(const Module& module);
 
+// Where one device's collective-permute sends and receives (device ids): its source_target_pairs
+// read in the instruction's id space (replica ids without channel_id, partition ids with one)
+// and mapped to the devices of this device's partition (or replica). collective_permute_route
+// below computes it.
+struct PermuteRoute {
+  std::vector<int64_t> domain;   // every device the pairs can name from here, in id order
+  std::vector<int64_t> targets;  // the devices this one sends to
+  int64_t source = -1;           // the device this one receives from; -1: none (zeros)
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -91,7 +101,24 @@ class Communicator {
   // (`in` for this one) back to back in group order. Default: through exchange.
   virtual Status all_gather(int64_t device, std::span<const int64_t> group, const uint8_t* in, int64_t bytes,
                             uint8_t* out, const std::string& what);
+  // The runtime's native reduce-scatter: `in` holds group.size() pieces of `count` elements of
+  // `type`, back to back; `out` (not overlapping `in`) gets this member's piece (its position in
+  // the group) with `combiner` folded over every member's. Default: through exchange, folded in
+  // group order (the evaluator's bits). Types and combiners: supports_all_reduce.
+  virtual Status reduce_scatter(int64_t device, std::span<const int64_t> group, PrimitiveType type, Opcode combiner,
+                                const uint8_t* in, uint8_t* out, int64_t count, const std::string& what);
+  // The runtime's native all-to-all of byte strings: send[j] (`bytes` bytes) goes to member j of
+  // the group; receive[k] gets member k's piece for this member. One pointer per member, none
+  // overlapping a receive. Default: through exchange.
+  virtual Status all_to_all(int64_t device, std::span<const int64_t> group, std::span<const uint8_t* const> send,
+                            std::span<uint8_t* const> receive, int64_t bytes, const std::string& what);
+  // The runtime's native collective-permute (route: PermuteRoute, above): `in` (`bytes` bytes) goes
+  // to every target, `out` gets the source's, or is left alone when there is none (the caller
+  // writes zeros). Default: one exchange over route.domain.
+  virtual Status permute(int64_t device, const PermuteRoute& route, const uint8_t* in, uint8_t* out,
+                         int64_t bytes, const std::string& what);
 };
+
 
 // One device's place in a run: what the collectives of its program need.
 struct DeviceContext {
@@ -136,9 +163,9 @@ bool is_collective_opcode(Opcode opcode);  // what evaluate_collective runs
 // The one dimension an all-gather, reduce-scatter or all-to-all names (dimensions={d}), checked
 // against `operand`'s rank; a located error otherwise.
 StatusOr<int64_t> collective_dimension(const Instruction& instruction, const Shape& operand);
-// collective-permute's source_target_pairs={{s,t},...} as written (ids checked by the caller,
-// which knows whether they are replicas or partitions).
-StatusOr<std::vector<std::pair<int64_t, int64_t>>> collective_permute_pairs(const Instruction& instruction);
+// collective-permute's route for `device` (source_target_pairs read, ids checked against the
+// grid), or a located error.
+StatusOr<PermuteRoute> collective_permute_route(const Instruction& instruction, const DeviceContext& device);
 
 // The groups an instruction's collective runs in, as device ids (see above), or a located
 // error for replica_groups insitu cannot read or that do not fit the grid.

@@ -159,4 +159,49 @@ Status Communicator::all_gather(int64_t device, std::span<const int64_t> group, 
   return ok_status();
 }
 
+Status Communicator::reduce_scatter(int64_t device, std::span<const int64_t> group, PrimitiveType type,
+                                    Opcode combiner, const uint8_t* in, uint8_t* out, int64_t count,
+                                    const std::string& what) {
+  if (!supports_all_reduce(type, combiner))
+    return unimplemented(str_cat(what, ": no native reduce-scatter of ", primitive_type_name(type), " with ",
+                                 opcode_name(combiner)));
+  const int64_t members = static_cast<int64_t>(group.size());
+  const int64_t position = std::find(group.begin(), group.end(), device) - group.begin();
+  Literal mine(Shape::array(type, {count * members}));
+  std::memcpy(mine.untyped_data(), in, mine.size_bytes());
+  INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, exchange(device, group, std::move(mine), what));
+  dispatch_native_numeric(type, [&](auto zero) {
+    using T = decltype(zero);
+    T* acc = reinterpret_cast<T*>(out);
+    const int64_t offset = position * count;
+    std::memcpy(acc, reinterpret_cast<const T*>(all[0].untyped_data()) + offset, count * sizeof(T));
+    for (size_t k = 1; k < all.size(); ++k)
+      fold_into(acc, reinterpret_cast<const T*>(all[k].untyped_data()) + offset, count, combiner);
+  });
+  return ok_status();
+}
+
+Status Communicator::all_to_all(int64_t device, std::span<const int64_t> group, std::span<const uint8_t* const> send,
+                                std::span<uint8_t* const> receive, int64_t bytes, const std::string& what) {
+  const int64_t members = static_cast<int64_t>(group.size());
+  const int64_t position = std::find(group.begin(), group.end(), device) - group.begin();
+  Literal mine(Shape::array(PrimitiveType::kU8, {bytes * members}));
+  for (int64_t j = 0; j < members; ++j)
+    if (bytes > 0) std::memcpy(mine.untyped_data() + j * bytes, send[j], static_cast<size_t>(bytes));
+  INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, exchange(device, group, std::move(mine), what));
+  for (int64_t k = 0; k < members; ++k)
+    if (bytes > 0) std::memcpy(receive[k], all[k].untyped_data() + position * bytes, static_cast<size_t>(bytes));
+  return ok_status();
+}
+
+Status Communicator::permute(int64_t device, const PermuteRoute& route, const uint8_t* in, uint8_t* out,
+                             int64_t bytes, const std::string& what) {
+  Literal mine(Shape::array(PrimitiveType::kU8, {bytes}));
+  if (bytes > 0) std::memcpy(mine.untyped_data(), in, static_cast<size_t>(bytes));
+  INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, exchange(device, route.domain, std::move(mine), what));
+  for (size_t k = 0; k < route.domain.size(); ++k)
+    if (route.domain[k] == route.source && bytes > 0) std::memcpy(out, all[k].untyped_data(), static_cast<size_t>(bytes));
+  return ok_status();
+}
+
 }  // namespace insitu

@@ -239,35 +239,98 @@ Status check_memory_budget(const BufferAssignment& assignment, int64_t budget) {
 
 namespace {
 
-// An all-reduce the runtime reduces natively, in place (Executor::run_all_reduce): one array of a
-// type and combiner the communicator reduces itself (Communicator::supports_all_reduce).
+// An all-reduce the runtime reduces natively, in place (Executor::run_all_reduce): arrays (one, or
+// a combined all-reduce's tuple of them) of types and a combiner the communicator reduces itself
+// (Communicator::supports_all_reduce). Each result is its operand's memory (dataflow's in-place
+// pair) or memory no operand uses.
 bool native_all_reduce(const Instruction& instruction, const runtime_internal::Step& step) {
-  if (instruction.operand_count() != 1 || !instruction.shape().is_array() || step.outputs.size() != 1 ||
-      step.operands.size() != 1 || step.operands[0].size() != 1 || step.outputs[0].scalar ||
-      step.operands[0][0].scalar || instruction.called_computations().empty())
+  const int64_t count = instruction.operand_count();
+  if (count == 0 || instruction.called_computations().empty() || step.operands.size() != static_cast<size_t>(count) ||
+      step.outputs.size() != static_cast<size_t>(count) ||
+      !(instruction.shape().is_array() ? count == 1 : instruction.shape().tuple_size() == count))
     return false;
   const std::optional<kernels::Combiner> combiner = kernels::simple_combiner(*instruction.to_apply());
-  return combiner && Communicator::supports_all_reduce(instruction.shape().element_type(), combiner->opcode);
+  if (!combiner) return false;
+  for (int64_t i = 0; i < count; ++i) {
+    const Shape& operand = instruction.operand(i)->shape();
+    const std::vector<runtime_internal::Leaf>& in = step.operands[i];
+    const runtime_internal::Leaf& out = step.outputs[i];
+    if (!operand.is_array() || in.size() != 1 || in[0].scalar || out.scalar ||
+        !Communicator::supports_all_reduce(operand.element_type(), combiner->opcode))
+      return false;
+    if (in[0].same_memory(out)) continue;
+    for (const std::vector<runtime_internal::Leaf>& other : step.operands)
+      if (other[0].allocation == out.allocation && other[0].offset < out.offset + out.size &&
+          out.offset < other[0].offset + other[0].size)
+        return false;
+  }
+  return true;
 }
 
-// An all-gather whose pieces join as byte strings (Executor::run_all_gather): one array, gathered
-// along a dimension with only size-1 dimensions before it (dimension 0, usually), operand and
-// result in memory that does not overlap.
-bool native_all_gather(const Instruction& instruction, const runtime_internal::Step& step) {
-  if (instruction.operand_count() != 1 || !instruction.shape().is_array() || step.outputs.size() != 1 ||
-      step.operands.size() != 1 || step.operands[0].size() != 1 || step.outputs[0].scalar ||
-      step.operands[0][0].scalar)
-    return false;
-  const runtime_internal::Leaf& in = step.operands[0][0];
-  const runtime_internal::Leaf& out = step.outputs[0];
-  if (in.allocation == out.allocation && in.offset < out.offset + out.size && out.offset < in.offset + in.size)
-    return false;  // overlapping memory: the evaluator's path copies first
+// The leaves of a step's operands and results are each one plain array (no scalars read in
+// registers, no tuples inside), and no operand's memory overlaps a result's: what the
+// communicator's byte-range collectives read and write.
+bool plain_disjoint_leaves(const runtime_internal::Step& step) {
+  std::vector<const runtime_internal::Leaf*> inputs;
+  for (const std::vector<runtime_internal::Leaf>& leaves : step.operands) {
+    if (leaves.size() != 1 || leaves[0].scalar) return false;
+    inputs.push_back(&leaves[0]);
+  }
+  for (const runtime_internal::Leaf& out : step.outputs) {
+    if (out.scalar) return false;
+    for (const runtime_internal::Leaf* in : inputs)
+      if (in->allocation == out.allocation && in->offset < out.offset + out.size && out.offset < in->offset + in->size)
+        return false;  // overlapping memory: the evaluator's path copies first
+  }
+  return !step.outputs.empty() && !inputs.empty();
+}
+
+// An array collective's pieces along dimensions={d} are byte ranges: only size-1 dimensions
+// before d (data is logical row-major in the runtime).
+bool pieces_are_byte_ranges(const Instruction& instruction) {
   const Shape& operand = instruction.operand(0)->shape();
   StatusOr<int64_t> dimension = collective_dimension(instruction, operand);
   if (!dimension.ok()) return false;
   for (int64_t d = 0; d < *dimension; ++d)
     if (operand.dimension(d) != 1) return false;
   return true;
+}
+
+// The collectives the runtime moves natively (Executor::run_all_gather and the rest); any other
+// form runs through the evaluator (correct, and slower).
+runtime_internal::StepRunner native_collective(const Instruction& instruction, const runtime_internal::Step& step) {
+  using runtime_internal::Executor;
+  const bool one_array = instruction.operand_count() == 1 && instruction.shape().is_array() &&
+                         step.outputs.size() == 1 && plain_disjoint_leaves(step);
+  auto reduces_natively = [&] {
+    if (instruction.called_computations().empty()) return false;
+    const std::optional<kernels::Combiner> combiner = kernels::simple_combiner(*instruction.to_apply());
+    return combiner && Communicator::supports_all_reduce(instruction.shape().element_type(), combiner->opcode);
+  };
+  switch (instruction.opcode()) {
+    case Opcode::kAllGather:
+      return one_array && pieces_are_byte_ranges(instruction) ? &Executor::run_all_gather : nullptr;
+    case Opcode::kReduceScatter:
+      return one_array && pieces_are_byte_ranges(instruction) && reduces_natively() ? &Executor::run_reduce_scatter
+                                                                                    : nullptr;
+    case Opcode::kCollectivePermute: return one_array ? &Executor::run_collective_permute : nullptr;
+    case Opcode::kReplicaId:
+    case Opcode::kPartitionId:
+      return step.outputs.size() == 1 && !step.outputs[0].scalar && step.outputs[0].size == 4 ? &Executor::run_device_id
+                                                                                               : nullptr;
+    case Opcode::kAllToAll: {
+      if (one_array) return pieces_are_byte_ranges(instruction) ? &Executor::run_all_to_all : nullptr;
+      // The tuple form: operand j and result j are arrays of one size.
+      if (!instruction.shape().is_tuple() || !plain_disjoint_leaves(step) ||
+          step.outputs.size() != step.operands.size())
+        return nullptr;
+      for (size_t j = 0; j < step.operands.size(); ++j)
+        if (step.operands[j][0].size != step.operands[0][0].size || step.outputs[j].size != step.operands[0][0].size)
+          return nullptr;
+      return &Executor::run_all_to_all;
+    }
+    default: return nullptr;
+  }
 }
 
 }  // namespace
@@ -358,8 +421,8 @@ Status Executable::build() {
         program.steps.push_back(std::move(step));
         continue;
       }
-      if (opcode == Opcode::kAllGather && native_all_gather(*instruction, step)) {
-        step.run = &Executor::run_all_gather;
+      if (const runtime_internal::StepRunner runner = native_collective(*instruction, step)) {
+        step.run = runner;
         program.steps.push_back(std::move(step));
         continue;
       }

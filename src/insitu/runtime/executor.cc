@@ -197,71 +197,160 @@ Status Executor::run_fallback(const Step& step) {
   return ok_status();
 }
 
+StatusOr<std::vector<int64_t>> Executor::collective_group(const Instruction& instruction) const {
+  const std::string what = str_cat(opcode_name(instruction.opcode()), " %", instruction.name());
+  if (device_ == nullptr) {  // one device, unless the module says more
+    const DeviceGrid grid = device_grid(*instruction.parent()->parent());
+    if (grid.devices() > 1)
+      return invalid_argument(str_cat(what, ": the module runs on ", grid.devices(),
+                                      " devices: run every device (insitu run does) for its collectives"),
+                              instruction.location());
+    return std::vector<int64_t>{0};
+  }
+  INSITU_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> groups, collective_device_groups(instruction, device_->grid));
+  for (std::vector<int64_t>& group : groups)
+    if (std::find(group.begin(), group.end(), device_->device) != group.end()) return std::move(group);
+  return invalid_argument(str_cat(what, ": device ", device_->device, " is in none of its replica_groups"),
+                          instruction.location());
+}
+
+namespace {
+
+// The error for a collective whose written result does not fit its group's size.
+Status group_size_error(const Instruction& instruction, int64_t members, int64_t want_bytes, int64_t have_bytes,
+                        const DeviceContext* device) {
+  const DeviceGrid grid = device != nullptr ? device->grid : DeviceGrid{};
+  return invalid_argument(str_cat(opcode_name(instruction.opcode()), " %", instruction.name(), ": over a group of ",
+                                  members, " device(s) the result holds ", want_bytes, " bytes, not the written ",
+                                  have_bytes, "; the module runs ", grid.replicas, " replica(s) x ", grid.partitions,
+                                  " partition(s): make replica_groups or the shape agree"),
+                          instruction.location());
+}
+
+std::string collective_name(const Instruction& instruction) {
+  return str_cat(opcode_name(instruction.opcode()), " %", instruction.name());
+}
+
+}  // namespace
+
 Status Executor::run_all_reduce(const Step& step) {
   const Instruction& instruction = *step.instruction;
-  const Leaf& from = step.operands[0][0];
-  const Leaf& to = step.outputs[0];
-  // In place when buffer assignment gave the result its operand's buffer (the in-place pair of
+  // In place when buffer assignment gave a result its operand's buffer (the in-place pair of
   // dataflow.cc); otherwise the operand is its starting value.
-  if (!from.same_memory(to)) copy_bytes_parallel(pool_, address(to), address(from), to.size);
-  const DeviceGrid grid = device_ != nullptr ? device_->grid : device_grid(*instruction.parent()->parent());
-  if (device_ == nullptr && grid.devices() > 1)
-    return invalid_argument(str_cat("all-reduce %", instruction.name(), ": the module runs on ", grid.devices(),
-                                    " devices: run every device (insitu run does) for its collectives"),
-                            instruction.location());
-  if (device_ == nullptr) return ok_status();  // one device: the sum of one array is itself
-  INSITU_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> groups, collective_device_groups(instruction, grid));
-  for (const std::vector<int64_t>& group : groups) {
-    if (std::find(group.begin(), group.end(), device_->device) == group.end()) continue;
-    if (group.size() == 1) return ok_status();
-    const std::optional<kernels::Combiner> combiner = kernels::simple_combiner(*instruction.to_apply());
-    const PrimitiveType type = instruction.shape().element_type();
-    Status status = device_->communicator->all_reduce_in_place(device_->device, group, type, combiner->opcode,
-                                                               address(to), to.size / byte_width(type),
-                                                               str_cat("all-reduce %", instruction.name()));
-    return status.with_location(instruction.location());
+  for (size_t i = 0; i < step.outputs.size(); ++i) {
+    const Leaf& from = step.operands[i][0];
+    const Leaf& to = step.outputs[i];
+    if (!from.same_memory(to)) copy_bytes_parallel(pool_, address(to), address(from), to.size);
   }
-  return invalid_argument(str_cat("all-reduce %", instruction.name(), ": device ", device_->device,
-                                  " is in none of its replica_groups"),
-                          instruction.location());
+  INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> group, collective_group(instruction));
+  if (group.size() == 1) return ok_status();  // the sum of one array is itself
+  const std::optional<kernels::Combiner> combiner = kernels::simple_combiner(*instruction.to_apply());
+  for (size_t i = 0; i < step.outputs.size(); ++i) {  // a combined all-reduce: each array on its own
+    const Leaf& to = step.outputs[i];
+    const PrimitiveType type = instruction.operand(i)->shape().element_type();
+    INSITU_RETURN_IF_ERROR(device_->communicator
+                               ->all_reduce_in_place(device_->device, group, type, combiner->opcode, address(to),
+                                                     to.size / byte_width(type), collective_name(instruction))
+                               .with_location(instruction.location()));
+  }
+  return ok_status();
 }
 
 Status Executor::run_all_gather(const Step& step) {
   const Instruction& instruction = *step.instruction;
   const Leaf& from = step.operands[0][0];
   const Leaf& to = step.outputs[0];
-  const DeviceGrid grid = device_ != nullptr ? device_->grid : device_grid(*instruction.parent()->parent());
-  if (device_ == nullptr && grid.devices() > 1)
-    return invalid_argument(str_cat("all-gather %", instruction.name(), ": the module runs on ", grid.devices(),
-                                    " devices: run every device (insitu run does) for its collectives"),
-                            instruction.location());
+  INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> group, collective_group(instruction));
   // The result holds one piece per member: a shape written for another group size is refused
   // (all-gather of f32[4] to f32[16] in a one-replica module), never read past the operand.
-  auto check_fits = [&](int64_t members) -> Status {
-    if (to.size == from.size * members) return ok_status();
-    return invalid_argument(str_cat("all-gather %", instruction.name(), ": over a group of ", members,
-                                    " device(s) the result holds ", from.size * members, " bytes, not the written ",
-                                    to.size, "; the module runs ", grid.replicas, " replica(s) x ", grid.partitions,
-                                    " partition(s): make replica_groups or the shape agree"),
-                            instruction.location());
-  };
-  if (device_ == nullptr) {  // one device: its own piece
-    INSITU_RETURN_IF_ERROR(check_fits(1));
+  const int64_t members = static_cast<int64_t>(group.size());
+  if (to.size != from.size * members) return group_size_error(instruction, members, from.size * members, to.size, device_);
+  if (members == 1) {
     copy_bytes_parallel(pool_, address(to), address(from), to.size);
     return ok_status();
   }
-  INSITU_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> groups, collective_device_groups(instruction, grid));
-  for (const std::vector<int64_t>& group : groups) {
-    if (std::find(group.begin(), group.end(), device_->device) == group.end()) continue;
-    INSITU_RETURN_IF_ERROR(check_fits(static_cast<int64_t>(group.size())));
-    return device_->communicator
-        ->all_gather(device_->device, group, address(from), from.size, address(to),
-                     str_cat("all-gather %", instruction.name()))
-        .with_location(instruction.location());
+  return device_->communicator
+      ->all_gather(device_->device, group, address(from), from.size, address(to), collective_name(instruction))
+      .with_location(instruction.location());
+}
+
+Status Executor::run_reduce_scatter(const Step& step) {
+  const Instruction& instruction = *step.instruction;
+  const Leaf& from = step.operands[0][0];
+  const Leaf& to = step.outputs[0];
+  INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> group, collective_group(instruction));
+  const int64_t members = static_cast<int64_t>(group.size());
+  if (from.size != to.size * members) return group_size_error(instruction, members, from.size / members, to.size, device_);
+  if (members == 1) {
+    copy_bytes_parallel(pool_, address(to), address(from), to.size);
+    return ok_status();
   }
-  return invalid_argument(str_cat("all-gather %", instruction.name(), ": device ", device_->device,
-                                  " is in none of its replica_groups"),
-                          instruction.location());
+  const std::optional<kernels::Combiner> combiner = kernels::simple_combiner(*instruction.to_apply());
+  const PrimitiveType type = instruction.shape().element_type();
+  return device_->communicator
+      ->reduce_scatter(device_->device, group, type, combiner->opcode, address(from), address(to),
+                       to.size / byte_width(type), collective_name(instruction))
+      .with_location(instruction.location());
+}
+
+Status Executor::run_all_to_all(const Step& step) {
+  const Instruction& instruction = *step.instruction;
+  INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> group, collective_group(instruction));
+  const int64_t members = static_cast<int64_t>(group.size());
+  std::vector<const uint8_t*> send;
+  std::vector<uint8_t*> receive;
+  int64_t bytes = 0;
+  if (instruction.shape().is_array()) {  // one array split along a dimension with only 1s before it
+    const Leaf& from = step.operands[0][0];
+    const Leaf& to = step.outputs[0];
+    if (from.size % members != 0 || to.size != from.size)
+      return group_size_error(instruction, members, from.size, to.size, device_);
+    bytes = from.size / members;
+    for (int64_t j = 0; j < members; ++j) {
+      send.push_back(address(from) + j * bytes);
+      receive.push_back(address(to) + j * bytes);
+    }
+  } else {  // operand j goes to member j; result k comes from member k
+    if (static_cast<int64_t>(step.operands.size()) != members || static_cast<int64_t>(step.outputs.size()) != members)
+      return invalid_argument(str_cat(collective_name(instruction), ": has ", step.operands.size(),
+                                      " operands and results for a group of ", members),
+                              instruction.location());
+    bytes = step.operands[0][0].size;
+    for (int64_t j = 0; j < members; ++j) {
+      send.push_back(address(step.operands[j][0]));
+      receive.push_back(address(step.outputs[j]));
+    }
+  }
+  if (members == 1) {
+    std::memcpy(receive[0], send[0], static_cast<size_t>(bytes));
+    return ok_status();
+  }
+  return device_->communicator->all_to_all(device_->device, group, send, receive, bytes, collective_name(instruction))
+      .with_location(instruction.location());
+}
+
+Status Executor::run_device_id(const Step& step) {
+  const uint32_t id = device_ == nullptr ? 0
+                      : step.instruction->opcode() == Opcode::kReplicaId ? static_cast<uint32_t>(device_->replica())
+                                                                          : static_cast<uint32_t>(device_->partition());
+  std::memcpy(address(step.outputs[0]), &id, sizeof id);
+  return ok_status();
+}
+
+Status Executor::run_collective_permute(const Step& step) {
+  const Instruction& instruction = *step.instruction;
+  const Leaf& from = step.operands[0][0];
+  const Leaf& to = step.outputs[0];
+  if (device_ == nullptr) INSITU_RETURN_IF_ERROR(collective_group(instruction).status());  // one device, or an error
+  const DeviceContext alone;  // one device: its own source or none
+  INSITU_ASSIGN_OR_RETURN(PermuteRoute route, collective_permute_route(instruction, device_ != nullptr ? *device_ : alone));
+  if (route.source < 0) std::memset(address(to), 0, static_cast<size_t>(to.size));  // XLA: no source, zeros
+  if (device_ == nullptr) {
+    if (route.source == 0) copy_bytes_parallel(pool_, address(to), address(from), to.size);
+    return ok_status();
+  }
+  return device_->communicator->permute(device_->device, route, address(from), address(to), to.size, collective_name(instruction))
+      .with_location(instruction.location());
 }
 
 void Executor::record_kernel_run(const Step& step, std::chrono::steady_clock::time_point start) {

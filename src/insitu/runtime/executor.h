@@ -46,6 +46,14 @@ class Executor {
   Status run_all_reduce(const Step& step);
   // all-gather whose pieces join as byte strings (Communicator::all_gather).
   Status run_all_gather(const Step& step);
+  // reduce-scatter whose pieces are byte ranges (Communicator::reduce_scatter).
+  Status run_reduce_scatter(const Step& step);
+  // all-to-all of byte ranges or of a tuple's arrays (Communicator::all_to_all).
+  Status run_all_to_all(const Step& step);
+  // collective-permute of one array (Communicator::permute).
+  Status run_collective_permute(const Step& step);
+  // replica-id and partition-id: this device's number (0 without a device context).
+  Status run_device_id(const Step& step);
   Status run_native_custom_call(const Step& step);
   Status run_custom_call(const Step& step);  // through the Literal path
   Status run_while(const Step& step);
@@ -65,6 +73,9 @@ class Executor {
   // Copies each leaf whose memory differs (a call boundary buffer assignment did not unify).
   void move_leaves(const std::vector<Leaf>& from, const std::vector<Leaf>& to);
   std::vector<Literal> read_operands(const Step& step) const;
+  // This device's group for a collective: {0} when the run and the module have one device; a
+  // located error when the module needs more devices than the run has, or names none of this.
+  StatusOr<std::vector<int64_t>> collective_group(const Instruction& instruction) const;
   void record_kernel_run(const Step& step, std::chrono::steady_clock::time_point start);
   // The deadline error when the call ran past it (`where` says at which step or loop).
   Status check_deadline(const Instruction& where) const;

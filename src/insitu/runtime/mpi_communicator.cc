@@ -42,6 +42,17 @@ Status MpiCommunicator::all_gather(int64_t, std::span<const int64_t>, const uint
                                    const std::string&) {
   return unimplemented("this insitu was built without MPI");
 }
+Status MpiCommunicator::reduce_scatter(int64_t, std::span<const int64_t>, PrimitiveType, Opcode, const uint8_t*,
+                                       uint8_t*, int64_t, const std::string&) {
+  return unimplemented("this insitu was built without MPI");
+}
+Status MpiCommunicator::all_to_all(int64_t, std::span<const int64_t>, std::span<const uint8_t* const>,
+                                   std::span<uint8_t* const>, int64_t, const std::string&) {
+  return unimplemented("this insitu was built without MPI");
+}
+Status MpiCommunicator::permute(int64_t, const PermuteRoute&, const uint8_t*, uint8_t*, int64_t, const std::string&) {
+  return unimplemented("this insitu was built without MPI");
+}
 
 #else
 
@@ -99,23 +110,24 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(double timeou
 
 MpiCommunicator::~MpiCommunicator() = default;
 
-StatusOr<std::vector<Literal>> MpiCommunicator::exchange(int64_t device, std::span<const int64_t> group, Literal value,
-                                                         const std::string& what) {
-  if (device != rank_)
-    return internal_error(str_cat("MPI rank ", rank_, " was asked to exchange as device ", device));
-  const std::vector<int64_t> members(group.begin(), group.end());
+Status MpiCommunicator::transfer(std::span<const Outgoing> sends, std::span<const Incoming> receives, int64_t bytes,
+                                 const std::string& label, const std::string& what, std::span<const int64_t> members) {
   for (int64_t member : members)
     if (member < 0 || member >= size_)
       return failed_precondition(str_cat(what, " needs device ", member, ", but the MPI job has ", size_,
                                          " rank(s): run it with mpirun -np <devices>"));
+  if (bytes > static_cast<int64_t>(std::numeric_limits<int>::max()))
+    return unimplemented(str_cat(what, ": values over 2 GiB per rank are not supported yet"));
   // Point to point on MPI_COMM_WORLD, every call non-blocking: a member that never comes is a
   // timeout here, never a hang inside MPI. Messages between two ranks match in the order they
   // were sent (MPI's non-overtaking rule), and SPMD ranks reach their shared collectives in the
   // same order; a rank that does not is caught by the header check.
   constexpr int kHeaderTag = 7001, kValueTag = 7002;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
-  std::vector<MPI_Request> sends;
-  auto wait_all = [&](std::vector<MPI_Request>& requests, const std::vector<int64_t>& from, const char* stage) -> Status {
+  std::vector<MPI_Request> sent;
+  std::vector<int64_t> from;
+  for (const Incoming& receive : receives) from.push_back(receive.rank);
+  auto wait_all = [&](std::vector<MPI_Request>& requests, const std::vector<int64_t>& ranks, const char* stage) -> Status {
     while (true) {
       int done = 0;
       MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
@@ -125,7 +137,7 @@ StatusOr<std::vector<Literal>> MpiCommunicator::exchange(int64_t device, std::sp
         for (size_t k = 0; k < requests.size(); ++k) {
           int one = 0;
           if (requests[k] != MPI_REQUEST_NULL) MPI_Test(&requests[k], &one, MPI_STATUS_IGNORE);
-          if (requests[k] != MPI_REQUEST_NULL && !one && k < from.size()) missing.push_back(from[k]);
+          if (requests[k] != MPI_REQUEST_NULL && !one && k < ranks.size()) missing.push_back(ranks[k]);
         }
         return resource_exhausted(str_cat("collective timed out: rank ", rank_, " waited ", timeout_seconds_, " s at ",
                                           what, " (", stage, ") for rank(s) ", str_join(missing, ","), " of group {",
@@ -135,46 +147,62 @@ StatusOr<std::vector<Literal>> MpiCommunicator::exchange(int64_t device, std::sp
     }
   };
 
-  // 1. Headers: the collective's name and the value's shape, and the byte count to come.
-  const std::vector<uint8_t> mine = flatten(value);
+  // 1. Headers: the collective's name and shape (`label`), and the byte count to come.
   std::vector<char> header(kHeaderBytes + sizeof(uint64_t), 0);
-  std::snprintf(header.data(), kHeaderBytes, "%s with %s", what.c_str(), value.shape().to_string(false).c_str());
-  const uint64_t byte_count = mine.size();
+  std::snprintf(header.data(), kHeaderBytes, "%s", label.c_str());
+  const uint64_t byte_count = static_cast<uint64_t>(bytes);
   std::memcpy(header.data() + kHeaderBytes, &byte_count, sizeof byte_count);
-  std::vector<int64_t> others;
-  for (int64_t member : members)
-    if (member != rank_) others.push_back(member);
-  std::vector<std::vector<char>> headers(others.size(), std::vector<char>(header.size()));
-  std::vector<MPI_Request> receives(others.size());
-  for (size_t k = 0; k < others.size(); ++k) {
-    MPI_Irecv(headers[k].data(), static_cast<int>(header.size()), MPI_CHAR, static_cast<int>(others[k]), kHeaderTag,
-              MPI_COMM_WORLD, &receives[k]);
-    sends.emplace_back();
-    MPI_Isend(header.data(), static_cast<int>(header.size()), MPI_CHAR, static_cast<int>(others[k]), kHeaderTag,
-              MPI_COMM_WORLD, &sends.back());
+  std::vector<std::vector<char>> headers(receives.size(), std::vector<char>(header.size()));
+  std::vector<MPI_Request> received(receives.size());
+  for (size_t k = 0; k < receives.size(); ++k)
+    MPI_Irecv(headers[k].data(), static_cast<int>(header.size()), MPI_CHAR, static_cast<int>(receives[k].rank),
+              kHeaderTag, MPI_COMM_WORLD, &received[k]);
+  for (const Outgoing& send : sends) {
+    sent.emplace_back();
+    MPI_Isend(header.data(), static_cast<int>(header.size()), MPI_CHAR, static_cast<int>(send.rank), kHeaderTag,
+              MPI_COMM_WORLD, &sent.back());
   }
-  INSITU_RETURN_IF_ERROR(wait_all(receives, others, "its header"));
-  for (size_t k = 0; k < others.size(); ++k)
+  INSITU_RETURN_IF_ERROR(wait_all(received, from, "its header"));
+  for (size_t k = 0; k < receives.size(); ++k)
     if (std::memcmp(header.data(), headers[k].data(), header.size()) != 0)
       return failed_precondition(str_cat("mismatched collectives: rank ", rank_, " is at ", header.data(), " while rank ",
-                                         others[k], " is at ", std::string(headers[k].data(), strnlen(headers[k].data(), kHeaderBytes))));
+                                         receives[k].rank, " is at ",
+                                         std::string(headers[k].data(), strnlen(headers[k].data(), kHeaderBytes))));
 
   // 2. The values.
-  if (mine.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
-    return unimplemented(str_cat(what, ": values over 2 GiB per rank are not supported yet"));
-  std::vector<std::vector<uint8_t>> theirs(others.size(), std::vector<uint8_t>(mine.size()));
-  for (size_t k = 0; k < others.size(); ++k) {
-    MPI_Irecv(theirs[k].data(), static_cast<int>(mine.size()), MPI_BYTE, static_cast<int>(others[k]), kValueTag,
-              MPI_COMM_WORLD, &receives[k]);
-    sends.emplace_back();
-    MPI_Isend(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, static_cast<int>(others[k]), kValueTag,
-              MPI_COMM_WORLD, &sends.back());
+  for (size_t k = 0; k < receives.size(); ++k)
+    MPI_Irecv(receives[k].data, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(receives[k].rank), kValueTag,
+              MPI_COMM_WORLD, &received[k]);
+  for (const Outgoing& send : sends) {
+    sent.emplace_back();
+    MPI_Isend(send.data, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(send.rank), kValueTag, MPI_COMM_WORLD,
+              &sent.back());
   }
-  INSITU_RETURN_IF_ERROR(wait_all(receives, others, "its values"));
-  INSITU_RETURN_IF_ERROR(wait_all(sends, {}, "sending"));
-  std::vector<Literal> values;
+  INSITU_RETURN_IF_ERROR(wait_all(received, from, "its values"));
+  return wait_all(sent, {}, "sending");
+}
+
+StatusOr<std::vector<Literal>> MpiCommunicator::exchange(int64_t device, std::span<const int64_t> group, Literal value,
+                                                         const std::string& what) {
+  if (device != rank_)
+    return internal_error(str_cat("MPI rank ", rank_, " was asked to exchange as device ", device));
+  const std::vector<uint8_t> mine = flatten(value);
+  std::vector<Outgoing> sends;
+  std::vector<Incoming> receives;
+  std::vector<std::vector<uint8_t>> theirs;
+  for (int64_t member : group)
+    if (member != rank_) theirs.emplace_back(mine.size());
   size_t next = 0;
-  for (int64_t member : members) {
+  for (int64_t member : group) {
+    if (member == rank_) continue;
+    sends.push_back({member, mine.data()});
+    receives.push_back({member, theirs[next++].data()});
+  }
+  INSITU_RETURN_IF_ERROR(transfer(sends, receives, static_cast<int64_t>(mine.size()),
+                                  str_cat(what, " with ", value.shape().to_string(false)), what, group));
+  std::vector<Literal> values;
+  next = 0;
+  for (int64_t member : group) {
     if (member == rank_) {
       values.push_back(value);
     } else {
@@ -186,10 +214,11 @@ StatusOr<std::vector<Literal>> MpiCommunicator::exchange(int64_t device, std::sp
 
 void MpiCommunicator::abort(int64_t, const Status&) { MPI_Abort(MPI_COMM_WORLD, 1); }
 
-Status MpiCommunicator::all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type,
-                                            Opcode combiner, uint8_t* data, int64_t count, const std::string& what) {
-  bool world = static_cast<int64_t>(group.size()) == size_;
-  for (size_t k = 0; world && k < group.size(); ++k) world = group[k] == static_cast<int64_t>(k);
+namespace {
+
+// MPI's datatype and reduction for a combiner over `type`; MPI_OP_NULL where MPI has none that
+// computes XLA's values.
+std::pair<MPI_Datatype, MPI_Op> mpi_reduction(PrimitiveType type, Opcode combiner) {
   MPI_Datatype datatype = MPI_DATATYPE_NULL;
   switch (type) {
     case PrimitiveType::kF32: datatype = MPI_FLOAT; break;
@@ -212,7 +241,22 @@ Status MpiCommunicator::all_reduce_in_place(int64_t device, std::span<const int6
     case Opcode::kOr: op = MPI_BOR; break;
     default: break;
   }
-  if (!world || datatype == MPI_DATATYPE_NULL || op == MPI_OP_NULL || count > std::numeric_limits<int>::max())
+  if (datatype == MPI_DATATYPE_NULL) op = MPI_OP_NULL;
+  return {datatype, op};
+}
+
+}  // namespace
+
+bool MpiCommunicator::is_world(std::span<const int64_t> group) const {
+  bool world = static_cast<int64_t>(group.size()) == size_;
+  for (size_t k = 0; world && k < group.size(); ++k) world = group[k] == static_cast<int64_t>(k);
+  return world;
+}
+
+Status MpiCommunicator::all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type,
+                                            Opcode combiner, uint8_t* data, int64_t count, const std::string& what) {
+  const auto [datatype, op] = mpi_reduction(type, combiner);
+  if (!is_world(group) || op == MPI_OP_NULL || count > std::numeric_limits<int>::max())
     return Communicator::all_reduce_in_place(device, group, type, combiner, data, count, what);
   // Header first: the same collective and size on every rank (an MPI_Allreduce of mismatched
   // counts would be undefined), through the checked exchange.
@@ -230,9 +274,7 @@ Status MpiCommunicator::all_reduce_in_place(int64_t device, std::span<const int6
 
 Status MpiCommunicator::all_gather(int64_t device, std::span<const int64_t> group, const uint8_t* in, int64_t bytes,
                                    uint8_t* out, const std::string& what) {
-  bool world = static_cast<int64_t>(group.size()) == size_;
-  for (size_t k = 0; world && k < group.size(); ++k) world = group[k] == static_cast<int64_t>(k);
-  if (!world || bytes > std::numeric_limits<int>::max())
+  if (!is_world(group) || bytes > std::numeric_limits<int>::max())
     return Communicator::all_gather(device, group, in, bytes, out, what);
   Literal size_only(Shape::array(PrimitiveType::kS64, {1}));
   size_only.data<int64_t>()[0] = bytes;
@@ -241,6 +283,61 @@ Status MpiCommunicator::all_gather(int64_t device, std::span<const int64_t> grou
       MPI_SUCCESS)
     return internal_error(str_cat(what, ": MPI_Allgather failed on rank ", rank_));
   return ok_status();
+}
+
+Status MpiCommunicator::reduce_scatter(int64_t device, std::span<const int64_t> group, PrimitiveType type,
+                                       Opcode combiner, const uint8_t* in, uint8_t* out, int64_t count,
+                                       const std::string& what) {
+  const auto [datatype, op] = mpi_reduction(type, combiner);
+  if (!is_world(group) || op == MPI_OP_NULL || count * size_ > std::numeric_limits<int>::max())
+    return Communicator::reduce_scatter(device, group, type, combiner, in, out, count, what);
+  Literal size_only(Shape::array(PrimitiveType::kS64, {1}));
+  size_only.data<int64_t>()[0] = count;
+  INSITU_RETURN_IF_ERROR(exchange(device, group, std::move(size_only), str_cat(what, " of ", count, " elements")).status());
+  if (MPI_Reduce_scatter_block(in, out, static_cast<int>(count), datatype, op, MPI_COMM_WORLD) != MPI_SUCCESS)
+    return internal_error(str_cat(what, ": MPI_Reduce_scatter_block failed on rank ", rank_));
+  return ok_status();
+}
+
+Status MpiCommunicator::all_to_all(int64_t device, std::span<const int64_t> group, std::span<const uint8_t* const> send,
+                                   std::span<uint8_t* const> receive, int64_t bytes, const std::string& what) {
+  bool contiguous = true;
+  for (size_t j = 0; j < group.size(); ++j)
+    contiguous = contiguous && send[j] == send[0] + j * bytes && receive[j] == receive[0] + j * bytes;
+  if (is_world(group) && contiguous && bytes * size_ <= std::numeric_limits<int>::max()) {
+    Literal size_only(Shape::array(PrimitiveType::kS64, {1}));
+    size_only.data<int64_t>()[0] = bytes;
+    INSITU_RETURN_IF_ERROR(exchange(device, group, std::move(size_only), str_cat(what, " of ", bytes, " bytes")).status());
+    if (MPI_Alltoall(send[0], static_cast<int>(bytes), MPI_BYTE, receive[0], static_cast<int>(bytes), MPI_BYTE,
+                     MPI_COMM_WORLD) != MPI_SUCCESS)
+      return internal_error(str_cat(what, ": MPI_Alltoall failed on rank ", rank_));
+    return ok_status();
+  }
+  // Any other group, or pieces that are not one range: point to point, straight from and into
+  // the pieces.
+  std::vector<Outgoing> sends;
+  std::vector<Incoming> receives;
+  for (size_t j = 0; j < group.size(); ++j) {
+    if (group[j] == rank_) {
+      if (bytes > 0) std::memcpy(receive[j], send[j], static_cast<size_t>(bytes));
+      continue;
+    }
+    sends.push_back({group[j], send[j]});
+    receives.push_back({group[j], receive[j]});
+  }
+  return transfer(sends, receives, bytes, str_cat(what, " of ", bytes, " bytes"), what, group);
+}
+
+Status MpiCommunicator::permute(int64_t device, const PermuteRoute& route, const uint8_t* in, uint8_t* out,
+                                int64_t bytes, const std::string& what) {
+  if (device != rank_) return internal_error(str_cat("MPI rank ", rank_, " was asked to permute as device ", device));
+  std::vector<Outgoing> sends;
+  std::vector<Incoming> receives;
+  for (int64_t target : route.targets)
+    if (target != rank_) sends.push_back({target, in});
+  if (route.source == rank_ && bytes > 0) std::memcpy(out, in, static_cast<size_t>(bytes));
+  if (route.source >= 0 && route.source != rank_) receives.push_back({route.source, out});
+  return transfer(sends, receives, bytes, str_cat(what, " of ", bytes, " bytes"), what, route.domain);
 }
 
 #endif

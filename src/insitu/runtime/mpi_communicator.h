@@ -9,8 +9,10 @@
 // header (the collective's name, the value's shape, its size): members at different collectives,
 // or with different shapes, get an error naming both. Every MPI call is non-blocking and polled
 // against the timeout: a member that never arrives (dead, or stuck elsewhere) ends the exchange
-// with an error naming the ranks it waited for. (This is the oracle's path, O(n^2) messages; an
-// in-place MPI_Allreduce for the runtime's own all-reduce kernel comes with it.)
+// with an error naming the ranks it waited for. (This is the oracle's path, O(n^2) messages.)
+// The runtime's native collectives use MPI's own collectives over the world group (in place for
+// all-reduce), after the same timed header check, and point to point between the runtime's own
+// buffers otherwise (permute, all-to-all of a tuple).
 // A failed rank cannot be waited for: the caller reports its error and calls abort(), which
 // ends every rank of the job (MPI_Abort), so nothing hangs.
 //
@@ -50,9 +52,36 @@ class MpiCommunicator final : public Communicator {
   // MPI_Allgather over the world group (after the same timed header check); else the exchange.
   Status all_gather(int64_t device, std::span<const int64_t> group, const uint8_t* in, int64_t bytes, uint8_t* out,
                     const std::string& what) override;
+  // MPI_Reduce_scatter_block over the world group (after the header check), with the reductions
+  // all_reduce_in_place takes to MPI; else the exchange.
+  Status reduce_scatter(int64_t device, std::span<const int64_t> group, PrimitiveType type, Opcode combiner,
+                        const uint8_t* in, uint8_t* out, int64_t count, const std::string& what) override;
+  // MPI_Alltoall over the world group when the pieces are one range each side; else point to
+  // point between the pieces themselves (timed, header-checked).
+  Status all_to_all(int64_t device, std::span<const int64_t> group, std::span<const uint8_t* const> send,
+                    std::span<uint8_t* const> receive, int64_t bytes, const std::string& what) override;
+  // Point to point: to every target, from the source (timed, header-checked).
+  Status permute(int64_t device, const PermuteRoute& route, const uint8_t* in, uint8_t* out, int64_t bytes,
+                 const std::string& what) override;
 
  private:
   MpiCommunicator(int64_t rank, int64_t size, double timeout_seconds);
+  // Whether `group` is every rank in rank order (what MPI_COMM_WORLD's collectives cover).
+  bool is_world(std::span<const int64_t> group) const;
+  // Sends `bytes` from each Outgoing to its rank and receives `bytes` into each Incoming from
+  // its rank (never this rank), after a header (`label` and the byte count) that each receiver
+  // checks: a sender at another collective is an error naming both. Every wait is bounded by the
+  // timeout, naming the ranks that did not come; `members` is the group named in errors.
+  struct Outgoing {
+    int64_t rank;
+    const uint8_t* data;
+  };
+  struct Incoming {
+    int64_t rank;
+    uint8_t* data;
+  };
+  Status transfer(std::span<const Outgoing> sends, std::span<const Incoming> receives, int64_t bytes,
+                  const std::string& label, const std::string& what, std::span<const int64_t> members);
   int64_t rank_ = 0, size_ = 1;
   double timeout_seconds_;
 };
