@@ -12,6 +12,8 @@ or jax.jit with in/out shardings over the mesh (the SPMD partitioner inserts the
 Usage (inside the pinned virtualenv, scripts/python-env):
   python jax_collectives.py OUT            every program, each N in a subprocess of its own
   python jax_collectives.py --one NAME N OUT
+  python jax_collectives.py --bench OUT    the benchmark's sizes (BENCH_SIZES) on 1, 2 and 4 devices,
+                                           as OUT/NAME_bench.N (for bench/mpi_dp_step_bench.cc)
 """
 
 import json
@@ -49,7 +51,7 @@ def collectives_mix(n):
 
 
 @program("data-parallel MLP training step: per-device gradients, psum-mean, SGD on donated replicated params")
-def dp_mlp_step(n):
+def dp_mlp_step(n, batch=None, d_in=8, hidden=16, d_out=4):
     import jax
     import jax.numpy as jnp
     from jax.sharding import PartitionSpec as P
@@ -65,9 +67,11 @@ def dp_mlp_step(n):
 
     key = jax.random.PRNGKey(0)
     k1, k2, k3, k4 = jax.random.split(key, 4)
-    params = {"w1": jax.random.normal(k1, (8, 16)) * 0.3, "b1": jnp.zeros(16), "w2": jax.random.normal(k2, (16, 4)) * 0.3}
-    x = jax.random.normal(k3, (4 * n, 8))
-    y = jax.random.normal(k4, (4 * n, 4))
+    batch = batch or 4 * n  # the global batch, split over the devices
+    params = {"w1": jax.random.normal(k1, (d_in, hidden)) * 0.3, "b1": jnp.zeros(hidden),
+              "w2": jax.random.normal(k2, (hidden, d_out)) * 0.3}
+    x = jax.random.normal(k3, (batch, d_in))
+    y = jax.random.normal(k4, (batch, d_out))
     return step, (params, x, y), (P(), P("x"), P("x")), (P(), P()), (0,)
 
 
@@ -131,7 +135,13 @@ def jit_sharded_mlp_grad(n):
     return grad_step, (params, x, y), (P(), P("x"), P("x")), (P(), P()), ()
 
 
-def dump_one(name, n, out_root):
+# The data-parallel step at a benchmark's size (bench/mpi_dp_step_bench.cc): one global batch of
+# 512 split over N devices, a 512 -> 1024 -> 512 MLP (1.05M parameters, 4.2 MB of gradients
+# all-reduced per step).
+BENCH_SIZES = {"dp_mlp_step": dict(batch=512, d_in=512, hidden=1024, d_out=512)}
+
+
+def dump_one(name, n, out_root, bench=False):
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={n}"
     import jax
     import numpy as np
@@ -142,7 +152,7 @@ def dump_one(name, n, out_root):
     devices = jax.devices()[:n]
     mesh = Mesh(np.array(devices), ("x",))
     _, build, automatic = PROGRAMS[name]
-    fn, args, in_specs, out_specs, donate = build(n)
+    fn, args, in_specs, out_specs, donate = build(n, **(BENCH_SIZES[name] if bench else {}))
     fn.__name__ = name
     as_sharding = lambda specs: jax.tree_util.tree_map(  # noqa: E731
         lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda s: isinstance(s, jax.sharding.PartitionSpec))
@@ -166,7 +176,7 @@ def dump_one(name, n, out_root):
 
     inputs = per_device(placed)
     outputs = per_device(jitted(*placed))
-    out_dir = os.path.join(out_root, f"{name}.{n}")
+    out_dir = os.path.join(out_root, f"{name}{'_bench' if bench else ''}.{n}")
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "module.hlo"), "w") as f:
         f.write(text)
@@ -186,8 +196,14 @@ def dump_one(name, n, out_root):
 
 
 def main(argv):
-    if argv[:1] == ["--one"]:
-        dump_one(argv[1], int(argv[2]), argv[3])
+    if argv[:1] in (["--one"], ["--one-bench"]):
+        dump_one(argv[1], int(argv[2]), argv[3], bench=argv[0] == "--one-bench")
+        return
+    if argv[:1] == ["--bench"]:  # the benchmark's programs, on 1, 2 and 4 devices (not in the suite)
+        for name in BENCH_SIZES:
+            for n in (1, 2, 4):
+                subprocess.run([sys.executable, __file__, "--one-bench", name, str(n), argv[1]], check=True)
+                print(f"{name}_bench.{n}")
         return
     out = argv[0]
     for name in PROGRAMS:

@@ -93,6 +93,56 @@ TEST_F(MpiCliTest, PartitionedJaxProgramsGiveJaxsResultsOnEveryRank) {
   }
 }
 
+// Groups that are not every rank in rank order: the native collectives run on a communicator
+// made for each group ({0,2} and {3,1}: member order, not rank order, decides the pieces), with
+// the values of the reference evaluator's exchange, and none falls back.
+TEST_F(MpiCliTest, CollectivesInGroupsOtherThanTheWorldMatchTheEvaluator) {
+  const std::string module = write("groups.hlo", R"(HloModule groups, replica_count=4
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+
+ENTRY e {
+  x = f32[8] parameter(0)
+  r = u32[] replica-id()
+  f = f32[] convert(r)
+  b = f32[8] broadcast(f), dimensions={}
+  m = f32[8] multiply(x, b)
+  y = f32[8] add(m, b)
+  s = f32[8] all-reduce(y), replica_groups={{0,2},{3,1}}, to_apply=add
+  g = f32[16] all-gather(y), replica_groups={{0,2},{3,1}}, dimensions={0}
+  c = f32[4] reduce-scatter(y), replica_groups={{0,2},{3,1}}, dimensions={0}, to_apply=add
+  a = f32[8] all-to-all(y), replica_groups={{0,2},{3,1}}, dimensions={0}
+  ROOT t = (f32[8], f32[16], f32[4], f32[8]) tuple(s, g, c, a)
+}
+)");
+  Job native = mpirun(4, module + " --threads 1 --save " + (dir_ / "native").string() + " --stats " +
+                             (dir_ / "stats.json").string());
+  ASSERT_EQ(native.status, 0) << native.output;
+  Job reference = mpirun(4, module + " --reference --save " + (dir_ / "reference").string());
+  ASSERT_EQ(reference.status, 0) << reference.output;
+  for (int d = 0; d < 4; ++d) {
+    for (int leaf = 0; leaf < 4; ++leaf) {
+      const std::string name = str_cat("device_", d, "/output_", leaf, ".npy");
+      StatusOr<Literal> have = read_npy_file((dir_ / "native" / name).string());
+      StatusOr<Literal> want = read_npy_file((dir_ / "reference" / name).string());
+      ASSERT_TRUE(have.ok() && want.ok()) << name;
+      EXPECT_TRUE(*have == *want) << name << ": " << have->to_string() << " vs " << want->to_string();
+    }
+    std::ifstream stats(dir_ / str_cat("stats.json.rank", d));
+    const std::string text((std::istreambuf_iterator<char>(stats)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("\"fallback_ops_executed\": 0"), std::string::npos) << "rank " << d << ": " << text;
+  }
+  // Device 3 gathers its group {3,1} in member order: y3 first (x * 3 + 3, x = 1 at element 0).
+  StatusOr<Literal> gathered = read_npy_file((dir_ / "native" / "device_3" / "output_1.npy").string());
+  ASSERT_TRUE(gathered.ok());
+  EXPECT_EQ(gathered->data<float>()[0], 6.0f);
+  EXPECT_EQ(gathered->data<float>()[8], 2.0f);  // then y1 = x * 1 + 1
+}
+
 const char* kStuck = R"(HloModule stuck, num_partitions=2
 
 add {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <thread>
 
 #include "insitu/support/str.h"
@@ -22,10 +23,14 @@ bool launched_by_mpi() {
 
 #ifndef INSITU_HAVE_MPI
 
+struct MpiCommunicator::GroupCommunicators {};
 bool mpi_available() { return false; }
 MpiCommunicator::MpiCommunicator(int64_t rank, int64_t size, double timeout_seconds)
     : rank_(rank), size_(size), timeout_seconds_(timeout_seconds) {}
 MpiCommunicator::~MpiCommunicator() = default;
+Status MpiCommunicator::agree(int64_t, std::span<const int64_t>, const std::string&) {
+  return unimplemented("this insitu was built without MPI");
+}
 StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(double) {
   return unimplemented("this insitu was built without MPI (apt install libopenmpi-dev, then rebuild)");
 }
@@ -58,8 +63,38 @@ Status MpiCommunicator::permute(int64_t, const PermuteRoute&, const uint8_t*, ui
 
 bool mpi_available() { return true; }
 
+struct MpiCommunicator::GroupCommunicators {
+  std::map<std::vector<int64_t>, MPI_Comm> made;
+  ~GroupCommunicators() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      for (auto& [group, comm] : made) MPI_Comm_free(&comm);
+  }
+  StatusOr<MPI_Comm> get(std::span<const int64_t> group, int64_t size, const std::string& what) {
+    bool world = static_cast<int64_t>(group.size()) == size;
+    for (size_t k = 0; world && k < group.size(); ++k) world = group[k] == static_cast<int64_t>(k);
+    if (world) return MPI_COMM_WORLD;
+    std::vector<int64_t> key(group.begin(), group.end());
+    if (auto it = made.find(key); it != made.end()) return it->second;
+    std::vector<int> ranks(group.begin(), group.end());
+    MPI_Group everyone, members;
+    MPI_Comm_group(MPI_COMM_WORLD, &everyone);
+    MPI_Group_incl(everyone, static_cast<int>(ranks.size()), ranks.data(), &members);
+    MPI_Comm comm = MPI_COMM_NULL;
+    constexpr int kCreateTag = 7100;
+    const int result = MPI_Comm_create_group(MPI_COMM_WORLD, members, kCreateTag, &comm);
+    MPI_Group_free(&members);
+    MPI_Group_free(&everyone);
+    if (result != MPI_SUCCESS || comm == MPI_COMM_NULL)
+      return internal_error(str_cat(what, ": MPI_Comm_create_group failed for group {", str_join(key, ","), "}"));
+    made.emplace(std::move(key), comm);
+    return comm;
+  }
+};
+
 MpiCommunicator::MpiCommunicator(int64_t rank, int64_t size, double timeout_seconds)
-    : rank_(rank), size_(size), timeout_seconds_(timeout_seconds) {}
+    : rank_(rank), size_(size), timeout_seconds_(timeout_seconds), groups_(std::make_unique<GroupCommunicators>()) {}
 
 namespace {
 
@@ -247,40 +282,35 @@ std::pair<MPI_Datatype, MPI_Op> mpi_reduction(PrimitiveType type, Opcode combine
 
 }  // namespace
 
-bool MpiCommunicator::is_world(std::span<const int64_t> group) const {
-  bool world = static_cast<int64_t>(group.size()) == size_;
-  for (size_t k = 0; world && k < group.size(); ++k) world = group[k] == static_cast<int64_t>(k);
-  return world;
+Status MpiCommunicator::agree(int64_t device, std::span<const int64_t> group, const std::string& what) {
+  Literal nothing(Shape::array(PrimitiveType::kU8, {0}));  // the header (what) is the message
+  return exchange(device, group, std::move(nothing), what).status();
 }
 
 Status MpiCommunicator::all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type,
                                             Opcode combiner, uint8_t* data, int64_t count, const std::string& what) {
   const auto [datatype, op] = mpi_reduction(type, combiner);
-  if (!is_world(group) || op == MPI_OP_NULL || count > std::numeric_limits<int>::max())
+  if (op == MPI_OP_NULL || count > std::numeric_limits<int>::max())
     return Communicator::all_reduce_in_place(device, group, type, combiner, data, count, what);
-  // Header first: the same collective and size on every rank (an MPI_Allreduce of mismatched
-  // counts would be undefined), through the checked exchange.
-  Literal shape_only(Shape::array(PrimitiveType::kS64, {1}));
-  shape_only.data<int64_t>()[0] = count;
-  INSITU_RETURN_IF_ERROR(exchange(device, group, std::move(shape_only), str_cat(what, " of ", count, " elements")).status());
-  // Every member is here with the same size (the header above, non-blocking and timed), so
-  // the blocking call cannot wait for a member that never comes (a rank that dies mid-call ends
-  // the job: mpirun kills the others). Blocking, not MPI_Iallreduce: OpenMPI's non-blocking
-  // collectives take slower algorithms (measured 0.5x of MPI_Allreduce at 16-64 MiB on 2 ranks).
-  if (MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), datatype, op, MPI_COMM_WORLD) != MPI_SUCCESS)
+  // Header first: the same collective and size on every member (an MPI_Allreduce of mismatched
+  // counts would be undefined). Every member is then here (the header is non-blocking and
+  // timed), so the blocking call cannot wait for one that never comes (a rank that dies
+  // mid-call ends the job: mpirun kills the others). Blocking, not MPI_Iallreduce: OpenMPI's
+  // non-blocking collectives take slower algorithms (measured 0.5x of MPI_Allreduce at 16-64
+  // MiB on 2 ranks).
+  INSITU_RETURN_IF_ERROR(agree(device, group, str_cat(what, " of ", count, " elements")));
+  INSITU_ASSIGN_OR_RETURN(MPI_Comm comm, groups_->get(group, size_, what));
+  if (MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), datatype, op, comm) != MPI_SUCCESS)
     return internal_error(str_cat(what, ": MPI_Allreduce failed on rank ", rank_));
   return ok_status();
 }
 
 Status MpiCommunicator::all_gather(int64_t device, std::span<const int64_t> group, const uint8_t* in, int64_t bytes,
                                    uint8_t* out, const std::string& what) {
-  if (!is_world(group) || bytes > std::numeric_limits<int>::max())
-    return Communicator::all_gather(device, group, in, bytes, out, what);
-  Literal size_only(Shape::array(PrimitiveType::kS64, {1}));
-  size_only.data<int64_t>()[0] = bytes;
-  INSITU_RETURN_IF_ERROR(exchange(device, group, std::move(size_only), str_cat(what, " of ", bytes, " bytes")).status());
-  if (MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD) !=
-      MPI_SUCCESS)
+  if (bytes > std::numeric_limits<int>::max()) return Communicator::all_gather(device, group, in, bytes, out, what);
+  INSITU_RETURN_IF_ERROR(agree(device, group, str_cat(what, " of ", bytes, " bytes")));
+  INSITU_ASSIGN_OR_RETURN(MPI_Comm comm, groups_->get(group, size_, what));
+  if (MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm) != MPI_SUCCESS)
     return internal_error(str_cat(what, ": MPI_Allgather failed on rank ", rank_));
   return ok_status();
 }
@@ -289,12 +319,11 @@ Status MpiCommunicator::reduce_scatter(int64_t device, std::span<const int64_t> 
                                        Opcode combiner, const uint8_t* in, uint8_t* out, int64_t count,
                                        const std::string& what) {
   const auto [datatype, op] = mpi_reduction(type, combiner);
-  if (!is_world(group) || op == MPI_OP_NULL || count * size_ > std::numeric_limits<int>::max())
+  if (op == MPI_OP_NULL || count * static_cast<int64_t>(group.size()) > std::numeric_limits<int>::max())
     return Communicator::reduce_scatter(device, group, type, combiner, in, out, count, what);
-  Literal size_only(Shape::array(PrimitiveType::kS64, {1}));
-  size_only.data<int64_t>()[0] = count;
-  INSITU_RETURN_IF_ERROR(exchange(device, group, std::move(size_only), str_cat(what, " of ", count, " elements")).status());
-  if (MPI_Reduce_scatter_block(in, out, static_cast<int>(count), datatype, op, MPI_COMM_WORLD) != MPI_SUCCESS)
+  INSITU_RETURN_IF_ERROR(agree(device, group, str_cat(what, " of ", count, " elements")));
+  INSITU_ASSIGN_OR_RETURN(MPI_Comm comm, groups_->get(group, size_, what));
+  if (MPI_Reduce_scatter_block(in, out, static_cast<int>(count), datatype, op, comm) != MPI_SUCCESS)
     return internal_error(str_cat(what, ": MPI_Reduce_scatter_block failed on rank ", rank_));
   return ok_status();
 }
@@ -304,17 +333,16 @@ Status MpiCommunicator::all_to_all(int64_t device, std::span<const int64_t> grou
   bool contiguous = true;
   for (size_t j = 0; j < group.size(); ++j)
     contiguous = contiguous && send[j] == send[0] + j * bytes && receive[j] == receive[0] + j * bytes;
-  if (is_world(group) && contiguous && bytes * size_ <= std::numeric_limits<int>::max()) {
-    Literal size_only(Shape::array(PrimitiveType::kS64, {1}));
-    size_only.data<int64_t>()[0] = bytes;
-    INSITU_RETURN_IF_ERROR(exchange(device, group, std::move(size_only), str_cat(what, " of ", bytes, " bytes")).status());
-    if (MPI_Alltoall(send[0], static_cast<int>(bytes), MPI_BYTE, receive[0], static_cast<int>(bytes), MPI_BYTE,
-                     MPI_COMM_WORLD) != MPI_SUCCESS)
+  if (contiguous && bytes * static_cast<int64_t>(group.size()) <= std::numeric_limits<int>::max()) {
+    INSITU_RETURN_IF_ERROR(agree(device, group, str_cat(what, " of ", bytes, " bytes")));
+    INSITU_ASSIGN_OR_RETURN(MPI_Comm comm, groups_->get(group, size_, what));
+    if (MPI_Alltoall(send[0], static_cast<int>(bytes), MPI_BYTE, receive[0], static_cast<int>(bytes), MPI_BYTE, comm) !=
+        MPI_SUCCESS)
       return internal_error(str_cat(what, ": MPI_Alltoall failed on rank ", rank_));
     return ok_status();
   }
-  // Any other group, or pieces that are not one range: point to point, straight from and into
-  // the pieces.
+  // Pieces that are not one range (a tuple's arrays): point to point, straight from and into
+  // them.
   std::vector<Outgoing> sends;
   std::vector<Incoming> receives;
   for (size_t j = 0; j < group.size(); ++j) {

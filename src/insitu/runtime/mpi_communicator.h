@@ -4,15 +4,16 @@
 // module with one process per device (on one host or many).
 //
 // An exchange sends this rank's value to every other member and receives theirs, point to point
-// on MPI_COMM_WORLD (no sub-communicator: creating one blocks until every member comes, which a
-// member that never comes turns into a hang). Before the data, the members exchange a fixed
+// on MPI_COMM_WORLD (no sub-communicator first: creating one blocks until every member comes,
+// which a member that never comes would turn into a hang). Before the data, the members exchange a fixed
 // header (the collective's name, the value's shape, its size): members at different collectives,
 // or with different shapes, get an error naming both. Every MPI call is non-blocking and polled
 // against the timeout: a member that never arrives (dead, or stuck elsewhere) ends the exchange
 // with an error naming the ranks it waited for. (This is the oracle's path, O(n^2) messages.)
-// The runtime's native collectives use MPI's own collectives over the world group (in place for
-// all-reduce), after the same timed header check, and point to point between the runtime's own
-// buffers otherwise (permute, all-to-all of a tuple).
+// The runtime's native collectives use MPI's own collectives (in place for all-reduce) over the
+// group's communicator (MPI_COMM_WORLD, or one made for the group the first time it is met,
+// once the header check has proved every member is there), and point to point between the
+// runtime's own buffers otherwise (permute, all-to-all of a tuple).
 // A failed rank cannot be waited for: the caller reports its error and calls abort(), which
 // ends every rank of the job (MPI_Abort), so nothing hangs.
 //
@@ -44,20 +45,20 @@ class MpiCommunicator final : public Communicator {
                                           const std::string& what) override;
   // Ends the whole MPI job (every rank) with exit status 1: the caller has printed why.
   void abort(int64_t device, const Status& status) override;
-  // MPI_Allreduce with MPI_IN_PLACE when the group is every rank in rank order, after a timed
-  // header exchange proves every member is at this collective with this size; any other group
-  // (and float maximum/minimum, whose NaN rule MPI lacks) through the base class's exchange.
+  // MPI_Allreduce with MPI_IN_PLACE over the group's communicator, after a timed header
+  // exchange proves every member is at this collective with this size; float maximum/minimum
+  // (whose NaN rule MPI lacks) and bf16/f16 (no MPI type) through the base class's exchange.
   Status all_reduce_in_place(int64_t device, std::span<const int64_t> group, PrimitiveType type, Opcode combiner,
                              uint8_t* data, int64_t count, const std::string& what) override;
-  // MPI_Allgather over the world group (after the same timed header check); else the exchange.
+  // MPI_Allgather over the group's communicator (after the same timed header check).
   Status all_gather(int64_t device, std::span<const int64_t> group, const uint8_t* in, int64_t bytes, uint8_t* out,
                     const std::string& what) override;
-  // MPI_Reduce_scatter_block over the world group (after the header check), with the reductions
+  // MPI_Reduce_scatter_block over the group (after the header check), with the reductions
   // all_reduce_in_place takes to MPI; else the exchange.
   Status reduce_scatter(int64_t device, std::span<const int64_t> group, PrimitiveType type, Opcode combiner,
                         const uint8_t* in, uint8_t* out, int64_t count, const std::string& what) override;
-  // MPI_Alltoall over the world group when the pieces are one range each side; else point to
-  // point between the pieces themselves (timed, header-checked).
+  // MPI_Alltoall over the group when the pieces are one range each side; else point to point
+  // between the pieces themselves (timed, header-checked).
   Status all_to_all(int64_t device, std::span<const int64_t> group, std::span<const uint8_t* const> send,
                     std::span<uint8_t* const> receive, int64_t bytes, const std::string& what) override;
   // Point to point: to every target, from the source (timed, header-checked).
@@ -66,8 +67,15 @@ class MpiCommunicator final : public Communicator {
 
  private:
   MpiCommunicator(int64_t rank, int64_t size, double timeout_seconds);
-  // Whether `group` is every rank in rank order (what MPI_COMM_WORLD's collectives cover).
-  bool is_world(std::span<const int64_t> group) const;
+  // The timed header exchange before one of MPI's own collectives: every member of `group` is
+  // at `what` (which names the size), or an error naming who is not; after it, the blocking
+  // collective cannot wait for a member that never comes.
+  Status agree(int64_t device, std::span<const int64_t> group, const std::string& what);
+  // The MPI communicator of `group` (members ranked in group order): MPI_COMM_WORLD for every
+  // rank in rank order, else made once with MPI_Comm_create_group, which only the members call
+  // (so call it after agree(): every member is then here) and kept for the next collective.
+  struct GroupCommunicators;
+  std::unique_ptr<GroupCommunicators> groups_;
   // Sends `bytes` from each Outgoing to its rank and receives `bytes` into each Incoming from
   // its rank (never this rank), after a header (`label` and the byte count) that each receiver
   // checks: a sender at another collective is an error naming both. Every wait is bounded by the
