@@ -204,7 +204,8 @@ Status MpiCommunicator::transfer(std::span<const Outgoing> sends, std::span<cons
                                          receives[k].rank, " is at ",
                                          std::string(headers[k].data(), strnlen(headers[k].data(), kHeaderBytes))));
 
-  // 2. The values.
+  // 2. The values (none for agree(): the header was the message).
+  if (bytes == 0) return wait_all(sent, {}, "sending");
   for (size_t k = 0; k < receives.size(); ++k)
     MPI_Irecv(receives[k].data, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(receives[k].rank), kValueTag,
               MPI_COMM_WORLD, &received[k]);
