@@ -167,6 +167,16 @@ TEST_F(NativeCollectivesTest, CollectivePermuteAcrossPartitions) {
   expect_native();
 }
 
+// XLA's collective-permute combiner: several arrays moved by the same pairs.
+TEST_F(NativeCollectivesTest, ACombinedCollectivePermute) {
+  run(module("replica_count=3",
+             "  a = f32[5] parameter(0)\n  b = s32[2,3] parameter(1)\n"
+             "  ROOT r = (f32[5], s32[2,3]) collective-permute(a, b), source_target_pairs={{0,1},{1,2}}\n"));
+  expect_native();
+  EXPECT_EQ(results_[2].value.element(1).data<int32_t>()[0], 210);  // device 1's b
+  EXPECT_EQ(results_[0].value.element(0).data<float>()[0], 0.0f);   // no source
+}
+
 TEST_F(NativeCollectivesTest, ReplicaAndPartitionIds) {
   run(module("replica_count=2, num_partitions=2",
              "  r = u32[] replica-id()\n  p = u32[] partition-id()\n  ROOT t = (u32[], u32[]) tuple(r, p)\n"));

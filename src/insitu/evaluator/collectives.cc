@@ -229,11 +229,16 @@ StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<
     case Opcode::kCollectivePermute: {
       // The exchange runs over every device the pairs can name from here.
       INSITU_ASSIGN_OR_RETURN(PermuteRoute route, collective_permute_route(instruction, *device));
-      if (operands.size() != 1) return bad_instruction(instruction, "with more than one operand is not supported yet");
+      // (The in-place form, four operands with slice_sizes, is refused above: slice_sizes is not
+      // read.) Several operands are a combined permute: each moves by the same pairs.
       INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, gather(route.domain));
-      for (size_t k = 0; k < route.domain.size(); ++k)
-        if (route.domain[k] == route.source) return all[k].element(0);
-      return Literal(operands[0]->shape());  // XLA: a device no pair targets gets zeros
+      std::vector<Literal> out;
+      for (size_t i = 0; i < operands.size(); ++i) {
+        out.emplace_back(operands[i]->shape());  // XLA: a device no pair targets gets zeros
+        for (size_t k = 0; k < route.domain.size(); ++k)
+          if (route.domain[k] == route.source) out.back() = all[k].element(static_cast<int64_t>(i));
+      }
+      return results(std::move(out));
     }
     default: break;
   }

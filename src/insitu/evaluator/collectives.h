@@ -29,6 +29,13 @@
 // arrives (the timeout), two members at different collectives or with different shapes; each
 // names the devices and the instruction.
 //
+// The runtime moves data natively through the communicator's byte-range collectives
+// (all_reduce_in_place, all_gather, reduce_scatter, all_to_all, permute; runtime/executor.cc):
+// every collective JAX's CPU programs use. Forms whose pieces are not byte ranges (an all-gather
+// along an inner dimension), collective-broadcast and the async -start forms other than
+// all-reduce-start run through the evaluator; the in-place collective-permute (four operands,
+// slice_sizes) is refused with a located error.
+//
 // NCCL (on paper, for the CUDA device): a third Communicator whose all_reduce_in_place is
 // ncclAllReduce on the device pointer (in place: sendbuff == recvbuff) on the executable's
 // stream, with one ncclComm per group made at create (ncclCommSplit; not lazily, which would

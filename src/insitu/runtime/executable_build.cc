@@ -313,7 +313,11 @@ runtime_internal::StepRunner native_collective(const Instruction& instruction, c
     case Opcode::kReduceScatter:
       return one_array && pieces_are_byte_ranges(instruction) && reduces_natively() ? &Executor::run_reduce_scatter
                                                                                     : nullptr;
-    case Opcode::kCollectivePermute: return one_array ? &Executor::run_collective_permute : nullptr;
+    case Opcode::kCollectivePermute:  // one array, or a combined permute's tuple of them
+      return plain_disjoint_leaves(step) && step.outputs.size() == step.operands.size() &&
+                     static_cast<int64_t>(step.operands.size()) == instruction.operand_count()
+                 ? &Executor::run_collective_permute
+                 : nullptr;
     case Opcode::kReplicaId:
     case Opcode::kPartitionId:
       return step.outputs.size() == 1 && !step.outputs[0].scalar && step.outputs[0].size == 4 ? &Executor::run_device_id

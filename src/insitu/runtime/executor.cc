@@ -339,18 +339,23 @@ Status Executor::run_device_id(const Step& step) {
 
 Status Executor::run_collective_permute(const Step& step) {
   const Instruction& instruction = *step.instruction;
-  const Leaf& from = step.operands[0][0];
-  const Leaf& to = step.outputs[0];
   if (device_ == nullptr) INSITU_RETURN_IF_ERROR(collective_group(instruction).status());  // one device, or an error
   const DeviceContext alone;  // one device: its own source or none
   INSITU_ASSIGN_OR_RETURN(PermuteRoute route, collective_permute_route(instruction, device_ != nullptr ? *device_ : alone));
-  if (route.source < 0) std::memset(address(to), 0, static_cast<size_t>(to.size));  // XLA: no source, zeros
-  if (device_ == nullptr) {
-    if (route.source == 0) copy_bytes_parallel(pool_, address(to), address(from), to.size);
-    return ok_status();
+  for (size_t i = 0; i < step.outputs.size(); ++i) {  // a combined permute: each array by the same pairs
+    const Leaf& from = step.operands[i][0];
+    const Leaf& to = step.outputs[i];
+    if (route.source < 0) std::memset(address(to), 0, static_cast<size_t>(to.size));  // XLA: no source, zeros
+    if (device_ == nullptr) {
+      if (route.source == 0) copy_bytes_parallel(pool_, address(to), address(from), to.size);
+      continue;
+    }
+    INSITU_RETURN_IF_ERROR(device_->communicator
+                               ->permute(device_->device, route, address(from), address(to), to.size,
+                                         collective_name(instruction))
+                               .with_location(instruction.location()));
   }
-  return device_->communicator->permute(device_->device, route, address(from), address(to), to.size, collective_name(instruction))
-      .with_location(instruction.location());
+  return ok_status();
 }
 
 void Executor::record_kernel_run(const Step& step, std::chrono::steady_clock::time_point start) {
