@@ -43,6 +43,47 @@ TEST(AttributeTableTest, NoAttributeHasTwoRulesOnOneOpcode) {
     }
 }
 
+// An async chain (start, update, done around a computation that negates) with `name`="bogus" on
+// its `opcode` link: async_execution_thread names a thread (any name; no value depends on it),
+// anything else is refused by name. Returns 1 when the attribute was read.
+int check_async_attribute(std::string_view name, Opcode opcode) {
+  if (name == "calls") return 0;  // resolved into the called computation, never kept verbatim
+  Module module("m");
+  const Shape matrix = Shape::array(PrimitiveType::kF32, {2, 2});
+  Computation* wrapped = module.add_computation(std::make_unique<Computation>("w"));
+  auto inner = std::make_unique<Instruction>(Opcode::kParameter, "q", matrix);
+  inner->parameter_number = 0;
+  Instruction* q = wrapped->add_instruction(std::move(inner));
+  auto negate = std::make_unique<Instruction>(Opcode::kNegate, "n", matrix);
+  negate->append_operand(q);
+  wrapped->set_root(wrapped->add_instruction(std::move(negate)));
+  Computation* entry = module.add_computation(std::make_unique<Computation>("e"));
+  module.set_entry(entry);
+  auto parameter = std::make_unique<Instruction>(Opcode::kParameter, "p", matrix);
+  parameter->parameter_number = 0;
+  Instruction* previous = entry->add_instruction(std::move(parameter));
+  const Shape chain = Shape::tuple({Shape::tuple({matrix}), matrix});
+  for (Opcode link : {Opcode::kAsyncStart, Opcode::kAsyncUpdate, Opcode::kAsyncDone}) {
+    auto instruction = std::make_unique<Instruction>(link, opcode_name(link).data(),
+                                                     link == Opcode::kAsyncDone ? matrix : chain);
+    instruction->append_operand(previous);
+    instruction->set_called_computations({wrapped});
+    if (link == opcode) instruction->extra_attributes.push_back({std::string(name), "bogus"});
+    previous = entry->add_instruction(std::move(instruction));
+  }
+  entry->set_root(previous);
+  std::vector<Literal> arguments(1, Literal(matrix));
+  StatusOr<Literal> result = evaluate_module(module, arguments);
+  if (name == "async_execution_thread") {
+    EXPECT_TRUE(result.ok()) << result.status().to_string();
+  } else {
+    EXPECT_FALSE(result.ok());
+    if (!result.ok())
+      EXPECT_NE(result.status().message().find(str_cat(name, "=")), std::string::npos) << result.status().to_string();
+  }
+  return 1;
+}
+
 // An opcode's own attribute can never be ignored while computing a value: either the
 // evaluator refuses the opcode, or its function reads the attribute (a bad value, on an
 // otherwise valid instruction, is an error that names it).
@@ -72,6 +113,10 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
     if (rule.use != AttributeUse::kOwn) continue;
     for (Opcode opcode : rule.opcodes) {
       SCOPED_TRACE(str_cat(rule.name, " on ", opcode_name(opcode)));
+      if (opcode == Opcode::kAsyncStart || opcode == Opcode::kAsyncUpdate || opcode == Opcode::kAsyncDone) {
+        read += check_async_attribute(rule.name, opcode);
+        continue;
+      }
       const bool runs = eval::has_op_function(opcode) || is_collective_opcode(opcode);
       if (runs && rule.name != "to_apply") {
         ASSERT_TRUE(valid.contains(opcode)) << "add the opcode's valid attributes to this test";

@@ -41,6 +41,45 @@ class Interpreter final : public eval::ComputationRunner {
   }
 
  private:
+  // An async chain runs its computation at the start, which holds ((operands), result,
+  // context...) with the contexts zero; updates forward it; done takes the result. A start
+  // whose result a later update binds (partially bound) is refused.
+  StatusOr<Literal> evaluate_async(const Instruction& instruction, eval::Operands operands) {
+    auto refuse = [&](const std::string& why) {
+      return invalid_argument(str_cat(opcode_name(instruction.opcode()), " %", instruction.name(), ": ", why),
+                              instruction.location());
+    };
+    for (const RawAttribute& attribute : instruction.extra_attributes)
+      if (attribute.key != "async_execution_thread")  // the thread it runs on: no value depends on it
+        return refuse(str_cat(attribute.key, "=", attribute.value, " is not supported yet"));
+    if (instruction.opcode() != Opcode::kAsyncStart &&
+        (operands.empty() || !operands[0]->shape().is_tuple() || operands[0]->shape().tuple_size() < 2))
+      return refuse("needs the async-start or -update it continues");
+    if (instruction.opcode() == Opcode::kAsyncDone) return operands[0]->element(1);
+    if (instruction.opcode() == Opcode::kAsyncUpdate) {
+      if (operands.size() != 1)
+        return invalid_argument(str_cat("async-update %", instruction.name(),
+                                        " binding more operands is not supported yet"),
+                                instruction.location());
+      return *operands[0];
+    }
+    const Shape& shape = instruction.shape();
+    if (!shape.is_tuple() || shape.tuple_size() < 2 || instruction.called_computations().size() != 1)
+      return refuse("needs calls= and the shape ((operands), result, context...)");
+    if (shape.tuple_shape(1).is_tuple() && shape.tuple_shape(1).tuple_size() == 0)
+      return invalid_argument(str_cat("async-start %", instruction.name(),
+                                      " leaves its result to be bound later: not supported yet"),
+                              instruction.location());
+    std::vector<Literal> inputs;
+    for (const Literal* operand : operands) inputs.push_back(*operand);
+    std::vector<Literal> parts;
+    parts.push_back(Literal::tuple(std::move(inputs)));
+    INSITU_ASSIGN_OR_RETURN(Literal result, run(*instruction.called_computations()[0], operands));
+    parts.push_back(std::move(result));
+    for (int64_t i = 2; i < shape.tuple_size(); ++i) parts.push_back(Literal(shape.tuple_shape(i)));
+    return Literal::tuple(std::move(parts));
+  }
+
   StatusOr<Literal> evaluate_instruction(const Instruction& instruction, eval::Operands operands,
                                          eval::Operands arguments) {
     const Opcode opcode = instruction.opcode();
@@ -74,6 +113,9 @@ class Interpreter final : public eval::ComputationRunner {
       case Opcode::kWhile: return evaluate_while(instruction, *operands[0]);
       case Opcode::kConditional: return evaluate_conditional(instruction, operands);
       case Opcode::kCustomCall: return evaluate_custom_call(instruction, operands);
+      case Opcode::kAsyncStart:
+      case Opcode::kAsyncUpdate:
+      case Opcode::kAsyncDone: return evaluate_async(instruction, operands);
       default: return eval::evaluate_op(instruction, operands, *this);  // its located error
     }
   }

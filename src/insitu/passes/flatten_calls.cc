@@ -44,6 +44,44 @@ void inline_call(Instruction* call, NameTable& names) {
   caller->remove_instruction(call);
 }
 
+// An async chain (async-start, its updates, async-done: XLA's `op-start`/`op-done` pairs) whose
+// result the start binds runs as a call of its computation, where the start was: insitu's
+// runtime overlaps nothing, so asynchrony changes no value. Returns the call (to be inlined),
+// or null when the chain is not one (a partially bound start, an update binding more operands,
+// a start or update read by anything but the next link): such a chain stays, and runs or is
+// refused as it is.
+Instruction* async_chain_as_call(Instruction* done, NameTable& names) {
+  std::vector<Instruction*> links;  // start, updates..., in order
+  for (Instruction* link = done->operand(0);; link = link->operand(0)) {
+    const Instruction* next = links.empty() ? done : links.front();
+    if (link->users().size() != 1 || link->users()[0] != next || !link->control_successors().empty()) return nullptr;
+    links.insert(links.begin(), link);
+    if (link->opcode() == Opcode::kAsyncStart) break;
+    if (link->opcode() != Opcode::kAsyncUpdate || link->operand_count() != 1) return nullptr;
+  }
+  Instruction* start = links.front();
+  const Shape& result = start->shape().tuple_shape(1);
+  if (start->called_computations().size() != 1 || (result.is_tuple() && result.tuple_size() == 0)) return nullptr;
+  for (const Instruction* link : links)  // only the thread it runs on, which no value depends on
+    for (const RawAttribute& attribute : link->extra_attributes)
+      if (attribute.key != "async_execution_thread") return nullptr;
+  for (const RawAttribute& attribute : done->extra_attributes)
+    if (attribute.key != "async_execution_thread") return nullptr;
+  Computation* computation = start->parent();
+  auto call = std::make_unique<Instruction>(Opcode::kCall, names.unique(done->name()),
+                                            start->called_computations()[0]->root()->shape());
+  call->set_location(start->location());
+  call->set_called_computations(start->called_computations());
+  for (Instruction* operand : start->operands()) call->append_operand(operand);
+  Instruction* made = computation->insert_instruction_before(std::move(call), start);
+  for (Instruction* predecessor : start->control_predecessors()) made->add_control_predecessor(predecessor);
+  for (Instruction* successor : done->control_successors()) successor->add_control_predecessor(made);
+  done->replace_all_uses_with(made);
+  computation->remove_instruction(done);
+  for (auto link = links.rbegin(); link != links.rend(); ++link) computation->remove_instruction(*link);
+  return made;
+}
+
 bool inline_all_calls(Module& module, NameTable& names) {
   bool changed = false;
   // Inlined bodies may hold calls themselves: repeat until none is left (HLO has no recursion).
@@ -54,6 +92,10 @@ bool inline_all_calls(Module& module, NameTable& names) {
     for (const Computation* reached : reachable_computations(module)) {
       Computation* computation = const_cast<Computation*>(reached);
       for (Instruction* instruction : computation->instructions()) {
+        if (instruction->opcode() == Opcode::kAsyncDone && async_chain_as_call(instruction, names) != nullptr) {
+          again = changed = true;  // the call is inlined in the next round
+          continue;
+        }
         if (instruction->opcode() != Opcode::kCall && instruction->opcode() != Opcode::kFusion) continue;
         inline_call(instruction, names);
         again = changed = true;

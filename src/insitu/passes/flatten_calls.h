@@ -13,6 +13,10 @@
 //
 //   while(%x), body=%b ; while(%y), body=%b  ==>  while(%x), body=%b ; while(%y), body=%b.clone
 //
+// An async chain (`op-start`, `op-update`s, `op-done`: XLA's async-start/-update/-done around a
+// computation) is a call of that computation at the start, inlined the same way (insitu overlaps
+// nothing, so no value changes); a partially bound chain stays as it is.
+//
 // Post: no `call` or `fusion` instructions; each while condition/body and conditional branch is called
 // from exactly one site. Computations that lost their last caller are removed (never the
 // entry; computations still referenced by fusion/reduce/map/sort/scatter/custom-call/... stay).
