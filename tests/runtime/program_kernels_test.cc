@@ -214,30 +214,87 @@ ENTRY main {
 // loop-fusion planner's one-element path instead, with the same results.
 TEST(RuntimeProgramKernels, ComparatorOutsideTheRegisterSetUsesTheFusionPath) {
   const char* text = R"(
-HloModule sort_by_exp
+HloModule sort_by_clamped
 
-exp_less {
+clamped_less {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
-  ea = f32[] exponential(a)
-  eb = f32[] exponential(b)
-  ROOT lt = pred[] compare(ea, eb), direction=LT
+  lo = f32[] constant(-1)
+  hi = f32[] constant(1)
+  ca = f32[] clamp(lo, a, hi)
+  cb = f32[] clamp(lo, b, hi)
+  ROOT lt = pred[] compare(ca, cb), direction=LT
 }
 
 ENTRY main {
   x = f32[33] parameter(0)
-  ROOT sorted = f32[33] sort(x), dimensions={0}, to_apply=exp_less
+  ROOT sorted = f32[33] sort(x), dimensions={0}, to_apply=clamped_less
 }
 )";
   expect_native_matches_evaluator(text);
   StatusOr<std::unique_ptr<Module>> module = parse_module(text);
   ASSERT_TRUE(module.ok());
-  const Computation* comparator = (*module)->find_computation("exp_less");
+  const Computation* comparator = (*module)->find_computation("clamped_less");
   ASSERT_NE(comparator, nullptr);
   EXPECT_EQ(plan_register_program(*comparator), nullptr);
   KernelPlanPtr plan = plan_scalar_program(*comparator);
   ASSERT_NE(plan, nullptr);
   EXPECT_FALSE(plan->is_register_program());
+}
+
+// A combiner with the floating-point functions, divides and converts runs on registers, with the
+// evaluator's bits: jax's cumulative log-add-exp (reduce-window), and a reduce mixing them.
+TEST(RuntimeProgramKernels, TranscendentalCombinersRunOnRegisters) {
+  const char* text = R"(
+HloModule logaddexp
+
+log_add_exp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  d = f32[] subtract(a, b)
+  nan = pred[] compare(d, d), direction=NE
+  s = f32[] add(a, b)
+  m = f32[] maximum(a, b)
+  ad = f32[] abs(d)
+  n = f32[] negate(ad)
+  e = f32[] exponential(n)
+  l = f32[] log-plus-one(e)
+  r = f32[] add(m, l)
+  ROOT out = f32[] select(nan, s, r)
+}
+
+mixed {
+  a = f64[] parameter(0)
+  b = f64[] parameter(1)
+  q = f64[] divide(a, b)
+  t = f64[] tanh(q)
+  i = s32[] convert(b)
+  j = s32[] sign(i)
+  f = f64[] convert(j)
+  p = f64[] power(t, f)
+  ROOT out = f64[] add(a, p)
+}
+
+ENTRY main {
+  x = f32[5,9] parameter(0)
+  ninf = f32[] constant(-inf)
+  c = f32[5,9] reduce-window(x, ninf), window={size=1x9 pad=0_0x8_0}, to_apply=log_add_exp
+  y = f64[4,7] parameter(1)
+  zero = f64[] constant(0.5)
+  r = f64[4] reduce(y, zero), dimensions={1}, to_apply=mixed
+  ROOT t = (f32[5,9], f64[4]) tuple(c, r)
+}
+)";
+  expect_native_matches_evaluator(text);
+  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
+  ASSERT_TRUE(module.ok());
+  for (const char* name : {"log_add_exp", "mixed"}) {
+    const Computation* combiner = (*module)->find_computation(name);
+    ASSERT_NE(combiner, nullptr);
+    KernelPlanPtr plan = plan_register_program(*combiner);
+    ASSERT_NE(plan, nullptr) << name;
+    EXPECT_TRUE(plan->is_register_program()) << name;
+  }
 }
 
 // topk natively: ties keep the lower index, NaN is the largest, -0 sorts below 0; largest and

@@ -204,6 +204,20 @@ inline T shift_right_arithmetic_value(T lhs, T rhs) {
   return static_cast<T>(value >> rhs);
 }
 
+// divide: integer x / 0 is all ones (-1 signed, the maximum unsigned; pred x / 0 is true) and
+// INT_MIN / -1 is INT_MIN, as XLA; floats IEEE.
+template <typename T>
+inline T divide_value(T lhs, T rhs) {
+  if constexpr (std::is_integral_v<T>) {
+    if (rhs == 0) return static_cast<T>(-1);
+    if constexpr (std::is_signed_v<T>)
+      if (rhs == -1 && lhs == std::numeric_limits<T>::min()) return lhs;
+    return static_cast<T>(lhs / rhs);
+  } else {
+    return lhs / rhs;
+  }
+}
+
 // power: x^0 == 1^x == 1; integers square in the unsigned type with an int exponent (a negative
 // exponent gives 0); pred is lhs || !rhs; floats std::pow.
 template <typename T>

@@ -18,20 +18,6 @@
 namespace insitu::eval {
 namespace {
 
-template <typename T>
-T divide(T lhs, T rhs) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return rhs ? lhs : true;  // pred is unsigned: x / 0 is all ones
-  } else if constexpr (std::is_integral_v<T>) {
-    if (rhs == 0) return std::is_signed_v<T> ? static_cast<T>(-1) : std::numeric_limits<T>::max();
-    if constexpr (std::is_signed_v<T>) {
-      if (rhs == -1 && lhs == std::numeric_limits<T>::min()) return lhs;
-    }
-    return static_cast<T>(lhs / rhs);
-  } else {
-    return lhs / rhs;
-  }
-}
 
 
 
@@ -118,7 +104,7 @@ StatusOr<Literal> evaluate_binary(const Instruction& instruction, const Literal&
     case Opcode::kAdd: return map_binary<kAny>(instruction, a, b, add);
     case Opcode::kSubtract: return map_binary<kAny>(instruction, a, b, subtract);
     case Opcode::kMultiply: return map_binary<kAny>(instruction, a, b, multiply);
-    case Opcode::kDivide: return map_binary<kAny>(instruction, a, b, [](auto x, auto y) { return divide(x, y); });
+    case Opcode::kDivide: return map_binary<kAny>(instruction, a, b, [](auto x, auto y) { return divide_value(x, y); });
     case Opcode::kRemainder:
       return map_binary<kPred | kReal>(instruction, a, b, [](auto x, auto y) { return remainder_value(x, y); });
     case Opcode::kMaximum:

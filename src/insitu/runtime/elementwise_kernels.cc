@@ -102,18 +102,6 @@ KernelFn binary_kernel_of(Fn) {
   return &binary_kernel<T, Out, Fn>;
 }
 
-template <typename T>
-T divide_value(T lhs, T rhs) {
-  if constexpr (std::is_integral_v<T>) {
-    if (rhs == 0) return static_cast<T>(-1);  // all ones, signed or unsigned (as XLA)
-    if constexpr (std::is_signed_v<T>)
-      if (rhs == -1 && lhs == std::numeric_limits<T>::min()) return lhs;
-    return static_cast<T>(lhs / rhs);
-  } else {
-    return lhs / rhs;
-  }
-}
-
 // Calls fn(T{}) for pred and the integer types (the operands of and/or/xor/not).
 template <typename Fn>
 bool dispatch_bitwise(PrimitiveType type, Fn&& fn) {

@@ -1,6 +1,7 @@
 // Scalar programs on typed registers: a sort comparator or reduce combiner made only of
-// compare, select, and/or/xor/not, add/subtract/multiply/maximum/minimum, negate, abs and
-// same-width bitcasts (XLA's total-order comparators: f32 -> s32) over
+// compare, select, and/or/xor/not, add/subtract/multiply/divide/remainder/power/maximum/minimum,
+// negate, abs, sign, converts, the floating-point functions (exp, log, log1p, tanh, ...:
+// with_float_unary's) and same-width bitcasts (XLA's total-order comparators: f32 -> s32) over
 // f32, f64, s32, s64 and pred runs as a straight list of register operations, one switch per op
 // and no memory but its registers. (Anything else in the computation keeps the loop-fusion
 // planner's one-element path in fusion_kernels.cc.)
@@ -52,10 +53,14 @@ int64_t width_of(Kind kind) {
 struct Op {
   Opcode opcode = Opcode::kParameter;
   Kind kind = Kind::kF32;           // the result's (for compare: the operands')
+  Kind from = Kind::kF32;           // kConvert: the operand's
   int a = -1, b = -1, c = -1;       // operand registers
   int64_t parameter = -1;           // kParameter: the argument it reads
   ComparisonDirection direction = ComparisonDirection::kEq;
   bool total_order = false;
+  // A floating-point unary function (exp, log, tanh, ...: with_float_unary's, the kernels' own).
+  float (*unary_f32)(float) = nullptr;
+  double (*unary_f64)(double) = nullptr;
 };
 
 struct RegisterProgram final : KernelPlan {
@@ -88,6 +93,24 @@ void with_type(Kind kind, Fn&& fn) {
 void execute(const Op& op, Register* regs, Register& out) {
   if (op.opcode == Opcode::kBitcastConvert || op.opcode == Opcode::kBitcast) {
     out = regs[op.a];  // same width (checked when planned): the bits, read as the result's type
+    return;
+  }
+  if (op.unary_f32 != nullptr) {
+    out.f32 = op.unary_f32(regs[op.a].f32);
+    return;
+  }
+  if (op.unary_f64 != nullptr) {
+    out.f64 = op.unary_f64(regs[op.a].f64);
+    return;
+  }
+  if (op.opcode == Opcode::kConvert) {
+    with_type(op.from, [&](auto from) {
+      with_type(op.kind, [&](auto to) {
+        using From = decltype(from);
+        using To = decltype(to);
+        as<To>(out) = convert_value<To>(as<From>(regs[op.a]));
+      });
+    });
     return;
   }
   with_type(op.kind, [&](auto tag) {
@@ -140,6 +163,10 @@ void execute(const Op& op, Register* regs, Register& out) {
           if constexpr (std::is_integral_v<T>) as<T>(out) = static_cast<T>(as_unsigned(x) * as_unsigned(as<T>(regs[op.b])));
           else as<T>(out) = x * as<T>(regs[op.b]);
           return;
+        case Opcode::kDivide: as<T>(out) = divide_value(x, as<T>(regs[op.b])); return;
+        case Opcode::kRemainder: as<T>(out) = remainder_value(x, as<T>(regs[op.b])); return;
+        case Opcode::kPower: as<T>(out) = power_value(x, as<T>(regs[op.b])); return;
+        case Opcode::kSign: as<T>(out) = sign_value(x); return;
         case Opcode::kMaximum: as<T>(out) = maximum_value(x, as<T>(regs[op.b])); return;
         case Opcode::kMinimum: as<T>(out) = minimum_value(x, as<T>(regs[op.b])); return;
         case Opcode::kNegate:
@@ -168,8 +195,16 @@ bool supported(const Instruction& instruction, Kind kind) {
     case Opcode::kMaximum:
     case Opcode::kMinimum:
     case Opcode::kNegate:
-    case Opcode::kAbs: return kind != Kind::kPred;
+    case Opcode::kAbs:
+    case Opcode::kDivide:
+    case Opcode::kRemainder:
+    case Opcode::kPower:
+    case Opcode::kSign: return kind != Kind::kPred;
     case Opcode::kSelect: return true;
+    case Opcode::kConvert: {
+      Kind from;
+      return kind_of(instruction.operand(0)->shape().element_type(), from);
+    }
     case Opcode::kBitcast:
     case Opcode::kBitcastConvert: {
       Kind from;
@@ -228,8 +263,18 @@ KernelPlanPtr plan_register_program(const Computation& computation) {
         if (!kind_of(typed->shape().element_type(), operand_kind)) return nullptr;
         if (op.opcode == Opcode::kCompare) op.kind = operand_kind;
       }
-      if (!supported(*instruction, op.kind)) return nullptr;
-      const bool unary = op.opcode == Opcode::kNot || op.opcode == Opcode::kNegate || op.opcode == Opcode::kAbs ||
+      const bool float_unary = (op.kind == Kind::kF32 || op.kind == Kind::kF64) &&
+                               with_float_unary(op.opcode, [&](auto function, auto) {
+                                 using Function = decltype(function);
+                                 op.unary_f32 = [](float v) { return Function{}(v); };
+                                 op.unary_f64 = [](double v) { return Function{}(v); };
+                               });
+      if (float_unary && op.kind == Kind::kF32) op.unary_f64 = nullptr;  // one of the two, by type
+      if (float_unary && op.kind == Kind::kF64) op.unary_f32 = nullptr;
+      if (!float_unary && !supported(*instruction, op.kind)) return nullptr;
+      if (op.opcode == Opcode::kConvert) kind_of(instruction->operand(0)->shape().element_type(), op.from);
+      const bool unary = float_unary || op.opcode == Opcode::kNot || op.opcode == Opcode::kNegate ||
+                         op.opcode == Opcode::kAbs || op.opcode == Opcode::kSign || op.opcode == Opcode::kConvert ||
                          op.opcode == Opcode::kBitcast || op.opcode == Opcode::kBitcastConvert;
       const size_t arity = op.opcode == Opcode::kSelect ? 3 : unary ? 1 : 2;
       if (sources.size() != arity) return nullptr;
