@@ -93,6 +93,15 @@ C combine(Opcode opcode, C lhs, C rhs) {
   return lhs;
 }
 
+// One step of a fold: combiner(acc, x), or combiner(x, acc) when the combiner's first parameter
+// is the element; bf16/f16 rounded after every step (as the evaluator's reduction computation).
+template <typename T>
+inline ComputeType<T> fold_step(bool accumulator_first, Opcode opcode, ComputeType<T> acc, ComputeType<T> x) {
+  const ComputeType<T> value = accumulator_first ? combine(opcode, acc, x) : combine(opcode, x, acc);
+  if constexpr (kIsSmallFloat<T>) return to_compute(to_stored<T>(value));
+  else return value;
+}
+
 bool is_row_major_layout(const Shape& shape) {
   const auto& order = shape.layout().minor_to_major;
   return order.empty() || std::is_sorted(order.rbegin(), order.rend());
@@ -167,11 +176,7 @@ Status reduce_kernel(const KernelCall& call) {
   };
   const Opcode opcode = plan.combiner.opcode;
   const bool first = plan.combiner.accumulator_first;
-  auto step = [&](C acc, C x) -> C {
-    const C value = first ? combine(opcode, acc, x) : combine(opcode, x, acc);
-    if constexpr (kIsSmallFloat<T>) return to_compute(to_stored<T>(value));  // rounds after every op
-    else return value;
-  };
+  auto step = [&](C acc, C x) -> C { return fold_step<T>(first, opcode, acc, x); };
   auto store_double = [](double sum) -> T {
     if constexpr (kIsSmallFloat<T>) return T::from_float(static_cast<float>(sum));
     else return static_cast<T>(sum);
@@ -379,6 +384,12 @@ struct ReduceWindowPlan final : KernelPlan {
   Combiner combiner;
   Dimensions input_strides;
   int64_t window_count = 1;
+  // Without base dilation: each window position's offset from the window's first element, in
+  // row-major window order, and the window's extent per dimension; a window inside the input
+  // (no padding) reads input[first + offset] for each.
+  bool undilated_base = false;
+  std::vector<int64_t> offsets;
+  Dimensions extents;
 };
 
 // Every output folds its window positions in row-major window order, skipping padding and
@@ -399,17 +410,38 @@ Status reduce_window_kernel(const KernelCall& call) {
   const Dimensions& out_dims = out_shape.dimensions();
   const int64_t window_count = plan.window_count;
   const Opcode opcode = plan.combiner.opcode;
-  const bool first = plan.combiner.accumulator_first;
+  const bool first_is_acc = plan.combiner.accumulator_first;
   run_range(call.pool, out_shape.element_count(),
             std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, window_count)),
             [&](int64_t begin, int64_t end) {
               Dimensions output_index(static_cast<size_t>(rank)), window_index(static_cast<size_t>(rank));
+              for (int64_t d = rank - 1, rest = begin; d >= 0; --d) {
+                output_index[d] = rest % out_dims[d];
+                rest /= out_dims[d];
+              }
               for (int64_t o = begin; o < end; ++o) {
-                for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
-                  output_index[d] = rest % out_dims[d];
-                  rest /= out_dims[d];
+                if (o > begin) {  // the next output index, row-major
+                  for (int64_t d = rank - 1; d >= 0; --d) {
+                    if (++output_index[d] < out_dims[d]) break;
+                    output_index[d] = 0;
+                  }
                 }
                 C acc = to_compute(init);
+                if (plan.undilated_base) {  // a window inside the input: its positions by offset
+                  int64_t first = 0;
+                  bool inside = true;
+                  for (int64_t d = 0; d < rank; ++d) {
+                    const int64_t start = output_index[d] * window[d].stride - window[d].padding_low;
+                    inside = inside && start >= 0 && start + plan.extents[d] <= input_shape.dimension(d);
+                    first += start * input_strides[d];
+                  }
+                  if (inside) {
+                    for (const int64_t offset : plan.offsets)
+                      acc = fold_step<T>(first_is_acc, opcode, acc, to_compute(input[first + offset]));
+                    out[o] = to_stored<T>(acc);
+                    continue;
+                  }
+                }
                 std::fill(window_index.begin(), window_index.end(), 0);
                 for (int64_t k = 0; k < window_count; ++k) {
                   int64_t linear = 0;
@@ -425,12 +457,7 @@ Status reduce_window_kernel(const KernelCall& call) {
                     if (position < 0 || position >= input_shape.dimension(d)) inside = false;
                     linear += position * input_strides[d];
                   }
-                  if (inside) {
-                    const C x = to_compute(input[linear]);
-                    const C value = first ? combine(opcode, acc, x) : combine(opcode, x, acc);
-                    if constexpr (kIsSmallFloat<T>) acc = to_compute(to_stored<T>(value));
-                    else acc = value;
-                  }
+                  if (inside) acc = fold_step<T>(first_is_acc, opcode, acc, to_compute(input[linear]));
                   for (int64_t d = rank - 1; d >= 0; --d) {  // next window position, row-major
                     if (++window_index[d] < window[d].size) break;
                     window_index[d] = 0;
@@ -463,6 +490,21 @@ SelectedKernel select_simple_reduce_window(const Instruction& instruction, std::
   plan->combiner = *combiner;
   plan->input_strides = row_major_strides(input.shape->dimensions());
   plan->window_count = window_positions(instruction.window);
+  plan->undilated_base = true;
+  for (const WindowDimension& w : instruction.window) {
+    plan->undilated_base = plan->undilated_base && w.base_dilation == 1;
+    plan->extents.push_back((w.size - 1) * w.window_dilation + 1);
+  }
+  if (plan->undilated_base) {  // the offsets in row-major window order, the evaluator's
+    plan->offsets.assign(1, 0);
+    for (size_t d = 0; d < instruction.window.size(); ++d) {
+      std::vector<int64_t> next;
+      for (const int64_t offset : plan->offsets)
+        for (int64_t i = 0; i < instruction.window[d].size; ++i)
+          next.push_back(offset + i * instruction.window[d].window_dilation * plan->input_strides[d]);
+      plan->offsets = std::move(next);
+    }
+  }
   return NativeKernel{run, std::move(plan)};
 }
 
