@@ -113,6 +113,47 @@ bool fold_transposes_into_dots(Computation& computation) {
   return changed;
 }
 
+// A transpose that swaps the two free dimensions of a 2-D dot (no batch dimensions, one free
+// dimension on each side) is the dot with its operands swapped: dot(b, a) with the contracting
+// dimensions trading sides writes the transposed result directly (sum order over the
+// contracting dimensions unchanged), so no pass over memory transposes it. JAX's weight
+// gradients make it (dW = (x^T dy)^T). Only a dot the transpose alone reads, whose operands have
+// one element type and no algorithm= or other attribute the swap would have to mirror.
+bool fold_dots_into_transposes(Computation& computation) {
+  bool changed = false;
+  for (Instruction* transpose : computation.instructions()) {
+    if (transpose->opcode() != Opcode::kTranspose || transpose->operand_count() != 1 ||
+        transpose->dimensions != std::vector<int64_t>{1, 0})
+      continue;
+    Instruction* dot = transpose->operand(0);
+    if (dot->opcode() != Opcode::kDot || dot->operand_count() != 2 || dot->users().size() != 1 ||
+        !dot->extra_attributes.empty() || !dot->control_predecessors().empty() || !dot->control_successors().empty() ||
+        !transpose->control_predecessors().empty() || !transpose->control_successors().empty() ||
+        computation.root() == dot)
+      continue;
+    const DotDimensionNumbers& numbers = dot->dot_dimension_numbers;
+    const Shape& lhs = dot->operand(0)->shape();
+    const Shape& rhs = dot->operand(1)->shape();
+    if (!lhs.is_array() || !rhs.is_array() || lhs.element_type() != rhs.element_type() ||
+        !numbers.lhs_batch_dimensions.empty() || !numbers.rhs_batch_dimensions.empty() ||
+        lhs.rank() - static_cast<int64_t>(numbers.lhs_contracting_dimensions.size()) != 1 ||
+        rhs.rank() - static_cast<int64_t>(numbers.rhs_contracting_dimensions.size()) != 1)
+      continue;
+    DotDimensionNumbers swapped;
+    swapped.lhs_contracting_dimensions = numbers.rhs_contracting_dimensions;
+    swapped.rhs_contracting_dimensions = numbers.lhs_contracting_dimensions;
+    dot->dot_dimension_numbers = std::move(swapped);
+    if (dot->operand_precision.size() == 2) std::swap(dot->operand_precision[0], dot->operand_precision[1]);
+    Instruction* a = dot->operand(0);
+    dot->replace_operand(0, dot->operand(1));
+    dot->replace_operand(1, a);
+    dot->set_shape(transpose->shape());
+    transpose->replace_all_uses_with(dot);
+    changed = true;  // the transpose is dead now: remove_dead_code takes it
+  }
+  return changed;
+}
+
 bool is_dead(const Instruction& instruction) {
   return instruction.users().empty() && instruction.parent()->root() != &instruction &&
          instruction.opcode() != Opcode::kParameter && !has_side_effect(instruction);
@@ -158,6 +199,7 @@ StatusOr<bool> simplify(Module& module) {
     changed |= forward_tuple_elements(*computation);
     changed |= forward_identities(*computation);
     changed |= fold_transposes_into_dots(*computation);
+    changed |= fold_dots_into_transposes(*computation);
     changed |= remove_dead_code(*computation);
   }
   changed |= remove_unreachable_computations(module, reachable_before) > 0;

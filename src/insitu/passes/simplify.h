@@ -10,6 +10,7 @@
 //
 // A transpose read by a dot is folded into the dot's dimension numbers when the result keeps
 // its dimension order (the dot reads the transpose's operand in place; the transpose dies).
+// A transpose of a 2-D dot's result is the dot with its operands swapped.
 //
 // Dead code: an instruction with no users that is not its computation's root, not a parameter
 // (parameters are the signature) and has no side effect (custom_call_has_side_effect=true,
