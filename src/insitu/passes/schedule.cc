@@ -100,14 +100,19 @@ class Graph {
 
 // The list scheduler's priorities, kept incrementally so a step costs O(log n) plus the uses it
 // retires (a rescan of every ready node per step made 200,000-instruction chains quadratic).
-// The order it picks: parameters first; then the lowest-numbered ready node that frees a buffer
-// (runs the last read of a value that is not returned, a parameter or a constant); else the
+// The order it picks: parameters first; then, among ready nodes that free a buffer (run the
+// last read of a value that is not returned, a parameter or a constant), the one that frees the
+// most bytes net of the bytes it defines, the lowest-numbered on a tie; else the
 // lowest-numbered ready node; the root last.
 class ReadyList {
  public:
   ReadyList(const BufferFacts& facts, const std::vector<Instruction*>& nodes, const Instruction* root,
             const Graph& graph)
-      : nodes_(nodes), root_(root), graph_(graph), frees_(nodes.size(), false), done_(nodes.size(), false) {
+      : nodes_(nodes), root_(root), graph_(graph), freed_(nodes.size(), 0), defined_(nodes.size(), 0),
+        ready_(nodes.size(), false), done_(nodes.size(), false) {
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (const auto& [index, value] : facts.dataflow().leaf_values(nodes[i]))
+        if (facts.value(value).defining.instruction == nodes[i]) defined_[i] += value_bytes(facts, value);
     // Returned values, parameters (owned by the caller) and constants are never freed.
     std::unordered_map<ValueId, bool> freeable;
     auto can_free = [&](ValueId value) {
@@ -151,27 +156,30 @@ class ReadyList {
       if (!reads.empty()) reads_by_node_[static_cast<int64_t>(i)] = std::move(reads);
     }
     for (const auto& [value, count] : unscheduled_)
-      if (count == 1) mark_frees(readers_[value].front());
+      if (count == 1) add_freed(readers_[value].front(), value_bytes(facts, value));
   }
 
   void make_ready(int64_t node) {
+    ready_[node] = true;
     if (nodes_[node] == root_) root_ready_ = true;
     else if (nodes_[node]->opcode() == Opcode::kParameter) parameters_.insert(node);  // defined at entry: first,
-    else (frees_[node] ? freeing_ : others_).insert(node);  // so copies of them can go anywhere after
+    else if (freed_[node] > 0) freeing_.insert(freeing_key(node));  // so copies of them can go anywhere after
+    else others_.insert(node);
   }
 
   // The next node to run (-1: none is ready).
   int64_t pick() const {
     if (!parameters_.empty()) return *parameters_.begin();
-    if (!freeing_.empty()) return *freeing_.begin();
+    if (!freeing_.empty()) return freeing_.begin()->second;
     if (!others_.empty()) return *others_.begin();
     return root_ready_ ? graph_.index(root_) : -1;
   }
 
   void schedule(int64_t node) {
     parameters_.erase(node);
-    freeing_.erase(node);
+    if (freed_[node] > 0) freeing_.erase(freeing_key(node));
     others_.erase(node);
+    ready_[node] = false;
     if (nodes_[node] == root_) root_ready_ = false;
     done_[node] = true;
     auto reads = reads_by_node_.find(node);
@@ -180,22 +188,42 @@ class ReadyList {
       if (--unscheduled_[value] != 1) continue;
       // One reader left: running it frees the value's buffer.
       for (int64_t reader : readers_[value])
-        if (!done_[reader]) mark_frees(reader);
+        if (!done_[reader]) add_freed(reader, value_bytes_.at(value));
     }
   }
 
  private:
-  void mark_frees(int64_t node) {
-    if (frees_[node]) return;
-    frees_[node] = true;
-    if (others_.erase(node)) freeing_.insert(node);  // already ready
+  int64_t value_bytes(const BufferFacts& facts, ValueId value) {
+    auto [it, inserted] = value_bytes_.try_emplace(value, 0);
+    if (inserted) {
+      const Value& v = facts.value(value);
+      const Shape* shape = v.defining.instruction->shape().subshape(v.defining.index);
+      it->second = shape != nullptr && shape->is_array() ? shape->byte_size() : 0;
+    }
+    return it->second;
+  }
+  // Most bytes freed net of bytes defined first, then the lowest index.
+  std::pair<int64_t, int64_t> freeing_key(int64_t node) const { return {defined_[node] - freed_[node], node}; }
+  void add_freed(int64_t node, int64_t bytes) {
+    const bool was_freeing = freed_[node] > 0;
+    if (ready_[node] && nodes_[node] != root_ && nodes_[node]->opcode() != Opcode::kParameter) {
+      if (was_freeing) freeing_.erase(freeing_key(node));
+      else others_.erase(node);
+      freed_[node] += std::max<int64_t>(bytes, 1);  // a freed value counts even when it is empty
+      freeing_.insert(freeing_key(node));
+      return;
+    }
+    freed_[node] += std::max<int64_t>(bytes, 1);
   }
 
   const std::vector<Instruction*>& nodes_;
   const Instruction* root_;
   const Graph& graph_;
-  std::vector<bool> frees_, done_;
-  std::set<int64_t> parameters_, freeing_, others_;
+  std::vector<int64_t> freed_, defined_;  // bytes each node frees when run now, bytes it defines
+  std::vector<bool> ready_, done_;
+  std::unordered_map<ValueId, int64_t> value_bytes_;
+  std::set<int64_t> parameters_, others_;
+  std::set<std::pair<int64_t, int64_t>> freeing_;
   bool root_ready_ = false;
   std::unordered_map<ValueId, std::vector<int64_t>> readers_;
   std::unordered_map<ValueId, int64_t> unscheduled_;
