@@ -290,6 +290,7 @@ StatusOr<Shape> infer_shape(const Instruction& instruction) {
     case Opcode::kPad: case Opcode::kReverse:
       return infer_data_movement_shape(instruction);
     case Opcode::kDot: return infer_dot_shape(instruction);
+    case Opcode::kConvolution: return infer_convolution_shape(instruction);
     case Opcode::kGather: return infer_gather_shape(instruction);
     case Opcode::kScatter: return infer_scatter_shape(instruction);
     case Opcode::kFusion:
@@ -329,7 +330,7 @@ bool can_infer_shape(Opcode opcode) {
     case Opcode::kTuple: case Opcode::kGetTupleElement: case Opcode::kCopy: case Opcode::kOptimizationBarrier:
     case Opcode::kCopyStart: case Opcode::kCopyDone: case Opcode::kTranspose: case Opcode::kSlice:
     case Opcode::kDynamicSlice: case Opcode::kDynamicUpdateSlice: case Opcode::kConcatenate: case Opcode::kPad:
-    case Opcode::kReverse: case Opcode::kDot: case Opcode::kGather: case Opcode::kScatter: case Opcode::kReduce:
+    case Opcode::kReverse: case Opcode::kDot: case Opcode::kConvolution: case Opcode::kGather: case Opcode::kScatter: case Opcode::kReduce:
     case Opcode::kReduceWindow: case Opcode::kSort: case Opcode::kWhile: case Opcode::kConditional:
     case Opcode::kCall: case Opcode::kMap: case Opcode::kAfterAll:
       return true;

@@ -2,6 +2,7 @@
 // following XLA's InferDotOpShape / InferGatherShape / InferScatterShape.
 #include <algorithm>
 
+#include "insitu/ir/convolution_dims.h"
 #include "insitu/ir/shape_inference_internal.h"
 
 namespace insitu::shape_inference_internal {
@@ -88,6 +89,32 @@ StatusOr<Shape> infer_dot_shape(const Instruction& instruction) {
   PrimitiveType written = instruction.shape().element_type();
   if (is_array_type(written) && dot_result_type_ok(result_type, written)) result_type = written;
   return Shape::array(result_type, out);
+}
+
+// A convolution's dimensions (convolution_dims.h); its element type is the operands' (as a
+// dot's: the written type may widen it, s8 x s8 -> s32). A written shape is kept when the
+// dimension numbers cannot be read here: the evaluator reports them, located, when it runs.
+StatusOr<Shape> infer_convolution_shape(const Instruction& instruction) {
+  INSITU_RETURN_IF_ERROR(check_operand_count(instruction, 2));
+  INSITU_RETURN_IF_ERROR(check_array_operand(instruction, 0));
+  INSITU_RETURN_IF_ERROR(check_array_operand(instruction, 1));
+  const Shape& lhs = instruction.operand(0)->shape();
+  const Shape& rhs = instruction.operand(1)->shape();
+  const bool written = instruction.shape().is_array();
+  StatusOr<ConvolutionDims> dims = convolution_dims(instruction, lhs, rhs);
+  if (!dims.ok()) {
+    if (written) return instruction.shape();
+    return error_at(instruction, std::string(dims.status().message()));
+  }
+  PrimitiveType result_type = lhs.element_type();
+  if (lhs.element_type() != rhs.element_type()) {
+    const PrimitiveType l = lhs.element_type(), r = rhs.element_type();
+    if (is_floating(l) != is_floating(r)) result_type = is_floating(l) ? l : r;
+    else result_type = bit_width(r) > bit_width(l) ? r : l;
+  }
+  if (written && dot_result_type_ok(result_type, instruction.shape().element_type()))
+    result_type = instruction.shape().element_type();
+  return Shape::array(result_type, dims->dimensions);
 }
 
 StatusOr<Shape> infer_gather_shape(const Instruction& instruction) {

@@ -45,6 +45,7 @@ Shape with_element_type(const Shape& shape, PrimitiveType type);
 StatusOr<Shape> infer_elementwise_shape(const Instruction& instruction);     // shape_inference_elementwise.cc
 StatusOr<Shape> infer_data_movement_shape(const Instruction& instruction);   // shape_inference_data_movement.cc
 StatusOr<Shape> infer_dot_shape(const Instruction& instruction);             // shape_inference_indexing.cc
+StatusOr<Shape> infer_convolution_shape(const Instruction& instruction);
 StatusOr<Shape> infer_gather_shape(const Instruction& instruction);
 StatusOr<Shape> infer_scatter_shape(const Instruction& instruction);
 StatusOr<Shape> infer_called_computation_shape(const Instruction& instruction);  // shape_inference_calls.cc
