@@ -44,7 +44,9 @@ OpFunction op_function(Opcode opcode) {
 
 }  // namespace
 
-bool is_builtin_custom_call_target(std::string_view target) { return target == "TopK" || is_lapack_target(target); }
+bool is_builtin_custom_call_target(std::string_view target) {
+  return target == "TopK" || is_lapack_target(target) || is_placement_annotation(target);
+}
 
 bool has_op_function(Opcode opcode) { return op_function(opcode) != OpFunction::kNone; }
 
@@ -79,6 +81,14 @@ StatusOr<Literal> evaluate_custom_call(const Instruction& instruction, Operands 
                                        const CustomCallTable* table, ComputationRunner& runner) {
   const std::string& name = instruction.custom_call.target;
   const CustomCallTarget* target = table != nullptr ? table->find(name) : nullptr;
+  if ((target == nullptr || !target->evaluate) && is_placement_annotation(name)) {
+    // Where the value lives (host memory, a device, a sharding), not what it is.
+    if (operands.size() != 1 || !operands[0]->shape().compatible(instruction.shape()))
+      return invalid_argument(str_cat("custom-call %", instruction.name(), ": ", name,
+                                      " takes one operand of its result's shape"),
+                              instruction.location());
+    return *operands[0];
+  }
   if ((target == nullptr || !target->evaluate) && is_builtin_custom_call_target(name))
     return name == "TopK" ? evaluate_topk_custom_call(instruction, operands, runner)
                           : evaluate_lapack_custom_call(instruction, operands);

@@ -82,7 +82,8 @@ StatusOr<Literal> evaluate_topk_custom_call(const Instruction& instruction, Oper
 // linalg.cc: cholesky and triangular-solve (linalg.h).
 StatusOr<Literal> evaluate_linalg(const Instruction& instruction, Operands operands);
 // Custom-call targets the evaluator itself implements (when no kernel is registered for them).
-// TopK (topk.cc) and the LAPACK targets (lapack.h).
+// TopK (topk.cc), the LAPACK targets (lapack.h) and the placement annotations
+// (is_placement_annotation: their operand).
 bool is_builtin_custom_call_target(std::string_view target);
 // lapack.cc: a LAPACK target's call over Literals.
 StatusOr<Literal> evaluate_lapack_custom_call(const Instruction& instruction, Operands operands);

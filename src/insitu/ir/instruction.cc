@@ -64,4 +64,9 @@ void Instruction::set_frontend_attribute(std::string key, std::string value) {
   frontend_attributes.emplace_back(std::move(key), std::move(value));
 }
 
+bool is_placement_annotation(std::string_view target) {
+  return target == "MoveToHost" || target == "MoveToDevice" || target == "annotate_device_placement" ||
+         target == "Sharding";
+}
+
 }  // namespace insitu

@@ -35,6 +35,11 @@ struct CustomCallAttributes {
   bool operator==(const CustomCallAttributes&) const = default;
 };
 
+// Custom-call targets that say where a value lives (host memory, a device, a sharding), not
+// what it is: MoveToHost, MoveToDevice, annotate_device_placement, Sharding. Their value is
+// their one operand (the evaluator returns it; simplify forwards it).
+bool is_placement_annotation(std::string_view target);
+
 // How much of a constant's value the HLO text gave. Only kWritten can be evaluated: XLA prints
 // large constants as `{...}` unless dumped with --xla_dump_large_constants, and its parser
 // reads a single scalar for an array as element 0 followed by zeros.

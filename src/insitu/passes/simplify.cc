@@ -26,12 +26,20 @@ bool forward_tuple_elements(Computation& computation) {
 
 // An op that returns its operand unchanged (same dimensions, element type and layout): a
 // broadcast with dimensions={0,1,...}, a reshape or a transpose with the identity permutation,
-// a unit-stride slice of everything, a convert to the same type. JAX emits such broadcasts and
+// a unit-stride slice of everything, a convert to the same type, a placement annotation
+// (MoveToHost and the like, whose result may name another memory space). JAX emits such broadcasts and
 // reshapes around every reduction (`broadcast_in_dim` of a [6,1] to [6,1]); each would be a copy.
 bool is_identity(const Instruction& instruction) {
   if (instruction.operand_count() != 1 || !instruction.shape().is_array()) return false;
   const Shape& from = instruction.operand(0)->shape();
   const Shape& to = instruction.shape();
+  if (instruction.opcode() == Opcode::kCustomCall && is_placement_annotation(instruction.custom_call.target) &&
+      from.is_array() && !instruction.custom_call.has_side_effect) {
+    // Where the value lives, not what it is: the same value in any memory space.
+    Shape placed = from;
+    placed.mutable_layout().memory_space = to.layout().memory_space;
+    return placed == to;
+  }
   if (!from.is_array() || !(from == to)) return false;
   const int64_t rank = to.rank();
   auto is_iota = [&](const std::vector<int64_t>& dimensions) {
