@@ -81,6 +81,8 @@ StatusOr<Literal> evaluate_topk_custom_call(const Instruction& instruction, Oper
                                             ComputationRunner& runner);
 // linalg.cc: cholesky and triangular-solve (linalg.h).
 StatusOr<Literal> evaluate_linalg(const Instruction& instruction, Operands operands);
+// batch_norm.cc: batch-norm-training, -inference and -grad.
+StatusOr<Literal> evaluate_batch_norm(const Instruction& instruction, Operands operands);
 // Custom-call targets the evaluator itself implements (when no kernel is registered for them).
 // TopK (topk.cc), the LAPACK targets (lapack.h) and the placement annotations
 // (is_placement_annotation: their operand).
