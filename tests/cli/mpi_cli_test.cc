@@ -117,7 +117,8 @@ ENTRY e {
   g = f32[16] all-gather(y), replica_groups={{0,2},{3,1}}, dimensions={0}
   c = f32[4] reduce-scatter(y), replica_groups={{0,2},{3,1}}, dimensions={0}, to_apply=add
   a = f32[8] all-to-all(y), replica_groups={{0,2},{3,1}}, dimensions={0}
-  ROOT t = (f32[8], f32[16], f32[4], f32[8]) tuple(s, g, c, a)
+  k = f32[8] collective-broadcast(y), replica_groups={{0,2},{3,1}}
+  ROOT t = (f32[8], f32[16], f32[4], f32[8], f32[8]) tuple(s, g, c, a, k)
 }
 )");
   Job native = mpirun(4, module + " --threads 1 --save " + (dir_ / "native").string() + " --stats " +
@@ -126,7 +127,7 @@ ENTRY e {
   Job reference = mpirun(4, module + " --reference --save " + (dir_ / "reference").string());
   ASSERT_EQ(reference.status, 0) << reference.output;
   for (int d = 0; d < 4; ++d) {
-    for (int leaf = 0; leaf < 4; ++leaf) {
+    for (int leaf = 0; leaf < 5; ++leaf) {
       const std::string name = str_cat("device_", d, "/output_", leaf, ".npy");
       StatusOr<Literal> have = read_npy_file((dir_ / "native" / name).string());
       StatusOr<Literal> want = read_npy_file((dir_ / "reference" / name).string());

@@ -177,6 +177,15 @@ TEST_F(NativeCollectivesTest, ACombinedCollectivePermute) {
   EXPECT_EQ(results_[0].value.element(0).data<float>()[0], 0.0f);   // no source
 }
 
+TEST_F(NativeCollectivesTest, CollectiveBroadcastFromEachGroupsFirstMember) {
+  run(module("replica_count=4",
+             "  a = f32[6] parameter(0)\n  b = s32[2] parameter(1)\n"
+             "  ROOT r = (f32[6], s32[2]) collective-broadcast(a, b), replica_groups={{2,0},{1,3}}\n"));
+  expect_native();
+  EXPECT_EQ(results_[0].value.element(0).data<float>()[0], 300.0f);  // device 2's a
+  EXPECT_EQ(results_[3].value.element(1).data<int32_t>()[1], 211);   // device 1's b
+}
+
 TEST_F(NativeCollectivesTest, ReplicaAndPartitionIds) {
   run(module("replica_count=2, num_partitions=2",
              "  r = u32[] replica-id()\n  p = u32[] partition-id()\n  ROOT t = (u32[], u32[]) tuple(r, p)\n"));

@@ -31,9 +31,9 @@
 //
 // The runtime moves data natively through the communicator's byte-range collectives
 // (all_reduce_in_place, all_gather, reduce_scatter, all_to_all, permute; runtime/executor.cc):
-// every collective JAX's CPU programs use. Forms whose pieces are not byte ranges (an all-gather
-// along an inner dimension), collective-broadcast and the async -start forms other than
-// all-reduce-start run through the evaluator; the in-place collective-permute (four operands,
+// every collective JAX's CPU programs use, and collective-broadcast. Forms whose pieces are not
+// byte ranges (an all-gather along an inner dimension) and the legacy all-gather-start and
+// collective-permute-start run through the evaluator; the in-place collective-permute (four operands,
 // slice_sizes) is refused with a located error.
 //
 // NCCL (on paper, for the CUDA device): a third Communicator whose all_reduce_in_place is
@@ -119,6 +119,10 @@ class Communicator {
   // overlapping a receive. Default: through exchange.
   virtual Status all_to_all(int64_t device, std::span<const int64_t> group, std::span<const uint8_t* const> send,
                             std::span<uint8_t* const> receive, int64_t bytes, const std::string& what);
+  // The runtime's native collective-broadcast: `data` (`bytes` bytes) becomes the group's first
+  // member's on every member, in place. Default: through exchange.
+  virtual Status broadcast(int64_t device, std::span<const int64_t> group, uint8_t* data, int64_t bytes,
+                           const std::string& what);
   // The runtime's native collective-permute (route: PermuteRoute, above): `in` (`bytes` bytes) goes
   // to every target, `out` gets the source's, or is left alone when there is none (the caller
   // writes zeros). Default: one exchange over route.domain.

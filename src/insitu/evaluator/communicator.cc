@@ -194,6 +194,15 @@ Status Communicator::all_to_all(int64_t device, std::span<const int64_t> group, 
   return ok_status();
 }
 
+Status Communicator::broadcast(int64_t device, std::span<const int64_t> group, uint8_t* data, int64_t bytes,
+                               const std::string& what) {
+  Literal mine(Shape::array(PrimitiveType::kU8, {bytes}));
+  if (bytes > 0) std::memcpy(mine.untyped_data(), data, static_cast<size_t>(bytes));
+  INSITU_ASSIGN_OR_RETURN(std::vector<Literal> all, exchange(device, group, std::move(mine), what));
+  if (bytes > 0) std::memcpy(data, all[0].untyped_data(), static_cast<size_t>(bytes));
+  return ok_status();
+}
+
 Status Communicator::permute(int64_t device, const PermuteRoute& route, const uint8_t* in, uint8_t* out,
                              int64_t bytes, const std::string& what) {
   Literal mine(Shape::array(PrimitiveType::kU8, {bytes}));

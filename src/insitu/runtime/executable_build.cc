@@ -318,6 +318,11 @@ runtime_internal::StepRunner native_collective(const Instruction& instruction, c
                      static_cast<int64_t>(step.operands.size()) == instruction.operand_count()
                  ? &Executor::run_collective_permute
                  : nullptr;
+    case Opcode::kCollectiveBroadcast:  // operands copied into the results, then broadcast there
+      return plain_disjoint_leaves(step) && step.outputs.size() == step.operands.size() &&
+                     static_cast<int64_t>(step.operands.size()) == instruction.operand_count()
+                 ? &Executor::run_collective_broadcast
+                 : nullptr;
     case Opcode::kReplicaId:
     case Opcode::kPartitionId:
       return step.outputs.size() == 1 && !step.outputs[0].scalar && step.outputs[0].size == 4 ? &Executor::run_device_id

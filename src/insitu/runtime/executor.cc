@@ -329,6 +329,21 @@ Status Executor::run_all_to_all(const Step& step) {
       .with_location(instruction.location());
 }
 
+Status Executor::run_collective_broadcast(const Step& step) {
+  const Instruction& instruction = *step.instruction;
+  INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> group, collective_group(instruction));
+  for (size_t i = 0; i < step.outputs.size(); ++i) {  // each array from the group's first member
+    const Leaf& from = step.operands[i][0];
+    const Leaf& to = step.outputs[i];
+    if (!from.same_memory(to)) copy_bytes_parallel(pool_, address(to), address(from), to.size);
+    if (group.size() == 1) continue;
+    INSITU_RETURN_IF_ERROR(device_->communicator
+                               ->broadcast(device_->device, group, address(to), to.size, collective_name(instruction))
+                               .with_location(instruction.location()));
+  }
+  return ok_status();
+}
+
 Status Executor::run_device_id(const Step& step) {
   const uint32_t id = device_ == nullptr ? 0
                       : step.instruction->opcode() == Opcode::kReplicaId ? static_cast<uint32_t>(device_->replica())

@@ -52,6 +52,8 @@ class Executor {
   Status run_all_to_all(const Step& step);
   // collective-permute of one array (Communicator::permute).
   Status run_collective_permute(const Step& step);
+  // collective-broadcast: each array becomes the group's first member's (Communicator::broadcast).
+  Status run_collective_broadcast(const Step& step);
   // replica-id and partition-id: this device's number (0 without a device context).
   Status run_device_id(const Step& step);
   Status run_native_custom_call(const Step& step);

@@ -58,6 +58,9 @@ Status MpiCommunicator::all_to_all(int64_t, std::span<const int64_t>, std::span<
 Status MpiCommunicator::permute(int64_t, const PermuteRoute&, const uint8_t*, uint8_t*, int64_t, const std::string&) {
   return unimplemented("this insitu was built without MPI");
 }
+Status MpiCommunicator::broadcast(int64_t, std::span<const int64_t>, uint8_t*, int64_t, const std::string&) {
+  return unimplemented("this insitu was built without MPI");
+}
 
 #else
 
@@ -355,6 +358,16 @@ Status MpiCommunicator::all_to_all(int64_t device, std::span<const int64_t> grou
     receives.push_back({group[j], receive[j]});
   }
   return transfer(sends, receives, bytes, str_cat(what, " of ", bytes, " bytes"), what, group);
+}
+
+Status MpiCommunicator::broadcast(int64_t device, std::span<const int64_t> group, uint8_t* data, int64_t bytes,
+                                  const std::string& what) {
+  if (bytes > std::numeric_limits<int>::max()) return Communicator::broadcast(device, group, data, bytes, what);
+  INSITU_RETURN_IF_ERROR(agree(device, group, str_cat(what, " of ", bytes, " bytes")));
+  INSITU_ASSIGN_OR_RETURN(MPI_Comm comm, groups_->get(group, size_, what));
+  if (MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, 0, comm) != MPI_SUCCESS)
+    return internal_error(str_cat(what, ": MPI_Bcast failed on rank ", rank_));
+  return ok_status();
 }
 
 Status MpiCommunicator::permute(int64_t device, const PermuteRoute& route, const uint8_t* in, uint8_t* out,

@@ -61,6 +61,10 @@ class MpiCommunicator final : public Communicator {
   // between the pieces themselves (timed, header-checked).
   Status all_to_all(int64_t device, std::span<const int64_t> group, std::span<const uint8_t* const> send,
                     std::span<uint8_t* const> receive, int64_t bytes, const std::string& what) override;
+  // MPI_Bcast from the group's first member over the group's communicator (after the header
+  // check).
+  Status broadcast(int64_t device, std::span<const int64_t> group, uint8_t* data, int64_t bytes,
+                   const std::string& what) override;
   // Point to point: to every target, from the source (timed, header-checked).
   Status permute(int64_t device, const PermuteRoute& route, const uint8_t* in, uint8_t* out, int64_t bytes,
                  const std::string& what) override;
