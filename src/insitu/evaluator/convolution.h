@@ -42,53 +42,76 @@ struct ConvolutionPlan {
 // error otherwise.
 StatusOr<ConvolutionPlan> plan_convolution(const Instruction& instruction, const Shape& lhs, const Shape& rhs);
 
-// Output elements [begin, end) (row-major over the result) of T operands into `out`.
+// Output elements [begin, end) (row-major over the result) of T operands into `out`. For each
+// output, each spatial dimension's window positions that land on an input element (not padding,
+// not a base-dilation hole) are listed first with their offsets; the loop then walks only those,
+// in the same row-major order (last spatial dimension fastest) as the full window, so the sum
+// is the same, element for element.
 template <typename T>
 void convolve(const ConvolutionPlan& plan, const T* lhs, const T* rhs, T* out, int64_t begin, int64_t end) {
   using Accumulator = AccumulatorOf<T>;
   const size_t spatial = plan.window.size();
   const size_t rank = plan.out_dimensions.size();
-  std::vector<int64_t> index(rank), position(spatial);
+  std::vector<int64_t> index(rank);
+  // Per spatial dimension: the valid positions' lhs and rhs offsets, and where each starts.
+  std::vector<std::vector<int64_t>> lhs_steps(spatial), rhs_steps(spatial);
+  std::vector<size_t> at(spatial);
+  for (int64_t rest = begin, d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+    index[d] = rest % plan.out_dimensions[d];
+    rest /= plan.out_dimensions[d];
+  }
+  const int64_t lhs_feature_stride = plan.lhs_strides[plan.lhs_feature];
+  const int64_t rhs_input_stride = plan.rhs_strides[plan.rhs_input];
   for (int64_t e = begin; e < end; ++e) {
-    for (int64_t rest = e, d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
-      index[d] = rest % plan.out_dimensions[d];
-      rest /= plan.out_dimensions[d];
-    }
+    if (e > begin)  // the next output index, row-major
+      for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
+        if (++index[d] < plan.out_dimensions[d]) break;
+        index[d] = 0;
+      }
     const int64_t o = index[plan.out_feature];
     const int64_t group = o / plan.output_feature_group_size;
     // batch group g (the g-th block of batch_group_features output features) reads the g-th
     // block of batch_group_size lhs batch elements
     const int64_t batch_group = o / plan.batch_group_features;
     const int64_t lhs_base = (batch_group * plan.batch_group_size + index[plan.out_batch]) * plan.lhs_strides[plan.lhs_batch] +
-                             group * plan.input_feature_group_size * plan.lhs_strides[plan.lhs_feature];
+                             group * plan.input_feature_group_size * lhs_feature_stride;
     const int64_t rhs_base = o * plan.rhs_strides[plan.rhs_output];
-    Accumulator sum = Accumulator(0);
-    std::fill(position.begin(), position.end(), 0);
-    for (int64_t w = 0; w < plan.window_positions; ++w) {
-      if (w > 0)  // the next window position, last spatial dimension fastest
-        for (int64_t s = static_cast<int64_t>(spatial) - 1; s >= 0; --s) {
-          if (++position[s] < plan.window[s].size) break;
-          position[s] = 0;
-        }
-      int64_t lhs_offset = lhs_base, rhs_offset = rhs_base;
-      bool inside = true;
-      for (size_t s = 0; s < spatial && inside; ++s) {
-        const WindowDimension& window = plan.window[s];
-        const int64_t undilated =
-            index[plan.out_spatial[s]] * window.stride - window.padding_low + position[s] * window.window_dilation;
-        if (undilated % window.base_dilation != 0) inside = false;
-        const int64_t at = undilated / window.base_dilation;
-        if (at < 0 || at >= plan.lhs_sizes[s]) inside = false;
-        lhs_offset += at * plan.lhs_strides[plan.lhs_spatial[s]];
-        rhs_offset += (window.window_reversal ? window.size - 1 - position[s] : position[s]) *
-                      plan.rhs_strides[plan.rhs_spatial[s]];
+    bool empty = false;
+    for (size_t s = 0; s < spatial; ++s) {
+      const WindowDimension& window = plan.window[s];
+      lhs_steps[s].clear();
+      rhs_steps[s].clear();
+      const int64_t start = index[plan.out_spatial[s]] * window.stride - window.padding_low;
+      for (int64_t p = 0; p < window.size; ++p) {
+        const int64_t undilated = start + p * window.window_dilation;
+        if (undilated % window.base_dilation != 0) continue;
+        const int64_t position = undilated / window.base_dilation;
+        if (position < 0 || position >= plan.lhs_sizes[s]) continue;
+        lhs_steps[s].push_back(position * plan.lhs_strides[plan.lhs_spatial[s]]);
+        rhs_steps[s].push_back((window.window_reversal ? window.size - 1 - p : p) * plan.rhs_strides[plan.rhs_spatial[s]]);
       }
-      if (!inside) continue;
+      empty = empty || lhs_steps[s].empty();
+      at[s] = 0;
+    }
+    Accumulator sum = Accumulator(0);
+    while (!empty) {
+      int64_t lhs_offset = lhs_base, rhs_offset = rhs_base;
+      for (size_t s = 0; s < spatial; ++s) {
+        lhs_offset += lhs_steps[s][at[s]];
+        rhs_offset += rhs_steps[s][at[s]];
+      }
       for (int64_t z = 0; z < plan.input_feature_group_size; ++z) {
-        const Accumulator a = accumulate_widen<Accumulator>(lhs[lhs_offset + z * plan.lhs_strides[plan.lhs_feature]]);
-        const Accumulator b = accumulate_widen<Accumulator>(rhs[rhs_offset + z * plan.rhs_strides[plan.rhs_input]]);
+        const Accumulator a = accumulate_widen<Accumulator>(lhs[lhs_offset + z * lhs_feature_stride]);
+        const Accumulator b = accumulate_widen<Accumulator>(rhs[rhs_offset + z * rhs_input_stride]);
         sum += a * b;
       }
+      // the next valid window position, last spatial dimension fastest
+      int64_t s = static_cast<int64_t>(spatial) - 1;
+      for (; s >= 0; --s) {
+        if (++at[s] < lhs_steps[s].size()) break;
+        at[s] = 0;
+      }
+      if (s < 0) break;
     }
     out[e] = accumulate_narrow<T>(sum);
   }

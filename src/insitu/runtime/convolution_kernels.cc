@@ -312,7 +312,11 @@ Status convolution_kernel(const KernelCall& call) {
   const T* lhs = reinterpret_cast<const T*>(call.operands[0].data);
   const T* rhs = reinterpret_cast<const T*>(call.operands[1].data);
   T* out = reinterpret_cast<T*>(call.out().data);
-  const int64_t per_element = std::max<int64_t>(1, plan.window_positions * plan.input_feature_group_size);
+  // The work per output: the window positions that land on input (one in base_dilation per
+  // dilated dimension) times the features of a group.
+  int64_t holes = 1;
+  for (const WindowDimension& window : plan.window) holes *= std::max<int64_t>(1, window.base_dilation);
+  const int64_t per_element = std::max<int64_t>(1, plan.window_positions * plan.input_feature_group_size / holes);
   run_range(call.pool, call.out().element_count(), std::max<int64_t>(1, kParallelElements / per_element),
             [&](int64_t begin, int64_t end) { eval::convolve<T>(plan, lhs, rhs, out, begin, end); });
   return ok_status();
