@@ -36,7 +36,7 @@ Status slice_kernel(const KernelCall& call) {
   ThreadPool& pool = call.pool;
   const int64_t rank = operand.shape->rank();
   const int64_t width = byte_width(out.type());
-  const std::vector<int64_t> strides = strides_of(operand.shape->dimensions());
+  const IndexVector strides = strides_of(operand.shape->dimensions());
   const int64_t row_length = rows_of(out.shape->dimensions()).second;  // a plain variable: lambdas capture it
   const int64_t inner_stride = rank == 0 ? 1 : instruction.slice.back().stride;
   const int64_t inner_start = rank == 0 ? 0 : instruction.slice.back().start;
@@ -65,7 +65,7 @@ Status broadcast_kernel(const KernelCall& call) {
     });
     return ok_status();
   }
-  const std::vector<int64_t> operand_strides = strides_of(operand.shape->dimensions());
+  const IndexVector operand_strides = strides_of(operand.shape->dimensions());
   // The operand stride of each result dimension (0 for dimensions the operand does not have).
   std::vector<int64_t> stride_of_result(rank, 0);
   // (a size-1 operand dimension stretched to a longer result dimension reads its one element)
@@ -119,7 +119,7 @@ Status transpose_kernel(const KernelCall& call) {
     return ok_status();
   }
   const int64_t width = byte_width(out.type());
-  const std::vector<int64_t> operand_strides = strides_of(operand.shape->dimensions());
+  const IndexVector operand_strides = strides_of(operand.shape->dimensions());
   const auto [rows, row_length] = rows_of(out.shape->dimensions());
   const int64_t inner_stride = operand_strides[permutation.back()];
   const std::span<const int64_t> dimensions = out.shape->dimensions();
@@ -166,7 +166,7 @@ Status reverse_kernel(const KernelCall& call) {
     return ok_status();
   }
   const std::vector<int64_t>& dims = out.shape->dimensions();
-  const std::vector<int64_t> strides = strides_of(dims);
+  const IndexVector strides = strides_of(dims);
   const auto [rows, row_length] = rows_of(dims);
   const int64_t inner = rank - 1;
   const int64_t inner_stride = reversed[inner] ? -1 : 1;
@@ -194,7 +194,7 @@ Status pad_kernel(const KernelCall& call) {
     return ok_status();
   }
   const std::vector<int64_t>& dims = out.shape->dimensions();
-  const std::vector<int64_t> strides = strides_of(operand.shape->dimensions());
+  const IndexVector strides = strides_of(operand.shape->dimensions());
   // The operand position of result position o along d, or -1 for padding.
   auto source_of = [&](int64_t d, int64_t o) -> int64_t {
     const PaddingDimension& p = instruction.padding[d];

@@ -49,10 +49,9 @@ bool valid_starts(std::span<const ArrayView> indices, const Shape& shape, std::s
 }
 
 // The clamped start of every dimension, read from the index operands of this call.
-std::vector<int64_t> read_starts(std::span<const ArrayView> indices, const Shape& shape,
-                                 std::span<const int64_t> sizes) {
+IndexVector read_starts(std::span<const ArrayView> indices, const Shape& shape, std::span<const int64_t> sizes) {
   const int64_t rank = shape.rank();
-  std::vector<int64_t> starts(static_cast<size_t>(rank));
+  IndexVector starts(static_cast<size_t>(rank));
   const bool vector = is_index_vector(indices, rank);
   for (int64_t i = 0; i < rank; ++i) {
     const int64_t value = vector ? read_integer(indices[0].data, indices[0].type(), i)
@@ -65,10 +64,10 @@ std::vector<int64_t> read_starts(std::span<const ArrayView> indices, const Shape
 Status dynamic_slice_kernel(const KernelCall& call) {
   const ArrayView& operand = call.operands[0];
   const ArrayView& out = call.out();
-  const std::vector<int64_t> starts =
+  const IndexVector starts =
       read_starts(call.operands.subspan(1), *operand.shape, call.instruction.dynamic_slice_sizes);
   const int64_t width = byte_width(out.type());
-  const std::vector<int64_t> strides = strides_of(operand.shape->dimensions());
+  const IndexVector strides = strides_of(operand.shape->dimensions());
   const auto [rows, row_length] = rows_of(out.shape->dimensions());
   const int64_t inner_start = starts.empty() ? 0 : starts.back();
   for_each_row(call.pool, out.shape->dimensions(),
@@ -85,11 +84,11 @@ Status dynamic_update_slice_kernel(const KernelCall& call) {
   const ArrayView& operand = call.operands[0];
   const ArrayView& update = call.operands[1];
   const ArrayView& out = call.out();
-  const std::vector<int64_t> starts = read_starts(call.operands.subspan(2), *operand.shape, update.shape->dimensions());
+  const IndexVector starts = read_starts(call.operands.subspan(2), *operand.shape, update.shape->dimensions());
   // Not in place (buffer assignment gave distinct slices): start from the operand's value.
   if (out.data != operand.data) copy_bytes_parallel(call.pool, out.data, operand.data, out.byte_size());
   const int64_t width = byte_width(out.type());
-  const std::vector<int64_t> strides = strides_of(operand.shape->dimensions());
+  const IndexVector strides = strides_of(operand.shape->dimensions());
   const auto [rows, row_length] = rows_of(update.shape->dimensions());
   const int64_t inner_start = starts.empty() ? 0 : starts.back();
   const int64_t update_stride = update.scalar ? 0 : 1;
@@ -130,8 +129,8 @@ SelectedKernel select_dynamic_slice(const Instruction& instruction, std::span<co
 
 int64_t dynamic_view_offset(const Instruction& instruction, std::span<const ArrayView> operands) {
   const Shape& shape = *operands[0].shape;
-  const std::vector<int64_t> starts = kernels::read_starts(operands.subspan(1), shape, instruction.dynamic_slice_sizes);
-  const std::vector<int64_t> strides = kernels::strides_of(shape.dimensions());
+  const kernels::IndexVector starts = kernels::read_starts(operands.subspan(1), shape, instruction.dynamic_slice_sizes);
+  const kernels::IndexVector strides = kernels::strides_of(shape.dimensions());
   int64_t offset = 0;
   for (size_t d = 0; d < starts.size(); ++d) offset += starts[d] * strides[d];
   return offset * byte_width(shape.element_type());

@@ -23,6 +23,32 @@ inline std::pair<int64_t, int64_t> rows_of(std::span<const int64_t> dimensions) 
   return {rows, dimensions.back()};
 }
 
+// A multi-index or stride list: up to 8 entries live inline (no allocation per kernel call for
+// arrays of rank <= 8), more on the heap.
+class IndexVector {
+ public:
+  IndexVector() = default;
+  explicit IndexVector(size_t size, int64_t value = 0) : size_(size) {
+    if (size > kInline) heap_.assign(size, value);
+    else std::fill_n(inline_, size, value);
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t* data() { return size_ > kInline ? heap_.data() : inline_; }
+  const int64_t* data() const { return size_ > kInline ? heap_.data() : inline_; }
+  int64_t& operator[](size_t i) { return data()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  int64_t back() const { return data()[size_ - 1]; }
+  std::span<const int64_t> span() const { return {data(), size_}; }
+  operator std::vector<int64_t>() const { return std::vector<int64_t>(data(), data() + size_); }  // for plans
+
+ private:
+  static constexpr size_t kInline = 8;
+  int64_t inline_[kInline] = {};
+  std::vector<int64_t> heap_;
+  size_t size_ = 0;
+};
+
 template <typename Fn>
 void for_each_row(ThreadPool& pool, std::span<const int64_t> dimensions, Fn&& fn) {
   const auto [rows, row_length] = rows_of(dimensions);
@@ -30,14 +56,14 @@ void for_each_row(ThreadPool& pool, std::span<const int64_t> dimensions, Fn&& fn
   const size_t leading = dimensions.empty() ? 0 : dimensions.size() - 1;
   const int64_t threshold_rows = std::max<int64_t>(1, kParallelElements / row_length);
   run_range(pool, rows, threshold_rows, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> index(leading, 0);
+    IndexVector index(leading, 0);
     int64_t rest = begin;
     for (size_t d = leading; d-- > 0;) {
       index[d] = rest % dimensions[d];
       rest /= dimensions[d];
     }
     for (int64_t row = begin; row < end; ++row) {
-      fn(row, std::span<const int64_t>(index));
+      fn(row, index.span());
       for (size_t d = leading; d-- > 0;) {
         if (++index[d] < dimensions[d]) break;
         index[d] = 0;
@@ -47,8 +73,8 @@ void for_each_row(ThreadPool& pool, std::span<const int64_t> dimensions, Fn&& fn
 }
 
 // Row-major strides in elements.
-inline std::vector<int64_t> strides_of(std::span<const int64_t> dimensions) {
-  std::vector<int64_t> strides(dimensions.size(), 1);
+inline IndexVector strides_of(std::span<const int64_t> dimensions) {
+  IndexVector strides(dimensions.size(), 1);
   for (int64_t i = static_cast<int64_t>(dimensions.size()) - 2; i >= 0; --i)
     strides[i] = strides[i + 1] * dimensions[i + 1];
   return strides;
