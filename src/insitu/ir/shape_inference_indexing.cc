@@ -34,6 +34,20 @@ bool dot_result_type_ok(PrimitiveType operand, PrimitiveType result) {
   return operand == result || is_integral(result);  // pred
 }
 
+// The element type of a dot or convolution of `lhs` and `rhs`: the operands' kind (a float if
+// either is one, else the wider), widened to the written result's type when that keeps the kind.
+PrimitiveType contraction_result_type(const Instruction& instruction, const Shape& lhs, const Shape& rhs) {
+  PrimitiveType result_type = lhs.element_type();
+  if (lhs.element_type() != rhs.element_type()) {
+    const PrimitiveType l = lhs.element_type(), r = rhs.element_type();
+    if (is_floating(l) != is_floating(r)) result_type = is_floating(l) ? l : r;
+    else result_type = bit_width(r) > bit_width(l) ? r : l;
+  }
+  const PrimitiveType written = instruction.shape().element_type();
+  if (is_array_type(written) && dot_result_type_ok(result_type, written)) result_type = written;
+  return result_type;
+}
+
 }  // namespace
 
 StatusOr<Shape> infer_dot_shape(const Instruction& instruction) {
@@ -79,16 +93,7 @@ StatusOr<Shape> infer_dot_shape(const Instruction& instruction) {
     if (!contains(numbers.lhs_batch_dimensions, d) && !contains(numbers.lhs_contracting_dimensions, d)) out.push_back(lhs.dimension(d));
   for (int64_t d = 0; d < rhs.rank(); ++d)
     if (!contains(numbers.rhs_batch_dimensions, d) && !contains(numbers.rhs_contracting_dimensions, d)) out.push_back(rhs.dimension(d));
-  // The result's kind is the operands' (a float if either is one); the written type may widen.
-  PrimitiveType result_type = lhs.element_type();
-  if (lhs.element_type() != rhs.element_type()) {
-    const PrimitiveType l = lhs.element_type(), r = rhs.element_type();
-    if (is_floating(l) != is_floating(r)) result_type = is_floating(l) ? l : r;
-    else result_type = bit_width(r) > bit_width(l) ? r : l;
-  }
-  PrimitiveType written = instruction.shape().element_type();
-  if (is_array_type(written) && dot_result_type_ok(result_type, written)) result_type = written;
-  return Shape::array(result_type, out);
+  return Shape::array(contraction_result_type(instruction, lhs, rhs), out);
 }
 
 // A convolution's dimensions (convolution_dims.h); its element type is the operands' (as a
@@ -106,15 +111,7 @@ StatusOr<Shape> infer_convolution_shape(const Instruction& instruction) {
     if (written) return instruction.shape();
     return error_at(instruction, std::string(dims.status().message()));
   }
-  PrimitiveType result_type = lhs.element_type();
-  if (lhs.element_type() != rhs.element_type()) {
-    const PrimitiveType l = lhs.element_type(), r = rhs.element_type();
-    if (is_floating(l) != is_floating(r)) result_type = is_floating(l) ? l : r;
-    else result_type = bit_width(r) > bit_width(l) ? r : l;
-  }
-  if (written && dot_result_type_ok(result_type, instruction.shape().element_type()))
-    result_type = instruction.shape().element_type();
-  return Shape::array(result_type, dims->dimensions);
+  return Shape::array(contraction_result_type(instruction, lhs, rhs), dims->dimensions);
 }
 
 StatusOr<Shape> infer_gather_shape(const Instruction& instruction) {
