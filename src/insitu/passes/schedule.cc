@@ -108,7 +108,7 @@ class ReadyList {
  public:
   ReadyList(const BufferFacts& facts, const std::vector<Instruction*>& nodes, const Instruction* root,
             const Graph& graph)
-      : nodes_(nodes), root_(root), graph_(graph), freed_(nodes.size(), 0), defined_(nodes.size(), 0),
+      : facts_(facts), nodes_(nodes), root_(root), graph_(graph), freed_(nodes.size(), 0), defined_(nodes.size(), 0),
         ready_(nodes.size(), false), done_(nodes.size(), false) {
     for (size_t i = 0; i < nodes.size(); ++i)
       for (const auto& [index, value] : facts.dataflow().leaf_values(nodes[i]))
@@ -155,8 +155,8 @@ class ReadyList {
       }
       if (!reads.empty()) reads_by_node_[static_cast<int64_t>(i)] = std::move(reads);
     }
-    for (const auto& [value, count] : unscheduled_)
-      if (count == 1) add_freed(readers_[value].front(), value_bytes(facts, value));
+    for (const auto& [value, count] : unscheduled_)  // (a last reader elsewhere frees nothing here)
+      if (count == 1 && !readers_[value].empty()) add_freed(readers_[value].front(), value_bytes(facts, value));
   }
 
   void make_ready(int64_t node) {
@@ -188,7 +188,7 @@ class ReadyList {
       if (--unscheduled_[value] != 1) continue;
       // One reader left: running it frees the value's buffer.
       for (int64_t reader : readers_[value])
-        if (!done_[reader]) add_freed(reader, value_bytes_.at(value));
+        if (!done_[reader]) add_freed(reader, value_bytes(facts_, value));
     }
   }
 
@@ -216,6 +216,7 @@ class ReadyList {
     freed_[node] += std::max<int64_t>(bytes, 1);
   }
 
+  const BufferFacts& facts_;
   const std::vector<Instruction*>& nodes_;
   const Instruction* root_;
   const Graph& graph_;
