@@ -131,11 +131,15 @@ StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<
   if (opcode == Opcode::kAllReduceDone) return *operands[0];  // all-reduce-start did the work
   // Every attribute kept for a collective is read here, or refused (never ignored).
   for (const RawAttribute& attribute : instruction.extra_attributes) {
-    static const char* const kRead[] = {"replica_groups", "channel_id",          "use_global_device_ids",
-                                        "dimensions",     "source_target_pairs", "constrain_layout"};
+    static const char* const kRead[] = {"replica_groups",      "channel_id",       "use_global_device_ids",
+                                        "dimensions",          "source_target_pairs", "constrain_layout",
+                                        "has_dynamic_root"};
     if (std::find(std::begin(kRead), std::end(kRead), attribute.key) == std::end(kRead))
       return bad_instruction(instruction, str_cat(attribute.key, "=", attribute.value, " is not supported yet"));
   }
+  // collective-broadcast from a root its second operand names at run time: not supported yet.
+  INSITU_ASSIGN_OR_RETURN(const bool dynamic_root, own_bool_attribute(instruction, "has_dynamic_root", false));
+  if (dynamic_root) return bad_instruction(instruction, "has_dynamic_root=true is not supported yet");
   if (device->communicator == nullptr && device->grid.devices() > 1)
     return bad_instruction(instruction, str_cat("the module runs on ", device->grid.devices(),
                                                 " devices: run every device (insitu run does) for its collectives"));

@@ -28,6 +28,9 @@ StatusOr<ConvolutionPlan> plan_convolution(const Instruction& instruction, const
   if (const RawAttribute* kind = find_own_attribute(instruction, "conv_kind"))
     return conv_error(instruction, str_cat("conv_kind=", kind->value, " is a backend's rewrite that insitu does not "
                                            "run; give the plain convolution"));
+  if (const RawAttribute* sparsity = find_own_attribute(instruction, "sparsity_config"))
+    return conv_error(instruction, str_cat("sparsity_config=", sparsity->value,
+                                           ": sparse convolutions are not supported yet"));
   const PrimitiveType type = instruction.shape().is_array() ? instruction.shape().element_type() : PrimitiveType::kTuple;
   if (!lhs.is_array() || !rhs.is_array() || !instruction.shape().is_array() || lhs.rank() != rhs.rank() ||
       lhs.rank() < 2)

@@ -132,6 +132,8 @@ const std::vector<AttributeRule>& rules() {
       {"feature_group_count", kOwn, {kConvolution}, "read by evaluator/convolution.cc (evaluator and runtime)"},
       {"batch_group_count", kOwn, {kConvolution}, "read by evaluator/convolution.cc (evaluator and runtime)"},
       {"conv_kind", kOwn, {kConvolution}, "refused by evaluator/convolution.cc (a backend rewrite's marker)"},
+      {"sparsity_config", kOwn, {kConvolution}, "refused by evaluator/convolution.cc (sparse operands)"},
+      {"has_dynamic_root", kOwn, {kCollectiveBroadcast}, "read by evaluator/collectives.cc: true is refused"},
       {"operand_precision", kOwn, {kRaggedDot, kScaledDot}, ""},
       {"fft_type", kOwn, {kFft}, "read by evaluator/fft.cc (evaluator and runtime)"},
       {"fft_length", kOwn, {kFft}, "read by evaluator/fft.cc (evaluator and runtime)"},

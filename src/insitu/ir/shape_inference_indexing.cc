@@ -100,6 +100,10 @@ StatusOr<Shape> infer_dot_shape(const Instruction& instruction) {
 // dot's: the written type may widen it, s8 x s8 -> s32). A written shape is kept when the
 // dimension numbers cannot be read here: the evaluator reports them, located, when it runs.
 StatusOr<Shape> infer_convolution_shape(const Instruction& instruction) {
+  // A sparse convolution (its kernel a tuple of values and indices) keeps its written shape: the
+  // evaluator refuses it, located, when it runs.
+  for (const RawAttribute& attribute : instruction.extra_attributes)
+    if (attribute.key == "sparsity_config" && instruction.shape().is_array()) return instruction.shape();
   INSITU_RETURN_IF_ERROR(check_operand_count(instruction, 2));
   INSITU_RETURN_IF_ERROR(check_array_operand(instruction, 0));
   INSITU_RETURN_IF_ERROR(check_array_operand(instruction, 1));
