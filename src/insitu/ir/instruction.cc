@@ -66,7 +66,8 @@ void Instruction::set_frontend_attribute(std::string key, std::string value) {
 
 bool is_placement_annotation(std::string_view target) {
   return target == "MoveToHost" || target == "MoveToDevice" || target == "annotate_device_placement" ||
-         target == "Sharding";
+         target == "Sharding" || target == "ShardBarrierFrom" || target == "ShardBarrierTo" ||
+         target == "LayoutConstraint";
 }
 
 }  // namespace insitu

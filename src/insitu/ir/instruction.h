@@ -35,9 +35,11 @@ struct CustomCallAttributes {
   bool operator==(const CustomCallAttributes&) const = default;
 };
 
-// Custom-call targets that say where a value lives (host memory, a device, a sharding), not
-// what it is: MoveToHost, MoveToDevice, annotate_device_placement, Sharding. Their value is
-// their one operand (the evaluator returns it; simplify forwards it).
+// Custom-call targets that say where a value lives or how it is laid out (host memory, a
+// device, a sharding, a sharding barrier, a layout), not what it is: MoveToHost, MoveToDevice,
+// annotate_device_placement, Sharding, ShardBarrierFrom, ShardBarrierTo, LayoutConstraint.
+// Their value is their one operand (the evaluator returns it; simplify forwards it when the
+// layout stays).
 bool is_placement_annotation(std::string_view target);
 
 // How much of a constant's value the HLO text gave. Only kWritten can be evaluated: XLA prints
