@@ -11,7 +11,7 @@ namespace {
 enum class OpFunction : uint8_t {
   kNone, kElementwise, kMap, kDataMovement, kReduce, kReduceWindow, kSelectAndScatter, kDot, kGather,
   kScatter, kSort, kTopk, kLinalg, kConvolution, kFft, kRngBitGenerator, kApply, kScan, kGetDimensionSize,
-  kBatchNorm,
+  kSetDimensionSize, kBatchNorm,
 };
 
 // From opcode.def's runtime family: an opcode joins a family there, and the evaluator runs the
@@ -20,6 +20,7 @@ OpFunction op_function(Opcode opcode) {
   if (opcode == Opcode::kMap) return OpFunction::kMap;
   if (opcode == Opcode::kScan) return OpFunction::kScan;
   if (opcode == Opcode::kGetDimensionSize) return OpFunction::kGetDimensionSize;
+  if (opcode == Opcode::kSetDimensionSize) return OpFunction::kSetDimensionSize;
   if (opcode == Opcode::kBatchNormTraining || opcode == Opcode::kBatchNormInference ||
       opcode == Opcode::kBatchNormGrad)
     return OpFunction::kBatchNorm;
@@ -74,6 +75,7 @@ StatusOr<Literal> evaluate_op(const Instruction& instruction, Operands operands,
     case OpFunction::kApply: return runner.run(*instruction.to_apply(), operands);
     case OpFunction::kScan: return evaluate_scan(instruction, operands, runner);
     case OpFunction::kGetDimensionSize: return evaluate_get_dimension_size(instruction, operands);
+    case OpFunction::kSetDimensionSize: return evaluate_set_dimension_size(instruction, operands);
     case OpFunction::kBatchNorm: return evaluate_batch_norm(instruction, operands);
     case OpFunction::kNone: break;
   }

@@ -68,6 +68,7 @@ StatusOr<Literal> evaluate_scatter(const Instruction& instruction, Operands oper
 StatusOr<Literal> evaluate_sort(const Instruction& instruction, Operands operands, ComputationRunner& runner);
 StatusOr<Literal> evaluate_scan(const Instruction& instruction, Operands operands, ComputationRunner& runner);  // scan.cc
 StatusOr<Literal> evaluate_get_dimension_size(const Instruction& instruction, Operands operands);  // scan.cc
+StatusOr<Literal> evaluate_set_dimension_size(const Instruction& instruction, Operands operands);  // scan.cc
 // topk.cc: the `topk` opcode (k=, largest=) and XLA:CPU's "TopK" custom call (its comparator).
 StatusOr<Literal> evaluate_topk(const Instruction& instruction, Operands operands);
 // topk's k= and largest= (default true) for rows of `length`; a located error when missing or

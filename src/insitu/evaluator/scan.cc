@@ -1,4 +1,5 @@
-// scan (XLA's HloScanInstruction) and get-dimension-size, for the reference evaluator.
+// scan (XLA's HloScanInstruction), get-dimension-size and set-dimension-size, for the reference
+// evaluator.
 //
 //   scan(inputs..., inits...), dimensions={d}, num_carries=C, is_reverse=, is_associative=,
 //        to_apply=body
@@ -160,6 +161,44 @@ StatusOr<Literal> evaluate_get_dimension_size(const Instruction& instruction, Op
   if (instruction.shape() != Shape::scalar(PrimitiveType::kS32))
     return bad_instruction(instruction, str_cat("must be s32[], not ", instruction.shape().to_string(false)));
   return Literal::scalar<int32_t>(static_cast<int32_t>(shape.dimension(which[0])));
+}
+
+// set-dimension-size(x, size), dimensions={d}: x with dimension d's dynamic size set to `size`.
+// insitu keeps no dynamic sizes: every array is its full bound. A size equal to the bound
+// changes nothing and runs; any other size would make the padding beyond it meaningless to the
+// ops that follow (a reduce skips it, a reshape moves it), so it is a located refusal, never an
+// array computed as if it had its bound.
+StatusOr<Literal> evaluate_set_dimension_size(const Instruction& instruction, Operands operands) {
+  const RawAttribute* dimensions = find_own_attribute(instruction, "dimensions");
+  if (operands.size() != 2 || dimensions == nullptr || !operands[0]->shape().is_array() ||
+      !operands[1]->shape().is_array() || operands[1]->shape().rank() != 0)
+    return bad_instruction(instruction, "needs an array, a scalar size and dimensions={d}");
+  AttributeReader reader(instruction, "dimensions", dimensions->value);
+  INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> which, reader.integers('{', '}'));
+  const Shape& shape = operands[0]->shape();
+  if (which.size() != 1 || !reader.done() || which[0] < 0 || which[0] >= shape.rank())
+    return bad_instruction(instruction, str_cat("dimensions=", dimensions->value, " must name one dimension of ",
+                                                shape.to_string(false)));
+  const Shape& result = instruction.shape();
+  if (!result.is_array() || result.element_type() != shape.element_type() || result.dimensions() != shape.dimensions())
+    return bad_instruction(instruction, str_cat("result ", result.to_string(false), " must be ",
+                                                shape.to_string(false), " with dimension ", which[0],
+                                                " bounded by its size"));
+  if (operands[1]->shape().element_type() != PrimitiveType::kS32)
+    return bad_instruction(instruction, str_cat("size must be s32[], not ", operands[1]->shape().to_string(false)));
+  const int64_t size = operands[1]->data<int32_t>()[0];
+  const int64_t bound = shape.dimension(which[0]);
+  if (size != bound)
+    return bad_instruction(instruction, str_cat("sets dimension ", which[0], " of ", shape.to_string(false), " to ",
+                                                size, ", below its bound ", bound,
+                                                "; insitu keeps no dynamic sizes and runs only sizes equal to the "
+                                                "bound"));
+  // The value is static now: its size is its bound (get-dimension-size may read it).
+  Shape static_result = result;
+  for (int64_t i = 0; i < static_result.rank(); ++i) static_result.set_dynamic_dimension(i, false);
+  Literal out = *operands[0];
+  out.set_shape_layouts(static_result);
+  return out;
 }
 
 }  // namespace insitu::eval
