@@ -107,6 +107,7 @@ TEST(AttributeTableTest, OwnAttributesAreReadOrTheirOpcodeIsRefused) {
       {Opcode::kCollectivePermuteStart, {{"source_target_pairs", "{}"}}},
       {Opcode::kScan, {{"dimensions", "{0}"}, {"num_carries", "0"}}},
       {Opcode::kGetDimensionSize, {{"dimensions", "{0}"}}},
+      {Opcode::kSetDimensionSize, {{"dimensions", "{0}"}}},
       {Opcode::kBatchNormTraining, {{"epsilon", "0.001"}, {"feature_index", "1"}}},
       {Opcode::kBatchNormInference, {{"epsilon", "0.001"}, {"feature_index", "1"}}},
       {Opcode::kBatchNormGrad, {{"epsilon", "0.001"}, {"feature_index", "1"}}},
