@@ -17,6 +17,9 @@
 // The GIL is released while a call runs; buffers over Python memory drop their owner under
 // the GIL, from whichever thread frees them.
 #include <nanobind/nanobind.h>
+#ifdef INSITU_HAVE_XLA_FFI
+#include "xla/ffi/api/ffi.h"  // jaxlib's headers (jax.ffi.include_dir()), found by python/CMakeLists.txt
+#endif
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -25,7 +28,10 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <sstream>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -52,14 +58,18 @@ struct StatusError : std::exception {
   std::string text;
 };
 
-[[noreturn]] void raise(const Status& status, const std::string& file = {}) {
+// The located message the CLI prints for a status, without its "insitu: error: " prefix.
+std::string status_text(const Status& status, const std::string& file) {
   std::ostringstream out, err;
   cli::CliContext context{out, err};
   cli::report_error(context, status, file);
   std::string text = err.str();
   if (text.starts_with("insitu: error: ")) text = text.substr(15);
   while (!text.empty() && text.back() == '\n') text.pop_back();
-  throw StatusError(text);
+  return text;
+}
+[[noreturn]] void raise(const Status& status, const std::string& file = {}) {
+  throw StatusError(status_text(status, file));
 }
 
 template <typename T>
@@ -303,6 +313,58 @@ class PyExecutable {
     return nb::tuple(leaves);
   }
 
+#ifdef INSITU_HAVE_XLA_FFI
+  ~PyExecutable();
+  // This executable's number for the XLA FFI handler (xla_call's `executable` attribute):
+  // registered on first use, unregistered when the executable goes.
+  int64_t ffi_id();
+  // One call from inside an XLA program (xla_call below): arguments are XLA's buffers, read in
+  // place; an argument whose aliased result XLA gave the same memory is donated (written in
+  // place); every other result is computed into XLA's result buffer (ExecuteOptions::
+  // result_memory), and one that is not (a parameter or constant returned) is copied there,
+  // counted in stats' result_bytes_copied.
+  Status run_for_xla(std::span<uint8_t* const> args, std::span<const int64_t> arg_bytes,
+                     std::span<uint8_t* const> rets, std::span<const int64_t> ret_bytes, int threads) {
+    const std::vector<Executable::Argument>& parameters = executable_->arguments();
+    if (args.size() != parameters.size())
+      return invalid_argument(str_cat("the XLA call passes ", args.size(), " argument(s); the module takes ",
+                                      parameters.size()));
+    std::vector<BufferHandle> handles;
+    handles.reserve(parameters.size());
+    std::vector<bool> donate(parameters.size(), false);
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      if (arg_bytes[i] != parameters[i].shape.byte_size())
+        return invalid_argument(str_cat("the XLA call's argument ", i, " has ", arg_bytes[i], " bytes; ",
+                                        parameters[i].describe(), " is ", shape_text(parameters[i].shape)));
+      // XLA owns the memory for the call, and no handle outlives the call.
+      handles.emplace_back(Buffer::external(parameters[i].shape, args[i], Buffer::borrowed()));
+      const int64_t output = aliased_result(parameters[i]);
+      donate[i] = output >= 0 && static_cast<size_t>(output) < rets.size() && rets[output] == args[i];
+    }
+    ExecutionStats stats;
+    ExecuteOptions options{.donate = std::move(donate), .threads = threads, .stats = &stats};
+    options.result_memory = rets;
+    StatusOr<std::vector<BufferHandle>> results = executable_->execute(std::move(handles), options);
+    if (!results.ok()) return results.status();
+    if (results->size() != rets.size())
+      return invalid_argument(str_cat("the XLA call expects ", rets.size(), " result(s); the module returns ",
+                                      results->size()));
+    int64_t copied = 0;
+    for (size_t j = 0; j < rets.size(); ++j) {
+      const BufferHandle& result = (*results)[j];
+      if (result.buffer().size_bytes() != ret_bytes[j])
+        return invalid_argument(str_cat("the XLA call's result ", j, " has ", ret_bytes[j], " bytes; the module's is ",
+                                        shape_text(result.shape())));
+      if (result.data() == rets[j]) continue;
+      std::memcpy(rets[j], result.data(), static_cast<size_t>(ret_bytes[j]));
+      copied += ret_bytes[j];
+    }
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    last_stats_ = LastCall{std::move(stats), 0, threads, copied};
+    return ok_status();
+  }
+  const std::string& file() const { return file_; }
+#endif
   // The stats of the last call, as JSON text (Python turns it into a dict); null before one.
   std::string stats_json() const {
     std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -312,6 +374,7 @@ class PyExecutable {
     json["compile_seconds"] = compile_seconds_;
     json["unused_donors"] = unused_donors_;
     json["threads"] = last_stats_->threads;
+    json["result_bytes_copied"] = last_stats_->result_bytes_copied;
     return json.dump();
   }
   std::string explain(const std::string& format) const {
@@ -328,6 +391,8 @@ class PyExecutable {
       entry["dtype"] = std::string(primitive_type_name(argument.shape.element_type()));
       entry["shape"] = nb::tuple(nb::cast(argument.shape.dimensions()));
       entry["aliased"] = argument.aliased_output.has_value();
+      const int64_t output = aliased_result(argument);
+      entry["aliased_output"] = output >= 0 ? nb::cast(output) : nb::none();
       entry["must_alias"] = argument.must_alias;
       list.append(entry);
     }
@@ -341,6 +406,15 @@ class PyExecutable {
   }
 
  private:
+  // The position among the result leaves of the output an argument is aliased to; -1: none.
+  // (JAX's results are a flat tuple, or one array.)
+  int64_t aliased_result(const Executable::Argument& argument) const {
+    if (!argument.aliased_output) return -1;
+    const ShapeIndex& index = *argument.aliased_output;
+    const bool tuple = executable_->module().entry()->root()->shape().is_tuple();
+    if (index.empty()) return tuple ? -1 : 0;
+    return tuple && index.size() == 1 ? index[0] : -1;
+  }
   // donate=None/False: none; True: all; an int or an iterable of ints: those arguments.
   static std::vector<bool> donation_flags(nb::object donate, size_t count) {
     std::vector<bool> flags(count, false);
@@ -372,11 +446,88 @@ class PyExecutable {
     ExecutionStats stats;
     int64_t argument_bytes_copied = 0;
     int threads = 0;
+    int64_t result_bytes_copied = 0;  // into an XLA call's result buffers (run_for_xla)
   };
   mutable std::mutex stats_mutex_;
   std::optional<LastCall> last_stats_;
+  int64_t ffi_id_ = 0;  // 0: not registered for XLA calls (ffi_id)
 };
 
+#ifdef INSITU_HAVE_XLA_FFI
+// The executables XLA programs may call, by number. A number is never reused, so a program
+// that outlives its executable gets a located "not found", never another module's code.
+struct FfiRegistry {
+  std::mutex mutex;
+  std::unordered_map<int64_t, PyExecutable*> executables;
+  int64_t next = 1;
+};
+FfiRegistry& ffi_registry() {
+  static FfiRegistry* registry = new FfiRegistry;  // outlives every executable
+  return *registry;
+}
+int64_t PyExecutable::ffi_id() {
+  FfiRegistry& registry = ffi_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  if (ffi_id_ == 0) {
+    ffi_id_ = registry.next++;
+    registry.executables[ffi_id_] = this;
+  }
+  return ffi_id_;
+}
+PyExecutable::~PyExecutable() {
+  if (ffi_id_ == 0) return;
+  FfiRegistry& registry = ffi_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  registry.executables.erase(ffi_id_);
+}
+// The body of the XLA FFI target "insitu_call" (registered by insitu.jax): runs executable
+// `id` on the call's buffers. Runs on XLA's thread, without the GIL; a failure is an XLA error
+// carrying insitu's located message.
+xla::ffi::Error xla_call(int64_t id, int32_t threads, xla::ffi::RemainingArgs args, xla::ffi::RemainingRets rets) {
+  PyExecutable* executable = nullptr;
+  {
+    FfiRegistry& registry = ffi_registry();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    auto found = registry.executables.find(id);
+    if (found != registry.executables.end()) executable = found->second;
+  }
+  if (executable == nullptr)
+    return xla::ffi::Error(xla::ffi::ErrorCode::kNotFound,
+                           str_cat("insitu: executable ", id, " is gone (its insitu.jax.jit function was freed)"));
+  // Pointers and sizes of the arguments, then the results: on the stack for small calls.
+  const size_t n = args.size(), total = args.size() + rets.size();
+  constexpr size_t kInline = 32;
+  uint8_t* inline_pointers[kInline];
+  int64_t inline_bytes[kInline];
+  std::vector<uint8_t*> heap_pointers;
+  std::vector<int64_t> heap_bytes;
+  if (total > kInline) {
+    heap_pointers.resize(total);
+    heap_bytes.resize(total);
+  }
+  uint8_t** pointers = total > kInline ? heap_pointers.data() : inline_pointers;
+  int64_t* bytes = total > kInline ? heap_bytes.data() : inline_bytes;
+  for (size_t i = 0; i < n; ++i) {
+    xla::ffi::ErrorOr<xla::ffi::AnyBuffer> buffer = args.get<xla::ffi::AnyBuffer>(i);
+    if (buffer.has_error()) return buffer.error();
+    pointers[i] = static_cast<uint8_t*>(buffer->untyped_data());
+    bytes[i] = static_cast<int64_t>(buffer->size_bytes());
+  }
+  for (size_t j = 0; j < rets.size(); ++j) {
+    xla::ffi::ErrorOr<xla::ffi::Result<xla::ffi::AnyBuffer>> buffer = rets.get<xla::ffi::AnyBuffer>(j);
+    if (buffer.has_error()) return buffer.error();
+    pointers[n + j] = static_cast<uint8_t*>((*buffer)->untyped_data());
+    bytes[n + j] = static_cast<int64_t>((*buffer)->size_bytes());
+  }
+  std::span<uint8_t* const> all_pointers(pointers, total);
+  std::span<const int64_t> all_bytes(bytes, total);
+  Status status = executable->run_for_xla(all_pointers.first(n), all_bytes.first(n), all_pointers.subspan(n),
+                                          all_bytes.subspan(n), threads);
+  if (!status.ok())
+    return xla::ffi::Error(xla::ffi::ErrorCode::kInternal, "insitu: " + status_text(status, executable->file()));
+  return xla::ffi::Error::Success();
+}
+#endif
 std::unique_ptr<Module> parse_verified(const std::string& text, const std::string& file) {
   std::unique_ptr<Module> module = value_or_raise(parse_module(text), file);
   if (Status status = verify_module(*module); !status.ok()) raise(status, file);
@@ -407,6 +558,15 @@ std::string explain(const std::string& text, const std::string& file, const std:
 
 }  // namespace
 }  // namespace insitu::python
+
+#ifdef INSITU_HAVE_XLA_FFI
+XLA_FFI_DEFINE_HANDLER_SYMBOL(insitu_xla_call, insitu::python::xla_call,
+                              xla::ffi::Ffi::Bind()
+                                  .Attr<int64_t>("executable")
+                                  .Attr<int32_t>("threads")
+                                  .RemainingArgs()
+                                  .RemainingRets());
+#endif
 
 NB_MODULE(_insitu, m) {
   using namespace insitu::python;
@@ -441,7 +601,8 @@ NB_MODULE(_insitu, m) {
           "numpy.asarray(array): a numpy view of the same memory")
       .def("__repr__", &Array::repr);
 
-  nb::class_<PyExecutable>(m, "Executable")
+  auto cls = nb::class_<PyExecutable>(m, "Executable");
+  cls
       .def("__call__", &PyExecutable::call, nb::arg("args"), nb::kw_only(), nb::arg("donate") = nb::none(),
            nb::arg("threads") = 0, nb::arg("timeout") = 0.0)
       .def("_stats_json", &PyExecutable::stats_json)
@@ -454,6 +615,12 @@ NB_MODULE(_insitu, m) {
   m.def("_compile", &compile, nb::arg("text"), nb::arg("file"), nb::arg("strict_donation"), nb::arg("max_memory_bytes"),
         nb::rv_policy::take_ownership);
   m.def("_explain", &explain, nb::arg("text"), nb::arg("file"), nb::arg("format"));
+#ifdef INSITU_HAVE_XLA_FFI
+  // The XLA FFI handler insitu.jax registers as target "insitu_call" (a capsule of its address),
+  // and each executable's number for its `executable` attribute.
+  m.def("_xla_ffi_handler", [] { return nb::capsule(reinterpret_cast<void*>(&insitu_xla_call)); });
+  cls.def("_ffi_id", &PyExecutable::ffi_id);
+#endif
   m.def("_load_plugin", [](const std::string& path) {
     if (ins::Status status = ins::cli::load_plugin(path); !status.ok()) raise(status);
   });

@@ -7,10 +7,26 @@
 JAX traces and lowers the function (``jax.jit(fn, ...).lower(*args)``, HLO text with the
 donation as ``input_output_alias``); insitu optimizes and runs that module. Pytrees go in and out
 as with jax.jit; one executable per (argument structure, shapes, dtypes, weak types, static
-arguments), built on first use. Arrays cross by DLPack without a copy, and results come back as
-jax.Arrays over insitu's memory. Donated jax.Arrays are deleted after the call, as jax.jit does;
+arguments), built on first use. Donated jax.Arrays are deleted after the call, as jax.jit does;
 their buffers were written in place. ``fn.lower(*args)`` and ``fn.executable(*args)`` give the
 lowered JAX object and the insitu Executable (for ``.explain()`` and ``.stats``).
+
+How a call reaches insitu (``fn.dispatch``):
+
+- ``"xla-ffi"`` (when insitu's extension was built with jaxlib's headers, as the repository's
+  build is): the function is a ``jax.jit`` of one custom call, the XLA FFI target
+  ``insitu_call``, whose handler runs the insitu executable on XLA's buffers. jax.jit's own C++
+  dispatch flattens the pytrees, keys the cache and makes the result arrays, so a call costs
+  about what a jax.jit call costs. Arguments are read in place; a donated argument is the
+  memory of its aliased result (``input_output_aliases``), written in place; every other result
+  is computed straight into the buffer XLA gives it. Only a result that is a parameter or a
+  constant is copied there (``stats["result_bytes_copied"]``). The thread count
+  (insitu.default_threads or ``threads=``) is fixed when a signature is first traced. A failure
+  inside insitu surfaces as JAX's runtime error carrying insitu's located message, when JAX
+  reports it (at the call, or at ``block_until_ready`` under asynchronous dispatch).
+- ``"dlpack"`` (otherwise, or asked for with ``dispatch="dlpack"``): Python flattens the
+  arguments, hands them to insitu by DLPack without a copy and wraps the results as jax.Arrays
+  over insitu's memory; failures raise insitu.Error. About 2.5x jax.jit's call overhead.
 
 Custom calls a program makes with ``jax.ffi.ffi_call("NAME", ...)`` run the insitu kernel
 registered as NAME (insitu.load_plugin), in place when the kernel aliases its operands.
@@ -89,19 +105,51 @@ class _Bridge:
         return jax.dlpack.from_dlpack(array)
 
 
-def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None):
+_FFI_TARGET = "insitu_call"
+_ffi_registered = None
+
+
+def _ffi_ready():
+    """Whether the XLA FFI path is available: the extension has the handler and JAX took it."""
+    global _ffi_registered
+    if _ffi_registered is None:
+        handler = getattr(insitu._insitu, "_xla_ffi_handler", None)
+        _ffi_registered = False
+        if handler is not None:
+            try:
+                jax.ffi.register_ffi_target(_FFI_TARGET, handler(), platform="cpu")
+                _ffi_registered = True
+            except Exception:  # a jax without the FFI API: the DLPack path
+                pass
+    return _ffi_registered
+
+
+def _aval_key(leaf):
+    """What of an argument leaf the executable depends on: shape, dtype, weak type (the same for
+    a concrete array, a Python scalar and the tracer jax.jit makes of either)."""
+    aval = jax.typeof(leaf)
+    return (aval.shape, aval.dtype, getattr(aval, "weak_type", False))
+
+
+def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None, dispatch=None):
     """Like ``jax.jit(fn, donate_argnums=..., static_argnums=...)``, run by insitu.
 
-    threads: worker threads per call (default insitu.default_threads). Usable as a decorator,
-    with or without arguments."""
+    threads: worker threads per call (default insitu.default_threads). dispatch: "xla-ffi",
+    "dlpack" or None (the first where this build has it; see the module's text). Usable as a
+    decorator, with or without arguments."""
     if fn is None:
-        return functools.partial(jit, donate_argnums=donate_argnums, static_argnums=static_argnums, threads=threads)
+        return functools.partial(jit, donate_argnums=donate_argnums, static_argnums=static_argnums, threads=threads,
+                                 dispatch=dispatch)
+    if dispatch not in (None, "xla-ffi", "dlpack"):
+        raise ValueError(f"dispatch must be 'xla-ffi', 'dlpack' or None, not {dispatch!r}")
+    if dispatch == "xla-ffi" and not _ffi_ready():
+        raise insitu.Error("dispatch='xla-ffi' needs insitu's extension built with jaxlib's headers "
+                           "(python/CMakeLists.txt finds them with jax.ffi.include_dir()); this one was not")
     donate_argnums = _as_tuple(donate_argnums)
     static_argnums = _as_tuple(static_argnums)
     # keep_unused: the module's parameters are every leaf, in order, so the call can pass them.
     jitted = jax.jit(fn, donate_argnums=donate_argnums, static_argnums=static_argnums, keep_unused=True)
     cache = {}
-    bridge = _Bridge()
     name = getattr(fn, "__name__", "the function")
 
     def split(args):
@@ -124,34 +172,91 @@ def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None):
         flags = [k for k, argnum in enumerate(donated) if argnum is not None]
         return executable, lowered, flags, donated
 
-    def entry(args):
-        leaves, treedef, statics = split(args)
-        key = (treedef, statics, tuple(map(bridge.key, leaves)))
-        found = cache.get(key)
-        if found is None:
-            found = cache[key] = build(args)
-        return found, leaves
+    def deleted_donation(args):
+        """insitu.Error naming a donated argument that an earlier call consumed, or None."""
+        leaves, _, _ = split(args)
+        found = cache.get(key_of(args))
+        for k in (found[2] if found else ()):
+            if isinstance(leaves[k], jax.Array) and leaves[k].is_deleted():
+                return insitu.Error(f"argument {found[3][k]} of {name} was donated to an earlier call and deleted; "
+                                    "pass the array that call returned")
+        return None
 
-    @functools.wraps(fn)
-    def call(*args):
-        (executable, lowered, flags, donated), leaves = entry(args)
-        for k in flags:
-            leaf = leaves[k]
-            if isinstance(leaf, jax.Array) and leaf.is_deleted():
-                raise insitu.Error(f"argument {donated[k]} of {name} was donated to an earlier call and deleted; "
-                                   "pass the array that call returned")
-        inputs = list(map(bridge.to_insitu, leaves))
-        for k in flags:
-            inputs[k] = bridge.to_insitu(leaves[k], donated=True)
-        results = executable._core(tuple(inputs), donate=flags,
-                                   threads=insitu.default_threads if threads is None else threads, timeout=0.0)
-        if not isinstance(results, tuple):
-            results = (results,)
-        outputs = list(map(bridge.to_jax, results))
-        for k in flags:
-            if isinstance(leaves[k], jax.Array):
-                leaves[k].delete()
-        return jax.tree_util.tree_unflatten(lowered.out_tree, outputs)
+    if dispatch != "dlpack" and _ffi_ready():
+        key_of = lambda args: (lambda leaves, treedef, statics: (treedef, statics, tuple(map(_aval_key, leaves))))(  # noqa: E731
+            *split(args))
+
+        def entry(args):
+            key = key_of(args)
+            found = cache.get(key)
+            if found is None:
+                abstract = [arg if i in static_argnums else jax.tree_util.tree_map(
+                    lambda leaf: jax.ShapeDtypeStruct(*_aval_key(leaf)[:2], weak_type=_aval_key(leaf)[2]), arg)
+                    for i, arg in enumerate(args)]
+                found = cache[key] = build(abstract)
+            return found, split(args)[0]
+
+        @functools.wraps(fn)  # fn's name and signature (jax.jit reads the signature for argnums)
+        def traced(*args):  # traced by jax.jit once per signature: one call of the insitu executable
+            (executable, lowered, flags, _), leaves = entry(args)
+            results = [jax.ShapeDtypeStruct(info.shape, info.dtype) for info in jax.tree_util.tree_leaves(lowered.out_info)]
+            aliases = {k: p["aliased_output"] for k, p in enumerate(executable.parameters)
+                       if k in flags and p["aliased_output"] is not None}
+            count = insitu.default_threads if threads is None else threads
+            outputs = jax.ffi.ffi_call(_FFI_TARGET, results, input_output_aliases=aliases)(
+                *leaves, executable=np.int64(executable._core._ffi_id()), threads=np.int32(count))
+            return jax.tree_util.tree_unflatten(lowered.out_tree, outputs)
+
+        outer = jax.jit(traced, donate_argnums=donate_argnums, static_argnums=static_argnums, keep_unused=True)
+        if donate_argnums:
+            @functools.wraps(fn)
+            def call(*args):
+                try:
+                    return outer(*args)
+                except Exception as error:  # JAX's "Array has been deleted": say which argument
+                    named = deleted_donation(args)
+                    if named is not None:
+                        raise named from error
+                    raise
+        else:
+            call = outer  # jax.jit's own object: no Python frame between the caller and its dispatch
+
+        call.dispatch = "xla-ffi"
+    else:
+        bridge = _Bridge()
+
+        def key_of(args):
+            leaves, treedef, statics = split(args)
+            return (treedef, statics, tuple(map(bridge.key, leaves)))
+
+        def entry(args):
+            key = key_of(args)
+            found = cache.get(key)
+            if found is None:
+                found = cache[key] = build(args)
+            return found, split(args)[0]
+
+        @functools.wraps(fn)
+        def call(*args):
+            (executable, lowered, flags, donated), leaves = entry(args)
+            if flags:
+                named = deleted_donation(args)
+                if named is not None:
+                    raise named
+            inputs = list(map(bridge.to_insitu, leaves))
+            for k in flags:
+                inputs[k] = bridge.to_insitu(leaves[k], donated=True)
+            results = executable._core(tuple(inputs), donate=flags,
+                                       threads=insitu.default_threads if threads is None else threads, timeout=0.0)
+            if not isinstance(results, tuple):
+                results = (results,)
+            outputs = list(map(bridge.to_jax, results))
+            for k in flags:
+                if isinstance(leaves[k], jax.Array):
+                    leaves[k].delete()
+            return jax.tree_util.tree_unflatten(lowered.out_tree, outputs)
+
+        call.dispatch = "dlpack"
 
     call.lower = lambda *args: entry(args)[0][1]
     call.executable = lambda *args: entry(args)[0][0]

@@ -58,6 +58,44 @@ def test_donated_cache_is_updated_in_place_and_deleted():
     assert "alias: output {0} is written into parameter 0 {}" in g.executable(new_cache, jnp.ones(8), 3).explain()
 
 
+def test_calls_go_through_jax_jit_dispatch_into_xla_result_buffers():
+    # This build has jaxlib's headers: a call is one XLA custom call whose handler computes every
+    # result straight into XLA's buffer. A returned parameter is copied there by the module's own
+    # copy (copy insertion's read-only-live-out), never again by the handler.
+    g = insitu.jax.jit(lambda x, y: (x * 2.0, y))
+    assert g.dispatch == "xla-ffi"
+    x, y = jnp.arange(4.0), jnp.arange(3, dtype=jnp.int32)
+    doubled, same = g(x, y)
+    np.testing.assert_array_equal(doubled, [0, 2, 4, 6])
+    np.testing.assert_array_equal(same, [0, 1, 2])
+    stats = g.executable(x, y).stats
+    assert stats["result_bytes_copied"] == 0 and stats["bytes_copied"] == 12
+    assert [copy["reason"] for copy in stats["copies_in_module"]] == ["read-only-live-out"]
+    assert "insitu_call" in str(jax.make_jaxpr(g)(x, y))  # one custom call inside jax.jit
+
+
+@pytest.mark.parametrize("dispatch", ["xla-ffi", "dlpack"])
+def test_both_dispatch_paths_donate_in_place(dispatch):
+    def step(cache, row, i):
+        return cache.at[i].set(row), row.sum()
+
+    g = insitu.jax.jit(step, donate_argnums=(0,), dispatch=dispatch)
+    assert g.dispatch == dispatch
+    cache = jnp.zeros((16, 8))
+    pointer = cache.unsafe_buffer_pointer()
+    for i in range(3):
+        cache, total = g(cache, jnp.full(8, float(i)), i)
+    jax.block_until_ready(cache)
+    assert cache.unsafe_buffer_pointer() == pointer
+    np.testing.assert_array_equal(cache[:3, 0], [0, 1, 2])
+    assert g.executable(cache, jnp.full(8, 1.0), 0).stats["bytes_copied"] == 0
+
+
+def test_unknown_dispatch_is_refused():
+    with pytest.raises(ValueError, match="dispatch must be"):
+        insitu.jax.jit(lambda x: x, dispatch="grpc")
+
+
 def test_numpy_and_python_scalars_are_accepted():
     g = insitu.jax.jit(lambda x, s: x * s + 1)
     np.testing.assert_allclose(g(np.arange(3, dtype=np.float32), 2.0), [1, 3, 5])

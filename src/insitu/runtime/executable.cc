@@ -133,6 +133,19 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   } arena{*this, nullptr};
   std::vector<std::shared_ptr<Buffer>> output_buffers(allocations.size());
   const Shape& result_shape = module_->entry()->root()->shape();
+  const Program& entry = *programs_.at(module_->entry());
+  // The caller's memory for the output allocation that is exactly result j (ExecuteOptions).
+  auto caller_memory = [&](const Allocation& allocation) -> uint8_t* {
+    size_t j = 0;
+    for (const Leaf& leaf : entry.root) {
+      if (!leaf.shape->is_array()) continue;
+      if (j < options.result_memory.size() && options.result_memory[j] != nullptr &&
+          leaf.allocation == allocation.index && leaf.offset == 0 && !leaf.scalar && leaf.size == allocation.size)
+        return options.result_memory[j];
+      ++j;
+    }
+    return nullptr;
+  };
   for (const Allocation& allocation : allocations) {
     switch (allocation.kind) {
       case AllocationKind::kParameter: {
@@ -147,6 +160,12 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
         const Shape shape = (leaf && leaf->is_array() && leaf->byte_size() == allocation.size)
                                 ? *leaf
                                 : Shape::array(PrimitiveType::kU8, {allocation.size});
+        if (uint8_t* memory = options.result_memory.empty() ? nullptr : caller_memory(allocation)) {
+          // The caller owns the memory (ExecuteOptions::result_memory).
+          output_buffers[allocation.index] = Buffer::external(shape, memory, Buffer::borrowed());
+          bases[allocation.index] = memory;
+          break;
+        }
         // The output is named only when its allocation fails: building that text on every call
         // costs more than a small call (an ostringstream and its locale) and serializes
         // concurrent callers on the locale's shared reference count.
@@ -178,7 +197,6 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   }
   Executor executor(bases, pool, stats, options_.custom_calls, options.timeout_seconds, options.device);
   if (options.profile) executor.enable_profile();
-  const Program& entry = *programs_.at(module_->entry());
   INSITU_RETURN_IF_ERROR(executor.run(entry));
   if (options.profile) stats.step_times = executor.step_times();
 

@@ -33,6 +33,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -110,6 +111,13 @@ struct ExecuteOptions {
   // This call's device among the devices running the module (evaluator/collectives.h: its
   // communicator and numbers), for collectives; null runs one device alone.
   const DeviceContext* device = nullptr;
+  // result_memory[j], when given and not null: memory the caller owns, of result j's byte size,
+  // that result j (the j-th array leaf of the entry result) is computed into; its handle is then
+  // external over that memory (an XLA FFI call's result buffer, say: no copy afterwards). The
+  // caller keeps it alive while the handle lives. A result that is not an output buffer of its
+  // own (a parameter, donated or not; a constant; a leaf returned twice) still comes back in
+  // its own buffer, which the caller compares and copies.
+  std::span<uint8_t* const> result_memory = {};
 };
 
 struct ExecutableOptions {
