@@ -343,6 +343,39 @@ TEST(RuntimeBuffer, LiteralRoundTripAlignmentAndDonatedState) {
   EXPECT_TRUE(BufferHandle().is_null());
 }
 
+// ExecuteOptions::result_memory: a result that is an output buffer of its own is computed into
+// the caller's memory (the handle is that memory); a donated parameter returned stays the
+// parameter's memory; a slot left null gets insitu's own buffer.
+TEST(RuntimeDonation, ResultsAreComputedIntoCallerMemory) {
+  Compiled compiled = compile(R"(
+HloModule results, input_output_alias={ {1}: (1, {}, may-alias) }
+
+ENTRY main {
+  a = f32[4] parameter(0)
+  b = f32[4] parameter(1)
+  sum = f32[4] add(a, b)
+  twice = f32[4] add(b, b)
+  neg = f32[4] negate(a)
+  ROOT result = (f32[4], f32[4], f32[4]) tuple(sum, twice, neg)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  alignas(64) float into_sum[4] = {}, into_twice[4] = {};
+  uint8_t* memory[] = {reinterpret_cast<uint8_t*>(into_sum), reinterpret_cast<uint8_t*>(into_twice), nullptr};
+  BufferHandle b = *BufferHandle::from_literal(Literal::vector<float>({10, 20, 30, 40}));
+  const uint8_t* b_memory = b.data();
+  StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute(
+      {*BufferHandle::from_literal(Literal::vector<float>({1, 2, 3, 4})), std::move(b)},
+      {.donate = {false, true}, .threads = 1, .result_memory = memory});
+  ASSERT_TRUE(results.ok()) << results.status().to_string();
+  EXPECT_EQ((*results)[0].data(), memory[0]);
+  EXPECT_EQ(std::vector<float>(into_sum, into_sum + 4), (std::vector<float>{11, 22, 33, 44}));
+  EXPECT_EQ((*results)[1].data(), b_memory) << "the donated parameter is the result's memory";
+  EXPECT_TRUE(*(*results)[1].to_literal() == Literal::vector<float>({20, 40, 60, 80}));
+  EXPECT_EQ(std::vector<float>(into_twice, into_twice + 4), (std::vector<float>{0, 0, 0, 0}));
+  EXPECT_NE((*results)[2].data(), nullptr);
+  EXPECT_TRUE(*(*results)[2].to_literal() == Literal::vector<float>({-1, -2, -3, -4}));
+}
+
 }  // namespace
 }  // namespace insitu
 
