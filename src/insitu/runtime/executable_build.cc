@@ -21,6 +21,7 @@
 
 namespace insitu {
 
+using runtime_internal::Binding;
 using runtime_internal::Executor;
 using runtime_internal::Leaf;
 using runtime_internal::Program;
@@ -496,6 +497,12 @@ Status Executable::build() {
           }
       }
       program.steps.push_back(std::move(step));
+    }
+    for (Step& step : program.steps) {
+      auto bind = [](const Leaf& leaf) { return Binding{leaf.shape, leaf.allocation, leaf.offset, leaf.scalar}; };
+      for (const std::vector<Leaf>& operand : step.operands)
+        step.bindings.push_back(operand.empty() ? Binding{} : bind(operand[0]));
+      for (const Leaf& output : step.outputs) step.bindings.push_back(bind(output));
     }
   }
   return ok_status();

@@ -17,16 +17,6 @@
 
 namespace insitu::runtime_internal {
 
-uint8_t* Executor::address(const Leaf& leaf) const {
-  INSITU_CHECK(leaf.allocation >= 0 && leaf.allocation < static_cast<int64_t>(bases_.size()))
-      << "leaf without memory";
-  return bases_[leaf.allocation] + leaf.offset;
-}
-
-ArrayView Executor::view(const Leaf& leaf) const {
-  return ArrayView{address(leaf), leaf.shape, leaf.scalar};
-}
-
 Literal Executor::read_literal(const Shape& shape, const std::vector<Leaf>& leaves) const {
   Literal literal(shape);
   for (const Leaf& leaf : leaves) {
@@ -171,8 +161,13 @@ ArrayView* Executor::bind_views(const Step& step, bool with_outputs, ArrayView (
     heap_views.resize(count);
     views = heap_views.data();
   }
-  for (size_t i = 0; i < operand_count; ++i) views[i] = view(step.operands[i][0]);
-  for (size_t i = operand_count; i < count; ++i) views[i] = view(step.outputs[i - operand_count]);
+  const Binding* bindings = step.bindings.data();
+  const int64_t allocations = static_cast<int64_t>(bases_.size());
+  for (size_t i = 0; i < count; ++i) {
+    const Binding& binding = bindings[i];
+    INSITU_CHECK(binding.allocation >= 0 && binding.allocation < allocations) << "operand or output without memory";
+    views[i] = ArrayView{bases_[binding.allocation] + binding.offset, binding.shape, binding.scalar};
+  }
   return views;
 }
 

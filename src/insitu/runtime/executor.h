@@ -32,7 +32,12 @@ class Executor {
   void enable_profile() { profile_ = true; }
   std::vector<ExecutionStats::StepTime> step_times() const;
 
-  uint8_t* address(const Leaf& leaf) const;
+  // Inline: every step of every call binds its operands through these.
+  uint8_t* address(const Leaf& leaf) const {
+    INSITU_CHECK(leaf.allocation >= 0 && leaf.allocation < static_cast<int64_t>(bases_.size()))
+        << "leaf without memory";
+    return bases_[leaf.allocation] + leaf.offset;
+  }
   // The value of an instruction's leaves as a Literal of `shape` (scalar leaves expanded).
   Literal read_literal(const Shape& shape, const std::vector<Leaf>& leaves) const;
 
@@ -65,7 +70,7 @@ class Executor {
   Status run_dynamic_view(const Step& step);
 
  private:
-  ArrayView view(const Leaf& leaf) const;
+  ArrayView view(const Leaf& leaf) const { return ArrayView{address(leaf), leaf.shape, leaf.scalar}; }
   // Views of the step's operands (then its outputs, when asked), bound to this call's memory:
   // in `inline_views` for the usual few, else in `heap_views`.
   static constexpr size_t kInlineViews = 8;

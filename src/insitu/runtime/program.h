@@ -25,6 +25,15 @@ struct Leaf {
   }
 };
 
+// One array a native step binds per call: the first leaf of an operand, or an output leaf,
+// without its index (Executor::bind_views reads these, contiguous, on every run of the step).
+struct Binding {
+  const Shape* shape = nullptr;
+  int64_t allocation = -1;  // -1: none (a token operand)
+  int64_t offset = 0;
+  bool scalar = false;
+};
+
 class Executor;
 struct Step;
 struct Program;
@@ -40,6 +49,7 @@ struct Step {
   StepRunner run = nullptr;
   std::vector<std::vector<Leaf>> operands;  // per operand, its array leaves in leaf order
   std::vector<Leaf> outputs;                // the instruction's array leaves in leaf order
+  std::vector<Binding> bindings;            // operands' first leaves, then outputs (set last)
   std::vector<const Program*> callees;      // while: {condition, body}; conditional: branches; call
   NativeKernel kernel;                      // native steps: the selected kernel and its plan
   // Native steps: operands whose bytes overlap an output in a way the kernel does not allow
