@@ -141,26 +141,33 @@ StatusOr<Literal> evaluate_scan(const Instruction& instruction, Operands operand
   return result;
 }
 
+// The one dimension `dimensions={d}` of get/set-dimension-size names in `shape`.
+StatusOr<int64_t> named_dimension(const Instruction& instruction, const Shape& shape) {
+  const RawAttribute* dimensions = find_own_attribute(instruction, "dimensions");
+  if (dimensions == nullptr) return bad_instruction(instruction, "needs dimensions={d}");
+  AttributeReader reader(instruction, "dimensions", dimensions->value);
+  INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> which, reader.integers('{', '}'));
+  if (which.size() != 1 || !reader.done() || which[0] < 0 || which[0] >= shape.rank())
+    return bad_instruction(instruction, str_cat("dimensions=", dimensions->value, " must name one dimension of ",
+                                                shape.to_string(false)));
+  return which[0];
+}
+
 // get-dimension-size(x), dimensions={d}: the size of dimension d as s32. insitu keeps no
 // dynamic sizes, so a bounded-dynamic dimension (f32[<=8]) is refused rather than answered
 // with its bound.
 StatusOr<Literal> evaluate_get_dimension_size(const Instruction& instruction, Operands operands) {
-  const RawAttribute* dimensions = find_own_attribute(instruction, "dimensions");
-  if (operands.size() != 1 || dimensions == nullptr || !operands[0]->shape().is_array())
+  if (operands.size() != 1 || !operands[0]->shape().is_array())
     return bad_instruction(instruction, "needs one array operand and dimensions={d}");
-  AttributeReader reader(instruction, "dimensions", dimensions->value);
-  INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> which, reader.integers('{', '}'));
   const Shape& shape = operands[0]->shape();
-  if (which.size() != 1 || !reader.done() || which[0] < 0 || which[0] >= shape.rank())
-    return bad_instruction(instruction, str_cat("dimensions=", dimensions->value, " must name one dimension of ",
-                                                shape.to_string(false)));
-  if (shape.dynamic_dimensions()[which[0]])
-    return bad_instruction(instruction, str_cat("dimension ", which[0], " of ", shape.to_string(false),
+  INSITU_ASSIGN_OR_RETURN(const int64_t dimension, named_dimension(instruction, shape));
+  if (shape.dynamic_dimensions()[dimension])
+    return bad_instruction(instruction, str_cat("dimension ", dimension, " of ", shape.to_string(false),
                                                 " is dynamic; insitu keeps no dynamic sizes and will not answer with "
                                                 "the bound"));
   if (instruction.shape() != Shape::scalar(PrimitiveType::kS32))
     return bad_instruction(instruction, str_cat("must be s32[], not ", instruction.shape().to_string(false)));
-  return Literal::scalar<int32_t>(static_cast<int32_t>(shape.dimension(which[0])));
+  return Literal::scalar<int32_t>(static_cast<int32_t>(shape.dimension(dimension)));
 }
 
 // set-dimension-size(x, size), dimensions={d}: x with dimension d's dynamic size set to `size`.
@@ -169,31 +176,26 @@ StatusOr<Literal> evaluate_get_dimension_size(const Instruction& instruction, Op
 // ops that follow (a reduce skips it, a reshape moves it), so it is a located refusal, never an
 // array computed as if it had its bound.
 StatusOr<Literal> evaluate_set_dimension_size(const Instruction& instruction, Operands operands) {
-  const RawAttribute* dimensions = find_own_attribute(instruction, "dimensions");
-  if (operands.size() != 2 || dimensions == nullptr || !operands[0]->shape().is_array() ||
-      !operands[1]->shape().is_array() || operands[1]->shape().rank() != 0)
+  if (operands.size() != 2 || !operands[0]->shape().is_array() || !operands[1]->shape().is_array() ||
+      operands[1]->shape().rank() != 0)
     return bad_instruction(instruction, "needs an array, a scalar size and dimensions={d}");
-  AttributeReader reader(instruction, "dimensions", dimensions->value);
-  INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> which, reader.integers('{', '}'));
   const Shape& shape = operands[0]->shape();
-  if (which.size() != 1 || !reader.done() || which[0] < 0 || which[0] >= shape.rank())
-    return bad_instruction(instruction, str_cat("dimensions=", dimensions->value, " must name one dimension of ",
-                                                shape.to_string(false)));
+  INSITU_ASSIGN_OR_RETURN(const int64_t dimension, named_dimension(instruction, shape));
   const Shape& result = instruction.shape();
   if (!result.is_array() || result.element_type() != shape.element_type() || result.dimensions() != shape.dimensions())
     return bad_instruction(instruction, str_cat("result ", result.to_string(false), " must be ",
-                                                shape.to_string(false), " with dimension ", which[0],
+                                                shape.to_string(false), " with dimension ", dimension,
                                                 " bounded by its size"));
   if (operands[1]->shape().element_type() != PrimitiveType::kS32)
     return bad_instruction(instruction, str_cat("size must be s32[], not ", operands[1]->shape().to_string(false)));
   const int64_t size = operands[1]->data<int32_t>()[0];
-  const int64_t bound = shape.dimension(which[0]);
+  const int64_t bound = shape.dimension(dimension);
   if (size != bound)
-    return bad_instruction(instruction, str_cat("sets dimension ", which[0], " of ", shape.to_string(false), " to ",
-                                                size, ", below its bound ", bound,
+    return bad_instruction(instruction, str_cat("sets dimension ", dimension, " of ", shape.to_string(false), " to ",
+                                                size, ", not its bound ", bound,
                                                 "; insitu keeps no dynamic sizes and runs only sizes equal to the "
                                                 "bound"));
-  // The value is static now: its size is its bound (get-dimension-size may read it).
+  // The value is static: its size is its bound.
   Shape static_result = result;
   for (int64_t i = 0; i < static_result.rank(); ++i) static_result.set_dynamic_dimension(i, false);
   Literal out = *operands[0];
