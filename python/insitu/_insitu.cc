@@ -318,49 +318,37 @@ class PyExecutable {
   // This executable's number for the XLA FFI handler (xla_call's `executable` attribute):
   // registered on first use, unregistered when the executable goes.
   int64_t ffi_id();
-  // One call from inside an XLA program (xla_call below): arguments are XLA's buffers, read in
-  // place; an argument whose aliased result XLA gave the same memory is donated (written in
-  // place); every other result is computed into XLA's result buffer (ExecuteOptions::
-  // result_memory), and one that is not (a parameter or constant returned) is copied there,
-  // counted in stats' result_bytes_copied.
+  // One call from inside an XLA program (xla_call below), on XLA's buffers
+  // (Executable::execute_borrowed): an argument whose aliased result XLA gave the same memory
+  // is donated (written in place); every other result is computed into XLA's result buffer, or
+  // copied there (counted in stats' result_bytes_copied).
   Status run_for_xla(std::span<uint8_t* const> args, std::span<const int64_t> arg_bytes,
                      std::span<uint8_t* const> rets, std::span<const int64_t> ret_bytes, int threads) {
     const std::vector<Executable::Argument>& parameters = executable_->arguments();
     if (args.size() != parameters.size())
       return invalid_argument(str_cat("the XLA call passes ", args.size(), " argument(s); the module takes ",
                                       parameters.size()));
-    std::vector<BufferHandle> handles;
-    handles.reserve(parameters.size());
     std::vector<bool> donate(parameters.size(), false);
     for (size_t i = 0; i < parameters.size(); ++i) {
       if (arg_bytes[i] != parameters[i].shape.byte_size())
         return invalid_argument(str_cat("the XLA call's argument ", i, " has ", arg_bytes[i], " bytes; ",
                                         parameters[i].describe(), " is ", shape_text(parameters[i].shape)));
-      // XLA owns the memory for the call, and no handle outlives the call.
-      handles.emplace_back(Buffer::external(parameters[i].shape, args[i], Buffer::borrowed()));
       const int64_t output = aliased_result(parameters[i]);
       donate[i] = output >= 0 && static_cast<size_t>(output) < rets.size() && rets[output] == args[i];
     }
+    const std::vector<int64_t>& result_bytes = result_byte_sizes();
+    if (rets.size() != result_bytes.size())
+      return invalid_argument(str_cat("the XLA call expects ", rets.size(), " result(s); the module returns ",
+                                      result_bytes.size()));
+    for (size_t j = 0; j < rets.size(); ++j)
+      if (ret_bytes[j] != result_bytes[j])
+        return invalid_argument(str_cat("the XLA call's result ", j, " has ", ret_bytes[j], " bytes; the module's has ",
+                                        result_bytes[j]));
     ExecutionStats stats;
     ExecuteOptions options{.donate = std::move(donate), .threads = threads, .stats = &stats};
-    options.result_memory = rets;
-    StatusOr<std::vector<BufferHandle>> results = executable_->execute(std::move(handles), options);
-    if (!results.ok()) return results.status();
-    if (results->size() != rets.size())
-      return invalid_argument(str_cat("the XLA call expects ", rets.size(), " result(s); the module returns ",
-                                      results->size()));
-    int64_t copied = 0;
-    for (size_t j = 0; j < rets.size(); ++j) {
-      const BufferHandle& result = (*results)[j];
-      if (result.buffer().size_bytes() != ret_bytes[j])
-        return invalid_argument(str_cat("the XLA call's result ", j, " has ", ret_bytes[j], " bytes; the module's is ",
-                                        shape_text(result.shape())));
-      if (result.data() == rets[j]) continue;
-      std::memcpy(rets[j], result.data(), static_cast<size_t>(ret_bytes[j]));
-      copied += ret_bytes[j];
-    }
+    INSITU_RETURN_IF_ERROR(executable_->execute_borrowed(args, rets, options));
     std::lock_guard<std::mutex> lock(stats_mutex_);
-    last_stats_ = LastCall{std::move(stats), 0, threads, copied};
+    last_stats_ = LastCall{std::move(stats), 0, threads};
     return ok_status();
   }
   const std::string& file() const { return file_; }
@@ -374,7 +362,7 @@ class PyExecutable {
     json["compile_seconds"] = compile_seconds_;
     json["unused_donors"] = unused_donors_;
     json["threads"] = last_stats_->threads;
-    json["result_bytes_copied"] = last_stats_->result_bytes_copied;
+    json["result_bytes_copied"] = last_stats_->stats.result_bytes_copied;
     return json.dump();
   }
   std::string explain(const std::string& format) const {
@@ -406,6 +394,15 @@ class PyExecutable {
   }
 
  private:
+  // The byte size of each array leaf of the entry result, in order (made once).
+  const std::vector<int64_t>& result_byte_sizes() {
+    std::call_once(result_bytes_once_, [&] {
+      executable_->module().entry()->root()->shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex&) {
+        if (leaf.is_array()) result_bytes_.push_back(leaf.byte_size());
+      });
+    });
+    return result_bytes_;
+  }
   // The position among the result leaves of the output an argument is aliased to; -1: none.
   // (JAX's results are a flat tuple, or one array.)
   int64_t aliased_result(const Executable::Argument& argument) const {
@@ -446,11 +443,12 @@ class PyExecutable {
     ExecutionStats stats;
     int64_t argument_bytes_copied = 0;
     int threads = 0;
-    int64_t result_bytes_copied = 0;  // into an XLA call's result buffers (run_for_xla)
   };
   mutable std::mutex stats_mutex_;
   std::optional<LastCall> last_stats_;
   int64_t ffi_id_ = 0;  // 0: not registered for XLA calls (ffi_id)
+  std::once_flag result_bytes_once_;
+  std::vector<int64_t> result_bytes_;  // result_byte_sizes()
 };
 
 #ifdef INSITU_HAVE_XLA_FFI

@@ -343,10 +343,11 @@ TEST(RuntimeBuffer, LiteralRoundTripAlignmentAndDonatedState) {
   EXPECT_TRUE(BufferHandle().is_null());
 }
 
-// ExecuteOptions::result_memory: a result that is an output buffer of its own is computed into
-// the caller's memory (the handle is that memory); a donated parameter returned stays the
-// parameter's memory; a slot left null gets insitu's own buffer.
-TEST(RuntimeDonation, ResultsAreComputedIntoCallerMemory) {
+// execute_borrowed: arguments read in place from the caller's memory, each result computed
+// straight into the caller's memory for it; a donated aliased parameter is written in place
+// (and, given the same memory as its result, nothing is copied); a returned parameter is
+// copied by the module's own copy; one not donated is read from a private copy.
+TEST(RuntimeDonation, BorrowedCallComputesIntoCallerMemory) {
   Compiled compiled = compile(R"(
 HloModule results, input_output_alias={ {1}: (1, {}, may-alias) }
 
@@ -355,25 +356,37 @@ ENTRY main {
   b = f32[4] parameter(1)
   sum = f32[4] add(a, b)
   twice = f32[4] add(b, b)
-  neg = f32[4] negate(a)
-  ROOT result = (f32[4], f32[4], f32[4]) tuple(sum, twice, neg)
+  ROOT result = (f32[4], f32[4], f32[4]) tuple(sum, twice, a)
 })");
   ASSERT_TRUE(compiled.executable != nullptr);
-  alignas(64) float into_sum[4] = {}, into_twice[4] = {};
-  uint8_t* memory[] = {reinterpret_cast<uint8_t*>(into_sum), reinterpret_cast<uint8_t*>(into_twice), nullptr};
-  BufferHandle b = *BufferHandle::from_literal(Literal::vector<float>({10, 20, 30, 40}));
-  const uint8_t* b_memory = b.data();
-  StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute(
-      {*BufferHandle::from_literal(Literal::vector<float>({1, 2, 3, 4})), std::move(b)},
-      {.donate = {false, true}, .threads = 1, .result_memory = memory});
-  ASSERT_TRUE(results.ok()) << results.status().to_string();
-  EXPECT_EQ((*results)[0].data(), memory[0]);
-  EXPECT_EQ(std::vector<float>(into_sum, into_sum + 4), (std::vector<float>{11, 22, 33, 44}));
-  EXPECT_EQ((*results)[1].data(), b_memory) << "the donated parameter is the result's memory";
-  EXPECT_TRUE(*(*results)[1].to_literal() == Literal::vector<float>({20, 40, 60, 80}));
-  EXPECT_EQ(std::vector<float>(into_twice, into_twice + 4), (std::vector<float>{0, 0, 0, 0}));
-  EXPECT_NE((*results)[2].data(), nullptr);
-  EXPECT_TRUE(*(*results)[2].to_literal() == Literal::vector<float>({-1, -2, -3, -4}));
+  float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40}, sum[4] = {}, same_a[4] = {};
+  auto bytes = [](float* p) { return reinterpret_cast<uint8_t*>(p); };
+  uint8_t* arguments[] = {bytes(a), bytes(b)};
+  uint8_t* results[] = {bytes(sum), bytes(b), bytes(same_a)};
+  ExecutionStats stats;
+  Status status = compiled.executable->execute_borrowed(arguments, results,
+                                                        {.donate = {false, true}, .threads = 1, .stats = &stats});
+  ASSERT_TRUE(status.ok()) << status.to_string();
+  EXPECT_EQ(std::vector<float>(sum, sum + 4), (std::vector<float>{11, 22, 33, 44}));
+  EXPECT_EQ(std::vector<float>(b, b + 4), (std::vector<float>{20, 40, 60, 80})) << "written in place";
+  EXPECT_EQ(std::vector<float>(same_a, same_a + 4), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(stats.result_bytes_copied, 0) << "every result was computed where the caller wanted it";
+  EXPECT_EQ(stats.bytes_copied, 16) << "the returned parameter's copy (copy insertion), nothing else";
+
+  // b not donated: it is read from a private copy and stays as it was; the result is copied
+  // into the memory given for it.
+  float b2[4] = {1, 1, 1, 1}, twice[4] = {};
+  uint8_t* arguments2[] = {bytes(a), bytes(b2)};
+  uint8_t* results2[] = {bytes(sum), bytes(twice), bytes(same_a)};
+  status = compiled.executable->execute_borrowed(arguments2, results2, {.threads = 1, .stats = &stats});
+  ASSERT_TRUE(status.ok()) << status.to_string();
+  EXPECT_EQ(std::vector<float>(b2, b2 + 4), (std::vector<float>{1, 1, 1, 1}));
+  EXPECT_EQ(std::vector<float>(twice, twice + 4), (std::vector<float>{2, 2, 2, 2}));
+  EXPECT_EQ(stats.result_bytes_copied, 16);
+
+  // A wrong count is an error, before anything runs.
+  uint8_t* too_few[] = {bytes(sum)};
+  EXPECT_FALSE(compiled.executable->execute_borrowed(arguments, too_few).ok());
 }
 
 }  // namespace

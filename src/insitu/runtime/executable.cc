@@ -133,19 +133,6 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   } arena{*this, nullptr};
   std::vector<std::shared_ptr<Buffer>> output_buffers(allocations.size());
   const Shape& result_shape = module_->entry()->root()->shape();
-  const Program& entry = *programs_.at(module_->entry());
-  // The caller's memory for the output allocation that is exactly result j (ExecuteOptions).
-  auto caller_memory = [&](const Allocation& allocation) -> uint8_t* {
-    size_t j = 0;
-    for (const Leaf& leaf : entry.root) {
-      if (!leaf.shape->is_array()) continue;
-      if (j < options.result_memory.size() && options.result_memory[j] != nullptr &&
-          leaf.allocation == allocation.index && leaf.offset == 0 && !leaf.scalar && leaf.size == allocation.size)
-        return options.result_memory[j];
-      ++j;
-    }
-    return nullptr;
-  };
   for (const Allocation& allocation : allocations) {
     switch (allocation.kind) {
       case AllocationKind::kParameter: {
@@ -160,12 +147,6 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
         const Shape shape = (leaf && leaf->is_array() && leaf->byte_size() == allocation.size)
                                 ? *leaf
                                 : Shape::array(PrimitiveType::kU8, {allocation.size});
-        if (uint8_t* memory = options.result_memory.empty() ? nullptr : caller_memory(allocation)) {
-          // The caller owns the memory (ExecuteOptions::result_memory).
-          output_buffers[allocation.index] = Buffer::external(shape, memory, Buffer::borrowed());
-          bases[allocation.index] = memory;
-          break;
-        }
         // The output is named only when its allocation fails: building that text on every call
         // costs more than a small call (an ostringstream and its locale) and serializes
         // concurrent callers on the locale's shared reference count.
@@ -197,6 +178,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   }
   Executor executor(bases, pool, stats, options_.custom_calls, options.timeout_seconds, options.device);
   if (options.profile) executor.enable_profile();
+  const Program& entry = *programs_.at(module_->entry());
   INSITU_RETURN_IF_ERROR(executor.run(entry));
   if (options.profile) stats.step_times = executor.step_times();
 
@@ -243,6 +225,112 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   if (options.stats != nullptr) *options.stats = stats;
   last_stats_.publish(std::move(stats), finished);
   return results;
+}
+
+Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::span<uint8_t* const> results,
+                                    const ExecuteOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  ExecutionStats stats;
+  stats.peak_memory_bytes = assignment_.peak_memory_bytes();
+  const Program& entry = *programs_.at(module_->entry());
+  if (arguments.size() != arguments_.size())
+    return invalid_argument(str_cat("the module takes ", arguments_.size(), " arguments (one per entry parameter leaf)",
+                                    ", got ", arguments.size()));
+  size_t result_count = 0;
+  for (const Leaf& leaf : entry.root) result_count += leaf.shape->is_array() ? 1 : 0;
+  if (results.size() != result_count)
+    return invalid_argument(str_cat("the module returns ", result_count, " array(s), got memory for ", results.size()));
+  auto donated = [&](size_t i) { return i < options.donate.size() && options.donate[i]; };
+  for (size_t i = 0; i < arguments.size(); ++i)
+    if (arguments_[i].must_alias && !donated(i))
+      return invalid_argument(str_cat("parameter ", arguments_[i].parameter_number, " ",
+                                      shape_index_to_string(arguments_[i].index),
+                                      " is must-alias but was not donated: an input configured must-alias at "
+                                      "compile time has to be donated at run time"));
+
+  INSITU_ASSIGN_OR_RETURN(ThreadPool* pool, pool_for(options.threads));
+  const std::vector<Allocation>& allocations = assignment_.allocations();
+  std::vector<uint8_t*> bases(allocations.size(), nullptr);
+  std::vector<std::shared_ptr<Buffer>> own;  // private copies and outputs not in the caller's memory
+  struct ArenaLease {
+    Executable& owner;
+    std::shared_ptr<Buffer> arena;
+    ~ArenaLease() { owner.return_arena(std::move(arena)); }
+  } arena{*this, nullptr};
+  for (const Allocation& allocation : allocations) {
+    switch (allocation.kind) {
+      case AllocationKind::kParameter:
+        for (size_t i = 0; i < arguments_.size(); ++i) {
+          if (arguments_[i].parameter_number != allocation.parameter_number ||
+              arguments_[i].index != allocation.parameter_index)
+            continue;
+          if (donated(i) || !arguments_[i].aliased_output) {
+            bases[allocation.index] = arguments[i];  // read only, or given to be written
+            continue;
+          }
+          INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> copy,
+                                  Buffer::allocate(arguments_[i].shape, false, "the private copy of an argument"));
+          copy_bytes_parallel(*pool, copy->data(), arguments[i], copy->size_bytes());
+          stats.bytes_copied += copy->size_bytes();
+          bases[allocation.index] = copy->data();
+          own.push_back(std::move(copy));
+        }
+        break;
+      case AllocationKind::kOutput: {
+        size_t j = 0;  // the caller's memory when this allocation is exactly result j
+        for (const Leaf& leaf : entry.root) {
+          if (!leaf.shape->is_array()) continue;
+          if (leaf.allocation == allocation.index && leaf.offset == 0 && !leaf.scalar && leaf.size == allocation.size) {
+            bases[allocation.index] = results[j];
+            break;
+          }
+          ++j;
+        }
+        if (bases[allocation.index] != nullptr) break;
+        INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> buffer,
+                                Buffer::allocate(Shape::array(PrimitiveType::kU8, {allocation.size}), false, "an output"));
+        bases[allocation.index] = buffer->data();
+        own.push_back(std::move(buffer));
+        break;
+      }
+      case AllocationKind::kTemp: {
+        INSITU_ASSIGN_OR_RETURN(arena.arena, take_arena(allocation.size));
+        bases[allocation.index] = arena.arena->data();
+        break;
+      }
+      case AllocationKind::kConstant: bases[allocation.index] = constant_buffers_[allocation.index]->data(); break;
+      case AllocationKind::kDynamicView: break;  // set by its dynamic-slice's step
+    }
+  }
+  for (const Allocation& allocation : allocations)
+    if (bases[allocation.index] == nullptr && allocation.size > 0)
+      return internal_error(str_cat("buffer assignment allocation ", allocation.index, " has no memory"));
+
+  Executor executor(bases, *pool, stats, options_.custom_calls, options.timeout_seconds, options.device);
+  if (options.profile) executor.enable_profile();
+  INSITU_RETURN_IF_ERROR(executor.run(entry));
+  if (options.profile) stats.step_times = executor.step_times();
+
+  size_t j = 0;
+  for (const Leaf& leaf : entry.root) {
+    if (!leaf.shape->is_array()) continue;
+    uint8_t* to = results[j++];
+    if (leaf.allocation < 0 || leaf.size == 0) continue;
+    const uint8_t* from = executor.address(leaf);
+    if (leaf.scalar) {  // one element for every position
+      const int64_t width = byte_width(leaf.shape->element_type());
+      for (int64_t k = 0; k < leaf.shape->element_count(); ++k) std::memcpy(to + k * width, from, width);
+      stats.result_bytes_copied += leaf.shape->byte_size();
+    } else if (from != to) {
+      std::memmove(to, from, static_cast<size_t>(leaf.size));
+      stats.result_bytes_copied += leaf.size;
+    }
+  }
+  const auto finished = std::chrono::steady_clock::now();
+  stats.run_seconds = std::chrono::duration<double>(finished - start).count();
+  if (options.stats != nullptr) *options.stats = stats;
+  last_stats_.publish(std::move(stats), finished);
+  return ok_status();
 }
 
 }  // namespace insitu

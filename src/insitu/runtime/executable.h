@@ -53,6 +53,7 @@ struct ExecutionStats {
   int64_t peak_memory_bytes = 0;  // from buffer assignment
   double run_seconds = 0;
   int64_t fallback_ops_executed = 0;  // instructions run through the evaluator (not custom-calls)
+  int64_t result_bytes_copied = 0;    // execute_borrowed: results copied into the caller's memory
   // Every custom-call (kernel) run: its target and when it ran, in seconds from the start of
   // the call, for traces (frontend's INSITU_TRACE).
   struct KernelRun {
@@ -111,13 +112,6 @@ struct ExecuteOptions {
   // This call's device among the devices running the module (evaluator/collectives.h: its
   // communicator and numbers), for collectives; null runs one device alone.
   const DeviceContext* device = nullptr;
-  // result_memory[j], when given and not null: memory the caller owns, of result j's byte size,
-  // that result j (the j-th array leaf of the entry result) is computed into; its handle is then
-  // external over that memory (an XLA FFI call's result buffer, say: no copy afterwards). The
-  // caller keeps it alive while the handle lives. A result that is not an output buffer of its
-  // own (a parameter, donated or not; a constant; a leaf returned twice) still comes back in
-  // its own buffer, which the caller compares and copies.
-  std::span<uint8_t* const> result_memory = {};
 };
 
 struct ExecutableOptions {
@@ -149,6 +143,19 @@ class Executable {
   ~Executable();
 
   StatusOr<std::vector<BufferHandle>> execute(std::vector<BufferHandle> arguments, const ExecuteOptions& options = {});
+
+  // The same call over memory the caller owns and keeps alive for the call (an XLA FFI call's
+  // buffers, say): arguments[i] holds argument i's bytes, results[j] receives result j (the
+  // j-th array leaf of the entry result). No handles, no result allocations: each output is
+  // computed straight into results[j] where buffer assignment gave it a buffer of its own;
+  // anything else (a parameter or constant returned, a leaf returned twice) is copied there,
+  // counted in stats->result_bytes_copied. options.donate[i] lets the call write arguments[i]
+  // in place: for an aliased parameter the caller passes the same memory as its result (else
+  // the result is copied over); an aliased parameter not donated is read from a private copy,
+  // as in execute. Sizes are the caller's to get right (the executable's arguments() and
+  // result shapes); a call that fails may have written donated arguments and results.
+  Status execute_borrowed(std::span<uint8_t* const> arguments, std::span<uint8_t* const> results,
+                          const ExecuteOptions& options = {});
 
   // One entry per argument: its entry parameter number and leaf index, and its shape.
   struct Argument {
