@@ -1,6 +1,6 @@
 // Per-call overhead: a tiny module (f32[4] add of two parameters) through Executable::execute
-// (aim: under 2 us per call) with threads=1 and threads=0 (all cores, the default), and the
-// reference evaluator on the same module for contrast.
+// (aim: under 2 us per call) with threads=1 and threads=0 (all cores, the default), through
+// execute_borrowed, and the reference evaluator on the same module for contrast.
 // BM_CallOverheadRatio times both alternately in one run and reports evaluator/runtime.
 #include "bench_util.h"
 #include "insitu/evaluator/evaluator.h"
@@ -70,6 +70,25 @@ void BM_ExecuteTiny(benchmark::State& state) {
     if (!run_runtime(state, inputs, threads)) break;
 }
 BENCHMARK(BM_ExecuteTiny)->Arg(1)->Arg(0);
+
+// The same call through execute_borrowed (the XLA FFI path of insitu.jax.jit): the caller's
+// memory in and out, no handles, no result buffers; threads=1.
+void BM_ExecuteBorrowedTiny(benchmark::State& state) {
+  TinyInputs inputs;
+  alignas(64) float result[4] = {};
+  uint8_t* arguments[] = {inputs.literals[0].untyped_data(), inputs.literals[1].untyped_data()};
+  uint8_t* results[] = {reinterpret_cast<uint8_t*>(result)};
+  for (auto _ : state) {
+    Status status = tiny().executable->execute_borrowed(arguments, results, {.threads = 1});
+    if (!status.ok()) {
+      state.SkipWithError(status.to_string().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(result[0]);
+  }
+  if (result[3] != 4.0f + 13.0f) state.SkipWithError("tiny add gave a wrong result");
+}
+BENCHMARK(BM_ExecuteBorrowedTiny);
 
 // Concurrent callers on one Executable (executable.h, "Thread safety"): each benchmark thread
 // calls the tiny module with threads=1. Wall-clock calls per second (items_per_second, summed
