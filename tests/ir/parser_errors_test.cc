@@ -28,7 +28,7 @@ TEST(ParserErrorTest, TruncatedFile) {
   expect_error("HloModule m\n\nENTRY e {\n  ROOT p = f32[] parameter(0)\n", 5, 1,
                "truncated input: expected '}' to close the computation started at 3:1 at end of file");
   expect_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT c = f32[2] constant({1,", 4, 31,
-               "truncated input: expected a f32 value at end of file");
+               "truncated input: expected '}' to close dimension 0 of the literal at end of file");
   expect_error("HloModule m\nENTRY e {\n  ROOT c = f32[] custom-call(), custom_call_target=\"x\", backend_config={\"a\": [1",
                3, 80, "truncated input: expected a closing bracket for the value of backend_config");
   expect_error("", 1, 1, "truncated input: expected 'HloModule' or a computation at the start of the module at end of file");

@@ -131,19 +131,22 @@ Status Parser::parse_dense_into(Literal& literal, int64_t dimension, int64_t& li
                                                              shape.to_string(false), " literal")));
   const int64_t size = shape.dimension(dimension);
   int64_t count = 0;
-  if (!at(TokenKind::kRbrace)) {
-    do {
-      if (count == size)
-        return error_at(peek(), str_cat("too many elements in dimension ", dimension, " of a ", shape.to_string(false),
-                                        " literal (expected ", size, ")"));
-      if (dimension + 1 == shape.rank()) {
-        INSITU_RETURN_IF_ERROR(parse_scalar_into(literal, linear));
-        ++linear;
-      } else {
-        INSITU_RETURN_IF_ERROR(parse_dense_into(literal, dimension + 1, linear));
-      }
-      ++count;
-    } while (accept(TokenKind::kComma));
+  // Commas between elements are optional, as in XLA's literal parser (which skips them):
+  // dumps and tests write `{ {0, 0} {0, 0} }` and XLA reads it.
+  while (true) {
+    while (accept(TokenKind::kComma)) {
+    }
+    if (at(TokenKind::kRbrace) || at(TokenKind::kEof)) break;
+    if (count == size)
+      return error_at(peek(), str_cat("too many elements in dimension ", dimension, " of a ", shape.to_string(false),
+                                      " literal (expected ", size, ")"));
+    if (dimension + 1 == shape.rank()) {
+      INSITU_RETURN_IF_ERROR(parse_scalar_into(literal, linear));
+      ++linear;
+    } else {
+      INSITU_RETURN_IF_ERROR(parse_dense_into(literal, dimension + 1, linear));
+    }
+    ++count;
   }
   if (!at(TokenKind::kRbrace)) return error_expected(str_cat("'}' to close dimension ", dimension, " of the literal"));
   if (count != size)
