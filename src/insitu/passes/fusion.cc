@@ -109,6 +109,91 @@ void outline(Module& module, Computation& computation, const std::vector<Instruc
       computation.remove_instruction(constant);
 }
 
+// Recomputing instead of keeping (see fusion.h): an elementwise value of at least this many
+// bytes whose users are this many instructions apart or more.
+constexpr int64_t kRecomputeBytes = 1 << 20;
+constexpr size_t kRecomputeDistance = 16;
+
+// Whether reading `operand` at program position `at` keeps nothing alive longer than it is
+// anyway: a scalar constant, a broadcast of one, or a value something reads at `at` or later.
+bool read_anyway(const Instruction* operand, size_t at, const std::unordered_map<const Instruction*, size_t>& position) {
+  const Opcode opcode = operand->opcode();
+  if (opcode == Opcode::kConstant && operand->shape().rank() == 0) return true;
+  if (opcode == Opcode::kBroadcast && operand->operand(0)->opcode() == Opcode::kConstant &&
+      operand->operand(0)->shape().rank() == 0)
+    return true;
+  for (const Instruction* user : operand->users())
+    if (position.at(user) >= at) return true;
+  return false;
+}
+
+// What recomputing `value` at position `at` takes: `value` and the elementwise instructions of
+// its shape it reads that nothing else reads by then, operands first (at most kRecomputeCone);
+// false when some other input would have to stay alive until `at`.
+constexpr size_t kRecomputeCone = 8;
+bool recompute_cone(const Instruction* value, size_t at, const std::unordered_map<const Instruction*, size_t>& position,
+                    std::vector<const Instruction*>& cone) {
+  if (std::find(cone.begin(), cone.end(), value) != cone.end()) return true;
+  for (const Instruction* operand : value->operands()) {
+    if (read_anyway(operand, at, position)) continue;
+    if (!is_fusible_elementwise(*operand) || has_control_edges(*operand) || cone.size() >= kRecomputeCone ||
+        operand->shape().dimensions() != value->shape().dimensions() || !recompute_cone(operand, at, position, cone))
+      return false;
+  }
+  cone.push_back(value);
+  return true;
+}
+
+// Gives each far user of a big elementwise value its own copy of the value's computation,
+// placed just before it, when recomputing there keeps no other input alive longer
+// (recompute_cone): the value then dies at its first user instead of living across the program
+// (a GELU's tanh from the forward pass to the backward one), and each copy fuses into its
+// user's loop. Repeats until nothing changes.
+bool recompute_far_values(Computation& computation, NameTable& names) {
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    const std::vector<Instruction*> order = computation.instructions();
+    std::unordered_map<const Instruction*, size_t> position;
+    for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+    for (Instruction* value : order) {
+      if (!is_fusible_elementwise(*value) || has_control_edges(*value) || computation.root() == value ||
+          value->shape().byte_size() < kRecomputeBytes || value->users().size() < 2)
+        continue;
+      std::vector<Instruction*> users(value->users().begin(), value->users().end());
+      std::sort(users.begin(), users.end(),
+                [&](const Instruction* a, const Instruction* b) { return position.at(a) < position.at(b); });
+      users.erase(std::unique(users.begin(), users.end()), users.end());
+      const bool fusible_users = std::all_of(users.begin(), users.end(), [&](const Instruction* user) {
+        return is_fusible_elementwise(*user) && !has_control_edges(*user) &&
+               user->shape().dimensions() == value->shape().dimensions();
+      });
+      if (!fusible_users || users.size() < 2) continue;
+      // The first far user (and the near ones after it) read one copy; the value itself then
+      // dies before them.
+      size_t far = 1;
+      while (far < users.size() && position.at(users[far]) - position.at(users[far - 1]) < kRecomputeDistance) ++far;
+      if (far == users.size()) continue;
+      std::vector<const Instruction*> cone;
+      if (!recompute_cone(value, position.at(users[far]), position, cone)) continue;
+      std::unordered_map<const Instruction*, Instruction*> copies;
+      for (const Instruction* original : cone) {
+        Instruction* copy = computation.insert_instruction_before(
+            clone_without_operands(*original, names.unique(original->name())), users[far]);
+        for (Instruction* operand : original->operands())
+          copy->append_operand(copies.count(operand) ? copies.at(operand) : operand);
+        copies[original] = copy;
+      }
+      for (size_t u = far; u < users.size(); ++u)
+        for (int64_t i = 0; i < users[u]->operand_count(); ++i)
+          if (users[u]->operand(i) == value) users[u]->replace_operand(i, copies.at(value));
+      again = changed = true;
+      break;  // positions moved: start over
+    }
+  }
+  return changed;
+}
+
 // The entry and every computation reached from it through while/conditional/call.
 std::vector<Computation*> control_flow_computations(Module& module) {
   std::vector<Computation*> order;
@@ -139,6 +224,7 @@ StatusOr<bool> fuse(Module& module) {
   for (const Computation* computation : module.computations()) computation_names.add(computation->name());
   bool changed = false;
   for (Computation* computation : control_flow_computations(module)) {
+    changed |= recompute_far_values(*computation, names);
     std::vector<std::vector<Instruction*>> groups;
     std::unordered_set<const Instruction*> taken;
     const std::vector<Instruction*> order = computation->instructions();

@@ -17,6 +17,16 @@
 // entry and the computations control flow calls, after layout-assignment and before the
 // schedule and copy insertion, which then treat each fusion as one op reading all its operands.
 // Results are unchanged: the fused computation is the same ops on the same elements.
+//
+// Recomputing instead of keeping: before grouping, a big elementwise value (1 MiB or more)
+// whose users are all elementwise ops of its shape, some of them 16 or more instructions after
+// the others, is computed again just before those far users when that keeps no other input
+// alive longer (every input it needs there is a scalar constant or is read there or later
+// anyway; the elementwise values between, up to 8, are recomputed with it). A GELU's tanh,
+// read by the forward pass and again by the backward one, then dies in the forward pass
+// instead of living across both, and each copy fuses into its reader's loop: the transformer
+// training step's peak fell from 294 to 260 MB at the same time per step. It costs the
+// recomputed ops once more, in a loop that streams the same inputs anyway.
 #pragma once
 
 #include "insitu/ir/module.h"
