@@ -125,8 +125,13 @@ constexpr int64_t kLanes = 16;
       b += r1 * v1;
     }
     a += b;
-    float sum = 0.0f;
-    for (int64_t lane = 0; lane < kLanes; ++lane) sum += a[lane];
+    // The lanes added pairwise (a tree, not 16 dependent adds: rows of an attention head are
+    // 64 floats long, and a serial sum cost more than their loads).
+    float lanes[kLanes];
+    __builtin_memcpy(lanes, &a, sizeof(Lanes));
+    for (int64_t width = kLanes / 2; width >= 1; width /= 2)
+      for (int64_t lane = 0; lane < width; ++lane) lanes[lane] += lanes[lane + width];
+    float sum = lanes[0];
     for (; j < length; ++j) sum += row[j] * vector[j];
     out[r] = sum;
   }
