@@ -306,7 +306,7 @@ Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::sp
     if (bases[allocation.index] == nullptr && allocation.size > 0)
       return internal_error(str_cat("buffer assignment allocation ", allocation.index, " has no memory"));
 
-  Executor executor(bases, *pool, stats, options_.custom_calls, options.timeout_seconds, options.device);
+  Executor executor(std::move(bases), *pool, stats, options_.custom_calls, options.timeout_seconds, options.device);
   if (options.profile) executor.enable_profile();
   INSITU_RETURN_IF_ERROR(executor.run(entry));
   if (options.profile) stats.step_times = executor.step_times();
