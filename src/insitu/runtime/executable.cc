@@ -50,6 +50,19 @@ ExecutionStats LatestStats::read() const {
 
 }  // namespace runtime_internal
 
+Status Executable::set_shared_base(const Allocation& allocation, std::vector<uint8_t*>& bases, ArenaLease& arena) {
+  if (allocation.kind == AllocationKind::kTemp) {
+    // Buffer assignment packs every temporary into one arena allocation (at most one).
+    INSITU_ASSIGN_OR_RETURN(arena.arena, take_arena(allocation.size));
+    bases[allocation.index] = arena.arena->data();
+  } else if (allocation.kind == AllocationKind::kConstant) {
+    bases[allocation.index] = constant_buffers_[allocation.index]->data();
+  } else if (allocation.kind != AllocationKind::kDynamicView) {  // a dynamic view's is set by its step
+    return internal_error("set_shared_base: a parameter or output allocation");
+  }
+  return ok_status();
+}
+
 StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle> arguments,
                                                         const ExecuteOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -125,12 +138,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
       parameter_buffers[i] = arguments[i].shared_buffer();
     }
   }
-  // This call's temp arena goes back to the idle cache however the call ends.
-  struct ArenaLease {
-    Executable& owner;
-    std::shared_ptr<Buffer> arena;
-    ~ArenaLease() { owner.return_arena(std::move(arena)); }
-  } arena{*this, nullptr};
+  ArenaLease arena{*this, nullptr};  // back to the idle cache however the call ends
   std::vector<std::shared_ptr<Buffer>> output_buffers(allocations.size());
   const Shape& result_shape = module_->entry()->root()->shape();
   for (const Allocation& allocation : allocations) {
@@ -158,14 +166,9 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
         bases[allocation.index] = output_buffers[allocation.index]->data();
         break;
       }
-      case AllocationKind::kTemp: {
-        // Buffer assignment packs every temporary into one arena allocation (at most one).
-        INSITU_ASSIGN_OR_RETURN(arena.arena, take_arena(allocation.size));
-        bases[allocation.index] = arena.arena->data();
-        break;
-      }
-      case AllocationKind::kConstant: bases[allocation.index] = constant_buffers_[allocation.index]->data(); break;
-      case AllocationKind::kDynamicView: break;  // set by its dynamic-slice's step
+      case AllocationKind::kTemp:
+      case AllocationKind::kConstant:
+      case AllocationKind::kDynamicView: INSITU_RETURN_IF_ERROR(set_shared_base(allocation, bases, arena)); break;
     }
   }
 
@@ -252,11 +255,7 @@ Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::sp
   const std::vector<Allocation>& allocations = assignment_.allocations();
   std::vector<uint8_t*> bases(allocations.size(), nullptr);
   std::vector<std::shared_ptr<Buffer>> own;  // private copies and outputs not in the caller's memory
-  struct ArenaLease {
-    Executable& owner;
-    std::shared_ptr<Buffer> arena;
-    ~ArenaLease() { owner.return_arena(std::move(arena)); }
-  } arena{*this, nullptr};
+  ArenaLease arena{*this, nullptr};
   for (const Allocation& allocation : allocations) {
     switch (allocation.kind) {
       case AllocationKind::kParameter:
@@ -293,13 +292,9 @@ Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::sp
         own.push_back(std::move(buffer));
         break;
       }
-      case AllocationKind::kTemp: {
-        INSITU_ASSIGN_OR_RETURN(arena.arena, take_arena(allocation.size));
-        bases[allocation.index] = arena.arena->data();
-        break;
-      }
-      case AllocationKind::kConstant: bases[allocation.index] = constant_buffers_[allocation.index]->data(); break;
-      case AllocationKind::kDynamicView: break;  // set by its dynamic-slice's step
+      case AllocationKind::kTemp:
+      case AllocationKind::kConstant:
+      case AllocationKind::kDynamicView: INSITU_RETURN_IF_ERROR(set_shared_base(allocation, bases, arena)); break;
     }
   }
   for (const Allocation& allocation : allocations)

@@ -183,6 +183,15 @@ class Executable {
   // A temp arena of at least `bytes` for one call (idle one or new), and its return.
   StatusOr<std::shared_ptr<Buffer>> take_arena(int64_t bytes);
   void return_arena(std::shared_ptr<Buffer> arena);
+  // One call's temp arena, given back to the idle cache however the call ends.
+  struct ArenaLease {
+    Executable& owner;
+    std::shared_ptr<Buffer> arena;
+    ~ArenaLease() { owner.return_arena(std::move(arena)); }
+  };
+  // The base of a temp, constant or dynamic-view allocation, which execute and
+  // execute_borrowed set alike (a dynamic view's is set later, by its step).
+  Status set_shared_base(const Allocation& allocation, std::vector<uint8_t*>& bases, ArenaLease& arena);
 
   std::shared_ptr<const Module> owned_module_;
   const Module* module_;
