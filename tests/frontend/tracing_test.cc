@@ -152,12 +152,13 @@ TEST(FrontendTracing, OuterValueInsideLoopBodyIsAnError) {
 
 // A target the frontend traces but never runs: a table entry with a signature alone.
 void declare_scale_signature() {
-  if (CustomCallTable::global().find("frontend_test_scale") == nullptr)
+  if (CustomCallTable::global().find("frontend_test_scale") == nullptr) {
     ASSERT_TRUE(CustomCallTable::global()
                     .add({.name = "frontend_test_scale",
                           .signature = CustomCallSignature{.input_output_aliases = {{0, 0}}},
                           .origin = "tracing tests"})
                     .ok());
+  }
 }
 
 TEST(FrontendTracing, KernelCallEmitsTheKernelsAliasing) {

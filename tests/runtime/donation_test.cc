@@ -320,8 +320,9 @@ TEST(RuntimeBuffer, EverySizeIsAlignedAndWritable) {
       ASSERT_TRUE(buffer.ok()) << buffer.status().to_string();
       EXPECT_EQ(reinterpret_cast<uintptr_t>((*buffer)->data()) % kBufferAlignment, 0u) << elements;
       EXPECT_EQ((*buffer)->size_bytes(), elements * 4);
-      if (zero)
+      if (zero) {
         for (int64_t i = 0; i < (*buffer)->size_bytes(); ++i) ASSERT_EQ((*buffer)->data()[i], 0) << elements;
+      }
       if (elements > 0) std::memset((*buffer)->data(), 0x5a, static_cast<size_t>(elements * 4));  // ASan: in bounds
     }
   }

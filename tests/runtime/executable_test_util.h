@@ -35,7 +35,9 @@ inline Compiled compile(std::string_view text, ExecutableOptions options = {}, b
   EXPECT_TRUE(optimized.ok()) << optimized.status().to_string();
   if (!optimized.ok()) return compiled;
   StatusOr<std::unique_ptr<Executable>> executable = Executable::create(std::move(*optimized), options);
-  if (expect_created) EXPECT_TRUE(executable.ok()) << executable.status().to_string();
+  if (expect_created) {
+    EXPECT_TRUE(executable.ok()) << executable.status().to_string();
+  }
   compiled.create_status = executable.status();
   if (executable.ok()) {
     compiled.executable = std::move(executable).value();
