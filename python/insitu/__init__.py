@@ -74,8 +74,9 @@ class Executable:
     def stats(self) -> dict:
         """The last call's statistics: copies_executed, bytes_copied, peak_memory_bytes,
         run_seconds, fallback_ops_executed, copies_in_module (name and reason of each),
-        compile_seconds, unused_donors, argument_bytes_copied (inputs that were not row-major).
-        Empty before the first call."""
+        compile_seconds, unused_donors, argument_bytes_copied (inputs that were not row-major),
+        result_bytes_copied (results copied into an XLA call's buffers, insitu.jax's
+        "xla-ffi" path), threads. Empty before the first call."""
         return _json.loads(self._core._stats_json()) or {}
 
     def explain(self, format: str = "text"):
