@@ -281,7 +281,11 @@ class PyExecutable {
         explain_text_(explanation_text(explanation)),
         explain_json_(explanation_json(explanation)),
         compile_seconds_(compile_seconds),
-        unused_donors_(unused_donors) {}
+        unused_donors_(unused_donors) {
+    executable_->module().entry()->root()->shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex&) {
+      if (leaf.is_array()) result_bytes_.push_back(leaf.byte_size());
+    });
+  }
 
   nb::object call(nb::tuple args, nb::object donate, int threads, double timeout_seconds) {
     const std::vector<Executable::Argument>& parameters = executable_->arguments();
@@ -336,7 +340,7 @@ class PyExecutable {
       const int64_t output = aliased_result(parameters[i]);
       donate[i] = output >= 0 && static_cast<size_t>(output) < rets.size() && rets[output] == args[i];
     }
-    const std::vector<int64_t>& result_bytes = result_byte_sizes();
+    const std::vector<int64_t>& result_bytes = result_bytes_;
     if (rets.size() != result_bytes.size())
       return invalid_argument(str_cat("the XLA call expects ", rets.size(), " result(s); the module returns ",
                                       result_bytes.size()));
@@ -394,15 +398,6 @@ class PyExecutable {
   }
 
  private:
-  // The byte size of each array leaf of the entry result, in order (made once).
-  const std::vector<int64_t>& result_byte_sizes() {
-    std::call_once(result_bytes_once_, [&] {
-      executable_->module().entry()->root()->shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex&) {
-        if (leaf.is_array()) result_bytes_.push_back(leaf.byte_size());
-      });
-    });
-    return result_bytes_;
-  }
   // The position among the result leaves of the output an argument is aliased to; -1: none.
   // (JAX's results are a flat tuple, or one array.)
   int64_t aliased_result(const Executable::Argument& argument) const {
@@ -447,8 +442,7 @@ class PyExecutable {
   mutable std::mutex stats_mutex_;
   std::optional<LastCall> last_stats_;
   int64_t ffi_id_ = 0;  // 0: not registered for XLA calls (ffi_id)
-  std::once_flag result_bytes_once_;
-  std::vector<int64_t> result_bytes_;  // result_byte_sizes()
+  std::vector<int64_t> result_bytes_;  // the byte size of each array leaf of the entry result
 };
 
 #ifdef INSITU_HAVE_XLA_FFI

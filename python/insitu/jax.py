@@ -131,6 +131,15 @@ def _aval_key(leaf):
     return (aval.shape, aval.dtype, getattr(aval, "weak_type", False))
 
 
+def _abstract(args, static_argnums):
+    """The arguments as jax.ShapeDtypeStructs (static ones as they are), to lower without values."""
+    def spec(leaf):
+        shape, dtype, weak_type = _aval_key(leaf)
+        return jax.ShapeDtypeStruct(shape, dtype, weak_type=weak_type)
+
+    return [arg if i in static_argnums else jax.tree_util.tree_map(spec, arg) for i, arg in enumerate(args)]
+
+
 def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None, dispatch=None):
     """Like ``jax.jit(fn, donate_argnums=..., static_argnums=...)``, run by insitu.
 
@@ -172,30 +181,33 @@ def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None, dispatch
         flags = [k for k, argnum in enumerate(donated) if argnum is not None]
         return executable, lowered, flags, donated
 
-    def deleted_donation(args):
+    through_xla = dispatch != "dlpack" and _ffi_ready()
+    bridge = None if through_xla else _Bridge()
+    leaf_key = _aval_key if through_xla else bridge.key
+
+    def lookup(args):
+        """(what build made for this signature or None, the argument leaves, the key): one flatten."""
+        leaves, treedef, statics = split(args)
+        key = (treedef, statics, tuple(map(leaf_key, leaves)))
+        return cache.get(key), leaves, key
+
+    def entry(args):
+        """((executable, lowered, flags, donated), leaves) of a call, built on first use."""
+        found, leaves, key = lookup(args)
+        if found is None:
+            found = cache[key] = build(_abstract(args, static_argnums) if through_xla else args)
+        return found, leaves
+
+    def deleted_donation(found, leaves):
         """insitu.Error naming a donated argument that an earlier call consumed, or None."""
-        leaves, _, _ = split(args)
-        found = cache.get(key_of(args))
-        for k in (found[2] if found else ()):
+        _, _, flags, donated = found
+        for k in flags:
             if isinstance(leaves[k], jax.Array) and leaves[k].is_deleted():
-                return insitu.Error(f"argument {found[3][k]} of {name} was donated to an earlier call and deleted; "
+                return insitu.Error(f"argument {donated[k]} of {name} was donated to an earlier call and deleted; "
                                     "pass the array that call returned")
         return None
 
-    if dispatch != "dlpack" and _ffi_ready():
-        key_of = lambda args: (lambda leaves, treedef, statics: (treedef, statics, tuple(map(_aval_key, leaves))))(  # noqa: E731
-            *split(args))
-
-        def entry(args):
-            key = key_of(args)
-            found = cache.get(key)
-            if found is None:
-                abstract = [arg if i in static_argnums else jax.tree_util.tree_map(
-                    lambda leaf: jax.ShapeDtypeStruct(*_aval_key(leaf)[:2], weak_type=_aval_key(leaf)[2]), arg)
-                    for i, arg in enumerate(args)]
-                found = cache[key] = build(abstract)
-            return found, split(args)[0]
-
+    if through_xla:
         @functools.wraps(fn)  # fn's name and signature (jax.jit reads the signature for argnums)
         def traced(*args):  # traced by jax.jit once per signature: one call of the insitu executable
             (executable, lowered, flags, _), leaves = entry(args)
@@ -214,7 +226,8 @@ def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None, dispatch
                 try:
                     return outer(*args)
                 except Exception as error:  # JAX's "Array has been deleted": say which argument
-                    named = deleted_donation(args)
+                    found, leaves, _ = lookup(args)
+                    named = deleted_donation(found, leaves) if found else None
                     if named is not None:
                         raise named from error
                     raise
@@ -223,24 +236,12 @@ def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None, dispatch
 
         call.dispatch = "xla-ffi"
     else:
-        bridge = _Bridge()
-
-        def key_of(args):
-            leaves, treedef, statics = split(args)
-            return (treedef, statics, tuple(map(bridge.key, leaves)))
-
-        def entry(args):
-            key = key_of(args)
-            found = cache.get(key)
-            if found is None:
-                found = cache[key] = build(args)
-            return found, split(args)[0]
-
         @functools.wraps(fn)
         def call(*args):
-            (executable, lowered, flags, donated), leaves = entry(args)
+            found, leaves = entry(args)
+            executable, lowered, flags, _ = found
             if flags:
-                named = deleted_donation(args)
+                named = deleted_donation(found, leaves)
                 if named is not None:
                     raise named
             inputs = list(map(bridge.to_insitu, leaves))

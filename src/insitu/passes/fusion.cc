@@ -161,9 +161,8 @@ bool recompute_far_values(Computation& computation, NameTable& names) {
           value->shape().byte_size() < kRecomputeBytes || value->users().size() < 2)
         continue;
       std::vector<Instruction*> users(value->users().begin(), value->users().end());
-      std::sort(users.begin(), users.end(),
+      std::sort(users.begin(), users.end(),  // users() lists each user once
                 [&](const Instruction* a, const Instruction* b) { return position.at(a) < position.at(b); });
-      users.erase(std::unique(users.begin(), users.end()), users.end());
       const bool fusible_users = std::all_of(users.begin(), users.end(), [&](const Instruction* user) {
         return is_fusible_elementwise(*user) && !has_control_edges(*user) &&
                user->shape().dimensions() == value->shape().dimensions();

@@ -112,13 +112,13 @@ class ReadyList {
         ready_(nodes.size(), false), done_(nodes.size(), false) {
     for (size_t i = 0; i < nodes.size(); ++i)
       for (const auto& [index, value] : facts.dataflow().leaf_values(nodes[i]))
-        if (facts.value(value).defining.instruction == nodes[i]) defined_[i] += value_bytes(facts, value);
+        if (facts.value(value).defining.instruction == nodes[i]) defined_[i] += value_bytes(value);
     // Returned values, parameters (owned by the caller) and constants are never freed.
     std::unordered_map<ValueId, bool> freeable;
     auto can_free = [&](ValueId value) {
       auto [it, inserted] = freeable.try_emplace(value, false);
       if (inserted) {
-        const Value& v = facts.value(value);
+        const Value& v = facts_.value(value);
         const Opcode definer = v.defining.instruction->opcode();
         const Instruction* root = v.computation()->root();
         it->second = definer != Opcode::kParameter && definer != Opcode::kConstant &&
@@ -156,7 +156,7 @@ class ReadyList {
       if (!reads.empty()) reads_by_node_[static_cast<int64_t>(i)] = std::move(reads);
     }
     for (const auto& [value, count] : unscheduled_)  // (a last reader elsewhere frees nothing here)
-      if (count == 1 && !readers_[value].empty()) add_freed(readers_[value].front(), value_bytes(facts, value));
+      if (count == 1 && !readers_[value].empty()) add_freed(readers_[value].front(), value_bytes(value));
   }
 
   void make_ready(int64_t node) {
@@ -188,15 +188,15 @@ class ReadyList {
       if (--unscheduled_[value] != 1) continue;
       // One reader left: running it frees the value's buffer.
       for (int64_t reader : readers_[value])
-        if (!done_[reader]) add_freed(reader, value_bytes(facts_, value));
+        if (!done_[reader]) add_freed(reader, value_bytes(value));
     }
   }
 
  private:
-  int64_t value_bytes(const BufferFacts& facts, ValueId value) {
+  int64_t value_bytes(ValueId value) {
     auto [it, inserted] = value_bytes_.try_emplace(value, 0);
     if (inserted) {
-      const Value& v = facts.value(value);
+      const Value& v = facts_.value(value);
       const Shape* shape = v.defining.instruction->shape().subshape(v.defining.index);
       it->second = shape != nullptr && shape->is_array() ? shape->byte_size() : 0;
     }

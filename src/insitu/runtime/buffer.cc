@@ -104,11 +104,6 @@ StatusOr<std::shared_ptr<Buffer>> Buffer::allocate(Shape shape, bool zero, std::
   return buffer;
 }
 
-const std::shared_ptr<void>& Buffer::borrowed() {
-  static const std::shared_ptr<void>* owner = new std::shared_ptr<void>(std::make_shared<char>(0));
-  return *owner;
-}
-
 std::shared_ptr<Buffer> Buffer::external(Shape shape, uint8_t* data, std::shared_ptr<void> owner) {
   INSITU_CHECK(shape.is_array()) << "a Buffer holds an array, not " << shape.to_string();
   INSITU_CHECK(owner != nullptr) << "an external buffer needs the owner of its memory";

@@ -39,9 +39,6 @@ class Buffer {
   // valid while `owner` lives; the buffer keeps `owner` and drops it when destroyed (from any
   // thread). Writing it in place (a donated argument) writes the owner's memory.
   static std::shared_ptr<Buffer> external(Shape shape, uint8_t* data, std::shared_ptr<void> owner);
-  // An owner for memory the caller keeps alive longer than every buffer over it (a call's
-  // borrowed memory): one shared object, so borrowing allocates no control block.
-  static const std::shared_ptr<void>& borrowed();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer();

@@ -261,9 +261,7 @@ bool native_all_reduce(const Instruction& instruction, const runtime_internal::S
       return false;
     if (in[0].same_memory(out)) continue;
     for (const std::vector<runtime_internal::Leaf>& other : step.operands)
-      if (other[0].allocation == out.allocation && other[0].offset < out.offset + out.size &&
-          out.offset < other[0].offset + other[0].size)
-        return false;
+      if (leaves_overlap(other[0], out)) return false;
   }
   return true;
 }
@@ -280,8 +278,7 @@ bool plain_disjoint_leaves(const runtime_internal::Step& step) {
   for (const runtime_internal::Leaf& out : step.outputs) {
     if (out.scalar) return false;
     for (const runtime_internal::Leaf* in : inputs)
-      if (in->allocation == out.allocation && in->offset < out.offset + out.size && out.offset < in->offset + in->size)
-        return false;  // overlapping memory: the evaluator's path copies first
+      if (leaves_overlap(*in, out)) return false;  // overlapping memory: the evaluator's path copies first
   }
   return !step.outputs.empty() && !inputs.empty();
 }
