@@ -41,9 +41,11 @@ class Interpreter final : public eval::ComputationRunner {
   }
 
  private:
-  // An async chain runs its computation at the start, which holds ((operands), result,
-  // context...) with the contexts zero; updates forward it; done takes the result. A start
-  // whose result a later update binds (partially bound) is refused.
+  // An async chain holds ((bound operands), result, context...) with the contexts zero. Its
+  // computation runs at the link that binds its last operand: the start, or an update binding
+  // the rest (XLA's late binding); later updates forward the value and done takes the result.
+  // Binding more operands than the computation takes, or finishing before all are bound, is
+  // refused.
   StatusOr<Literal> evaluate_async(const Instruction& instruction, eval::Operands operands) {
     auto refuse = [&](const std::string& why) {
       return invalid_argument(str_cat(opcode_name(instruction.opcode()), " %", instruction.name(), ": ", why),
@@ -52,33 +54,51 @@ class Interpreter final : public eval::ComputationRunner {
     for (const RawAttribute& attribute : instruction.extra_attributes)
       if (attribute.key != "async_execution_thread")  // the thread it runs on: no value depends on it
         return refuse(str_cat(attribute.key, "=", attribute.value, " is not supported yet"));
-    if (instruction.opcode() != Opcode::kAsyncStart &&
-        (operands.empty() || !operands[0]->shape().is_tuple() || operands[0]->shape().tuple_size() < 2))
+    if (instruction.called_computations().size() != 1)
+      return refuse("needs calls= naming the computation it runs");
+    const Computation& computation = *instruction.called_computations()[0];
+    const bool start = instruction.opcode() == Opcode::kAsyncStart;
+    if (!start && (operands.empty() || !operands[0]->shape().is_tuple() || operands[0]->shape().tuple_size() < 2))
       return refuse("needs the async-start or -update it continues");
-    if (instruction.opcode() == Opcode::kAsyncDone) return operands[0]->element(1);
-    if (instruction.opcode() == Opcode::kAsyncUpdate) {
-      if (operands.size() != 1)
-        return invalid_argument(str_cat("async-update %", instruction.name(),
-                                        " binding more operands is not supported yet"),
-                                instruction.location());
-      return *operands[0];
+    // What the chain bound before this link, and what this link binds.
+    std::vector<Literal> bound;
+    if (!start)
+      for (int64_t i = 0; i < operands[0]->element(0).shape().tuple_size(); ++i)
+        bound.push_back(operands[0]->element(0).element(i));
+    const bool ran_before = !start && static_cast<int64_t>(bound.size()) == computation.parameter_count();
+    for (size_t i = start ? 0 : 1; i < operands.size(); ++i) bound.push_back(*operands[i]);
+    const int64_t count = static_cast<int64_t>(bound.size());
+    if (count > computation.parameter_count())
+      return refuse(str_cat("binds ", count, " operands, but %", computation.name(), " takes ",
+                            computation.parameter_count()));
+    if (instruction.opcode() == Opcode::kAsyncDone) {
+      if (count < computation.parameter_count())
+        return refuse(str_cat("the chain binds ", count, " of the ", computation.parameter_count(),
+                              " operands %", computation.name(), " takes"));
+      if (operands[0]->element(1).shape() != instruction.shape())
+        return refuse(str_cat("%", computation.name(), " returns ", operands[0]->element(1).shape().to_string(),
+                              ", not the done's ", instruction.shape().to_string()));
+      return operands[0]->element(1);
     }
     const Shape& shape = instruction.shape();
-    if (!shape.is_tuple() || shape.tuple_size() < 2 || instruction.called_computations().size() != 1)
-      return refuse("needs calls= and the shape ((operands), result, context...)");
-    if (shape.tuple_shape(1).is_tuple() && shape.tuple_shape(1).tuple_size() == 0)
-      return invalid_argument(str_cat("async-start %", instruction.name(),
-                                      " leaves its result to be bound later: not supported yet"),
-                              instruction.location());
-    std::vector<Literal> inputs;
-    for (const Literal* operand : operands) inputs.push_back(*operand);
+    if (!shape.is_tuple() || shape.tuple_size() < 2) return refuse("needs the shape ((operands), result, context...)");
+    Literal result;
+    if (ran_before) {
+      result = operands[0]->element(1);
+    } else if (count == computation.parameter_count()) {
+      std::vector<const Literal*> inputs;
+      for (const Literal& operand : bound) inputs.push_back(&operand);
+      INSITU_ASSIGN_OR_RETURN(result, run(computation, inputs));
+    } else {
+      result = Literal(shape.tuple_shape(1));  // not bound yet: written `()` or a placeholder
+    }
     std::vector<Literal> parts;
-    parts.push_back(Literal::tuple(std::move(inputs)));
-    INSITU_ASSIGN_OR_RETURN(Literal result, run(*instruction.called_computations()[0], operands));
+    parts.push_back(Literal::tuple(std::move(bound)));
     parts.push_back(std::move(result));
     for (int64_t i = 2; i < shape.tuple_size(); ++i) parts.push_back(Literal(shape.tuple_shape(i)));
     return Literal::tuple(std::move(parts));
   }
+
 
   StatusOr<Literal> evaluate_instruction(const Instruction& instruction, eval::Operands operands,
                                          eval::Operands arguments) {

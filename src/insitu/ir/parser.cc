@@ -354,6 +354,8 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
                                           "((operands), result, context...)"));
     async_shape = std::move(shape);
     shape = async_shape->tuple_shape(1);
+    // A result written `()` is bound later (late binding): the op's own shape is inferred.
+    if (shape->is_tuple() && shape->tuple_size() == 0 && can_infer_shape(*opcode)) shape.reset();
   }
   if (!shape && !can_infer_shape(*opcode))
     return error_at(opcode_token, str_cat("%", name, " needs a result shape: insitu cannot infer the shape of ",
@@ -433,6 +435,7 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
 
   Instruction* added = nullptr;
   if (async_shape) {
+    if (!shape) shapes_to_infer_.push_back(&instruction);
     added = wrap_in_async_start(computation, std::move(owned), std::move(*async_shape), name_token);
     for (auto& attribute : async_attributes) added->extra_attributes.push_back(std::move(attribute));
   } else {
@@ -441,7 +444,7 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
     else if ((*opcode == Opcode::kAsyncUpdate || *opcode == Opcode::kAsyncDone) && calls.calls.empty())
       async_links_.push_back({added, std::nullopt, opcode_token});
   }
-  if (!shape) shapes_to_infer_.push_back(added);
+  if (!shape && !async_shape) shapes_to_infer_.push_back(added);
   if (!predecessors.empty()) scope.control.emplace_back(added, std::move(predecessors));
   if (!calls.condition.empty() || !calls.body.empty() || !calls.true_computation.empty() ||
       !calls.false_computation.empty() || !calls.branches.empty() || !calls.to_apply.empty() ||
@@ -593,10 +596,53 @@ Instruction* Parser::wrap_in_async_start(Computation& computation, std::unique_p
   }
   wrapped->set_root(wrapped->add_instruction(std::move(op)));
   start->set_called_computations({wrapped});
-  return computation.add_instruction(std::move(start));
+  Instruction* added = computation.add_instruction(std::move(start));
+  shorthand_starts_.push_back(added);
+  return added;
 }
 
-Status Parser::resolve_async_links() const {
+void Parser::bind_late_operands(Instruction& start) {
+  Computation& wrapped = *start.called_computations()[0];
+  Instruction& op = *wrapped.root();
+  auto add_parameter = [&](const Shape& shape) {
+    const int64_t number = wrapped.parameter_count();
+    auto parameter = std::make_unique<Instruction>(Opcode::kParameter, str_cat("param_", number), shape);
+    parameter->parameter_number = number;
+    parameter->set_location(start.location());
+    op.append_operand(wrapped.insert_instruction_before(std::move(parameter), &op));
+  };
+  // The chain is linear: each link has one update or done continuing it. A result left `()`
+  // at the start takes the first one a later link writes (a done's shape is its result).
+  auto unbound = [](const Shape& shape) { return shape.is_tuple() && shape.tuple_size() == 0; };
+  std::optional<Shape> result;
+  for (const Instruction* link = &start;;) {
+    std::vector<const Instruction*> next_links;
+    for (const Instruction* user : link->users())
+      if ((user->opcode() == Opcode::kAsyncUpdate || user->opcode() == Opcode::kAsyncDone) && user->operand(0) == link)
+        next_links.push_back(user);
+    if (next_links.size() != 1) break;
+    const Instruction* next = next_links[0];
+    if (next->opcode() == Opcode::kAsyncDone) {
+      if (!result && !unbound(next->shape())) result = next->shape();
+      break;
+    }
+    if (!result && next->shape().is_tuple() && next->shape().tuple_size() >= 2 && !unbound(next->shape().tuple_shape(1)))
+      result = next->shape().tuple_shape(1);
+    for (int64_t i = 1; i < next->operand_count(); ++i) add_parameter(next->operand(i)->shape());
+    link = next;
+  }
+  // (for call and fusion, whose callee's parameters are the op's operands)
+  if ((op.opcode() == Opcode::kCall || op.opcode() == Opcode::kFusion) && op.called_computations().size() == 1) {
+    const Computation& callee = *op.called_computations()[0];
+    for (int64_t i = op.operand_count(); i < callee.parameter_count(); ++i)
+      if (callee.parameter(i) != nullptr) add_parameter(callee.parameter(i)->shape());
+    if (!result && callee.root() != nullptr) result = callee.root()->shape();
+  }
+  // (an op whose shape is inferred gets it from its operands; the others from the chain)
+  if (unbound(op.shape()) && result && !can_infer_shape(op.opcode())) op.set_shape(*result);
+}
+
+Status Parser::resolve_async_links() {
   for (const AsyncLink& link : async_links_) {
     // (an update may bind more operands after the async tuple: the first one is the chain)
     const Instruction* start = link.instruction->operand_count() >= 1 ? link.instruction->operand(0) : nullptr;
@@ -613,6 +659,7 @@ Status Parser::resolve_async_links() const {
                                           " (through its updates)"));
     link.instruction->set_called_computations(start->called_computations());
   }
+  for (Instruction* start : shorthand_starts_) bind_late_operands(*start);
   return ok_status();
 }
 

@@ -167,7 +167,13 @@ class Parser {
     Token token;
   };
   std::vector<AsyncLink> async_links_;
-  Status resolve_async_links() const;
+  std::vector<Instruction*> shorthand_starts_;  // the async-starts wrap_in_async_start made
+  Status resolve_async_links();
+  // XLA's late binding: `call-start()` may leave operands for its updates to bind
+  // (`call-update(%start, %p0, %p1)`). The wrapped op takes every operand the chain binds, in
+  // order, and then its callee's remaining parameters (a chain never fully bound parses as XLA's
+  // does, and is refused when it runs).
+  void bind_late_operands(Instruction& start);
   Status check_signatures() const;
   std::string_view text_;
   std::vector<Token> tokens_;

@@ -146,7 +146,7 @@ StatusOr<Shape> infer_copy_done(const Instruction& instruction) {
 // as written; a result written `()` is not bound yet (XLA's partially bound async ops, bound
 // by a later update), and so is not checked. async-update and async-done take an async-start
 // or -update of the same computation (the parser gives them its computation when they do not
-// name one); a done returns the bound result.
+// name one); a done returns that computation's result.
 StatusOr<Shape> infer_async(const Instruction& instruction) {
   const Opcode opcode = instruction.opcode();
   if (opcode == Opcode::kAsyncStart) {
@@ -176,6 +176,12 @@ StatusOr<Shape> infer_async(const Instruction& instruction) {
   if (opcode == Opcode::kAsyncUpdate) return instruction.shape();  // it may bind more operands
   if (!operand.shape().is_tuple() || operand.shape().tuple_size() < 2)
     return error_at(instruction, str_cat("async-done's operand must be an async tuple, got ", text(operand.shape())));
+  // The chain's computation decides the result, also where late binding left it `()` so far
+  // (a computation returning `()` leaves the done's written shape; running it is refused).
+  if (instruction.called_computations().size() == 1 && instruction.called_computations()[0]->root() != nullptr &&
+      !(instruction.called_computations()[0]->root()->shape().is_tuple() &&
+        instruction.called_computations()[0]->root()->shape().tuple_size() == 0))
+    return instruction.called_computations()[0]->root()->shape();
   const Shape& result = operand.shape().tuple_shape(1);
   return result.is_tuple() && result.tuple_size() == 0 ? instruction.shape() : result;
 }

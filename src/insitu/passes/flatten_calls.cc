@@ -44,12 +44,12 @@ void inline_call(Instruction* call, NameTable& names) {
   caller->remove_instruction(call);
 }
 
-// An async chain (async-start, its updates, async-done: XLA's `op-start`/`op-done` pairs) whose
-// result the start binds runs as a call of its computation, where the start was: insitu's
-// runtime overlaps nothing, so asynchrony changes no value. Returns the call (to be inlined),
-// or null when the chain is not one (a partially bound start, an update binding more operands,
-// a start or update read by anything but the next link): such a chain stays, and runs or is
-// refused as it is.
+// An async chain (async-start, its updates, async-done: XLA's `op-start`/`op-done` pairs)
+// runs as a call of its computation where its last operand is bound (the start, or the update
+// binding the rest: XLA's late binding): insitu's runtime overlaps nothing, so asynchrony
+// changes no value. Returns the call (to be inlined), or null when the chain is not one (it
+// never binds all the operands its computation takes, or binds more; a start or update is read
+// by anything but the next link): such a chain stays, and runs or is refused as it is.
 Instruction* async_chain_as_call(Instruction* done, NameTable& names) {
   std::vector<Instruction*> links;  // start, updates..., in order
   for (Instruction* link = done->operand(0);; link = link->operand(0)) {
@@ -57,23 +57,31 @@ Instruction* async_chain_as_call(Instruction* done, NameTable& names) {
     if (link->users().size() != 1 || link->users()[0] != next || !link->control_successors().empty()) return nullptr;
     links.insert(links.begin(), link);
     if (link->opcode() == Opcode::kAsyncStart) break;
-    if (link->opcode() != Opcode::kAsyncUpdate || link->operand_count() != 1) return nullptr;
+    if (link->opcode() != Opcode::kAsyncUpdate) return nullptr;
   }
   Instruction* start = links.front();
-  const Shape& result = start->shape().tuple_shape(1);
-  if (start->called_computations().size() != 1 || (result.is_tuple() && result.tuple_size() == 0)) return nullptr;
+  if (start->called_computations().size() != 1) return nullptr;
+  const Computation& callee = *start->called_computations()[0];
   for (const Instruction* link : links)  // only the thread it runs on, which no value depends on
     for (const RawAttribute& attribute : link->extra_attributes)
       if (attribute.key != "async_execution_thread") return nullptr;
   for (const RawAttribute& attribute : done->extra_attributes)
     if (attribute.key != "async_execution_thread") return nullptr;
+  std::vector<Instruction*> operands;
+  Instruction* binds_last = start;
+  for (Instruction* link : links)
+    for (int64_t i = link == start ? 0 : 1; i < link->operand_count(); ++i) {
+      operands.push_back(link->operand(i));
+      binds_last = link;
+    }
+  if (static_cast<int64_t>(operands.size()) != callee.parameter_count() || done->shape() != callee.root()->shape())
+    return nullptr;
   Computation* computation = start->parent();
-  auto call = std::make_unique<Instruction>(Opcode::kCall, names.unique(done->name()),
-                                            start->called_computations()[0]->root()->shape());
+  auto call = std::make_unique<Instruction>(Opcode::kCall, names.unique(done->name()), callee.root()->shape());
   call->set_location(start->location());
   call->set_called_computations(start->called_computations());
-  for (Instruction* operand : start->operands()) call->append_operand(operand);
-  Instruction* made = computation->insert_instruction_before(std::move(call), start);
+  for (Instruction* operand : operands) call->append_operand(operand);
+  Instruction* made = computation->insert_instruction_before(std::move(call), binds_last);
   for (Instruction* predecessor : start->control_predecessors()) made->add_control_predecessor(predecessor);
   for (Instruction* successor : done->control_successors()) successor->add_control_predecessor(made);
   done->replace_all_uses_with(made);
