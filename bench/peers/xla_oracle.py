@@ -17,11 +17,15 @@ Usage (inside the pinned virtualenv of venv.sh; xla_oracle.sh wraps it):
         seconds on XLA, seconds on insitu) and both sides' results of every module that is not
         `agree`
 
-  python xla_oracle.py parse [--insitu PATH] [--report OUT.md] [--save-rejected DIR] FILE_OR_DIR...
+  python xla_oracle.py parse [--insitu PATH] [--report OUT.md] [--save-rejected DIR] [--xla-compile]
+        FILE_OR_DIR...
         every HLO module under the arguments (.hlo files, and the modules written as raw string
         literals in C++ test sources, e.g. XLA's own *_test.cc) through XLA's parser and through
         `insitu fmt` (parse and verify); prints each module XLA accepts and insitu rejects with
-        insitu's message, and the counts
+        insitu's message, and the counts. With --xla-compile, each module insitu rejects is also
+        compiled by XLA:CPU (its verifier and pipeline, in a fresh process per module) and the
+        line ends with XLA's verdict: `| xla: compiles`, `| xla: refuses: MESSAGE` or
+        `| xla: crashes`, with the counts of each
 
 Inputs: given --arg files (compare: a corpus folder's input_N.npy), else element i of every
 array parameter is (i % 7) + 1 (pred: i % 2 == 0); written as .npy and passed to both sides, so
@@ -458,6 +462,9 @@ def compare_modules(options):
         if not options.keep:
             shutil.rmtree(work, ignore_errors=True)
     summary = "%d modules: " % len(jobs) + ", ".join("%s %d" % item for item in sorted(counts.items()))
+    if options.xla_compile:
+        summary += "; of the modules insitu rejects, XLA:CPU's compiler %s" % ", ".join(
+            "%s %d" % (kind, count) for kind, count in sorted(compile_counts.items()))
     print(summary)
     if options.report:
         with open(options.report, "w") as f:
@@ -465,6 +472,29 @@ def compare_modules(options):
                     "Every module that is not `agree`:\n\n```\n%s\n```\n"
                     % (" ".join(options.paths), summary, "\n".join(lines)))
     return 1 if counts.get("disagree") else 0
+
+
+def xla_compile_verdict(module_path, timeout):
+    """XLA:CPU's verdict on compiling one module: 'compiles', 'refuses: MESSAGE' or 'crashes'
+    (a fresh process: XLA aborts on some invalid modules)."""
+    try:
+        result = subprocess.run([sys.executable, os.path.abspath(__file__), "compile-one", module_path],
+                                capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "times out"
+    lines = result.stdout.strip().splitlines()
+    return lines[-1] if result.returncode == 0 and lines else "crashes"
+
+
+def compile_one(module_path):
+    with open(module_path) as f:
+        text = f.read()
+    try:
+        compile_on_xla(text)
+        print("compiles")
+    except Exception as error:  # jaxlib raises its own error types
+        print("refuses: " + ((str(error).strip().splitlines() or ["?"])[0][:160] or "?"))
+    return 0
 
 
 def parse_modules(options):
@@ -476,6 +506,7 @@ def parse_modules(options):
         else:
             files.append(path)
     counts = {"modules": 0, "xla-accepts": 0, "both-accept": 0, "insitu-rejects": 0, "insitu-only": 0}
+    compile_counts = {}
     lines = []
     if options.save_rejected:
         os.makedirs(options.save_rejected, exist_ok=True)
@@ -498,6 +529,11 @@ def parse_modules(options):
                     continue
                 counts["insitu-rejects"] += 1
                 lines.append("insitu-rejects %s %s" % (name, message))
+                if options.xla_compile:
+                    verdict = xla_compile_verdict(module, options.xla_timeout)
+                    kind = verdict.split(":")[0]
+                    compile_counts[kind] = compile_counts.get(kind, 0) + 1
+                    lines[-1] += " | xla: " + verdict
                 if options.save_rejected:
                     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[-120:]
                     with open(os.path.join(options.save_rejected, safe + ".hlo"), "w") as f:
@@ -510,6 +546,9 @@ def parse_modules(options):
             print(lines[-1], flush=True)
     summary = ("%(modules)d modules: XLA's parser accepts %(xla-accepts)d; insitu accepts %(both-accept)d of those "
                "and rejects %(insitu-rejects)d; insitu accepts %(insitu-only)d that XLA rejects" % counts)
+    if options.xla_compile:
+        summary += "; of the modules insitu rejects, XLA:CPU's compiler %s" % ", ".join(
+            "%s %d" % (kind, count) for kind, count in sorted(compile_counts.items()))
     print(summary)
     if options.report:
         with open(options.report, "w") as f:
@@ -548,6 +587,11 @@ def main(argv):
     parse.add_argument("--insitu", default="build/tools/insitu")
     parse.add_argument("--report")
     parse.add_argument("--save-rejected", help="write each module insitu rejects to DIR")
+    parse.add_argument("--xla-compile", action="store_true",
+                       help="also compile each module insitu rejects on XLA:CPU and give its verdict")
+    parse.add_argument("--xla-timeout", type=int, default=120, help="seconds per XLA compile (default 120)")
+    compile_one_parser = sub.add_parser("compile-one")
+    compile_one_parser.add_argument("module")
     worker = sub.add_parser("parse-worker")
     worker.add_argument("paths_file")
     worker.add_argument("first", type=int)
@@ -561,6 +605,8 @@ def main(argv):
         return xla_compare_worker(options.listing, options.first, options.count, options.max_mb << 20)
     if options.command == "parse":
         return parse_modules(options)
+    if options.command == "compile-one":
+        return compile_one(options.module)
     if options.command == "parse-worker":
         return xla_parse_worker(options.paths_file, options.first)
 

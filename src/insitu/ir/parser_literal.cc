@@ -283,6 +283,15 @@ Status Parser::parse_scalar_into(Literal& literal, int64_t linear) {
   return dispatch_element_type(type, [&](auto tag) -> Status {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // XLA's parser reads a u64 through int64, so a negative u64 is its two's complement
+      // (`u64[] constant(-1)` is 2^64 - 1 there, and XLA:CPU returns that); the narrower
+      // unsigned types refuse negatives, as XLA does.
+      if constexpr (std::is_same_v<T, uint64_t>)
+        if (*value < 0 && *value >= static_cast<__int128>(std::numeric_limits<int64_t>::min())) {
+          next();
+          literal.data<T>()[linear] = static_cast<uint64_t>(static_cast<int64_t>(*value));
+          return ok_status();
+        }
       if (*value < static_cast<__int128>(std::numeric_limits<T>::min()) ||
           *value > static_cast<__int128>(std::numeric_limits<T>::max()))
         return error_at(token, str_cat("value ", token.text, " does not fit in ", type_name));

@@ -1,6 +1,7 @@
 // HLO text parser: integers, integer lists, shapes and layouts.
 //
 //   s32[4]{0}   f32[8,128]{1,0:T(8,128)(2,1)S(3)}   f32[]{:T(256)}   (s32[], token[])   f32[<=8]
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -140,9 +141,9 @@ StatusOr<Shape> Parser::parse_shape(int depth) {
       if (dim < 0) return error_at(dim_token, str_cat("dimension ", dim, " is negative"));
       if (static_cast<int64_t>(dimensions.size()) >= kMaxRank)
         return error_at(dim_token, str_cat("shape has more than ", kMaxRank, " dimensions"));
-      // 16 bytes is the widest element: keep byte sizes representable too.
+      // Keep the byte size representable too (a sub-byte element counts as a byte).
       if (__builtin_mul_overflow(element_count, dim, &element_count) ||
-          element_count > std::numeric_limits<int64_t>::max() / 16)
+          element_count > std::numeric_limits<int64_t>::max() / std::max<int64_t>(1, (bit_width(*type) + 7) / 8))
         return error_at(dim_token, "shape has too many elements (its byte size overflows 64 bits)");
       if (is_dynamic) dynamic.push_back(static_cast<int64_t>(dimensions.size()));
       dimensions.push_back(dim);
