@@ -22,6 +22,7 @@ Usage (inside the pinned virtualenv of venv.sh; xla_oracle.sh wraps it):
         every HLO module under the arguments (.hlo files, and the modules written as raw string
         literals in C++ test sources, e.g. XLA's own *_test.cc) through XLA's parser and through
         `insitu fmt` (parse and verify); prints each module XLA accepts and insitu rejects with
+        the stage that refused it (parser, or verifier: `insitu fmt --no-verify` parses it) and
         insitu's message, and the counts. With --xla-compile, each module insitu rejects is also
         compiled by XLA:CPU (its verifier and pipeline, in a fresh process per module) and the
         line ends with XLA's verdict: `| xla: compiles`, `| xla: refuses: MESSAGE` or
@@ -505,7 +506,8 @@ def parse_modules(options):
                 files += [os.path.join(root, n) for n in sorted(names) if n.endswith((".hlo", ".cc"))]
         else:
             files.append(path)
-    counts = {"modules": 0, "xla-accepts": 0, "both-accept": 0, "insitu-rejects": 0, "insitu-only": 0}
+    counts = {"modules": 0, "xla-accepts": 0, "both-accept": 0, "insitu-rejects": 0, "insitu-only": 0,
+              "parser-accepts": 0}
     compile_counts = {}
     lines = []
     if options.save_rejected:
@@ -528,7 +530,12 @@ def parse_modules(options):
                     counts["both-accept"] += 1
                     continue
                 counts["insitu-rejects"] += 1
-                lines.append("insitu-rejects %s %s" % (name, message))
+                # the parser alone (fmt --no-verify), as XLA's parser: the verifier refused it?
+                unverified = subprocess.run([options.insitu, "fmt", "--no-verify", module], capture_output=True,
+                                            text=True, timeout=120)
+                stage = "verifier" if unverified.returncode == 0 else "parser"
+                counts["parser-accepts"] += unverified.returncode == 0
+                lines.append("insitu-rejects %s (%s) %s" % (name, stage, message))
                 if options.xla_compile:
                     verdict = xla_compile_verdict(module, options.xla_timeout)
                     kind = verdict.split(":")[0]
@@ -544,8 +551,10 @@ def parse_modules(options):
             else:
                 continue
             print(lines[-1], flush=True)
+    counts["parsed"] = counts["both-accept"] + counts["parser-accepts"]
     summary = ("%(modules)d modules: XLA's parser accepts %(xla-accepts)d; insitu accepts %(both-accept)d of those "
-               "and rejects %(insitu-rejects)d; insitu accepts %(insitu-only)d that XLA rejects" % counts)
+               "and rejects %(insitu-rejects)d (its parser alone, fmt --no-verify, accepts %(parsed)d: its verifier "
+               "refuses %(parser-accepts)d); insitu accepts %(insitu-only)d that XLA rejects" % counts)
     if options.xla_compile:
         summary += "; of the modules insitu rejects, XLA:CPU's compiler %s" % ", ".join(
             "%s %d" % (kind, count) for kind, count in sorted(compile_counts.items()))

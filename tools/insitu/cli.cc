@@ -145,6 +145,9 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
   CLI::App* fmt_app = app.add_subcommand("fmt", "Parse, verify and print a module in canonical HLO text.");
   fmt_app->add_option("module", fmt.module_path, "HLO text file (XLA format)")->required()->type_name("MODULE.hlo");
   fmt_app->add_flag("--short", fmt.short_form, "Short form: bare names, no operand shapes");
+  fmt_app->add_flag("--no-verify", fmt.no_verify,
+                    "Parse and print without verifying, as XLA's parser does (a module a verifier would refuse "
+                    "prints as written; run, opt and explain always verify)");
 
   OptOptions opt;
   CLI::App* opt_app = app.add_subcommand("opt", "Optimize a module (copies only where needed) and print it.");

@@ -7,7 +7,7 @@
 namespace insitu::cli {
 
 int fmt_command(const FmtOptions& options, CliContext& context) {
-  StatusOr<std::unique_ptr<Module>> module = load_module(context, options.module_path);
+  StatusOr<std::unique_ptr<Module>> module = load_module(context, options.module_path, !options.no_verify);
   if (!module.ok()) return report_error(context, module.status(), options.module_path);
   PrintOptions print_options;
   print_options.long_form = !options.short_form;

@@ -10,6 +10,7 @@
 namespace insitu::cli {
 
 // Parse and verify errors keep their line:column; a missing file is an error without one.
-StatusOr<std::unique_ptr<Module>> load_module(CliContext& context, const std::string& path);
+// `verify` false: parse only (as XLA's ParseAndReturnUnverifiedModule), for `fmt --no-verify`.
+StatusOr<std::unique_ptr<Module>> load_module(CliContext& context, const std::string& path, bool verify = true);
 
 }  // namespace insitu::cli
