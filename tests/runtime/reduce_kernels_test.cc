@@ -47,6 +47,8 @@ bool same_values(const Literal& actual, const Literal& expected) {
   return true;
 }
 
+bool expect_reduce_matches_on(const std::string& text, Literal input, Literal init);
+
 // Runs the selected kernel on 1-3 threads; false when none was selected (the fallback would run).
 bool expect_reduce_matches(const std::string& text, PrimitiveType type, const Dimensions& input_dims, uint32_t seed) {
   StatusOr<std::unique_ptr<Module>> module = parse_module(text);
@@ -61,7 +63,15 @@ bool expect_reduce_matches(const std::string& text, PrimitiveType type, const Di
     if (values.size_bytes() > 0)  // an empty array has no data pointer (memcpy from null is UB)
       std::memcpy(input.untyped_data(), values.untyped_data(), static_cast<size_t>(values.size_bytes()));
   }
-  Literal init = random_literal(type, {}, rng);
+  return expect_reduce_matches_on(text, input, random_literal(type, {}, rng));
+}
+
+// The same, on the given input (row-major bytes) and init.
+bool expect_reduce_matches_on(const std::string& text, Literal input, Literal init) {
+  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
+  EXPECT_TRUE(module.ok()) << module.status().to_string();
+  if (!module.ok()) return false;
+  const Instruction* reduce = (*module)->entry()->root();
   std::vector<const Literal*> pointers = {&input, &init};
   StatusOr<Literal> expected = evaluate_computation(*(*module)->entry(), pointers);
   EXPECT_TRUE(expected.ok()) << expected.status().to_string();
@@ -108,6 +118,39 @@ TEST(RuntimeReduceKernel, FloatCombinersMatchEvaluator) {
         for (const auto& [input, reduced] : kShapes)
           EXPECT_TRUE(expect_reduce_matches(reduce_module(t.name, input, reduced, op, first), t.type, input, seed++))
               << t.name << " " << op;
+}
+
+// f32 maximum and minimum over contiguous runs fold in lanes when the run holds no NaN: the same
+// value as the in-order fold, +0 over -0 (max) and -0 over +0 (min) whichever comes first, a NaN
+// anywhere (or as init) the in-order fold's, tails shorter than the lanes.
+TEST(RuntimeReduceKernel, F32MaxMinRunsMatchTheInOrderFold) {
+  std::mt19937 rng(77);
+  for (int64_t length : {1, 7, 8, 13, 64, 1024})
+    for (const char* op : {"maximum", "minimum"})
+      for (bool first : {true, false})
+        for (int kind = 0; kind < 4; ++kind) {
+          const int64_t rows = 12;
+          Literal input(Shape::array(PrimitiveType::kF32, {rows, length}));
+          std::span<float> values = input.data<float>();
+          std::uniform_real_distribution<float> uniform(-4.0f, 4.0f);
+          for (int64_t i = 0; i < rows * length; ++i) {
+            if (kind == 0) values[i] = uniform(rng);                       // finite
+            if (kind == 1) values[i] = rng() % 2 ? 0.0f : -0.0f;           // zeros of both signs
+            if (kind == 2) values[i] = rng() % 3 ? -0.0f : -1.0f;          // -0 is the max
+            if (kind == 3) values[i] = uniform(rng);                       // with NaNs, below
+          }
+          if (kind == 3)
+            for (int64_t row = 0; row < rows; row += 2)
+              values[row * length + static_cast<int64_t>(rng() % length)] = std::numeric_limits<float>::quiet_NaN();
+          for (float init : {-std::numeric_limits<float>::infinity(), 0.0f, -0.0f,
+                             std::numeric_limits<float>::quiet_NaN()}) {
+            Literal init_literal(Shape::array(PrimitiveType::kF32, {}));
+            init_literal.data<float>()[0] = init;
+            EXPECT_TRUE(expect_reduce_matches_on(reduce_module("f32", {rows, length}, {1}, op, first), input,
+                                                 init_literal))
+                << op << " length " << length << " kind " << kind << " init " << init;
+          }
+        }
 }
 
 TEST(RuntimeReduceKernel, IntegerCombinersWrapAndMatchEvaluator) {

@@ -109,55 +109,99 @@ constexpr int64_t kLanes = 16;
   Lanes name;                          \
   __builtin_memcpy(&name, (from), sizeof(Lanes))
 
+// The lane sums of acc[0..kRows) (kRows <= 16) into sums[0..kRows): sums[i] is the sum of
+// acc[i]'s 16 lanes. A transposing tree (15 adds for 16 rows, not 15 per row): halves of pairs of
+// vectors are added, so each level halves the lanes per row and doubles the rows per vector.
+template <int kRows>
+[[gnu::always_inline]] inline void sum_lanes_of_rows(const Lanes* acc, float* sums) {
+  Lanes a[16];
+  for (int i = 0; i < 16; ++i) a[i] = i < kRows ? acc[i] : Lanes{};  // absent rows fold away
+  Lanes b[8], c[4], d[2];
+  for (int i = 0; i < 8; ++i)  // 8 lanes per row
+    b[i] = __builtin_shufflevector(a[2 * i], a[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+           __builtin_shufflevector(a[2 * i], a[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  for (int i = 0; i < 4; ++i)  // 4 lanes per row
+    c[i] = __builtin_shufflevector(b[2 * i], b[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+           __builtin_shufflevector(b[2 * i], b[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  for (int i = 0; i < 2; ++i)  // 2 lanes per row
+    d[i] = __builtin_shufflevector(c[2 * i], c[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
+           __builtin_shufflevector(c[2 * i], c[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
+  const Lanes all = __builtin_shufflevector(d[0], d[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
+                    __builtin_shufflevector(d[0], d[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  float lanes[kLanes];
+  __builtin_memcpy(lanes, &all, sizeof(Lanes));
+  std::copy(lanes, lanes + kRows, sums);
+}
+
 // out[r] = sum_j matrix[r * ld + j] * vector[j] for r in [0, rows), j in [0, length).
+// kRows rows at once: as many streams from memory (one sequential stream leaves a core's
+// memory bandwidth idle: 20 GB/s on 2 threads where 8 rows at once read at 28), one vector
+// load per kRows row loads, and their lane sums in one transposing tree (rows of an attention
+// head are 64 floats long: a sum per row would cost more than its loads). The rows left over
+// go one at a time. The order of additions depends on the shape only.
+template <int kRows>
 [[gnu::always_inline]] inline void dot_rows_body(const float* matrix, int64_t ld, const float* vector, int64_t rows,
                                                  int64_t length, float* out) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = matrix + r * ld;
-    Lanes a = {}, b = {};
-    int64_t j = 0;
-    for (; j + 2 * kLanes <= length; j += 2 * kLanes) {
-      INSITU_LOAD_LANES(r0, row + j);
-      INSITU_LOAD_LANES(v0, vector + j);
-      INSITU_LOAD_LANES(r1, row + j + kLanes);
-      INSITU_LOAD_LANES(v1, vector + j + kLanes);
-      a += r0 * v0;
-      b += r1 * v1;
+  const int64_t vector_end = length - length % kLanes;
+  int64_t r = 0;
+  for (; r + kRows <= rows; r += kRows) {
+    const float* block = matrix + r * ld;
+    Lanes acc[kRows];
+    for (int i = 0; i < kRows; ++i) acc[i] = Lanes{};
+    for (int64_t j = 0; j < vector_end; j += kLanes) {
+      INSITU_LOAD_LANES(x, vector + j);
+      for (int i = 0; i < kRows; ++i) {
+        INSITU_LOAD_LANES(row, block + i * ld + j);
+        acc[i] += row * x;
+      }
     }
-    a += b;
-    // The lanes added pairwise (a tree, not 16 dependent adds: rows of an attention head are
-    // 64 floats long, and a serial sum cost more than their loads).
-    float lanes[kLanes];
-    __builtin_memcpy(lanes, &a, sizeof(Lanes));
-    for (int64_t width = kLanes / 2; width >= 1; width /= 2)
-      for (int64_t lane = 0; lane < width; ++lane) lanes[lane] += lanes[lane + width];
-    float sum = lanes[0];
-    for (; j < length; ++j) sum += row[j] * vector[j];
+    float sums[kRows];
+    sum_lanes_of_rows<kRows>(acc, sums);
+    for (int i = 0; i < kRows; ++i) {
+      float sum = sums[i];
+      for (int64_t j = vector_end; j < length; ++j) sum += block[i * ld + j] * vector[j];
+      out[r + i] = sum;
+    }
+  }
+  for (; r < rows; ++r) {
+    const float* row = matrix + r * ld;
+    Lanes acc = {};
+    for (int64_t j = 0; j < vector_end; j += kLanes) {
+      INSITU_LOAD_LANES(values, row + j);
+      INSITU_LOAD_LANES(x, vector + j);
+      acc += values * x;
+    }
+    float sum = 0;
+    sum_lanes_of_rows<1>(&acc, &sum);
+    for (int64_t j = vector_end; j < length; ++j) sum += row[j] * vector[j];
     out[r] = sum;
   }
 }
 
 // acc[j] = sum_r vector[r] * matrix[r * ld + j] over r in [0, rows), j in [0, length), rows
-// in order, four at a time.
+// in order, kRows at a time (kRows streams from memory; the rows left over one at a time).
+template <int kRows>
 [[gnu::always_inline]] inline void combine_rows_body(const float* matrix, int64_t ld, const float* vector, int64_t rows,
                                                      int64_t length, float* acc) {
   std::fill(acc, acc + length, 0.0f);
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const float* m0 = matrix + r * ld;
-    const float *m1 = m0 + ld, *m2 = m1 + ld, *m3 = m2 + ld;
-    const float x0 = vector[r], x1 = vector[r + 1], x2 = vector[r + 2], x3 = vector[r + 3];
+  for (; r + kRows <= rows; r += kRows) {
+    const float* block = matrix + r * ld;
+    const float* x = vector + r;
     int64_t j = 0;
     for (; j + kLanes <= length; j += kLanes) {
       INSITU_LOAD_LANES(sum, acc + j);
-      INSITU_LOAD_LANES(l0, m0 + j);
-      INSITU_LOAD_LANES(l1, m1 + j);
-      INSITU_LOAD_LANES(l2, m2 + j);
-      INSITU_LOAD_LANES(l3, m3 + j);
-      sum = sum + x0 * l0 + x1 * l1 + x2 * l2 + x3 * l3;
+      for (int i = 0; i < kRows; ++i) {
+        INSITU_LOAD_LANES(row, block + i * ld + j);
+        sum = sum + x[i] * row;
+      }
       __builtin_memcpy(acc + j, &sum, sizeof(Lanes));
     }
-    for (; j < length; ++j) acc[j] = acc[j] + x0 * m0[j] + x1 * m1[j] + x2 * m2[j] + x3 * m3[j];
+    for (; j < length; ++j) {
+      float sum = acc[j];
+      for (int i = 0; i < kRows; ++i) sum = sum + x[i] * block[i * ld + j];
+      acc[j] = sum;
+    }
   }
   for (; r < rows; ++r) {
     const float* m = matrix + r * ld;
@@ -169,17 +213,18 @@ constexpr int64_t kLanes = 16;
 // Each body compiled for each instruction set; the best one this CPU has, chosen once.
 using MatVecFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*);
 #if defined(__x86_64__) && defined(__GNUC__)
-#define INSITU_MATVEC_VARIANTS(name)                                                                          \
+// `wide`: rows at once with AVX-512's 32 vector registers; `narrow`: with 16 (AVX2, SSE).
+#define INSITU_MATVEC_VARIANTS(name, wide, narrow)                                                            \
   __attribute__((target("avx512f"))) void name##_avx512(const float* m, int64_t ld, const float* v, int64_t r, \
                                                         int64_t n, float* o) {                                \
-    name##_body(m, ld, v, r, n, o);                                                                           \
+    name##_body<wide>(m, ld, v, r, n, o);                                                                     \
   }                                                                                                           \
   __attribute__((target("avx2,fma"))) void name##_avx2(const float* m, int64_t ld, const float* v,         \
                                                            int64_t r, int64_t n, float* o) {                  \
-    name##_body(m, ld, v, r, n, o);                                                                           \
+    name##_body<narrow>(m, ld, v, r, n, o);                                                                   \
   }                                                                                                           \
   void name##_baseline(const float* m, int64_t ld, const float* v, int64_t r, int64_t n, float* o) {          \
-    name##_body(m, ld, v, r, n, o);                                                                           \
+    name##_body<narrow>(m, ld, v, r, n, o);                                                                   \
   }                                                                                                           \
   MatVecFn name##_for_this_cpu() {                                                                            \
     switch (cpu_level()) {                                                                                    \
@@ -190,11 +235,11 @@ using MatVecFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t,
     return &name##_baseline;                                                                                  \
   }
 #else
-#define INSITU_MATVEC_VARIANTS(name) \
-  MatVecFn name##_for_this_cpu() { return [](const float* m, int64_t ld, const float* v, int64_t r, int64_t n, float* o) { name##_body(m, ld, v, r, n, o); }; }
+#define INSITU_MATVEC_VARIANTS(name, wide, narrow) \
+  MatVecFn name##_for_this_cpu() { return [](const float* m, int64_t ld, const float* v, int64_t r, int64_t n, float* o) { name##_body<narrow>(m, ld, v, r, n, o); }; }
 #endif
-INSITU_MATVEC_VARIANTS(dot_rows)
-INSITU_MATVEC_VARIANTS(combine_rows)
+INSITU_MATVEC_VARIANTS(dot_rows, 8, 4)
+INSITU_MATVEC_VARIANTS(combine_rows, 8, 4)
 #undef INSITU_MATVEC_VARIANTS
 
 // One batch's product as a matrix (rows of `length` contiguous floats, `ld` apart) against a
@@ -257,13 +302,19 @@ void run_matvec(const GemmProblem& p, const MatVec& mv, const float* lhs, const 
     }
   });
   if (mv.dot) return;
-  pool.parallel_for(batches, [&](int64_t begin, int64_t end) {
-    for (int64_t batch = begin; batch < end; ++batch) {
+  // The chunks' sums added in chunk order, per batch and column block (one batch has work for
+  // every thread too).
+  constexpr int64_t kSumColumns = 512;
+  const int64_t column_blocks = (mv.length + kSumColumns - 1) / kSumColumns;
+  pool.parallel_for(batches * column_blocks, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t batch = task / column_blocks, first = task % column_blocks * kSumColumns;
+      const int64_t last = std::min(mv.length, first + kSumColumns);
       float* result = out + batch * result_size;
       const float* chunk_sums = partials + batch * chunks * mv.length;
-      std::copy(chunk_sums, chunk_sums + mv.length, result);
+      std::copy(chunk_sums + first, chunk_sums + last, result + first);
       for (int64_t chunk = 1; chunk < chunks; ++chunk)
-        for (int64_t j = 0; j < mv.length; ++j) result[j] += chunk_sums[chunk * mv.length + j];
+        for (int64_t j = first; j < last; ++j) result[j] += chunk_sums[chunk * mv.length + j];
     }
   });
 }
