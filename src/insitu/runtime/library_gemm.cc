@@ -138,7 +138,8 @@ template <int kRows>
 // memory bandwidth idle: 20 GB/s on 2 threads where 8 rows at once read at 28), one vector
 // load per kRows row loads, and their lane sums in one transposing tree (rows of an attention
 // head are 64 floats long: a sum per row would cost more than its loads). The rows left over
-// go one at a time. The order of additions depends on the shape only.
+// go one at a time. The order of additions depends on the shape and the instruction set
+// (kRows), never on the threads.
 template <int kRows>
 [[gnu::always_inline]] inline void dot_rows_body(const float* matrix, int64_t ld, const float* vector, int64_t rows,
                                                  int64_t length, float* out) {
@@ -183,6 +184,18 @@ template <int kRows>
 template <int kRows>
 [[gnu::always_inline]] inline void combine_rows_body(const float* matrix, int64_t ld, const float* vector, int64_t rows,
                                                      int64_t length, float* acc) {
+  if (length == 4 * kLanes) {  // an attention head's 64 values: the sums stay in registers
+    Lanes sum[4] = {};
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = matrix + r * ld;
+      for (int i = 0; i < 4; ++i) {
+        INSITU_LOAD_LANES(values, row + i * kLanes);
+        sum[i] = sum[i] + vector[r] * values;
+      }
+    }
+    __builtin_memcpy(acc, sum, sizeof(sum));
+    return;
+  }
   std::fill(acc, acc + length, 0.0f);
   int64_t r = 0;
   for (; r + kRows <= rows; r += kRows) {
