@@ -115,14 +115,15 @@ TEST(PipelineTest, PassErrorCarriesThePassName) {
 
 TEST(PipelineTest, OptimizationPipelineReadsAsTheDesignedStages) {
   std::vector<std::string_view> names = optimization_pipeline().pass_names();
-  ASSERT_GE(names.size(), 7u);
-  EXPECT_EQ(names[0], "flatten-calls");
-  EXPECT_EQ(names[1], "bitcast-lowering");
-  EXPECT_EQ(names[2], "simplify");
-  EXPECT_EQ(names[3], "slice-update-folding");
-  EXPECT_EQ(names[4], "layout-assignment");
-  EXPECT_EQ(names[5], "fusion");
-  EXPECT_EQ(names[6], "donor-matching");
+  ASSERT_GE(names.size(), 8u);
+  EXPECT_EQ(names[0], "loop-peeling");
+  EXPECT_EQ(names[1], "flatten-calls");
+  EXPECT_EQ(names[2], "bitcast-lowering");
+  EXPECT_EQ(names[3], "simplify");
+  EXPECT_EQ(names[4], "slice-update-folding");
+  EXPECT_EQ(names[5], "layout-assignment");
+  EXPECT_EQ(names[6], "fusion");
+  EXPECT_EQ(names[7], "donor-matching");
   EXPECT_NE(std::find(names.begin(), names.end(), "copy-insertion"), names.end());
 }
 

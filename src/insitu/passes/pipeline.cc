@@ -9,6 +9,7 @@
 #include "insitu/passes/flatten_calls.h"
 #include "insitu/passes/fusion.h"
 #include "insitu/passes/layout_assignment.h"
+#include "insitu/passes/loop_peeling.h"
 #include "insitu/passes/slice_update_folding.h"
 #include "insitu/passes/simplify.h"
 #include "insitu/support/str.h"
@@ -72,7 +73,10 @@ struct PassEntry {
 };
 
 constexpr PassEntry kPasses[] = {
-    {"flatten-calls", "first: every later analysis assumes one call site per while/conditional computation",
+    {"loop-peeling", "before flatten-calls (which inlines the peeled iteration): a loop that surely runs once reads "
+                     "a caller-owned initial value in place in its first iteration instead of copying it",
+     plain<peel_loops>},
+    {"flatten-calls", "every later analysis assumes one call site per while/conditional computation",
      plain<flatten_calls>},
     {"bitcast-lowering", "before simplify: bitcasts that reorder elements become transposes (data stays row-major)",
      plain<lower_bitcasts>},
