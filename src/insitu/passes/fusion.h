@@ -13,7 +13,9 @@
 // them, or a scalar constant, and every user of it is already in the fusion (so nothing outside
 // reads a fused value and no cycle can form); it is not a computation root and has no control
 // edges. Scalar constants a fused op reads are copied into the fused computation (the original
-// stays for other readers, or goes as dead code). A fusion holds at least two instructions and at least one elementwise op. Runs in the
+// stays for other readers, or goes as dead code). A broadcast of a scalar read by several
+// elementwise ops is first split, one copy per reader, so that each fuses (no full-size array of
+// one value is written). A fusion holds at least two instructions and at least one elementwise op. Runs in the
 // entry and the computations control flow calls, after layout-assignment and before the
 // schedule and copy insertion, which then treat each fusion as one op reading all its operands.
 // Results are unchanged: the fused computation is the same ops on the same elements.
