@@ -66,7 +66,7 @@ TEST(CudaCodegen, ElementwiseFusionBecomesOneKernel) {
   EXPECT_NE(kernel->source.find("tanhf("), std::string::npos);
   EXPECT_NE(kernel->source.find("0x1p-1f"), std::string::npos);  // 0.5 exactly
   if (!cuda_available()) GTEST_SKIP() << "built without NVRTC: the source was generated, not compiled";
-  StatusOr<std::string> ptx = compile_to_ptx(kernel->source, "gelu.cu");
+  StatusOr<std::string> ptx = compile_to_ptx(kernel_prelude() + kernel->source, "gelu.cu");
   ASSERT_TRUE(ptx.ok()) << ptx.status().to_string();
   EXPECT_NE(ptx->find(".entry gelu_kernel"), std::string::npos);
   EXPECT_NE(ptx->find(".target sm_90"), std::string::npos);
@@ -130,7 +130,7 @@ TEST(CudaCodegen, JaxCorpusElementwiseFusionsCompileForSm90) {
     generated += here;
     if (here == 0 || !cuda_available()) continue;
     ++modules;
-    StatusOr<std::string> ptx = compile_to_ptx(source, entry.path().filename().string() + ".cu");
+    StatusOr<std::string> ptx = compile_to_ptx(kernel_prelude() + source, entry.path().filename().string() + ".cu");
     ASSERT_TRUE(ptx.ok()) << entry.path() << ": " << ptx.status().to_string() << "\n" << source;
     EXPECT_NE(ptx->find(".entry k0"), std::string::npos);
   }

@@ -1,6 +1,7 @@
 // CUDA C++ for elementwise loop fusions, and NVRTC (elementwise_codegen.h).
 #include "insitu/cuda/elementwise_codegen.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
@@ -85,22 +86,60 @@ StatusOr<std::string> binary(const Instruction& instruction, const std::string& 
     case Opcode::kDivide:
       if (!floating) return refuse(instruction, "integer division (XLA's rules for 0 and overflow) is not generated yet");
       return str_cat(a, " / ", b);
-    // XLA's maximum/minimum: NaN wins (fmaxf would drop it).
+    // The prelude's, which are the evaluator's maximum_value/minimum_value: the first NaN wins,
+    // +0 over -0 (max) and -0 over +0 (min). fmaxf would drop a NaN.
     case Opcode::kMaximum:
-      return floating ? str_cat("((", a, " != ", a, " || ", b, " != ", b, ") ? ", a, " + ", b, " : (", a, " > ", b, " ? ", a,
-                                " : ", b, "))")
-                      : str_cat("(", a, " > ", b, " ? ", a, " : ", b, ")");
+      return floating ? str_cat("insitu_max(", a, ", ", b, ")") : str_cat("(", a, " < ", b, " ? ", b, " : ", a, ")");
     case Opcode::kMinimum:
-      return floating ? str_cat("((", a, " != ", a, " || ", b, " != ", b, ") ? ", a, " + ", b, " : (", a, " < ", b, " ? ", a,
-                                " : ", b, "))")
-                      : str_cat("(", a, " < ", b, " ? ", a, " : ", b, ")");
+      return floating ? str_cat("insitu_min(", a, ", ", b, ")") : str_cat("(", b, " < ", a, " ? ", b, " : ", a, ")");
     case Opcode::kAnd: return str_cat(a, type == "bool" ? " && " : " & ", b);
     case Opcode::kOr: return str_cat(a, type == "bool" ? " || " : " | ", b);
     default: return refuse(instruction, "this op is not generated yet");
   }
 }
 
+bool row_major(const Shape& shape) {
+  const std::vector<int64_t>& order = shape.layout().minor_to_major;
+  return order.empty() || std::is_sorted(order.rbegin(), order.rend());
+}
+
+// Row-major strides of `dims`.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (int64_t d = static_cast<int64_t>(dims.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * dims[d + 1];
+  return strides;
+}
+
 }  // namespace
+
+std::string kernel_prelude() {
+  return R"(// insitu's CUDA prelude: the evaluator's semantics where CUDA's own functions differ.
+static __device__ __forceinline__ float insitu_max(float a, float b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return __float_as_int(a) < 0 ? b : a;
+  return a < b ? b : a;
+}
+static __device__ __forceinline__ float insitu_min(float a, float b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return __float_as_int(a) < 0 ? a : b;
+  return b < a ? b : a;
+}
+static __device__ __forceinline__ double insitu_max(double a, double b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return __double_as_longlong(a) < 0 ? b : a;
+  return a < b ? b : a;
+}
+static __device__ __forceinline__ double insitu_min(double a, double b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return __double_as_longlong(a) < 0 ? a : b;
+  return b < a ? b : a;
+}
+)";
+}
 
 StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name) {
   if (fusion.opcode() != Opcode::kFusion || fusion.called_computations().empty())
@@ -109,35 +148,93 @@ StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion,
   const Computation& body = *fusion.to_apply();
   const Shape& out_shape = fusion.shape();
   const std::vector<int64_t>& dims = out_shape.dimensions();
+  const std::vector<int64_t> out_strides = strides_of(dims);
   INSITU_ASSIGN_OR_RETURN(std::string out_type, cuda_type(fusion, out_shape.element_type()));
-  std::string params, code;
+  std::string code;
+  // One pointer per fusion operand, in parameter order (read or not).
+  std::vector<std::string> params(static_cast<size_t>(body.parameter_count()));
+  for (int64_t p = 0; p < body.parameter_count(); ++p) {
+    const Instruction* parameter = body.parameter(p);
+    if (parameter == nullptr) return refuse(fusion, str_cat("parameter ", p, " of the fused computation is missing"));
+    INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(*parameter, parameter->shape().element_type()));
+    params[p] = str_cat("const ", type, "* __restrict__ p", p, ", ");
+  }
   std::unordered_map<const Instruction*, std::string> values;  // instruction -> C++ expression/variable
+  // Parameters of another shape than the result's: read only through broadcasts, by index.
+  std::unordered_map<const Instruction*, std::string> indexed;
   int64_t next = 0;
   for (const Instruction* instruction : body.instructions()) {
     const Shape& shape = instruction->shape();
     if (!shape.is_array()) return refuse(*instruction, "tuples inside the fusion are not generated yet");
+    if (!row_major(shape))
+      return refuse(*instruction, str_cat("layout {", shape.layout().fields_to_string(), "} is not row-major (the CUDA kernels "
+                                          "index arrays row-major, as the CPU runtime keeps them)"));
     const bool scalar = shape.rank() == 0;
+    INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(*instruction, shape.element_type()));
+    if (instruction->opcode() == Opcode::kParameter && !scalar && shape.dimensions() != dims) {
+      const bool only_broadcast = std::all_of(instruction->users().begin(), instruction->users().end(),
+                                              [](const Instruction* user) { return user->opcode() == Opcode::kBroadcast; });
+      if (!only_broadcast)
+        return refuse(*instruction, str_cat("shape ", shape.to_string(false), " is not the fusion's ",
+                                            out_shape.to_string(false), " and not only broadcast"));
+      indexed[instruction] = str_cat("p", instruction->parameter_number);
+      continue;
+    }
     if (!scalar && shape.dimensions() != dims)
       return refuse(*instruction, str_cat("shape ", shape.to_string(false), " is not the fusion's ",
                                           out_shape.to_string(false), " (only elementwise fusions are generated)"));
-    INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(*instruction, shape.element_type()));
     auto operand = [&](int64_t k) { return values.at(instruction->operand(k)); };
     std::string expression;
     switch (instruction->opcode()) {
       case Opcode::kParameter:
-        params += str_cat("const ", type, "* __restrict__ p", instruction->parameter_number, ", ");
         expression = str_cat("p", instruction->parameter_number, scalar ? "[0]" : "[i]");
         break;
       case Opcode::kConstant:
         if (!scalar) return refuse(*instruction, "array constants are not generated yet");
         expression = literal_text(instruction->literal);
         break;
-      case Opcode::kBroadcast:
-        if (instruction->operand(0)->shape().rank() != 0)
-          return refuse(*instruction, "only a scalar's broadcast is generated (it needs no index arithmetic)");
-        expression = operand(0);
+      case Opcode::kBroadcast: {
+        const Instruction& source = *instruction->operand(0);
+        if (source.shape().rank() == 0) {
+          expression = operand(0);
+          break;
+        }
+        if (!indexed.count(&source))
+          return refuse(*instruction, "a broadcast of a computed array is not generated yet (only of a parameter)");
+        // The source element of output element i: its coordinates along the mapped dimensions.
+        const std::vector<int64_t> source_strides = strides_of(source.shape().dimensions());
+        std::string index;
+        for (size_t k = 0; k < instruction->dimensions.size(); ++k) {
+          const int64_t d = instruction->dimensions[k];
+          if (!index.empty()) index += " + ";
+          index += str_cat("(i / ", out_strides[d], "ll % ", dims[d], "ll) * ", source_strides[k], "ll");
+        }
+        expression = str_cat(indexed.at(&source), "[", index, "]");
         break;
-      case Opcode::kConvert: expression = str_cat("(", type, ")(", operand(0), ")"); break;
+      }
+      case Opcode::kConvert: {
+        // Float to integer truncates toward zero and saturates, NaN -> 0 (the evaluator's, and
+        // XLA's rules); spelled out, since a C++ cast of an out-of-range float is undefined.
+        const PrimitiveType from = instruction->operand(0)->shape().element_type();
+        const PrimitiveType to = shape.element_type();
+        const bool float_to_int = (from == PrimitiveType::kF32 || from == PrimitiveType::kF64) &&
+                                  to != PrimitiveType::kPred && !is_floating(to);
+        if (float_to_int) {
+          const std::string x = operand(0), suffix = from == PrimitiveType::kF32 ? "f" : "";
+          const int bits = static_cast<int>(bit_width(to));
+          const bool is_unsigned = to == PrimitiveType::kU32;
+          const std::string high = str_cat("0x1p", is_unsigned ? bits : bits - 1, suffix);
+          const std::string max_value = is_unsigned ? "4294967295u"
+                                        : bits == 64 ? "9223372036854775807ll" : "2147483647";
+          const std::string min_value = is_unsigned ? "0u" : bits == 64 ? "(-9223372036854775807ll - 1)" : "(-2147483647 - 1)";
+          const std::string low = is_unsigned ? str_cat("0", suffix == "f" ? ".0f" : ".0") : str_cat("-", high);
+          expression = str_cat("(", x, " != ", x, " ? (", type, ")0 : ", x, " >= ", high, " ? (", type, ")", max_value,
+                               " : ", x, " <= ", low, " ? (", type, ")", min_value, " : (", type, ")(", x, "))");
+          break;
+        }
+        expression = str_cat("(", type, ")(", operand(0), ")");
+        break;
+      }
       case Opcode::kSelect: expression = str_cat("(", operand(0), " ? ", operand(1), " : ", operand(2), ")"); break;
       case Opcode::kCompare: {
         static const char* const kSymbols[] = {"==", "!=", ">=", ">", "<=", "<"};  // ComparisonDirection order
@@ -161,9 +258,12 @@ StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion,
     code += str_cat("    const ", type, " ", variable, " = (", type, ")(", expression, ");\n");
     values[instruction] = variable;
   }
+  if (!values.count(body.root())) return refuse(*body.root(), "the fusion's root is not computed elementwise");
   GeneratedKernel kernel;
   kernel.name = name;
-  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(", params, out_type,
+  std::string signature;
+  for (const std::string& param : params) signature += param;
+  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(", signature, out_type,
                           "* __restrict__ out, long long n) {\n  const long long i = (long long)blockIdx.x * blockDim.x + "
                           "threadIdx.x;\n  if (i < n) {\n",
                           code, "    out[i] = ", values.at(body.root()), ";\n  }\n}\n");

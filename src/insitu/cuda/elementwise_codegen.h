@@ -3,7 +3,8 @@
 // A fusion whose computation is elementwise over one shape (parameters of the result's shape or
 // scalars, scalar constants and their broadcasts, unary and binary arithmetic, compare, select,
 // convert) becomes one __global__ function: thread i computes element i of the result in
-// registers, reading each parameter once. Anything else is an "unimplemented" Status naming the
+// registers, reading each parameter once; a parameter of a smaller shape is read through its
+// broadcast at the element's coordinates. Anything else is an "unimplemented" Status naming the
 // instruction and its op, never a guess. Values are computed in the element type the HLO names
 // (f32 math in float, as the CPU runtime does; f16/bf16 are not generated yet).
 //
@@ -26,8 +27,14 @@ struct GeneratedKernel {
   // then the result, then its element count; launch with n threads (any block size).
 };
 
-// The kernel of a kLoop fusion (its called computation), named `name`.
+// The kernel of a kLoop fusion (its called computation), named `name`. Arrays are indexed
+// row-major (another layout is refused); a parameter of another shape than the result is read
+// through its broadcasts, by index.
 StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name);
+
+// Device functions every generated kernel may call (insitu_max/insitu_min: the evaluator's NaN
+// and signed-zero rules). Put once at the top of a source holding one or more kernels.
+std::string kernel_prelude();
 
 bool cuda_available();
 // PTX for `source` (several kernels may share one source) at compute capability `arch`

@@ -1,0 +1,235 @@
+// The generated CUDA kernels run on the host and agree with the reference evaluator.
+//
+// CI has no GPU, but a generated kernel is plain C++ inside a __global__ function: compiled by
+// the host's C++ compiler with a small shim for CUDA's built-ins (blockIdx, __float_as_int, ...)
+// and run over its grid in CUDA's order (every block, every thread), it computes what the GPU
+// would, except for the transcendental functions (libm's here, libdevice's there: both within a
+// few ulps). So every elementwise fusion that insitu's own pipeline makes for the JAX corpus is
+// generated, run on the same random inputs (NaN, infinities and signed zeros among them) as the
+// evaluator, and compared: bit for bit where the fusion has no transcendental op, within 1e-5
+// relative where it has. What this checks: the index arithmetic of broadcasts, the NaN and
+// signed-zero rules of max/min/compare/select, saturating float -> integer converts, the
+// parameter order of the signature. (NVRTC compiling the same source: elementwise_codegen_test.)
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "insitu/cuda/elementwise_codegen.h"
+#include "insitu/evaluator/evaluator.h"
+#include "insitu/ir/computation.h"
+#include "insitu/ir/parser.h"
+#include "insitu/passes/optimize.h"
+#include "insitu/support/str.h"
+
+namespace insitu::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kShim = R"(#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+struct insitu_dim3 { unsigned x = 0, y = 1, z = 1; };
+static insitu_dim3 blockIdx, blockDim, threadIdx;
+static inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+static inline long long __double_as_longlong(double d) { long long i; std::memcpy(&i, &d, 8); return i; }
+static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+static inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+)";
+
+const char* c_type(PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::kF32: return "float";
+    case PrimitiveType::kF64: return "double";
+    case PrimitiveType::kS32: return "int";
+    case PrimitiveType::kS64: return "long long";
+    case PrimitiveType::kU32: return "unsigned int";
+    case PrimitiveType::kPred: return "bool";
+    default: return nullptr;
+  }
+}
+
+// Values that exercise the rules: mostly ordinary, sometimes NaN, infinities, signed zeros.
+Literal random_input(const Shape& shape, std::mt19937& rng) {
+  Literal literal(shape);
+  std::uniform_real_distribution<double> uniform(-4.0, 4.0);
+  const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0, 1.0};
+  for (int64_t i = 0; i < literal.element_count(); ++i) {
+    const bool special = rng() % 8 == 0;
+    const double value = special ? specials[rng() % 6] : uniform(rng);
+    switch (shape.element_type()) {
+      case PrimitiveType::kF32: literal.data<float>()[i] = static_cast<float>(value); break;
+      case PrimitiveType::kF64: literal.data<double>()[i] = value; break;
+      case PrimitiveType::kS32: literal.data<int32_t>()[i] = static_cast<int32_t>(rng() % 19) - 9; break;
+      case PrimitiveType::kS64: literal.data<int64_t>()[i] = static_cast<int64_t>(rng() % 19) - 9; break;
+      case PrimitiveType::kU32: literal.data<uint32_t>()[i] = rng() % 19; break;
+      case PrimitiveType::kPred: literal.data<bool>()[i] = rng() % 2; break;
+      default: break;
+    }
+  }
+  return literal;
+}
+
+bool has_transcendental(const Computation& body) {
+  for (const Instruction* instruction : body.instructions())
+    switch (instruction->opcode()) {
+      case Opcode::kExp: case Opcode::kLog: case Opcode::kTanh: case Opcode::kLogistic: case Opcode::kRsqrt:
+        return true;
+      default: break;
+    }
+  return false;
+}
+
+// Bit for bit (any NaN matches any NaN), or within `tolerance` relative for floats.
+std::string mismatch(const Literal& actual, const Literal& expected, bool tolerant) {
+  const PrimitiveType type = expected.shape().element_type();
+  for (int64_t i = 0; i < expected.element_count(); ++i) {
+    if (type == PrimitiveType::kF32 || type == PrimitiveType::kF64) {
+      const double a = actual.get_double(i), e = expected.get_double(i);
+      if (std::isnan(a) && std::isnan(e)) continue;
+      if (std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(e)) continue;
+      if (tolerant && std::isfinite(a) && std::isfinite(e) && std::fabs(a - e) <= 1e-6 + 1e-5 * std::fabs(e)) continue;
+      return str_cat("element ", i, ": kernel ", a, ", evaluator ", e);
+    }
+    if (actual.get_integer(i) != expected.get_integer(i))
+      return str_cat("element ", i, ": kernel ", actual.get_integer(i), ", evaluator ", expected.get_integer(i));
+  }
+  return "";
+}
+
+struct Case {
+  std::string where;
+  GeneratedKernel kernel;
+  std::vector<Literal> inputs;
+  Literal expected;
+  bool tolerant = false;
+};
+
+TEST(CudaHostRun, CorpusFusionsAgreeWithTheEvaluator) {
+  std::vector<Case> cases;
+  int refused = 0;
+  std::mt19937 rng(2026);
+  for (const auto& entry : fs::directory_iterator(fs::path(INSITU_SOURCE_DIR) / "tests" / "data" / "jax")) {
+    std::ifstream in(entry.path() / "before_optimizations.hlo");
+    std::stringstream text;
+    text << in.rdbuf();
+    StatusOr<std::unique_ptr<Module>> parsed = parse_module(text.str());
+    ASSERT_TRUE(parsed.ok()) << entry.path() << ": " << parsed.status().to_string();
+    StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
+    if (!optimized.ok()) continue;  // e.g. collectives for several devices: not this test's
+    for (const Computation* computation : optimized->module->computations())
+      for (const Instruction* fusion : computation->instructions()) {
+        if (fusion->opcode() != Opcode::kFusion) continue;
+        StatusOr<GeneratedKernel> kernel = generate_elementwise_kernel(*fusion, str_cat("k", cases.size()));
+        if (!kernel.ok()) {
+          ++refused;
+          continue;
+        }
+        Case c;
+        c.where = str_cat(entry.path().filename().string(), " %", fusion->name());
+        c.kernel = std::move(kernel).value();
+        std::vector<const Literal*> pointers;
+        for (const Instruction* operand : fusion->operands()) c.inputs.push_back(random_input(operand->shape(), rng));
+        for (const Literal& input : c.inputs) pointers.push_back(&input);
+        StatusOr<Literal> expected = evaluate_computation(*fusion->to_apply(), pointers);
+        ASSERT_TRUE(expected.ok()) << c.where << ": " << expected.status().to_string();
+        c.expected = std::move(expected).value();
+        c.tolerant = has_transcendental(*fusion->to_apply());
+        cases.push_back(std::move(c));
+      }
+  }
+  ASSERT_GE(cases.size(), 50u) << cases.size() << " generated, " << refused << " refused";
+
+  // One host program: shim, prelude, every kernel, and a driver that runs kernel K over its grid.
+  const fs::path dir = fs::temp_directory_path() / str_cat("insitu_cuda_host_", ::getpid());
+  fs::create_directories(dir);
+  std::string program = str_cat(kShim, kernel_prelude());
+  for (const Case& c : cases) program += c.kernel.source;
+  program += "static void run(int k, std::vector<std::vector<char>>& in, std::vector<char>& out, long long n) {\n"
+             "  blockDim.x = 128;\n  switch (k) {\n";
+  for (size_t k = 0; k < cases.size(); ++k) {
+    std::string arguments;
+    for (size_t i = 0; i < cases[k].inputs.size(); ++i)
+      arguments += str_cat("(const ", c_type(cases[k].inputs[i].shape().element_type()), "*)in[", i, "].data(), ");
+    program += str_cat("    case ", k, ":\n      for (blockIdx.x = 0; (long long)blockIdx.x * 128 < n; ++blockIdx.x)\n",
+                       "        for (threadIdx.x = 0; threadIdx.x < 128; ++threadIdx.x) ", cases[k].kernel.name, "(",
+                       arguments, "(", c_type(cases[k].expected.shape().element_type()), "*)out.data(), n);\n",
+                       "      break;\n");
+  }
+  program += R"(  }
+}
+// kernel n out_bytes out_path in_path...
+int main(int argc, char** argv) {
+  std::vector<std::vector<char>> in;
+  for (int a = 5; a < argc; ++a) {
+    FILE* f = std::fopen(argv[a], "rb");
+    std::fseek(f, 0, SEEK_END);
+    std::vector<char> bytes(std::ftell(f) + 1);
+    std::fseek(f, 0, SEEK_SET);
+    if (std::fread(bytes.data(), 1, bytes.size() - 1, f) != bytes.size() - 1) return 2;
+    std::fclose(f);
+    in.push_back(std::move(bytes));
+  }
+  std::vector<char> out(std::atoll(argv[3]) + 1);
+  run(std::atoi(argv[1]), in, out, std::atoll(argv[2]));
+  FILE* f = std::fopen(argv[4], "wb");
+  std::fwrite(out.data(), 1, out.size() - 1, f);
+  return std::fclose(f) == 0 ? 0 : 3;
+}
+)";
+  {
+    std::ofstream source(dir / "kernels.cc");
+    source << program;
+  }
+  if (cuda_available()) {  // the same kernels, for the GPU
+    std::string source = kernel_prelude();
+    for (const Case& c : cases) source += c.kernel.source;
+    StatusOr<std::string> ptx = compile_to_ptx(source, "corpus_fusions.cu");
+    ASSERT_TRUE(ptx.ok()) << ptx.status().to_string();
+  }
+  const std::string compile = str_cat(INSITU_HOST_CXX, " -std=c++17 -O1 -ffp-contract=off -w -o ", (dir / "kernels").string(),
+                                      " ", (dir / "kernels.cc").string(), " 2>", (dir / "compile.log").string());
+  ASSERT_EQ(std::system(compile.c_str()), 0) << "the host compiler refused the generated source: "
+                                             << (dir / "compile.log") << ", " << (dir / "kernels.cc");
+
+  int exact = 0, tolerant = 0;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    std::string command = str_cat((dir / "kernels").string(), " ", k, " ", c.expected.element_count(), " ",
+                                  c.expected.size_bytes(), " ", (dir / "out.bin").string());
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const fs::path path = dir / str_cat("in", i, ".bin");
+      std::ofstream file(path, std::ios::binary);
+      file.write(reinterpret_cast<const char*>(c.inputs[i].untyped_data()), c.inputs[i].size_bytes());
+      command += " " + path.string();
+    }
+    ASSERT_EQ(std::system(command.c_str()), 0) << c.where;
+    Literal actual(c.expected.shape());
+    std::ifstream out(dir / "out.bin", std::ios::binary);
+    out.read(reinterpret_cast<char*>(actual.untyped_data()), actual.size_bytes());
+    const std::string difference = mismatch(actual, c.expected, c.tolerant);
+    EXPECT_EQ(difference, "") << c.where << "\n" << c.kernel.source;
+    ++(c.tolerant ? tolerant : exact);
+  }
+  fs::remove_all(dir);
+  std::printf("CUDA kernels run on the host: %zu corpus fusions agree with the evaluator (%d bit for bit, %d within "
+              "1e-5), %d refused by the generator\n",
+              cases.size(), exact, tolerant, refused);
+}
+
+}  // namespace
+}  // namespace insitu::cuda
