@@ -1,7 +1,7 @@
 // CUDA C++ for elementwise fusions, compiled through NVRTC for sm_90 (no GPU needed): every
 // elementwise loop fusion of the JAX corpus's optimized modules generates and compiles; what
 // the generator does not handle is a located "no CUDA kernel" error naming the op.
-#include "insitu/cuda/elementwise_codegen.h"
+#include "insitu/cuda/codegen.h"
 
 #include <gtest/gtest.h>
 

@@ -4,12 +4,14 @@
 // the host's C++ compiler with a small shim for CUDA's built-ins (blockIdx, __float_as_int, ...)
 // and run over its grid in CUDA's order (every block, every thread), it computes what the GPU
 // would, except for the transcendental functions (libm's here, libdevice's there: both within a
-// few ulps). So every elementwise fusion that insitu's own pipeline makes for the JAX corpus is
-// generated, run on the same random inputs (NaN, infinities and signed zeros among them) as the
-// evaluator, and compared: bit for bit where the fusion has no transcendental op, within 1e-5
-// relative where it has. What this checks: the index arithmetic of broadcasts, the NaN and
-// signed-zero rules of max/min/compare/select, saturating float -> integer converts, the
-// parameter order of the signature. (NVRTC compiling the same source: elementwise_codegen_test.)
+// few ulps). So every elementwise fusion, reduce and dynamic-update-slice that insitu's own
+// pipeline makes for the JAX corpus is generated, run on the same random inputs (NaN,
+// infinities and signed zeros among them; start indices past either end) as the evaluator,
+// and compared: bit for bit where it has no transcendental op, within 1e-5 relative where it
+// has. What this checks: the index arithmetic of broadcasts and reductions, the fold order and
+// the double sum of reduces, clamped start indices, the NaN and signed-zero rules of
+// max/min/compare/select, saturating float -> integer converts, the parameter order of the
+// signature. NVRTC compiles the same source for sm_90 beside it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -20,10 +22,11 @@
 #include <random>
 #include <sstream>
 
-#include "insitu/cuda/elementwise_codegen.h"
+#include "insitu/cuda/codegen.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/computation.h"
 #include "insitu/ir/parser.h"
+#include "insitu/passes/flatten_calls.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/support/str.h"
 
@@ -111,15 +114,39 @@ std::string mismatch(const Literal& actual, const Literal& expected, bool tolera
   return "";
 }
 
+// `instruction` alone: a computation of one parameter per operand and a copy of it as root.
+StatusOr<Literal> evaluate_alone(const Instruction& instruction, std::span<const Literal* const> inputs) {
+  Computation computation("alone");
+  auto copy = clone_without_operands(instruction, "root");
+  for (int64_t i = 0; i < instruction.operand_count(); ++i) {
+    auto parameter = std::make_unique<Instruction>(Opcode::kParameter, str_cat("p", i), instruction.operand(i)->shape());
+    parameter->parameter_number = i;
+    copy->append_operand(computation.add_instruction(std::move(parameter)));
+  }
+  computation.set_root(computation.add_instruction(std::move(copy)));
+  return evaluate_computation(computation, inputs);
+}
+
+// Start indices of a dynamic-update-slice: in range, or past either end (clamped).
+Literal random_index(const Shape& shape, std::mt19937& rng) {
+  Literal literal(shape);
+  const int64_t value = static_cast<int64_t>(rng() % 12) - 3;
+  if (shape.element_type() == PrimitiveType::kS64) literal.data<int64_t>()[0] = value;
+  else if (shape.element_type() == PrimitiveType::kU32) literal.data<uint32_t>()[0] = static_cast<uint32_t>(value < 0 ? 0 : value);
+  else literal.data<int32_t>()[0] = static_cast<int32_t>(value);
+  return literal;
+}
+
 struct Case {
   std::string where;
   GeneratedKernel kernel;
   std::vector<Literal> inputs;
   Literal expected;
   bool tolerant = false;
+  Opcode opcode = Opcode::kFusion;
 };
 
-TEST(CudaHostRun, CorpusFusionsAgreeWithTheEvaluator) {
+TEST(CudaHostRun, CorpusKernelsAgreeWithTheEvaluator) {
   std::vector<Case> cases;
   int refused = 0;
   std::mt19937 rng(2026);
@@ -132,23 +159,33 @@ TEST(CudaHostRun, CorpusFusionsAgreeWithTheEvaluator) {
     StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
     if (!optimized.ok()) continue;  // e.g. collectives for several devices: not this test's
     for (const Computation* computation : optimized->module->computations())
-      for (const Instruction* fusion : computation->instructions()) {
-        if (fusion->opcode() != Opcode::kFusion) continue;
-        StatusOr<GeneratedKernel> kernel = generate_elementwise_kernel(*fusion, str_cat("k", cases.size()));
+      for (const Instruction* instruction : computation->instructions()) {
+        const Opcode opcode = instruction->opcode();
+        if (opcode != Opcode::kFusion && opcode != Opcode::kReduce && opcode != Opcode::kDynamicUpdateSlice) continue;
+        const std::string name = str_cat("k", cases.size());
+        StatusOr<GeneratedKernel> kernel = opcode == Opcode::kFusion ? generate_elementwise_kernel(*instruction, name)
+                                           : opcode == Opcode::kReduce ? generate_reduce_kernel(*instruction, name)
+                                                                       : generate_dynamic_update_slice_kernel(*instruction, name);
         if (!kernel.ok()) {
           ++refused;
           continue;
         }
         Case c;
-        c.where = str_cat(entry.path().filename().string(), " %", fusion->name());
+        c.where = str_cat(entry.path().filename().string(), " %", instruction->name());
         c.kernel = std::move(kernel).value();
+        c.opcode = opcode;
         std::vector<const Literal*> pointers;
-        for (const Instruction* operand : fusion->operands()) c.inputs.push_back(random_input(operand->shape(), rng));
+        for (int64_t i = 0; i < instruction->operand_count(); ++i) {
+          const Shape& shape = instruction->operand(i)->shape();
+          c.inputs.push_back(opcode == Opcode::kDynamicUpdateSlice && i >= 2 ? random_index(shape, rng)
+                                                                               : random_input(shape, rng));
+        }
         for (const Literal& input : c.inputs) pointers.push_back(&input);
-        StatusOr<Literal> expected = evaluate_computation(*fusion->to_apply(), pointers);
+        StatusOr<Literal> expected = opcode == Opcode::kFusion ? evaluate_computation(*instruction->to_apply(), pointers)
+                                                               : evaluate_alone(*instruction, pointers);
         ASSERT_TRUE(expected.ok()) << c.where << ": " << expected.status().to_string();
         c.expected = std::move(expected).value();
-        c.tolerant = has_transcendental(*fusion->to_apply());
+        c.tolerant = opcode == Opcode::kFusion && has_transcendental(*instruction->to_apply());
         cases.push_back(std::move(c));
       }
   }
@@ -162,13 +199,25 @@ TEST(CudaHostRun, CorpusFusionsAgreeWithTheEvaluator) {
   program += "static void run(int k, std::vector<std::vector<char>>& in, std::vector<char>& out, long long n) {\n"
              "  blockDim.x = 128;\n  switch (k) {\n";
   for (size_t k = 0; k < cases.size(); ++k) {
-    std::string arguments;
-    for (size_t i = 0; i < cases[k].inputs.size(); ++i)
-      arguments += str_cat("(const ", c_type(cases[k].inputs[i].shape().element_type()), "*)in[", i, "].data(), ");
-    program += str_cat("    case ", k, ":\n      for (blockIdx.x = 0; (long long)blockIdx.x * 128 < n; ++blockIdx.x)\n",
-                       "        for (threadIdx.x = 0; threadIdx.x < 128; ++threadIdx.x) ", cases[k].kernel.name, "(",
-                       arguments, "(", c_type(cases[k].expected.shape().element_type()), "*)out.data(), n);\n",
-                       "      break;\n");
+    const Case& c = cases[k];
+    const std::string out_type = c_type(c.expected.shape().element_type());
+    std::string arguments, before;
+    long long threads = c.expected.element_count();
+    if (c.opcode == Opcode::kDynamicUpdateSlice) {
+      // In place: the output starts as the operand; one thread per update element.
+      before = "      std::memcpy(out.data(), in[0].data(), out.size() - 1);\n";
+      arguments = str_cat("(", out_type, "*)out.data(), ");
+      for (size_t i = 1; i < c.inputs.size(); ++i)
+        arguments += str_cat("(const ", c_type(c.inputs[i].shape().element_type()), "*)in[", i, "].data(), ");
+      threads = c.inputs[1].element_count();
+    } else {
+      for (size_t i = 0; i < c.inputs.size(); ++i)
+        arguments += str_cat("(const ", c_type(c.inputs[i].shape().element_type()), "*)in[", i, "].data(), ");
+      arguments += str_cat("(", out_type, "*)out.data(), ");
+    }
+    program += str_cat("    case ", k, ":\n", before, "      for (blockIdx.x = 0; (long long)blockIdx.x * 128 < ", threads,
+                       "ll; ++blockIdx.x)\n        for (threadIdx.x = 0; threadIdx.x < 128; ++threadIdx.x) ",
+                       c.kernel.name, "(", arguments, threads, "ll);\n      break;\n");
   }
   program += R"(  }
 }
@@ -206,7 +255,7 @@ int main(int argc, char** argv) {
   ASSERT_EQ(std::system(compile.c_str()), 0) << "the host compiler refused the generated source: "
                                              << (dir / "compile.log") << ", " << (dir / "kernels.cc");
 
-  int exact = 0, tolerant = 0;
+  int exact = 0, tolerant = 0, reduces = 0, updates = 0;
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case& c = cases[k];
     std::string command = str_cat((dir / "kernels").string(), " ", k, " ", c.expected.element_count(), " ",
@@ -224,11 +273,13 @@ int main(int argc, char** argv) {
     const std::string difference = mismatch(actual, c.expected, c.tolerant);
     EXPECT_EQ(difference, "") << c.where << "\n" << c.kernel.source;
     ++(c.tolerant ? tolerant : exact);
+    reduces += c.opcode == Opcode::kReduce;
+    updates += c.opcode == Opcode::kDynamicUpdateSlice;
   }
   fs::remove_all(dir);
-  std::printf("CUDA kernels run on the host: %zu corpus fusions agree with the evaluator (%d bit for bit, %d within "
-              "1e-5), %d refused by the generator\n",
-              cases.size(), exact, tolerant, refused);
+  std::printf("CUDA kernels run on the host: %zu corpus kernels (%d reduces, %d in-place dynamic-update-slices, the "
+              "rest fusions) agree with the evaluator (%d bit for bit, %d within 1e-5), %d refused by the generator\n",
+              cases.size(), reduces, updates, exact, tolerant, refused);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// CUDA C++ for elementwise loop fusions, and NVRTC (elementwise_codegen.h).
-#include "insitu/cuda/elementwise_codegen.h"
+// CUDA C++ for elementwise loop fusions, the prelude, and NVRTC (codegen.h).
+#include "insitu/cuda/codegen.h"
+#include "insitu/cuda/codegen_internal.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +15,7 @@
 #endif
 
 namespace insitu::cuda {
-namespace {
+namespace detail {
 
 Status refuse(const Instruction& instruction, std::string_view why) {
   return unimplemented(str_cat("no CUDA kernel for %", instruction.name(), " (", opcode_name(instruction.opcode()),
@@ -34,6 +35,26 @@ StatusOr<std::string> cuda_type(const Instruction& instruction, PrimitiveType ty
     default: return refuse(instruction, str_cat("element type ", primitive_type_name(type), " is not generated yet"));
   }
 }
+
+bool row_major(const Shape& shape) {
+  const std::vector<int64_t>& order = shape.layout().minor_to_major;
+  return order.empty() || std::is_sorted(order.rbegin(), order.rend());
+}
+
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (int64_t d = static_cast<int64_t>(dims.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * dims[d + 1];
+  return strides;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::cuda_type;
+using detail::refuse;
+using detail::row_major;
+using detail::strides_of;
 
 // A scalar constant as a CUDA literal of its type (exact: floats in hexadecimal).
 std::string literal_text(const Literal& value) {
@@ -98,18 +119,6 @@ StatusOr<std::string> binary(const Instruction& instruction, const std::string& 
   }
 }
 
-bool row_major(const Shape& shape) {
-  const std::vector<int64_t>& order = shape.layout().minor_to_major;
-  return order.empty() || std::is_sorted(order.rbegin(), order.rend());
-}
-
-// Row-major strides of `dims`.
-std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (int64_t d = static_cast<int64_t>(dims.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * dims[d + 1];
-  return strides;
-}
-
 }  // namespace
 
 std::string kernel_prelude() {
@@ -131,6 +140,9 @@ static __device__ __forceinline__ double insitu_max(double a, double b) {
   if (b != b) return b;
   if (a == b) return __double_as_longlong(a) < 0 ? b : a;
   return a < b ? b : a;
+}
+static __device__ __forceinline__ long long insitu_clamp(long long x, long long hi) {
+  return x < 0 ? 0 : (x > hi ? hi : x);
 }
 static __device__ __forceinline__ double insitu_min(double a, double b) {
   if (a != a) return a;

@@ -1,4 +1,5 @@
-// CUDA C++ for elementwise loop fusions (issue 12's first kernels), and NVRTC to compile it.
+// CUDA C++ kernels generated from insitu's IR (issue 12), and NVRTC to compile them: elementwise
+// loop fusions, reduces, dynamic-update-slices in place.
 //
 // A fusion whose computation is elementwise over one shape (parameters of the result's shape or
 // scalars, scalar constants and their broadcasts, unary and binary arithmetic, compare, select,
@@ -31,6 +32,22 @@ struct GeneratedKernel {
 // row-major (another layout is refused); a parameter of another shape than the result is read
 // through its broadcasts, by index.
 StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name);
+
+// The kernel of a reduce with one input and a combiner of one op (add, multiply, maximum,
+// minimum, and, or) of its two parameters: thread i computes output element i, folding its
+// reduced elements in row-major order from the init value, as the evaluator does (a floating
+// sum in double, rounded once), so the result is the evaluator's bit for bit.
+// Signature: (const T* input, const T* init, T* out, long long n), n outputs.
+// (One thread per output: right for the many small rows of a decode step; long rows want a
+// block per row, which needs a GPU to check against.)
+StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, const std::string& name);
+
+// The kernel of a dynamic-update-slice written in place: thread i copies update element i into
+// `buffer` (the operand's buffer, which the result shares) at the start indices, each clamped
+// into [0, operand - update] as XLA does. Signature: (T* buffer, const T* update, const I0* s0,
+// ..., long long n), n update elements.
+StatusOr<GeneratedKernel> generate_dynamic_update_slice_kernel(const Instruction& update_slice,
+                                                               const std::string& name);
 
 // Device functions every generated kernel may call (insitu_max/insitu_min: the evaluator's NaN
 // and signed-zero rules). Put once at the top of a source holding one or more kernels.
