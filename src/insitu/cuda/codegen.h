@@ -33,6 +33,10 @@ struct GeneratedKernel {
 // through its broadcasts, by index.
 StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name);
 
+// The kernel of one elementwise op, broadcast, iota, convert, compare or select outside any
+// fusion, as a fusion of that op alone (same signature: its operands, then the result).
+StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::string& name);
+
 // The kernel of a reduce with one input and a combiner of one op (add, multiply, maximum,
 // minimum, and, or) of its two parameters: thread i computes output element i, folding its
 // reduced elements in row-major order from the init value, as the evaluator does (a floating

@@ -153,12 +153,13 @@ static __device__ __forceinline__ double insitu_min(double a, double b) {
 )";
 }
 
-StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name) {
-  if (fusion.opcode() != Opcode::kFusion || fusion.called_computations().empty())
-    return refuse(fusion, "not a fusion");
-  if (!fusion.shape().is_array()) return refuse(fusion, "a fusion with several outputs is not generated yet");
-  const Computation& body = *fusion.to_apply();
-  const Shape& out_shape = fusion.shape();
+namespace {
+
+// The kernel computing `body` elementwise into an array of `out_shape` (`fusion`: where errors
+// about the whole point).
+StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape& out_shape, const Instruction& fusion,
+                                            const std::string& name) {
+  if (!out_shape.is_array()) return refuse(fusion, "a fusion with several outputs is not generated yet");
   const std::vector<int64_t>& dims = out_shape.dimensions();
   const std::vector<int64_t> out_strides = strides_of(dims);
   INSITU_ASSIGN_OR_RETURN(std::string out_type, cuda_type(fusion, out_shape.element_type()));
@@ -224,6 +225,12 @@ StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion,
         expression = str_cat(indexed.at(&source), "[", index, "]");
         break;
       }
+      case Opcode::kIota: {
+        const int64_t d = instruction->iota_dimension;
+        if (d < 0 || d >= static_cast<int64_t>(dims.size())) return refuse(*instruction, "iota_dimension out of range");
+        expression = str_cat("(i / ", out_strides[d], "ll % ", dims[d], "ll)");
+        break;
+      }
       case Opcode::kConvert: {
         // Float to integer truncates toward zero and saturates, NaN -> 0 (the evaluator's, and
         // XLA's rules); spelled out, since a C++ cast of an out-of-range float is undefined.
@@ -280,6 +287,34 @@ StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion,
                           "threadIdx.x;\n  if (i < n) {\n",
                           code, "    out[i] = ", values.at(body.root()), ";\n  }\n}\n");
   return kernel;
+}
+
+}  // namespace
+
+StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name) {
+  if (fusion.opcode() != Opcode::kFusion || fusion.called_computations().empty())
+    return refuse(fusion, "not a fusion");
+  return generate_for_body(*fusion.to_apply(), fusion.shape(), fusion, name);
+}
+
+StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::string& name) {
+  const Opcode opcode = op.opcode();
+  if (!is_elementwise(opcode) && opcode != Opcode::kBroadcast && opcode != Opcode::kIota && opcode != Opcode::kConvert &&
+      opcode != Opcode::kSelect && opcode != Opcode::kCompare)
+    return refuse(op, "no CUDA form for this op yet");
+  // The op alone, as a computation of one parameter per operand.
+  Computation body(str_cat(op.name(), ".alone"));
+  auto copy = std::make_unique<Instruction>(opcode, op.name(), op.shape());
+  copy->attributes() = op.attributes();
+  copy->set_called_computations(op.called_computations());
+  copy->set_location(op.location());
+  for (int64_t i = 0; i < op.operand_count(); ++i) {
+    auto parameter = std::make_unique<Instruction>(Opcode::kParameter, str_cat("p", i), op.operand(i)->shape());
+    parameter->parameter_number = i;
+    copy->append_operand(body.add_instruction(std::move(parameter)));
+  }
+  body.set_root(body.add_instruction(std::move(copy)));
+  return generate_for_body(body, op.shape(), op, name);
 }
 
 #ifdef INSITU_HAVE_NVRTC

@@ -1,0 +1,150 @@
+#include "insitu/cuda/device_plan.h"
+
+#include <algorithm>
+
+#include "insitu/cuda/codegen.h"
+#include "insitu/cuda/codegen_internal.h"
+#include "insitu/support/str.h"
+
+namespace insitu::cuda {
+namespace {
+
+using detail::refuse;
+using detail::row_major;
+
+// The one free (neither batch nor contracting) dimension of a dot operand, or -1 for none;
+// -2 when there are several.
+int64_t free_dimension(int64_t rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contracting) {
+  int64_t found = -1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::count(batch.begin(), batch.end(), d) || std::count(contracting.begin(), contracting.end(), d)) continue;
+    if (found != -1) return -2;
+    found = d;
+  }
+  return found;
+}
+
+}  // namespace
+
+StatusOr<GemmCall> plan_gemm(const Instruction& dot) {
+  const Shape& lhs = dot.operand(0)->shape();
+  const Shape& rhs = dot.operand(1)->shape();
+  const Shape& out = dot.shape();
+  if (lhs.element_type() != out.element_type() || rhs.element_type() != out.element_type() ||
+      (out.element_type() != PrimitiveType::kF32 && out.element_type() != PrimitiveType::kF64))
+    return refuse(dot, "a GEMM of other types than f32 x f32 -> f32 or f64 is not planned yet");
+  if (!row_major(lhs) || !row_major(rhs) || !row_major(out)) return refuse(dot, "a layout other than row-major");
+  const DotDimensionNumbers& numbers = dot.dot_dimension_numbers;
+  const size_t batches = numbers.lhs_batch_dimensions.size();
+  for (size_t b = 0; b < batches; ++b)
+    if (numbers.lhs_batch_dimensions[b] != static_cast<int64_t>(b) ||
+        numbers.rhs_batch_dimensions[b] != static_cast<int64_t>(b))
+      return refuse(dot, "batch dimensions that do not lead both operands in order are not planned yet");
+  if (numbers.lhs_contracting_dimensions.size() != 1)
+    return refuse(dot, "a dot contracting several dimensions is not planned yet");
+  const int64_t lhs_free = free_dimension(lhs.rank(), numbers.lhs_batch_dimensions, numbers.lhs_contracting_dimensions);
+  const int64_t rhs_free = free_dimension(rhs.rank(), numbers.rhs_batch_dimensions, numbers.rhs_contracting_dimensions);
+  if (lhs_free == -2 || rhs_free == -2) return refuse(dot, "an operand with several free dimensions is not planned yet");
+  const int64_t lhs_k = numbers.lhs_contracting_dimensions[0], rhs_k = numbers.rhs_contracting_dimensions[0];
+  GemmCall call;
+  call.type = out.element_type();
+  for (size_t b = 0; b < batches; ++b) call.batch *= lhs.dimension(static_cast<int64_t>(b));
+  call.k = lhs.dimension(lhs_k);
+  call.m = lhs_free >= 0 ? lhs.dimension(lhs_free) : 1;
+  call.n = rhs_free >= 0 ? rhs.dimension(rhs_free) : 1;
+  // A is stored m x k unless its contracting dimension comes first (k x m); B k x n unless n x k.
+  call.transpose_a = lhs_free >= 0 && lhs_k < lhs_free;
+  call.transpose_b = rhs_free >= 0 && rhs_free < rhs_k;
+  call.lda = call.transpose_a ? call.m : call.k;
+  call.ldb = call.transpose_b ? call.k : call.n;
+  call.ldc = call.n;
+  call.stride_a = call.m * call.k;
+  call.stride_b = call.k * call.n;
+  call.stride_c = call.m * call.n;
+  return call;
+}
+
+StatusOr<DevicePlan> plan_for_cuda(const Computation& entry) {
+  DevicePlan plan;
+  plan.source = kernel_prelude();
+  for (const Instruction* instruction : entry.instructions()) {
+    DeviceStep step;
+    step.instruction = instruction;
+    const std::string name = str_cat("k", plan.kernels);
+    StatusOr<GeneratedKernel> kernel = GeneratedKernel{};
+    switch (instruction->opcode()) {
+      case Opcode::kParameter:
+      case Opcode::kConstant:  // uploaded when the executable is made
+      case Opcode::kTuple:
+      case Opcode::kGetTupleElement:
+        break;
+      case Opcode::kBitcast:
+      case Opcode::kReshape:  // row-major in and out: the same bytes
+        if (!row_major(instruction->shape()) || !row_major(instruction->operand(0)->shape()))
+          return refuse(*instruction, "a reshape between layouts other than row-major moves bytes: not planned yet");
+        break;
+      case Opcode::kCopy:
+        if (instruction->shape().layout() != instruction->operand(0)->shape().layout())
+          return refuse(*instruction, "a copy that changes the layout is not planned yet");
+        step.kind = StepKind::kCopy;
+        break;
+      case Opcode::kDot: {
+        INSITU_ASSIGN_OR_RETURN(step.gemm, plan_gemm(*instruction));
+        step.kind = StepKind::kGemm;
+        break;
+      }
+      case Opcode::kFusion:
+      case Opcode::kReduce:
+      case Opcode::kDynamicUpdateSlice: {
+        const Opcode opcode = instruction->opcode();
+        kernel = opcode == Opcode::kFusion   ? generate_elementwise_kernel(*instruction, name)
+                 : opcode == Opcode::kReduce ? generate_reduce_kernel(*instruction, name)
+                                             : generate_dynamic_update_slice_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        step.kind = StepKind::kKernel;
+        step.kernel = kernel->name;
+        step.threads = opcode == Opcode::kDynamicUpdateSlice ? instruction->operand(1)->shape().element_count()
+                                                             : instruction->shape().element_count();
+        plan.source += kernel->source;
+        ++plan.kernels;
+        break;
+      }
+      default: {
+        kernel = generate_op_kernel(*instruction, name);
+        if (!kernel.ok())
+          return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
+                                      "broadcasts, iotas, reduces, dynamic-update-slices, dots, copies and views)");
+        step.kind = StepKind::kKernel;
+        step.kernel = kernel->name;
+        step.threads = instruction->shape().element_count();
+        plan.source += kernel->source;
+        ++plan.kernels;
+      }
+    }
+    plan.steps.push_back(std::move(step));
+  }
+  return plan;
+}
+
+std::string describe(const DevicePlan& plan) {
+  std::string text;
+  for (const DeviceStep& step : plan.steps) {
+    const std::string name = str_cat("%", step.instruction->name(), ": ");
+    switch (step.kind) {
+      case StepKind::kNone: break;
+      case StepKind::kKernel: text += str_cat(name, "kernel ", step.kernel, ", ", step.threads, " threads\n"); break;
+      case StepKind::kCopy:
+        text += str_cat(name, "device copy, ", step.instruction->shape().byte_size(), " bytes\n");
+        break;
+      case StepKind::kGemm: {
+        const GemmCall& g = step.gemm;
+        text += str_cat(name, "gemm ", primitive_type_name(g.type), " batch ", g.batch, " m ", g.m, " n ", g.n, " k ",
+                        g.k, g.transpose_a ? " A^T" : "", g.transpose_b ? " B^T" : "", "\n");
+        break;
+      }
+    }
+  }
+  return text;
+}
+
+}  // namespace insitu::cuda

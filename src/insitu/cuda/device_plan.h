@@ -1,0 +1,57 @@
+// The CUDA plan of an optimized module: what each instruction of its entry becomes on the GPU,
+// decided without a GPU (issue 12). A step is a generated kernel (loop fusion, reduce, in-place
+// dynamic-update-slice: codegen.h), a GEMM (a dot, for cuBLAS), a device-to-device copy, or
+// nothing at run time (parameters, constants uploaded once, tuples and their elements, and the
+// reshapes and bitcasts that keep the bytes: views). The first instruction with no CUDA form is
+// a located error naming it and its op; nothing falls back silently.
+//
+// The plan's kernels share one source (the prelude once, then each kernel), which
+// compile_to_ptx turns into one PTX module for the device.
+//
+// GEMMs are row-major: C[b] (m x n) = op(A[b]) (m x k) * op(B[b]) (k x n), op a transpose or
+// not, batches `stride_*` elements apart. A dot maps to one when its batch dimensions lead both
+// operands in order, it contracts one dimension, and each operand has at most one free
+// dimension (m or n; absent: 1), in any order of free and contracting.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "insitu/ir/computation.h"
+#include "insitu/support/status.h"
+
+namespace insitu::cuda {
+
+struct GemmCall {
+  PrimitiveType type = PrimitiveType::kF32;
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool transpose_a = false, transpose_b = false;  // A stored k x m, B stored n x k
+  int64_t lda = 0, ldb = 0, ldc = 0;              // row-major leading dimensions as stored
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
+// How a dot runs as a GEMM, or an error naming what does not map.
+StatusOr<GemmCall> plan_gemm(const Instruction& dot);
+
+enum class StepKind { kNone, kKernel, kGemm, kCopy };
+
+struct DeviceStep {
+  const Instruction* instruction = nullptr;
+  StepKind kind = StepKind::kNone;
+  std::string kernel;   // kKernel: the __global__ function
+  int64_t threads = 0;  // kKernel: one per output element (per update element, in place)
+  GemmCall gemm;        // kGemm
+};
+
+struct DevicePlan {
+  std::vector<DeviceStep> steps;  // in the entry's program order
+  std::string source;             // kernel_prelude() and every kernel
+  int64_t kernels = 0;
+};
+
+StatusOr<DevicePlan> plan_for_cuda(const Computation& entry);
+
+// One line per step that runs (`%name: kernel k3, 4096 threads`, `%d: gemm 512x1024x784 ...`).
+std::string describe(const DevicePlan& plan);
+
+}  // namespace insitu::cuda
