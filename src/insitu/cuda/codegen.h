@@ -1,5 +1,5 @@
 // CUDA C++ kernels generated from insitu's IR (issue 12), and NVRTC to compile them: elementwise
-// loop fusions, reduces, dynamic-update-slices in place.
+// loop fusions and ops, reduces, dynamic-update-slices in place, and data movement.
 //
 // A fusion whose computation is elementwise over one shape (parameters of the result's shape or
 // scalars, scalar constants and their broadcasts, unary and binary arithmetic, compare, select,
@@ -52,6 +52,11 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
 // ..., long long n), n update elements.
 StatusOr<GeneratedKernel> generate_dynamic_update_slice_kernel(const Instruction& update_slice,
                                                                const std::string& name);
+
+// The kernel of a slice, dynamic-slice (start indices clamped as XLA does), transpose, reverse
+// or concatenate: thread i copies output element i from where it comes. Signature: one pointer
+// per operand (a dynamic-slice's start indices included), then the result, then n outputs.
+StatusOr<GeneratedKernel> generate_data_movement_kernel(const Instruction& op, const std::string& name);
 
 // Device functions every generated kernel may call (insitu_max/insitu_min: the evaluator's NaN
 // and signed-zero rules). Put once at the top of a source holding one or more kernels.

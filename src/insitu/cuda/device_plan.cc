@@ -109,11 +109,25 @@ StatusOr<DevicePlan> plan_for_cuda(const Computation& entry) {
         ++plan.kernels;
         break;
       }
+      case Opcode::kSlice:
+      case Opcode::kDynamicSlice:
+      case Opcode::kTranspose:
+      case Opcode::kReverse:
+      case Opcode::kConcatenate:
+        kernel = generate_data_movement_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        step.kind = StepKind::kKernel;
+        step.kernel = kernel->name;
+        step.threads = instruction->shape().element_count();
+        plan.source += kernel->source;
+        ++plan.kernels;
+        break;
       default: {
         kernel = generate_op_kernel(*instruction, name);
         if (!kernel.ok())
           return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
-                                      "broadcasts, iotas, reduces, dynamic-update-slices, dots, copies and views)");
+                                      "broadcasts, iotas, reduces, data movement, dynamic-update-slices, dots, copies "
+                                      "and views)");
         step.kind = StepKind::kKernel;
         step.kernel = kernel->name;
         step.threads = instruction->shape().element_count();

@@ -1,5 +1,7 @@
-// CUDA C++ for reduce and dynamic-update-slice (codegen.h).
+// CUDA C++ for reduce and the data-movement ops: dynamic-update-slice in place, slice,
+// dynamic-slice, transpose, reverse, concatenate (codegen.h).
 #include <unordered_set>
+#include <vector>
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
@@ -114,6 +116,87 @@ StatusOr<GeneratedKernel> generate_dynamic_update_slice_kernel(const Instruction
                           "* __restrict__ update, ", params, "long long n) {\n",
                           "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
                           "  if (i >= n) return;\n  buffer[", offset, "] = update[i];\n}\n");
+  return kernel;
+}
+
+StatusOr<GeneratedKernel> generate_data_movement_kernel(const Instruction& op, const std::string& name) {
+  const Opcode opcode = op.opcode();
+  if (opcode != Opcode::kSlice && opcode != Opcode::kDynamicSlice && opcode != Opcode::kTranspose &&
+      opcode != Opcode::kReverse && opcode != Opcode::kConcatenate)
+    return refuse(op, "not a data-movement op the generator handles");
+  const Shape& out = op.shape();
+  if (!out.is_array() || !row_major(out)) return refuse(op, "a layout other than row-major");
+  for (const Instruction* operand : op.operands())
+    if (!row_major(operand->shape())) return refuse(op, "an operand layout other than row-major");
+  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(op, out.element_type()));
+  const std::vector<int64_t>& dims = out.dimensions();
+  const std::vector<int64_t> out_strides = strides_of(dims);
+  auto coordinate = [&](int64_t d) { return str_cat("(i / ", out_strides[d], "ll % ", dims[d], "ll)"); };
+  std::string params, body;
+  // `source`'s element at coordinates given per dimension (C++ expressions).
+  auto element = [&](const std::string& pointer, const Shape& source, const std::vector<std::string>& coordinates) {
+    const std::vector<int64_t> strides = strides_of(source.dimensions());
+    std::string offset = "0";
+    for (size_t d = 0; d < coordinates.size(); ++d) offset += str_cat(" + ", coordinates[d], " * ", strides[d], "ll");
+    return str_cat(pointer, "[", offset, "]");
+  };
+  const Shape& first = op.operand(0)->shape();
+  const int64_t rank = out.rank();
+  std::vector<std::string> at(static_cast<size_t>(rank));
+  switch (opcode) {
+    case Opcode::kSlice:
+      params = str_cat("const ", type, "* __restrict__ p0, ");
+      for (int64_t d = 0; d < rank; ++d)
+        at[d] = str_cat("(", op.slice[d].start, "ll + ", coordinate(d), " * ", op.slice[d].stride, "ll)");
+      body = str_cat("  out[i] = ", element("p0", first, at), ";\n");
+      break;
+    case Opcode::kDynamicSlice: {
+      params = str_cat("const ", type, "* __restrict__ p0, ");
+      for (int64_t d = 0; d < rank; ++d) {
+        const Instruction& index = *op.operand(1 + d);
+        INSITU_ASSIGN_OR_RETURN(std::string index_type, cuda_type(index, index.shape().element_type()));
+        params += str_cat("const ", index_type, "* __restrict__ p", 1 + d, ", ");
+        // XLA clamps each start index into [0, operand - size].
+        at[d] = str_cat("(insitu_clamp((long long)p", 1 + d, "[0], ", first.dimension(d) - dims[d], "ll) + ",
+                        coordinate(d), ")");
+      }
+      body = str_cat("  out[i] = ", element("p0", first, at), ";\n");
+      break;
+    }
+    case Opcode::kTranspose:
+      params = str_cat("const ", type, "* __restrict__ p0, ");
+      for (int64_t k = 0; k < rank; ++k) at[op.dimensions[k]] = coordinate(k);  // out dim k is operand dim perm[k]
+      body = str_cat("  out[i] = ", element("p0", first, at), ";\n");
+      break;
+    case Opcode::kReverse:
+      params = str_cat("const ", type, "* __restrict__ p0, ");
+      for (int64_t d = 0; d < rank; ++d) at[d] = coordinate(d);
+      for (int64_t d : op.dimensions) at[d] = str_cat("(", dims[d] - 1, "ll - ", coordinate(d), ")");
+      body = str_cat("  out[i] = ", element("p0", first, at), ";\n");
+      break;
+    case Opcode::kConcatenate: {
+      if (op.dimensions.size() != 1) return refuse(op, "concatenate needs one dimension");
+      const int64_t c = op.dimensions[0];
+      int64_t offset = 0;
+      for (int64_t k = 0; k < op.operand_count(); ++k) {
+        const Shape& part = op.operand(k)->shape();
+        params += str_cat("const ", type, "* __restrict__ p", k, ", ");
+        for (int64_t d = 0; d < rank; ++d) at[d] = coordinate(d);
+        at[c] = str_cat("(", coordinate(c), " - ", offset, "ll)");
+        offset += part.dimension(c);
+        body += str_cat(k == 0 ? "  if" : "  else if", " (", coordinate(c), " < ", offset, "ll) out[i] = ",
+                        element(str_cat("p", k), part, at), ";\n");
+      }
+      break;
+    }
+    default: break;
+  }
+  GeneratedKernel kernel;
+  kernel.name = name;
+  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(", params, type,
+                          "* __restrict__ out, long long n) {\n",
+                          "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+                          "  if (i >= n) return;\n", body, "}\n");
   return kernel;
 }
 
