@@ -161,6 +161,12 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
       ->type_name("LIB.so");
   opt_app->add_flag("--strict-donation", opt.strict_donation, "Make an unusable donated buffer an error");
   opt_app
+      ->add_option("--device", opt.device,
+                   "cpu (default) prints the optimized module; cuda prints its plan for the GPU (kernels, GEMMs, "
+                   "copies) or names the first op without a CUDA form")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->type_name("DEVICE");
+  opt_app
       ->add_option("--passes", opt.passes,
                    str_cat("Run only these passes, in this order, and print the module after them (no buffer "
                            "assignment). Passes: ",

@@ -1,5 +1,7 @@
 #include "insitu/opt_command.h"
 
+#include "insitu/cuda/codegen.h"
+#include "insitu/cuda/device_plan.h"
 #include "insitu/ir/printer.h"
 #include "insitu/module_loader.h"
 #include "insitu/passes/optimize.h"
@@ -18,6 +20,26 @@ int opt_command(const OptOptions& options, CliContext& context) {
   optimize.passes = options.passes;
   StatusOr<OptimizedModule> optimized = optimize_module(std::move(module).value(), optimize);
   if (!optimized.ok()) return report_error(context, optimized.status(), options.module_path);
+  if (options.device == "cuda") {
+    StatusOr<cuda::DevicePlan> plan = cuda::plan_for_cuda(*optimized->module->entry());
+    if (!plan.ok()) return report_error(context, plan.status(), options.module_path);
+    int64_t gemms = 0, copies = 0;
+    for (const cuda::DeviceStep& step : plan->steps) {
+      gemms += step.kind == cuda::StepKind::kGemm;
+      copies += step.kind == cuda::StepKind::kCopy;
+    }
+    context.out << "CUDA plan of " << optimized->module->name() << ": " << plan->kernels << " kernels, " << gemms
+                << " GEMMs, " << copies << " device copies\n"
+                << cuda::describe(*plan);
+    if (!cuda::cuda_available()) {
+      context.out << "(not compiled: this insitu was built without NVRTC)\n";
+      return 0;
+    }
+    StatusOr<std::string> ptx = cuda::compile_to_ptx(plan->source, optimized->module->name() + ".cu");
+    if (!ptx.ok()) return report_error(context, ptx.status(), options.module_path);
+    context.out << "PTX for sm_90: " << ptx->size() << " bytes\n";
+    return 0;
+  }
   context.out << print_module(*optimized->module);
   return 0;
 }

@@ -2,7 +2,9 @@
 // [--passes=a,b,...]`: runs the optimization pipeline and buffer assignment, prints the
 // optimized module, and with --dump-to writes XLA-style stage files (passes/optimize.h).
 // --passes runs only the named passes, in that order (per-pass tests), without buffer
-// assignment.
+// assignment. --device cuda prints the optimized module's plan for the GPU instead (each
+// kernel, GEMM and copy, and the PTX size when NVRTC is built in), or the located error naming
+// the first op without a CUDA form (cuda/device_plan.h).
 //
 // `insitu explain MODULE.hlo [--json | --dot] [--plugin LIB.so]...`: optimizes the module and
 // says, for every copy in the result, why it exists (reason code + detail), which outputs alias
@@ -23,6 +25,7 @@ struct OptOptions {
   std::vector<std::string> plugins;
   bool strict_donation = false;
   std::vector<std::string> passes;  // --passes=a,b: only these, no buffer assignment
+  std::string device = "cpu";       // --device cuda: print the module's CUDA plan instead
 };
 
 int opt_command(const OptOptions& options, CliContext& context);
