@@ -64,14 +64,23 @@ StatusOr<GemmCall> plan_gemm(const Instruction& dot) {
   return call;
 }
 
-StatusOr<DevicePlan> plan_for_cuda(const Computation& entry) {
-  DevicePlan plan;
-  plan.source = kernel_prelude();
-  for (const Instruction* instruction : entry.instructions()) {
+namespace {
+
+// The steps of one computation; kernels go into `plan`'s shared source.
+StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, DevicePlan& plan) {
+  std::vector<DeviceStep> steps;
+  for (const Instruction* instruction : computation.instructions()) {
     DeviceStep step;
     step.instruction = instruction;
     const std::string name = str_cat("k", plan.kernels);
     StatusOr<GeneratedKernel> kernel = GeneratedKernel{};
+    auto add_kernel = [&](int64_t threads) {
+      step.kind = StepKind::kKernel;
+      step.kernel = kernel->name;
+      step.threads = threads;
+      plan.source += kernel->source;
+      ++plan.kernels;
+    };
     switch (instruction->opcode()) {
       case Opcode::kParameter:
       case Opcode::kConstant:  // uploaded when the executable is made
@@ -93,22 +102,30 @@ StatusOr<DevicePlan> plan_for_cuda(const Computation& entry) {
         step.kind = StepKind::kGemm;
         break;
       }
-      case Opcode::kFusion:
-      case Opcode::kReduce:
-      case Opcode::kDynamicUpdateSlice: {
-        const Opcode opcode = instruction->opcode();
-        kernel = opcode == Opcode::kFusion   ? generate_elementwise_kernel(*instruction, name)
-                 : opcode == Opcode::kReduce ? generate_reduce_kernel(*instruction, name)
-                                             : generate_dynamic_update_slice_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        step.kind = StepKind::kKernel;
-        step.kernel = kernel->name;
-        step.threads = opcode == Opcode::kDynamicUpdateSlice ? instruction->operand(1)->shape().element_count()
-                                                             : instruction->shape().element_count();
-        plan.source += kernel->source;
-        ++plan.kernels;
+      case Opcode::kWhile:
+      case Opcode::kConditional: {
+        step.kind = instruction->opcode() == Opcode::kWhile ? StepKind::kWhile : StepKind::kConditional;
+        for (const Computation* called : instruction->called_computations()) {
+          INSITU_ASSIGN_OR_RETURN(std::vector<DeviceStep> nested, plan_steps(*called, plan));
+          step.nested.push_back(std::move(nested));
+        }
         break;
       }
+      case Opcode::kFusion:
+        kernel = generate_elementwise_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        add_kernel(instruction->shape().element_count());
+        break;
+      case Opcode::kReduce:
+        kernel = generate_reduce_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        add_kernel(instruction->shape().element_count());
+        break;
+      case Opcode::kDynamicUpdateSlice:
+        kernel = generate_dynamic_update_slice_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        add_kernel(instruction->operand(1)->shape().element_count());
+        break;
       case Opcode::kSlice:
       case Opcode::kDynamicSlice:
       case Opcode::kTranspose:
@@ -116,34 +133,24 @@ StatusOr<DevicePlan> plan_for_cuda(const Computation& entry) {
       case Opcode::kConcatenate:
         kernel = generate_data_movement_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
-        step.kind = StepKind::kKernel;
-        step.kernel = kernel->name;
-        step.threads = instruction->shape().element_count();
-        plan.source += kernel->source;
-        ++plan.kernels;
+        add_kernel(instruction->shape().element_count());
         break;
-      default: {
+      default:
         kernel = generate_op_kernel(*instruction, name);
         if (!kernel.ok())
           return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
-                                      "broadcasts, iotas, reduces, data movement, dynamic-update-slices, dots, copies "
-                                      "and views)");
-        step.kind = StepKind::kKernel;
-        step.kernel = kernel->name;
-        step.threads = instruction->shape().element_count();
-        plan.source += kernel->source;
-        ++plan.kernels;
-      }
+                                      "broadcasts, iotas, reduces, data movement, dynamic-update-slices, dots, copies, "
+                                      "views, while loops and conditionals)");
+        add_kernel(instruction->shape().element_count());
     }
-    plan.steps.push_back(std::move(step));
+    steps.push_back(std::move(step));
   }
-  return plan;
+  return steps;
 }
 
-std::string describe(const DevicePlan& plan) {
-  std::string text;
-  for (const DeviceStep& step : plan.steps) {
-    const std::string name = str_cat("%", step.instruction->name(), ": ");
+void describe_steps(const std::vector<DeviceStep>& steps, const std::string& indent, std::string& text) {
+  for (const DeviceStep& step : steps) {
+    const std::string name = str_cat(indent, "%", step.instruction->name(), ": ");
     switch (step.kind) {
       case StepKind::kNone: break;
       case StepKind::kKernel: text += str_cat(name, "kernel ", step.kernel, ", ", step.threads, " threads\n"); break;
@@ -156,8 +163,33 @@ std::string describe(const DevicePlan& plan) {
                         g.k, g.transpose_a ? " A^T" : "", g.transpose_b ? " B^T" : "", "\n");
         break;
       }
+      case StepKind::kWhile:
+      case StepKind::kConditional: {
+        const bool loop = step.kind == StepKind::kWhile;
+        text += str_cat(name, loop ? "while, driven by the host (reads the condition's pred back)\n"
+                                   : "conditional, driven by the host (reads the branch index back)\n");
+        for (size_t k = 0; k < step.nested.size(); ++k) {
+          text += str_cat(indent, "  ", loop ? (k == 0 ? "condition" : "body") : str_cat("branch ", k), ":\n");
+          describe_steps(step.nested[k], indent + "    ", text);
+        }
+        break;
+      }
     }
   }
+}
+
+}  // namespace
+
+StatusOr<DevicePlan> plan_for_cuda(const Computation& entry) {
+  DevicePlan plan;
+  plan.source = kernel_prelude();
+  INSITU_ASSIGN_OR_RETURN(plan.steps, plan_steps(entry, plan));
+  return plan;
+}
+
+std::string describe(const DevicePlan& plan) {
+  std::string text;
+  describe_steps(plan.steps, "", text);
   return text;
 }
 

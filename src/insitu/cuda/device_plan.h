@@ -2,7 +2,8 @@
 // decided without a GPU (issue 12). A step is a generated kernel (loop fusion, reduce, in-place
 // dynamic-update-slice: codegen.h), a GEMM (a dot, for cuBLAS), a device-to-device copy, or
 // nothing at run time (parameters, constants uploaded once, tuples and their elements, and the
-// reshapes and bitcasts that keep the bytes: views). The first instruction with no CUDA form is
+// reshapes and bitcasts that keep the bytes: views); while loops and conditionals are planned
+// computation by computation and driven by the host. The first instruction with no CUDA form is
 // a located error naming it and its op; nothing falls back silently.
 //
 // The plan's kernels share one source (the prelude once, then each kernel), which
@@ -33,7 +34,9 @@ struct GemmCall {
 // How a dot runs as a GEMM, or an error naming what does not map.
 StatusOr<GemmCall> plan_gemm(const Instruction& dot);
 
-enum class StepKind { kNone, kKernel, kGemm, kCopy };
+// kWhile and kConditional are driven by the host: it reads the condition's pred (or the
+// branch index) back after the condition's steps, a transfer of a few bytes per iteration.
+enum class StepKind { kNone, kKernel, kGemm, kCopy, kWhile, kConditional };
 
 struct DeviceStep {
   const Instruction* instruction = nullptr;
@@ -41,11 +44,13 @@ struct DeviceStep {
   std::string kernel;   // kKernel: the __global__ function
   int64_t threads = 0;  // kKernel: one per output element (per update element, in place)
   GemmCall gemm;        // kGemm
+  // kWhile: {condition, body}; kConditional: one per branch. Each in its computation's order.
+  std::vector<std::vector<DeviceStep>> nested;
 };
 
 struct DevicePlan {
   std::vector<DeviceStep> steps;  // in the entry's program order
-  std::string source;             // kernel_prelude() and every kernel
+  std::string source;             // kernel_prelude() and every kernel, of every computation
   int64_t kernels = 0;
 };
 

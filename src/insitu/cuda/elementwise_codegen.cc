@@ -93,6 +93,13 @@ StatusOr<std::string> unary(const Instruction& instruction, const std::string& x
     case Opcode::kRsqrt: return str_cat(f ? "rsqrtf(" : "rsqrt(", x, ")");
     case Opcode::kLogistic: return str_cat(f ? "1.0f / (1.0f + expf(-" : "1.0 / (1.0 + exp(-", x, "))");
     case Opcode::kNot: return type == "bool" ? str_cat("!", x) : str_cat("~", x);
+    case Opcode::kSin: return str_cat(f ? "sinf(" : "sin(", x, ")");
+    case Opcode::kCos: return str_cat(f ? "cosf(" : "cos(", x, ")");
+    // sign: -1, 0, 1 for integers; floats keep -0, +0 and NaN (the evaluator's sign_value).
+    case Opcode::kSign:
+      return type == "float" || type == "double"
+                 ? str_cat("(", x, " != ", x, " || ", x, " == 0 ? ", x, " : (", x, " > 0 ? 1 : -1))")
+                 : str_cat("((", x, " > 0) - (", x, " < 0))");
     default: return refuse(instruction, "this op is not generated yet");
   }
 }
@@ -113,6 +120,13 @@ StatusOr<std::string> binary(const Instruction& instruction, const std::string& 
       return floating ? str_cat("insitu_max(", a, ", ", b, ")") : str_cat("(", a, " < ", b, " ? ", b, " : ", a, ")");
     case Opcode::kMinimum:
       return floating ? str_cat("insitu_min(", a, ", ", b, ")") : str_cat("(", b, " < ", a, " ? ", b, " : ", a, ")");
+    // power_value: 1 when the base is 1 or the exponent 0 (NaN included), else pow.
+    case Opcode::kPower:
+      if (!floating) return refuse(instruction, "integer power (XLA's squaring rules) is not generated yet");
+      return str_cat("(", a, " == 1 || ", b, " == 0 ? 1 : ", type == "float" ? "powf(" : "pow(", a, ", ", b, "))");
+    case Opcode::kRemainder:
+      if (!floating) return refuse(instruction, "integer remainder (XLA's rules for 0 and overflow) is not generated yet");
+      return str_cat(type == "float" ? "fmodf(" : "fmod(", a, ", ", b, ")");
     case Opcode::kAnd: return str_cat(a, type == "bool" ? " && " : " & ", b);
     case Opcode::kOr: return str_cat(a, type == "bool" ? " || " : " | ", b);
     default: return refuse(instruction, "this op is not generated yet");
@@ -225,6 +239,19 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
         expression = str_cat(indexed.at(&source), "[", index, "]");
         break;
       }
+      case Opcode::kClamp: {  // clamp(lo, x, hi) = min(max(x, lo), hi), the evaluator's order
+        const std::string lo = operand(0), x = operand(1), hi = operand(2);
+        const bool floating = type == "float" || type == "double";
+        expression = floating ? str_cat("insitu_min(insitu_max(", x, ", ", lo, "), ", hi, ")")
+                              : str_cat("(", x, " < ", lo, " ? ", lo, " : (", hi, " < ", x, " ? ", hi, " : ", x, "))");
+        break;
+      }
+      case Opcode::kIsFinite: {  // neither NaN nor infinite
+        const PrimitiveType from = instruction->operand(0)->shape().element_type();
+        expression = str_cat(from == PrimitiveType::kF32 ? "fabsf(" : "fabs(", operand(0), ") <= ",
+                             from == PrimitiveType::kF32 ? "0x1.fffffep+127f" : "0x1.fffffffffffffp+1023");
+        break;
+      }
       case Opcode::kIota: {
         const int64_t d = instruction->iota_dimension;
         if (d < 0 || d >= static_cast<int64_t>(dims.size())) return refuse(*instruction, "iota_dimension out of range");
@@ -300,7 +327,7 @@ StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion,
 StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::string& name) {
   const Opcode opcode = op.opcode();
   if (!is_elementwise(opcode) && opcode != Opcode::kBroadcast && opcode != Opcode::kIota && opcode != Opcode::kConvert &&
-      opcode != Opcode::kSelect && opcode != Opcode::kCompare)
+      opcode != Opcode::kSelect && opcode != Opcode::kCompare && opcode != Opcode::kClamp && opcode != Opcode::kIsFinite)
     return refuse(op, "no CUDA form for this op yet");
   // The op alone, as a computation of one parameter per operand.
   Computation body(str_cat(op.name(), ".alone"));
