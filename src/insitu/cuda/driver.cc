@@ -1,0 +1,152 @@
+#include "insitu/cuda/driver.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+
+#include "insitu/support/str.h"
+
+namespace insitu::cuda {
+
+// The driver API's C signatures (cuda.h), with its handles as void* and CUdeviceptr as uint64_t.
+struct Driver::Api {
+  int (*cuInit)(unsigned) = nullptr;
+  int (*cuDeviceGetCount)(int*) = nullptr;
+  int (*cuDeviceGet)(int*, int) = nullptr;
+  int (*cuDeviceGetName)(char*, int, int) = nullptr;
+  int (*cuDevicePrimaryCtxRetain)(void**, int) = nullptr;
+  int (*cuDevicePrimaryCtxRelease)(int) = nullptr;
+  int (*cuCtxSetCurrent)(void*) = nullptr;
+  int (*cuCtxSynchronize)() = nullptr;
+  int (*cuMemAlloc)(uint64_t*, size_t) = nullptr;
+  int (*cuMemFree)(uint64_t) = nullptr;
+  int (*cuMemcpyHtoD)(uint64_t, const void*, size_t) = nullptr;
+  int (*cuMemcpyDtoH)(void*, uint64_t, size_t) = nullptr;
+  int (*cuModuleLoadData)(void**, const void*) = nullptr;
+  int (*cuModuleUnload)(void*) = nullptr;
+  int (*cuModuleGetFunction)(void**, void*, const char*) = nullptr;
+  int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                        void**) = nullptr;
+  int (*cuGetErrorName)(int, const char**) = nullptr;
+};
+
+namespace {
+
+// dlsym of the versioned names the driver exports for the functions whose ABI changed (_v2).
+template <typename F>
+bool resolve(void* library, F& function, const char* name, const char* v2 = nullptr) {
+  void* symbol = v2 != nullptr ? dlsym(library, v2) : nullptr;
+  if (symbol == nullptr) symbol = dlsym(library, name);
+  function = reinterpret_cast<F>(symbol);
+  return symbol != nullptr;
+}
+
+}  // namespace
+
+Status Driver::check(int result, const char* call) const {
+  if (result == 0) return ok_status();
+  const char* name = nullptr;
+  if (api_ && api_->cuGetErrorName != nullptr) api_->cuGetErrorName(result, &name);
+  return internal_error(
+      str_cat("CUDA driver: ", call, " failed: ", name != nullptr ? std::string(name) : str_cat("error ", result)));
+}
+
+Status Driver::make_current() const { return check(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
+
+StatusOr<std::unique_ptr<Driver>> Driver::open() {
+  std::unique_ptr<Driver> driver(new Driver());
+  driver->library_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver->library_ == nullptr)
+    return failed_precondition(str_cat("no CUDA driver on this machine (dlopen libcuda.so.1: ", dlerror(), ")"));
+  driver->api_ = std::make_unique<Api>();
+  Api& api = *driver->api_;
+  void* library = driver->library_;
+  const bool resolved =
+      resolve(library, api.cuInit, "cuInit") && resolve(library, api.cuDeviceGetCount, "cuDeviceGetCount") &&
+      resolve(library, api.cuDeviceGet, "cuDeviceGet") && resolve(library, api.cuDeviceGetName, "cuDeviceGetName") &&
+      resolve(library, api.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
+      resolve(library, api.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2") &&
+      resolve(library, api.cuCtxSetCurrent, "cuCtxSetCurrent") &&
+      resolve(library, api.cuCtxSynchronize, "cuCtxSynchronize") &&
+      resolve(library, api.cuMemAlloc, "cuMemAlloc", "cuMemAlloc_v2") &&
+      resolve(library, api.cuMemFree, "cuMemFree", "cuMemFree_v2") &&
+      resolve(library, api.cuMemcpyHtoD, "cuMemcpyHtoD", "cuMemcpyHtoD_v2") &&
+      resolve(library, api.cuMemcpyDtoH, "cuMemcpyDtoH", "cuMemcpyDtoH_v2") &&
+      resolve(library, api.cuModuleLoadData, "cuModuleLoadData") &&
+      resolve(library, api.cuModuleUnload, "cuModuleUnload") &&
+      resolve(library, api.cuModuleGetFunction, "cuModuleGetFunction") &&
+      resolve(library, api.cuLaunchKernel, "cuLaunchKernel") && resolve(library, api.cuGetErrorName, "cuGetErrorName");
+  if (!resolved) return failed_precondition("the CUDA driver (libcuda.so.1) lacks a function insitu needs: too old a driver");
+  if (Status status = driver->check(api.cuInit(0), "cuInit"); !status.ok())
+    return failed_precondition(str_cat("no usable GPU: ", status.message()));
+  int count = 0;
+  INSITU_RETURN_IF_ERROR(driver->check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"));
+  if (count == 0) return failed_precondition("the CUDA driver sees no GPU");
+  INSITU_RETURN_IF_ERROR(driver->check(api.cuDeviceGet(&driver->device_, 0), "cuDeviceGet"));
+  INSITU_RETURN_IF_ERROR(
+      driver->check(api.cuDevicePrimaryCtxRetain(&driver->context_, driver->device_), "cuDevicePrimaryCtxRetain"));
+  return driver;
+}
+
+Driver::~Driver() {
+  if (api_ && context_ != nullptr) {
+    if (module_ != nullptr && make_current().ok()) api_->cuModuleUnload(module_);
+    api_->cuDevicePrimaryCtxRelease(device_);
+  }
+  if (library_ != nullptr) dlclose(library_);
+}
+
+std::string Driver::device_name() const {
+  char name[256] = {};
+  if (api_->cuDeviceGetName(name, sizeof(name) - 1, device_) != 0) return "?";
+  return name;
+}
+
+StatusOr<DevicePointer> Driver::allocate(int64_t bytes) {
+  INSITU_RETURN_IF_ERROR(make_current());
+  uint64_t pointer = 0;
+  INSITU_RETURN_IF_ERROR(check(api_->cuMemAlloc(&pointer, static_cast<size_t>(std::max<int64_t>(bytes, 1))), "cuMemAlloc"));
+  return pointer;
+}
+
+Status Driver::free(DevicePointer pointer) {
+  INSITU_RETURN_IF_ERROR(make_current());
+  return check(api_->cuMemFree(pointer), "cuMemFree");
+}
+
+Status Driver::copy_to_device(DevicePointer to, const void* from, int64_t bytes) {
+  if (bytes == 0) return ok_status();
+  INSITU_RETURN_IF_ERROR(make_current());
+  return check(api_->cuMemcpyHtoD(to, from, static_cast<size_t>(bytes)), "cuMemcpyHtoD");
+}
+
+Status Driver::copy_to_host(void* to, DevicePointer from, int64_t bytes) {
+  if (bytes == 0) return ok_status();
+  INSITU_RETURN_IF_ERROR(make_current());
+  return check(api_->cuMemcpyDtoH(to, from, static_cast<size_t>(bytes)), "cuMemcpyDtoH");
+}
+
+Status Driver::load_ptx(const std::string& ptx) {
+  INSITU_RETURN_IF_ERROR(make_current());
+  if (module_ != nullptr) {
+    api_->cuModuleUnload(module_);
+    module_ = nullptr;
+  }
+  return check(api_->cuModuleLoadData(&module_, ptx.c_str()), "cuModuleLoadData");
+}
+
+Status Driver::launch(const std::string& kernel, int64_t threads, std::span<void*> arguments) {
+  if (module_ == nullptr) return failed_precondition("launch before load_ptx");
+  INSITU_RETURN_IF_ERROR(make_current());
+  void* function = nullptr;
+  INSITU_RETURN_IF_ERROR(check(api_->cuModuleGetFunction(&function, module_, kernel.c_str()),
+                               str_cat("cuModuleGetFunction(", kernel, ")").c_str()));
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = std::max<int64_t>(1, (threads + kBlock - 1) / kBlock);
+  INSITU_RETURN_IF_ERROR(check(api_->cuLaunchKernel(function, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0,
+                                                    nullptr, arguments.data(), nullptr),
+                               "cuLaunchKernel"));
+  return check(api_->cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+}  // namespace insitu::cuda

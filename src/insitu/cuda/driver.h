@@ -1,0 +1,57 @@
+// The CUDA driver, opened at run time (dlopen of libcuda.so.1): device memory, PTX modules and
+// kernel launches for insitu's GPU device (issue 12). Nothing links against the driver, so the
+// same insitu builds and runs on machines without one; Driver::open() then says why there is
+// no GPU, and device tests skip with that message.
+//
+// Every call returns a Status naming the driver function and its error (cuGetErrorName); every
+// transfer between host and device is an explicit call here, so a caller can count it.
+// One device (ordinal 0) and its primary context, made current on the calling thread by each
+// call. Not thread-safe beyond that: one Driver per thread of work.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "insitu/support/status.h"
+
+namespace insitu::cuda {
+
+using DevicePointer = uint64_t;  // CUdeviceptr
+
+class Driver {
+ public:
+  // The driver and device 0, or why not (no libcuda.so.1, no device, cuInit's error).
+  static StatusOr<std::unique_ptr<Driver>> open();
+  ~Driver();
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  std::string device_name() const;
+
+  StatusOr<DevicePointer> allocate(int64_t bytes);
+  Status free(DevicePointer pointer);
+  Status copy_to_device(DevicePointer to, const void* from, int64_t bytes);
+  Status copy_to_host(void* to, DevicePointer from, int64_t bytes);
+
+  // Loads PTX (the plan's kernels); functions are then found by name.
+  Status load_ptx(const std::string& ptx);
+  // Launches `kernel` over `threads` threads (blocks of 256) with `arguments`: pointers to each
+  // argument's value, as cuLaunchKernel takes them; waits for it to finish.
+  Status launch(const std::string& kernel, int64_t threads, std::span<void*> arguments);
+
+  struct Api;  // the driver functions, resolved by dlsym
+
+ private:
+  Driver() = default;
+  Status check(int result, const char* call) const;
+  Status make_current() const;
+  void* library_ = nullptr;
+  std::unique_ptr<Api> api_;
+  int device_ = 0;
+  void* context_ = nullptr;  // CUcontext (the device's primary context)
+  void* module_ = nullptr;   // CUmodule of the last load_ptx
+};
+
+}  // namespace insitu::cuda
