@@ -159,9 +159,56 @@ std::optional<std::vector<Block>> match_stack(Instruction* z, Instruction*& cach
   return blocks;
 }
 
+// The stacking of updated pieces (jnp.stack of per-layer caches that are separate arrays):
+//   %z = concatenate(%r_0, ..., %r_n), dimensions={axis}
+// where some %r_l are (a unit reshape of) %y_l = dynamic-update-slice(%c_l, %kv_l, ...). Each
+// such piece is a block of %z at a static offset along the axis; `pieces` gets its block and
+// `sources` the operand list of the concatenate of the pieces before their updates (%c_l
+// reshaped like %r_l). Nullopt when no piece is updated or one cannot be folded.
+std::optional<std::vector<Block>> match_stacked_pieces(Instruction* z, std::vector<Instruction*>& sources) {
+  if (z->opcode() != Opcode::kConcatenate || z->dimensions.size() != 1 || has_control_edges(z) ||
+      !is_row_major(z->shape()))
+    return std::nullopt;
+  const int64_t axis = z->dimensions[0];
+  std::vector<Block> blocks;
+  sources.clear();
+  int64_t offset = 0;
+  for (Instruction* written : z->operands()) {
+    Instruction* updated = through_unit_reshape(written);
+    const int64_t extent = written->shape().dimension(axis);
+    if (updated->opcode() != Opcode::kDynamicUpdateSlice || has_control_edges(updated) ||
+        (written != updated && (written->users().size() != 1 || has_control_edges(written))) ||
+        !is_row_major(updated->shape()) || !is_row_major(written->shape())) {
+      sources.push_back(written);
+      offset += extent;
+      continue;
+    }
+    const PrimitiveType index_type = updated->operand_count() > 2 ? updated->operand(2)->shape().element_type()
+                                                                  : PrimitiveType::kS32;
+    if (!foldable_update(updated, index_type)) return std::nullopt;
+    Block block;
+    block.updated = updated;
+    block.written = written;
+    block.sizes = written->shape().dimensions();
+    block.static_starts.assign(static_cast<size_t>(z->shape().rank()), 0);
+    block.static_starts[axis] = offset;
+    blocks.push_back(std::move(block));
+    sources.push_back(updated->operand(0));  // reshaped like %r_l when folded
+    offset += extent;
+  }
+  if (blocks.empty()) return std::nullopt;
+  return blocks;
+}
+
 class Folder {
  public:
   explicit Folder(const Module& module) : names_(module) {}
+
+  // A new instruction before `before` (a fresh name from `base`).
+  Instruction* insert(Computation& computation, Instruction* before, Opcode opcode, const std::string& base, Shape shape,
+                      const std::vector<Instruction*>& operands) {
+    return add(computation, before, opcode, base, std::move(shape), operands);
+  }
 
   // Writes `block`'s update into `array` in place and points %y's readers (but the write-back)
   // at the block read out of the result, which it returns. New instructions go before %y
@@ -293,6 +340,59 @@ void remove_dead(Computation& computation, std::vector<Instruction*> candidates)
   }
 }
 
+// The stacked-pieces rule (slice_update_folding.h): the pieces are stacked before their updates,
+// and each update is folded into the stack in program order. Needs every piece's source defined
+// before the first update (the stack of sources goes there; parameters and constants defined
+// later move to the front) and the updates in program order.
+bool fold_stacked_pieces(Computation& computation, Folder& folder, Instruction* z,
+                         const std::unordered_map<const Instruction*, size_t>& position) {
+  std::vector<Instruction*> sources;
+  std::optional<std::vector<Block>> blocks = match_stacked_pieces(z, sources);
+  if (!blocks) return false;
+  Instruction* first = (*blocks)[0].updated;
+  for (size_t l = 1; l < blocks->size(); ++l)
+    if (position.at((*blocks)[l - 1].updated) >= position.at((*blocks)[l].updated)) return false;
+  // A parameter or constant defined later (they have no operands) moves to the front.
+  std::vector<Instruction*> moved;
+  for (Instruction* source : sources) {
+    if (position.at(source) < position.at(first)) continue;
+    if (source->opcode() != Opcode::kParameter && source->opcode() != Opcode::kConstant) return false;
+    if (has_control_edges(source)) return false;
+    moved.push_back(source);
+  }
+  if (!moved.empty()) {
+    std::vector<Instruction*> order = moved;
+    for (Instruction* instruction : computation.instructions())
+      if (std::find(moved.begin(), moved.end(), instruction) == moved.end()) order.push_back(instruction);
+    computation.set_instruction_order(order);
+  }
+  // The stack of the sources, before the first update.
+  std::vector<Instruction*> operands;
+  size_t b = 0;
+  for (size_t k = 0; k < sources.size(); ++k) {
+    Instruction* source = sources[k];
+    if (b < blocks->size() && z->operand(static_cast<int64_t>(k)) == (*blocks)[b].written) {
+      if (!(source->shape() == (*blocks)[b].written->shape()))
+        source = folder.insert(computation, first, Opcode::kReshape, "stacked_piece", (*blocks)[b].written->shape(),
+                               {source});
+      ++b;
+    }
+    operands.push_back(source);
+  }
+  Instruction* head = folder.insert(computation, first, Opcode::kConcatenate, "stacked", z->shape(), operands);
+  head->dimensions = z->dimensions;
+  std::vector<Instruction*> dead = {z};
+  for (const Block& block : *blocks) {
+    dead.push_back(block.written);
+    dead.push_back(block.updated);
+    head = folder.fold(computation, head, block);
+  }
+  z->replace_all_uses_with(head);
+  if (computation.root() == z) computation.set_root(head);
+  remove_dead(computation, std::move(dead));
+  return true;
+}
+
 // Folds the first match in `computation`; false when there is none.
 bool fold_one(Computation& computation, Folder& folder) {
   const std::vector<Instruction*> instructions = computation.instructions();
@@ -306,6 +406,7 @@ bool fold_one(Computation& computation, Folder& folder) {
       remove_dead(computation, std::move(dead));
       return true;
     }
+    if (fold_stacked_pieces(computation, folder, z, position)) return true;
     Instruction* cache = nullptr;
     std::optional<std::vector<Block>> blocks = match_stack(z, cache);
     if (!blocks || blocks->empty()) continue;

@@ -19,6 +19,20 @@
 // index, in range or not. Before: the block was copied out, updated, and copied back (two
 // copies of T x D per layer per step); after: only %kv is written.
 //
+// The same for per-layer caches that are separate arrays, updated and then stacked
+// (jnp.stack of the updated caches of an unrolled decode step):
+//
+//   %y_l = f32[T,D] dynamic-update-slice(%c_l, %kv_l, %pos, 0)     (each layer l)
+//   %z = f32[L,T,D] concatenate(reshape(%y_0), ..., reshape(%y_n)), dimensions={0}
+// ==>
+//   %s = concatenate(reshape(%c_0), ..., reshape(%c_n))      (the caller's caches only read)
+//   %z' = the updates written into %s in place, layer by layer (as above, at offset l)
+//   %y_l's other readers read layer l out of the result (a view)
+//
+// Before: each undonated %c_l was copied so its update could be in place, and the stack copied
+// the pieces again. Needs every %c_l defined before the first update (parameters and constants
+// move to the front) and the updates in program order.
+//
 // Index expressions are compared by value (same opcode, attributes and operands, recursively;
 // no side effects), since JAX computes the read's and the write's index separately. Runs after
 // simplify and before fusion (index expressions are still plain instructions). Instructions

@@ -97,7 +97,7 @@ struct MpiCommunicator::GroupCommunicators {
 };
 
 MpiCommunicator::MpiCommunicator(int64_t rank, int64_t size, double timeout_seconds)
-    : rank_(rank), size_(size), timeout_seconds_(timeout_seconds), groups_(std::make_unique<GroupCommunicators>()) {}
+    : groups_(std::make_unique<GroupCommunicators>()), rank_(rank), size_(size), timeout_seconds_(timeout_seconds) {}
 
 namespace {
 
