@@ -21,6 +21,16 @@
 
 namespace insitu::cuda {
 
+// A row-major GEMM: C[b] (m x n) = op(A[b]) (m x k) * op(B[b]) (k x n), op a transpose or not,
+// batches `stride_*` elements apart (device_plan.h makes one from a dot).
+struct GemmCall {
+  PrimitiveType type = PrimitiveType::kF32;
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool transpose_a = false, transpose_b = false;  // A stored k x m, B stored n x k
+  int64_t lda = 0, ldb = 0, ldc = 0;              // row-major leading dimensions as stored
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
 struct GeneratedKernel {
   std::string name;    // the __global__ function's name (extern "C")
   std::string source;  // CUDA C++: the function, self-contained
@@ -57,6 +67,11 @@ StatusOr<GeneratedKernel> generate_dynamic_update_slice_kernel(const Instruction
 // or concatenate: thread i copies output element i from where it comes. Signature: one pointer
 // per operand (a dynamic-slice's start indices included), then the result, then n outputs.
 StatusOr<GeneratedKernel> generate_data_movement_kernel(const Instruction& op, const std::string& name);
+
+// A GEMM as a plain kernel: thread i computes element i of C (batch-major, row-major), summing
+// over k in order. Correct everywhere; slow next to cuBLAS, which the executor will call instead
+// once a GPU can check it. Signature: (const T* a, const T* b, T* c, long long n), n = batch*m*n.
+GeneratedKernel generate_gemm_kernel(const GemmCall& call, const std::string& name);
 
 // Device functions every generated kernel may call (insitu_max/insitu_min: the evaluator's NaN
 // and signed-zero rules). Put once at the top of a source holding one or more kernels.

@@ -200,4 +200,22 @@ StatusOr<GeneratedKernel> generate_data_movement_kernel(const Instruction& op, c
   return kernel;
 }
 
+GeneratedKernel generate_gemm_kernel(const GemmCall& g, const std::string& name) {
+  const std::string type = g.type == PrimitiveType::kF64 ? "double" : "float";
+  const std::string a = g.transpose_a ? str_cat("a[s * ", g.stride_a, "ll + p * ", g.lda, "ll + r]")
+                                      : str_cat("a[s * ", g.stride_a, "ll + r * ", g.lda, "ll + p]");
+  const std::string b = g.transpose_b ? str_cat("b[s * ", g.stride_b, "ll + c * ", g.ldb, "ll + p]")
+                                      : str_cat("b[s * ", g.stride_b, "ll + p * ", g.ldb, "ll + c]");
+  GeneratedKernel kernel;
+  kernel.name = name;
+  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ a, const ", type,
+                          "* __restrict__ b, ", type, "* __restrict__ out, long long n) {\n",
+                          "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+                          "  if (i >= n) return;\n", "  const long long s = i / ", g.m * g.n, "ll, r = i / ", g.n,
+                          "ll % ", g.m, "ll, c = i % ", g.n, "ll;\n  ", type, " sum = 0;\n",
+                          "  for (long long p = 0; p < ", g.k, "ll; ++p) sum += ", a, " * ", b, ";\n",
+                          "  out[i] = sum;\n}\n");
+  return kernel;
+}
+
 }  // namespace insitu::cuda

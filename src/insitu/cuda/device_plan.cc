@@ -99,7 +99,12 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, Dev
         break;
       case Opcode::kDot: {
         INSITU_ASSIGN_OR_RETURN(step.gemm, plan_gemm(*instruction));
+        // Runs as a generated kernel (step.kernel) until cuBLAS is wired in.
+        const GeneratedKernel gemm = generate_gemm_kernel(step.gemm, str_cat("g", plan.gemms++));
         step.kind = StepKind::kGemm;
+        step.kernel = gemm.name;
+        step.threads = instruction->shape().element_count();
+        plan.source += gemm.source;
         break;
       }
       case Opcode::kWhile:

@@ -18,18 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "insitu/cuda/codegen.h"
 #include "insitu/ir/computation.h"
 #include "insitu/support/status.h"
 
 namespace insitu::cuda {
-
-struct GemmCall {
-  PrimitiveType type = PrimitiveType::kF32;
-  int64_t batch = 1, m = 1, n = 1, k = 1;
-  bool transpose_a = false, transpose_b = false;  // A stored k x m, B stored n x k
-  int64_t lda = 0, ldb = 0, ldc = 0;              // row-major leading dimensions as stored
-  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
-};
 
 // How a dot runs as a GEMM, or an error naming what does not map.
 StatusOr<GemmCall> plan_gemm(const Instruction& dot);
@@ -51,7 +44,8 @@ struct DeviceStep {
 struct DevicePlan {
   std::vector<DeviceStep> steps;  // in the entry's program order
   std::string source;             // kernel_prelude() and every kernel, of every computation
-  int64_t kernels = 0;
+  int64_t kernels = 0;  // generated kernels (k0, k1, ...)
+  int64_t gemms = 0;    // GEMM steps (their kernels g0, g1, ...)
 };
 
 StatusOr<DevicePlan> plan_for_cuda(const Computation& entry);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "insitu/cuda/codegen.h"
 #include "insitu/support/str.h"
 
 namespace insitu::cuda {
@@ -22,6 +23,7 @@ struct Driver::Api {
   int (*cuMemFree)(uint64_t) = nullptr;
   int (*cuMemcpyHtoD)(uint64_t, const void*, size_t) = nullptr;
   int (*cuMemcpyDtoH)(void*, uint64_t, size_t) = nullptr;
+  int (*cuMemcpyDtoD)(uint64_t, uint64_t, size_t) = nullptr;
   int (*cuModuleLoadData)(void**, const void*) = nullptr;
   int (*cuModuleUnload)(void*) = nullptr;
   int (*cuModuleGetFunction)(void**, void*, const char*) = nullptr;
@@ -72,6 +74,7 @@ StatusOr<std::unique_ptr<Driver>> Driver::open() {
       resolve(library, api.cuMemFree, "cuMemFree", "cuMemFree_v2") &&
       resolve(library, api.cuMemcpyHtoD, "cuMemcpyHtoD", "cuMemcpyHtoD_v2") &&
       resolve(library, api.cuMemcpyDtoH, "cuMemcpyDtoH", "cuMemcpyDtoH_v2") &&
+      resolve(library, api.cuMemcpyDtoD, "cuMemcpyDtoD", "cuMemcpyDtoD_v2") &&
       resolve(library, api.cuModuleLoadData, "cuModuleLoadData") &&
       resolve(library, api.cuModuleUnload, "cuModuleUnload") &&
       resolve(library, api.cuModuleGetFunction, "cuModuleGetFunction") &&
@@ -124,6 +127,17 @@ Status Driver::copy_to_host(void* to, DevicePointer from, int64_t bytes) {
   if (bytes == 0) return ok_status();
   INSITU_RETURN_IF_ERROR(make_current());
   return check(api_->cuMemcpyDtoH(to, from, static_cast<size_t>(bytes)), "cuMemcpyDtoH");
+}
+
+Status Driver::copy_on_device(DevicePointer to, DevicePointer from, int64_t bytes) {
+  if (bytes == 0) return ok_status();
+  INSITU_RETURN_IF_ERROR(make_current());
+  return check(api_->cuMemcpyDtoD(to, from, static_cast<size_t>(bytes)), "cuMemcpyDtoD");
+}
+
+Status Driver::load(const std::string& source) {
+  INSITU_ASSIGN_OR_RETURN(std::string ptx, compile_to_ptx(source, "insitu_plan.cu"));
+  return load_ptx(ptx);
 }
 
 Status Driver::load_ptx(const std::string& ptx) {

@@ -14,13 +14,12 @@
 #include <span>
 #include <string>
 
+#include "insitu/cuda/device.h"
 #include "insitu/support/status.h"
 
 namespace insitu::cuda {
 
-using DevicePointer = uint64_t;  // CUdeviceptr
-
-class Driver {
+class Driver final : public Device {
  public:
   // The driver and device 0, or why not (no libcuda.so.1, no device, cuInit's error).
   static StatusOr<std::unique_ptr<Driver>> open();
@@ -29,17 +28,21 @@ class Driver {
   Driver& operator=(const Driver&) = delete;
 
   std::string device_name() const;
+  std::string name() const override { return device_name(); }
 
-  StatusOr<DevicePointer> allocate(int64_t bytes);
-  Status free(DevicePointer pointer);
-  Status copy_to_device(DevicePointer to, const void* from, int64_t bytes);
-  Status copy_to_host(void* to, DevicePointer from, int64_t bytes);
+  StatusOr<DevicePointer> allocate(int64_t bytes) override;
+  Status free(DevicePointer pointer) override;
+  Status copy_to_device(DevicePointer to, const void* from, int64_t bytes) override;
+  Status copy_to_host(void* to, DevicePointer from, int64_t bytes) override;
+  Status copy_on_device(DevicePointer to, DevicePointer from, int64_t bytes) override;
 
   // Loads PTX (the plan's kernels); functions are then found by name.
   Status load_ptx(const std::string& ptx);
+  // compile_to_ptx for this device, then load_ptx.
+  Status load(const std::string& source) override;
   // Launches `kernel` over `threads` threads (blocks of 256) with `arguments`: pointers to each
   // argument's value, as cuLaunchKernel takes them; waits for it to finish.
-  Status launch(const std::string& kernel, int64_t threads, std::span<void*> arguments);
+  Status launch(const std::string& kernel, int64_t threads, std::span<void*> arguments) override;
 
   struct Api;  // the driver functions, resolved by dlsym
 

@@ -1,0 +1,215 @@
+#include "insitu/cuda/executor.h"
+
+#include <functional>
+#include <unordered_map>
+
+#include "insitu/support/str.h"
+
+namespace insitu::cuda {
+namespace {
+
+// A value on the device: one pointer per leaf of its shape, depth-first.
+using Leaves = std::vector<DevicePointer>;
+
+// The range of `tuple`'s leaves that element `index` holds.
+std::pair<size_t, size_t> element_leaves(const Shape& tuple, int64_t index) {
+  size_t first = 0;
+  for (int64_t i = 0; i < index; ++i) first += static_cast<size_t>(tuple.tuple_shape(i).leaf_count());
+  return {first, first + static_cast<size_t>(tuple.tuple_shape(index).leaf_count())};
+}
+
+void literal_leaves(const Literal& literal, std::vector<const Literal*>& leaves) {
+  if (!literal.shape().is_tuple()) {
+    leaves.push_back(&literal);
+    return;
+  }
+  for (int64_t i = 0; i < literal.shape().tuple_size(); ++i) literal_leaves(literal.element(i), leaves);
+}
+
+}  // namespace
+
+struct CudaExecutable::Run {
+  CudaExecutable& executable;
+  CudaStats& stats;
+  std::vector<DevicePointer> allocated;
+
+  ~Run() {
+    for (DevicePointer pointer : allocated) (void)executable.device_.free(pointer);
+  }
+
+  StatusOr<DevicePointer> allocate(int64_t bytes) {
+    INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, executable.device_.allocate(bytes));
+    allocated.push_back(pointer);
+    return pointer;
+  }
+
+  Status launch(const DeviceStep& step, std::vector<DevicePointer> pointers) {
+    long long threads = step.threads;
+    std::vector<void*> arguments;
+    for (DevicePointer& pointer : pointers) arguments.push_back(&pointer);
+    arguments.push_back(&threads);
+    ++stats.kernels_launched;
+    if (threads == 0) return ok_status();
+    return executable.device_.launch(step.kernel, threads, arguments);
+  }
+
+  // Runs `steps` (a computation's) with `parameters` bound; returns the root's leaves.
+  StatusOr<Leaves> run(const Computation& computation, const std::vector<DeviceStep>& steps,
+                       const std::vector<Leaves>& parameters) {
+    std::unordered_map<const Instruction*, Leaves> values;
+    for (const auto& [instruction, pointer] : executable.constants_) values[instruction] = {pointer};
+    auto leaves = [&](const Instruction* instruction) -> const Leaves& { return values.at(instruction); };
+    for (const DeviceStep& step : steps) {
+      const Instruction& instruction = *step.instruction;
+      Leaves result;
+      switch (instruction.opcode()) {
+        case Opcode::kParameter: result = parameters.at(static_cast<size_t>(instruction.parameter_number)); break;
+        case Opcode::kConstant: result = leaves(&instruction); break;
+        case Opcode::kTuple:
+          for (const Instruction* operand : instruction.operands()) {
+            const Leaves& part = leaves(operand);
+            result.insert(result.end(), part.begin(), part.end());
+          }
+          break;
+        case Opcode::kGetTupleElement: {
+          const auto [first, last] = element_leaves(instruction.operand(0)->shape(), instruction.tuple_index);
+          const Leaves& whole = leaves(instruction.operand(0));
+          result.assign(whole.begin() + static_cast<int64_t>(first), whole.begin() + static_cast<int64_t>(last));
+          break;
+        }
+        case Opcode::kBitcast:
+        case Opcode::kReshape: result = leaves(instruction.operand(0)); break;
+        default: break;
+      }
+      switch (step.kind) {
+        case StepKind::kNone: break;
+        case StepKind::kCopy: {
+          const int64_t bytes = instruction.shape().byte_size();
+          INSITU_ASSIGN_OR_RETURN(DevicePointer to, allocate(bytes));
+          INSITU_RETURN_IF_ERROR(executable.device_.copy_on_device(to, leaves(instruction.operand(0)).at(0), bytes));
+          stats.bytes_copied_on_device += bytes;
+          result = {to};
+          break;
+        }
+        case StepKind::kKernel:
+        case StepKind::kGemm: {
+          std::vector<DevicePointer> pointers;
+          if (instruction.opcode() == Opcode::kDynamicUpdateSlice) {
+            for (const Instruction* operand : instruction.operands()) pointers.push_back(leaves(operand).at(0));
+            result = {pointers[0]};  // in place: the operand's memory
+          } else {
+            for (const Instruction* operand : instruction.operands()) pointers.push_back(leaves(operand).at(0));
+            INSITU_ASSIGN_OR_RETURN(DevicePointer out, allocate(instruction.shape().byte_size()));
+            pointers.push_back(out);
+            result = {out};
+          }
+          INSITU_RETURN_IF_ERROR(launch(step, std::move(pointers)));
+          break;
+        }
+        case StepKind::kWhile: {
+          Leaves state = leaves(instruction.operand(0));
+          const Computation& condition = *instruction.while_condition();
+          const Computation& body = *instruction.while_body();
+          while (true) {
+            INSITU_ASSIGN_OR_RETURN(Leaves pred, run(condition, step.nested[0], {state}));
+            bool more = false;
+            INSITU_RETURN_IF_ERROR(executable.device_.copy_to_host(&more, pred.at(0), 1));
+            stats.bytes_to_host += 1;
+            if (!more) break;
+            INSITU_ASSIGN_OR_RETURN(state, run(body, step.nested[1], {state}));
+          }
+          result = state;
+          break;
+        }
+        case StepKind::kConditional: {
+          const Instruction& selector = *instruction.operand(0);
+          int64_t branch = 0;
+          if (selector.shape().element_type() == PrimitiveType::kPred) {
+            bool value = false;
+            INSITU_RETURN_IF_ERROR(executable.device_.copy_to_host(&value, leaves(&selector).at(0), 1));
+            branch = value ? 0 : 1;  // true_computation first
+          } else {
+            int32_t value = 0;
+            INSITU_RETURN_IF_ERROR(executable.device_.copy_to_host(&value, leaves(&selector).at(0), 4));
+            const int64_t branches = static_cast<int64_t>(step.nested.size());
+            branch = value < 0 || value >= branches ? branches - 1 : value;  // XLA: out of range is the last
+          }
+          stats.bytes_to_host += selector.shape().byte_size();
+          const Computation& called = *instruction.called_computations().at(static_cast<size_t>(branch));
+          INSITU_ASSIGN_OR_RETURN(result, run(called, step.nested[static_cast<size_t>(branch)],
+                                              {leaves(instruction.operand(1 + branch))}));
+          break;
+        }
+      }
+      values[&instruction] = std::move(result);
+    }
+    return values.at(computation.root());
+  }
+};
+
+StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr<Module> module, Device& device) {
+  std::unique_ptr<CudaExecutable> executable(new CudaExecutable(std::move(module), device));
+  INSITU_ASSIGN_OR_RETURN(executable->plan_, plan_for_cuda(*executable->module_->entry()));
+  INSITU_RETURN_IF_ERROR(device.load(executable->plan_.source));
+  for (const Computation* computation : executable->module_->computations())
+    for (const Instruction* instruction : computation->instructions()) {
+      if (instruction->opcode() != Opcode::kConstant) continue;
+      if (!instruction->shape().is_array())
+        return unimplemented(str_cat("a tuple constant on the CUDA device: %", instruction->name()), instruction->location());
+      if (instruction->constant_value != ConstantValue::kWritten)
+        return invalid_argument(str_cat("constant %", instruction->name(), " has no value in the text"),
+                                instruction->location());
+      INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, device.allocate(instruction->literal.size_bytes()));
+      executable->constants_.emplace_back(instruction, pointer);
+      INSITU_RETURN_IF_ERROR(
+          device.copy_to_device(pointer, instruction->literal.untyped_data(), instruction->literal.size_bytes()));
+    }
+  return executable;
+}
+
+CudaExecutable::~CudaExecutable() {
+  for (const auto& [instruction, pointer] : constants_) (void)device_.free(pointer);
+}
+
+StatusOr<Literal> CudaExecutable::run(std::span<const Literal> arguments, CudaStats* stats) {
+  CudaStats local;
+  CudaStats& counted = stats != nullptr ? *stats : local;
+  const Computation& entry = *module_->entry();
+  if (static_cast<int64_t>(arguments.size()) != entry.parameter_count())
+    return invalid_argument(str_cat("the module takes ", entry.parameter_count(), " arguments, got ", arguments.size()));
+  Run run{*this, counted, {}};
+  std::vector<Leaves> parameters;
+  for (const Literal& argument : arguments) {
+    std::vector<const Literal*> literal_parts;
+    literal_leaves(argument, literal_parts);
+    Leaves leaves;
+    for (const Literal* part : literal_parts) {
+      INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, run.allocate(part->size_bytes()));
+      INSITU_RETURN_IF_ERROR(device_.copy_to_device(pointer, part->untyped_data(), part->size_bytes()));
+      counted.bytes_to_device += part->size_bytes();
+      leaves.push_back(pointer);
+    }
+    parameters.push_back(std::move(leaves));
+  }
+  INSITU_ASSIGN_OR_RETURN(Leaves result, run.run(entry, plan_.steps, parameters));
+  // The result, leaf by leaf, into a literal of the root's shape.
+  const Shape& shape = entry.root()->shape();
+  size_t next = 0;
+  std::function<StatusOr<Literal>(const Shape&)> fetch = [&](const Shape& part) -> StatusOr<Literal> {
+    if (part.is_tuple()) {
+      std::vector<Literal> elements;
+      for (int64_t i = 0; i < part.tuple_size(); ++i) {
+        INSITU_ASSIGN_OR_RETURN(Literal element, fetch(part.tuple_shape(i)));
+        elements.push_back(std::move(element));
+      }
+      return Literal::tuple(std::move(elements));
+    }
+    Literal literal(part);
+    INSITU_RETURN_IF_ERROR(device_.copy_to_host(literal.untyped_data(), result.at(next++), literal.size_bytes()));
+    counted.bytes_to_host += literal.size_bytes();
+    return literal;
+  };
+  return fetch(shape);
+}
+
+}  // namespace insitu::cuda

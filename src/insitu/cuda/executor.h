@@ -1,0 +1,55 @@
+// Runs an optimized module on a CUDA device (issue 12): its plan (device_plan.h) step by step,
+// on a Device (the real one through the driver, or an emulated one in tests).
+//
+// First slice, correct before fast: every value the plan computes gets a device allocation of
+// its own, freed when the run ends (no buffer reuse yet); views (reshape, bitcast, tuple and
+// get-tuple-element) share their operand's memory; a dynamic-update-slice writes its operand's
+// memory in place (copy insertion left a copy before it wherever the old value is read later,
+// as the CPU runtime relies on too). GEMMs run as generated kernels. While loops and
+// conditionals are driven by the host: after the condition's steps the pred (or branch index)
+// is copied back, a few bytes per iteration. Arguments and results are host literals: every
+// transfer is counted in CudaStats, none is hidden.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "insitu/cuda/device.h"
+#include "insitu/cuda/device_plan.h"
+#include "insitu/ir/literal.h"
+#include "insitu/ir/module.h"
+
+namespace insitu::cuda {
+
+struct CudaStats {
+  int64_t kernels_launched = 0;
+  int64_t bytes_to_device = 0;  // arguments, constants, nothing else
+  int64_t bytes_to_host = 0;    // results, and each loop's pred / conditional's index
+  int64_t bytes_copied_on_device = 0;
+};
+
+class CudaExecutable {
+ public:
+  // Plans `module` (optimized: passes/optimize.h), loads the plan's kernels and uploads the
+  // constants. `device` must outlive the executable.
+  static StatusOr<std::unique_ptr<CudaExecutable>> create(std::unique_ptr<Module> module, Device& device);
+  ~CudaExecutable();
+  CudaExecutable(const CudaExecutable&) = delete;
+  CudaExecutable& operator=(const CudaExecutable&) = delete;
+
+  // One literal per entry parameter; the entry's result (a tuple literal for a tuple).
+  StatusOr<Literal> run(std::span<const Literal> arguments, CudaStats* stats = nullptr);
+
+  const DevicePlan& plan() const { return plan_; }
+
+ private:
+  CudaExecutable(std::unique_ptr<Module> module, Device& device) : module_(std::move(module)), device_(device) {}
+  struct Run;
+  std::unique_ptr<Module> module_;
+  Device& device_;
+  DevicePlan plan_;
+  std::vector<std::pair<const Instruction*, DevicePointer>> constants_;
+};
+
+}  // namespace insitu::cuda
