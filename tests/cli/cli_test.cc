@@ -400,3 +400,31 @@ ENTRY e {
 
 }  // namespace
 }  // namespace insitu
+
+namespace insitu {
+namespace {
+
+// --device cuda runs on GPU 0 through the driver; without one, the run says why (no result,
+// exit 1), never falls back to the CPU.
+TEST_F(CliTest, RunOnCudaRunsOrSaysWhyNot) {
+  const std::string module = write("add.hlo", R"(HloModule add
+ENTRY main {
+  a = f32[4] parameter(0)
+  ROOT b = f32[4] add(a, a)
+}
+)");
+  Result result = insitu({"run", module, "--device", "cuda"});
+  if (result.status == 0) {
+    EXPECT_NE(result.out.find("f32[4] {2, 4, 6, 8}"), std::string::npos) << result.out;
+  } else {
+    EXPECT_EQ(result.status, 1);
+    EXPECT_TRUE(result.err.find("CUDA") != std::string::npos || result.err.find("GPU") != std::string::npos)
+        << result.err;
+    EXPECT_EQ(result.out, "");
+  }
+  Result unknown = insitu({"run", module, "--device", "tpu"});
+  EXPECT_NE(unknown.status, 0);
+}
+
+}  // namespace
+}  // namespace insitu

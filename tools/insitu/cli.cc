@@ -138,6 +138,12 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
       ->check(CLI::Range(1, ThreadPool::kMaxThreads))
       ->type_name("N");
   run_app->add_flag("--reference", run.reference, "Run the reference evaluator instead of the optimized runtime");
+  run_app
+      ->add_option("--device", run.device,
+                   "cpu (default), or cuda: the optimized module on GPU 0 (arguments copied in and results out, "
+                   "counted in --stats)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->type_name("DEVICE");
   run_app->add_flag("--check-races", run.check_races, "Report kernel grid steps that race on a buffer");
   run_app->add_flag("--strict-donation", run.strict_donation, "Make an unusable donated buffer an error");
 

@@ -12,6 +12,8 @@
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/npy.h"
 #include "insitu/literal_format.h"
+#include "insitu/cuda/driver.h"
+#include "insitu/cuda/executor.h"
 #include "insitu/module_loader.h"
 #include "insitu/plugins.h"
 #include "insitu/kernel/grid_executor.h"
@@ -288,6 +290,29 @@ int run_devices_command(const Module& module, const RunOptions& options, double 
 
 }  // namespace
 
+// --device cuda: the optimized module on GPU 0 through the driver; its transfers in the stats.
+StatusOr<Literal> run_on_cuda(std::unique_ptr<Module> module, std::span<const Literal> arguments,
+                              nlohmann::json& stats) {
+  Clock::time_point compile_start = Clock::now();
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Driver> driver, cuda::Driver::open());
+  INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(std::move(module)));
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaExecutable> executable,
+                          cuda::CudaExecutable::create(std::move(optimized.module), *driver));
+  const double compile_seconds = seconds_since(compile_start);
+  Clock::time_point run_start = Clock::now();
+  cuda::CudaStats cuda_stats;
+  INSITU_ASSIGN_OR_RETURN(Literal result, executable->run(arguments, &cuda_stats));
+  stats.update({{"device", driver->device_name()},
+                {"compile_seconds", compile_seconds},
+                {"run_seconds", seconds_since(run_start)},
+                {"copies_executed", 0},
+                {"bytes_copied", cuda_stats.bytes_copied_on_device},
+                {"bytes_to_device", cuda_stats.bytes_to_device},
+                {"bytes_to_host", cuda_stats.bytes_to_host},
+                {"kernels_launched", cuda_stats.kernels_launched}});
+  return result;
+}
+
 int run_command(const RunOptions& options, CliContext& context) {
   set_check_races(options.check_races);  // kernel grids record and check their block accesses
   for (const std::string& plugin : options.plugins) {
@@ -317,6 +342,8 @@ int run_command(const RunOptions& options, CliContext& context) {
       stats.update({{"copies_executed", 0}, {"bytes_copied", 0}, {"peak_memory_bytes", peak},
                     {"compile_seconds", load_seconds}, {"run_seconds", seconds_since(run_start)}});
     }
+  } else if (options.device == "cuda") {
+    result = run_on_cuda(std::move(module).value(), *arguments, stats);
   } else {
     result = run_optimized(**module, *arguments, options, stats);
     if (result.ok()) stats["compile_seconds"] = stats["compile_seconds"].get<double>() + load_seconds;

@@ -40,6 +40,7 @@ struct RunOptions {
   double timeout_seconds = 0;    // --timeout; 0: none
   // --collective-timeout: how long a device waits at a collective for the rest of its group.
   double collective_timeout_seconds = 60;
+  std::string device = "cpu";  // --device cuda: the CUDA executor on GPU 0 (cuda/executor.h)
 };
 
 int run_command(const RunOptions& options, CliContext& context);
