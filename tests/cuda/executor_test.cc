@@ -195,6 +195,38 @@ TEST(CudaExecutor, CorpusModulesRunOnAnEmulatedDevice) {
               ran, static_cast<long long>(launched), static_cast<long long>(loop_bytes), unplanned);
 }
 
+// Any module on the emulated device against the evaluator: INSITU_CUDA_MODULE=path.hlo (e.g. a
+// real-size decode step dumped by bench/peers/measure_xla.py; minutes, the kernels run on one
+// host thread).
+TEST(CudaExecutor, ModuleFromTheEnvironmentRunsOnAnEmulatedDevice) {
+  const char* path = std::getenv("INSITU_CUDA_MODULE");
+  if (path == nullptr) GTEST_SKIP() << "set INSITU_CUDA_MODULE=MODULE.hlo to run one module on the emulated device";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  StatusOr<std::unique_ptr<Module>> written = parse_module(text.str());
+  StatusOr<std::unique_ptr<Module>> parsed = parse_module(text.str());
+  ASSERT_TRUE(written.ok() && parsed.ok()) << path;
+  StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
+  ASSERT_TRUE(optimized.ok()) << optimized.status().to_string();
+  EmulatedDevice device;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(optimized->module), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::mt19937 rng(5);
+  std::vector<Literal> arguments;
+  for (int64_t p = 0; p < (*written)->entry()->parameter_count(); ++p)
+    arguments.push_back(random_argument((*written)->entry()->parameter(p)->shape(), rng));
+  StatusOr<Literal> expected = evaluate_module(**written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  CudaStats stats;
+  StatusOr<Literal> actual = (*executable)->run(arguments, &stats);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  EXPECT_EQ(differs(*actual, *expected), "");
+  std::printf("%s on the emulated device: %lld kernels, %lld bytes in, %lld bytes out, %lld copied on the device\n",
+              path, static_cast<long long>(stats.kernels_launched), static_cast<long long>(stats.bytes_to_device),
+              static_cast<long long>(stats.bytes_to_host), static_cast<long long>(stats.bytes_copied_on_device));
+}
+
 // On a GPU: the same, through the driver (skips without one).
 TEST(CudaExecutor, KvCacheDecodeStepRunsOnTheGpu) {
   StatusOr<std::unique_ptr<Driver>> driver = Driver::open();
