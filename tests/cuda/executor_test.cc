@@ -195,6 +195,65 @@ TEST(CudaExecutor, CorpusModulesRunOnAnEmulatedDevice) {
               ran, static_cast<long long>(launched), static_cast<long long>(loop_bytes), unplanned);
 }
 
+// Device-resident memory in and out: the donated cache of the decode programs (their modules
+// alias output {0} to parameter 0) is updated in place and comes back as the same pointer; no
+// byte crosses to the device, and only the loops' preds come back.
+TEST(CudaExecutor, DonatedCacheIsUpdatedInPlaceOnTheDevice) {
+  EmulatedDevice device;
+  for (const char* program : {"kv_cache_decode_step", "kv_cache_decode_loop", "scan_decode_layers"}) {
+    std::ifstream in(fs::path(INSITU_SOURCE_DIR) / "tests" / "data" / "jax" / program / "before_optimizations.hlo");
+    std::stringstream text;
+    text << in.rdbuf();
+    StatusOr<std::unique_ptr<Module>> written = parse_module(text.str());
+    StatusOr<std::unique_ptr<Module>> parsed = parse_module(text.str());
+    ASSERT_TRUE(written.ok() && parsed.ok()) << program;
+    ASSERT_EQ((*written)->config().input_output_alias.size(), 1u) << program;
+    StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
+    ASSERT_TRUE(optimized.ok()) << optimized.status().to_string();
+    StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(optimized->module), device);
+    ASSERT_TRUE(executable.ok()) << program << ": " << executable.status().to_string();
+    std::mt19937 rng(3);
+    std::vector<Literal> arguments;
+    std::vector<DevicePointer> leaves;
+    for (int64_t p = 0; p < (*written)->entry()->parameter_count(); ++p) {
+      arguments.push_back(random_argument((*written)->entry()->parameter(p)->shape(), rng));
+      ASSERT_FALSE(arguments.back().shape().is_tuple());
+      StatusOr<DevicePointer> pointer = device.allocate(arguments.back().size_bytes());
+      ASSERT_TRUE(pointer.ok());
+      ASSERT_TRUE(device.copy_to_device(*pointer, arguments.back().untyped_data(), arguments.back().size_bytes()).ok());
+      leaves.push_back(*pointer);
+    }
+    StatusOr<Literal> expected = evaluate_module(**written, arguments);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    const int64_t live_before = device.live();
+    CudaStats stats;
+    StatusOr<std::vector<DevicePointer>> results = (*executable)->run_on_device(leaves, &stats);
+    ASSERT_TRUE(results.ok()) << program << ": " << results.status().to_string();
+    ASSERT_EQ(static_cast<int64_t>(results->size()), expected->shape().leaf_count());
+    EXPECT_EQ((*results)[0], leaves[0]) << program << ": the donated cache is the result, in place";
+    EXPECT_EQ(stats.bytes_to_device, 0) << program;
+    EXPECT_EQ(stats.bytes_copied_on_device, 0) << program;
+    // What the run left allocated: exactly the results that are not the caller's arguments.
+    int64_t fresh = 0;
+    for (DevicePointer result : *results)
+      fresh += std::find(leaves.begin(), leaves.end(), result) == leaves.end();
+    EXPECT_EQ(device.live() - live_before, fresh) << program << ": the run's temporaries are freed";
+    for (int64_t i = 0; i < expected->shape().tuple_size(); ++i) {
+      Literal actual(expected->element(i).shape());
+      ASSERT_TRUE(device.copy_to_host(actual.untyped_data(), (*results)[i], actual.size_bytes()).ok());
+      EXPECT_EQ(differs(actual, expected->element(i)), "") << program << " output " << i;
+    }
+    for (DevicePointer result : *results) {
+      if (std::find(leaves.begin(), leaves.end(), result) == leaves.end()) {
+        ASSERT_TRUE(device.free(result).ok());
+      }
+    }
+    for (DevicePointer leaf : leaves) {
+      ASSERT_TRUE(device.free(leaf).ok());
+    }
+  }
+}
+
 // Any module on the emulated device against the evaluator: INSITU_CUDA_MODULE=path.hlo (e.g. a
 // real-size decode step dumped by bench/peers/measure_xla.py; minutes, the kernels run on one
 // host thread).

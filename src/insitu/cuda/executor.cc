@@ -1,5 +1,6 @@
 #include "insitu/cuda/executor.h"
 
+#include <algorithm>
 #include <functional>
 #include <unordered_map>
 
@@ -169,6 +170,50 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr
 
 CudaExecutable::~CudaExecutable() {
   for (const auto& [instruction, pointer] : constants_) (void)device_.free(pointer);
+}
+
+StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<const DevicePointer> argument_leaves,
+                                                                   CudaStats* stats) {
+  CudaStats local;
+  CudaStats& counted = stats != nullptr ? *stats : local;
+  const Computation& entry = *module_->entry();
+  std::vector<Leaves> parameters;
+  size_t next = 0;
+  for (int64_t p = 0; p < entry.parameter_count(); ++p) {
+    const int64_t count = entry.parameter(p)->shape().leaf_count();
+    if (next + static_cast<size_t>(count) > argument_leaves.size())
+      return invalid_argument(str_cat("the module's parameters have more leaves than the ", argument_leaves.size(),
+                                      " device pointers given"));
+    parameters.emplace_back(argument_leaves.begin() + static_cast<int64_t>(next),
+                            argument_leaves.begin() + static_cast<int64_t>(next + static_cast<size_t>(count)));
+    next += static_cast<size_t>(count);
+  }
+  if (next != argument_leaves.size())
+    return invalid_argument(str_cat("the module's parameters have ", next, " leaves, got ", argument_leaves.size(),
+                                    " device pointers"));
+  Run run{*this, counted, {}};
+  INSITU_ASSIGN_OR_RETURN(Leaves result, run.run(entry, plan_.steps, parameters));
+  // Result leaves the run allocated become the caller's; a constant's (the executable keeps it)
+  // is copied out so every pointer returned is the caller's to free or already the caller's.
+  std::vector<DevicePointer> owned;
+  for (DevicePointer& leaf : result) {
+    const bool constant = std::any_of(constants_.begin(), constants_.end(),
+                                      [&](const auto& entry) { return entry.second == leaf; });
+    if (!constant) continue;
+    const Instruction* instruction = nullptr;
+    for (const auto& [candidate, pointer] : constants_)
+      if (pointer == leaf) instruction = candidate;
+    const int64_t bytes = instruction->literal.size_bytes();
+    INSITU_ASSIGN_OR_RETURN(DevicePointer copy, run.allocate(bytes));
+    INSITU_RETURN_IF_ERROR(device_.copy_on_device(copy, leaf, bytes));
+    counted.bytes_copied_on_device += bytes;
+    leaf = copy;
+  }
+  for (DevicePointer leaf : result) {
+    auto it = std::find(run.allocated.begin(), run.allocated.end(), leaf);
+    if (it != run.allocated.end()) run.allocated.erase(it);  // not freed with the run's temps
+  }
+  return result;
 }
 
 StatusOr<Literal> CudaExecutable::run(std::span<const Literal> arguments, CudaStats* stats) {

@@ -41,6 +41,15 @@ class CudaExecutable {
   // One literal per entry parameter; the entry's result (a tuple literal for a tuple).
   StatusOr<Literal> run(std::span<const Literal> arguments, CudaStats* stats = nullptr);
 
+  // The same on memory already on the device: one pointer per entry parameter leaf (depth-first),
+  // the caller's. A parameter the module aliases to an output (input_output_alias: the caller
+  // donated it) is updated in place and returned as that output, the same pointer; the others
+  // are only read. Returns one pointer per result leaf: the aliased parameters' own, or new
+  // allocations the caller now owns (free them with the device). Nothing crosses to the host but
+  // the loops' preds and the conditionals' branch indices.
+  StatusOr<std::vector<DevicePointer>> run_on_device(std::span<const DevicePointer> argument_leaves,
+                                                     CudaStats* stats = nullptr);
+
   const DevicePlan& plan() const { return plan_; }
 
  private:
