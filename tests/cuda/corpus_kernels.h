@@ -24,6 +24,28 @@ namespace insitu::cuda::testing {
 
 namespace fs = std::filesystem;
 
+// What a generated kernel needs from CUDA, for the host compiler: the qualifiers gone,
+// blockIdx/blockDim/threadIdx as globals the caller's grid loop sets, the bit casts, rsqrt.
+inline constexpr const char* kHostShim = R"(#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+struct insitu_dim3 { unsigned x = 0, y = 1, z = 1; };
+static insitu_dim3 blockIdx, blockDim, threadIdx;
+static inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
+static inline long long __double_as_longlong(double d) { long long i; std::memcpy(&i, &d, 8); return i; }
+static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+static inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+)";
+
+
 inline const char* c_type(PrimitiveType type) {
   switch (type) {
     case PrimitiveType::kF32: return "float";

@@ -23,21 +23,6 @@ namespace {
 
 using namespace testing;
 
-constexpr const char* kShim = R"(#include <cmath>
-#include <cstdint>
-#include <cstring>
-#define __global__
-#define __device__
-#define __forceinline__ inline
-struct insitu_dim3 { unsigned x = 0, y = 1, z = 1; };
-static insitu_dim3 blockIdx, blockDim, threadIdx;
-static inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
-static inline long long __double_as_longlong(double d) { long long i; std::memcpy(&i, &d, 8); return i; }
-static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
-static inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
-static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
-)";
 
 // Host memory as device memory; kernels from a shared library the host compiler builds.
 class EmulatedDevice final : public Device {
@@ -70,7 +55,7 @@ class EmulatedDevice final : public Device {
   }
   // Each kernel gets a launcher: launch_NAME(void** arguments, long long threads).
   Status load(const std::string& source) override {
-    std::string program = str_cat(kShim, source);
+    std::string program = str_cat(kHostShim, source);
     static const std::regex kSignature(R"(extern "C" __global__ void (\w+)\(([^)]*)\))");
     for (std::sregex_iterator it(source.begin(), source.end(), kSignature), end; it != end; ++it) {
       const std::string name = (*it)[1];
@@ -122,6 +107,27 @@ class EmulatedDevice final : public Device {
   int64_t live_ = 0;
 };
 
+// A module as written (for the evaluator) and as insitu's pipeline optimizes it (for the device).
+struct Loaded {
+  std::unique_ptr<Module> written, optimized;
+};
+
+StatusOr<Loaded> load(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  Loaded loaded;
+  INSITU_ASSIGN_OR_RETURN(loaded.written, parse_module(text.str()));
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Module> parsed, parse_module(text.str()));
+  INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(std::move(parsed)));
+  loaded.optimized = std::move(optimized.module);
+  return loaded;
+}
+
+fs::path corpus_module(const std::string& program) {
+  return fs::path(INSITU_SOURCE_DIR) / "tests" / "data" / "jax" / program / "before_optimizations.hlo";
+}
+
 Literal random_argument(const Shape& shape, std::mt19937& rng) {
   if (!shape.is_tuple()) return random_input(shape, rng);
   std::vector<Literal> elements;
@@ -158,25 +164,20 @@ TEST(CudaExecutor, CorpusModulesRunOnAnEmulatedDevice) {
   int64_t launched = 0, loop_bytes = 0;
   std::mt19937 rng(7);
   for (const auto& entry : fs::directory_iterator(fs::path(INSITU_SOURCE_DIR) / "tests" / "data" / "jax")) {
-    std::ifstream in(entry.path() / "before_optimizations.hlo");
-    std::stringstream text;
-    text << in.rdbuf();
-    StatusOr<std::unique_ptr<Module>> written = parse_module(text.str());
-    StatusOr<std::unique_ptr<Module>> parsed = parse_module(text.str());
-    ASSERT_TRUE(written.ok() && parsed.ok()) << entry.path();
-    StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
-    if (!optimized.ok()) continue;
-    StatusOr<DevicePlan> plan = plan_for_cuda(*optimized->module->entry());
+    StatusOr<Loaded> loaded = load(entry.path() / "before_optimizations.hlo");
+    if (!loaded.ok()) continue;  // a module for several devices does not optimize alone
+    const std::unique_ptr<Module>& written = loaded->written;
+    StatusOr<DevicePlan> plan = plan_for_cuda(*loaded->optimized->entry());
     if (!plan.ok()) {
       ++unplanned;
       continue;
     }
-    StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(optimized->module), device);
+    StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
     ASSERT_TRUE(executable.ok()) << entry.path() << ": " << executable.status().to_string();
     std::vector<Literal> arguments;
-    for (int64_t p = 0; p < (*written)->entry()->parameter_count(); ++p)
-      arguments.push_back(random_argument((*written)->entry()->parameter(p)->shape(), rng));
-    StatusOr<Literal> expected = evaluate_module(**written, arguments);
+    for (int64_t p = 0; p < written->entry()->parameter_count(); ++p)
+      arguments.push_back(random_argument(written->entry()->parameter(p)->shape(), rng));
+    StatusOr<Literal> expected = evaluate_module(*written, arguments);
     ASSERT_TRUE(expected.ok()) << entry.path() << ": " << expected.status().to_string();
     CudaStats stats;
     StatusOr<Literal> actual = (*executable)->run(arguments, &stats);
@@ -201,29 +202,24 @@ TEST(CudaExecutor, CorpusModulesRunOnAnEmulatedDevice) {
 TEST(CudaExecutor, DonatedCacheIsUpdatedInPlaceOnTheDevice) {
   EmulatedDevice device;
   for (const char* program : {"kv_cache_decode_step", "kv_cache_decode_loop", "scan_decode_layers"}) {
-    std::ifstream in(fs::path(INSITU_SOURCE_DIR) / "tests" / "data" / "jax" / program / "before_optimizations.hlo");
-    std::stringstream text;
-    text << in.rdbuf();
-    StatusOr<std::unique_ptr<Module>> written = parse_module(text.str());
-    StatusOr<std::unique_ptr<Module>> parsed = parse_module(text.str());
-    ASSERT_TRUE(written.ok() && parsed.ok()) << program;
-    ASSERT_EQ((*written)->config().input_output_alias.size(), 1u) << program;
-    StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
-    ASSERT_TRUE(optimized.ok()) << optimized.status().to_string();
-    StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(optimized->module), device);
+    StatusOr<Loaded> loaded = load(corpus_module(program));
+    ASSERT_TRUE(loaded.ok()) << program << ": " << loaded.status().to_string();
+    const std::unique_ptr<Module>& written = loaded->written;
+    ASSERT_EQ(written->config().input_output_alias.size(), 1u) << program;
+    StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
     ASSERT_TRUE(executable.ok()) << program << ": " << executable.status().to_string();
     std::mt19937 rng(3);
     std::vector<Literal> arguments;
     std::vector<DevicePointer> leaves;
-    for (int64_t p = 0; p < (*written)->entry()->parameter_count(); ++p) {
-      arguments.push_back(random_argument((*written)->entry()->parameter(p)->shape(), rng));
+    for (int64_t p = 0; p < written->entry()->parameter_count(); ++p) {
+      arguments.push_back(random_argument(written->entry()->parameter(p)->shape(), rng));
       ASSERT_FALSE(arguments.back().shape().is_tuple());
       StatusOr<DevicePointer> pointer = device.allocate(arguments.back().size_bytes());
       ASSERT_TRUE(pointer.ok());
       ASSERT_TRUE(device.copy_to_device(*pointer, arguments.back().untyped_data(), arguments.back().size_bytes()).ok());
       leaves.push_back(*pointer);
     }
-    StatusOr<Literal> expected = evaluate_module(**written, arguments);
+    StatusOr<Literal> expected = evaluate_module(*written, arguments);
     ASSERT_TRUE(expected.ok()) << expected.status().to_string();
     const int64_t live_before = device.live();
     CudaStats stats;
@@ -260,22 +256,17 @@ TEST(CudaExecutor, DonatedCacheIsUpdatedInPlaceOnTheDevice) {
 TEST(CudaExecutor, ModuleFromTheEnvironmentRunsOnAnEmulatedDevice) {
   const char* path = std::getenv("INSITU_CUDA_MODULE");
   if (path == nullptr) GTEST_SKIP() << "set INSITU_CUDA_MODULE=MODULE.hlo to run one module on the emulated device";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  StatusOr<std::unique_ptr<Module>> written = parse_module(text.str());
-  StatusOr<std::unique_ptr<Module>> parsed = parse_module(text.str());
-  ASSERT_TRUE(written.ok() && parsed.ok()) << path;
-  StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
-  ASSERT_TRUE(optimized.ok()) << optimized.status().to_string();
+  StatusOr<Loaded> loaded = load(path);
+  ASSERT_TRUE(loaded.ok()) << path << ": " << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
   EmulatedDevice device;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(optimized->module), device);
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
   ASSERT_TRUE(executable.ok()) << executable.status().to_string();
   std::mt19937 rng(5);
   std::vector<Literal> arguments;
-  for (int64_t p = 0; p < (*written)->entry()->parameter_count(); ++p)
-    arguments.push_back(random_argument((*written)->entry()->parameter(p)->shape(), rng));
-  StatusOr<Literal> expected = evaluate_module(**written, arguments);
+  for (int64_t p = 0; p < written->entry()->parameter_count(); ++p)
+    arguments.push_back(random_argument(written->entry()->parameter(p)->shape(), rng));
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
   ASSERT_TRUE(expected.ok()) << expected.status().to_string();
   CudaStats stats;
   StatusOr<Literal> actual = (*executable)->run(arguments, &stats);
@@ -292,21 +283,16 @@ TEST(CudaExecutor, KvCacheDecodeStepRunsOnTheGpu) {
   if (!driver.ok()) GTEST_SKIP() << driver.status().message();
   if (!cuda_available()) GTEST_SKIP() << "built without NVRTC";
   for (const char* program : {"kv_cache_decode_step", "kv_cache_decode_loop", "scan_decode_layers"}) {
-    std::ifstream in(fs::path(INSITU_SOURCE_DIR) / "tests" / "data" / "jax" / program / "before_optimizations.hlo");
-    std::stringstream text;
-    text << in.rdbuf();
-    StatusOr<std::unique_ptr<Module>> written = parse_module(text.str());
-    StatusOr<std::unique_ptr<Module>> parsed = parse_module(text.str());
-    ASSERT_TRUE(written.ok() && parsed.ok());
-    StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
-    ASSERT_TRUE(optimized.ok());
-    StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(optimized->module), **driver);
+    StatusOr<Loaded> loaded = load(corpus_module(program));
+    ASSERT_TRUE(loaded.ok()) << program << ": " << loaded.status().to_string();
+    const std::unique_ptr<Module>& written = loaded->written;
+    StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), **driver);
     ASSERT_TRUE(executable.ok()) << program << ": " << executable.status().to_string();
     std::mt19937 rng(11);
     std::vector<Literal> arguments;
-    for (int64_t p = 0; p < (*written)->entry()->parameter_count(); ++p)
-      arguments.push_back(random_argument((*written)->entry()->parameter(p)->shape(), rng));
-    StatusOr<Literal> expected = evaluate_module(**written, arguments);
+    for (int64_t p = 0; p < written->entry()->parameter_count(); ++p)
+      arguments.push_back(random_argument(written->entry()->parameter(p)->shape(), rng));
+    StatusOr<Literal> expected = evaluate_module(*written, arguments);
     ASSERT_TRUE(expected.ok());
     StatusOr<Literal> actual = (*executable)->run(arguments);
     ASSERT_TRUE(actual.ok()) << program << ": " << actual.status().to_string();

@@ -25,24 +25,6 @@ namespace {
 
 using namespace testing;
 
-constexpr const char* kShim = R"(#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-#define __global__
-#define __device__
-#define __forceinline__ inline
-struct insitu_dim3 { unsigned x = 0, y = 1, z = 1; };
-static insitu_dim3 blockIdx, blockDim, threadIdx;
-static inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }
-static inline long long __double_as_longlong(double d) { long long i; std::memcpy(&i, &d, 8); return i; }
-static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
-static inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
-static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
-)";
 
 TEST(CudaHostRun, CorpusKernelsAgreeWithTheEvaluator) {
   CorpusKernels corpus = corpus_kernels();
@@ -53,7 +35,7 @@ TEST(CudaHostRun, CorpusKernelsAgreeWithTheEvaluator) {
   // One host program: shim, prelude, every kernel, and a driver that runs kernel K over its grid.
   const fs::path dir = fs::temp_directory_path() / str_cat("insitu_cuda_host_", ::getpid());
   fs::create_directories(dir);
-  std::string program = str_cat(kShim, kernel_prelude());
+  std::string program = str_cat(kHostShim, kernel_prelude());
   for (const Case& c : cases) program += c.kernel.source;
   program += "static void run(int k, std::vector<std::vector<char>>& in, std::vector<char>& out, long long n) {\n"
              "  blockDim.x = 128;\n  switch (k) {\n";
