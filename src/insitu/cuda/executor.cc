@@ -197,13 +197,10 @@ StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<con
   // is copied out so every pointer returned is the caller's to free or already the caller's.
   std::vector<DevicePointer> owned;
   for (DevicePointer& leaf : result) {
-    const bool constant = std::any_of(constants_.begin(), constants_.end(),
-                                      [&](const auto& entry) { return entry.second == leaf; });
-    if (!constant) continue;
-    const Instruction* instruction = nullptr;
-    for (const auto& [candidate, pointer] : constants_)
-      if (pointer == leaf) instruction = candidate;
-    const int64_t bytes = instruction->literal.size_bytes();
+    const auto constant = std::find_if(constants_.begin(), constants_.end(),
+                                       [&](const auto& entry) { return entry.second == leaf; });
+    if (constant == constants_.end()) continue;
+    const int64_t bytes = constant->first->literal.size_bytes();
     INSITU_ASSIGN_OR_RETURN(DevicePointer copy, run.allocate(bytes));
     INSITU_RETURN_IF_ERROR(device_.copy_on_device(copy, leaf, bytes));
     counted.bytes_copied_on_device += bytes;
