@@ -1,5 +1,6 @@
 // The CUDA plan of optimized modules: a dot's GEMM call computes the dot (a naive row-major GEMM
-// run from the call's fields, against the evaluator), and over the JAX corpus every module
+// run from the call's fields, and a column-major one from the cuBLAS form of it, against the
+// evaluator), and over the JAX corpus every module
 // either plans fully or stops at a located error naming the op with no CUDA form yet.
 #include "insitu/cuda/device_plan.h"
 
@@ -36,6 +37,26 @@ std::vector<double> run_gemm(const GemmCall& g, const std::vector<double>& a, co
           sum += x * y;
         }
         c[s * g.stride_c + i * g.ldc + j] = sum;
+      }
+  return c;
+}
+
+// What cublas<S|D>gemmStridedBatched computes from the call's fields, column-major:
+// out[j * ld_out + i] = sum_p op(first)(i, p) * op(second)(p, j), first = B's buffer, second = A's.
+std::vector<double> run_cublas(const CublasGemm& g, const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> c(static_cast<size_t>(g.batch * g.stride_out));
+  for (int64_t s = 0; s < g.batch; ++s)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < g.k; ++p) {
+          const double x = g.transpose_first ? b[s * g.stride_first + i * g.ld_first + p]
+                                             : b[s * g.stride_first + p * g.ld_first + i];
+          const double y = g.transpose_second ? a[s * g.stride_second + p * g.ld_second + j]
+                                              : a[s * g.stride_second + j * g.ld_second + p];
+          sum += x * y;
+        }
+        c[s * g.stride_out + j * g.ld_out + i] = sum;
       }
   return c;
 }
@@ -91,6 +112,11 @@ TEST(CudaPlan, GemmCallsComputeTheDot) {
     ASSERT_EQ(static_cast<int64_t>(actual.size()), expected->element_count()) << text;
     for (int64_t e = 0; e < expected->element_count(); ++e)
       EXPECT_NEAR(actual[e], expected->get_double(e), 1e-4) << text << " element " << e;
+    // The same call as cuBLAS is asked it (column-major, operands swapped).
+    const std::vector<double> library = run_cublas(cublas_gemm(*call), values[0], values[1]);
+    ASSERT_EQ(static_cast<int64_t>(library.size()), expected->element_count()) << text;
+    for (int64_t e = 0; e < expected->element_count(); ++e)
+      EXPECT_NEAR(library[e], expected->get_double(e), 1e-4) << text << " element " << e << " (cuBLAS form)";
   }
 }
 

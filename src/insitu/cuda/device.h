@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "insitu/cuda/codegen.h"
 #include "insitu/support/status.h"
 
 namespace insitu::cuda {
@@ -28,6 +29,12 @@ class Device {
   // Launches `kernel` over `threads` threads with `arguments` (pointers to each argument's
   // value, as cuLaunchKernel takes them) and waits for it.
   virtual Status launch(const std::string& kernel, int64_t threads, std::span<void*> arguments) = 0;
+  // C = op(A) op(B) on a library (cuBLAS); unimplemented where there is none, and the executor
+  // runs the plan's GEMM kernel instead.
+  virtual Status gemm(const GemmCall& call, DevicePointer a, DevicePointer b, DevicePointer c) {
+    (void)call, (void)a, (void)b, (void)c;
+    return unimplemented("no GEMM library on this device");
+  }
 };
 
 }  // namespace insitu::cuda

@@ -64,6 +64,23 @@ StatusOr<GemmCall> plan_gemm(const Instruction& dot) {
   return call;
 }
 
+CublasGemm cublas_gemm(const GemmCall& g) {
+  CublasGemm c;
+  c.transpose_first = g.transpose_b;  // B stored k x n row-major is B^T column-major: no op
+  c.transpose_second = g.transpose_a;
+  c.m = g.n;
+  c.n = g.m;
+  c.k = g.k;
+  c.ld_first = g.ldb;
+  c.ld_second = g.lda;
+  c.ld_out = g.ldc;
+  c.stride_first = g.stride_b;
+  c.stride_second = g.stride_a;
+  c.stride_out = g.stride_c;
+  c.batch = g.batch;
+  return c;
+}
+
 namespace {
 
 // The steps of one computation; kernels go into `plan`'s shared source.

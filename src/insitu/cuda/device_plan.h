@@ -27,6 +27,16 @@ namespace insitu::cuda {
 // How a dot runs as a GEMM, or an error naming what does not map.
 StatusOr<GemmCall> plan_gemm(const Instruction& dot);
 
+// The same GEMM as cuBLAS (column-major) computes it: C^T = op(B)^T op(A)^T, so the call's first
+// matrix is B's buffer and its second A's (cublas<S|D>gemmStridedBatched's arguments in order).
+struct CublasGemm {
+  bool transpose_first = false, transpose_second = false;  // CUBLAS_OP_T for the first / second
+  int64_t m = 1, n = 1, k = 1;                             // of the column-major problem
+  int64_t ld_first = 1, ld_second = 1, ld_out = 1;
+  int64_t stride_first = 0, stride_second = 0, stride_out = 0, batch = 1;
+};
+CublasGemm cublas_gemm(const GemmCall& call);
+
 // kWhile and kConditional are driven by the host: it reads the condition's pred (or the
 // branch index) back after the condition's steps, a transfer of a few bytes per iteration.
 enum class StepKind { kNone, kKernel, kGemm, kCopy, kWhile, kConditional };

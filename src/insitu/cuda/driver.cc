@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "insitu/cuda/codegen.h"
+#include "insitu/cuda/device_plan.h"
 #include "insitu/support/str.h"
 
 namespace insitu::cuda {
@@ -30,6 +31,22 @@ struct Driver::Api {
   int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
                         void**) = nullptr;
   int (*cuGetErrorName)(int, const char**) = nullptr;
+};
+
+// cuBLAS's C API (cublas_api.h): the handle as void*, enums as int.
+struct Driver::Blas {
+  void* library = nullptr;
+  void* handle = nullptr;
+  int (*create)(void**) = nullptr;
+  int (*destroy)(void*) = nullptr;
+  int (*sgemm)(void*, int, int, int, int, int, const float*, const float*, int, long long, const float*, int, long long,
+               const float*, float*, int, long long, int) = nullptr;
+  int (*dgemm)(void*, int, int, int, int, int, const double*, const double*, int, long long, const double*, int,
+               long long, const double*, double*, int, long long, int) = nullptr;
+  ~Blas() {
+    if (handle != nullptr && destroy != nullptr) destroy(handle);
+    if (library != nullptr) dlclose(library);
+  }
 };
 
 namespace {
@@ -91,7 +108,48 @@ StatusOr<std::unique_ptr<Driver>> Driver::open() {
   return driver;
 }
 
+Status Driver::gemm(const GemmCall& call, DevicePointer a, DevicePointer b, DevicePointer c) {
+  INSITU_RETURN_IF_ERROR(make_current());
+  if (!blas_) {
+    auto blas = std::make_unique<Blas>();
+    blas->library = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (blas->library == nullptr) blas->library = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
+    if (blas->library == nullptr) return unimplemented("cuBLAS is not installed (libcublas.so.13)");
+    const bool resolved = resolve(blas->library, blas->create, "cublasCreate_v2") &&
+                          resolve(blas->library, blas->destroy, "cublasDestroy_v2") &&
+                          resolve(blas->library, blas->sgemm, "cublasSgemmStridedBatched") &&
+                          resolve(blas->library, blas->dgemm, "cublasDgemmStridedBatched");
+    if (!resolved) return unimplemented("cuBLAS lacks cublas<S|D>gemmStridedBatched");
+    if (int status = blas->create(&blas->handle); status != 0)
+      return internal_error(str_cat("cuBLAS: cublasCreate failed: status ", status));
+    blas_ = std::move(blas);
+  }
+  const CublasGemm g = cublas_gemm(call);
+  const int op_first = g.transpose_first ? 1 : 0, op_second = g.transpose_second ? 1 : 0;  // CUBLAS_OP_T : _N
+  int status = 0;
+  if (call.type == PrimitiveType::kF32) {
+    const float one = 1, zero = 0;
+    status = blas_->sgemm(blas_->handle, op_first, op_second, static_cast<int>(g.m), static_cast<int>(g.n),
+                          static_cast<int>(g.k), &one, reinterpret_cast<const float*>(b), static_cast<int>(g.ld_first),
+                          g.stride_first, reinterpret_cast<const float*>(a), static_cast<int>(g.ld_second),
+                          g.stride_second, &zero, reinterpret_cast<float*>(c), static_cast<int>(g.ld_out),
+                          g.stride_out, static_cast<int>(g.batch));
+  } else if (call.type == PrimitiveType::kF64) {
+    const double one = 1, zero = 0;
+    status = blas_->dgemm(blas_->handle, op_first, op_second, static_cast<int>(g.m), static_cast<int>(g.n),
+                          static_cast<int>(g.k), &one, reinterpret_cast<const double*>(b), static_cast<int>(g.ld_first),
+                          g.stride_first, reinterpret_cast<const double*>(a), static_cast<int>(g.ld_second),
+                          g.stride_second, &zero, reinterpret_cast<double*>(c), static_cast<int>(g.ld_out),
+                          g.stride_out, static_cast<int>(g.batch));
+  } else {
+    return unimplemented(str_cat("cuBLAS GEMM of ", primitive_type_name(call.type)));
+  }
+  if (status != 0) return internal_error(str_cat("cuBLAS: gemm failed: status ", status));
+  return check(api_->cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
 Driver::~Driver() {
+  blas_.reset();  // before the context goes
   if (api_ && context_ != nullptr) {
     if (module_ != nullptr && make_current().ok()) api_->cuModuleUnload(module_);
     api_->cuDevicePrimaryCtxRelease(device_);

@@ -43,8 +43,12 @@ class Driver final : public Device {
   // Launches `kernel` over `threads` threads (blocks of 256) with `arguments`: pointers to each
   // argument's value, as cuLaunchKernel takes them; waits for it to finish.
   Status launch(const std::string& kernel, int64_t threads, std::span<void*> arguments) override;
+  // cublas<S|D>gemmStridedBatched (libcublas.so.13 or libcublas.so, opened at the first call);
+  // unimplemented when cuBLAS is not installed.
+  Status gemm(const GemmCall& call, DevicePointer a, DevicePointer b, DevicePointer c) override;
 
   struct Api;  // the driver functions, resolved by dlsym
+  struct Blas;  // cuBLAS's
 
  private:
   Driver() = default;
@@ -55,6 +59,7 @@ class Driver final : public Device {
   int device_ = 0;
   void* context_ = nullptr;  // CUcontext (the device's primary context)
   void* module_ = nullptr;   // CUmodule of the last load_ptx
+  std::unique_ptr<Blas> blas_;
 };
 
 }  // namespace insitu::cuda

@@ -104,6 +104,14 @@ struct CudaExecutable::Run {
             pointers.push_back(out);
             result = {out};
           }
+          if (step.kind == StepKind::kGemm) {  // the device's GEMM library, else the plan's kernel
+            Status library = executable.device_.gemm(step.gemm, pointers[0], pointers[1], pointers[2]);
+            if (library.ok()) {
+              ++stats.gemms_on_library;
+              break;
+            }
+            if (library.code() != StatusCode::kUnimplemented) return library;
+          }
           INSITU_RETURN_IF_ERROR(launch(step, std::move(pointers)));
           break;
         }

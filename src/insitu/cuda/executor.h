@@ -5,7 +5,8 @@
 // its own, freed when the run ends (no buffer reuse yet); views (reshape, bitcast, tuple and
 // get-tuple-element) share their operand's memory; a dynamic-update-slice writes its operand's
 // memory in place (copy insertion left a copy before it wherever the old value is read later,
-// as the CPU runtime relies on too). GEMMs run as generated kernels. While loops and
+// as the CPU runtime relies on too). GEMMs run on the device's library (cuBLAS through the
+// driver) or, where it has none, as the plan's generated kernel. While loops and
 // conditionals are driven by the host: after the condition's steps the pred (or branch index)
 // is copied back, a few bytes per iteration. Arguments and results are host literals: every
 // transfer is counted in CudaStats, none is hidden.
@@ -24,6 +25,7 @@ namespace insitu::cuda {
 
 struct CudaStats {
   int64_t kernels_launched = 0;
+  int64_t gemms_on_library = 0;  // dots run by the device's GEMM library (cuBLAS) instead
   int64_t bytes_to_device = 0;  // arguments, constants, nothing else
   int64_t bytes_to_host = 0;    // results, and each loop's pred / conditional's index
   int64_t bytes_copied_on_device = 0;
