@@ -183,6 +183,9 @@ std::optional<std::vector<Block>> match_stacked_pieces(Instruction* z, std::vect
       offset += extent;
       continue;
     }
+    // A piece read out of one array (a slice) is the other stacking rule's (match_stack), which
+    // writes into that array in place instead of stacking a new one.
+    if (through_unit_reshape(updated->operand(0))->opcode() == Opcode::kSlice) return std::nullopt;
     const PrimitiveType index_type = updated->operand_count() > 2 ? updated->operand(2)->shape().element_type()
                                                                   : PrimitiveType::kS32;
     if (!foldable_update(updated, index_type)) return std::nullopt;
