@@ -42,13 +42,8 @@ TEST(CudaGpuRun, CorpusKernelsAgreeWithTheEvaluatorOnTheGpu) {
                                            : (*driver)->allocate(c.expected.size_bytes());
     ASSERT_TRUE(out.ok());
     long long threads = in_place ? c.inputs[1].element_count() : c.expected.element_count();
-    std::vector<DevicePointer> values;
-    if (in_place) {
-      values = inputs;  // buffer, update, start indices
-    } else {
-      values = inputs;
-      values.push_back(*out);
-    }
+    std::vector<DevicePointer> values = inputs;  // in place: buffer, update, start indices
+    if (!in_place) values.push_back(*out);
     std::vector<void*> arguments;
     for (DevicePointer& value : values) arguments.push_back(&value);
     arguments.push_back(&threads);

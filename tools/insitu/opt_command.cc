@@ -23,10 +23,8 @@ int opt_command(const OptOptions& options, CliContext& context) {
   if (options.device == "cuda") {
     StatusOr<cuda::DevicePlan> plan = cuda::plan_for_cuda(*optimized->module->entry());
     if (!plan.ok()) return report_error(context, plan.status(), options.module_path);
-    int64_t copies = 0;
-    for (const cuda::DeviceStep& step : plan->steps) copies += step.kind == cuda::StepKind::kCopy;
     context.out << "CUDA plan of " << optimized->module->name() << ": " << plan->kernels << " kernels, " << plan->gemms
-                << " GEMMs, " << copies << " device copies\n"
+                << " GEMMs, " << plan->copies << " device copies\n"
                 << cuda::describe(*plan);
     if (!cuda::cuda_available()) {
       context.out << "(not compiled: this insitu was built without NVRTC)\n";

@@ -113,6 +113,7 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, Dev
         if (instruction->shape().layout() != instruction->operand(0)->shape().layout())
           return refuse(*instruction, "a copy that changes the layout is not planned yet");
         step.kind = StepKind::kCopy;
+        ++plan.copies;
         break;
       case Opcode::kDot: {
         INSITU_ASSIGN_OR_RETURN(step.gemm, plan_gemm(*instruction));

@@ -56,6 +56,7 @@ struct DevicePlan {
   std::string source;             // kernel_prelude() and every kernel, of every computation
   int64_t kernels = 0;  // generated kernels (k0, k1, ...)
   int64_t gemms = 0;    // GEMM steps (their kernels g0, g1, ...)
+  int64_t copies = 0;   // device copy steps, loop bodies and branches included
 };
 
 StatusOr<DevicePlan> plan_for_cuda(const Computation& entry);

@@ -58,14 +58,13 @@ struct CudaExecutable::Run {
   StatusOr<Leaves> run(const Computation& computation, const std::vector<DeviceStep>& steps,
                        const std::vector<Leaves>& parameters) {
     std::unordered_map<const Instruction*, Leaves> values;
-    for (const auto& [instruction, pointer] : executable.constants_) values[instruction] = {pointer};
     auto leaves = [&](const Instruction* instruction) -> const Leaves& { return values.at(instruction); };
     for (const DeviceStep& step : steps) {
       const Instruction& instruction = *step.instruction;
       Leaves result;
       switch (instruction.opcode()) {
         case Opcode::kParameter: result = parameters.at(static_cast<size_t>(instruction.parameter_number)); break;
-        case Opcode::kConstant: result = leaves(&instruction); break;
+        case Opcode::kConstant: result = {executable.constants_.at(&instruction)}; break;
         case Opcode::kTuple:
           for (const Instruction* operand : instruction.operands()) {
             const Leaves& part = leaves(operand);
@@ -160,8 +159,14 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr
   std::unique_ptr<CudaExecutable> executable(new CudaExecutable(std::move(module), device));
   INSITU_ASSIGN_OR_RETURN(executable->plan_, plan_for_cuda(*executable->module_->entry()));
   INSITU_RETURN_IF_ERROR(device.load(executable->plan_.source));
-  for (const Computation* computation : executable->module_->computations())
-    for (const Instruction* instruction : computation->instructions()) {
+  // The constants the plan's steps read (a fusion's are literals in its kernel).
+  std::vector<const std::vector<DeviceStep>*> pending = {&executable->plan_.steps};
+  while (!pending.empty()) {
+    const std::vector<DeviceStep>& steps = *pending.back();
+    pending.pop_back();
+    for (const DeviceStep& step : steps) {
+      for (const std::vector<DeviceStep>& nested : step.nested) pending.push_back(&nested);
+      const Instruction* instruction = step.instruction;
       if (instruction->opcode() != Opcode::kConstant) continue;
       if (!instruction->shape().is_array())
         return unimplemented(str_cat("a tuple constant on the CUDA device: %", instruction->name()), instruction->location());
@@ -169,10 +174,11 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr
         return invalid_argument(str_cat("constant %", instruction->name(), " has no value in the text"),
                                 instruction->location());
       INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, device.allocate(instruction->literal.size_bytes()));
-      executable->constants_.emplace_back(instruction, pointer);
+      executable->constants_.emplace(instruction, pointer);
       INSITU_RETURN_IF_ERROR(
           device.copy_to_device(pointer, instruction->literal.untyped_data(), instruction->literal.size_bytes()));
     }
+  }
   return executable;
 }
 
@@ -203,7 +209,6 @@ StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<con
   INSITU_ASSIGN_OR_RETURN(Leaves result, run.run(entry, plan_.steps, parameters));
   // Result leaves the run allocated become the caller's; a constant's (the executable keeps it)
   // is copied out so every pointer returned is the caller's to free or already the caller's.
-  std::vector<DevicePointer> owned;
   for (DevicePointer& leaf : result) {
     const auto constant = std::find_if(constants_.begin(), constants_.end(),
                                        [&](const auto& entry) { return entry.second == leaf; });

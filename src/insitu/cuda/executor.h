@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "insitu/cuda/device.h"
@@ -60,7 +61,7 @@ class CudaExecutable {
   std::unique_ptr<Module> module_;
   Device& device_;
   DevicePlan plan_;
-  std::vector<std::pair<const Instruction*, DevicePointer>> constants_;
+  std::unordered_map<const Instruction*, DevicePointer> constants_;  // uploaded at create
 };
 
 }  // namespace insitu::cuda
