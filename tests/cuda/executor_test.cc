@@ -112,16 +112,20 @@ struct Loaded {
   std::unique_ptr<Module> written, optimized;
 };
 
+StatusOr<Loaded> load_text(const std::string& text) {
+  Loaded loaded;
+  INSITU_ASSIGN_OR_RETURN(loaded.written, parse_module(text));
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Module> parsed, parse_module(text));
+  INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(std::move(parsed)));
+  loaded.optimized = std::move(optimized.module);
+  return loaded;
+}
+
 StatusOr<Loaded> load(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  Loaded loaded;
-  INSITU_ASSIGN_OR_RETURN(loaded.written, parse_module(text.str()));
-  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Module> parsed, parse_module(text.str()));
-  INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(std::move(parsed)));
-  loaded.optimized = std::move(optimized.module);
-  return loaded;
+  return load_text(text.str());
 }
 
 fs::path corpus_module(const std::string& program) {
@@ -194,6 +198,53 @@ TEST(CudaExecutor, CorpusModulesRunOnAnEmulatedDevice) {
   std::printf("CUDA executor on an emulated device: %d corpus modules agree with the evaluator (%lld kernels launched, "
               "%lld bytes of loop preds and branch indices read back); %d not planned yet\n",
               ran, static_cast<long long>(launched), static_cast<long long>(loop_bytes), unplanned);
+}
+
+// A multi-output fusion (the fusion pass makes Adam's m, v and p updates one) is one kernel
+// writing every output; an integer clamp whose low bound is above its high bound gives the
+// high bound, as XLA's min(max(x, lo), hi) does (the kernel gave lo for x < lo).
+TEST(CudaExecutor, MultiOutputFusionAndAClampWithCrossedBoundsMatchTheEvaluator) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule cases
+
+ENTRY main {
+  m = f32[4,50] parameter(0)
+  g = f32[4,50] parameter(1)
+  p = f32[4,50] parameter(2)
+  x = s32[7] parameter(3)
+  half = f32[] constant(0.5)
+  h = f32[4,50] broadcast(half), dimensions={}
+  m2 = f32[4,50] multiply(m, h)
+  m3 = f32[4,50] add(m2, g)
+  e = f32[4,50] exponential(m3)
+  p2 = f32[4,50] subtract(p, e)
+  lo = s32[] constant(1)
+  hi = s32[] constant(-5)
+  c = s32[7] clamp(lo, x, hi)
+  ROOT r = (f32[4,50], f32[4,50], s32[7]) tuple(p2, m3, c)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  int multi_output = 0;
+  for (const Instruction* instruction : loaded->optimized->entry()->instructions())
+    multi_output += instruction->opcode() == Opcode::kFusion && instruction->shape().is_tuple();
+  EXPECT_EQ(multi_output, 1);
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::mt19937 rng(5);
+  std::vector<Literal> arguments;
+  for (int64_t p = 0; p < written->entry()->parameter_count(); ++p)
+    arguments.push_back(random_argument(written->entry()->parameter(p)->shape(), rng));
+  int32_t* x = arguments[3].data<int32_t>().data();
+  for (int i = 0; i < 7; ++i) x[i] = i - 3;  // below, between and above both bounds
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = (*executable)->run(arguments);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  EXPECT_EQ(differs(*actual, *expected), "");
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(expected->element(2).data<int32_t>()[i], -5);
 }
 
 // Device-resident memory in and out: the donated cache of the decode programs (their modules

@@ -71,9 +71,9 @@ class BufferFacts {
   bool is_loop_initializer_constant(ValueId value) const;
   // An entry parameter leaf aliased to output `output_index`?
   bool aliased_to_output(ValueId parameter_value, const ShapeIndex& output_index) const;
-  // Whether `reader` may write its result over the operand value it reads (elementwise op or
-  // copy of one shape, which reads each element before writing it).
-  bool can_write_over(const Instruction* reader, ValueId operand_value) const;
+  // Whether `reader` may write its result (its leaf `result_index`) over the operand value it
+  // reads (elementwise op or copy of one shape, which reads each element before writing it).
+  bool can_write_over(const Instruction* reader, ValueId operand_value, const ShapeIndex& result_index = {}) const;
   // The use through which `value` inherits its origin's buffer (in-place operand, while init,
   // conditional operand); nullopt for a value that starts its own buffer.
   std::optional<Use> inheriting_use(ValueId value) const;
@@ -93,9 +93,11 @@ std::string describe(const BufferFacts& facts, ValueId value);
 
 // Whether `instruction` reads every operand of its result's size element by element at the
 // position it writes (an elementwise op, or a kLoop fusion whose parameters of that size are
-// read only by elementwise ops and whose root comes last), so its result may be written over
-// such an operand: copy insertion, donor matching, buffer assignment and the runtime's overlap
-// staging all ask this one question.
+// read only by elementwise ops and whose root comes last; a multi-output fusion's results are
+// a tuple of arrays of one shape's dimensions, and the runtime holds back an output written
+// over an operand until the ops after it have read that operand), so its result may be
+// written over such an operand: copy insertion, donor matching, buffer assignment and the
+// runtime's overlap staging all ask this one question.
 bool writes_elementwise(const Instruction& instruction);
 
 // broadcast(scalar) read only by elementwise ops and fusions, and not a root: it needs no

@@ -35,7 +35,8 @@ struct GeneratedKernel {
   std::string name;    // the __global__ function's name (extern "C")
   std::string source;  // CUDA C++: the function, self-contained
   // Signature: (const T0* p0, ..., T* out, long long n): one pointer per fusion operand in order,
-  // then the result, then its element count; launch with n threads (any block size).
+  // then the result (a multi-output fusion: one per output, in tuple order), then its element
+  // count; launch with n threads (any block size).
 };
 
 // The kernel of a kLoop fusion (its called computation), named `name`. Arrays are indexed

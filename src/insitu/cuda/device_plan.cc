@@ -137,7 +137,8 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, Dev
       case Opcode::kFusion:
         kernel = generate_elementwise_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
-        add_kernel(instruction->shape().element_count());
+        add_kernel(instruction->shape().is_tuple() ? instruction->shape().tuple_shape(0).element_count()
+                                                   : instruction->shape().element_count());
         break;
       case Opcode::kReduce:
         kernel = generate_reduce_kernel(*instruction, name);

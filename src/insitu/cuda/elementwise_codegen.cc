@@ -169,14 +169,28 @@ static __device__ __forceinline__ double insitu_min(double a, double b) {
 
 namespace {
 
-// The kernel computing `body` elementwise into an array of `out_shape` (`fusion`: where errors
-// about the whole point).
-StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape& out_shape, const Instruction& fusion,
+// The kernel computing `body` elementwise into an array of `result_shape`, or into each array
+// of a multi-output fusion's tuple (its root a tuple; the arrays of one shape's dimensions)
+// (`fusion`: where errors about the whole point).
+StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape& result_shape, const Instruction& fusion,
                                             const std::string& name) {
-  if (!out_shape.is_array()) return refuse(fusion, "a fusion with several outputs is not generated yet");
+  std::vector<const Shape*> results;
+  if (result_shape.is_array()) {
+    results.push_back(&result_shape);
+  } else {
+    if (body.root()->opcode() != Opcode::kTuple || body.root()->operand_count() != result_shape.tuple_size() ||
+        result_shape.tuple_size() == 0)
+      return refuse(fusion, "a tuple-shaped fusion whose root is not a tuple of its outputs");
+    for (int64_t k = 0; k < result_shape.tuple_size(); ++k) {
+      const Shape& leaf = result_shape.tuple_shape(k);
+      if (!leaf.is_array() || leaf.dimensions() != result_shape.tuple_shape(0).dimensions())
+        return refuse(fusion, "a multi-output fusion whose outputs are not arrays of one shape's dimensions");
+      results.push_back(&leaf);
+    }
+  }
+  const Shape& out_shape = *results[0];
   const std::vector<int64_t>& dims = out_shape.dimensions();
   const std::vector<int64_t> out_strides = strides_of(dims);
-  INSITU_ASSIGN_OR_RETURN(std::string out_type, cuda_type(fusion, out_shape.element_type()));
   std::string code;
   // One pointer per fusion operand, in parameter order (read or not).
   std::vector<std::string> params(static_cast<size_t>(body.parameter_count()));
@@ -192,6 +206,7 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
   int64_t next = 0;
   for (const Instruction* instruction : body.instructions()) {
     const Shape& shape = instruction->shape();
+    if (instruction == body.root() && results.size() > 1) break;  // the outputs' tuple: written below
     if (!shape.is_array()) return refuse(*instruction, "tuples inside the fusion are not generated yet");
     if (!row_major(shape))
       return refuse(*instruction, str_cat("layout {", shape.layout().fields_to_string(), "} is not row-major (the CUDA kernels "
@@ -243,7 +258,8 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
         const std::string lo = operand(0), x = operand(1), hi = operand(2);
         const bool floating = type == "float" || type == "double";
         expression = floating ? str_cat("insitu_min(insitu_max(", x, ", ", lo, "), ", hi, ")")
-                              : str_cat("(", x, " < ", lo, " ? ", lo, " : (", hi, " < ", x, " ? ", hi, " : ", x, "))");
+                              : str_cat("(", hi, " < (", x, " < ", lo, " ? ", lo, " : ", x, ") ? ", hi, " : (", x, " < ",
+                                        lo, " ? ", lo, " : ", x, "))");  // hi wins when lo > hi
         break;
       }
       case Opcode::kIsFinite: {  // neither NaN nor infinite
@@ -304,15 +320,24 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
     code += str_cat("    const ", type, " ", variable, " = (", type, ")(", expression, ");\n");
     values[instruction] = variable;
   }
-  if (!values.count(body.root())) return refuse(*body.root(), "the fusion's root is not computed elementwise");
+  const std::vector<const Instruction*> roots =
+      results.size() > 1 ? std::vector<const Instruction*>(body.root()->operands().begin(), body.root()->operands().end())
+                         : std::vector<const Instruction*>{body.root()};
+  std::string signature, stores;
+  for (const std::string& param : params) signature += param;
+  for (size_t k = 0; k < roots.size(); ++k) {
+    if (!values.count(roots[k])) return refuse(*roots[k], "the fusion's root is not computed elementwise");
+    INSITU_ASSIGN_OR_RETURN(std::string out_type, cuda_type(fusion, results[k]->element_type()));
+    const std::string out = results.size() > 1 ? str_cat("out", k) : "out";
+    signature += str_cat(out_type, "* __restrict__ ", out, ", ");
+    stores += str_cat("    ", out, "[i] = ", values.at(roots[k]), ";\n");
+  }
   GeneratedKernel kernel;
   kernel.name = name;
-  std::string signature;
-  for (const std::string& param : params) signature += param;
-  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(", signature, out_type,
-                          "* __restrict__ out, long long n) {\n  const long long i = (long long)blockIdx.x * blockDim.x + "
+  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(", signature,
+                          "long long n) {\n  const long long i = (long long)blockIdx.x * blockDim.x + "
                           "threadIdx.x;\n  if (i < n) {\n",
-                          code, "    out[i] = ", values.at(body.root()), ";\n  }\n}\n");
+                          code, stores, "  }\n}\n");
   return kernel;
 }
 

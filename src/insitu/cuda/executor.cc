@@ -99,9 +99,13 @@ struct CudaExecutable::Run {
             result = {pointers[0]};  // in place: the operand's memory
           } else {
             for (const Instruction* operand : instruction.operands()) pointers.push_back(leaves(operand).at(0));
-            INSITU_ASSIGN_OR_RETURN(DevicePointer out, allocate(instruction.shape().byte_size()));
-            pointers.push_back(out);
-            result = {out};
+            const Shape& shape = instruction.shape();  // a multi-output fusion: one array per output
+            for (int64_t k = 0; k < (shape.is_tuple() ? shape.tuple_size() : 1); ++k) {
+              INSITU_ASSIGN_OR_RETURN(DevicePointer out,
+                                      allocate((shape.is_tuple() ? shape.tuple_shape(k) : shape).byte_size()));
+              pointers.push_back(out);
+              result.push_back(out);
+            }
           }
           if (step.kind == StepKind::kGemm) {  // the device's GEMM library, else the plan's kernel
             Status library = executable.device_.gemm(step.gemm, pointers[0], pointers[1], pointers[2]);

@@ -236,10 +236,14 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
       }
       continue;
     }
-    if (!writes_elementwise(*instruction) || !instruction->shape().is_array()) continue;
-    const BufferId result = live.buffer_of(dataflow.value_at(instruction));
-    for (const Instruction* operand : instruction->operands())
-      if (try_merge(result, instruction->shape(), operand, now)) break;
+    if (!writes_elementwise(*instruction)) continue;
+    const bool tuple = instruction->shape().is_tuple();  // a multi-output fusion: each output
+    for (int64_t i = 0; i < (tuple ? instruction->shape().tuple_size() : 1); ++i) {
+      const ShapeIndex index = tuple ? ShapeIndex{i} : ShapeIndex{};
+      const BufferId result = live.buffer_of(dataflow.value_at(instruction, index));
+      for (const Instruction* operand : instruction->operands())
+        if (try_merge(result, *instruction->shape().subshape(index), operand, now)) break;
+    }
   }
 
   // Allocations: parameters (by number), constants, outputs (by index), then the temp arena.

@@ -31,7 +31,8 @@ std::optional<CopyFix> check_new_occupant(const BufferFacts& facts, ValueId slot
       // only if it reads each element before writing it.
       std::vector<Use> uses;
       for (const Use& use : facts.uses_after(member, writer, /*inclusive=*/true))
-        if (use.instruction != writer || !facts.can_write_over(writer, member)) uses.push_back(use);
+        if (use.instruction != writer || !facts.can_write_over(writer, member, facts.value(new_value).defining.index))
+          uses.push_back(use);
       std::vector<ShapeIndex> escapes = facts.root_leaves(member);
       if (uses.empty() && escapes.empty()) continue;
       std::string reader = uses.empty() ? "returned at root leaf " + shape_index_to_string(escapes.front())

@@ -15,7 +15,11 @@
 // edges. Scalar constants a fused op reads are copied into the fused computation (the original
 // stays for other readers, or goes as dead code). A broadcast of a scalar read by several
 // elementwise ops is first split, one copy per reader, so that each fuses (no full-size array of
-// one value is written). A fusion holds at least two instructions and at least one elementwise op. Runs in the
+// one value is written). An elementwise value the computation returns, read by a chain and
+// otherwise only by the root tuple, joins that chain as another output (a multi-output fusion:
+// the fused computation's root is a tuple of its outputs, the fusion's readers take
+// get-tuple-elements): Adam's m' and v' join the update of p that reads them, so m, v, g and p
+// are each read once. A fusion holds at least two instructions and at least one elementwise op. Runs in the
 // entry and the computations control flow calls, after layout-assignment and before the
 // schedule and copy insertion, which then treat each fusion as one op reading all its operands.
 // Results are unchanged: the fused computation is the same ops on the same elements.

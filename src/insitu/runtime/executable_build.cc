@@ -52,7 +52,8 @@ bool kernel_takes_overlap(const Instruction& instruction, size_t i, size_t k, co
                           const Leaf& output, size_t output_count) {
   const bool same_start = operand.offset == output.offset && !operand.scalar;
   const Opcode opcode = instruction.opcode();
-  if (same_start && output_count == 1 && writes_elementwise(instruction) &&
+  const bool multi_output_fusion = opcode == Opcode::kFusion && instruction.shape().is_tuple();
+  if (same_start && (output_count == 1 || multi_output_fusion) && writes_elementwise(instruction) &&
       byte_width(operand.shape->element_type()) == byte_width(output.shape->element_type()))
     return true;
   if (same_start && i == 0 && (opcode == Opcode::kDynamicUpdateSlice || opcode == Opcode::kScatter)) return true;
