@@ -139,6 +139,15 @@ Literal random_argument(const Shape& shape, std::mt19937& rng) {
   return Literal::tuple(std::move(elements));
 }
 
+// One random argument per entry parameter of `module`.
+std::vector<Literal> random_arguments(const Module& module, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Literal> arguments;
+  for (int64_t p = 0; p < module.entry()->parameter_count(); ++p)
+    arguments.push_back(random_argument(module.entry()->parameter(p)->shape(), rng));
+  return arguments;
+}
+
 // Leaf by leaf: integers exactly, floats within 1e-4 relative (the generated GEMM sums in the
 // element type, the evaluator's dot may not), NaN where the other has NaN.
 std::string differs(const Literal& actual, const Literal& expected) {
@@ -233,10 +242,7 @@ ENTRY main {
   const std::unique_ptr<Module>& written = loaded->written;
   StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
   ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  std::mt19937 rng(5);
-  std::vector<Literal> arguments;
-  for (int64_t p = 0; p < written->entry()->parameter_count(); ++p)
-    arguments.push_back(random_argument(written->entry()->parameter(p)->shape(), rng));
+  std::vector<Literal> arguments = random_arguments(*written, 5);
   int32_t* x = arguments[3].data<int32_t>().data();
   for (int i = 0; i < 7; ++i) x[i] = i - 3;  // below, between and above both bounds
   StatusOr<Literal> expected = evaluate_module(*written, arguments);
@@ -313,10 +319,7 @@ TEST(CudaExecutor, ModuleFromTheEnvironmentRunsOnAnEmulatedDevice) {
   EmulatedDevice device;
   StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
   ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  std::mt19937 rng(5);
-  std::vector<Literal> arguments;
-  for (int64_t p = 0; p < written->entry()->parameter_count(); ++p)
-    arguments.push_back(random_argument(written->entry()->parameter(p)->shape(), rng));
+  std::vector<Literal> arguments = random_arguments(*written, 5);
   StatusOr<Literal> expected = evaluate_module(*written, arguments);
   ASSERT_TRUE(expected.ok()) << expected.status().to_string();
   CudaStats stats;
