@@ -6,6 +6,7 @@
 //   adam_step   one Adam update of f32 params with grads: params, first and second moments
 //               updated in place (aliases (0,0), (2,1), (3,2)); lr 1e-3, betas 0.9/0.999,
 //               eps 1e-8, bias correction for step 1.
+// plus_one and tiled_axpy also have a CUDA body (KernelSpec::cuda_source) for the CUDA device.
 // register_examples.cc registers them (INSITU_REGISTER_KERNEL) into the plugin
 // libinsitu_examples.so; tests link the sources directly.
 #pragma once

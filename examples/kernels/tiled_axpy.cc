@@ -21,6 +21,17 @@ KernelSpec tiled_axpy_kernel() {
     spec.grid = {(operands[0].dimension(0) + kTile - 1) / kTile, (operands[0].dimension(1) + kTile - 1) / kTile};
     spec.dimension_semantics = {DimensionSemantics::kParallel, DimensionSemantics::kParallel};
   };
+  // On a CUDA device: each tile's team of threads strides over the tile's (clipped) elements.
+  spec.cuda_function = "tiled_axpy_cuda";
+  spec.cuda_source = R"(__device__ void tiled_axpy_cuda(insitu_team team, insitu_block<const float> x,
+                                insitu_block<const float> y, insitu_block<float> out) {
+  const long long columns = out.dim(1);
+  for (long long k = team.lane; k < out.size(); k += team.lanes) {
+    const long long i = k / columns, j = k % columns;
+    out(i, j) = 2.0f * x(i, j) + y(i, j);
+  }
+}
+)";
   spec.body = [](const KernelContext&, KernelRefs& refs) {
     BlockRef<float> x = refs.input<float>(0), y = refs.input<float>(1), out = refs.output<float>(0);
     for (int64_t i = 0; i < out.dim(0); ++i)  // edge tiles are clipped: loop over the ref's shape

@@ -17,6 +17,7 @@
 
 #include "corpus_kernels.h"
 #include "insitu/cuda/driver.h"
+#include "insitu/kernel/registry.h"
 
 namespace insitu::cuda {
 namespace {
@@ -66,9 +67,9 @@ class EmulatedDevice final : public Device {
         if (comma == std::string::npos) comma = parameters.size();
         std::string parameter = parameters.substr(begin, comma - begin);
         begin = comma + 2;
-        const size_t restrict_at = parameter.find(" __restrict__");
-        const bool pointer = restrict_at != std::string::npos;
-        const std::string type = pointer ? parameter.substr(0, restrict_at) : "long long";
+        const size_t star = parameter.rfind('*');  // a pointer (aliased ones are not __restrict__)
+        const bool pointer = star != std::string::npos;
+        const std::string type = pointer ? parameter.substr(0, star + 1) : "long long";
         if (!call.empty()) call += ", ";
         call += pointer ? str_cat("(", type, ")(*(const uint64_t*)a[", index, "])") : str_cat("*(long long*)a[", index, "]");
       }
@@ -304,6 +305,142 @@ TEST(CudaExecutor, DonatedCacheIsUpdatedInPlaceOnTheDevice) {
     for (DevicePointer leaf : leaves) {
       ASSERT_TRUE(device.free(leaf).ok());
     }
+  }
+}
+
+// Registered kernels with a CUDA body (the examples: plus_one, in place, and tiled_axpy, on a
+// 2-D grid of clipped 32x32 tiles) run their body on the device, one team per grid step.
+void expect_registered_kernels_run_in_place(Device& device) {
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule kernels, input_output_alias={ {0}: (0, {}, must-alias) }
+
+ENTRY main {
+  cache = f32[300,1000] parameter(0)
+  x = f32[70,45] parameter(1)
+  y = f32[70,45] parameter(2)
+  bumped = f32[300,1000] custom-call(cache), custom_call_target="plus_one", output_to_operand_aliasing={{}: (0, {})}
+  again = f32[300,1000] custom-call(bumped), custom_call_target="plus_one", output_to_operand_aliasing={{}: (0, {})}
+  axpy = f32[70,45] custom-call(x, y), custom_call_target="tiled_axpy"
+  ROOT r = (f32[300,1000], f32[70,45]) tuple(again, axpy)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  const DevicePlan& plan = (*executable)->plan();
+  EXPECT_EQ(plan.custom_bodies, (std::vector<std::string>{"plus_one_cuda", "tiled_axpy_cuda"}));  // each body once
+  const std::string steps = describe(plan);
+  EXPECT_NE(steps.find("%axpy: kernel k2, 768 threads"), std::string::npos) << steps;  // 3 x 2 tiles of 128 threads
+  if (cuda_available()) {
+    StatusOr<std::string> ptx = compile_to_ptx(plan.source, "kernels.cu");
+    EXPECT_TRUE(ptx.ok()) << ptx.status().to_string();
+  }
+  std::vector<Literal> arguments = random_arguments(*written, 9);
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  std::vector<DevicePointer> leaves;
+  for (const Literal& argument : arguments) {
+    StatusOr<DevicePointer> pointer = device.allocate(argument.size_bytes());
+    ASSERT_TRUE(pointer.ok());
+    ASSERT_TRUE(device.copy_to_device(*pointer, argument.untyped_data(), argument.size_bytes()).ok());
+    leaves.push_back(*pointer);
+  }
+  CudaStats stats;
+  StatusOr<std::vector<DevicePointer>> results = (*executable)->run_on_device(leaves, &stats);
+  ASSERT_TRUE(results.ok()) << results.status().to_string();
+  ASSERT_EQ(results->size(), 2u);
+  EXPECT_EQ((*results)[0], leaves[0]) << "the donated cache is updated in place, twice";
+  EXPECT_EQ(stats.bytes_copied_on_device, 0);
+  EXPECT_EQ(stats.kernels_launched, 3);
+  for (int64_t i = 0; i < 2; ++i) {
+    Literal actual(expected->element(i).shape());
+    ASSERT_TRUE(device.copy_to_host(actual.untyped_data(), (*results)[i], actual.size_bytes()).ok());
+    EXPECT_EQ(differs(actual, expected->element(i)), "") << "output " << i;
+  }
+  ASSERT_TRUE(device.free((*results)[1]).ok());
+  for (DevicePointer leaf : leaves) ASSERT_TRUE(device.free(leaf).ok());
+}
+
+TEST(CudaExecutor, RegisteredKernelsRunTheirCudaBodyInPlace) {
+  EmulatedDevice device;
+  expect_registered_kernels_run_in_place(device);
+}
+
+TEST(CudaExecutor, RegisteredKernelsRunTheirCudaBodyInPlaceOnTheGpu) {
+  StatusOr<std::unique_ptr<Driver>> driver = Driver::open();
+  if (!driver.ok()) GTEST_SKIP() << driver.status().message();
+  if (!cuda_available()) GTEST_SKIP() << "built without NVRTC";
+  expect_registered_kernels_run_in_place(**driver);
+}
+
+// A call that does not alias the kernel's in-place pair gets an output that starts as a device
+// copy of the operand (counted), and the operand keeps its value, as on the CPU.
+TEST(CudaExecutor, AnUnaliasedCallOfAnInPlaceKernelUpdatesACopy) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule copy_in
+
+ENTRY main {
+  x = f32[5,7] parameter(0)
+  y = f32[5,7] custom-call(x), custom_call_target="plus_one"
+  z = f32[5,7] add(x, x)
+  ROOT r = (f32[5,7], f32[5,7]) tuple(z, y)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 4);
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok());
+  CudaStats stats;
+  StatusOr<Literal> actual = (*executable)->run(arguments, &stats);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  EXPECT_EQ(differs(*actual, *expected), "");
+  EXPECT_EQ(stats.bytes_copied_on_device, 5 * 7 * 4);
+}
+
+// What a CUDA grid cannot run is a located error naming the kernel and why, at create.
+TEST(CudaExecutor, KernelsWithoutACudaFormAreLocatedErrors) {
+  CustomCallTable table;
+  KernelSpec sequential;
+  sequential.name = "running_sum";
+  sequential.in_specs.resize(1);
+  sequential.out_specs.resize(1);
+  sequential.in_specs[0].block_shape = sequential.out_specs[0].block_shape = {4};
+  sequential.in_specs[0].index_map = sequential.out_specs[0].index_map = [](std::span<const int64_t> g) {
+    return std::vector<int64_t>{g[0]};
+  };
+  sequential.grid = {4};
+  sequential.dimension_semantics = {DimensionSemantics::kSequential};
+  sequential.body = [](const KernelContext&, KernelRefs&) {};
+  sequential.cuda_function = "running_sum_cuda";
+  sequential.cuda_source = "__device__ void running_sum_cuda(insitu_team, insitu_block<const float>, insitu_block<float>) {}\n";
+  ASSERT_TRUE(register_kernel(sequential, "test", table).ok());
+  KernelSpec plain = sequential;
+  plain.name = "no_cuda";
+  plain.cuda_source.clear();
+  plain.cuda_function.clear();
+  ASSERT_TRUE(register_kernel(plain, "test", table).ok());
+  EmulatedDevice device;
+  for (const auto& [target, why] : {std::pair<std::string, std::string>{"running_sum", "sequential grid axis 0"},
+                                    {"no_cuda", "has no CUDA body"},
+                                    {"absent", "is not a registered kernel"}}) {
+    StatusOr<Loaded> loaded = load_text(str_cat(R"(
+HloModule refused
+
+ENTRY main {
+  x = f32[16] parameter(0)
+  ROOT y = f32[16] custom-call(x), custom_call_target=")", target, "\"\n}\n"));
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    StatusOr<std::unique_ptr<CudaExecutable>> executable =
+        CudaExecutable::create(std::move(loaded->optimized), device, &table);
+    ASSERT_FALSE(executable.ok()) << target;
+    EXPECT_NE(executable.status().message().find(why), std::string::npos) << executable.status().to_string();
+    EXPECT_NE(executable.status().message().find("%y"), std::string::npos) << executable.status().to_string();
+    EXPECT_EQ(executable.status().location().line, 6) << target;  // the custom-call's line
   }
 }
 

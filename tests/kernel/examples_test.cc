@@ -150,3 +150,50 @@ ENTRY main {
 
 }  // namespace
 }  // namespace insitu
+
+namespace insitu {
+namespace {
+
+// The CUDA layout of tiled_axpy over f32[70, 45] (kernel/bindings.h: the spec's
+// CustomCallTarget::grid_layout): 3 x 2 steps in row-major grid order, each with its x, y and
+// out tile, clipped at the ragged edges (70 = 2 * 32 + 6, 45 = 32 + 13); the body's source.
+TEST(KernelExamples, TiledAxpyGridLayoutForADevice) {
+  const CustomCallTarget* target = CustomCallTable::global().find("tiled_axpy");
+  ASSERT_NE(target, nullptr);
+  ASSERT_TRUE(target->grid_layout);
+  const Shape shape = Shape::array(PrimitiveType::kF32, {70, 45});
+  Instruction call(Opcode::kCustomCall, "axpy", shape);
+  const Shape* operands[] = {&shape, &shape};
+  const Shape* outputs[] = {&shape};
+  StatusOr<KernelGridLayout> layout = target->grid_layout(call, operands, outputs);
+  ASSERT_TRUE(layout.ok()) << layout.status().to_string();
+  EXPECT_EQ(layout->steps, 6);
+  ASSERT_EQ(layout->blocks.size(), 18u);  // 6 steps x (2 inputs + 1 output)
+  const std::vector<std::vector<int64_t>> starts = {{0, 0}, {0, 32}, {32, 0}, {32, 32}, {64, 0}, {64, 32}};
+  const std::vector<std::vector<int64_t>> extents = {{32, 32}, {32, 13}, {32, 32}, {32, 13}, {6, 32}, {6, 13}};
+  for (size_t step = 0; step < 6; ++step)
+    for (size_t ref = 0; ref < 3; ++ref) {
+      EXPECT_EQ(layout->blocks[step * 3 + ref].start, starts[step]) << step;
+      EXPECT_EQ(layout->blocks[step * 3 + ref].extent, extents[step]) << step;
+    }
+  EXPECT_EQ(layout->cuda_function, "tiled_axpy_cuda");
+  EXPECT_NE(layout->cuda_source.find("__device__ void tiled_axpy_cuda("), std::string::npos);
+  EXPECT_TRUE(layout->input_output_aliases.empty());
+}
+
+// adam_step has no CUDA body: its layout is a located refusal naming it.
+TEST(KernelExamples, AKernelWithoutACudaBodyHasNoDeviceLayout) {
+  const CustomCallTarget* target = CustomCallTable::global().find("adam_step");
+  ASSERT_NE(target, nullptr);
+  const Shape shape = Shape::array(PrimitiveType::kF32, {8});
+  Instruction call(Opcode::kCustomCall, "adam", Shape::tuple({shape, shape, shape}));
+  const Shape* operands[] = {&shape, &shape, &shape, &shape};
+  const Shape* outputs[] = {&shape, &shape, &shape};
+  StatusOr<KernelGridLayout> layout = target->grid_layout(call, operands, outputs);
+  ASSERT_FALSE(layout.ok());
+  EXPECT_NE(layout.status().message().find("kernel \"adam_step\" has no CUDA body"), std::string::npos)
+      << layout.status().to_string();
+}
+
+}  // namespace
+}  // namespace insitu

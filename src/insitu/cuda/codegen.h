@@ -16,6 +16,9 @@
 
 #include <string>
 
+#include <vector>
+
+#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/ir/instruction.h"
 #include "insitu/support/status.h"
 
@@ -74,9 +77,31 @@ StatusOr<GeneratedKernel> generate_data_movement_kernel(const Instruction& op, c
 // once a GPU can check it. Signature: (const T* a, const T* b, T* c, long long n), n = batch*m*n.
 GeneratedKernel generate_gemm_kernel(const GemmCall& call, const std::string& name);
 
+// A registered kernel's call site (kernel/kernel.h: cuda_source, laid out by its
+// CustomCallTarget::grid_layout): the wrapper `name` runs grid step s on the team of threads
+// [s * kTeamLanes, (s + 1) * kTeamLanes) (teams never straddle a CUDA block: 128 divides the
+// launch's block size), reads the step's blocks from `table` (kBlockEntry numbers per operand
+// and output: offset, rank, shape[6], stride[6]) and calls the body with them. Signature:
+// (const long long* table, one pointer per operand, one per output, long long n); launch with
+// `threads` threads, the table uploaded once. The body's source goes into the plan once per
+// kernel (generate_custom_kernel does not include it).
+inline constexpr int64_t kTeamLanes = 128;
+inline constexpr int64_t kMaxBlockRank = 6;
+inline constexpr int64_t kBlockEntry = 2 + 2 * kMaxBlockRank;
+struct CustomKernelLaunch {
+  GeneratedKernel kernel;
+  std::vector<int64_t> table;
+  int64_t threads = 0;
+};
+StatusOr<CustomKernelLaunch> generate_custom_kernel(const Instruction& call, const KernelGridLayout& grid,
+                                                    const std::string& name);
+
 // Device functions every generated kernel may call (insitu_max/insitu_min: the evaluator's NaN
-// and signed-zero rules). Put once at the top of a source holding one or more kernels.
+// and signed-zero rules; the blocks and teams of registered kernels). Put once at the top of a
+// source holding one or more kernels.
 std::string kernel_prelude();
+// Its part for registered kernels (insitu_team, insitu_block, insitu_make_block).
+std::string custom_kernel_prelude();
 
 bool cuda_available();
 // PTX for `source` (several kernels may share one source) at compute capability `arch`

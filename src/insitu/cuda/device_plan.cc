@@ -83,8 +83,52 @@ CublasGemm cublas_gemm(const GemmCall& g) {
 
 namespace {
 
+// A custom-call's step: the registered kernel's CUDA body behind a generated wrapper.
+Status plan_custom_call(const Instruction& call, const CustomCallTable& table, const std::string& name, DeviceStep& step,
+                        DevicePlan& plan) {
+  const CustomCallTarget* target = table.find(call.custom_call.target);
+  if (target == nullptr || !target->grid_layout)
+    return refuse(call, str_cat("custom_call_target \"", call.custom_call.target,
+                                "\" is not a registered kernel (kernel/registry.h) with a CUDA body"));
+  std::vector<const Shape*> operands, outputs;
+  for (const Instruction* operand : call.operands()) operands.push_back(&operand->shape());
+  const Shape& result = call.shape();
+  for (int64_t o = 0; o < (result.is_tuple() ? result.tuple_size() : 1); ++o)
+    outputs.push_back(result.is_tuple() ? &result.tuple_shape(o) : &result);
+  INSITU_ASSIGN_OR_RETURN(KernelGridLayout grid, target->grid_layout(call, operands, outputs));
+  // The call's aliases must be the kernel's (a pair the call does not alias is copied in).
+  step.output_operand.assign(outputs.size(), -1);
+  step.copy_in.assign(outputs.size(), false);
+  for (const auto& [i, o] : grid.input_output_aliases) {
+    step.output_operand[static_cast<size_t>(o)] = i;
+    step.copy_in[static_cast<size_t>(o)] = true;
+  }
+  for (const OutputOperandAlias& alias : call.custom_call.output_to_operand_aliasing) {
+    const int64_t o = alias.output_index.empty() ? 0 : alias.output_index[0];
+    if (!alias.operand_index.empty() || o < 0 || o >= static_cast<int64_t>(outputs.size()) ||
+        step.output_operand[static_cast<size_t>(o)] != alias.operand_number)
+      return refuse(call, str_cat("the call aliases output ", o, " to operand ", alias.operand_number,
+                                  ", which the kernel does not update in place"));
+    step.copy_in[static_cast<size_t>(o)] = false;
+  }
+  INSITU_ASSIGN_OR_RETURN(CustomKernelLaunch launch, generate_custom_kernel(call, grid, name));
+  if (std::find(plan.custom_bodies.begin(), plan.custom_bodies.end(), grid.cuda_function) == plan.custom_bodies.end()) {
+    plan.custom_bodies.push_back(grid.cuda_function);
+    plan.source += grid.cuda_source;
+    if (!grid.cuda_source.empty() && grid.cuda_source.back() != '\n') plan.source += "\n";
+  }
+  step.kind = StepKind::kKernel;
+  step.kernel = launch.kernel.name;
+  step.threads = launch.threads;
+  step.grid_table = std::move(launch.table);
+  plan.source += launch.kernel.source;
+  ++plan.kernels;
+  return ok_status();
+}
+
 // The steps of one computation; kernels go into `plan`'s shared source.
-StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, DevicePlan& plan) {
+StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, const CustomCallTable& custom_calls,
+                                             DevicePlan& plan) {
   std::vector<DeviceStep> steps;
   for (const Instruction* instruction : computation.instructions()) {
     DeviceStep step;
@@ -129,11 +173,14 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, Dev
       case Opcode::kConditional: {
         step.kind = instruction->opcode() == Opcode::kWhile ? StepKind::kWhile : StepKind::kConditional;
         for (const Computation* called : instruction->called_computations()) {
-          INSITU_ASSIGN_OR_RETURN(std::vector<DeviceStep> nested, plan_steps(*called, plan));
+          INSITU_ASSIGN_OR_RETURN(std::vector<DeviceStep> nested, plan_steps(*called, custom_calls, plan));
           step.nested.push_back(std::move(nested));
         }
         break;
       }
+      case Opcode::kCustomCall:
+        INSITU_RETURN_IF_ERROR(plan_custom_call(*instruction, custom_calls, name, step, plan));
+        break;
       case Opcode::kFusion:
         kernel = generate_elementwise_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
@@ -204,10 +251,11 @@ void describe_steps(const std::vector<DeviceStep>& steps, const std::string& ind
 
 }  // namespace
 
-StatusOr<DevicePlan> plan_for_cuda(const Computation& entry) {
+StatusOr<DevicePlan> plan_for_cuda(const Computation& entry, const CustomCallTable* custom_calls) {
   DevicePlan plan;
   plan.source = kernel_prelude();
-  INSITU_ASSIGN_OR_RETURN(plan.steps, plan_steps(entry, plan));
+  INSITU_ASSIGN_OR_RETURN(plan.steps,
+                          plan_steps(entry, custom_calls != nullptr ? *custom_calls : CustomCallTable::global(), plan));
   return plan;
 }
 

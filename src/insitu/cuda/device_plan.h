@@ -3,8 +3,10 @@
 // dynamic-update-slice: codegen.h), a GEMM (a dot, for cuBLAS), a device-to-device copy, or
 // nothing at run time (parameters, constants uploaded once, tuples and their elements, and the
 // reshapes and bitcasts that keep the bytes: views); while loops and conditionals are planned
-// computation by computation and driven by the host. The first instruction with no CUDA form is
-// a located error naming it and its op; nothing falls back silently.
+// computation by computation and driven by the host. A custom-call runs the CUDA body of the
+// kernel registered under its target (kernel/kernel.h: cuda_source), one team of threads per
+// grid step. The first instruction with no CUDA form is a located error naming it and its op;
+// nothing falls back silently.
 //
 // The plan's kernels share one source (the prelude once, then each kernel), which
 // compile_to_ptx turns into one PTX module for the device.
@@ -47,6 +49,12 @@ struct DeviceStep {
   std::string kernel;   // kKernel: the __global__ function
   int64_t threads = 0;  // kKernel: one per output element (per update element, in place)
   GemmCall gemm;        // kGemm
+  // kKernel of a custom-call: its grid's table (generate_custom_kernel), uploaded once, and per
+  // output the operand the kernel updates in it (-1: none). `copy_in`: the call does not alias
+  // that pair, so the output starts as a device copy of the operand (counted), as on the CPU.
+  std::vector<int64_t> grid_table;
+  std::vector<int64_t> output_operand;
+  std::vector<bool> copy_in;
   // kWhile: {condition, body}; kConditional: one per branch. Each in its computation's order.
   std::vector<std::vector<DeviceStep>> nested;
 };
@@ -54,12 +62,14 @@ struct DeviceStep {
 struct DevicePlan {
   std::vector<DeviceStep> steps;  // in the entry's program order
   std::string source;             // kernel_prelude() and every kernel, of every computation
+  std::vector<std::string> custom_bodies;  // registered kernels' CUDA functions in `source`
   int64_t kernels = 0;  // generated kernels (k0, k1, ...)
   int64_t gemms = 0;    // GEMM steps (their kernels g0, g1, ...)
   int64_t copies = 0;   // device copy steps, loop bodies and branches included
 };
 
-StatusOr<DevicePlan> plan_for_cuda(const Computation& entry);
+// Custom-calls resolve through `custom_calls` (null: CustomCallTable::global()).
+StatusOr<DevicePlan> plan_for_cuda(const Computation& entry, const CustomCallTable* custom_calls = nullptr);
 
 // One line per step that runs (`%name: kernel k3, 4096 threads`, `%d: gemm 512x1024x784 ...`).
 std::string describe(const DevicePlan& plan);

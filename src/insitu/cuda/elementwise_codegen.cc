@@ -164,7 +164,7 @@ static __device__ __forceinline__ double insitu_min(double a, double b) {
   if (a == b) return __double_as_longlong(a) < 0 ? a : b;
   return b < a ? b : a;
 }
-)";
+)" + custom_kernel_prelude();
 }
 
 namespace {

@@ -97,6 +97,26 @@ struct CudaExecutable::Run {
           if (instruction.opcode() == Opcode::kDynamicUpdateSlice) {
             for (const Instruction* operand : instruction.operands()) pointers.push_back(leaves(operand).at(0));
             result = {pointers[0]};  // in place: the operand's memory
+          } else if (instruction.opcode() == Opcode::kCustomCall) {
+            pointers.push_back(executable.grid_tables_.at(&instruction));
+            for (const Instruction* operand : instruction.operands()) pointers.push_back(leaves(operand).at(0));
+            const Shape& shape = instruction.shape();
+            for (size_t o = 0; o < step.output_operand.size(); ++o) {
+              const Shape& leaf = shape.is_tuple() ? shape.tuple_shape(static_cast<int64_t>(o)) : shape;
+              const int64_t operand = step.output_operand[o];
+              DevicePointer out = operand >= 0 ? pointers[1 + static_cast<size_t>(operand)] : 0;
+              if (operand < 0 || step.copy_in[o]) {  // a fresh output; an updated one starts as its operand
+                INSITU_ASSIGN_OR_RETURN(out, allocate(leaf.byte_size()));
+                if (operand >= 0) {
+                  INSITU_RETURN_IF_ERROR(
+                      executable.device_.copy_on_device(out, pointers[1 + static_cast<size_t>(operand)], leaf.byte_size()));
+                  stats.bytes_copied_on_device += leaf.byte_size();
+                  pointers[1 + static_cast<size_t>(operand)] = out;  // the kernel reads and writes one buffer
+                }
+              }
+              pointers.push_back(out);
+              result.push_back(out);
+            }
           } else {
             for (const Instruction* operand : instruction.operands()) pointers.push_back(leaves(operand).at(0));
             const Shape& shape = instruction.shape();  // a multi-output fusion: one array per output
@@ -159,9 +179,10 @@ struct CudaExecutable::Run {
   }
 };
 
-StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr<Module> module, Device& device) {
+StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr<Module> module, Device& device,
+                                                                 const CustomCallTable* custom_calls) {
   std::unique_ptr<CudaExecutable> executable(new CudaExecutable(std::move(module), device));
-  INSITU_ASSIGN_OR_RETURN(executable->plan_, plan_for_cuda(*executable->module_->entry()));
+  INSITU_ASSIGN_OR_RETURN(executable->plan_, plan_for_cuda(*executable->module_->entry(), custom_calls));
   INSITU_RETURN_IF_ERROR(device.load(executable->plan_.source));
   // The constants the plan's steps read (a fusion's are literals in its kernel).
   std::vector<const std::vector<DeviceStep>*> pending = {&executable->plan_.steps};
@@ -171,6 +192,12 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr
     for (const DeviceStep& step : steps) {
       for (const std::vector<DeviceStep>& nested : step.nested) pending.push_back(&nested);
       const Instruction* instruction = step.instruction;
+      if (!step.grid_table.empty()) {
+        const int64_t bytes = static_cast<int64_t>(step.grid_table.size() * sizeof(int64_t));
+        INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, device.allocate(bytes));
+        executable->grid_tables_.emplace(instruction, pointer);
+        INSITU_RETURN_IF_ERROR(device.copy_to_device(pointer, step.grid_table.data(), bytes));
+      }
       if (instruction->opcode() != Opcode::kConstant) continue;
       if (!instruction->shape().is_array())
         return unimplemented(str_cat("a tuple constant on the CUDA device: %", instruction->name()), instruction->location());
@@ -188,6 +215,7 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr
 
 CudaExecutable::~CudaExecutable() {
   for (const auto& [instruction, pointer] : constants_) (void)device_.free(pointer);
+  for (const auto& [instruction, pointer] : grid_tables_) (void)device_.free(pointer);
 }
 
 StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<const DevicePointer> argument_leaves,

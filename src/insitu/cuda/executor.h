@@ -8,8 +8,10 @@
 // as the CPU runtime relies on too). GEMMs run on the device's library (cuBLAS through the
 // driver) or, where it has none, as the plan's generated kernel. While loops and
 // conditionals are driven by the host: after the condition's steps the pred (or branch index)
-// is copied back, a few bytes per iteration. Arguments and results are host literals: every
-// transfer is counted in CudaStats, none is hidden.
+// is copied back, a few bytes per iteration. A registered kernel's custom-call runs its CUDA
+// body with each aliased output in its operand's memory (in place), its grid's table uploaded
+// at create. Arguments and results are host literals: every transfer is counted in CudaStats,
+// none is hidden.
 #pragma once
 
 #include <memory>
@@ -35,8 +37,10 @@ struct CudaStats {
 class CudaExecutable {
  public:
   // Plans `module` (optimized: passes/optimize.h), loads the plan's kernels and uploads the
-  // constants. `device` must outlive the executable.
-  static StatusOr<std::unique_ptr<CudaExecutable>> create(std::unique_ptr<Module> module, Device& device);
+  // constants and the custom kernels' grid tables. `device` must outlive the executable.
+  // Custom-calls resolve through `custom_calls` (null: CustomCallTable::global()).
+  static StatusOr<std::unique_ptr<CudaExecutable>> create(std::unique_ptr<Module> module, Device& device,
+                                                          const CustomCallTable* custom_calls = nullptr);
   ~CudaExecutable();
   CudaExecutable(const CudaExecutable&) = delete;
   CudaExecutable& operator=(const CudaExecutable&) = delete;
@@ -61,7 +65,8 @@ class CudaExecutable {
   std::unique_ptr<Module> module_;
   Device& device_;
   DevicePlan plan_;
-  std::unordered_map<const Instruction*, DevicePointer> constants_;  // uploaded at create
+  std::unordered_map<const Instruction*, DevicePointer> constants_;    // uploaded at create
+  std::unordered_map<const Instruction*, DevicePointer> grid_tables_;  // custom-calls': likewise
 };
 
 }  // namespace insitu::cuda

@@ -6,6 +6,8 @@
 //   evaluate   how the reference evaluator runs it over Literals (the oracle);
 //   native     how the runtime prepares it over its own buffers, once per call site at
 //              Executable::create (without it the runtime runs `evaluate` on copies);
+//   grid_layout  how a device that runs every grid step at once (a CUDA grid) lays the kernel
+//              out for a call site's shapes, with the kernel's CUDA body (cuda/ launches it);
 //   origin     where it came from ("builtin", a plugin's path), named when two entries clash.
 // Every part but the name is optional: a target the frontend only traces has a signature
 // alone; a test kernel has only `evaluate`. The kernel layer fills all four from a KernelSpec
@@ -61,11 +63,32 @@ using PreparedCustomCall = std::function<Status(const Instruction& call, std::sp
 using NativeCustomCall = std::function<StatusOr<PreparedCustomCall>(
     const Instruction& call, std::span<const Shape* const> operands, std::span<const Shape* const> outputs)>;
 
+// A kernel's grid for one call site, laid out for a device that runs its steps at once: per
+// grid step, per operand then output, where its block starts in the array and its extent
+// (clipped at ragged edges), and the kernel's CUDA body: `cuda_source` defines the __device__
+// function `cuda_function` (kernel.h says how it is called).
+struct KernelGridBlock {
+  std::vector<int64_t> start, extent;  // elements, per dimension of the array
+};
+struct KernelGridLayout {
+  int64_t steps = 1;
+  std::vector<std::vector<int64_t>> dimensions;  // per operand, then per output: the array's
+  std::vector<KernelGridBlock> blocks;           // steps x (operands + outputs), step-major
+  std::vector<std::pair<int64_t, int64_t>> input_output_aliases;  // the kernel's (input, output)
+  std::string cuda_source;
+  std::string cuda_function;
+};
+// Lays out a call site for its operand and result shapes; an error, located at the call, says
+// why the kernel cannot run on such a device (no CUDA body, a sequential grid axis, scratch).
+using PlanKernelGrid = std::function<StatusOr<KernelGridLayout>(
+    const Instruction& call, std::span<const Shape* const> operands, std::span<const Shape* const> outputs)>;
+
 struct CustomCallTarget {
   std::string name;
   std::optional<CustomCallSignature> signature;
   EvaluateCustomCall evaluate;
   NativeCustomCall native;
+  PlanKernelGrid grid_layout;
   std::string origin = "builtin";
 };
 

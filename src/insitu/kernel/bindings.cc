@@ -161,6 +161,54 @@ EvaluateCustomCall make_evaluator_kernel(std::shared_ptr<const KernelSpec> spec)
   };
 }
 
+PlanKernelGrid make_kernel_grid_layout(std::shared_ptr<const KernelSpec> spec) {
+  return [spec](const Instruction& call, std::span<const Shape* const> operand_shapes,
+                std::span<const Shape* const> output_shapes) -> StatusOr<KernelGridLayout> {
+    auto refuse = [&](const std::string& why) {
+      return Status(StatusCode::kUnimplemented, str_cat("custom-call %", call.name(), ": kernel \"", spec->name, "\" ",
+                                                        why, " (it runs on the CPU)"),
+                    call.location());
+    };
+    if (spec->cuda_source.empty() || spec->cuda_function.empty()) return refuse("has no CUDA body");
+    std::vector<GridOperand> inputs, outputs;
+    for (const Shape* shape : operand_shapes) inputs.push_back(grid_operand(nullptr, *shape));
+    for (const Shape* shape : output_shapes) outputs.push_back(grid_operand(nullptr, *shape));
+    StatusOr<std::shared_ptr<const KernelSpec>> prepared = prepare_kernel_call(spec, inputs, outputs);
+    if (!prepared.ok()) return kernel_error(call, prepared.status());
+    const KernelSpec& kernel = **prepared;
+    for (size_t d = 0; d < kernel.grid.size(); ++d)
+      if (kernel.grid[d] > 1 && (kernel.dimension_semantics.size() != kernel.grid.size() ||
+                                 kernel.dimension_semantics[d] != DimensionSemantics::kParallel))
+        return refuse(str_cat("has a sequential grid axis ", d, ": a CUDA grid runs every step at once"));
+    if (!kernel.scratch_shapes.empty()) return refuse("uses scratch buffers, which its CUDA form does not have yet");
+    for (const auto* specs : {&kernel.in_specs, &kernel.out_specs})
+      for (const BlockSpec& block : *specs)
+        if (block.memory_space != 0) return refuse("stages a block into another memory space");
+    KernelGridLayout grid;
+    grid.steps = grid_size(kernel.grid);
+    for (const GridOperand& operand : inputs) grid.dimensions.push_back(operand.dimensions);
+    for (const GridOperand& operand : outputs) grid.dimensions.push_back(operand.dimensions);
+    std::vector<int64_t> index;
+    for (int64_t step = 0; step < grid.steps; ++step) {
+      grid_index_of(kernel.grid, step, index);
+      for (size_t r = 0; r < grid.dimensions.size(); ++r) {
+        const bool input = r < inputs.size();
+        const BlockSpec& block = input ? kernel.in_specs[r] : kernel.out_specs[r - inputs.size()];
+        std::vector<int64_t> block_index(grid.dimensions[r].size(), 0);
+        if (block.index_map) block_index = block.index_map(index);
+        BlockRegion region;
+        if (Status status = block_region(kernel, block, grid.dimensions[r], block_index, region); !status.ok())
+          return kernel_error(call, status);
+        grid.blocks.push_back({std::move(region.start), std::move(region.extent)});
+      }
+    }
+    grid.input_output_aliases = kernel.input_output_aliases;
+    grid.cuda_source = kernel.cuda_source;
+    grid.cuda_function = kernel.cuda_function;
+    return grid;
+  };
+}
+
 NativeCustomCall make_native_kernel(std::shared_ptr<const KernelSpec> spec) {
   return [spec](const Instruction& call, std::span<const Shape* const> operand_shapes,
                 std::span<const Shape* const> output_shapes) -> StatusOr<PreparedCustomCall> {

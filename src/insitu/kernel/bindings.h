@@ -21,6 +21,10 @@ namespace insitu {
 
 EvaluateCustomCall make_evaluator_kernel(std::shared_ptr<const KernelSpec> spec);
 NativeCustomCall make_native_kernel(std::shared_ptr<const KernelSpec> spec);
+// The CUDA layout of a kernel's call sites (CustomCallTarget::grid_layout): the specialized
+// spec's every grid step with its blocks; refused for a kernel without a CUDA body, with a
+// sequential grid axis, scratch or staged blocks.
+PlanKernelGrid make_kernel_grid_layout(std::shared_ptr<const KernelSpec> spec);
 
 // The spec for a call with these operand/result shapes: specialized (KernelSpec::specialize)
 // and validated, with the static race check run once per kernel and shapes.

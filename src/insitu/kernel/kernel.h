@@ -227,6 +227,17 @@ struct KernelSpec {
   std::vector<Shape> scratch_shapes;
   std::vector<DimensionSemantics> dimension_semantics;  // one per grid axis; empty: all sequential (Pallas' default)
   std::function<void(const KernelContext&, KernelRefs&)> body;
+  // Optional: the same kernel for a CUDA device. `cuda_source` (CUDA C++) defines the
+  // __device__ function `cuda_function`, called for every grid step by a team of
+  // insitu_team::lanes threads (128) as
+  //   cuda_function(insitu_team team, insitu_block<const T> input..., insitu_block<T> output...)
+  // (a template over the element types, or typed for the ones it takes). A block is a strided
+  // view of its array (data, rank, shape, stride; clipped at ragged edges like a BlockRef); the
+  // team's threads share the step's work (lane, lanes) and do not synchronize. An aliased input
+  // and output are one device pointer. Every grid axis must be parallel (steps run at once),
+  // with no scratch and no staged blocks (cuda/ refuses the call otherwise, naming why).
+  std::string cuda_source;
+  std::string cuda_function;
   // Optional: specializes a copy of the spec to a call's operand and result shapes before it
   // runs (fills grid, block shapes, out_shapes), for kernels that accept many shapes/dtypes.
   std::function<void(std::span<const Shape> operand_shapes, std::span<const Shape> result_shapes, KernelSpec& spec)>

@@ -88,6 +88,7 @@ Status register_kernel(KernelSpec spec, std::string origin, CustomCallTable& tab
                     .signature = kernel_signature(*shared),
                     .evaluate = make_evaluator_kernel(shared),
                     .native = make_native_kernel(shared),
+                    .grid_layout = make_kernel_grid_layout(shared),
                     .origin = std::move(origin)});
 }
 
