@@ -308,6 +308,89 @@ TEST(CudaExecutor, DonatedCacheIsUpdatedInPlaceOnTheDevice) {
   }
 }
 
+// Scatters in place: duplicate indices combine in the evaluator's order (a float sum's rounding
+// depends on it), a window that does not fit is dropped, a combiner reading (update, current)
+// and integer sums that wrap; a window overlapping another in part is a located refusal.
+TEST(CudaExecutor, ScattersCombineDuplicatesInTheEvaluatorsOrder) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule scatters
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+max_first {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(b, a)
+}
+
+add_s32 {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+
+ENTRY main {
+  table = f32[6,5] parameter(0)
+  rows = s32[9,1] parameter(1)
+  updates = f32[9,5] parameter(2)
+  counts = s32[4] parameter(3)
+  at = s32[5,1] parameter(4)
+  big = s32[5] parameter(5)
+  summed = f32[6,5] scatter(table, rows, updates), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+  maxed = f32[6,5] scatter(summed, rows, updates), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=max_first
+  wrapped = s32[4] scatter(counts, at, big), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add_s32
+  ROOT r = (f32[6,5], s32[4]) tuple(maxed, wrapped)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 13);
+  const int32_t rows[] = {2, 5, 2, -1, 6, 2, 0, 5, 2};  // 2 four times, 5 twice; -1 and 6 dropped
+  std::copy(std::begin(rows), std::end(rows), arguments[1].data<int32_t>().data());
+  float* updates = arguments[2].data<float>().data();
+  for (int i = 0; i < 45; ++i) updates[i] = (i % 3 == 0) ? 1e8f : 1.0f / static_cast<float>(1 + i);  // order shows
+  const int32_t at[] = {1, 1, 3, 4, 1};
+  std::copy(std::begin(at), std::end(at), arguments[4].data<int32_t>().data());
+  for (int32_t& value : arguments[5].data<int32_t>()) value = 2147483000;  // sums wrap
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  CudaStats stats;
+  StatusOr<Literal> actual = (*executable)->run(arguments, &stats);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  EXPECT_TRUE(actual->element(0) == expected->element(0)) << "bit for bit: " << differs(*actual, *expected);
+  EXPECT_TRUE(actual->element(1) == expected->element(1)) << differs(*actual, *expected);
+
+  StatusOr<Loaded> partial = load_text(R"(
+HloModule overlapping
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[10] parameter(0)
+  starts = s32[2,1] parameter(1)
+  windows = f32[2,3] parameter(2)
+  ROOT y = f32[10] scatter(x, starts, windows), update_window_dims={1}, inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+}
+)");
+  ASSERT_TRUE(partial.ok()) << partial.status().to_string();
+  StatusOr<std::unique_ptr<CudaExecutable>> refused = CudaExecutable::create(std::move(partial->optimized), device);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("a window of extent 3 along scattered operand dimension 0"),
+            std::string::npos)
+      << refused.status().to_string();
+}
+
 // Registered kernels with a CUDA body (the examples: plus_one, in place, and tiled_axpy, on a
 // 2-D grid of clipped 32x32 tiles) run their body on the device, one team per grid step.
 void expect_registered_kernels_run_in_place(Device& device) {

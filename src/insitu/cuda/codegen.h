@@ -67,6 +67,16 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
 StatusOr<GeneratedKernel> generate_dynamic_update_slice_kernel(const Instruction& update_slice,
                                                                const std::string& name);
 
+// The kernel of a scatter written in place (the result shares the operand's buffer): thread w
+// takes window element w and walks the scatter positions in row-major order, combining its
+// update into the element (assignment, or add, multiply, maximum or minimum of the element and
+// the update, in either order) and dropping a window that does not fit, as the evaluator does,
+// so duplicate indices combine in the evaluator's order. Refused where windows could overlap in
+// part (a scattered operand dimension with a window wider than 1), with batching dimensions or
+// another combiner. Signature: (T* buffer, const I* indices, const T* updates, long long n),
+// n = the elements of one window.
+StatusOr<GeneratedKernel> generate_scatter_kernel(const Instruction& scatter, const std::string& name);
+
 // The kernel of a slice, dynamic-slice (start indices clamped as XLA does), transpose, reverse
 // or concatenate: thread i copies output element i from where it comes. Signature: one pointer
 // per operand (a dynamic-slice's start indices included), then the result, then n outputs.

@@ -197,6 +197,15 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->operand(1)->shape().element_count());
         break;
+      case Opcode::kScatter: {
+        kernel = generate_scatter_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        int64_t window = 1;  // one thread per window element
+        for (int64_t d : instruction->scatter_dimension_numbers.update_window_dims)
+          window *= instruction->operand(2)->shape().dimension(d);
+        add_kernel(window);
+        break;
+      }
       case Opcode::kSlice:
       case Opcode::kDynamicSlice:
       case Opcode::kTranspose:
@@ -210,7 +219,8 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         kernel = generate_op_kernel(*instruction, name);
         if (!kernel.ok())
           return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
-                                      "broadcasts, iotas, reduces, data movement, dynamic-update-slices, dots, copies, "
+                                      "broadcasts, iotas, reduces, data movement, dynamic-update-slices, scatters, dots, "
+                                      "copies, "
                                       "views, while loops and conditionals)");
         add_kernel(instruction->shape().element_count());
     }

@@ -1,6 +1,6 @@
 // The CUDA plan of an optimized module: what each instruction of its entry becomes on the GPU,
 // decided without a GPU (issue 12). A step is a generated kernel (loop fusion, reduce, in-place
-// dynamic-update-slice: codegen.h), a GEMM (a dot, for cuBLAS), a device-to-device copy, or
+// dynamic-update-slice or scatter: codegen.h), a GEMM (a dot, for cuBLAS), a device-to-device copy, or
 // nothing at run time (parameters, constants uploaded once, tuples and their elements, and the
 // reshapes and bitcasts that keep the bytes: views); while loops and conditionals are planned
 // computation by computation and driven by the host. A custom-call runs the CUDA body of the

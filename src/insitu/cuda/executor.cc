@@ -94,7 +94,7 @@ struct CudaExecutable::Run {
         case StepKind::kKernel:
         case StepKind::kGemm: {
           std::vector<DevicePointer> pointers;
-          if (instruction.opcode() == Opcode::kDynamicUpdateSlice) {
+          if (instruction.opcode() == Opcode::kDynamicUpdateSlice || instruction.opcode() == Opcode::kScatter) {
             for (const Instruction* operand : instruction.operands()) pointers.push_back(leaves(operand).at(0));
             result = {pointers[0]};  // in place: the operand's memory
           } else if (instruction.opcode() == Opcode::kCustomCall) {

@@ -3,8 +3,8 @@
 //
 // First slice, correct before fast: every value the plan computes gets a device allocation of
 // its own, freed when the run ends (no buffer reuse yet); views (reshape, bitcast, tuple and
-// get-tuple-element) share their operand's memory; a dynamic-update-slice writes its operand's
-// memory in place (copy insertion left a copy before it wherever the old value is read later,
+// get-tuple-element) share their operand's memory; a dynamic-update-slice or scatter writes its
+// operand's memory in place (copy insertion left a copy before it wherever the old value is read later,
 // as the CPU runtime relies on too). GEMMs run on the device's library (cuBLAS through the
 // driver) or, where it has none, as the plan's generated kernel. While loops and
 // conditionals are driven by the host: after the condition's steps the pred (or branch index)
