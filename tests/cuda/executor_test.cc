@@ -391,6 +391,58 @@ ENTRY main {
       << refused.status().to_string();
 }
 
+// Integer arithmetic with XLA's rules, as the evaluator computes it: x / 0 = -1, MIN / -1 = MIN,
+// x % 0 = x, MIN % -1 = 0, shifts by the width or more (negative amounts too) shift all out,
+// sums and products wrap; on s32 and u32 (a layout other than row-major changes nothing: it is
+// metadata, as on the CPU).
+TEST(CudaExecutor, IntegerEdgeCasesFollowTheEvaluator) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule integers
+
+ENTRY main {
+  a = s32[12] parameter(0)
+  b = s32[12] parameter(1)
+  ua = u32[12] parameter(2)
+  ub = u32[12] parameter(3)
+  q = s32[12] divide(a, b)
+  r = s32[12] remainder(a, b)
+  l = s32[12] shift-left(a, b)
+  sl = s32[12] shift-right-logical(a, b)
+  sa = s32[12] shift-right-arithmetic(a, b)
+  m = s32[12] multiply(a, a)
+  s = s32[12] add(a, b)
+  x = s32[12] xor(a, b)
+  uq = u32[12] divide(ua, ub)
+  ur = u32[12] remainder(ua, ub)
+  usa = u32[12] shift-right-arithmetic(ua, ub)
+  t = s32[3,4]{0,1} reshape(q)
+  tt = s32[4,3]{0,1} transpose(t), dimensions={1,0}
+  ROOT out = (s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], u32[12], u32[12], u32[12], s32[4,3]{0,1}) tuple(q, r, l, sl, sa, m, s, x, uq, ur, usa, tt)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 1);
+  const int32_t a[] = {7, -7, INT32_MIN, INT32_MIN, 5, -5, 1, -1, INT32_MAX, 123456789, -8, 0};
+  const int32_t b[] = {0, 2, -1, 0, 31, 32, -1, 33, 1, 7, 2, 0};
+  std::copy(std::begin(a), std::end(a), arguments[0].data<int32_t>().data());
+  std::copy(std::begin(b), std::end(b), arguments[1].data<int32_t>().data());
+  for (int i = 0; i < 12; ++i) {
+    arguments[2].data<uint32_t>()[i] = static_cast<uint32_t>(a[i]);
+    arguments[3].data<uint32_t>()[i] = static_cast<uint32_t>(b[i]);
+  }
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = (*executable)->run(arguments);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  for (int64_t k = 0; k < expected->shape().tuple_size(); ++k)
+    EXPECT_TRUE(actual->element(k) == expected->element(k))
+        << "output " << k << ": " << actual->element(k).to_string() << " vs " << expected->element(k).to_string();
+}
+
 // Registered kernels with a CUDA body (the examples: plus_one, in place, and tiled_axpy, on a
 // 2-D grid of clipped 32x32 tiles) run their body on the device, one team per grid step.
 void expect_registered_kernels_run_in_place(Device& device) {

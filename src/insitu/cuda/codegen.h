@@ -9,6 +9,10 @@
 // instruction and its op, never a guess. Values are computed in the element type the HLO names
 // (f32 math in float, as the CPU runtime does; f16/bf16 are not generated yet).
 //
+// Arrays on the device are in logical row-major order whatever their layout says, as in the CPU
+// runtime and the evaluator (runtime/buffer.h): a layout is metadata, so a transpose is a
+// logical transpose, a reshape moves nothing and a layout-changing copy is a plain copy.
+//
 // compile_to_ptx runs NVRTC (no GPU needed) for a compute capability (sm_90 for the H200) and
 // returns the PTX, or NVRTC's log as the error. This builds only with INSITU_CUDA (CMake finds
 // the CUDA toolkit's NVRTC); cuda_available() says so.
@@ -42,9 +46,9 @@ struct GeneratedKernel {
   // count; launch with n threads (any block size).
 };
 
-// The kernel of a kLoop fusion (its called computation), named `name`. Arrays are indexed
-// row-major (another layout is refused); a parameter of another shape than the result is read
-// through its broadcasts, by index.
+// The kernel of a kLoop fusion (its called computation), named `name`. Arrays are indexed in
+// logical row-major order; a parameter of another shape than the result is read through its
+// broadcasts, by index.
 StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name);
 
 // The kernel of one elementwise op, broadcast, iota, convert, compare or select outside any

@@ -14,7 +14,6 @@ namespace insitu::cuda::detail {
 Status refuse(const Instruction& instruction, std::string_view why);
 // The CUDA type of an element type the generators handle (f32, f64, s32, s64, u32, pred).
 StatusOr<std::string> cuda_type(const Instruction& instruction, PrimitiveType type);
-bool row_major(const Shape& shape);
 // Row-major strides of `dims`.
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims);
 

@@ -12,7 +12,6 @@ namespace insitu::cuda {
 
 using detail::cuda_type;
 using detail::refuse;
-using detail::row_major;
 using detail::strides_of;
 
 StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, const std::string& name) {
@@ -21,7 +20,6 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
     return refuse(reduce, "a reduce of several inputs is not generated yet");
   const Shape& input = reduce.operand(0)->shape();
   const Shape& out = reduce.shape();
-  if (!row_major(input) || !row_major(out)) return refuse(reduce, "a layout other than row-major is not generated");
   if (input.element_type() != out.element_type() || reduce.operand(1)->shape().element_type() != out.element_type())
     return refuse(reduce, "a reduce that changes the element type is not generated");
   // The combiner: one binary op of the two parameters (either order).
@@ -96,7 +94,6 @@ StatusOr<GeneratedKernel> generate_dynamic_update_slice_kernel(const Instruction
   if (update_slice.opcode() != Opcode::kDynamicUpdateSlice) return refuse(update_slice, "not a dynamic-update-slice");
   const Shape& operand = update_slice.operand(0)->shape();
   const Shape& update = update_slice.operand(1)->shape();
-  if (!row_major(operand) || !row_major(update)) return refuse(update_slice, "a layout other than row-major");
   INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(update_slice, operand.element_type()));
   std::string params, offset = "0";
   const std::vector<int64_t> operand_strides = strides_of(operand.dimensions());
@@ -125,9 +122,7 @@ StatusOr<GeneratedKernel> generate_data_movement_kernel(const Instruction& op, c
       opcode != Opcode::kReverse && opcode != Opcode::kConcatenate)
     return refuse(op, "not a data-movement op the generator handles");
   const Shape& out = op.shape();
-  if (!out.is_array() || !row_major(out)) return refuse(op, "a layout other than row-major");
-  for (const Instruction* operand : op.operands())
-    if (!row_major(operand->shape())) return refuse(op, "an operand layout other than row-major");
+  if (!out.is_array()) return refuse(op, "a tuple result");
   INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(op, out.element_type()));
   const std::vector<int64_t>& dims = out.dimensions();
   const std::vector<int64_t> out_strides = strides_of(dims);

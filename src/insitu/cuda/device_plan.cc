@@ -4,13 +4,13 @@
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
+#include "insitu/passes/bitcast_lowering.h"
 #include "insitu/support/str.h"
 
 namespace insitu::cuda {
 namespace {
 
 using detail::refuse;
-using detail::row_major;
 
 // The one free (neither batch nor contracting) dimension of a dot operand, or -1 for none;
 // -2 when there are several.
@@ -33,7 +33,6 @@ StatusOr<GemmCall> plan_gemm(const Instruction& dot) {
   if (lhs.element_type() != out.element_type() || rhs.element_type() != out.element_type() ||
       (out.element_type() != PrimitiveType::kF32 && out.element_type() != PrimitiveType::kF64))
     return refuse(dot, "a GEMM of other types than f32 x f32 -> f32 or f64 is not planned yet");
-  if (!row_major(lhs) || !row_major(rhs) || !row_major(out)) return refuse(dot, "a layout other than row-major");
   const DotDimensionNumbers& numbers = dot.dot_dimension_numbers;
   const size_t batches = numbers.lhs_batch_dimensions.size();
   for (size_t b = 0; b < batches; ++b)
@@ -148,14 +147,14 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
       case Opcode::kTuple:
       case Opcode::kGetTupleElement:
         break;
-      case Opcode::kBitcast:
-      case Opcode::kReshape:  // row-major in and out: the same bytes
-        if (!row_major(instruction->shape()) || !row_major(instruction->operand(0)->shape()))
-          return refuse(*instruction, "a reshape between layouts other than row-major moves bytes: not planned yet");
+      case Opcode::kReshape:  // logical row-major in and out: the same bytes
         break;
-      case Opcode::kCopy:
-        if (instruction->shape().layout() != instruction->operand(0)->shape().layout())
-          return refuse(*instruction, "a copy that changes the layout is not planned yet");
+      case Opcode::kBitcast:  // the same bytes where it is a reshape of the logical order
+        if (!is_row_major_reshape(*instruction) && !(instruction->operand(0)->shape() == instruction->shape()))
+          return refuse(*instruction, "a bitcast that is not a reshape of the logical row-major order (a transpose, or "
+                                      "element types of different widths) moves bytes: not planned");
+        break;
+      case Opcode::kCopy:  // a layout is metadata: a copy of the bytes, whatever its layouts
         step.kind = StepKind::kCopy;
         ++plan.copies;
         break;

@@ -36,11 +36,6 @@ StatusOr<std::string> cuda_type(const Instruction& instruction, PrimitiveType ty
   }
 }
 
-bool row_major(const Shape& shape) {
-  const std::vector<int64_t>& order = shape.layout().minor_to_major;
-  return order.empty() || std::is_sorted(order.rbegin(), order.rend());
-}
-
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
   std::vector<int64_t> strides(dims.size(), 1);
   for (int64_t d = static_cast<int64_t>(dims.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * dims[d + 1];
@@ -53,7 +48,6 @@ namespace {
 
 using detail::cuda_type;
 using detail::refuse;
-using detail::row_major;
 using detail::strides_of;
 
 // A scalar constant as a CUDA literal of its type (exact: floats in hexadecimal).
@@ -107,13 +101,24 @@ StatusOr<std::string> unary(const Instruction& instruction, const std::string& x
 StatusOr<std::string> binary(const Instruction& instruction, const std::string& a, const std::string& b,
                              const std::string& type) {
   const bool floating = type == "float" || type == "double";
+  const bool integer = !floating && type != "bool";
+  const bool is_signed = type == "int" || type == "long long";
+  // Integers wrap, as the evaluator's do (their arithmetic in unsigned: no signed overflow).
+  auto wrapping = [&](const char* op) {
+    return integer ? str_cat("(", type, ")((unsigned long long)", a, " ", op, " (unsigned long long)", b, ")")
+                   : str_cat(a, " ", op, " ", b);
+  };
+  const std::string minimum = type == "int" ? "(-2147483647 - 1)" : "(-9223372036854775807ll - 1)";
   switch (instruction.opcode()) {
-    case Opcode::kAdd: return str_cat(a, " + ", b);
-    case Opcode::kSubtract: return str_cat(a, " - ", b);
-    case Opcode::kMultiply: return str_cat(a, " * ", b);
-    case Opcode::kDivide:
-      if (!floating) return refuse(instruction, "integer division (XLA's rules for 0 and overflow) is not generated yet");
-      return str_cat(a, " / ", b);
+    case Opcode::kAdd: return wrapping("+");
+    case Opcode::kSubtract: return wrapping("-");
+    case Opcode::kMultiply: return wrapping("*");
+    case Opcode::kDivide:  // XLA's rules: x / 0 is -1 (all ones), MIN / -1 is MIN
+      if (!integer) return str_cat(a, " / ", b);
+      return str_cat("(", b, " == 0 ? (", type, ")-1 : ",
+                     is_signed ? str_cat("(", b, " == -1 && ", a, " == ", minimum, " ? ", a, " : ", a, " / ", b, ")")
+                               : str_cat(a, " / ", b),
+                     ")");
     // The prelude's, which are the evaluator's maximum_value/minimum_value: the first NaN wins,
     // +0 over -0 (max) and -0 over +0 (min). fmaxf would drop a NaN.
     case Opcode::kMaximum:
@@ -124,11 +129,30 @@ StatusOr<std::string> binary(const Instruction& instruction, const std::string& 
     case Opcode::kPower:
       if (!floating) return refuse(instruction, "integer power (XLA's squaring rules) is not generated yet");
       return str_cat("(", a, " == 1 || ", b, " == 0 ? 1 : ", type == "float" ? "powf(" : "pow(", a, ", ", b, "))");
-    case Opcode::kRemainder:
-      if (!floating) return refuse(instruction, "integer remainder (XLA's rules for 0 and overflow) is not generated yet");
-      return str_cat(type == "float" ? "fmodf(" : "fmod(", a, ", ", b, ")");
+    case Opcode::kRemainder:  // XLA's rules: x % 0 is x, x % -1 is 0 (MIN % -1 too)
+      if (floating) return str_cat(type == "float" ? "fmodf(" : "fmod(", a, ", ", b, ")");
+      if (!integer) return refuse(instruction, "pred remainder is not generated");
+      return str_cat("(", b, " == 0 ? ", a, " : ", is_signed ? str_cat("(", b, " == -1 ? (", type, ")0 : ", a, " % ", b, ")")
+                                                               : str_cat(a, " % ", b), ")");
     case Opcode::kAnd: return str_cat(a, type == "bool" ? " && " : " & ", b);
     case Opcode::kOr: return str_cat(a, type == "bool" ? " || " : " | ", b);
+    case Opcode::kXor: return str_cat(a, type == "bool" ? " != " : " ^ ", b);
+    // Shifts by the bit width or more (the amount read as unsigned) shift everything out, as the
+    // evaluator's shift_*_value.
+    case Opcode::kShiftLeft:
+    case Opcode::kShiftRightLogical:
+    case Opcode::kShiftRightArithmetic: {
+      if (!integer) return refuse(instruction, "a shift of a non-integer type");
+      const bool wide = type == "long long";
+      const std::string u = wide ? "unsigned long long" : "unsigned int", s = wide ? "long long" : "int";
+      const std::string out_of_range = str_cat("((", u, ")", b, " >= ", wide ? 64 : 32, "u)");
+      if (instruction.opcode() == Opcode::kShiftLeft)
+        return str_cat("(", out_of_range, " ? (", type, ")0 : (", type, ")((", u, ")", a, " << ", b, "))");
+      if (instruction.opcode() == Opcode::kShiftRightLogical)
+        return str_cat("(", out_of_range, " ? (", type, ")0 : (", type, ")((", u, ")", a, " >> ", b, "))");
+      return str_cat("(", out_of_range, " ? (", type, ")((", s, ")", a, " < 0 ? -1 : 0) : (", type, ")((", s, ")", a,
+                     " >> ", b, "))");
+    }
     default: return refuse(instruction, "this op is not generated yet");
   }
 }
@@ -208,9 +232,6 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
     const Shape& shape = instruction->shape();
     if (instruction == body.root() && results.size() > 1) break;  // the outputs' tuple: written below
     if (!shape.is_array()) return refuse(*instruction, "tuples inside the fusion are not generated yet");
-    if (!row_major(shape))
-      return refuse(*instruction, str_cat("layout {", shape.layout().fields_to_string(), "} is not row-major (the CUDA kernels "
-                                          "index arrays row-major, as the CPU runtime keeps them)"));
     const bool scalar = shape.rank() == 0;
     INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(*instruction, shape.element_type()));
     if (instruction->opcode() == Opcode::kParameter && !scalar && shape.dimensions() != dims) {

@@ -11,7 +11,6 @@ namespace insitu::cuda {
 
 using detail::cuda_type;
 using detail::refuse;
-using detail::row_major;
 using detail::strides_of;
 
 namespace {
@@ -55,8 +54,6 @@ StatusOr<GeneratedKernel> generate_scatter_kernel(const Instruction& scatter, co
   const Shape& operand = scatter.operand(0)->shape();
   const Shape& indices = scatter.operand(1)->shape();
   const Shape& updates = scatter.operand(2)->shape();
-  if (!row_major(operand) || !row_major(indices) || !row_major(updates))
-    return refuse(scatter, "a layout other than row-major is not generated");
   if (updates.element_type() != operand.element_type() || scatter.shape().element_type() != operand.element_type())
     return refuse(scatter, "updates of another type than the operand");
   INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(scatter, operand.element_type()));
