@@ -81,6 +81,12 @@ StatusOr<GeneratedKernel> generate_dynamic_update_slice_kernel(const Instruction
 // n = the elements of one window.
 StatusOr<GeneratedKernel> generate_scatter_kernel(const Instruction& scatter, const std::string& name);
 
+// The kernel of a gather: thread i copies output element i from the operand, its slice's start
+// read from the index vector at the element's batch position (and the position itself on
+// batching dimensions), each start clamped so that the slice stays inside the operand, as the
+// evaluator does. Signature: (const T* operand, const I* indices, T* out, long long n).
+StatusOr<GeneratedKernel> generate_gather_kernel(const Instruction& gather, const std::string& name);
+
 // The kernel of a slice, dynamic-slice (start indices clamped as XLA does), transpose, reverse
 // or concatenate: thread i copies output element i from where it comes. Signature: one pointer
 // per operand (a dynamic-slice's start indices included), then the result, then n outputs.

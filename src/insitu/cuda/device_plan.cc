@@ -196,6 +196,11 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->operand(1)->shape().element_count());
         break;
+      case Opcode::kGather:
+        kernel = generate_gather_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        add_kernel(instruction->shape().element_count());
+        break;
       case Opcode::kScatter: {
         kernel = generate_scatter_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
@@ -218,7 +223,8 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         kernel = generate_op_kernel(*instruction, name);
         if (!kernel.ok())
           return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
-                                      "broadcasts, iotas, reduces, data movement, dynamic-update-slices, scatters, dots, "
+                                      "broadcasts, iotas, reduces, data movement, dynamic-update-slices, gathers, scatters, "
+                                      "dots, "
                                       "copies, "
                                       "views, while loops and conditionals)");
         add_kernel(instruction->shape().element_count());

@@ -1,4 +1,5 @@
-// CUDA C++ for scatter, in place (codegen.h: generate_scatter_kernel).
+// CUDA C++ for gather and for scatter in place (codegen.h: generate_gather_kernel,
+// generate_scatter_kernel), with the reference evaluator's index rules.
 #include <algorithm>
 #include <vector>
 
@@ -139,6 +140,76 @@ StatusOr<GeneratedKernel> generate_scatter_kernel(const Instruction& scatter, co
       "    if (!inside) continue;  // a window that does not fit is dropped whole\n", "    ", type,
       "& t = buffer[base + window_operand];\n", "    const ", type, " u = updates[", position_update,
       " + window_update];\n", "    ", statement, "\n  }\n}\n");
+  return kernel;
+}
+
+StatusOr<GeneratedKernel> generate_gather_kernel(const Instruction& gather, const std::string& name) {
+  if (gather.opcode() != Opcode::kGather || gather.operand_count() != 2 || !gather.shape().is_array())
+    return refuse(gather, "not a gather of one operand");
+  const Shape& operand = gather.operand(0)->shape();
+  const Shape& indices = gather.operand(1)->shape();
+  const Shape& out = gather.shape();
+  if (out.element_type() != operand.element_type()) return refuse(gather, "a result of another type than the operand");
+  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(gather, operand.element_type()));
+  INSITU_ASSIGN_OR_RETURN(std::string index_type, cuda_type(*gather.operand(1), indices.element_type()));
+  const GatherDimensionNumbers& numbers = gather.gather_dimension_numbers;
+  const std::vector<int64_t>& slice_sizes = gather.dynamic_slice_sizes;
+  const int64_t operand_rank = operand.rank(), indices_rank = indices.rank(), output_rank = out.rank();
+  const int64_t vector_dim = numbers.index_vector_dim;
+  if (vector_dim < 0 || vector_dim > indices_rank || static_cast<int64_t>(slice_sizes.size()) != operand_rank)
+    return refuse(gather, "malformed dimension numbers");
+  const int64_t vector_size = vector_dim == indices_rank ? 1 : indices.dimension(vector_dim);
+  if (static_cast<int64_t>(numbers.start_index_map.size()) != vector_size ||
+      numbers.operand_batching_dims.size() != numbers.start_indices_batching_dims.size())
+    return refuse(gather, "malformed dimension numbers");
+  std::vector<int64_t> batch_dimensions, offset_operand_dimensions, output_batch_dimensions;
+  for (int64_t d = 0; d < indices_rank; ++d)
+    if (d != vector_dim) batch_dimensions.push_back(d);
+  for (int64_t d = 0; d < operand_rank; ++d)
+    if (!contains(numbers.collapsed_slice_dims, d) && !contains(numbers.operand_batching_dims, d))
+      offset_operand_dimensions.push_back(d);
+  for (int64_t d = 0; d < output_rank; ++d)
+    if (!contains(numbers.offset_dims, d)) output_batch_dimensions.push_back(d);
+  if (output_batch_dimensions.size() != batch_dimensions.size() ||
+      numbers.offset_dims.size() != offset_operand_dimensions.size())
+    return refuse(gather, "malformed dimension numbers");
+  for (int64_t d : numbers.start_index_map)
+    if (d < 0 || d >= operand_rank) return refuse(gather, "start_index_map out of range");
+  const std::vector<int64_t> operand_strides = strides_of(operand.dimensions());
+  const std::vector<int64_t> index_strides = strides_of(indices.dimensions());
+  const std::vector<int64_t> out_strides = strides_of(out.dimensions());
+  auto coordinate = [&](int64_t d) { return str_cat("(i / ", out_strides[d], "ll % ", out.dimension(d), "ll)"); };
+  // The index vector's position: the output's batch coordinates on the indices' batch dimensions.
+  std::string at = "0";
+  for (size_t j = 0; j < batch_dimensions.size(); ++j)
+    at += str_cat(" + ", coordinate(output_batch_dimensions[j]), " * ", index_strides[batch_dimensions[j]], "ll");
+  // Each operand dimension's start, clamped so that the slice stays inside (XLA's rule).
+  std::vector<std::string> start(static_cast<size_t>(operand_rank), "0");
+  for (int64_t k = 0; k < vector_size; ++k)
+    start[numbers.start_index_map[k]] = str_cat(
+        "(long long)indices[at", vector_dim < indices_rank ? str_cat(" + ", k * index_strides[vector_dim], "ll") : "", "]");
+  for (size_t b = 0; b < numbers.operand_batching_dims.size(); ++b) {
+    const int64_t index_dim = numbers.start_indices_batching_dims[b];
+    const auto found = std::find(batch_dimensions.begin(), batch_dimensions.end(), index_dim);
+    if (found == batch_dimensions.end()) return refuse(gather, "a batching dimension that is the index vector's");
+    start[numbers.operand_batching_dims[b]] = coordinate(output_batch_dimensions[found - batch_dimensions.begin()]);
+  }
+  std::string offset = "0";
+  for (int64_t d = 0; d < operand_rank; ++d) {
+    if (slice_sizes[d] < 0 || slice_sizes[d] > operand.dimension(d)) return refuse(gather, "a slice larger than the operand");
+    if (start[d] != "0")
+      offset += str_cat(" + insitu_clamp(", start[d], ", ", operand.dimension(d) - slice_sizes[d], "ll) * ",
+                        operand_strides[d], "ll");
+  }
+  for (size_t k = 0; k < offset_operand_dimensions.size(); ++k)
+    offset += str_cat(" + ", coordinate(numbers.offset_dims[k]), " * ", operand_strides[offset_operand_dimensions[k]], "ll");
+  GeneratedKernel kernel;
+  kernel.name = name;
+  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ operand, const ",
+                          index_type, "* __restrict__ indices, ", type, "* __restrict__ out, long long n) {\n",
+                          "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+                          "  if (i >= n) return;\n", "  const long long at = ", at, ";\n", "  out[i] = operand[", offset,
+                          "];\n}\n");
   return kernel;
 }
 

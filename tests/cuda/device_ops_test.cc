@@ -1,0 +1,231 @@
+// CUDA kernels of single ops on the emulated device (emulated_device.h), each against the
+// reference evaluator on inputs chosen for the op's edge cases: multi-output fusions and clamp,
+// scatter in place, integer arithmetic with XLA's rules, gather.
+#include "emulated_device.h"
+
+namespace insitu::cuda {
+namespace {
+
+using namespace testing;
+
+// A multi-output fusion (the fusion pass makes Adam's m, v and p updates one) is one kernel
+// writing every output; an integer clamp whose low bound is above its high bound gives the
+// high bound, as XLA's min(max(x, lo), hi) does (the kernel gave lo for x < lo).
+TEST(CudaExecutor, MultiOutputFusionAndAClampWithCrossedBoundsMatchTheEvaluator) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule cases
+
+ENTRY main {
+  m = f32[4,50] parameter(0)
+  g = f32[4,50] parameter(1)
+  p = f32[4,50] parameter(2)
+  x = s32[7] parameter(3)
+  half = f32[] constant(0.5)
+  h = f32[4,50] broadcast(half), dimensions={}
+  m2 = f32[4,50] multiply(m, h)
+  m3 = f32[4,50] add(m2, g)
+  e = f32[4,50] exponential(m3)
+  p2 = f32[4,50] subtract(p, e)
+  lo = s32[] constant(1)
+  hi = s32[] constant(-5)
+  c = s32[7] clamp(lo, x, hi)
+  ROOT r = (f32[4,50], f32[4,50], s32[7]) tuple(p2, m3, c)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  int multi_output = 0;
+  for (const Instruction* instruction : loaded->optimized->entry()->instructions())
+    multi_output += instruction->opcode() == Opcode::kFusion && instruction->shape().is_tuple();
+  EXPECT_EQ(multi_output, 1);
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 5);
+  int32_t* x = arguments[3].data<int32_t>().data();
+  for (int i = 0; i < 7; ++i) x[i] = i - 3;  // below, between and above both bounds
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = (*executable)->run(arguments);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  EXPECT_EQ(differs(*actual, *expected), "");
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(expected->element(2).data<int32_t>()[i], -5);
+}
+
+
+// Scatters in place: duplicate indices combine in the evaluator's order (a float sum's rounding
+// depends on it), a window that does not fit is dropped, a combiner reading (update, current)
+// and integer sums that wrap; a window overlapping another in part is a located refusal.
+TEST(CudaExecutor, ScattersCombineDuplicatesInTheEvaluatorsOrder) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule scatters
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+max_first {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(b, a)
+}
+
+add_s32 {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+
+ENTRY main {
+  table = f32[6,5] parameter(0)
+  rows = s32[9,1] parameter(1)
+  updates = f32[9,5] parameter(2)
+  counts = s32[4] parameter(3)
+  at = s32[5,1] parameter(4)
+  big = s32[5] parameter(5)
+  summed = f32[6,5] scatter(table, rows, updates), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+  maxed = f32[6,5] scatter(summed, rows, updates), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=max_first
+  wrapped = s32[4] scatter(counts, at, big), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add_s32
+  ROOT r = (f32[6,5], s32[4]) tuple(maxed, wrapped)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 13);
+  const int32_t rows[] = {2, 5, 2, -1, 6, 2, 0, 5, 2};  // 2 four times, 5 twice; -1 and 6 dropped
+  std::copy(std::begin(rows), std::end(rows), arguments[1].data<int32_t>().data());
+  float* updates = arguments[2].data<float>().data();
+  for (int i = 0; i < 45; ++i) updates[i] = (i % 3 == 0) ? 1e8f : 1.0f / static_cast<float>(1 + i);  // order shows
+  const int32_t at[] = {1, 1, 3, 4, 1};
+  std::copy(std::begin(at), std::end(at), arguments[4].data<int32_t>().data());
+  for (int32_t& value : arguments[5].data<int32_t>()) value = 2147483000;  // sums wrap
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  CudaStats stats;
+  StatusOr<Literal> actual = (*executable)->run(arguments, &stats);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  EXPECT_TRUE(actual->element(0) == expected->element(0)) << "bit for bit: " << differs(*actual, *expected);
+  EXPECT_TRUE(actual->element(1) == expected->element(1)) << differs(*actual, *expected);
+
+  StatusOr<Loaded> partial = load_text(R"(
+HloModule overlapping
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[10] parameter(0)
+  starts = s32[2,1] parameter(1)
+  windows = f32[2,3] parameter(2)
+  ROOT y = f32[10] scatter(x, starts, windows), update_window_dims={1}, inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+}
+)");
+  ASSERT_TRUE(partial.ok()) << partial.status().to_string();
+  StatusOr<std::unique_ptr<CudaExecutable>> refused = CudaExecutable::create(std::move(partial->optimized), device);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("a window of extent 3 along scattered operand dimension 0"),
+            std::string::npos)
+      << refused.status().to_string();
+}
+
+// Integer arithmetic with XLA's rules, as the evaluator computes it: x / 0 = -1, MIN / -1 = MIN,
+// x % 0 = x, MIN % -1 = 0, shifts by the width or more (negative amounts too) shift all out,
+// sums and products wrap; on s32 and u32 (a layout other than row-major changes nothing: it is
+// metadata, as on the CPU).
+TEST(CudaExecutor, IntegerEdgeCasesFollowTheEvaluator) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule integers
+
+ENTRY main {
+  a = s32[12] parameter(0)
+  b = s32[12] parameter(1)
+  ua = u32[12] parameter(2)
+  ub = u32[12] parameter(3)
+  q = s32[12] divide(a, b)
+  r = s32[12] remainder(a, b)
+  l = s32[12] shift-left(a, b)
+  sl = s32[12] shift-right-logical(a, b)
+  sa = s32[12] shift-right-arithmetic(a, b)
+  m = s32[12] multiply(a, a)
+  s = s32[12] add(a, b)
+  x = s32[12] xor(a, b)
+  uq = u32[12] divide(ua, ub)
+  ur = u32[12] remainder(ua, ub)
+  usa = u32[12] shift-right-arithmetic(ua, ub)
+  t = s32[3,4]{0,1} reshape(q)
+  tt = s32[4,3]{0,1} transpose(t), dimensions={1,0}
+  ROOT out = (s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], u32[12], u32[12], u32[12], s32[4,3]{0,1}) tuple(q, r, l, sl, sa, m, s, x, uq, ur, usa, tt)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 1);
+  const int32_t a[] = {7, -7, INT32_MIN, INT32_MIN, 5, -5, 1, -1, INT32_MAX, 123456789, -8, 0};
+  const int32_t b[] = {0, 2, -1, 0, 31, 32, -1, 33, 1, 7, 2, 0};
+  std::copy(std::begin(a), std::end(a), arguments[0].data<int32_t>().data());
+  std::copy(std::begin(b), std::end(b), arguments[1].data<int32_t>().data());
+  for (int i = 0; i < 12; ++i) {
+    arguments[2].data<uint32_t>()[i] = static_cast<uint32_t>(a[i]);
+    arguments[3].data<uint32_t>()[i] = static_cast<uint32_t>(b[i]);
+  }
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = (*executable)->run(arguments);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  for (int64_t k = 0; k < expected->shape().tuple_size(); ++k)
+    EXPECT_TRUE(actual->element(k) == expected->element(k))
+        << "output " << k << ": " << actual->element(k).to_string() << " vs " << expected->element(k).to_string();
+}
+
+// Gathers: rows of a table (an embedding lookup), 2x3 windows from a two-number start, and a
+// batched pick along one dimension (operand_batching_dims, as a cross-entropy gradient has);
+// starts out of range (negative, past the end) are clamped so the slice stays inside.
+TEST(CudaExecutor, GathersClampStartsAsTheEvaluatorDoes) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule gathers
+
+ENTRY main {
+  table = f32[12,6] parameter(0)
+  ids = s32[2,3,1] parameter(1)
+  x = f32[5,6] parameter(2)
+  corners = s32[3,2] parameter(3)
+  logits = f32[5,7] parameter(4)
+  labels = s32[5,1,1] parameter(5)
+  rows = f32[2,3,6] gather(table, ids), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,6}
+  windows = f32[3,2,3] gather(x, corners), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={2,3}
+  picked = f32[5,1] gather(logits, labels), offset_dims={}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=2, slice_sizes={1,1}
+  ROOT r = (f32[2,3,6], f32[3,2,3], f32[5,1]) tuple(rows, windows, picked)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 21);
+  const int32_t ids[] = {0, 11, -3, 12, 5, 40};
+  std::copy(std::begin(ids), std::end(ids), arguments[1].data<int32_t>().data());
+  const int32_t corners[] = {0, 0, 4, 5, -1, 2};  // the second and third clamped to (3, 3) and (0, 2)
+  std::copy(std::begin(corners), std::end(corners), arguments[3].data<int32_t>().data());
+  const int32_t labels[] = {0, 6, 7, -1, 3};
+  std::copy(std::begin(labels), std::end(labels), arguments[5].data<int32_t>().data());
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = (*executable)->run(arguments);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  for (int64_t k = 0; k < 3; ++k) EXPECT_TRUE(actual->element(k) == expected->element(k)) << "output " << k;
+}
+
+}  // namespace
+}  // namespace insitu::cuda

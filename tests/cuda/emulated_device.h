@@ -1,0 +1,171 @@
+// Shared by the CUDA executor tests: an emulated device (device memory is host memory; the
+// plan's kernels are compiled by the host compiler, with the shim of host_run_test.cc, into a
+// shared library whose launchers run each kernel over its grid), modules loaded as written and
+// as optimized, random arguments, and a leaf-by-leaf comparison.
+#pragma once
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "corpus_kernels.h"
+#include "insitu/cuda/executor.h"
+
+namespace insitu::cuda::testing {
+
+// Host memory as device memory; kernels from a shared library the host compiler builds.
+class EmulatedDevice final : public Device {
+ public:
+  ~EmulatedDevice() override {
+    if (library_ != nullptr) dlclose(library_);
+  }
+  std::string name() const override { return "emulated CUDA device (the host)"; }
+  StatusOr<DevicePointer> allocate(int64_t bytes) override {
+    void* memory = std::calloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)), 1);
+    if (memory == nullptr) return resource_exhausted("emulated device: out of memory");
+    ++live_;
+    return reinterpret_cast<DevicePointer>(memory);
+  }
+  Status free(DevicePointer pointer) override {
+    std::free(reinterpret_cast<void*>(pointer));
+    --live_;
+    return ok_status();
+  }
+  Status copy_to_device(DevicePointer to, const void* from, int64_t bytes) override {
+    if (bytes > 0) std::memcpy(reinterpret_cast<void*>(to), from, static_cast<size_t>(bytes));
+    return ok_status();
+  }
+  Status copy_to_host(void* to, DevicePointer from, int64_t bytes) override {
+    if (bytes > 0) std::memcpy(to, reinterpret_cast<const void*>(from), static_cast<size_t>(bytes));
+    return ok_status();
+  }
+  Status copy_on_device(DevicePointer to, DevicePointer from, int64_t bytes) override {
+    return copy_to_device(to, reinterpret_cast<const void*>(from), bytes);
+  }
+  // Each kernel gets a launcher: launch_NAME(void** arguments, long long threads).
+  Status load(const std::string& source) override {
+    std::string program = str_cat(kHostShim, source);
+    static const std::regex kSignature(R"(extern "C" __global__ void (\w+)\(([^)]*)\))");
+    for (std::sregex_iterator it(source.begin(), source.end(), kSignature), end; it != end; ++it) {
+      const std::string name = (*it)[1];
+      std::string parameters = (*it)[2], call;
+      size_t index = 0;
+      for (size_t begin = 0; begin <= parameters.size(); ++index) {
+        size_t comma = parameters.find(", ", begin);
+        if (comma == std::string::npos) comma = parameters.size();
+        std::string parameter = parameters.substr(begin, comma - begin);
+        begin = comma + 2;
+        const size_t star = parameter.rfind('*');  // a pointer (aliased ones are not __restrict__)
+        const bool pointer = star != std::string::npos;
+        const std::string type = pointer ? parameter.substr(0, star + 1) : "long long";
+        if (!call.empty()) call += ", ";
+        call += pointer ? str_cat("(", type, ")(*(const uint64_t*)a[", index, "])") : str_cat("*(long long*)a[", index, "]");
+      }
+      program += str_cat("extern \"C\" void launch_", name, "(void** a, long long threads) {\n  blockDim.x = 128;\n",
+                         "  for (blockIdx.x = 0; (long long)blockIdx.x * 128 < threads; ++blockIdx.x)\n",
+                         "    for (threadIdx.x = 0; threadIdx.x < 128; ++threadIdx.x) ", name, "(", call, ");\n}\n");
+    }
+    const std::string base = str_cat(fs::temp_directory_path().string(), "/insitu_emulated_", ::getpid(), "_", loads_++);
+    {
+      std::ofstream file(base + ".cc");
+      file << program;
+    }
+    const std::string command = str_cat(INSITU_HOST_CXX, " -std=c++17 -O1 -ffp-contract=off -w -shared -fPIC -o ",
+                                        base, ".so ", base, ".cc 2>", base, ".log");
+    if (std::system(command.c_str()) != 0) return internal_error(str_cat("emulated device: the host compiler failed: ", base, ".log"));
+    if (library_ != nullptr) dlclose(library_);
+    library_ = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library_ == nullptr) return internal_error(str_cat("emulated device: dlopen: ", dlerror()));
+    fs::remove(base + ".cc");
+    fs::remove(base + ".so");
+    fs::remove(base + ".log");
+    return ok_status();
+  }
+  Status launch(const std::string& kernel, int64_t threads, std::span<void*> arguments) override {
+    using Launcher = void (*)(void**, long long);
+    auto launcher = reinterpret_cast<Launcher>(dlsym(library_, ("launch_" + kernel).c_str()));
+    if (launcher == nullptr) return not_found(str_cat("emulated device: no kernel ", kernel));
+    launcher(arguments.data(), threads);
+    return ok_status();
+  }
+  int64_t live() const { return live_; }
+
+ private:
+  void* library_ = nullptr;
+  int loads_ = 0;
+  int64_t live_ = 0;
+};
+
+// A module as written (for the evaluator) and as insitu's pipeline optimizes it (for the device).
+struct Loaded {
+  std::unique_ptr<Module> written, optimized;
+};
+
+inline StatusOr<Loaded> load_text(const std::string& text) {
+  Loaded loaded;
+  INSITU_ASSIGN_OR_RETURN(loaded.written, parse_module(text));
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Module> parsed, parse_module(text));
+  INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(std::move(parsed)));
+  loaded.optimized = std::move(optimized.module);
+  return loaded;
+}
+
+inline StatusOr<Loaded> load(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return load_text(text.str());
+}
+
+inline fs::path corpus_module(const std::string& program) {
+  return fs::path(INSITU_SOURCE_DIR) / "tests" / "data" / "jax" / program / "before_optimizations.hlo";
+}
+
+inline Literal random_argument(const Shape& shape, std::mt19937& rng) {
+  if (!shape.is_tuple()) return random_input(shape, rng);
+  std::vector<Literal> elements;
+  for (int64_t i = 0; i < shape.tuple_size(); ++i) elements.push_back(random_argument(shape.tuple_shape(i), rng));
+  return Literal::tuple(std::move(elements));
+}
+
+// One random argument per entry parameter of `module`.
+inline std::vector<Literal> random_arguments(const Module& module, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Literal> arguments;
+  for (int64_t p = 0; p < module.entry()->parameter_count(); ++p)
+    arguments.push_back(random_argument(module.entry()->parameter(p)->shape(), rng));
+  return arguments;
+}
+
+// Leaf by leaf: integers exactly, floats within 1e-4 relative (the generated GEMM sums in the
+// element type, the evaluator's dot may not), NaN where the other has NaN.
+inline std::string differs(const Literal& actual, const Literal& expected) {
+  if (expected.shape().is_tuple()) {
+    if (!actual.shape().is_tuple() || actual.shape().tuple_size() != expected.shape().tuple_size()) return "shapes";
+    for (int64_t i = 0; i < expected.shape().tuple_size(); ++i)
+      if (std::string d = differs(actual.element(i), expected.element(i)); !d.empty()) return str_cat("{", i, "} ", d);
+    return "";
+  }
+  const PrimitiveType type = expected.shape().element_type();
+  for (int64_t i = 0; i < expected.element_count(); ++i) {
+    if (type == PrimitiveType::kF32 || type == PrimitiveType::kF64) {
+      const double a = actual.get_double(i), e = expected.get_double(i);
+      if ((std::isnan(a) && std::isnan(e)) || a == e) continue;
+      if (std::isfinite(a) && std::isfinite(e) && std::fabs(a - e) <= 1e-5 + 1e-4 * std::fabs(e)) continue;
+      return str_cat("element ", i, ": device ", a, ", evaluator ", e);
+    }
+    if (actual.get_integer(i) != expected.get_integer(i))
+      return str_cat("element ", i, ": device ", actual.get_integer(i), ", evaluator ", expected.get_integer(i));
+  }
+  return "";
+}
+
+
+}  // namespace insitu::cuda::testing
