@@ -143,13 +143,16 @@ inline StatusOr<Literal> evaluate_alone(const Instruction& instruction, std::spa
   return evaluate_computation(computation, inputs);
 }
 
-// Start indices of a dynamic-update-slice: in range, or past either end (clamped).
+// Start indices (of a dynamic slice or update, a gather's): in range, or past either end
+// (clamped).
 inline Literal random_index(const Shape& shape, std::mt19937& rng) {
   Literal literal(shape);
-  const int64_t value = static_cast<int64_t>(rng() % 12) - 3;
-  if (shape.element_type() == PrimitiveType::kS64) literal.data<int64_t>()[0] = value;
-  else if (shape.element_type() == PrimitiveType::kU32) literal.data<uint32_t>()[0] = static_cast<uint32_t>(value < 0 ? 0 : value);
-  else literal.data<int32_t>()[0] = static_cast<int32_t>(value);
+  for (int64_t i = 0; i < shape.element_count(); ++i) {
+    const int64_t value = static_cast<int64_t>(rng() % 12) - 3;
+    if (shape.element_type() == PrimitiveType::kS64) literal.data<int64_t>()[i] = value;
+    else if (shape.element_type() == PrimitiveType::kU32) literal.data<uint32_t>()[i] = static_cast<uint32_t>(value < 0 ? 0 : value);
+    else literal.data<int32_t>()[i] = static_cast<int32_t>(value);
+  }
   return literal;
 }
 
@@ -209,6 +212,8 @@ inline CorpusKernels corpus_kernels() {
         const std::string name = str_cat("k", cases.size());
         StatusOr<GeneratedKernel> kernel = opcode == Opcode::kFusion ? generate_elementwise_kernel(*instruction, name)
                                            : opcode == Opcode::kReduce ? generate_reduce_kernel(*instruction, name)
+                                           : opcode == Opcode::kReduceWindow ? generate_reduce_window_kernel(*instruction, name)
+                                           : opcode == Opcode::kGather ? generate_gather_kernel(*instruction, name)
                                            : opcode == Opcode::kDynamicUpdateSlice
                                                ? generate_dynamic_update_slice_kernel(*instruction, name)
                                            : is_data_movement(opcode) ? generate_data_movement_kernel(*instruction, name)
@@ -230,7 +235,8 @@ inline CorpusKernels corpus_kernels() {
         std::vector<const Literal*> pointers;
         for (int64_t i = 0; i < instruction->operand_count(); ++i) {
           const Shape& shape = instruction->operand(i)->shape();
-          const bool index = (opcode == Opcode::kDynamicUpdateSlice && i >= 2) || (opcode == Opcode::kDynamicSlice && i >= 1);
+          const bool index = (opcode == Opcode::kDynamicUpdateSlice && i >= 2) ||
+                             (opcode == Opcode::kDynamicSlice && i >= 1) || (opcode == Opcode::kGather && i == 1);
           c.inputs.push_back(index ? random_index(shape, rng) : random_input(shape, rng));
         }
         for (const Literal& input : c.inputs) pointers.push_back(&input);

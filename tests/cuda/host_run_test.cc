@@ -114,12 +114,14 @@ int main(int argc, char** argv) {
     const std::string difference = mismatch(actual, c.expected, c.tolerant);
     EXPECT_EQ(difference, "") << c.where << "\n" << c.kernel.source;
     ++(c.tolerant ? tolerant : exact);
-    reduces += c.opcode == Opcode::kReduce;
+    reduces += c.opcode == Opcode::kReduce || c.opcode == Opcode::kReduceWindow;
     updates += c.opcode == Opcode::kDynamicUpdateSlice;
-    alone += c.opcode != Opcode::kFusion && c.opcode != Opcode::kReduce && c.opcode != Opcode::kDynamicUpdateSlice;
+    alone += c.opcode != Opcode::kFusion && c.opcode != Opcode::kReduce && c.opcode != Opcode::kReduceWindow &&
+             c.opcode != Opcode::kDynamicUpdateSlice;
   }
   fs::remove_all(dir);
-  std::printf("CUDA kernels run on the host: %zu corpus kernels (%d reduces, %d in-place dynamic-update-slices, %d "
+  std::printf("CUDA kernels run on the host: %zu corpus kernels (%d reduces and reduce-windows, %d in-place "
+              "dynamic-update-slices, %d "
               "ops outside fusions, the rest fusions) agree with the evaluator (%d bit for bit, %d within 1e-5); the "
               "generators refused %d other instructions; %d repeated a kernel already run\n",
               cases.size(), reduces, updates, alone, exact, tolerant, refused, repeated);

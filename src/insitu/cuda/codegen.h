@@ -64,6 +64,12 @@ StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::s
 // block per row, which needs a GPU to check against.)
 StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, const std::string& name);
 
+// The kernel of a reduce-window with one input and a combiner of one op of its two parameters:
+// thread i folds output element i's window in row-major order from the init value, skipping
+// padding and base-dilation holes, in the element type, as the evaluator does (bit for bit).
+// Signature: (const T* input, const T* init, T* out, long long n), n outputs.
+StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduce_window, const std::string& name);
+
 // The kernel of a dynamic-update-slice written in place: thread i copies update element i into
 // `buffer` (the operand's buffer, which the result shares) at the start indices, each clamped
 // into [0, operand - update] as XLA does. Signature: (T* buffer, const T* update, const I0* s0,

@@ -14,6 +14,43 @@ using detail::cuda_type;
 using detail::refuse;
 using detail::strides_of;
 
+namespace {
+
+// The statement folding element `x` into `acc` with `op`'s combiner (called_computations()[0]):
+// one binary op of its two parameters, in either order. With `double_sum`, a floating sum is
+// kept in double (`sum_in_double` says so; acc is then a double).
+StatusOr<std::string> fold_step(const Instruction& op, const std::string& type, bool double_sum, bool& sum_in_double) {
+  const Computation& combiner = *op.called_computations().at(0);
+  const Instruction* root = combiner.root();
+  if (combiner.parameter_count() != 2 || root == nullptr || root->operand_count() != 2 ||
+      root->operand(0)->opcode() != Opcode::kParameter || root->operand(1)->opcode() != Opcode::kParameter ||
+      root->operand(0) == root->operand(1))
+    return refuse(op, "a combiner other than one op of its two parameters is not generated yet");
+  const bool accumulator_first = root->operand(0)->parameter_number == 0;
+  const bool floating = type == "float" || type == "double";
+  const std::string a = accumulator_first ? "acc" : "x", b = accumulator_first ? "x" : "acc";
+  sum_in_double = false;
+  switch (root->opcode()) {
+    case Opcode::kAdd:
+      sum_in_double = floating && double_sum;
+      return sum_in_double ? std::string("acc += (double)x;") : str_cat("acc = ", a, " + ", b, ";");
+    case Opcode::kMultiply: return str_cat("acc = ", a, " * ", b, ";");
+    case Opcode::kMaximum:
+      return floating ? str_cat("acc = insitu_max(", a, ", ", b, ");") : str_cat("acc = ", a, " < ", b, " ? ", b, " : ", a, ";");
+    case Opcode::kMinimum:
+      return floating ? str_cat("acc = insitu_min(", a, ", ", b, ");") : str_cat("acc = ", b, " < ", a, " ? ", b, " : ", a, ";");
+    case Opcode::kAnd:
+      if (floating) return refuse(*root, "a bitwise combiner of floats");
+      return str_cat("acc = ", a, type == "bool" ? " && " : " & ", b, ";");
+    case Opcode::kOr:
+      if (floating) return refuse(*root, "a bitwise combiner of floats");
+      return str_cat("acc = ", a, type == "bool" ? " || " : " | ", b, ";");
+    default: return refuse(*root, "this combiner op is not generated yet");
+  }
+}
+
+}  // namespace
+
 StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, const std::string& name) {
   if (reduce.opcode() != Opcode::kReduce) return refuse(reduce, "not a reduce");
   if (reduce.operand_count() != 2 || !reduce.shape().is_array())
@@ -22,42 +59,9 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
   const Shape& out = reduce.shape();
   if (input.element_type() != out.element_type() || reduce.operand(1)->shape().element_type() != out.element_type())
     return refuse(reduce, "a reduce that changes the element type is not generated");
-  // The combiner: one binary op of the two parameters (either order).
-  const Computation& combiner = *reduce.called_computations().at(0);
-  const Instruction* root = combiner.root();
-  if (combiner.parameter_count() != 2 || root == nullptr || root->operand_count() != 2 ||
-      root->operand(0)->opcode() != Opcode::kParameter || root->operand(1)->opcode() != Opcode::kParameter ||
-      root->operand(0) == root->operand(1))
-    return refuse(reduce, "a combiner other than one op of its two parameters is not generated yet");
-  const bool accumulator_first = root->operand(0)->parameter_number == 0;
   INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(reduce, out.element_type()));
-  const bool floating = type == "float" || type == "double";
-  const std::string acc = "acc", x = "x";
-  const std::string a = accumulator_first ? acc : x, b = accumulator_first ? x : acc;
-  std::string step;
-  bool sum_in_double = false;
-  switch (root->opcode()) {
-    case Opcode::kAdd:
-      sum_in_double = floating;  // the evaluator's: a floating sum in double, rounded once
-      step = sum_in_double ? "acc += (double)x;" : str_cat("acc = ", a, " + ", b, ";");
-      break;
-    case Opcode::kMultiply: step = str_cat("acc = ", a, " * ", b, ";"); break;
-    case Opcode::kMaximum:
-      step = floating ? str_cat("acc = insitu_max(", a, ", ", b, ");") : str_cat("acc = ", a, " < ", b, " ? ", b, " : ", a, ";");
-      break;
-    case Opcode::kMinimum:
-      step = floating ? str_cat("acc = insitu_min(", a, ", ", b, ");") : str_cat("acc = ", b, " < ", a, " ? ", b, " : ", a, ";");
-      break;
-    case Opcode::kAnd:
-      if (floating) return refuse(*root, "a bitwise combiner of floats");
-      step = str_cat("acc = ", a, type == "bool" ? " && " : " & ", b, ";");
-      break;
-    case Opcode::kOr:
-      if (floating) return refuse(*root, "a bitwise combiner of floats");
-      step = str_cat("acc = ", a, type == "bool" ? " || " : " | ", b, ";");
-      break;
-    default: return refuse(*root, "this combiner op is not generated yet");
-  }
+  bool sum_in_double = false;  // the evaluator's reduce: a floating sum in double, rounded once
+  INSITU_ASSIGN_OR_RETURN(std::string step, fold_step(reduce, type, /*double_sum=*/true, sum_in_double));
   // Output element i: the kept dimensions' coordinates give the first input element; the
   // reduced ones are walked in row-major order (the evaluator's fold order).
   const std::vector<int64_t> strides = strides_of(input.dimensions());
@@ -86,6 +90,56 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
                           sum_in_double ? "double acc = (double)init[0];\n" : str_cat(type, " acc = init[0];\n"),
                           "  for (long long r = 0; r < ", count, "ll; ++r) {\n", "    const ", type,
                           " x = input[base + ", offset, "];\n    ", step, "\n  }\n", "  out[i] = (", type, ")acc;\n}\n");
+  return kernel;
+}
+
+StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduce_window, const std::string& name) {
+  if (reduce_window.opcode() != Opcode::kReduceWindow) return refuse(reduce_window, "not a reduce-window");
+  if (reduce_window.operand_count() != 2 || !reduce_window.shape().is_array())
+    return refuse(reduce_window, "a reduce-window of several inputs is not generated yet");
+  const Shape& input = reduce_window.operand(0)->shape();
+  const Shape& out = reduce_window.shape();
+  const int64_t rank = input.rank();
+  if (input.element_type() != out.element_type() ||
+      reduce_window.operand(1)->shape().element_type() != out.element_type() || out.rank() != rank ||
+      static_cast<int64_t>(reduce_window.window.size()) != rank)
+    return refuse(reduce_window, "a reduce-window that changes the element type or the rank is not generated");
+  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(reduce_window, out.element_type()));
+  bool sum_in_double = false;  // the evaluator folds a window in the element type, step by step
+  INSITU_ASSIGN_OR_RETURN(std::string step, fold_step(reduce_window, type, /*double_sum=*/false, sum_in_double));
+  // Output element i folds its window in row-major order, skipping padding and the holes of a
+  // base dilation, from the init value: the evaluator's order.
+  const std::vector<int64_t> input_strides = strides_of(input.dimensions());
+  const std::vector<int64_t> out_strides = strides_of(out.dimensions());
+  int64_t window_count = 1;
+  for (const WindowDimension& w : reduce_window.window) {
+    if (w.size <= 0 || w.stride <= 0 || w.base_dilation <= 0 || w.window_dilation <= 0)
+      return refuse(reduce_window, "a window dimension without a positive size, stride and dilations");
+    window_count *= w.size;
+  }
+  std::string body = "    long long linear = 0;\n";
+  int64_t inner = 1;
+  std::vector<std::string> lines(static_cast<size_t>(rank));
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    const WindowDimension& w = reduce_window.window[d];
+    lines[d] = str_cat("    { long long p = (i / ", out_strides[d], "ll % ", out.dimension(d), "ll) * ", w.stride,
+                       "ll + (r / ", inner, "ll % ", w.size, "ll) * ", w.window_dilation, "ll - ", w.padding_low, "ll;\n",
+                       w.base_dilation > 1 ? str_cat("      if (p % ", w.base_dilation, "ll != 0) continue;\n      p /= ",
+                                                     w.base_dilation, "ll;\n")
+                                           : "",
+                       "      if (p < 0 || p >= ", input.dimension(d), "ll) continue;\n      linear += p * ",
+                       input_strides[d], "ll; }\n");
+    inner *= w.size;
+  }
+  for (const std::string& line : lines) body += line;
+  GeneratedKernel kernel;
+  kernel.name = name;
+  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ input, const ", type,
+                          "* __restrict__ init, ", type, "* __restrict__ out, long long n) {\n",
+                          "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+                          "  if (i >= n) return;\n  ", type, " acc = init[0];\n", "  for (long long r = 0; r < ",
+                          window_count, "ll; ++r) {\n", body, "    const ", type, " x = input[linear];\n    ", step,
+                          "\n  }\n  out[i] = acc;\n}\n");
   return kernel;
 }
 

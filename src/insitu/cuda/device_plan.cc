@@ -196,6 +196,11 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->operand(1)->shape().element_count());
         break;
+      case Opcode::kReduceWindow:
+        kernel = generate_reduce_window_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        add_kernel(instruction->shape().element_count());
+        break;
       case Opcode::kGather:
         kernel = generate_gather_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
