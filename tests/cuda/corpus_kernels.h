@@ -214,6 +214,7 @@ inline CorpusKernels corpus_kernels() {
                                            : opcode == Opcode::kReduce ? generate_reduce_kernel(*instruction, name)
                                            : opcode == Opcode::kReduceWindow ? generate_reduce_window_kernel(*instruction, name)
                                            : opcode == Opcode::kGather ? generate_gather_kernel(*instruction, name)
+                                           : opcode == Opcode::kPad ? generate_pad_kernel(*instruction, name)
                                            : opcode == Opcode::kDynamicUpdateSlice
                                                ? generate_dynamic_update_slice_kernel(*instruction, name)
                                            : is_data_movement(opcode) ? generate_data_movement_kernel(*instruction, name)

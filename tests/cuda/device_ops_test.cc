@@ -227,5 +227,33 @@ ENTRY main {
   for (int64_t k = 0; k < 3; ++k) EXPECT_TRUE(actual->element(k) == expected->element(k)) << "output " << k;
 }
 
+// Pads: edges that grow and edges that crop (negative), with interior padding between
+// elements, in two dimensions at once.
+TEST(CudaExecutor, PadsGrowCropAndInterleaveAsTheEvaluatorDoes) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule pads
+
+ENTRY main {
+  x = f32[4,5] parameter(0)
+  zero = f32[] constant(0.5)
+  grown = f32[9,8] pad(x, zero), padding=2_3_0x1_2_0
+  cropped = f32[3,7] pad(x, zero), padding=-1_0_0x-2_0_1
+  interleaved = f32[12,13] pad(x, zero), padding=1_1_2x0_0_2
+  ROOT r = (f32[9,8], f32[3,7], f32[12,13]) tuple(grown, cropped, interleaved)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 3);
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = (*executable)->run(arguments);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  for (int64_t k = 0; k < 3; ++k) EXPECT_TRUE(actual->element(k) == expected->element(k)) << "output " << k;
+}
+
 }  // namespace
 }  // namespace insitu::cuda

@@ -54,6 +54,8 @@ StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion,
 // The kernel of one elementwise op, broadcast, iota, convert, compare or select outside any
 // fusion, as a fusion of that op alone (same signature: its operands, then the result).
 StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::string& name);
+// The ops generate_op_kernel takes (it may still refuse one for its types).
+bool is_op_kernel_opcode(Opcode opcode);
 
 // The kernel of a reduce with one input and a combiner of one op (add, multiply, maximum,
 // minimum, and, or) of its two parameters: thread i computes output element i, folding its
@@ -69,6 +71,11 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
 // padding and base-dilation holes, in the element type, as the evaluator does (bit for bit).
 // Signature: (const T* input, const T* init, T* out, long long n), n outputs.
 StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduce_window, const std::string& name);
+
+// The kernel of a pad (edges, negative ones cropping, and interior padding): thread i writes
+// output element i, from the operand or the padding value. Signature: (const T* operand,
+// const T* value, T* out, long long n).
+StatusOr<GeneratedKernel> generate_pad_kernel(const Instruction& pad, const std::string& name);
 
 // The kernel of a dynamic-update-slice written in place: thread i copies update element i into
 // `buffer` (the operand's buffer, which the result shares) at the start indices, each clamped

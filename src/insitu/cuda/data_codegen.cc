@@ -143,6 +143,42 @@ StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduc
   return kernel;
 }
 
+StatusOr<GeneratedKernel> generate_pad_kernel(const Instruction& pad, const std::string& name) {
+  if (pad.opcode() != Opcode::kPad || pad.operand_count() != 2 || !pad.shape().is_array())
+    return refuse(pad, "not a pad of one array");
+  const Shape& operand = pad.operand(0)->shape();
+  const Shape& out = pad.shape();
+  const int64_t rank = operand.rank();
+  if (static_cast<int64_t>(pad.padding.size()) != rank || out.rank() != rank ||
+      out.element_type() != operand.element_type())
+    return refuse(pad, "padding that does not match the operand");
+  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(pad, out.element_type()));
+  // Output element i is operand element q where, in every dimension, i's coordinate minus the
+  // low edge is a multiple of interior + 1 (q's coordinate times it) inside the operand;
+  // anything else is padding. Negative edges crop, as in the evaluator.
+  const std::vector<int64_t> operand_strides = strides_of(operand.dimensions());
+  const std::vector<int64_t> out_strides = strides_of(out.dimensions());
+  std::string body;
+  for (int64_t d = 0; d < rank; ++d) {
+    const PaddingDimension& p = pad.padding[d];
+    if (p.interior < 0) return refuse(pad, "negative interior padding");
+    body += str_cat("  { long long p = (i / ", out_strides[d], "ll % ", out.dimension(d), "ll) - (", p.low, "ll);\n",
+                    p.interior > 0 ? str_cat("    if (p % ", p.interior + 1, "ll != 0) inside = false;\n    p /= ",
+                                             p.interior + 1, "ll;\n")
+                                   : "",
+                    "    if (p < 0 || p >= ", operand.dimension(d), "ll) inside = false;\n    at += p * ",
+                    operand_strides[d], "ll; }\n");
+  }
+  GeneratedKernel kernel;
+  kernel.name = name;
+  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ operand, const ", type,
+                          "* __restrict__ value, ", type, "* __restrict__ out, long long n) {\n",
+                          "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+                          "  if (i >= n) return;\n  bool inside = true;\n  long long at = 0;\n", body,
+                          "  out[i] = inside ? operand[at] : value[0];\n}\n");
+  return kernel;
+}
+
 StatusOr<GeneratedKernel> generate_dynamic_update_slice_kernel(const Instruction& update_slice,
                                                                const std::string& name) {
   if (update_slice.opcode() != Opcode::kDynamicUpdateSlice) return refuse(update_slice, "not a dynamic-update-slice");

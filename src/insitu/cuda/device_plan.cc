@@ -196,6 +196,11 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->operand(1)->shape().element_count());
         break;
+      case Opcode::kPad:
+        kernel = generate_pad_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        add_kernel(instruction->shape().element_count());
+        break;
       case Opcode::kReduceWindow:
         kernel = generate_reduce_window_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
@@ -226,9 +231,11 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         break;
       default:
         kernel = generate_op_kernel(*instruction, name);
+        if (!kernel.ok() && is_op_kernel_opcode(instruction->opcode())) return kernel.status();  // why, for this op
         if (!kernel.ok())
           return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
-                                      "broadcasts, iotas, reduces, data movement, dynamic-update-slices, gathers, scatters, "
+                                      "broadcasts, iotas, reduces, reduce-windows, pads, data movement, dynamic-update-slices, "
+                                      "gathers, scatters, "
                                       "dots, "
                                       "copies, "
                                       "views, while loops and conditionals)");

@@ -370,11 +370,14 @@ StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion,
   return generate_for_body(*fusion.to_apply(), fusion.shape(), fusion, name);
 }
 
+bool is_op_kernel_opcode(Opcode opcode) {
+  return is_elementwise(opcode) || opcode == Opcode::kBroadcast || opcode == Opcode::kIota || opcode == Opcode::kConvert ||
+         opcode == Opcode::kSelect || opcode == Opcode::kCompare || opcode == Opcode::kClamp || opcode == Opcode::kIsFinite;
+}
+
 StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::string& name) {
   const Opcode opcode = op.opcode();
-  if (!is_elementwise(opcode) && opcode != Opcode::kBroadcast && opcode != Opcode::kIota && opcode != Opcode::kConvert &&
-      opcode != Opcode::kSelect && opcode != Opcode::kCompare && opcode != Opcode::kClamp && opcode != Opcode::kIsFinite)
-    return refuse(op, "no CUDA form for this op yet");
+  if (!is_op_kernel_opcode(opcode)) return refuse(op, "no CUDA form for this op yet");
   // The op alone, as a computation of one parameter per operand.
   Computation body(str_cat(op.name(), ".alone"));
   auto copy = std::make_unique<Instruction>(opcode, op.name(), op.shape());
