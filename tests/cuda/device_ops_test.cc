@@ -255,5 +255,39 @@ ENTRY main {
   for (int64_t k = 0; k < 3; ++k) EXPECT_TRUE(actual->element(k) == expected->element(k)) << "output " << k;
 }
 
+// A layout is metadata on the device, but a reduce folds in its input's layout order, as the
+// evaluator does: a float product over a {0,1} input (dimension 0 fastest) rounds differently
+// from the row-major order.
+TEST(CudaExecutor, AReduceFoldsInItsInputsLayoutOrder) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule layout_order
+
+times {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] multiply(a, b)
+}
+
+ENTRY main {
+  x = f32[6,7]{0,1} parameter(0)
+  one = f32[] constant(1)
+  ROOT p = f32[] reduce(x, one), dimensions={0,1}, to_apply=times
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 8);
+  std::mt19937 rng(8);  // near 1, so the product stays finite; each step rounds
+  for (float& value : arguments[0].data<float>()) value = 1.0f + static_cast<float>(rng() % 100000 + 1) * 0x1p-17f;
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = (*executable)->run(arguments);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  EXPECT_TRUE(*actual == *expected) << actual->to_string() << " vs " << expected->to_string();
+}
+
 }  // namespace
 }  // namespace insitu::cuda

@@ -5,6 +5,7 @@
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
+#include "insitu/evaluator/apply_util.h"
 #include "insitu/ir/computation.h"
 #include "insitu/support/str.h"
 
@@ -63,11 +64,16 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
   bool sum_in_double = false;  // the evaluator's reduce: a floating sum in double, rounded once
   INSITU_ASSIGN_OR_RETURN(std::string step, fold_step(reduce, type, /*double_sum=*/true, sum_in_double));
   // Output element i: the kept dimensions' coordinates give the first input element; the
-  // reduced ones are walked in row-major order (the evaluator's fold order).
+  // reduced ones are walked in the input's layout order, minor fastest (the evaluator's fold
+  // order: row-major for the default layout).
   const std::vector<int64_t> strides = strides_of(input.dimensions());
   std::unordered_set<int64_t> reduced(reduce.dimensions.begin(), reduce.dimensions.end());
   std::vector<int64_t> kept, walked;
-  for (int64_t d = 0; d < input.rank(); ++d) (reduced.count(d) ? walked : kept).push_back(d);
+  for (int64_t d = 0; d < input.rank(); ++d)
+    if (!reduced.count(d)) kept.push_back(d);
+  const std::vector<int64_t> minor_to_major = eval::iteration_minor_to_major(input);
+  for (auto d = minor_to_major.rbegin(); d != minor_to_major.rend(); ++d)
+    if (reduced.count(*d)) walked.push_back(*d);
   const std::vector<int64_t> out_strides = strides_of(out.dimensions());
   std::string base = "0";
   for (size_t k = 0; k < kept.size(); ++k)

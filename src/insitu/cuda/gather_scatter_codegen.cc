@@ -57,6 +57,8 @@ StatusOr<GeneratedKernel> generate_scatter_kernel(const Instruction& scatter, co
   const Shape& updates = scatter.operand(2)->shape();
   if (updates.element_type() != operand.element_type() || scatter.shape().element_type() != operand.element_type())
     return refuse(scatter, "updates of another type than the operand");
+  if (!updates.layout().minor_to_major.empty() && !updates.layout().is_default_for_rank(updates.rank()))
+    return refuse(scatter, "updates in a layout other than the default (the evaluator walks them in layout order)");
   INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(scatter, operand.element_type()));
   INSITU_ASSIGN_OR_RETURN(std::string index_type, cuda_type(*scatter.operand(1), indices.element_type()));
   if (scatter.called_computations().empty()) return refuse(scatter, "no update computation");
