@@ -101,7 +101,7 @@ ENTRY main {
 inline bool is_transcendental(Opcode opcode) {
   switch (opcode) {
     case Opcode::kExp: case Opcode::kLog: case Opcode::kTanh: case Opcode::kLogistic: case Opcode::kRsqrt:
-    case Opcode::kSin: case Opcode::kCos: case Opcode::kPower:
+    case Opcode::kSin: case Opcode::kCos: case Opcode::kPower: case Opcode::kLog1p: case Opcode::kExpm1:
       return true;
     default: return false;
   }

@@ -1,6 +1,8 @@
 // CUDA kernels of single ops on the emulated device (emulated_device.h), each against the
 // reference evaluator on inputs chosen for the op's edge cases: multi-output fusions and clamp,
 // scatter in place, integer arithmetic with XLA's rules, gather.
+#include <limits>
+
 #include "emulated_device.h"
 
 namespace insitu::cuda {
@@ -287,6 +289,56 @@ ENTRY main {
   StatusOr<Literal> actual = (*executable)->run(arguments);
   ASSERT_TRUE(actual.ok()) << actual.status().to_string();
   EXPECT_TRUE(*actual == *expected) << actual->to_string() << " vs " << expected->to_string();
+}
+
+// A variadic reduce through a device function of its combiner: JAX's argmax (value and index
+// pairs; NaN wins, ties keep the lower index), over rows holding ties, NaN and -inf.
+TEST(CudaExecutor, AnArgmaxFoldsValueIndexPairsAsTheEvaluatorDoes) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule argmax
+
+pick {
+  a = f32[] parameter(0)
+  i = s32[] parameter(1)
+  b = f32[] parameter(2)
+  j = s32[] parameter(3)
+  gt = pred[] compare(a, b), direction=GT
+  nan = pred[] compare(a, a), direction=NE
+  keep = pred[] or(gt, nan)
+  value = f32[] select(keep, a, b)
+  eq = pred[] compare(a, b), direction=EQ
+  lower = pred[] compare(i, j), direction=LT
+  tie = pred[] and(eq, lower)
+  first = pred[] or(keep, tie)
+  index = s32[] select(first, i, j)
+  ROOT r = (f32[], s32[]) tuple(value, index)
+}
+
+ENTRY main {
+  x = f32[4,6] parameter(0)
+  iota = s32[4,6] iota(), iota_dimension=1
+  ninf = f32[] constant(-inf)
+  zero = s32[] constant(0)
+  r = (f32[4], s32[4]) reduce(x, iota, ninf, zero), dimensions={1}, to_apply=pick
+  ROOT index = s32[4] get-tuple-element(r), index=1
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 2);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float x[] = {1, 3, 3, 2, 3, 0, -inf, -inf, -inf, -inf, -inf, -inf, 5, nan, 7, nan, 9, 9, 0, -0.0f, 0, -1, -2, -0.0f};
+  std::copy(std::begin(x), std::end(x), arguments[0].data<float>().data());
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = (*executable)->run(arguments);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  EXPECT_TRUE(*actual == *expected) << actual->to_string() << " vs " << expected->to_string();
+  const int32_t want[] = {1, 0, 1, 0};
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(actual->data<int32_t>()[k], want[k]) << k;
 }
 
 }  // namespace

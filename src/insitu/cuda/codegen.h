@@ -54,14 +54,22 @@ StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion,
 // The kernel of one elementwise op, broadcast, iota, convert, compare or select outside any
 // fusion, as a fusion of that op alone (same signature: its operands, then the result).
 StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::string& name);
+// A scalar computation (a reduce's or sort's to_apply: every value rank 0) as a __device__
+// function `name`(T0 p0, ..., R0* out0, ...) writing its root (each element of a root tuple),
+// computed as generate_elementwise_kernel computes an element; errors name `user`.
+StatusOr<GeneratedKernel> generate_scalar_function(const Computation& computation, const Instruction& user,
+                                                   const std::string& name);
 // The ops generate_op_kernel takes (it may still refuse one for its types).
 bool is_op_kernel_opcode(Opcode opcode);
 
-// The kernel of a reduce with one input and a combiner of one op (add, multiply, maximum,
-// minimum, and, or) of its two parameters: thread i computes output element i, folding its
-// reduced elements in row-major order from the init value, as the evaluator does (a floating
-// sum in double, rounded once), so the result is the evaluator's bit for bit.
-// Signature: (const T* input, const T* init, T* out, long long n), n outputs.
+// The kernel of a reduce: thread i computes output element i, folding its reduced elements in
+// the input's layout order (row-major for the default layout) from the init values, as the
+// evaluator does, so the result is the evaluator's bit for bit. One input with a combiner of
+// one op (add, multiply, maximum, minimum, and, or) of its two parameters folds inline (a
+// floating sum in double, rounded once); several inputs (an argmax's value and index) or
+// another combiner fold through a device function of the combiner (generate_scalar_function).
+// Signature: (const T* input, const T* init, T* out, long long n), n outputs; with k inputs
+// (input0..k-1, init0..k-1, out0..k-1, n).
 // (One thread per output: right for the many small rows of a decode step; long rows want a
 // block per row, which needs a GPU to check against.)
 StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, const std::string& name);

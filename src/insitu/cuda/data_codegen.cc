@@ -54,15 +54,44 @@ StatusOr<std::string> fold_step(const Instruction& op, const std::string& type, 
 
 StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, const std::string& name) {
   if (reduce.opcode() != Opcode::kReduce) return refuse(reduce, "not a reduce");
-  if (reduce.operand_count() != 2 || !reduce.shape().is_array())
-    return refuse(reduce, "a reduce of several inputs is not generated yet");
+  const int64_t inputs = reduce.operand_count() / 2;
+  const Shape& result = reduce.shape();
+  if (inputs < 1 || reduce.operand_count() != 2 * inputs || (inputs == 1) != result.is_array() ||
+      (inputs > 1 && result.tuple_size() != inputs))
+    return refuse(reduce, "a reduce whose inputs, inits and results do not pair up");
   const Shape& input = reduce.operand(0)->shape();
-  const Shape& out = reduce.shape();
-  if (input.element_type() != out.element_type() || reduce.operand(1)->shape().element_type() != out.element_type())
-    return refuse(reduce, "a reduce that changes the element type is not generated");
-  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(reduce, out.element_type()));
-  bool sum_in_double = false;  // the evaluator's reduce: a floating sum in double, rounded once
-  INSITU_ASSIGN_OR_RETURN(std::string step, fold_step(reduce, type, /*double_sum=*/true, sum_in_double));
+  const Shape& out = result.is_tuple() ? result.tuple_shape(0) : result;
+  std::vector<std::string> types;
+  for (int64_t k = 0; k < inputs; ++k) {
+    const PrimitiveType element = reduce.operand(k)->shape().element_type();
+    const Shape& leaf = result.is_tuple() ? result.tuple_shape(k) : result;
+    if (reduce.operand(inputs + k)->shape().element_type() != element || leaf.element_type() != element ||
+        reduce.operand(k)->shape().dimensions() != input.dimensions())
+      return refuse(reduce, "a reduce that changes the element type is not generated");
+    INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(reduce, element));
+    types.push_back(std::move(type));
+  }
+  // One op of the two parameters: folded inline (a floating sum in double, rounded once: the
+  // evaluator's); any other combiner (an argmax's pairs) through a device function of its
+  // computation, in the element types, as the evaluator runs it.
+  bool sum_in_double = false;
+  StatusOr<std::string> step = inputs == 1 ? fold_step(reduce, types[0], /*double_sum=*/true, sum_in_double)
+                                           : StatusOr<std::string>(std::string());
+  std::string combiner;
+  if (!step.ok() || inputs > 1) {
+    INSITU_ASSIGN_OR_RETURN(GeneratedKernel function,
+                            generate_scalar_function(*reduce.called_computations().at(0), reduce, name + "_combine"));
+    combiner = function.source;
+    std::string call = name + "_combine(", declare, assign;
+    for (int64_t k = 0; k < inputs; ++k) call += str_cat("acc", k, ", ");
+    for (int64_t k = 0; k < inputs; ++k) call += str_cat("x", k, ", ");
+    for (int64_t k = 0; k < inputs; ++k) {
+      declare += str_cat(types[k], " next", k, "; ");
+      call += str_cat("&next", k, k + 1 < inputs ? ", " : ");");
+      assign += str_cat(" acc", k, " = next", k, ";");
+    }
+    step = str_cat(declare, call, assign);
+  }
   // Output element i: the kept dimensions' coordinates give the first input element; the
   // reduced ones are walked in the input's layout order, minor fastest (the evaluator's fold
   // order: row-major for the default layout).
@@ -87,15 +116,32 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
     offset += str_cat(" + (r / ", inner, "ll % ", input.dimension(*d), "ll) * ", strides[*d], "ll");
     inner *= input.dimension(*d);
   }
+  // (input0, ..., init0, ..., out0, ..., n); one input: (input, init, out, n)
+  const bool one = inputs == 1;
+  auto named = [&](const char* base_name, int64_t k) { return one ? std::string(base_name) : str_cat(base_name, k); };
+  std::string parameters, start, read, store;
+  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat("const ", types[k], "* __restrict__ ", named("input", k), ", ");
+  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat("const ", types[k], "* __restrict__ ", named("init", k), ", ");
+  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat(types[k], "* __restrict__ ", named("out", k), ", ");
+  for (int64_t k = 0; k < inputs; ++k) {
+    const std::string acc = one ? "acc" : str_cat("acc", k), x = one && combiner.empty() ? "x" : str_cat("x", k);
+    start += sum_in_double ? str_cat("  double ", acc, " = (double)", named("init", k), "[0];\n")
+                           : str_cat("  ", types[k], " ", acc, " = ", named("init", k), "[0];\n");
+    read += str_cat("    const ", types[k], " ", x, " = ", named("input", k), "[base + ", offset, "];\n");
+    store += str_cat("  ", named("out", k), "[i] = (", types[k], ")", acc, ";\n");
+  }
+  if (one && !combiner.empty()) {  // the device function's names: acc0, x0
+    start = str_cat("  ", types[0], " acc0 = init[0];\n");
+    read = str_cat("    const ", types[0], " x0 = input[base + ", offset, "];\n");
+    store = str_cat("  out[i] = acc0;\n");
+  }
   GeneratedKernel kernel;
   kernel.name = name;
-  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ input, const ", type,
-                          "* __restrict__ init, ", type, "* __restrict__ out, long long n) {\n",
+  kernel.source = str_cat(combiner, "extern \"C\" __global__ void ", name, "(", parameters, "long long n) {\n",
                           "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
-                          "  if (i >= n) return;\n", "  const long long base = ", base, ";\n  ",
-                          sum_in_double ? "double acc = (double)init[0];\n" : str_cat(type, " acc = init[0];\n"),
-                          "  for (long long r = 0; r < ", count, "ll; ++r) {\n", "    const ", type,
-                          " x = input[base + ", offset, "];\n    ", step, "\n  }\n", "  out[i] = (", type, ")acc;\n}\n");
+                          "  if (i >= n) return;\n", "  const long long base = ", base, ";\n", start,
+                          "  for (long long r = 0; r < ", count, "ll; ++r) {\n", read, "    ", *step, "\n  }\n", store,
+                          "}\n");
   return kernel;
 }
 
@@ -112,7 +158,14 @@ StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduc
     return refuse(reduce_window, "a reduce-window that changes the element type or the rank is not generated");
   INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(reduce_window, out.element_type()));
   bool sum_in_double = false;  // the evaluator folds a window in the element type, step by step
-  INSITU_ASSIGN_OR_RETURN(std::string step, fold_step(reduce_window, type, /*double_sum=*/false, sum_in_double));
+  StatusOr<std::string> step = fold_step(reduce_window, type, /*double_sum=*/false, sum_in_double);
+  std::string combiner;
+  if (!step.ok()) {  // another combiner (a cumulative op's): through a device function of it
+    INSITU_ASSIGN_OR_RETURN(GeneratedKernel function, generate_scalar_function(*reduce_window.called_computations().at(0),
+                                                                                reduce_window, name + "_combine"));
+    combiner = function.source;
+    step = str_cat(type, " next; ", name, "_combine(acc, x, &next); acc = next;");
+  }
   // Output element i folds its window in row-major order, skipping padding and the holes of a
   // base dilation, from the init value: the evaluator's order.
   const std::vector<int64_t> input_strides = strides_of(input.dimensions());
@@ -140,11 +193,11 @@ StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduc
   for (const std::string& line : lines) body += line;
   GeneratedKernel kernel;
   kernel.name = name;
-  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ input, const ", type,
-                          "* __restrict__ init, ", type, "* __restrict__ out, long long n) {\n",
+  kernel.source = str_cat(combiner, "extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ input, const ",
+                          type, "* __restrict__ init, ", type, "* __restrict__ out, long long n) {\n",
                           "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
                           "  if (i >= n) return;\n  ", type, " acc = init[0];\n", "  for (long long r = 0; r < ",
-                          window_count, "ll; ++r) {\n", body, "    const ", type, " x = input[linear];\n    ", step,
+                          window_count, "ll; ++r) {\n", body, "    const ", type, " x = input[linear];\n    ", *step,
                           "\n  }\n  out[i] = acc;\n}\n");
   return kernel;
 }

@@ -82,6 +82,12 @@ CublasGemm cublas_gemm(const GemmCall& g) {
 
 namespace {
 
+// The elements of a kernel's output: of each array of a tuple (a multi-output fusion's, a
+// variadic reduce's: one shape's dimensions), or of the array.
+int64_t output_elements(const Shape& shape) {
+  return shape.is_tuple() ? (shape.tuple_size() > 0 ? shape.tuple_shape(0).element_count() : 0) : shape.element_count();
+}
+
 // A custom-call's step: the registered kernel's CUDA body behind a generated wrapper.
 Status plan_custom_call(const Instruction& call, const CustomCallTable& table, const std::string& name, DeviceStep& step,
                         DevicePlan& plan) {
@@ -148,6 +154,7 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
       case Opcode::kGetTupleElement:
         break;
       case Opcode::kReshape:  // logical row-major in and out: the same bytes
+      case Opcode::kOptimizationBarrier:  // its operand, unchanged (a scheduling fence only)
         break;
       case Opcode::kBitcast:  // the same bytes where it is a reshape of the logical order
         if (!is_row_major_reshape(*instruction) && !(instruction->operand(0)->shape() == instruction->shape()))
@@ -183,13 +190,12 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
       case Opcode::kFusion:
         kernel = generate_elementwise_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
-        add_kernel(instruction->shape().is_tuple() ? instruction->shape().tuple_shape(0).element_count()
-                                                   : instruction->shape().element_count());
+        add_kernel(output_elements(instruction->shape()));
         break;
       case Opcode::kReduce:
         kernel = generate_reduce_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
-        add_kernel(instruction->shape().element_count());
+        add_kernel(output_elements(instruction->shape()));
         break;
       case Opcode::kDynamicUpdateSlice:
         kernel = generate_dynamic_update_slice_kernel(*instruction, name);

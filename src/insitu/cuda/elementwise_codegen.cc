@@ -82,6 +82,8 @@ StatusOr<std::string> unary(const Instruction& instruction, const std::string& x
                                                                    : str_cat("(", x, " < 0 ? -", x, " : ", x, ")");
     case Opcode::kExp: return str_cat(f ? "expf(" : "exp(", x, ")");
     case Opcode::kLog: return str_cat(f ? "logf(" : "log(", x, ")");
+    case Opcode::kLog1p: return str_cat(f ? "log1pf(" : "log1p(", x, ")");
+    case Opcode::kExpm1: return str_cat(f ? "expm1f(" : "expm1(", x, ")");
     case Opcode::kTanh: return str_cat(f ? "tanhf(" : "tanh(", x, ")");
     case Opcode::kSqrt: return str_cat(f ? "sqrtf(" : "sqrt(", x, ")");
     case Opcode::kRsqrt: return str_cat(f ? "rsqrtf(" : "rsqrt(", x, ")");
@@ -197,7 +199,7 @@ namespace {
 // of a multi-output fusion's tuple (its root a tuple; the arrays of one shape's dimensions)
 // (`fusion`: where errors about the whole point).
 StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape& result_shape, const Instruction& fusion,
-                                            const std::string& name) {
+                                            const std::string& name, bool device_function = false) {
   std::vector<const Shape*> results;
   if (result_shape.is_array()) {
     results.push_back(&result_shape);
@@ -222,7 +224,9 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
     const Instruction* parameter = body.parameter(p);
     if (parameter == nullptr) return refuse(fusion, str_cat("parameter ", p, " of the fused computation is missing"));
     INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(*parameter, parameter->shape().element_type()));
-    params[p] = str_cat("const ", type, "* __restrict__ p", p, ", ");
+    if (device_function && parameter->shape().rank() != 0)
+      return refuse(*parameter, "a computation over arrays, not scalars, as a device function");
+    params[p] = device_function ? str_cat("const ", type, " p", p, ", ") : str_cat("const ", type, "* __restrict__ p", p, ", ");
   }
   std::unordered_map<const Instruction*, std::string> values;  // instruction -> C++ expression/variable
   // Parameters of another shape than the result's: read only through broadcasts, by index.
@@ -250,7 +254,7 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
     std::string expression;
     switch (instruction->opcode()) {
       case Opcode::kParameter:
-        expression = str_cat("p", instruction->parameter_number, scalar ? "[0]" : "[i]");
+        expression = str_cat("p", instruction->parameter_number, device_function ? "" : scalar ? "[0]" : "[i]");
         break;
       case Opcode::kConstant:
         if (!scalar) return refuse(*instruction, "array constants are not generated yet");
@@ -351,10 +355,15 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
     INSITU_ASSIGN_OR_RETURN(std::string out_type, cuda_type(fusion, results[k]->element_type()));
     const std::string out = results.size() > 1 ? str_cat("out", k) : "out";
     signature += str_cat(out_type, "* __restrict__ ", out, ", ");
-    stores += str_cat("    ", out, "[i] = ", values.at(roots[k]), ";\n");
+    stores += str_cat("    ", out, device_function ? "[0]" : "[i]", " = ", values.at(roots[k]), ";\n");
   }
   GeneratedKernel kernel;
   kernel.name = name;
+  if (device_function) {  // (params..., outs...): the computation on one set of scalars
+    signature.resize(signature.size() - 2);
+    kernel.source = str_cat("static __device__ __forceinline__ void ", name, "(", signature, ") {\n", code, stores, "}\n");
+    return kernel;
+  }
   kernel.source = str_cat("extern \"C\" __global__ void ", name, "(", signature,
                           "long long n) {\n  const long long i = (long long)blockIdx.x * blockDim.x + "
                           "threadIdx.x;\n  if (i < n) {\n",
@@ -363,6 +372,13 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
 }
 
 }  // namespace
+
+StatusOr<GeneratedKernel> generate_scalar_function(const Computation& computation, const Instruction& user,
+                                                   const std::string& name) {
+  const Instruction* root = computation.root();
+  if (root == nullptr) return refuse(user, "an empty computation");
+  return generate_for_body(computation, root->shape(), user, name, /*device_function=*/true);
+}
 
 StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name) {
   if (fusion.opcode() != Opcode::kFusion || fusion.called_computations().empty())

@@ -78,7 +78,8 @@ struct CudaExecutable::Run {
           break;
         }
         case Opcode::kBitcast:
-        case Opcode::kReshape: result = leaves(instruction.operand(0)); break;
+        case Opcode::kReshape:
+        case Opcode::kOptimizationBarrier: result = leaves(instruction.operand(0)); break;
         default: break;
       }
       switch (step.kind) {
