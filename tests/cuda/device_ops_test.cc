@@ -341,5 +341,54 @@ ENTRY main {
   for (int k = 0; k < 4; ++k) EXPECT_EQ(actual->data<int32_t>()[k], want[k]) << k;
 }
 
+// Sorts: a key/value sort with JAX's total-order comparator (NaN last, -0 before +0, ties kept
+// in order: stable), along the first dimension of a 2-D array, and a descending sort.
+TEST(CudaExecutor, SortsAreStableWithTheTotalOrder) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule sorts
+
+ascending {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT, type=TOTALORDER
+}
+
+descending {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT gt = pred[] compare(a, b), direction=GT
+}
+
+ENTRY main {
+  keys = f32[9,3] parameter(0)
+  values = s32[9,3] iota(), iota_dimension=0
+  pairs = (f32[9,3], s32[9,3]) sort(keys, values), dimensions={0}, is_stable=true, to_apply=ascending
+  down = f32[9,3] sort(keys), dimensions={1}, to_apply=descending
+  k = f32[9,3] get-tuple-element(pairs), index=0
+  v = s32[9,3] get-tuple-element(pairs), index=1
+  ROOT r = (f32[9,3], s32[9,3], f32[9,3]) tuple(k, v, down)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 6);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float column[] = {2, nan, -0.0f, 0.0f, 2, -inf, 1, -0.0f, 2};  // ties: 2 thrice, -0 twice
+  for (int row = 0; row < 9; ++row)
+    for (int c = 0; c < 3; ++c) arguments[0].data<float>()[row * 3 + c] = c == 0 ? column[row] : column[(row + 3 * c) % 9];
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = (*executable)->run(arguments);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  for (int64_t k = 0; k < 3; ++k)
+    EXPECT_TRUE(actual->element(k) == expected->element(k))
+        << "output " << k << ": " << actual->element(k).to_string() << " vs " << expected->element(k).to_string();
+}
+
 }  // namespace
 }  // namespace insitu::cuda

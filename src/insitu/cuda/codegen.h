@@ -80,6 +80,14 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
 // Signature: (const T* input, const T* init, T* out, long long n), n outputs.
 StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduce_window, const std::string& name);
 
+// The kernel of a sort (one or several operands along one dimension, with its comparator as a
+// device function): thread r sorts row r with a stable insertion sort, moving every operand's
+// element together, which gives the evaluator's (std::stable_sort) order for a comparator that
+// is a strict weak order. Quadratic in the row: right for the short rows of the corpus; long
+// rows want a parallel merge sort, which needs a GPU to measure. Signature: (const T0* in0, ...,
+// T0* out0, ..., long long n), n rows.
+StatusOr<GeneratedKernel> generate_sort_kernel(const Instruction& sort, const std::string& name);
+
 // The kernel of a pad (edges, negative ones cropping, and interior padding): thread i writes
 // output element i, from the operand or the padding value. Signature: (const T* operand,
 // const T* value, T* out, long long n).

@@ -202,6 +202,14 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->operand(1)->shape().element_count());
         break;
+      case Opcode::kSort: {
+        kernel = generate_sort_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        const Shape& keys = instruction->operand(0)->shape();  // one thread per row
+        const int64_t length = keys.dimension(instruction->dimensions.at(0));
+        add_kernel(length == 0 ? 0 : keys.element_count() / length);
+        break;
+      }
       case Opcode::kPad:
         kernel = generate_pad_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
@@ -240,7 +248,8 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         if (!kernel.ok() && is_op_kernel_opcode(instruction->opcode())) return kernel.status();  // why, for this op
         if (!kernel.ok())
           return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
-                                      "broadcasts, iotas, reduces, reduce-windows, pads, data movement, dynamic-update-slices, "
+                                      "broadcasts, iotas, reduces, reduce-windows, pads, sorts, data movement, "
+                                      "dynamic-update-slices, "
                                       "gathers, scatters, "
                                       "dots, "
                                       "copies, "

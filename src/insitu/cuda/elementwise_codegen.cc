@@ -181,6 +181,16 @@ static __device__ __forceinline__ double insitu_max(double a, double b) {
   if (a == b) return __double_as_longlong(a) < 0 ? b : a;
   return a < b ? b : a;
 }
+// A float's bits as a signed integer ordered like the IEEE total order (-NaN < -inf < ... < -0 <
+// 0 < ... < inf < NaN): compare's type=TOTALORDER.
+static __device__ __forceinline__ int insitu_total_order(float x) {
+  const int bits = __float_as_int(x);
+  return bits < 0 ? (int)((unsigned int)bits ^ 0x7fffffffu) : bits;
+}
+static __device__ __forceinline__ long long insitu_total_order(double x) {
+  const long long bits = __double_as_longlong(x);
+  return bits < 0 ? (long long)((unsigned long long)bits ^ 0x7fffffffffffffffull) : bits;
+}
 static __device__ __forceinline__ long long insitu_clamp(long long x, long long hi) {
   return x < 0 ? 0 : (x > hi ? hi : x);
 }
@@ -325,10 +335,14 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
       case Opcode::kSelect: expression = str_cat("(", operand(0), " ? ", operand(1), " : ", operand(2), ")"); break;
       case Opcode::kCompare: {
         static const char* const kSymbols[] = {"==", "!=", ">=", ">", "<=", "<"};  // ComparisonDirection order
-        if (instruction->comparison_type == ComparisonType::kTotalOrder)
-          return refuse(*instruction, "total-order compare is not generated yet");
-        expression = str_cat("(", operand(0), " ", kSymbols[static_cast<int>(instruction->comparison_direction)], " ",
-                             operand(1), ")");
+        const PrimitiveType compared = instruction->operand(0)->shape().element_type();
+        // type=TOTALORDER on floats: the storage bits ordered as the IEEE total order (the
+        // evaluator's total_order_key); on other types the plain order.
+        const bool total = instruction->comparison_type == ComparisonType::kTotalOrder &&
+                           (compared == PrimitiveType::kF32 || compared == PrimitiveType::kF64);
+        const std::string a = total ? str_cat("insitu_total_order(", operand(0), ")") : operand(0);
+        const std::string b = total ? str_cat("insitu_total_order(", operand(1), ")") : operand(1);
+        expression = str_cat("(", a, " ", kSymbols[static_cast<int>(instruction->comparison_direction)], " ", b, ")");
         break;
       }
       default:
