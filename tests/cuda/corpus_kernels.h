@@ -53,6 +53,7 @@ inline const char* c_type(PrimitiveType type) {
     case PrimitiveType::kS32: return "int";
     case PrimitiveType::kS64: return "long long";
     case PrimitiveType::kU32: return "unsigned int";
+    case PrimitiveType::kU64: return "unsigned long long";
     case PrimitiveType::kPred: return "bool";
     default: return nullptr;
   }
@@ -72,6 +73,7 @@ inline Literal random_input(const Shape& shape, std::mt19937& rng) {
       case PrimitiveType::kS32: literal.data<int32_t>()[i] = static_cast<int32_t>(rng() % 19) - 9; break;
       case PrimitiveType::kS64: literal.data<int64_t>()[i] = static_cast<int64_t>(rng() % 19) - 9; break;
       case PrimitiveType::kU32: literal.data<uint32_t>()[i] = rng() % 19; break;
+      case PrimitiveType::kU64: literal.data<uint64_t>()[i] = (uint64_t{rng()} << 32) | rng(); break;
       case PrimitiveType::kPred: literal.data<bool>()[i] = rng() % 2; break;
       default: break;
     }

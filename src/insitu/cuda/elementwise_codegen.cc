@@ -31,6 +31,7 @@ StatusOr<std::string> cuda_type(const Instruction& instruction, PrimitiveType ty
     case PrimitiveType::kS32: return std::string("int");
     case PrimitiveType::kS64: return std::string("long long");
     case PrimitiveType::kU32: return std::string("unsigned int");
+    case PrimitiveType::kU64: return std::string("unsigned long long");
     case PrimitiveType::kPred: return std::string("bool");
     default: return refuse(instruction, str_cat("element type ", primitive_type_name(type), " is not generated yet"));
   }
@@ -145,7 +146,7 @@ StatusOr<std::string> binary(const Instruction& instruction, const std::string& 
     case Opcode::kShiftRightLogical:
     case Opcode::kShiftRightArithmetic: {
       if (!integer) return refuse(instruction, "a shift of a non-integer type");
-      const bool wide = type == "long long";
+      const bool wide = type == "long long" || type == "unsigned long long";
       const std::string u = wide ? "unsigned long long" : "unsigned int", s = wide ? "long long" : "int";
       const std::string out_of_range = str_cat("((", u, ")", b, " >= ", wide ? 64 : 32, "u)");
       if (instruction.opcode() == Opcode::kShiftLeft)
@@ -190,6 +191,16 @@ static __device__ __forceinline__ int insitu_total_order(float x) {
 static __device__ __forceinline__ long long insitu_total_order(double x) {
   const long long bits = __double_as_longlong(x);
   return bits < 0 ? (long long)((unsigned long long)bits ^ 0x7fffffffffffffffull) : bits;
+}
+// bitcast-convert: the bits of `from` read as a `To` of the same width.
+template <typename To, typename From>
+static __device__ __forceinline__ To insitu_bitcast(From from) {
+  union {
+    From from;
+    To to;
+  } bits;
+  bits.from = from;
+  return bits.to;
 }
 static __device__ __forceinline__ long long insitu_clamp(long long x, long long hi) {
   return x < 0 ? 0 : (x > hi ? hi : x);
@@ -319,9 +330,9 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
         if (float_to_int) {
           const std::string x = operand(0), suffix = from == PrimitiveType::kF32 ? "f" : "";
           const int bits = static_cast<int>(bit_width(to));
-          const bool is_unsigned = to == PrimitiveType::kU32;
+          const bool is_unsigned = to == PrimitiveType::kU32 || to == PrimitiveType::kU64;
           const std::string high = str_cat("0x1p", is_unsigned ? bits : bits - 1, suffix);
-          const std::string max_value = is_unsigned ? "4294967295u"
+          const std::string max_value = is_unsigned ? (bits == 64 ? "18446744073709551615ull" : "4294967295u")
                                         : bits == 64 ? "9223372036854775807ll" : "2147483647";
           const std::string min_value = is_unsigned ? "0u" : bits == 64 ? "(-9223372036854775807ll - 1)" : "(-2147483647 - 1)";
           const std::string low = is_unsigned ? str_cat("0", suffix == "f" ? ".0f" : ".0") : str_cat("-", high);
@@ -333,6 +344,15 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
         break;
       }
       case Opcode::kSelect: expression = str_cat("(", operand(0), " ? ", operand(1), " : ", operand(2), ")"); break;
+      case Opcode::kBitcastConvert: {  // the same bits as another type of the same width
+        const PrimitiveType from = instruction->operand(0)->shape().element_type();
+        if (byte_width(from) != byte_width(shape.element_type()) || from == PrimitiveType::kPred ||
+            shape.element_type() == PrimitiveType::kPred)
+          return refuse(*instruction, "a bitcast-convert between types of different widths");
+        INSITU_ASSIGN_OR_RETURN(std::string from_type, cuda_type(*instruction, from));
+        expression = str_cat("insitu_bitcast<", type, ", ", from_type, ">(", operand(0), ")");
+        break;
+      }
       case Opcode::kCompare: {
         static const char* const kSymbols[] = {"==", "!=", ">=", ">", "<=", "<"};  // ComparisonDirection order
         const PrimitiveType compared = instruction->operand(0)->shape().element_type();
@@ -402,6 +422,7 @@ StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion,
 
 bool is_op_kernel_opcode(Opcode opcode) {
   return is_elementwise(opcode) || opcode == Opcode::kBroadcast || opcode == Opcode::kIota || opcode == Opcode::kConvert ||
+         opcode == Opcode::kBitcastConvert ||
          opcode == Opcode::kSelect || opcode == Opcode::kCompare || opcode == Opcode::kClamp || opcode == Opcode::kIsFinite;
 }
 
