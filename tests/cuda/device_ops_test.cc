@@ -390,5 +390,36 @@ ENTRY main {
         << "output " << k << ": " << actual->element(k).to_string() << " vs " << expected->element(k).to_string();
 }
 
+// Dots with no GEMM form run as a kernel summing each output element: a batch dimension in the
+// middle of both operands and two contracting dimensions (an attention einsum's shapes), and an
+// operand with two free dimensions.
+TEST(CudaExecutor, DotsWithoutAGemmFormSumEachOutputElement) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule dots
+
+ENTRY main {
+  q = f32[5,3,4,6] parameter(0)
+  k = f32[4,3,6,7] parameter(1)
+  x = f32[2,3,4] parameter(2)
+  w = f32[4,5] parameter(3)
+  scores = f32[3,5,7] dot(q, k), lhs_batch_dims={1}, rhs_batch_dims={1}, lhs_contracting_dims={2,3}, rhs_contracting_dims={0,2}
+  projected = f32[2,3,5] dot(x, w), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  ROOT r = (f32[3,5,7], f32[2,3,5]) tuple(scores, projected)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  EXPECT_NE(describe((*executable)->plan()).find("%scores: kernel"), std::string::npos) << describe((*executable)->plan());
+  std::vector<Literal> arguments = random_arguments(*written, 4);
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = (*executable)->run(arguments);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  EXPECT_EQ(differs(*actual, *expected), "");  // within the tolerance of library GEMMs
+}
+
 }  // namespace
 }  // namespace insitu::cuda

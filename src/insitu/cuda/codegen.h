@@ -145,6 +145,13 @@ struct CustomKernelLaunch {
 StatusOr<CustomKernelLaunch> generate_custom_kernel(const Instruction& call, const KernelGridLayout& grid,
                                                     const std::string& name);
 
+// The kernel of a dot of any dimension numbers, for the dots with no GEMM form (plan_gemm:
+// several contracting dimensions, batch dimensions that do not lead, several free dimensions):
+// thread i computes output element i (batch, lhs free, rhs free coordinates), summing over the
+// contracting dimensions in the element type. Signature: (const T* a, const T* b, T* c, long
+// long n), n outputs.
+StatusOr<GeneratedKernel> generate_dot_kernel(const Instruction& dot, const std::string& name);
+
 // Device functions every generated kernel may call (insitu_max/insitu_min: the evaluator's NaN
 // and signed-zero rules; the blocks and teams of registered kernels). Put once at the top of a
 // source holding one or more kernels.

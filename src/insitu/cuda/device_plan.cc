@@ -166,7 +166,14 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         ++plan.copies;
         break;
       case Opcode::kDot: {
-        INSITU_ASSIGN_OR_RETURN(step.gemm, plan_gemm(*instruction));
+        StatusOr<GemmCall> call = plan_gemm(*instruction);
+        if (!call.ok()) {  // no GEMM form: a kernel summing each output element
+          kernel = generate_dot_kernel(*instruction, name);
+          if (!kernel.ok()) return call.status();
+          add_kernel(instruction->shape().element_count());
+          break;
+        }
+        step.gemm = *call;
         // Runs as a generated kernel (step.kernel) until cuBLAS is wired in.
         const GeneratedKernel gemm = generate_gemm_kernel(step.gemm, str_cat("g", plan.gemms++));
         step.kind = StepKind::kGemm;

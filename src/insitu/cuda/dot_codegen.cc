@@ -1,0 +1,78 @@
+// CUDA C++ for a dot of any dimension numbers (codegen.h: generate_dot_kernel).
+#include <algorithm>
+#include <vector>
+
+#include "insitu/cuda/codegen.h"
+#include "insitu/cuda/codegen_internal.h"
+#include "insitu/support/str.h"
+
+namespace insitu::cuda {
+
+using detail::cuda_type;
+using detail::refuse;
+using detail::strides_of;
+
+StatusOr<GeneratedKernel> generate_dot_kernel(const Instruction& dot, const std::string& name) {
+  if (dot.opcode() != Opcode::kDot || dot.operand_count() != 2 || !dot.shape().is_array())
+    return refuse(dot, "not a dot of two arrays");
+  const Shape& lhs = dot.operand(0)->shape();
+  const Shape& rhs = dot.operand(1)->shape();
+  const Shape& out = dot.shape();
+  if (lhs.element_type() != out.element_type() || rhs.element_type() != out.element_type() ||
+      (out.element_type() != PrimitiveType::kF32 && out.element_type() != PrimitiveType::kF64))
+    return refuse(dot, "a dot of other types than f32 x f32 -> f32 or f64 is not generated yet");
+  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(dot, out.element_type()));
+  const DotDimensionNumbers& numbers = dot.dot_dimension_numbers;
+  if (numbers.lhs_batch_dimensions.size() != numbers.rhs_batch_dimensions.size() ||
+      numbers.lhs_contracting_dimensions.size() != numbers.rhs_contracting_dimensions.size())
+    return refuse(dot, "batch or contracting dimensions that do not pair up");
+  auto listed = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b, int64_t d) {
+    return std::find(a.begin(), a.end(), d) != a.end() || std::find(b.begin(), b.end(), d) != b.end();
+  };
+  std::vector<int64_t> lhs_free, rhs_free;
+  for (int64_t d = 0; d < lhs.rank(); ++d)
+    if (!listed(numbers.lhs_batch_dimensions, numbers.lhs_contracting_dimensions, d)) lhs_free.push_back(d);
+  for (int64_t d = 0; d < rhs.rank(); ++d)
+    if (!listed(numbers.rhs_batch_dimensions, numbers.rhs_contracting_dimensions, d)) rhs_free.push_back(d);
+  const size_t batches = numbers.lhs_batch_dimensions.size();
+  if (out.rank() != static_cast<int64_t>(batches + lhs_free.size() + rhs_free.size()))
+    return refuse(dot, "a result whose rank is not batch + free dimensions");
+  // Output element i: coordinates batch..., lhs free..., rhs free... (XLA's result order); the
+  // contracting dimensions are walked in row-major order of their list, summed in the element
+  // type (the dot's result within the tolerance library GEMMs are held to, as on the CPU).
+  const std::vector<int64_t> lhs_strides = strides_of(lhs.dimensions());
+  const std::vector<int64_t> rhs_strides = strides_of(rhs.dimensions());
+  const std::vector<int64_t> out_strides = strides_of(out.dimensions());
+  std::string lhs_base = "0", rhs_base = "0";
+  int64_t d_out = 0;
+  auto coordinate = [&](int64_t d) { return str_cat("(i / ", out_strides[d], "ll % ", out.dimension(d), "ll)"); };
+  for (size_t b = 0; b < batches; ++b, ++d_out) {
+    lhs_base += str_cat(" + ", coordinate(d_out), " * ", lhs_strides[numbers.lhs_batch_dimensions[b]], "ll");
+    rhs_base += str_cat(" + ", coordinate(d_out), " * ", rhs_strides[numbers.rhs_batch_dimensions[b]], "ll");
+  }
+  for (int64_t d : lhs_free) lhs_base += str_cat(" + ", coordinate(d_out++), " * ", lhs_strides[d], "ll");
+  for (int64_t d : rhs_free) rhs_base += str_cat(" + ", coordinate(d_out++), " * ", rhs_strides[d], "ll");
+  int64_t count = 1;
+  std::string lhs_offset = "0", rhs_offset = "0";
+  int64_t inner = 1;
+  for (size_t k = numbers.lhs_contracting_dimensions.size(); k-- > 0;) {
+    const int64_t l = numbers.lhs_contracting_dimensions[k], r = numbers.rhs_contracting_dimensions[k];
+    if (lhs.dimension(l) != rhs.dimension(r)) return refuse(dot, "contracting dimensions of different sizes");
+    const std::string c = str_cat("(k / ", inner, "ll % ", lhs.dimension(l), "ll)");
+    lhs_offset += str_cat(" + ", c, " * ", lhs_strides[l], "ll");
+    rhs_offset += str_cat(" + ", c, " * ", rhs_strides[r], "ll");
+    inner *= lhs.dimension(l);
+    count *= lhs.dimension(l);
+  }
+  GeneratedKernel kernel;
+  kernel.name = name;
+  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ a, const ", type,
+                          "* __restrict__ b, ", type, "* __restrict__ c, long long n) {\n",
+                          "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+                          "  if (i >= n) return;\n", "  const long long a0 = ", lhs_base, ", b0 = ", rhs_base, ";\n  ",
+                          type, " sum = 0;\n", "  for (long long k = 0; k < ", count, "ll; ++k)\n",
+                          "    sum += a[a0 + ", lhs_offset, "] * b[b0 + ", rhs_offset, "];\n", "  c[i] = sum;\n}\n");
+  return kernel;
+}
+
+}  // namespace insitu::cuda
