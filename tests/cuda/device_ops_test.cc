@@ -140,7 +140,8 @@ ENTRY main {
 
 // Integer arithmetic with XLA's rules, as the evaluator computes it: x / 0 = -1, MIN / -1 = MIN,
 // x % 0 = x, MIN % -1 = 0, shifts by the width or more (negative amounts too) shift all out,
-// sums and products wrap; on s32 and u32 (a layout other than row-major changes nothing: it is
+// sums and products wrap, leading zeros and set bits count the value's own bits (0 has 32
+// leading zeros); on s32 and u32 (a layout other than row-major changes nothing: it is
 // metadata, as on the CPU).
 TEST(CudaExecutor, IntegerEdgeCasesFollowTheEvaluator) {
   EmulatedDevice device;
@@ -163,9 +164,11 @@ ENTRY main {
   uq = u32[12] divide(ua, ub)
   ur = u32[12] remainder(ua, ub)
   usa = u32[12] shift-right-arithmetic(ua, ub)
+  zeros = s32[12] count-leading-zeros(a)
+  ones = u32[12] popcnt(ua)
   t = s32[3,4]{0,1} reshape(q)
   tt = s32[4,3]{0,1} transpose(t), dimensions={1,0}
-  ROOT out = (s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], u32[12], u32[12], u32[12], s32[4,3]{0,1}) tuple(q, r, l, sl, sa, m, s, x, uq, ur, usa, tt)
+  ROOT out = (s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], u32[12], u32[12], u32[12], s32[4,3]{0,1}, s32[12], u32[12]) tuple(q, r, l, sl, sa, m, s, x, uq, ur, usa, tt, zeros, ones)
 }
 )");
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();

@@ -105,8 +105,8 @@ StatusOr<GeneratedKernel> generate_dynamic_update_slice_kernel(const Instruction
 // update into the element (assignment, or add, multiply, maximum or minimum of the element and
 // the update, in either order) and dropping a window that does not fit, as the evaluator does,
 // so duplicate indices combine in the evaluator's order. Refused where windows could overlap in
-// part (a scattered operand dimension with a window wider than 1), with batching dimensions or
-// another combiner. Signature: (T* buffer, const I* indices, const T* updates, long long n),
+// part (a scattered operand dimension with a window wider than 1) or another combiner. A batching
+// dimension starts at the position's coordinate on its indices dimension. Signature: (T* buffer, const I* indices, const T* updates, long long n),
 // n = the elements of one window.
 StatusOr<GeneratedKernel> generate_scatter_kernel(const Instruction& scatter, const std::string& name);
 

@@ -90,6 +90,16 @@ StatusOr<std::string> unary(const Instruction& instruction, const std::string& x
     case Opcode::kRsqrt: return str_cat(f ? "rsqrtf(" : "rsqrt(", x, ")");
     case Opcode::kLogistic: return str_cat(f ? "1.0f / (1.0f + expf(-" : "1.0 / (1.0 + exp(-", x, "))");
     case Opcode::kNot: return type == "bool" ? str_cat("!", x) : str_cat("~", x);
+    // The value's own bits, as the evaluator counts them (0 has all of them leading).
+    case Opcode::kClz:
+    case Opcode::kPopulationCount: {
+      const bool wide = type == "long long" || type == "unsigned long long";
+      if (type != "int" && type != "unsigned int" && !wide) return refuse(instruction, "a bit count of a non-integer");
+      const bool clz = instruction.opcode() == Opcode::kClz;
+      return str_cat("(", type, ")", clz ? (wide ? "__clzll((long long)" : "__clz((int)")
+                                        : (wide ? "__popcll((unsigned long long)" : "__popc((unsigned int)"),
+                     x, ")");
+    }
     case Opcode::kSin: return str_cat(f ? "sinf(" : "sin(", x, ")");
     case Opcode::kCos: return str_cat(f ? "cosf(" : "cos(", x, ")");
     // sign: -1, 0, 1 for integers; floats keep -0, +0 and NaN (the evaluator's sign_value).

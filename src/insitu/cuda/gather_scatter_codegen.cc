@@ -67,7 +67,8 @@ StatusOr<GeneratedKernel> generate_scatter_kernel(const Instruction& scatter, co
     return refuse(scatter, "an update computation other than assignment or one add, multiply, maximum or minimum of "
                            "its two parameters is not generated yet");
   const ScatterDimensionNumbers& numbers = scatter.scatter_dimension_numbers;
-  if (!numbers.input_batching_dims.empty()) return refuse(scatter, "batching dimensions are not generated yet");
+  if (numbers.input_batching_dims.size() != numbers.scatter_indices_batching_dims.size())
+    return refuse(scatter, "batching dimensions that do not pair up");
   const int64_t operand_rank = operand.rank(), update_rank = updates.rank(), indices_rank = indices.rank();
   const int64_t vector_dim = numbers.index_vector_dim;
   if (vector_dim < 0 || vector_dim > indices_rank) return refuse(scatter, "index_vector_dim out of range");
@@ -76,7 +77,8 @@ StatusOr<GeneratedKernel> generate_scatter_kernel(const Instruction& scatter, co
     return refuse(scatter, "scatter_dims_to_operand_dims does not match the index vector");
   std::vector<int64_t> window_operand_dimensions, batch_dimensions, update_scatter_dimensions;
   for (int64_t d = 0; d < operand_rank; ++d)
-    if (!contains(numbers.inserted_window_dims, d)) window_operand_dimensions.push_back(d);
+    if (!contains(numbers.inserted_window_dims, d) && !contains(numbers.input_batching_dims, d))
+      window_operand_dimensions.push_back(d);
   for (int64_t d = 0; d < indices_rank; ++d)
     if (d != vector_dim) batch_dimensions.push_back(d);
   for (int64_t d = 0; d < update_rank; ++d)
@@ -114,10 +116,12 @@ StatusOr<GeneratedKernel> generate_scatter_kernel(const Instruction& scatter, co
   int64_t positions = 1;
   for (int64_t d : update_scatter_dimensions) positions *= updates.dimension(d);
   std::string position_update = "0", position_index = "0";
+  std::vector<std::string> coordinates(update_scatter_dimensions.size());  // of s, per batch dimension
   inner = 1;
   for (size_t j = update_scatter_dimensions.size(); j-- > 0;) {
     const int64_t d = update_scatter_dimensions[j], extent = updates.dimension(d);
     const std::string coordinate = str_cat("(s / ", inner, "ll % ", extent, "ll)");
+    coordinates[j] = coordinate;
     position_update += str_cat(" + ", coordinate, " * ", update_strides[d], "ll");
     position_index += str_cat(" + ", coordinate, " * ", index_strides[batch_dimensions[j]], "ll");
     inner *= extent;
@@ -130,6 +134,16 @@ StatusOr<GeneratedKernel> generate_scatter_kernel(const Instruction& scatter, co
     body += str_cat("    { const long long start = (long long)indices[", element, "];\n",
                     "      inside = inside && start >= 0 && start <= ", operand.dimension(d) - window_extent[d], "ll;\n",
                     "      base += start * ", operand_strides[d], "ll; }\n");
+  }
+  // A batching dimension starts at the position's own coordinate on its indices dimension.
+  for (size_t b = 0; b < numbers.input_batching_dims.size(); ++b) {
+    const int64_t d = numbers.input_batching_dims[b];
+    const auto found = std::find(batch_dimensions.begin(), batch_dimensions.end(), numbers.scatter_indices_batching_dims[b]);
+    if (d < 0 || d >= operand_rank || found == batch_dimensions.end())
+      return refuse(scatter, "a batching dimension out of range or on the index vector");
+    const std::string& start = coordinates[static_cast<size_t>(found - batch_dimensions.begin())];
+    body += str_cat("    inside = inside && ", start, " <= ", operand.dimension(d) - window_extent[d], "ll;\n",
+                    "    base += ", start, " * ", operand_strides[d], "ll;\n");
   }
   GeneratedKernel kernel;
   kernel.name = name;
