@@ -424,5 +424,40 @@ ENTRY main {
   EXPECT_EQ(differs(*actual, *expected), "");  // within the tolerance of library GEMMs
 }
 
+// topk: the k largest (or smallest) of each row in the total order (NaN above +inf, -0 below
+// +0), ties in their row order, with their indices.
+TEST(CudaExecutor, TopkPicksInTheEvaluatorsStableTotalOrder) {
+  EmulatedDevice device;
+  StatusOr<Loaded> loaded = load_text(R"(
+HloModule topks
+
+ENTRY main {
+  x = f32[3,8] parameter(0)
+  largest = (f32[3,4], s32[3,4]) topk(x), k=4, largest=true
+  smallest = (f32[3,4], s32[3,4]) topk(x), k=4, largest=false
+  lv = f32[3,4] get-tuple-element(largest), index=0
+  li = s32[3,4] get-tuple-element(largest), index=1
+  sv = f32[3,4] get-tuple-element(smallest), index=0
+  si = s32[3,4] get-tuple-element(smallest), index=1
+  ROOT r = (f32[3,4], s32[3,4], f32[3,4], s32[3,4]) tuple(lv, li, sv, si)
+}
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const std::unique_ptr<Module>& written = loaded->written;
+  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
+  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*written, 12);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float x[] = {3, 1, 3, 2, 3, 0, 1, 1,  -0.0f, 0.0f, -0.0f, 0.0f, nan, inf, -inf, 5,  7, 7, 7, 7, 7, 7, 7, 7};
+  std::copy(std::begin(x), std::end(x), arguments[0].data<float>().data());
+  StatusOr<Literal> expected = evaluate_module(*written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = (*executable)->run(arguments);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  for (int64_t k = 0; k < 4; ++k)
+    EXPECT_TRUE(actual->element(k) == expected->element(k))
+        << "output " << k << ": " << actual->element(k).to_string() << " vs " << expected->element(k).to_string();
+}
+
 }  // namespace
 }  // namespace insitu::cuda

@@ -88,6 +88,12 @@ StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduc
 // T0* out0, ..., long long n), n rows.
 StatusOr<GeneratedKernel> generate_sort_kernel(const Instruction& sort, const std::string& name);
 
+// The kernel of a topk (the k first of each last-dimension row in a stable order of the
+// total-order key, largest or smallest first, as the evaluator picks them): thread r selects
+// row r's k values and their indices. Signature: (const T* in, T* values, I* indices, long
+// long n), n rows.
+StatusOr<GeneratedKernel> generate_topk_kernel(const Instruction& topk, const std::string& name);
+
 // The kernel of a pad (edges, negative ones cropping, and interior padding): thread i writes
 // output element i, from the operand or the padding value. Signature: (const T* operand,
 // const T* value, T* out, long long n).

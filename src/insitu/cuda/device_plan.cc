@@ -217,6 +217,14 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         add_kernel(length == 0 ? 0 : keys.element_count() / length);
         break;
       }
+      case Opcode::kTopk: {
+        kernel = generate_topk_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        const Shape& input = instruction->operand(0)->shape();  // one thread per row
+        const int64_t length = input.dimensions().back();
+        add_kernel(length == 0 ? 0 : input.element_count() / length);
+        break;
+      }
       case Opcode::kPad:
         kernel = generate_pad_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
@@ -255,7 +263,7 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         if (!kernel.ok() && is_op_kernel_opcode(instruction->opcode())) return kernel.status();  // why, for this op
         if (!kernel.ok())
           return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
-                                      "broadcasts, iotas, reduces, reduce-windows, pads, sorts, data movement, "
+                                      "broadcasts, iotas, reduces, reduce-windows, pads, sorts, topks, data movement, "
                                       "dynamic-update-slices, "
                                       "gathers, scatters, "
                                       "dots, "

@@ -1,8 +1,9 @@
-// CUDA C++ for sort (codegen.h: generate_sort_kernel).
+// CUDA C++ for sort and topk (codegen.h: generate_sort_kernel, generate_topk_kernel).
 #include <vector>
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
+#include "insitu/evaluator/ops.h"
 #include "insitu/ir/computation.h"
 #include "insitu/support/str.h"
 
@@ -64,6 +65,46 @@ StatusOr<GeneratedKernel> generate_sort_kernel(const Instruction& sort, const st
                           "    for (; i >= 0; --i) {\n      bool before = false;\n      ", less,
                           "      if (!before) break;  // element j goes after element i: stays behind it\n", move,
                           "    }\n", put, "  }\n}\n");
+  return kernel;
+}
+
+StatusOr<GeneratedKernel> generate_topk_kernel(const Instruction& topk, const std::string& name) {
+  if (topk.opcode() != Opcode::kTopk || topk.operand_count() != 1 || !topk.shape().is_tuple() ||
+      topk.shape().tuple_size() != 2)
+    return refuse(topk, "not a topk of one array into (values, indices)");
+  const Shape& input = topk.operand(0)->shape();
+  if (input.rank() == 0) return refuse(topk, "a topk of a scalar");
+  const int64_t length = input.dimensions().back();
+  INSITU_ASSIGN_OR_RETURN(eval::TopkAttributes attributes, eval::topk_attributes(topk, length));
+  const PrimitiveType element = input.element_type();
+  const bool floating = element == PrimitiveType::kF32 || element == PrimitiveType::kF64;
+  if (!floating && element != PrimitiveType::kS32 && element != PrimitiveType::kS64)
+    return refuse(topk, "a topk of other types than f32, f64, s32 and s64 is not generated yet");
+  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(topk, element));
+  const PrimitiveType index_element = topk.shape().tuple_shape(1).element_type();
+  INSITU_ASSIGN_OR_RETURN(std::string index_type, cuda_type(topk, index_element));
+  // Thread r picks row r's k first elements in the evaluator's order (a stable sort by the
+  // total-order key, largest or smallest first): each pick is the first element, in that
+  // order, after the previous pick, so ties keep their positions and nothing needs scratch.
+  const std::string key = floating ? "insitu_total_order(in[base + e])" : "in[base + e]";
+  const std::string key_type = element == PrimitiveType::kF32 ? "int" : "long long";
+  const char* better = attributes.largest ? ">" : "<";
+  const char* worse = attributes.largest ? "<" : ">";
+  const int64_t k = attributes.k;
+  GeneratedKernel kernel;
+  kernel.name = name;
+  kernel.source = str_cat(
+      "extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ in, ", type, "* __restrict__ values, ",
+      index_type, "* __restrict__ indices, long long n) {\n",
+      "  const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n", "  if (r >= n) return;\n",
+      "  const long long base = r * ", length, "ll;\n", "  long long previous = -1;\n  ", key_type,
+      " previous_key = 0;\n", "  for (long long j = 0; j < ", k, "ll; ++j) {\n", "    long long best = -1;\n    ",
+      key_type, " best_key = 0;\n", "    for (long long e = 0; e < ", length, "ll; ++e) {\n", "      const ", key_type,
+      " key = ", key, ";\n",
+      "      if (previous >= 0 && !(key ", worse, " previous_key || (key == previous_key && e > previous))) continue;\n",
+      "      if (best < 0 || key ", better, " best_key || (key == best_key && e < best)) { best = e; best_key = key; }\n",
+      "    }\n", "    values[r * ", k, "ll + j] = in[base + best];\n", "    indices[r * ", k, "ll + j] = (", index_type,
+      ")best;\n", "    previous = best;\n    previous_key = best_key;\n  }\n}\n");
   return kernel;
 }
 
