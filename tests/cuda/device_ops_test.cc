@@ -15,7 +15,7 @@ using namespace testing;
 // high bound, as XLA's min(max(x, lo), hi) does (the kernel gave lo for x < lo).
 TEST(CudaExecutor, MultiOutputFusionAndAClampWithCrossedBoundsMatchTheEvaluator) {
   EmulatedDevice device;
-  StatusOr<Loaded> loaded = load_text(R"(
+  StatusOr<OnDevice> on = compile_on(device, R"(
 HloModule cases
 
 ENTRY main {
@@ -35,23 +35,19 @@ ENTRY main {
   ROOT r = (f32[4,50], f32[4,50], s32[7]) tuple(p2, m3, c)
 }
 )");
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
   int multi_output = 0;
-  for (const Instruction* instruction : loaded->optimized->entry()->instructions())
-    multi_output += instruction->opcode() == Opcode::kFusion && instruction->shape().is_tuple();
+  for (const DeviceStep& step : on->executable->plan().steps)
+    multi_output += step.instruction->opcode() == Opcode::kFusion && step.instruction->shape().is_tuple();
   EXPECT_EQ(multi_output, 1);
-  const std::unique_ptr<Module>& written = loaded->written;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
-  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  std::vector<Literal> arguments = random_arguments(*written, 5);
+  std::vector<Literal> arguments = random_arguments(*on->written, 5);
   int32_t* x = arguments[3].data<int32_t>().data();
   for (int i = 0; i < 7; ++i) x[i] = i - 3;  // below, between and above both bounds
-  StatusOr<Literal> expected = evaluate_module(*written, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  StatusOr<Literal> actual = (*executable)->run(arguments);
-  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
-  EXPECT_EQ(differs(*actual, *expected), "");
-  for (int i = 0; i < 7; ++i) EXPECT_EQ(expected->element(2).data<int32_t>()[i], -5);
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  const Literal &actual = run->actual, &expected = run->expected;
+  EXPECT_EQ(differs(actual, expected), "");
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(expected.element(2).data<int32_t>()[i], -5);
 }
 
 
@@ -60,7 +56,7 @@ ENTRY main {
 // and integer sums that wrap; a window overlapping another in part is a located refusal.
 TEST(CudaExecutor, ScattersCombineDuplicatesInTheEvaluatorsOrder) {
   EmulatedDevice device;
-  StatusOr<Loaded> loaded = load_text(R"(
+  StatusOr<OnDevice> on = compile_on(device, R"(
 HloModule scatters
 
 add {
@@ -94,11 +90,8 @@ ENTRY main {
   ROOT r = (f32[6,5], s32[4]) tuple(maxed, wrapped)
 }
 )");
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  const std::unique_ptr<Module>& written = loaded->written;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
-  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  std::vector<Literal> arguments = random_arguments(*written, 13);
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*on->written, 13);
   const int32_t rows[] = {2, 5, 2, -1, 6, 2, 0, 5, 2};  // 2 four times, 5 twice; -1 and 6 dropped
   std::copy(std::begin(rows), std::end(rows), arguments[1].data<int32_t>().data());
   float* updates = arguments[2].data<float>().data();
@@ -106,15 +99,13 @@ ENTRY main {
   const int32_t at[] = {1, 1, 3, 4, 1};
   std::copy(std::begin(at), std::end(at), arguments[4].data<int32_t>().data());
   for (int32_t& value : arguments[5].data<int32_t>()) value = 2147483000;  // sums wrap
-  StatusOr<Literal> expected = evaluate_module(*written, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  CudaStats stats;
-  StatusOr<Literal> actual = (*executable)->run(arguments, &stats);
-  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
-  EXPECT_TRUE(actual->element(0) == expected->element(0)) << "bit for bit: " << differs(*actual, *expected);
-  EXPECT_TRUE(actual->element(1) == expected->element(1)) << differs(*actual, *expected);
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  const Literal &actual = run->actual, &expected = run->expected;
+  EXPECT_TRUE(actual.element(0) == expected.element(0)) << "bit for bit: " << differs(actual, expected);
+  EXPECT_TRUE(actual.element(1) == expected.element(1)) << differs(actual, expected);
 
-  StatusOr<Loaded> partial = load_text(R"(
+  StatusOr<OnDevice> refused = compile_on(device, R"(
 HloModule overlapping
 
 add {
@@ -130,8 +121,6 @@ ENTRY main {
   ROOT y = f32[10] scatter(x, starts, windows), update_window_dims={1}, inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
 }
 )");
-  ASSERT_TRUE(partial.ok()) << partial.status().to_string();
-  StatusOr<std::unique_ptr<CudaExecutable>> refused = CudaExecutable::create(std::move(partial->optimized), device);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("a window of extent 3 along scattered operand dimension 0"),
             std::string::npos)
@@ -145,7 +134,7 @@ ENTRY main {
 // metadata, as on the CPU).
 TEST(CudaExecutor, IntegerEdgeCasesFollowTheEvaluator) {
   EmulatedDevice device;
-  StatusOr<Loaded> loaded = load_text(R"(
+  StatusOr<OnDevice> on = compile_on(device, R"(
 HloModule integers
 
 ENTRY main {
@@ -171,11 +160,8 @@ ENTRY main {
   ROOT out = (s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], s32[12], u32[12], u32[12], u32[12], s32[4,3]{0,1}, s32[12], u32[12]) tuple(q, r, l, sl, sa, m, s, x, uq, ur, usa, tt, zeros, ones)
 }
 )");
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  const std::unique_ptr<Module>& written = loaded->written;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
-  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  std::vector<Literal> arguments = random_arguments(*written, 1);
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*on->written, 1);
   const int32_t a[] = {7, -7, INT32_MIN, INT32_MIN, 5, -5, 1, -1, INT32_MAX, 123456789, -8, 0};
   const int32_t b[] = {0, 2, -1, 0, 31, 32, -1, 33, 1, 7, 2, 0};
   std::copy(std::begin(a), std::end(a), arguments[0].data<int32_t>().data());
@@ -184,13 +170,12 @@ ENTRY main {
     arguments[2].data<uint32_t>()[i] = static_cast<uint32_t>(a[i]);
     arguments[3].data<uint32_t>()[i] = static_cast<uint32_t>(b[i]);
   }
-  StatusOr<Literal> expected = evaluate_module(*written, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  StatusOr<Literal> actual = (*executable)->run(arguments);
-  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
-  for (int64_t k = 0; k < expected->shape().tuple_size(); ++k)
-    EXPECT_TRUE(actual->element(k) == expected->element(k))
-        << "output " << k << ": " << actual->element(k).to_string() << " vs " << expected->element(k).to_string();
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  const Literal &actual = run->actual, &expected = run->expected;
+  for (int64_t k = 0; k < expected.shape().tuple_size(); ++k)
+    EXPECT_TRUE(actual.element(k) == expected.element(k))
+        << "output " << k << ": " << actual.element(k).to_string() << " vs " << expected.element(k).to_string();
 }
 
 // Gathers: rows of a table (an embedding lookup), 2x3 windows from a two-number start, and a
@@ -198,7 +183,7 @@ ENTRY main {
 // starts out of range (negative, past the end) are clamped so the slice stays inside.
 TEST(CudaExecutor, GathersClampStartsAsTheEvaluatorDoes) {
   EmulatedDevice device;
-  StatusOr<Loaded> loaded = load_text(R"(
+  StatusOr<OnDevice> on = compile_on(device, R"(
 HloModule gathers
 
 ENTRY main {
@@ -214,29 +199,25 @@ ENTRY main {
   ROOT r = (f32[2,3,6], f32[3,2,3], f32[5,1]) tuple(rows, windows, picked)
 }
 )");
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  const std::unique_ptr<Module>& written = loaded->written;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
-  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  std::vector<Literal> arguments = random_arguments(*written, 21);
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*on->written, 21);
   const int32_t ids[] = {0, 11, -3, 12, 5, 40};
   std::copy(std::begin(ids), std::end(ids), arguments[1].data<int32_t>().data());
   const int32_t corners[] = {0, 0, 4, 5, -1, 2};  // the second and third clamped to (3, 3) and (0, 2)
   std::copy(std::begin(corners), std::end(corners), arguments[3].data<int32_t>().data());
   const int32_t labels[] = {0, 6, 7, -1, 3};
   std::copy(std::begin(labels), std::end(labels), arguments[5].data<int32_t>().data());
-  StatusOr<Literal> expected = evaluate_module(*written, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  StatusOr<Literal> actual = (*executable)->run(arguments);
-  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
-  for (int64_t k = 0; k < 3; ++k) EXPECT_TRUE(actual->element(k) == expected->element(k)) << "output " << k;
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  const Literal &actual = run->actual, &expected = run->expected;
+  for (int64_t k = 0; k < 3; ++k) EXPECT_TRUE(actual.element(k) == expected.element(k)) << "output " << k;
 }
 
 // Pads: edges that grow and edges that crop (negative), with interior padding between
 // elements, in two dimensions at once.
 TEST(CudaExecutor, PadsGrowCropAndInterleaveAsTheEvaluatorDoes) {
   EmulatedDevice device;
-  StatusOr<Loaded> loaded = load_text(R"(
+  StatusOr<OnDevice> on = compile_on(device, R"(
 HloModule pads
 
 ENTRY main {
@@ -248,16 +229,12 @@ ENTRY main {
   ROOT r = (f32[9,8], f32[3,7], f32[12,13]) tuple(grown, cropped, interleaved)
 }
 )");
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  const std::unique_ptr<Module>& written = loaded->written;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
-  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  std::vector<Literal> arguments = random_arguments(*written, 3);
-  StatusOr<Literal> expected = evaluate_module(*written, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  StatusOr<Literal> actual = (*executable)->run(arguments);
-  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
-  for (int64_t k = 0; k < 3; ++k) EXPECT_TRUE(actual->element(k) == expected->element(k)) << "output " << k;
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*on->written, 3);
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  const Literal &actual = run->actual, &expected = run->expected;
+  for (int64_t k = 0; k < 3; ++k) EXPECT_TRUE(actual.element(k) == expected.element(k)) << "output " << k;
 }
 
 // A layout is metadata on the device, but a reduce folds in its input's layout order, as the
@@ -265,7 +242,7 @@ ENTRY main {
 // from the row-major order.
 TEST(CudaExecutor, AReduceFoldsInItsInputsLayoutOrder) {
   EmulatedDevice device;
-  StatusOr<Loaded> loaded = load_text(R"(
+  StatusOr<OnDevice> on = compile_on(device, R"(
 HloModule layout_order
 
 times {
@@ -280,25 +257,21 @@ ENTRY main {
   ROOT p = f32[] reduce(x, one), dimensions={0,1}, to_apply=times
 }
 )");
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  const std::unique_ptr<Module>& written = loaded->written;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
-  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  std::vector<Literal> arguments = random_arguments(*written, 8);
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*on->written, 8);
   std::mt19937 rng(8);  // near 1, so the product stays finite; each step rounds
   for (float& value : arguments[0].data<float>()) value = 1.0f + static_cast<float>(rng() % 100000 + 1) * 0x1p-17f;
-  StatusOr<Literal> expected = evaluate_module(*written, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  StatusOr<Literal> actual = (*executable)->run(arguments);
-  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
-  EXPECT_TRUE(*actual == *expected) << actual->to_string() << " vs " << expected->to_string();
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  const Literal &actual = run->actual, &expected = run->expected;
+  EXPECT_TRUE(actual == expected) << actual.to_string() << " vs " << expected.to_string();
 }
 
 // A variadic reduce through a device function of its combiner: JAX's argmax (value and index
 // pairs; NaN wins, ties keep the lower index), over rows holding ties, NaN and -inf.
 TEST(CudaExecutor, AnArgmaxFoldsValueIndexPairsAsTheEvaluatorDoes) {
   EmulatedDevice device;
-  StatusOr<Loaded> loaded = load_text(R"(
+  StatusOr<OnDevice> on = compile_on(device, R"(
 HloModule argmax
 
 pick {
@@ -327,28 +300,24 @@ ENTRY main {
   ROOT index = s32[4] get-tuple-element(r), index=1
 }
 )");
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  const std::unique_ptr<Module>& written = loaded->written;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
-  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  std::vector<Literal> arguments = random_arguments(*written, 2);
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*on->written, 2);
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   const float x[] = {1, 3, 3, 2, 3, 0, -inf, -inf, -inf, -inf, -inf, -inf, 5, nan, 7, nan, 9, 9, 0, -0.0f, 0, -1, -2, -0.0f};
   std::copy(std::begin(x), std::end(x), arguments[0].data<float>().data());
-  StatusOr<Literal> expected = evaluate_module(*written, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  StatusOr<Literal> actual = (*executable)->run(arguments);
-  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
-  EXPECT_TRUE(*actual == *expected) << actual->to_string() << " vs " << expected->to_string();
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  const Literal &actual = run->actual, &expected = run->expected;
+  EXPECT_TRUE(actual == expected) << actual.to_string() << " vs " << expected.to_string();
   const int32_t want[] = {1, 0, 1, 0};
-  for (int k = 0; k < 4; ++k) EXPECT_EQ(actual->data<int32_t>()[k], want[k]) << k;
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(actual.data<int32_t>()[k], want[k]) << k;
 }
 
 // Sorts: a key/value sort with JAX's total-order comparator (NaN last, -0 before +0, ties kept
 // in order: stable), along the first dimension of a 2-D array, and a descending sort.
 TEST(CudaExecutor, SortsAreStableWithTheTotalOrder) {
   EmulatedDevice device;
-  StatusOr<Loaded> loaded = load_text(R"(
+  StatusOr<OnDevice> on = compile_on(device, R"(
 HloModule sorts
 
 ascending {
@@ -375,22 +344,18 @@ ENTRY main {
   ROOT r = (f32[9,3], s32[9,3], f32[9,3]) tuple(k, v, down)
 }
 )");
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  const std::unique_ptr<Module>& written = loaded->written;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
-  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  std::vector<Literal> arguments = random_arguments(*written, 6);
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*on->written, 6);
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   const float column[] = {2, nan, -0.0f, 0.0f, 2, -inf, 1, -0.0f, 2};  // ties: 2 thrice, -0 twice
   for (int row = 0; row < 9; ++row)
     for (int c = 0; c < 3; ++c) arguments[0].data<float>()[row * 3 + c] = c == 0 ? column[row] : column[(row + 3 * c) % 9];
-  StatusOr<Literal> expected = evaluate_module(*written, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  StatusOr<Literal> actual = (*executable)->run(arguments);
-  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  const Literal &actual = run->actual, &expected = run->expected;
   for (int64_t k = 0; k < 3; ++k)
-    EXPECT_TRUE(actual->element(k) == expected->element(k))
-        << "output " << k << ": " << actual->element(k).to_string() << " vs " << expected->element(k).to_string();
+    EXPECT_TRUE(actual.element(k) == expected.element(k))
+        << "output " << k << ": " << actual.element(k).to_string() << " vs " << expected.element(k).to_string();
 }
 
 // Dots with no GEMM form run as a kernel summing each output element: a batch dimension in the
@@ -398,7 +363,7 @@ ENTRY main {
 // operand with two free dimensions.
 TEST(CudaExecutor, DotsWithoutAGemmFormSumEachOutputElement) {
   EmulatedDevice device;
-  StatusOr<Loaded> loaded = load_text(R"(
+  StatusOr<OnDevice> on = compile_on(device, R"(
 HloModule dots
 
 ENTRY main {
@@ -411,24 +376,20 @@ ENTRY main {
   ROOT r = (f32[3,5,7], f32[2,3,5]) tuple(scores, projected)
 }
 )");
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  const std::unique_ptr<Module>& written = loaded->written;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
-  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  EXPECT_NE(describe((*executable)->plan()).find("%scores: kernel"), std::string::npos) << describe((*executable)->plan());
-  std::vector<Literal> arguments = random_arguments(*written, 4);
-  StatusOr<Literal> expected = evaluate_module(*written, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  StatusOr<Literal> actual = (*executable)->run(arguments);
-  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
-  EXPECT_EQ(differs(*actual, *expected), "");  // within the tolerance of library GEMMs
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  EXPECT_NE(describe(on->executable->plan()).find("%scores: kernel"), std::string::npos) << describe(on->executable->plan());
+  std::vector<Literal> arguments = random_arguments(*on->written, 4);
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  const Literal &actual = run->actual, &expected = run->expected;
+  EXPECT_EQ(differs(actual, expected), "");  // within the tolerance of library GEMMs
 }
 
 // topk: the k largest (or smallest) of each row in the total order (NaN above +inf, -0 below
 // +0), ties in their row order, with their indices.
 TEST(CudaExecutor, TopkPicksInTheEvaluatorsStableTotalOrder) {
   EmulatedDevice device;
-  StatusOr<Loaded> loaded = load_text(R"(
+  StatusOr<OnDevice> on = compile_on(device, R"(
 HloModule topks
 
 ENTRY main {
@@ -442,21 +403,17 @@ ENTRY main {
   ROOT r = (f32[3,4], s32[3,4], f32[3,4], s32[3,4]) tuple(lv, li, sv, si)
 }
 )");
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  const std::unique_ptr<Module>& written = loaded->written;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
-  ASSERT_TRUE(executable.ok()) << executable.status().to_string();
-  std::vector<Literal> arguments = random_arguments(*written, 12);
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*on->written, 12);
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   const float x[] = {3, 1, 3, 2, 3, 0, 1, 1,  -0.0f, 0.0f, -0.0f, 0.0f, nan, inf, -inf, 5,  7, 7, 7, 7, 7, 7, 7, 7};
   std::copy(std::begin(x), std::end(x), arguments[0].data<float>().data());
-  StatusOr<Literal> expected = evaluate_module(*written, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  StatusOr<Literal> actual = (*executable)->run(arguments);
-  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  const Literal &actual = run->actual, &expected = run->expected;
   for (int64_t k = 0; k < 4; ++k)
-    EXPECT_TRUE(actual->element(k) == expected->element(k))
-        << "output " << k << ": " << actual->element(k).to_string() << " vs " << expected->element(k).to_string();
+    EXPECT_TRUE(actual.element(k) == expected.element(k))
+        << "output " << k << ": " << actual.element(k).to_string() << " vs " << expected.element(k).to_string();
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <span>
 #include <regex>
 #include <sstream>
 
@@ -167,5 +168,31 @@ inline std::string differs(const Literal& actual, const Literal& expected) {
   return "";
 }
 
+
+// A module as written (for the evaluator) beside its executable on `device`.
+struct OnDevice {
+  std::unique_ptr<Module> written;
+  std::unique_ptr<CudaExecutable> executable;
+};
+
+inline StatusOr<OnDevice> compile_on(Device& device, const std::string& text) {
+  INSITU_ASSIGN_OR_RETURN(Loaded loaded, load_text(text));
+  OnDevice on;
+  on.written = std::move(loaded.written);
+  INSITU_ASSIGN_OR_RETURN(on.executable, CudaExecutable::create(std::move(loaded.optimized), device));
+  return on;
+}
+
+// The device's result and the evaluator's on the module as written, for `arguments`.
+struct BothResults {
+  Literal actual, expected;
+};
+
+inline StatusOr<BothResults> run_both(const OnDevice& on, std::span<const Literal> arguments) {
+  BothResults results;
+  INSITU_ASSIGN_OR_RETURN(results.expected, evaluate_module(*on.written, arguments));
+  INSITU_ASSIGN_OR_RETURN(results.actual, on.executable->run(arguments));
+  return results;
+}
 
 }  // namespace insitu::cuda::testing

@@ -68,8 +68,8 @@ bool is_op_kernel_opcode(Opcode opcode);
 // one op (add, multiply, maximum, minimum, and, or) of its two parameters folds inline (a
 // floating sum in double, rounded once); several inputs (an argmax's value and index) or
 // another combiner fold through a device function of the combiner (generate_scalar_function).
-// Signature: (const T* input, const T* init, T* out, long long n), n outputs; with k inputs
-// (input0..k-1, init0..k-1, out0..k-1, n).
+// Signature: (const T0* input0, ..., const T0* init0, ..., T0* out0, ..., long long n), n
+// outputs (one input: (input0, init0, out0, n)).
 // (One thread per output: right for the many small rows of a decode step; long rows want a
 // block per row, which needs a GPU to check against.)
 StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, const std::string& name);

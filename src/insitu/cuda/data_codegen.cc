@@ -17,9 +17,9 @@ using detail::strides_of;
 
 namespace {
 
-// The statement folding element `x` into `acc` with `op`'s combiner (called_computations()[0]):
+// The statement folding element `x0` into `acc0` with `op`'s combiner (called_computations()[0]):
 // one binary op of its two parameters, in either order. With `double_sum`, a floating sum is
-// kept in double (`sum_in_double` says so; acc is then a double).
+// kept in double (`sum_in_double` says so; acc0 is then a double).
 StatusOr<std::string> fold_step(const Instruction& op, const std::string& type, bool double_sum, bool& sum_in_double) {
   const Computation& combiner = *op.called_computations().at(0);
   const Instruction* root = combiner.root();
@@ -29,23 +29,23 @@ StatusOr<std::string> fold_step(const Instruction& op, const std::string& type, 
     return refuse(op, "a combiner other than one op of its two parameters is not generated yet");
   const bool accumulator_first = root->operand(0)->parameter_number == 0;
   const bool floating = type == "float" || type == "double";
-  const std::string a = accumulator_first ? "acc" : "x", b = accumulator_first ? "x" : "acc";
+  const std::string a = accumulator_first ? "acc0" : "x0", b = accumulator_first ? "x0" : "acc0";
   sum_in_double = false;
   switch (root->opcode()) {
     case Opcode::kAdd:
       sum_in_double = floating && double_sum;
-      return sum_in_double ? std::string("acc += (double)x;") : str_cat("acc = ", a, " + ", b, ";");
-    case Opcode::kMultiply: return str_cat("acc = ", a, " * ", b, ";");
+      return sum_in_double ? std::string("acc0 += (double)x0;") : str_cat("acc0 = ", a, " + ", b, ";");
+    case Opcode::kMultiply: return str_cat("acc0 = ", a, " * ", b, ";");
     case Opcode::kMaximum:
-      return floating ? str_cat("acc = insitu_max(", a, ", ", b, ");") : str_cat("acc = ", a, " < ", b, " ? ", b, " : ", a, ";");
+      return floating ? str_cat("acc0 = insitu_max(", a, ", ", b, ");") : str_cat("acc0 = ", a, " < ", b, " ? ", b, " : ", a, ";");
     case Opcode::kMinimum:
-      return floating ? str_cat("acc = insitu_min(", a, ", ", b, ");") : str_cat("acc = ", b, " < ", a, " ? ", b, " : ", a, ";");
+      return floating ? str_cat("acc0 = insitu_min(", a, ", ", b, ");") : str_cat("acc0 = ", b, " < ", a, " ? ", b, " : ", a, ";");
     case Opcode::kAnd:
       if (floating) return refuse(*root, "a bitwise combiner of floats");
-      return str_cat("acc = ", a, type == "bool" ? " && " : " & ", b, ";");
+      return str_cat("acc0 = ", a, type == "bool" ? " && " : " & ", b, ";");
     case Opcode::kOr:
       if (floating) return refuse(*root, "a bitwise combiner of floats");
-      return str_cat("acc = ", a, type == "bool" ? " || " : " | ", b, ";");
+      return str_cat("acc0 = ", a, type == "bool" ? " || " : " | ", b, ";");
     default: return refuse(*root, "this combiner op is not generated yet");
   }
 }
@@ -116,24 +116,15 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
     offset += str_cat(" + (r / ", inner, "ll % ", input.dimension(*d), "ll) * ", strides[*d], "ll");
     inner *= input.dimension(*d);
   }
-  // (input0, ..., init0, ..., out0, ..., n); one input: (input, init, out, n)
-  const bool one = inputs == 1;
-  auto named = [&](const char* base_name, int64_t k) { return one ? std::string(base_name) : str_cat(base_name, k); };
+  // (input0, ..., init0, ..., out0, ..., n)
   std::string parameters, start, read, store;
-  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat("const ", types[k], "* __restrict__ ", named("input", k), ", ");
-  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat("const ", types[k], "* __restrict__ ", named("init", k), ", ");
-  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat(types[k], "* __restrict__ ", named("out", k), ", ");
+  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat("const ", types[k], "* __restrict__ input", k, ", ");
+  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat("const ", types[k], "* __restrict__ init", k, ", ");
+  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat(types[k], "* __restrict__ out", k, ", ");
   for (int64_t k = 0; k < inputs; ++k) {
-    const std::string acc = one ? "acc" : str_cat("acc", k), x = one && combiner.empty() ? "x" : str_cat("x", k);
-    start += sum_in_double ? str_cat("  double ", acc, " = (double)", named("init", k), "[0];\n")
-                           : str_cat("  ", types[k], " ", acc, " = ", named("init", k), "[0];\n");
-    read += str_cat("    const ", types[k], " ", x, " = ", named("input", k), "[base + ", offset, "];\n");
-    store += str_cat("  ", named("out", k), "[i] = (", types[k], ")", acc, ";\n");
-  }
-  if (one && !combiner.empty()) {  // the device function's names: acc0, x0
-    start = str_cat("  ", types[0], " acc0 = init[0];\n");
-    read = str_cat("    const ", types[0], " x0 = input[base + ", offset, "];\n");
-    store = str_cat("  out[i] = acc0;\n");
+    start += str_cat("  ", sum_in_double ? "double" : types[k], " acc", k, " = init", k, "[0];\n");
+    read += str_cat("    const ", types[k], " x", k, " = input", k, "[base + ", offset, "];\n");
+    store += str_cat("  out", k, "[i] = (", types[k], ")acc", k, ";\n");
   }
   GeneratedKernel kernel;
   kernel.name = name;
@@ -164,7 +155,7 @@ StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduc
     INSITU_ASSIGN_OR_RETURN(GeneratedKernel function, generate_scalar_function(*reduce_window.called_computations().at(0),
                                                                                 reduce_window, name + "_combine"));
     combiner = function.source;
-    step = str_cat(type, " next; ", name, "_combine(acc, x, &next); acc = next;");
+    step = str_cat(type, " next; ", name, "_combine(acc0, x0, &next); acc0 = next;");
   }
   // Output element i folds its window in row-major order, skipping padding and the holes of a
   // base dilation, from the init value: the evaluator's order.
@@ -196,9 +187,9 @@ StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduc
   kernel.source = str_cat(combiner, "extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ input, const ",
                           type, "* __restrict__ init, ", type, "* __restrict__ out, long long n) {\n",
                           "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
-                          "  if (i >= n) return;\n  ", type, " acc = init[0];\n", "  for (long long r = 0; r < ",
-                          window_count, "ll; ++r) {\n", body, "    const ", type, " x = input[linear];\n    ", *step,
-                          "\n  }\n  out[i] = acc;\n}\n");
+                          "  if (i >= n) return;\n  ", type, " acc0 = init[0];\n", "  for (long long r = 0; r < ",
+                          window_count, "ll; ++r) {\n", body, "    const ", type, " x0 = input[linear];\n    ", *step,
+                          "\n  }\n  out[i] = acc0;\n}\n");
   return kernel;
 }
 

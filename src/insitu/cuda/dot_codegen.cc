@@ -4,6 +4,7 @@
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
+#include "insitu/evaluator/index_util.h"
 #include "insitu/support/str.h"
 
 namespace insitu::cuda {
@@ -26,14 +27,13 @@ StatusOr<GeneratedKernel> generate_dot_kernel(const Instruction& dot, const std:
   if (numbers.lhs_batch_dimensions.size() != numbers.rhs_batch_dimensions.size() ||
       numbers.lhs_contracting_dimensions.size() != numbers.rhs_contracting_dimensions.size())
     return refuse(dot, "batch or contracting dimensions that do not pair up");
-  auto listed = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b, int64_t d) {
-    return std::find(a.begin(), a.end(), d) != a.end() || std::find(b.begin(), b.end(), d) != b.end();
-  };
   std::vector<int64_t> lhs_free, rhs_free;
   for (int64_t d = 0; d < lhs.rank(); ++d)
-    if (!listed(numbers.lhs_batch_dimensions, numbers.lhs_contracting_dimensions, d)) lhs_free.push_back(d);
+    if (!contains(numbers.lhs_batch_dimensions, d) && !contains(numbers.lhs_contracting_dimensions, d))
+      lhs_free.push_back(d);
   for (int64_t d = 0; d < rhs.rank(); ++d)
-    if (!listed(numbers.rhs_batch_dimensions, numbers.rhs_contracting_dimensions, d)) rhs_free.push_back(d);
+    if (!contains(numbers.rhs_batch_dimensions, d) && !contains(numbers.rhs_contracting_dimensions, d))
+      rhs_free.push_back(d);
   const size_t batches = numbers.lhs_batch_dimensions.size();
   if (out.rank() != static_cast<int64_t>(batches + lhs_free.size() + rhs_free.size()))
     return refuse(dot, "a result whose rank is not batch + free dimensions");

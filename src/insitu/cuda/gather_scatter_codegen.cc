@@ -5,6 +5,7 @@
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
+#include "insitu/evaluator/index_util.h"
 #include "insitu/ir/computation.h"
 #include "insitu/support/str.h"
 
@@ -15,10 +16,6 @@ using detail::refuse;
 using detail::strides_of;
 
 namespace {
-
-bool contains(const std::vector<int64_t>& values, int64_t value) {
-  return std::find(values.begin(), values.end(), value) != values.end();
-}
 
 // The update statement for `t` (the buffer's element) and `u` (the update's), or empty: the
 // combiner is one op of its two parameters (or returns the update), as runtime/scatter_kernels.cc
