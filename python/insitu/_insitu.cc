@@ -25,6 +25,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -285,6 +286,8 @@ class PyExecutable {
     executable_->module().entry()->root()->shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex&) {
       if (leaf.is_array()) result_bytes_.push_back(leaf.byte_size());
     });
+    for (const Executable::Argument& argument : executable_->arguments())
+      xla_arguments_.push_back({argument.shape.byte_size(), aliased_result(argument)});
   }
 
   nb::object call(nb::tuple args, nb::object donate, int threads, double timeout_seconds) {
@@ -299,17 +302,12 @@ class PyExecutable {
       handles.push_back(to_handle(args[i], parameters[i], flags[i], str_cat("argument ", i, " (", parameters[i].describe(), ")"),
                                   argument_bytes_copied));
     ExecuteOptions options{.donate = flags, .threads = threads, .timeout_seconds = timeout_seconds};
-    ExecutionStats stats;
-    options.stats = &stats;
     StatusOr<std::vector<BufferHandle>> results = [&] {
       nb::gil_scoped_release release;
       return executable_->execute(std::move(handles), options);
     }();
     if (!results.ok()) raise(results.status(), file_);
-    {  // kept raw: the JSON (which walks the module for its copies) is built when asked for
-      std::lock_guard<std::mutex> lock(stats_mutex_);
-      last_stats_ = LastCall{std::move(stats), argument_bytes_copied, threads};
-    }
+    record_call(argument_bytes_copied, threads);
     const Shape& root = executable_->module().entry()->root()->shape();
     if (!root.is_tuple()) return nb::cast(Array(std::move(results->front())));
     nb::list leaves;
@@ -332,12 +330,26 @@ class PyExecutable {
     if (args.size() != parameters.size())
       return invalid_argument(str_cat("the XLA call passes ", args.size(), " argument(s); the module takes ",
                                       parameters.size()));
-    std::vector<bool> donate(parameters.size(), false);
+    // Reused by this thread's calls, so a tiny call allocates nothing; a call nested in another
+    // on this thread (a kernel calling back into XLA) takes its own.
+    thread_local ExecuteOptions reused;
+    thread_local bool in_use = false;
+    ExecuteOptions nested;
+    ExecuteOptions& options = in_use ? nested : reused;
+    const bool outermost = !in_use;
+    in_use = true;
+    struct Release {
+      bool& flag;
+      bool outermost;
+      ~Release() { if (outermost) flag = false; }
+    } release{in_use, outermost};
+    std::vector<bool>& donate = options.donate;
+    donate.assign(parameters.size(), false);
     for (size_t i = 0; i < parameters.size(); ++i) {
-      if (arg_bytes[i] != parameters[i].shape.byte_size())
+      if (arg_bytes[i] != xla_arguments_[i].bytes)
         return invalid_argument(str_cat("the XLA call's argument ", i, " has ", arg_bytes[i], " bytes; ",
                                         parameters[i].describe(), " is ", shape_text(parameters[i].shape)));
-      const int64_t output = aliased_result(parameters[i]);
+      const int64_t output = xla_arguments_[i].aliased_result;
       donate[i] = output >= 0 && static_cast<size_t>(output) < rets.size() && rets[output] == args[i];
     }
     const std::vector<int64_t>& result_bytes = result_bytes_;
@@ -348,25 +360,24 @@ class PyExecutable {
       if (ret_bytes[j] != result_bytes[j])
         return invalid_argument(str_cat("the XLA call's result ", j, " has ", ret_bytes[j], " bytes; the module's has ",
                                         result_bytes[j]));
-    ExecutionStats stats;
-    ExecuteOptions options{.donate = std::move(donate), .threads = threads, .stats = &stats};
+    options.threads = threads;
     INSITU_RETURN_IF_ERROR(executable_->execute_borrowed(args, rets, options));
-    std::lock_guard<std::mutex> lock(stats_mutex_);
-    last_stats_ = LastCall{std::move(stats), 0, threads};
+    record_call(0, threads);
     return ok_status();
   }
   const std::string& file() const { return file_; }
 #endif
   // The stats of the last call, as JSON text (Python turns it into a dict); null before one.
   std::string stats_json() const {
-    std::lock_guard<std::mutex> lock(stats_mutex_);
-    if (!last_stats_) return "null";
-    nlohmann::json json = cli::run_stats_json(*executable_, last_stats_->stats);
-    json["argument_bytes_copied"] = last_stats_->argument_bytes_copied;
+    const int threads = last_threads_.load(std::memory_order_acquire);
+    if (threads < 0) return "null";
+    const ExecutionStats stats = executable_->last_stats();
+    nlohmann::json json = cli::run_stats_json(*executable_, stats);
+    json["argument_bytes_copied"] = last_argument_bytes_copied_.load(std::memory_order_relaxed);
     json["compile_seconds"] = compile_seconds_;
     json["unused_donors"] = unused_donors_;
-    json["threads"] = last_stats_->threads;
-    json["result_bytes_copied"] = last_stats_->stats.result_bytes_copied;
+    json["threads"] = threads;
+    json["result_bytes_copied"] = stats.result_bytes_copied;
     return json.dump();
   }
   std::string explain(const std::string& format) const {
@@ -434,55 +445,74 @@ class PyExecutable {
   std::string explain_text_, explain_json_;
   double compile_seconds_;
   int64_t unused_donors_;
-  struct LastCall {
-    ExecutionStats stats;
-    int64_t argument_bytes_copied = 0;
-    int threads = 0;
-  };
-  mutable std::mutex stats_mutex_;
-  std::optional<LastCall> last_stats_;
+  // What the last call added to the executable's own stats (Executable::last_stats): the
+  // bytes the DLPack path copied to make arguments row-major, and its thread count (-1: no call
+  // yet). Two calls that finish together may mix their fields; each is one call's value.
+  void record_call(int64_t argument_bytes_copied, int threads) {
+    last_argument_bytes_copied_.store(argument_bytes_copied, std::memory_order_relaxed);
+    last_threads_.store(threads, std::memory_order_release);
+  }
+  std::atomic<int64_t> last_argument_bytes_copied_{0};
+  std::atomic<int> last_threads_{-1};
   int64_t ffi_id_ = 0;  // 0: not registered for XLA calls (ffi_id)
   std::vector<int64_t> result_bytes_;  // the byte size of each array leaf of the entry result
+  struct XlaArgument {
+    int64_t bytes;           // the argument's byte size
+    int64_t aliased_result;  // aliased_result(argument)
+  };
+  std::vector<XlaArgument> xla_arguments_;  // per argument, for run_for_xla's checks
 };
 
 #ifdef INSITU_HAVE_XLA_FFI
 // The executables XLA programs may call, by number. A number is never reused, so a program
-// that outlives its executable gets a located "not found", never another module's code.
-struct FfiRegistry {
-  std::mutex mutex;
-  std::unordered_map<int64_t, PyExecutable*> executables;
-  int64_t next = 1;
+// that outlives its executable gets a located "not found", never another module's code. Calls
+// look up without a lock (a lock per call cost a tenth of a tiny call's time in insitu): the
+// table is chunks of atomic slots that are made once and never move.
+class FfiRegistry {
+ public:
+  static constexpr int64_t kChunk = 1024, kChunks = 4096;  // numbers 1 .. 4M - 1 in a process
+
+  PyExecutable* find(int64_t id) const {
+    if (id <= 0 || id >= kChunk * kChunks) return nullptr;
+    const Slot* chunk = chunks_[id / kChunk].load(std::memory_order_acquire);
+    return chunk == nullptr ? nullptr : chunk[id % kChunk].load(std::memory_order_acquire);
+  }
+  int64_t add(PyExecutable* executable) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (next_ >= kChunk * kChunks)
+      raise(resource_exhausted(str_cat("this process has registered ", next_ - 1,
+                                       " executables for insitu.jax calls, the most it can")));
+    const int64_t id = next_++;
+    if (chunks_[id / kChunk].load(std::memory_order_relaxed) == nullptr)
+      chunks_[id / kChunk].store(new Slot[kChunk]{}, std::memory_order_release);  // kept for the process
+    slot(id).store(executable, std::memory_order_release);
+    return id;
+  }
+  void remove(int64_t id) { slot(id).store(nullptr, std::memory_order_release); }
+
+ private:
+  using Slot = std::atomic<PyExecutable*>;
+  Slot& slot(int64_t id) { return chunks_[id / kChunk].load(std::memory_order_acquire)[id % kChunk]; }
+  std::mutex mutex_;  // guards next_ and making chunks
+  int64_t next_ = 1;
+  std::atomic<Slot*> chunks_[kChunks] = {};
 };
 FfiRegistry& ffi_registry() {
   static FfiRegistry* registry = new FfiRegistry;  // outlives every executable
   return *registry;
 }
 int64_t PyExecutable::ffi_id() {
-  FfiRegistry& registry = ffi_registry();
-  std::lock_guard<std::mutex> lock(registry.mutex);
-  if (ffi_id_ == 0) {
-    ffi_id_ = registry.next++;
-    registry.executables[ffi_id_] = this;
-  }
+  if (ffi_id_ == 0) ffi_id_ = ffi_registry().add(this);  // under the GIL: one registration
   return ffi_id_;
 }
 PyExecutable::~PyExecutable() {
-  if (ffi_id_ == 0) return;
-  FfiRegistry& registry = ffi_registry();
-  std::lock_guard<std::mutex> lock(registry.mutex);
-  registry.executables.erase(ffi_id_);
+  if (ffi_id_ != 0) ffi_registry().remove(ffi_id_);
 }
 // The body of the XLA FFI target "insitu_call" (registered by insitu.jax): runs executable
 // `id` on the call's buffers. Runs on XLA's thread, without the GIL; a failure is an XLA error
 // carrying insitu's located message.
 xla::ffi::Error xla_call(int64_t id, int32_t threads, xla::ffi::RemainingArgs args, xla::ffi::RemainingRets rets) {
-  PyExecutable* executable = nullptr;
-  {
-    FfiRegistry& registry = ffi_registry();
-    std::lock_guard<std::mutex> lock(registry.mutex);
-    auto found = registry.executables.find(id);
-    if (found != registry.executables.end()) executable = found->second;
-  }
+  PyExecutable* executable = ffi_registry().find(id);
   if (executable == nullptr)
     return xla::ffi::Error(xla::ffi::ErrorCode::kNotFound,
                            str_cat("insitu: executable ", id, " is gone (its insitu.jax.jit function was freed)"));

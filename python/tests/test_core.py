@@ -194,6 +194,10 @@ ENTRY main {
 
 def test_threads_and_timeout_are_accepted():
     exe = insitu.compile(ADD_ONE_ALIASED)
+    assert exe.stats == {}  # no call yet
+    with pytest.raises(insitu.Error):
+        exe(np.zeros(5, np.float32))
+    assert exe.stats == {}  # a failed call leaves none
     for threads in (1, 2, 0):
         np.testing.assert_array_equal(np.asarray(exe(np.zeros(4, np.float32), threads=threads)), [1, 1, 1, 1])
     assert exe.stats["threads"] == 0

@@ -71,6 +71,7 @@ def test_calls_go_through_jax_jit_dispatch_into_xla_result_buffers():
     stats = g.executable(x, y).stats
     assert stats["result_bytes_copied"] == 0 and stats["bytes_copied"] == 12
     assert [copy["reason"] for copy in stats["copies_in_module"]] == ["read-only-live-out"]
+    assert stats["threads"] == insitu.default_threads and stats["run_seconds"] > 0
     assert "insitu_call" in str(jax.make_jaxpr(g)(x, y))  # one custom call inside jax.jit
 
 

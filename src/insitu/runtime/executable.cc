@@ -50,7 +50,7 @@ ExecutionStats LatestStats::read() const {
 
 }  // namespace runtime_internal
 
-Status Executable::set_shared_base(const Allocation& allocation, std::vector<uint8_t*>& bases, ArenaLease& arena) {
+Status Executable::set_shared_base(const Allocation& allocation, std::span<uint8_t*> bases, ArenaLease& arena) {
   if (allocation.kind == AllocationKind::kTemp) {
     // Buffer assignment packs every temporary into one arena allocation (at most one).
     INSITU_ASSIGN_OR_RETURN(arena.arena, take_arena(allocation.size));
@@ -143,13 +143,10 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   const Shape& result_shape = module_->entry()->root()->shape();
   for (const Allocation& allocation : allocations) {
     switch (allocation.kind) {
-      case AllocationKind::kParameter: {
-        for (size_t i = 0; i < arguments_.size(); ++i)
-          if (arguments_[i].parameter_number == allocation.parameter_number &&
-              arguments_[i].index == allocation.parameter_index)
-            bases[allocation.index] = parameter_buffers[i]->data();
+      case AllocationKind::kParameter:
+        if (const int i = allocation_argument_[allocation.index]; i >= 0)
+          bases[allocation.index] = parameter_buffers[i]->data();
         break;
-      }
       case AllocationKind::kOutput: {
         const Shape* leaf = result_shape.subshape(allocation.output_index);
         const Shape shape = (leaf && leaf->is_array() && leaf->byte_size() == allocation.size)
@@ -181,7 +178,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   }
   Executor executor(bases, pool, stats, options_.custom_calls, options.timeout_seconds, options.device);
   if (options.profile) executor.enable_profile();
-  const Program& entry = *programs_.at(module_->entry());
+  const Program& entry = *entry_program_;
   INSITU_RETURN_IF_ERROR(executor.run(entry));
   if (options.profile) stats.step_times = executor.step_times();
 
@@ -235,14 +232,12 @@ Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::sp
   const auto start = std::chrono::steady_clock::now();
   ExecutionStats stats;
   stats.peak_memory_bytes = assignment_.peak_memory_bytes();
-  const Program& entry = *programs_.at(module_->entry());
+  const Program& entry = *entry_program_;
   if (arguments.size() != arguments_.size())
     return invalid_argument(str_cat("the module takes ", arguments_.size(), " arguments (one per entry parameter leaf)",
                                     ", got ", arguments.size()));
-  size_t result_count = 0;
-  for (const Leaf& leaf : entry.root) result_count += leaf.shape->is_array() ? 1 : 0;
-  if (results.size() != result_count)
-    return invalid_argument(str_cat("the module returns ", result_count, " array(s), got memory for ", results.size()));
+  if (results.size() != result_count_)
+    return invalid_argument(str_cat("the module returns ", result_count_, " array(s), got memory for ", results.size()));
   auto donated = [&](size_t i) { return i < options.donate.size() && options.donate[i]; };
   for (size_t i = 0; i < arguments.size(); ++i)
     if (arguments_[i].must_alias && !donated(i))
@@ -253,39 +248,37 @@ Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::sp
 
   INSITU_ASSIGN_OR_RETURN(ThreadPool* pool, pool_for(options.threads));
   const std::vector<Allocation>& allocations = assignment_.allocations();
-  std::vector<uint8_t*> bases(allocations.size(), nullptr);
+  // Every base on the stack for the usual few allocations: a tiny call allocates nothing.
+  constexpr size_t kInlineBases = 16;
+  uint8_t* inline_bases[kInlineBases];
+  std::vector<uint8_t*> heap_bases;
+  if (allocations.size() > kInlineBases) heap_bases.resize(allocations.size());
+  std::span<uint8_t*> bases(allocations.size() > kInlineBases ? heap_bases.data() : inline_bases, allocations.size());
+  std::fill(bases.begin(), bases.end(), nullptr);
   std::vector<std::shared_ptr<Buffer>> own;  // private copies and outputs not in the caller's memory
   ArenaLease arena{*this, nullptr};
   for (const Allocation& allocation : allocations) {
     switch (allocation.kind) {
-      case AllocationKind::kParameter:
-        for (size_t i = 0; i < arguments_.size(); ++i) {
-          if (arguments_[i].parameter_number != allocation.parameter_number ||
-              arguments_[i].index != allocation.parameter_index)
-            continue;
-          if (donated(i) || !arguments_[i].aliased_output) {
-            bases[allocation.index] = arguments[i];  // read only, or given to be written
-            continue;
-          }
-          INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> copy,
-                                  Buffer::allocate(arguments_[i].shape, false, "the private copy of an argument"));
-          copy_bytes_parallel(*pool, copy->data(), arguments[i], copy->size_bytes());
-          stats.bytes_copied += copy->size_bytes();
-          bases[allocation.index] = copy->data();
-          own.push_back(std::move(copy));
+      case AllocationKind::kParameter: {
+        const int i = allocation_argument_[allocation.index];
+        if (i < 0) break;  // no argument: reported below
+        if (donated(i) || !arguments_[i].aliased_output) {
+          bases[allocation.index] = arguments[i];  // read only, or given to be written
+          break;
         }
+        INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> copy,
+                                Buffer::allocate(arguments_[i].shape, false, "the private copy of an argument"));
+        copy_bytes_parallel(*pool, copy->data(), arguments[i], copy->size_bytes());
+        stats.bytes_copied += copy->size_bytes();
+        bases[allocation.index] = copy->data();
+        own.push_back(std::move(copy));
         break;
+      }
       case AllocationKind::kOutput: {
-        size_t j = 0;  // the caller's memory when this allocation is exactly result j
-        for (const Leaf& leaf : entry.root) {
-          if (!leaf.shape->is_array()) continue;
-          if (leaf.allocation == allocation.index && leaf.offset == 0 && !leaf.scalar && leaf.size == allocation.size) {
-            bases[allocation.index] = results[j];
-            break;
-          }
-          ++j;
+        if (const int j = allocation_result_[allocation.index]; j >= 0) {
+          bases[allocation.index] = results[j];
+          break;
         }
-        if (bases[allocation.index] != nullptr) break;
         INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> buffer,
                                 Buffer::allocate(Shape::array(PrimitiveType::kU8, {allocation.size}), false, "an output"));
         bases[allocation.index] = buffer->data();
@@ -301,7 +294,7 @@ Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::sp
     if (bases[allocation.index] == nullptr && allocation.size > 0)
       return internal_error(str_cat("buffer assignment allocation ", allocation.index, " has no memory"));
 
-  Executor executor(std::move(bases), *pool, stats, options_.custom_calls, options.timeout_seconds, options.device);
+  Executor executor(bases, *pool, stats, options_.custom_calls, options.timeout_seconds, options.device);
   if (options.profile) executor.enable_profile();
   INSITU_RETURN_IF_ERROR(executor.run(entry));
   if (options.profile) stats.step_times = executor.step_times();

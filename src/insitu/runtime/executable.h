@@ -191,7 +191,7 @@ class Executable {
   };
   // The base of a temp, constant or dynamic-view allocation, which execute and
   // execute_borrowed set alike (a dynamic view's is set later, by its step).
-  Status set_shared_base(const Allocation& allocation, std::vector<uint8_t*>& bases, ArenaLease& arena);
+  Status set_shared_base(const Allocation& allocation, std::span<uint8_t*> bases, ArenaLease& arena);
 
   std::shared_ptr<const Module> owned_module_;
   const Module* module_;
@@ -207,6 +207,12 @@ class Executable {
   std::vector<std::shared_ptr<Buffer>> idle_arenas_;
   runtime_internal::LatestStats last_stats_;
   std::vector<const Instruction*> fallback_instructions_;
+  // execute_borrowed's plan, made at build so a call only follows it: per allocation, the
+  // argument (a parameter allocation) or the result (an output allocation that is exactly
+  // that result leaf) whose memory it is, else -1.
+  std::vector<int> allocation_argument_, allocation_result_;
+  const runtime_internal::Program* entry_program_ = nullptr;
+  size_t result_count_ = 0;  // array leaves of the entry result
 };
 
 }  // namespace insitu

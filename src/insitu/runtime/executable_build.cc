@@ -503,6 +503,31 @@ Status Executable::build() {
       for (const Leaf& output : step.outputs) step.bindings.push_back(bind(output));
     }
   }
+
+  // The calls' plan (execute_borrowed; execute's parameters too).
+  entry_program_ = programs_.at(entry).get();
+  const std::vector<Allocation>& allocations = assignment_.allocations();
+  allocation_argument_.assign(allocations.size(), -1);
+  allocation_result_.assign(allocations.size(), -1);
+  for (const Allocation& allocation : allocations) {
+    if (allocation.kind == AllocationKind::kParameter) {
+      for (size_t i = 0; i < arguments_.size(); ++i)
+        if (arguments_[i].parameter_number == allocation.parameter_number &&
+            arguments_[i].index == allocation.parameter_index)
+          allocation_argument_[allocation.index] = static_cast<int>(i);
+    } else if (allocation.kind == AllocationKind::kOutput) {
+      int j = 0;  // the first result leaf that is exactly this allocation
+      for (const Leaf& leaf : entry_program_->root) {
+        if (!leaf.shape->is_array()) continue;
+        if (leaf.allocation == allocation.index && leaf.offset == 0 && !leaf.scalar && leaf.size == allocation.size) {
+          allocation_result_[allocation.index] = j;
+          break;
+        }
+        ++j;
+      }
+    }
+  }
+  for (const Leaf& leaf : entry_program_->root) result_count_ += leaf.shape->is_array() ? 1 : 0;
   return ok_status();
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -18,9 +19,11 @@ namespace insitu::runtime_internal {
 // and no fallback decision happen here.
 class Executor {
  public:
-  Executor(std::vector<uint8_t*> bases, ThreadPool& pool, ExecutionStats& stats, const CustomCallTable* custom_calls,
+  // `bases`: each allocation's memory for this call, the caller's to keep alive (a dynamic
+  // view's entry is written by its step).
+  Executor(std::span<uint8_t*> bases, ThreadPool& pool, ExecutionStats& stats, const CustomCallTable* custom_calls,
            double timeout_seconds = 0, const DeviceContext* device = nullptr)
-      : bases_(std::move(bases)), pool_(pool), stats_(stats), custom_calls_(custom_calls), device_(device) {
+      : bases_(bases), pool_(pool), stats_(stats), custom_calls_(custom_calls), device_(device) {
     if (timeout_seconds > 0)
       deadline_ = started_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                  std::chrono::duration<double>(timeout_seconds));
@@ -87,7 +90,7 @@ class Executor {
   // The deadline error when the call ran past it (`where` says at which step or loop).
   Status check_deadline(const Instruction& where) const;
 
-  std::vector<uint8_t*> bases_;
+  std::span<uint8_t*> bases_;
   ThreadPool& pool_;
   ExecutionStats& stats_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();  // kernel-run times
