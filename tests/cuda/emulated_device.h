@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <span>
 #include <regex>
@@ -25,13 +26,14 @@ namespace insitu::cuda::testing {
 class EmulatedDevice final : public Device {
  public:
   ~EmulatedDevice() override {
-    if (library_ != nullptr) dlclose(library_);
+    for (const auto& [module, library] : libraries_) dlclose(library);
   }
   std::string name() const override { return "emulated CUDA device (the host)"; }
   StatusOr<DevicePointer> allocate(int64_t bytes) override {
     void* memory = std::calloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)), 1);
     if (memory == nullptr) return resource_exhausted("emulated device: out of memory");
     ++live_;
+    ++allocations_;
     return reinterpret_cast<DevicePointer>(memory);
   }
   Status free(DevicePointer pointer) override {
@@ -51,7 +53,7 @@ class EmulatedDevice final : public Device {
     return copy_to_device(to, reinterpret_cast<const void*>(from), bytes);
   }
   // Each kernel gets a launcher: launch_NAME(void** arguments, long long threads).
-  Status load(const std::string& source) override {
+  StatusOr<DeviceModule> load(const std::string& source) override {
     std::string program = str_cat(kHostShim, source);
     static const std::regex kSignature(R"(extern "C" __global__ void (\w+)\(([^)]*)\))");
     for (std::sregex_iterator it(source.begin(), source.end(), kSignature), end; it != end; ++it) {
@@ -81,27 +83,38 @@ class EmulatedDevice final : public Device {
     const std::string command = str_cat(INSITU_HOST_CXX, " -std=c++17 -O1 -ffp-contract=off -w -shared -fPIC -o ",
                                         base, ".so ", base, ".cc 2>", base, ".log");
     if (std::system(command.c_str()) != 0) return internal_error(str_cat("emulated device: the host compiler failed: ", base, ".log"));
-    if (library_ != nullptr) dlclose(library_);
-    library_ = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library_ == nullptr) return internal_error(str_cat("emulated device: dlopen: ", dlerror()));
+    void* library = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) return internal_error(str_cat("emulated device: dlopen: ", dlerror()));
     fs::remove(base + ".cc");
     fs::remove(base + ".so");
     fs::remove(base + ".log");
-    return ok_status();
+    libraries_[loads_] = library;
+    return DeviceModule{loads_};
   }
-  Status launch(const std::string& kernel, int64_t threads, std::span<void*> arguments) override {
+  void unload(DeviceModule module) override {
+    if (auto found = libraries_.find(module); found != libraries_.end()) {
+      dlclose(found->second);
+      libraries_.erase(found);
+    }
+  }
+  Status launch(DeviceModule module, const std::string& kernel, int64_t threads, std::span<void*> arguments) override {
+    auto library = libraries_.find(module);
+    if (library == libraries_.end()) return failed_precondition(str_cat("emulated device: module ", module, " is not loaded"));
     using Launcher = void (*)(void**, long long);
-    auto launcher = reinterpret_cast<Launcher>(dlsym(library_, ("launch_" + kernel).c_str()));
+    auto launcher = reinterpret_cast<Launcher>(dlsym(library->second, ("launch_" + kernel).c_str()));
     if (launcher == nullptr) return not_found(str_cat("emulated device: no kernel ", kernel));
     launcher(arguments.data(), threads);
     return ok_status();
   }
   int64_t live() const { return live_; }
+  int64_t allocations() const { return allocations_; }  // allocate calls so far
+  size_t modules() const { return libraries_.size(); }  // loaded, not unloaded
 
  private:
-  void* library_ = nullptr;
-  int loads_ = 0;
+  std::map<DeviceModule, void*> libraries_;  // each load's library, by the module it returned
+  DeviceModule loads_ = 0;
   int64_t live_ = 0;
+  int64_t allocations_ = 0;
 };
 
 // A module as written (for the evaluator) and as insitu's pipeline optimizes it (for the device).

@@ -26,7 +26,8 @@ TEST(CudaGpuRun, CorpusKernelsAgreeWithTheEvaluatorOnTheGpu) {
   for (const Case& c : corpus.cases) source += c.kernel.source;
   StatusOr<std::string> ptx = compile_to_ptx(source, "corpus_kernels.cu");
   ASSERT_TRUE(ptx.ok()) << ptx.status().to_string();
-  ASSERT_TRUE((*driver)->load_ptx(*ptx).ok());
+  StatusOr<DeviceModule> module = (*driver)->load_ptx(*ptx);
+  ASSERT_TRUE(module.ok()) << module.status().to_string();
   int exact = 0, tolerant = 0;
   for (const Case& c : corpus.cases) {
     // Device copies of every input; the output (for an in-place update, the operand's buffer).
@@ -47,7 +48,8 @@ TEST(CudaGpuRun, CorpusKernelsAgreeWithTheEvaluatorOnTheGpu) {
     std::vector<void*> arguments;
     for (DevicePointer& value : values) arguments.push_back(&value);
     arguments.push_back(&threads);
-    Status launched = (*driver)->launch(c.kernel.name, threads, arguments);
+    Status launched = (*driver)->launch(*module, c.kernel.name, threads, arguments);
+    if (launched.ok()) launched = (*driver)->synchronize();  // this kernel's failure, named
     ASSERT_TRUE(launched.ok()) << c.where << ": " << launched.to_string();
     Literal actual(c.expected.shape());
     ASSERT_TRUE((*driver)->copy_to_host(actual.untyped_data(), *out, actual.size_bytes()).ok());

@@ -309,7 +309,10 @@ StatusOr<Literal> run_on_cuda(std::unique_ptr<Module> module, std::span<const Li
                 {"bytes_copied", cuda_stats.bytes_copied_on_device},
                 {"bytes_to_device", cuda_stats.bytes_to_device},
                 {"bytes_to_host", cuda_stats.bytes_to_host},
-                {"kernels_launched", cuda_stats.kernels_launched}});
+                {"kernels_launched", cuda_stats.kernels_launched},
+                {"gemms_on_library", cuda_stats.gemms_on_library},
+                {"device_bytes_allocated", cuda_stats.device_bytes_allocated},
+                {"peak_memory_bytes", cuda_stats.peak_device_bytes}});
   return result;
 }
 

@@ -1,6 +1,7 @@
 #include "insitu/cuda/device_plan.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
@@ -272,6 +273,16 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         add_kernel(instruction->shape().element_count());
     }
     steps.push_back(std::move(step));
+  }
+  std::unordered_map<const Instruction*, size_t> position;
+  for (size_t s = 0; s < steps.size(); ++s) position.emplace(steps[s].instruction, s);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const Instruction* value = steps[s].instruction;
+    if (value == computation.root()) continue;
+    size_t last = s;
+    for (const Instruction* user : value->users())
+      if (auto found = position.find(user); found != position.end()) last = std::max(last, found->second);
+    steps[last].last_read.push_back(value);
   }
   return steps;
 }

@@ -57,6 +57,9 @@ struct DeviceStep {
   std::vector<bool> copy_in;
   // kWhile: {condition, body}; kConditional: one per branch. Each in its computation's order.
   std::vector<std::vector<DeviceStep>> nested;
+  // The values of this computation whose last reader is this step (or that nobody reads: their
+  // own step), but not its root: once this step is queued their memory may be reused.
+  std::vector<const Instruction*> last_read;
 };
 
 struct DevicePlan {

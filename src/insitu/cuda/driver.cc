@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/device_plan.h"
@@ -105,6 +106,8 @@ StatusOr<std::unique_ptr<Driver>> Driver::open() {
   INSITU_RETURN_IF_ERROR(driver->check(api.cuDeviceGet(&driver->device_, 0), "cuDeviceGet"));
   INSITU_RETURN_IF_ERROR(
       driver->check(api.cuDevicePrimaryCtxRetain(&driver->context_, driver->device_), "cuDevicePrimaryCtxRetain"));
+  const char* sync = std::getenv("INSITU_CUDA_SYNC");
+  driver->synchronous_ = sync != nullptr && std::string(sync) == "1";
   return driver;
 }
 
@@ -145,13 +148,14 @@ Status Driver::gemm(const GemmCall& call, DevicePointer a, DevicePointer b, Devi
     return unimplemented(str_cat("cuBLAS GEMM of ", primitive_type_name(call.type)));
   }
   if (status != 0) return internal_error(str_cat("cuBLAS: gemm failed: status ", status));
-  return check(api_->cuCtxSynchronize(), "cuCtxSynchronize");
+  return synchronous_ ? check(api_->cuCtxSynchronize(), "cuBLAS gemm") : ok_status();
 }
 
 Driver::~Driver() {
   blas_.reset();  // before the context goes
   if (api_ && context_ != nullptr) {
-    if (module_ != nullptr && make_current().ok()) api_->cuModuleUnload(module_);
+    if (make_current().ok())
+      for (const auto& [handle, loaded] : modules_) api_->cuModuleUnload(loaded.module);
     api_->cuDevicePrimaryCtxRelease(device_);
   }
   if (library_ != nullptr) dlclose(library_);
@@ -193,32 +197,49 @@ Status Driver::copy_on_device(DevicePointer to, DevicePointer from, int64_t byte
   return check(api_->cuMemcpyDtoD(to, from, static_cast<size_t>(bytes)), "cuMemcpyDtoD");
 }
 
-Status Driver::load(const std::string& source) {
+StatusOr<DeviceModule> Driver::load(const std::string& source) {
   INSITU_ASSIGN_OR_RETURN(std::string ptx, compile_to_ptx(source, "insitu_plan.cu"));
   return load_ptx(ptx);
 }
 
-Status Driver::load_ptx(const std::string& ptx) {
+StatusOr<DeviceModule> Driver::load_ptx(const std::string& ptx) {
   INSITU_RETURN_IF_ERROR(make_current());
-  if (module_ != nullptr) {
-    api_->cuModuleUnload(module_);
-    module_ = nullptr;
-  }
-  return check(api_->cuModuleLoadData(&module_, ptx.c_str()), "cuModuleLoadData");
+  Loaded loaded;
+  INSITU_RETURN_IF_ERROR(check(api_->cuModuleLoadData(&loaded.module, ptx.c_str()), "cuModuleLoadData"));
+  const DeviceModule handle = next_module_++;
+  modules_.emplace(handle, std::move(loaded));
+  return handle;
 }
 
-Status Driver::launch(const std::string& kernel, int64_t threads, std::span<void*> arguments) {
-  if (module_ == nullptr) return failed_precondition("launch before load_ptx");
+void Driver::unload(DeviceModule module) {
+  auto found = modules_.find(module);
+  if (found == modules_.end()) return;
+  if (make_current().ok()) api_->cuModuleUnload(found->second.module);
+  modules_.erase(found);
+}
+
+Status Driver::launch(DeviceModule module, const std::string& kernel, int64_t threads, std::span<void*> arguments) {
+  auto loaded = modules_.find(module);
+  if (loaded == modules_.end()) return failed_precondition(str_cat("launch of ", kernel, ": module ", module, " is not loaded"));
   INSITU_RETURN_IF_ERROR(make_current());
-  void* function = nullptr;
-  INSITU_RETURN_IF_ERROR(check(api_->cuModuleGetFunction(&function, module_, kernel.c_str()),
-                               str_cat("cuModuleGetFunction(", kernel, ")").c_str()));
+  void*& function = loaded->second.functions[kernel];
+  if (function == nullptr)
+    INSITU_RETURN_IF_ERROR(check(api_->cuModuleGetFunction(&function, loaded->second.module, kernel.c_str()),
+                                 str_cat("cuModuleGetFunction(", kernel, ")").c_str()));
   constexpr int64_t kBlock = 256;
   const int64_t blocks = std::max<int64_t>(1, (threads + kBlock - 1) / kBlock);
   INSITU_RETURN_IF_ERROR(check(api_->cuLaunchKernel(function, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0,
                                                     nullptr, arguments.data(), nullptr),
-                               "cuLaunchKernel"));
-  return check(api_->cuCtxSynchronize(), "cuCtxSynchronize");
+                               str_cat("cuLaunchKernel(", kernel, ")").c_str()));
+  return synchronous_ ? check(api_->cuCtxSynchronize(), str_cat("kernel ", kernel).c_str()) : ok_status();
+}
+
+Status Driver::synchronize() {
+  INSITU_RETURN_IF_ERROR(make_current());
+  Status status = check(api_->cuCtxSynchronize(), "cuCtxSynchronize");
+  if (status.ok()) return status;
+  return internal_error(str_cat(status.message(), " (a kernel queued since the last synchronization failed; ",
+                                "INSITU_CUDA_SYNC=1 waits for each launch, naming the kernel)"));
 }
 
 }  // namespace insitu::cuda

@@ -6,13 +6,15 @@
 // Every call returns a Status naming the driver function and its error (cuGetErrorName); every
 // transfer between host and device is an explicit call here, so a caller can count it.
 // One device (ordinal 0) and its primary context, made current on the calling thread by each
-// call. Not thread-safe beyond that: one Driver per thread of work.
+// call. Not thread-safe beyond that: one Driver per thread of work. Launches and GEMMs are
+// queued on the default stream, not waited for (synchronize does).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 
 #include "insitu/cuda/device.h"
 #include "insitu/support/status.h"
@@ -36,13 +38,17 @@ class Driver final : public Device {
   Status copy_to_host(void* to, DevicePointer from, int64_t bytes) override;
   Status copy_on_device(DevicePointer to, DevicePointer from, int64_t bytes) override;
 
-  // Loads PTX (the plan's kernels); functions are then found by name.
-  Status load_ptx(const std::string& ptx);
+  // Loads PTX (the plan's kernels) as a module of its own; functions are then found by name.
+  StatusOr<DeviceModule> load_ptx(const std::string& ptx);
   // compile_to_ptx for this device, then load_ptx.
-  Status load(const std::string& source) override;
-  // Launches `kernel` over `threads` threads (blocks of 256) with `arguments`: pointers to each
-  // argument's value, as cuLaunchKernel takes them; waits for it to finish.
-  Status launch(const std::string& kernel, int64_t threads, std::span<void*> arguments) override;
+  StatusOr<DeviceModule> load(const std::string& source) override;
+  void unload(DeviceModule module) override;
+  // Queues `kernel` (blocks of 256 threads) on the context's default stream; with
+  // INSITU_CUDA_SYNC=1 in the environment every launch and GEMM is waited for, so a failing
+  // kernel is named by its own launch rather than by the next synchronization.
+  Status launch(DeviceModule module, const std::string& kernel, int64_t threads, std::span<void*> arguments) override;
+  // cuCtxSynchronize; a queued kernel's failure says so.
+  Status synchronize() override;
   // cublas<S|D>gemmStridedBatched (libcublas.so.13 or libcublas.so, opened at the first call);
   // unimplemented when cuBLAS is not installed.
   Status gemm(const GemmCall& call, DevicePointer a, DevicePointer b, DevicePointer c) override;
@@ -58,7 +64,13 @@ class Driver final : public Device {
   std::unique_ptr<Api> api_;
   int device_ = 0;
   void* context_ = nullptr;  // CUcontext (the device's primary context)
-  void* module_ = nullptr;   // CUmodule of the last load_ptx
+  struct Loaded {
+    void* module = nullptr;                              // CUmodule
+    std::unordered_map<std::string, void*> functions;  // CUfunction by name, found on first launch
+  };
+  std::unordered_map<DeviceModule, Loaded> modules_;
+  DeviceModule next_module_ = 1;
+  bool synchronous_ = false;  // INSITU_CUDA_SYNC=1
   std::unique_ptr<Blas> blas_;
 };
 

@@ -32,16 +32,44 @@ void literal_leaves(const Literal& literal, std::vector<const Literal*>& leaves)
 struct CudaExecutable::Run {
   CudaExecutable& executable;
   CudaStats& stats;
-  std::vector<DevicePointer> allocated;
+  std::unordered_map<DevicePointer, int64_t> in_use;  // the pool blocks this run holds: their bytes
+  std::unordered_map<DevicePointer, int64_t> holders;  // per pointer: the live values holding it
+  int64_t held_bytes = 0;
 
-  ~Run() {
-    for (DevicePointer pointer : allocated) (void)executable.device_.free(pointer);
+  ~Run() {  // whatever the run still holds goes back to the pool, however it ends
+    for (const auto& [block, bytes] : in_use) executable.give_back_block(block, bytes);
   }
 
   StatusOr<DevicePointer> allocate(int64_t bytes) {
-    INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, executable.device_.allocate(bytes));
-    allocated.push_back(pointer);
-    return pointer;
+    INSITU_ASSIGN_OR_RETURN(DevicePointer block, executable.take_block(bytes, stats));
+    in_use.emplace(block, bytes);
+    held_bytes += bytes;
+    stats.peak_device_bytes = std::max(stats.peak_device_bytes, held_bytes);
+    return block;
+  }
+  // Takes `block` out of the run: the caller owns it now (a result).
+  void hand_over(DevicePointer block) {
+    if (auto found = in_use.find(block); found != in_use.end()) {
+      held_bytes -= found->second;
+      in_use.erase(found);
+    }
+  }
+  void hold(const Leaves& value) {
+    for (DevicePointer pointer : value) ++holders[pointer];
+  }
+  // A value is dead: a block no live value holds goes back to the pool (a parameter's or a
+  // constant's memory is not the run's, and stays).
+  void drop(const Leaves& value) {
+    for (DevicePointer pointer : value) {
+      auto holder = holders.find(pointer);
+      if (holder == holders.end() || --holder->second > 0) continue;
+      holders.erase(holder);
+      if (auto block = in_use.find(pointer); block != in_use.end()) {
+        held_bytes -= block->second;
+        executable.give_back_block(pointer, block->second);
+        in_use.erase(block);
+      }
+    }
   }
 
   Status launch(const DeviceStep& step, std::vector<DevicePointer> pointers) {
@@ -51,17 +79,26 @@ struct CudaExecutable::Run {
     arguments.push_back(&threads);
     ++stats.kernels_launched;
     if (threads == 0) return ok_status();
-    return executable.device_.launch(step.kernel, threads, arguments);
+    return executable.device_.launch(executable.kernels_, step.kernel, threads, arguments);
   }
 
-  // Runs `steps` (a computation's) with `parameters` bound; returns the root's leaves.
+  // Runs `steps` (a computation's) with `parameters` bound (held by the caller); returns the
+  // root's leaves, held once for the caller (who drops them when done).
   StatusOr<Leaves> run(const Computation& computation, const std::vector<DeviceStep>& steps,
                        const std::vector<Leaves>& parameters) {
     std::unordered_map<const Instruction*, Leaves> values;
+    struct Release {  // on failure too: the values still live are dropped
+      Run& run;
+      std::unordered_map<const Instruction*, Leaves>& values;
+      ~Release() {
+        for (const auto& [instruction, value] : values) run.drop(value);
+      }
+    } release{*this, values};
     auto leaves = [&](const Instruction* instruction) -> const Leaves& { return values.at(instruction); };
     for (const DeviceStep& step : steps) {
       const Instruction& instruction = *step.instruction;
       Leaves result;
+      bool held = false;  // a nested run's result comes held already
       switch (instruction.opcode()) {
         case Opcode::kParameter: result = parameters.at(static_cast<size_t>(instruction.parameter_number)); break;
         case Opcode::kConstant: result = {executable.constants_.at(&instruction)}; break;
@@ -141,17 +178,32 @@ struct CudaExecutable::Run {
         }
         case StepKind::kWhile: {
           Leaves state = leaves(instruction.operand(0));
+          hold(state);  // the loop's own hold on its state, iteration after iteration
+          struct Holding {
+            Run& run;
+            Leaves& value;
+            bool owned = true;
+            ~Holding() {
+              if (owned) run.drop(value);
+            }
+          } holding{*this, state};
           const Computation& condition = *instruction.while_condition();
           const Computation& body = *instruction.while_body();
           while (true) {
             INSITU_ASSIGN_OR_RETURN(Leaves pred, run(condition, step.nested[0], {state}));
             bool more = false;
-            INSITU_RETURN_IF_ERROR(executable.device_.copy_to_host(&more, pred.at(0), 1));
+            Status fetched = executable.device_.copy_to_host(&more, pred.at(0), 1);
+            drop(pred);
+            INSITU_RETURN_IF_ERROR(fetched);
             stats.bytes_to_host += 1;
             if (!more) break;
-            INSITU_ASSIGN_OR_RETURN(state, run(body, step.nested[1], {state}));
+            INSITU_ASSIGN_OR_RETURN(Leaves next, run(body, step.nested[1], {state}));
+            drop(state);
+            state = std::move(next);
           }
-          result = state;
+          holding.owned = false;
+          result = std::move(state);
+          held = true;
           break;
         }
         case StepKind::kConditional: {
@@ -171,12 +223,22 @@ struct CudaExecutable::Run {
           const Computation& called = *instruction.called_computations().at(static_cast<size_t>(branch));
           INSITU_ASSIGN_OR_RETURN(result, run(called, step.nested[static_cast<size_t>(branch)],
                                               {leaves(instruction.operand(1 + branch))}));
+          held = true;
           break;
         }
       }
+      if (!held) hold(result);
       values[&instruction] = std::move(result);
+      for (const Instruction* dead : step.last_read) {  // queued after their last reader
+        auto value = values.find(dead);
+        if (value == values.end()) continue;
+        drop(value->second);
+        values.erase(value);
+      }
     }
-    return values.at(computation.root());
+    Leaves root = values.at(computation.root());
+    hold(root);  // the caller's; ~Release drops this run's own
+    return root;
   }
 };
 
@@ -184,7 +246,7 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr
                                                                  const CustomCallTable* custom_calls) {
   std::unique_ptr<CudaExecutable> executable(new CudaExecutable(std::move(module), device));
   INSITU_ASSIGN_OR_RETURN(executable->plan_, plan_for_cuda(*executable->module_->entry(), custom_calls));
-  INSITU_RETURN_IF_ERROR(device.load(executable->plan_.source));
+  INSITU_ASSIGN_OR_RETURN(executable->kernels_, device.load(executable->plan_.source));
   // The constants the plan's steps read (a fusion's are literals in its kernel).
   std::vector<const std::vector<DeviceStep>*> pending = {&executable->plan_.steps};
   while (!pending.empty()) {
@@ -217,6 +279,28 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr
 CudaExecutable::~CudaExecutable() {
   for (const auto& [instruction, pointer] : constants_) (void)device_.free(pointer);
   for (const auto& [instruction, pointer] : grid_tables_) (void)device_.free(pointer);
+  for (const auto& [bytes, blocks] : free_blocks_)
+    for (DevicePointer block : blocks) (void)device_.free(block);
+  if (kernels_ != 0) device_.unload(kernels_);
+}
+
+StatusOr<DevicePointer> CudaExecutable::take_block(int64_t bytes, CudaStats& stats) {
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (auto found = free_blocks_.find(bytes); found != free_blocks_.end() && !found->second.empty()) {
+      const DevicePointer block = found->second.back();
+      found->second.pop_back();
+      return block;
+    }
+  }
+  INSITU_ASSIGN_OR_RETURN(DevicePointer block, device_.allocate(bytes));
+  stats.device_bytes_allocated += bytes;
+  return block;
+}
+
+void CudaExecutable::give_back_block(DevicePointer block, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  free_blocks_[bytes].push_back(block);
 }
 
 StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<const DevicePointer> argument_leaves,
@@ -238,7 +322,7 @@ StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<con
   if (next != argument_leaves.size())
     return invalid_argument(str_cat("the module's parameters have ", next, " leaves, got ", argument_leaves.size(),
                                     " device pointers"));
-  Run run{*this, counted, {}};
+  Run run{*this, counted};
   INSITU_ASSIGN_OR_RETURN(Leaves result, run.run(entry, plan_.steps, parameters));
   // Result leaves the run allocated become the caller's; a constant's (the executable keeps it)
   // is copied out so every pointer returned is the caller's to free or already the caller's.
@@ -252,10 +336,9 @@ StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<con
     counted.bytes_copied_on_device += bytes;
     leaf = copy;
   }
-  for (DevicePointer leaf : result) {
-    auto it = std::find(run.allocated.begin(), run.allocated.end(), leaf);
-    if (it != run.allocated.end()) run.allocated.erase(it);  // not freed with the run's temps
-  }
+  for (DevicePointer leaf : result) run.hand_over(leaf);  // not back to the pool with the run's temps
+  // Every queued kernel has finished (a failure is this call's) when the pointers are returned.
+  INSITU_RETURN_IF_ERROR(device_.synchronize());
   return result;
 }
 
@@ -265,7 +348,7 @@ StatusOr<Literal> CudaExecutable::run(std::span<const Literal> arguments, CudaSt
   const Computation& entry = *module_->entry();
   if (static_cast<int64_t>(arguments.size()) != entry.parameter_count())
     return invalid_argument(str_cat("the module takes ", entry.parameter_count(), " arguments, got ", arguments.size()));
-  Run run{*this, counted, {}};
+  Run run{*this, counted};
   std::vector<Leaves> parameters;
   for (const Literal& argument : arguments) {
     std::vector<const Literal*> literal_parts;
@@ -280,6 +363,7 @@ StatusOr<Literal> CudaExecutable::run(std::span<const Literal> arguments, CudaSt
     parameters.push_back(std::move(leaves));
   }
   INSITU_ASSIGN_OR_RETURN(Leaves result, run.run(entry, plan_.steps, parameters));
+  INSITU_RETURN_IF_ERROR(device_.synchronize());
   // The result, leaf by leaf, into a literal of the root's shape.
   const Shape& shape = entry.root()->shape();
   size_t next = 0;

@@ -1,8 +1,11 @@
 // Runs an optimized module on a CUDA device (issue 12): its plan (device_plan.h) step by step,
 // on a Device (the real one through the driver, or an emulated one in tests).
 //
-// First slice, correct before fast: every value the plan computes gets a device allocation of
-// its own, freed when the run ends (no buffer reuse yet); views (reshape, bitcast, tuple and
+// Device memory: every value the plan computes gets a block of its own, from the executable's
+// pool of blocks (by size); a block goes back to the pool after the value's last reader (and
+// every view of it) has been queued, so later steps of the same run, and later runs, reuse it:
+// a warm run allocates nothing from the device. (Launches are queued in one order, so reuse
+// after the last reader is queued is safe.) Views (reshape, bitcast, tuple and
 // get-tuple-element) share their operand's memory; a dynamic-update-slice or scatter writes its
 // operand's memory in place (copy insertion left a copy before it wherever the old value is read later,
 // as the CPU runtime relies on too). GEMMs run on the device's library (cuBLAS through the
@@ -15,6 +18,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +36,8 @@ struct CudaStats {
   int64_t bytes_to_device = 0;  // arguments, constants, nothing else
   int64_t bytes_to_host = 0;    // results, and each loop's pred / conditional's index
   int64_t bytes_copied_on_device = 0;
+  int64_t device_bytes_allocated = 0;  // new device memory this run took (0 once the pool is warm)
+  int64_t peak_device_bytes = 0;       // the most pool memory the run held at once
 };
 
 class CudaExecutable {
@@ -62,9 +68,16 @@ class CudaExecutable {
  private:
   CudaExecutable(std::unique_ptr<Module> module, Device& device) : module_(std::move(module)), device_(device) {}
   struct Run;
+  // The pool: a free block of exactly `bytes`, else a new one (counted in stats); and back.
+  StatusOr<DevicePointer> take_block(int64_t bytes, CudaStats& stats);
+  void give_back_block(DevicePointer block, int64_t bytes);
+
   std::unique_ptr<Module> module_;
   Device& device_;
   DevicePlan plan_;
+  DeviceModule kernels_ = 0;  // the plan's kernels, loaded at create (0: not loaded)
+  std::mutex pool_mutex_;
+  std::unordered_map<int64_t, std::vector<DevicePointer>> free_blocks_;  // by byte size
   std::unordered_map<const Instruction*, DevicePointer> constants_;    // uploaded at create
   std::unordered_map<const Instruction*, DevicePointer> grid_tables_;  // custom-calls': likewise
 };

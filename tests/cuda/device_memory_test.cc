@@ -1,0 +1,139 @@
+// Device memory and kernels across executables (cuda/executor.h), on the emulated device:
+// each executable launches its own kernels though every plan names them k0, k1, ...; a value's
+// block goes back to the executable's pool after its last reader and serves later steps, so a
+// run holds what its live values need and a loop runs in the memory of one iteration; every
+// run's values agree with the reference evaluator.
+#include "emulated_device.h"
+
+namespace insitu::cuda {
+namespace {
+
+using namespace testing;
+
+Literal iota_f32(int64_t count, float scale) {
+  Literal literal(Shape::array(PrimitiveType::kF32, {count}));
+  for (int64_t i = 0; i < count; ++i) literal.data<float>()[i] = scale * static_cast<float>(i);
+  return literal;
+}
+
+TEST(CudaDeviceMemory, TwoExecutablesOnOneDeviceKeepTheirOwnKernels) {
+  // Both plans' kernels are named k0: a device holding one module at a time ran the second
+  // module's k0 for the first executable (x + 100 for x * 2).
+  EmulatedDevice device;
+  StatusOr<OnDevice> twice = compile_on(device, R"(
+HloModule twice
+ENTRY main {
+  x = f32[8] parameter(0)
+  two = f32[] constant(2)
+  b = f32[8] broadcast(two), dimensions={}
+  ROOT y = f32[8] multiply(x, b)
+})");
+  ASSERT_TRUE(twice.ok()) << twice.status().to_string();
+  StatusOr<OnDevice> shifted = compile_on(device, R"(
+HloModule shifted
+ENTRY main {
+  x = f32[8] parameter(0)
+  hundred = f32[] constant(100)
+  b = f32[8] broadcast(hundred), dimensions={}
+  ROOT y = f32[8] add(x, b)
+})");
+  ASSERT_TRUE(shifted.ok()) << shifted.status().to_string();
+  EXPECT_EQ(device.modules(), 2u);
+  const std::vector<Literal> arguments = {iota_f32(8, 1.0f)};
+  for (const OnDevice* on : {&*twice, &*shifted, &*twice}) {
+    StatusOr<BothResults> results = run_both(*on, arguments);
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    EXPECT_EQ(differs(results->actual, results->expected), "") << on->written->name();
+  }
+  shifted->executable.reset();  // its kernels go with it; the other's stay
+  EXPECT_EQ(device.modules(), 1u);
+  StatusOr<BothResults> results = run_both(*twice, arguments);
+  ASSERT_TRUE(results.ok()) << results.status().to_string();
+  EXPECT_EQ(differs(results->actual, results->expected), "");
+}
+
+TEST(CudaDeviceMemory, AValuesBlockServesLaterStepsOnceItsLastReaderIsQueued) {
+  // Four dots in a chain over 32x32 f32 (4 KiB each), x and w uploaded by run: x's block serves
+  // d2 once d1 (its last reader) is queued, d1's serves d3, d2's d4. Three blocks in all, where
+  // a block per value takes six.
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, R"(
+HloModule chain
+ENTRY main {
+  x = f32[32,32] parameter(0)
+  w = f32[32,32] parameter(1)
+  d1 = f32[32,32] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  d2 = f32[32,32] dot(d1, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  d3 = f32[32,32] dot(d2, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT d4 = f32[32,32] dot(d3, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  const std::vector<Literal> arguments = random_arguments(*on->written, 5);
+  CudaStats stats;
+  StatusOr<Literal> expected = evaluate_module(*on->written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = on->executable->run(arguments, &stats);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  EXPECT_EQ(differs(*actual, *expected), "");
+  constexpr int64_t kBlock = 32 * 32 * 4;
+  EXPECT_EQ(stats.device_bytes_allocated, 3 * kBlock) << describe(on->executable->plan());
+  EXPECT_EQ(stats.peak_device_bytes, 3 * kBlock);
+  // A second run takes nothing new from the device.
+  const int64_t allocations = device.allocations();
+  CudaStats again;
+  StatusOr<Literal> second = on->executable->run(arguments, &again);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_EQ(differs(*second, *expected), "");
+  EXPECT_EQ(again.device_bytes_allocated, 0);
+  EXPECT_EQ(device.allocations(), allocations);
+}
+
+TEST(CudaDeviceMemory, ALoopRunsInTheMemoryOfOneIteration) {
+  // 500 iterations, each computing a new state: with a block per value until the run ends the
+  // run would hold thousands; it takes a handful, and the result is the evaluator's.
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, R"(
+HloModule loop
+body {
+  p = (s32[], f32[256]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[256] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  half = f32[] constant(0.5)
+  h = f32[256] broadcast(half), dimensions={}
+  y = f32[256] multiply(x, h)
+  onef = f32[] constant(1)
+  o = f32[256] broadcast(onef), dimensions={}
+  z = f32[256] add(y, o)
+  ROOT t = (s32[], f32[256]) tuple(next, z)
+}
+condition {
+  p = (s32[], f32[256]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(500)
+  ROOT less = pred[] compare(i, n), direction=LT
+}
+ENTRY main {
+  x = f32[256] parameter(0)
+  zero = s32[] constant(0)
+  start = (s32[], f32[256]) tuple(zero, x)
+  loop = (s32[], f32[256]) while(start), condition=condition, body=body
+  ROOT result = f32[256] get-tuple-element(loop), index=1
+})");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  const std::vector<Literal> arguments = {iota_f32(256, 3.0f)};
+  const int64_t allocations = device.allocations();
+  CudaStats stats;
+  StatusOr<Literal> expected = evaluate_module(*on->written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<Literal> actual = on->executable->run(arguments, &stats);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  EXPECT_EQ(differs(*actual, *expected), "");
+  EXPECT_GT(stats.kernels_launched, 500);
+  EXPECT_LE(device.allocations() - allocations, 8) << describe(on->executable->plan());
+  EXPECT_LE(stats.peak_device_bytes, 4 * 256 * 4 + 64) << describe(on->executable->plan());
+}
+
+}  // namespace
+}  // namespace insitu::cuda
