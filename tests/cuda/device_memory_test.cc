@@ -2,7 +2,9 @@
 // each executable launches its own kernels though every plan names them k0, k1, ...; a value's
 // block goes back to the executable's pool after its last reader and serves later steps, so a
 // run holds what its live values need and a loop runs in the memory of one iteration; every
-// run's values agree with the reference evaluator.
+// run's values agree with the reference evaluator. And the GPU benchmarks' programs
+// (bench/cuda_programs.h), at small size.
+#include "bench/cuda_programs.h"
 #include "emulated_device.h"
 
 namespace insitu::cuda {
@@ -133,6 +135,47 @@ ENTRY main {
   EXPECT_GT(stats.kernels_launched, 500);
   EXPECT_LE(device.allocations() - allocations, 8) << describe(on->executable->plan());
   EXPECT_LE(stats.peak_device_bytes, 4 * 256 * 4 + 64) << describe(on->executable->plan());
+}
+
+TEST(CudaDeviceMemory, TheBenchmarkProgramsAgreeAndTheDecodeStepWritesItsCachesInPlace) {
+  EmulatedDevice device;
+  {
+    StatusOr<OnDevice> on = compile_on(device, insitu::bench::decode_step_hlo(4, 64, 16));
+    ASSERT_TRUE(on.ok()) << on.status().to_string();
+    std::vector<Literal> arguments = random_arguments(*on->written, 9);
+    arguments[5] = Literal::scalar<int32_t>(37);  // the position written
+    StatusOr<Literal> expected = evaluate_module(*on->written, arguments);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    std::vector<DevicePointer> leaves;
+    for (const Literal& argument : arguments) {
+      StatusOr<DevicePointer> pointer = device.allocate(argument.size_bytes());
+      ASSERT_TRUE(pointer.ok());
+      ASSERT_TRUE(device.copy_to_device(*pointer, argument.untyped_data(), argument.size_bytes()).ok());
+      leaves.push_back(*pointer);
+    }
+    CudaStats stats;
+    StatusOr<std::vector<DevicePointer>> results = on->executable->run_on_device(leaves, &stats);
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    ASSERT_EQ(results->size(), 3u);
+    EXPECT_EQ((*results)[0], leaves[0]) << "the K cache, in place";
+    EXPECT_EQ((*results)[1], leaves[1]) << "the V cache, in place";
+    EXPECT_EQ(stats.bytes_copied_on_device, 0);
+    EXPECT_EQ(stats.bytes_to_device, 0);
+    for (int64_t i = 0; i < 3; ++i) {
+      Literal actual(expected->element(i).shape());
+      ASSERT_TRUE(device.copy_to_host(actual.untyped_data(), (*results)[i], actual.size_bytes()).ok());
+      EXPECT_EQ(differs(actual, expected->element(i)), "") << "output " << i;
+    }
+    ASSERT_TRUE(device.free((*results)[2]).ok());
+    for (DevicePointer leaf : leaves) ASSERT_TRUE(device.free(leaf).ok());
+  }
+  for (const std::string& text : {insitu::bench::elementwise_chain_hlo(1000), insitu::bench::matmul_hlo(48)}) {
+    StatusOr<OnDevice> on = compile_on(device, text);
+    ASSERT_TRUE(on.ok()) << on.status().to_string();
+    StatusOr<BothResults> results = run_both(*on, random_arguments(*on->written, 4));
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    EXPECT_EQ(differs(results->actual, results->expected), "") << on->written->name();
+  }
 }
 
 }  // namespace

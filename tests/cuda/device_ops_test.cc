@@ -267,6 +267,73 @@ ENTRY main {
   EXPECT_TRUE(actual == expected) << actual.to_string() << " vs " << expected.to_string();
 }
 
+// Long rows take the split form (partials, then a finish): a row sum with an init that is not
+// the identity (added once, not per partial), a column max over NaN and -inf, an integer sum
+// over two dimensions of a column-major input, and a product (another order: within rounding).
+TEST(CudaExecutor, LongRowsReduceInTwoKernelsAsTheEvaluatorDoes) {
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, R"(
+HloModule long_rows
+
+add_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+max_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+add_s {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+times_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] multiply(a, b)
+}
+
+ENTRY main {
+  rows = f32[3,1000] parameter(0)
+  columns = f32[600,5] parameter(1)
+  cube = s32[20,3,30]{0,1,2} parameter(2)
+  near_one = f32[2,300] parameter(3)
+  five = f32[] constant(5)
+  lowest = f32[] constant(-inf)
+  zero = s32[] constant(0)
+  one = f32[] constant(1)
+  sums = f32[3] reduce(rows, five), dimensions={1}, to_apply=add_f
+  maxima = f32[5] reduce(columns, lowest), dimensions={0}, to_apply=max_f
+  totals = s32[3] reduce(cube, zero), dimensions={0,2}, to_apply=add_s
+  products = f32[2] reduce(near_one, one), dimensions={1}, to_apply=times_f
+  ROOT all = (f32[3], f32[5], s32[3], f32[2]) tuple(sums, maxima, totals, products)
+}
+)");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  const std::string plan = describe(on->executable->plan());
+  for (const char* reduce : {"%sums", "%maxima", "%totals", "%products"})
+    EXPECT_NE(plan.find(str_cat(reduce, ": kernel")), std::string::npos) << plan;
+  EXPECT_EQ(std::count(plan.begin(), plan.end(), '('), 4) << "four split reduces:\n" << plan;
+  std::vector<Literal> arguments = random_arguments(*on->written, 12);
+  std::span<float> columns = arguments[1].data<float>();
+  columns[5 * 17 + 2] = std::numeric_limits<float>::quiet_NaN();  // column 2 holds a NaN
+  for (int64_t r = 0; r < 600; ++r) columns[5 * r + 4] = -std::numeric_limits<float>::infinity();
+  std::mt19937 rng(12);
+  // Multiples of 2^-12 below 1: any order of the double sum is exact, so it rounds as the
+  // evaluator's does (NaN's sign would follow the order).
+  for (float& value : arguments[0].data<float>()) value = static_cast<float>(static_cast<int>(rng() % 8193) - 4096) * 0x1p-12f;
+  for (float& value : arguments[3].data<float>()) value = 1.0f + static_cast<float>(rng() % 1000) * 0x1p-14f;
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  for (int64_t k = 0; k < 3; ++k)  // sums (in double, rounded once), maxima and integers: exact
+    EXPECT_TRUE(run->actual.element(k) == run->expected.element(k))
+        << k << ": " << run->actual.element(k).to_string() << " vs " << run->expected.element(k).to_string();
+  EXPECT_EQ(differs(run->actual.element(3), run->expected.element(3)), "");
+}
+
 // A variadic reduce through a device function of its combiner: JAX's argmax (value and index
 // pairs; NaN wins, ties keep the lower index), over rows holding ties, NaN and -inf.
 TEST(CudaExecutor, AnArgmaxFoldsValueIndexPairsAsTheEvaluatorDoes) {

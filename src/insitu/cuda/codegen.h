@@ -18,6 +18,7 @@
 // the CUDA toolkit's NVRTC); cuda_available() says so.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <vector>
@@ -70,9 +71,25 @@ bool is_op_kernel_opcode(Opcode opcode);
 // another combiner fold through a device function of the combiner (generate_scalar_function).
 // Signature: (const T0* input0, ..., const T0* init0, ..., T0* out0, ..., long long n), n
 // outputs (one input: (input0, init0, out0, n)).
-// (One thread per output: right for the many small rows of a decode step; long rows want a
-// block per row, which needs a GPU to check against.)
+// (One thread per output: right for many short rows; long rows take generate_split_reduce.)
 StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, const std::string& name);
+
+// A reduce of long rows in two kernels, where one thread per output would leave the device
+// idle and read a row element by element: `partial` runs outputs * partials threads, thread t
+// folding elements t % partials, + partials, ... of output t / partials (so a warp reads
+// consecutive elements of a row) into scratch[t]; `finish` runs one thread per output, folding
+// init and its partials in order. For one input whose combiner is one op of its parameters (a
+// sum, product, max, min, and, or) over at least 256 elements per output; nullopt otherwise. A
+// floating sum stays in double until the finish rounds it once; other folds run in another
+// order than the evaluator's, which a reduce's combiner allows (exact for max, min and the
+// bitwise ones).
+struct SplitReduce {
+  GeneratedKernel partial;  // (const T* input0, ACC* scratch, long long n), n = outputs * partials
+  GeneratedKernel finish;   // (const T* init0, const ACC* scratch, T* out0, long long n), n = outputs
+  int64_t partials = 0;     // per output: 32 to 1024
+  int64_t scratch_bytes = 0;
+};
+StatusOr<std::optional<SplitReduce>> generate_split_reduce(const Instruction& reduce, const std::string& name);
 
 // The kernel of a reduce-window with one input and a combiner of one op of its two parameters:
 // thread i folds output element i's window in row-major order from the init value, skipping

@@ -52,16 +52,33 @@ StatusOr<std::string> fold_step(const Instruction& op, const std::string& type, 
 
 }  // namespace
 
-StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, const std::string& name) {
+namespace {
+
+// What both forms of a reduce kernel share: the element types, the fold step (`acc0`.. folds
+// in `x0`..) and its device function, and the walk: output i's first input element is at
+// `base` (of i) and its r-th reduced element `offset` (of r) past it, for r < count.
+struct ReduceWalk {
+  int64_t inputs = 0;
+  std::vector<std::string> types;
+  bool sum_in_double = false;  // acc0 is a double
+  bool inline_step = false;    // one op of the combiner's parameters, no device function
+  std::string step, combiner;
+  std::string base, offset;
+  int64_t count = 1;
+  int64_t outputs = 0;
+};
+
+StatusOr<ReduceWalk> reduce_walk(const Instruction& reduce, const std::string& name) {
   if (reduce.opcode() != Opcode::kReduce) return refuse(reduce, "not a reduce");
-  const int64_t inputs = reduce.operand_count() / 2;
+  ReduceWalk walk;
+  const int64_t inputs = walk.inputs = reduce.operand_count() / 2;
   const Shape& result = reduce.shape();
   if (inputs < 1 || reduce.operand_count() != 2 * inputs || (inputs == 1) != result.is_array() ||
       (inputs > 1 && result.tuple_size() != inputs))
     return refuse(reduce, "a reduce whose inputs, inits and results do not pair up");
   const Shape& input = reduce.operand(0)->shape();
   const Shape& out = result.is_tuple() ? result.tuple_shape(0) : result;
-  std::vector<std::string> types;
+  walk.outputs = out.element_count();
   for (int64_t k = 0; k < inputs; ++k) {
     const PrimitiveType element = reduce.operand(k)->shape().element_type();
     const Shape& leaf = result.is_tuple() ? result.tuple_shape(k) : result;
@@ -69,29 +86,29 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
         reduce.operand(k)->shape().dimensions() != input.dimensions())
       return refuse(reduce, "a reduce that changes the element type is not generated");
     INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(reduce, element));
-    types.push_back(std::move(type));
+    walk.types.push_back(std::move(type));
   }
   // One op of the two parameters: folded inline (a floating sum in double, rounded once: the
   // evaluator's); any other combiner (an argmax's pairs) through a device function of its
   // computation, in the element types, as the evaluator runs it.
-  bool sum_in_double = false;
-  StatusOr<std::string> step = inputs == 1 ? fold_step(reduce, types[0], /*double_sum=*/true, sum_in_double)
+  StatusOr<std::string> step = inputs == 1 ? fold_step(reduce, walk.types[0], /*double_sum=*/true, walk.sum_in_double)
                                            : StatusOr<std::string>(std::string());
-  std::string combiner;
-  if (!step.ok() || inputs > 1) {
+  walk.inline_step = step.ok() && inputs == 1;
+  if (!walk.inline_step) {
     INSITU_ASSIGN_OR_RETURN(GeneratedKernel function,
                             generate_scalar_function(*reduce.called_computations().at(0), reduce, name + "_combine"));
-    combiner = function.source;
+    walk.combiner = function.source;
     std::string call = name + "_combine(", declare, assign;
     for (int64_t k = 0; k < inputs; ++k) call += str_cat("acc", k, ", ");
     for (int64_t k = 0; k < inputs; ++k) call += str_cat("x", k, ", ");
     for (int64_t k = 0; k < inputs; ++k) {
-      declare += str_cat(types[k], " next", k, "; ");
+      declare += str_cat(walk.types[k], " next", k, "; ");
       call += str_cat("&next", k, k + 1 < inputs ? ", " : ");");
       assign += str_cat(" acc", k, " = next", k, ";");
     }
     step = str_cat(declare, call, assign);
   }
+  walk.step = *step;
   // Output element i: the kept dimensions' coordinates give the first input element; the
   // reduced ones are walked in the input's layout order, minor fastest (the evaluator's fold
   // order: row-major for the default layout).
@@ -104,36 +121,86 @@ StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, cons
   for (auto d = minor_to_major.rbegin(); d != minor_to_major.rend(); ++d)
     if (reduced.count(*d)) walked.push_back(*d);
   const std::vector<int64_t> out_strides = strides_of(out.dimensions());
-  std::string base = "0";
+  walk.base = "0";
   for (size_t k = 0; k < kept.size(); ++k)
-    base += str_cat(" + (i / ", out_strides[k], "ll % ", out.dimension(static_cast<int64_t>(k)), "ll) * ", strides[kept[k]],
-                    "ll");
-  int64_t count = 1;
-  for (int64_t d : walked) count *= input.dimension(d);
-  std::string offset = "0";
+    walk.base += str_cat(" + (i / ", out_strides[k], "ll % ", out.dimension(static_cast<int64_t>(k)), "ll) * ",
+                         strides[kept[k]], "ll");
+  for (int64_t d : walked) walk.count *= input.dimension(d);
+  walk.offset = "0";
   int64_t inner = 1;
   for (auto d = walked.rbegin(); d != walked.rend(); ++d) {
-    offset += str_cat(" + (r / ", inner, "ll % ", input.dimension(*d), "ll) * ", strides[*d], "ll");
+    walk.offset += str_cat(" + (r / ", inner, "ll % ", input.dimension(*d), "ll) * ", strides[*d], "ll");
     inner *= input.dimension(*d);
   }
+  return walk;
+}
+
+}  // namespace
+
+StatusOr<GeneratedKernel> generate_reduce_kernel(const Instruction& reduce, const std::string& name) {
+  INSITU_ASSIGN_OR_RETURN(ReduceWalk walk, reduce_walk(reduce, name));
   // (input0, ..., init0, ..., out0, ..., n)
   std::string parameters, start, read, store;
-  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat("const ", types[k], "* __restrict__ input", k, ", ");
-  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat("const ", types[k], "* __restrict__ init", k, ", ");
-  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat(types[k], "* __restrict__ out", k, ", ");
+  const int64_t inputs = walk.inputs;
+  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat("const ", walk.types[k], "* __restrict__ input", k, ", ");
+  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat("const ", walk.types[k], "* __restrict__ init", k, ", ");
+  for (int64_t k = 0; k < inputs; ++k) parameters += str_cat(walk.types[k], "* __restrict__ out", k, ", ");
   for (int64_t k = 0; k < inputs; ++k) {
-    start += str_cat("  ", sum_in_double ? "double" : types[k], " acc", k, " = init", k, "[0];\n");
-    read += str_cat("    const ", types[k], " x", k, " = input", k, "[base + ", offset, "];\n");
-    store += str_cat("  out", k, "[i] = (", types[k], ")acc", k, ";\n");
+    start += str_cat("  ", walk.sum_in_double ? "double" : walk.types[k], " acc", k, " = init", k, "[0];\n");
+    read += str_cat("    const ", walk.types[k], " x", k, " = input", k, "[base + ", walk.offset, "];\n");
+    store += str_cat("  out", k, "[i] = (", walk.types[k], ")acc", k, ";\n");
   }
   GeneratedKernel kernel;
   kernel.name = name;
-  kernel.source = str_cat(combiner, "extern \"C\" __global__ void ", name, "(", parameters, "long long n) {\n",
+  kernel.source = str_cat(walk.combiner, "extern \"C\" __global__ void ", name, "(", parameters, "long long n) {\n",
                           "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
-                          "  if (i >= n) return;\n", "  const long long base = ", base, ";\n", start,
-                          "  for (long long r = 0; r < ", count, "ll; ++r) {\n", read, "    ", *step, "\n  }\n", store,
-                          "}\n");
+                          "  if (i >= n) return;\n", "  const long long base = ", walk.base, ";\n", start,
+                          "  for (long long r = 0; r < ", walk.count, "ll; ++r) {\n", read, "    ", walk.step, "\n  }\n",
+                          store, "}\n");
   return kernel;
+}
+
+StatusOr<std::optional<SplitReduce>> generate_split_reduce(const Instruction& reduce, const std::string& name) {
+  INSITU_ASSIGN_OR_RETURN(ReduceWalk walk, reduce_walk(reduce, name));
+  // Worth it where one thread per output leaves the device idle or reads rows element by
+  // element: long rows, few enough outputs. The partials per output: about 64K threads in all,
+  // 32 (a warp) to 1024, each folding at least 8 elements.
+  constexpr int64_t kThreads = 65536;
+  if (!walk.inline_step || walk.count < 256 || walk.outputs == 0 || walk.outputs > kThreads)
+    return std::optional<SplitReduce>();
+  int64_t partials = 1024;
+  while (partials > 32 && (partials * walk.outputs > kThreads || partials * 8 > walk.count)) partials /= 2;
+  const std::string& type = walk.types[0];
+  const std::string accumulator = walk.sum_in_double ? "double" : type;
+  SplitReduce split;
+  split.partials = partials;
+  split.scratch_bytes = walk.outputs * partials * (walk.sum_in_double ? 8 : byte_width(reduce.shape().element_type()));
+  split.partial.name = name;
+  split.partial.source = str_cat(
+      "extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ input0, ", accumulator,
+      "* __restrict__ scratch, long long n) {\n",
+      "  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+      "  if (t >= n) return;\n",
+      "  const long long i = t / ", partials, "ll, p = t % ", partials, "ll;\n",
+      "  const long long base = ", walk.base, ";\n",
+      "  long long r = p;\n",
+      "  ", accumulator, " acc0 = (", accumulator, ")input0[base + ", walk.offset, "];\n",
+      "  for (r = p + ", partials, "ll; r < ", walk.count, "ll; r += ", partials, "ll) {\n",
+      "    const ", type, " x0 = input0[base + ", walk.offset, "];\n",
+      "    ", walk.step, "\n  }\n",
+      "  scratch[t] = acc0;\n}\n");
+  split.finish.name = name + "_finish";
+  split.finish.source = str_cat(
+      "extern \"C\" __global__ void ", split.finish.name, "(const ", type, "* __restrict__ init0, const ", accumulator,
+      "* __restrict__ scratch, ", type, "* __restrict__ out0, long long n) {\n",
+      "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+      "  if (i >= n) return;\n",
+      "  ", accumulator, " acc0 = init0[0];\n",
+      "  for (long long p = 0; p < ", partials, "ll; ++p) {\n",
+      "    const ", accumulator, " x0 = scratch[i * ", partials, "ll + p];\n",
+      "    ", walk.step, "\n  }\n",
+      "  out0[i] = (", type, ")acc0;\n}\n");
+  return std::optional<SplitReduce>(std::move(split));
 }
 
 StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduce_window, const std::string& name) {

@@ -200,11 +200,22 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         if (!kernel.ok()) return kernel.status();
         add_kernel(output_elements(instruction->shape()));
         break;
-      case Opcode::kReduce:
+      case Opcode::kReduce: {
+        INSITU_ASSIGN_OR_RETURN(std::optional<SplitReduce> split, generate_split_reduce(*instruction, name));
+        if (split) {  // long rows: partials in scratch, then folded
+          kernel = split->partial;
+          add_kernel(output_elements(instruction->shape()) * split->partials);
+          plan.source += split->finish.source;
+          step.finish = split->finish.name;
+          step.finish_threads = output_elements(instruction->shape());
+          step.scratch_bytes = split->scratch_bytes;
+          break;
+        }
         kernel = generate_reduce_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
         add_kernel(output_elements(instruction->shape()));
         break;
+      }
       case Opcode::kDynamicUpdateSlice:
         kernel = generate_dynamic_update_slice_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
@@ -292,7 +303,13 @@ void describe_steps(const std::vector<DeviceStep>& steps, const std::string& ind
     const std::string name = str_cat(indent, "%", step.instruction->name(), ": ");
     switch (step.kind) {
       case StepKind::kNone: break;
-      case StepKind::kKernel: text += str_cat(name, "kernel ", step.kernel, ", ", step.threads, " threads\n"); break;
+      case StepKind::kKernel:
+        text += str_cat(name, "kernel ", step.kernel, ", ", step.threads, " threads");
+        if (!step.finish.empty())
+          text += str_cat(", then ", step.finish, ", ", step.finish_threads, " threads (", step.scratch_bytes,
+                          " bytes of partials)");
+        text += "\n";
+        break;
       case StepKind::kCopy:
         text += str_cat(name, "device copy, ", step.instruction->shape().byte_size(), " bytes\n");
         break;

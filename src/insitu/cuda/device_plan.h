@@ -48,6 +48,11 @@ struct DeviceStep {
   StepKind kind = StepKind::kNone;
   std::string kernel;   // kKernel: the __global__ function
   int64_t threads = 0;  // kKernel: one per output element (per update element, in place)
+  // kKernel of a split reduce (generate_split_reduce): `kernel` writes partials into a scratch
+  // block of `scratch_bytes`, then `finish` (over `finish_threads`) folds them into the output.
+  std::string finish;
+  int64_t finish_threads = 0;
+  int64_t scratch_bytes = 0;
   GemmCall gemm;        // kGemm
   // kKernel of a custom-call: its grid's table (generate_custom_kernel), uploaded once, and per
   // output the operand the kernel updates in it (-1: none). `copy_in`: the call does not alias

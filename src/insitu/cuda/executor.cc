@@ -72,14 +72,24 @@ struct CudaExecutable::Run {
     }
   }
 
-  Status launch(const DeviceStep& step, std::vector<DevicePointer> pointers) {
-    long long threads = step.threads;
+  Status launch(const std::string& kernel, int64_t count, std::vector<DevicePointer> pointers) {
+    long long threads = count;
     std::vector<void*> arguments;
     for (DevicePointer& pointer : pointers) arguments.push_back(&pointer);
     arguments.push_back(&threads);
     ++stats.kernels_launched;
     if (threads == 0) return ok_status();
-    return executable.device_.launch(executable.kernels_, step.kernel, threads, arguments);
+    return executable.device_.launch(executable.kernels_, kernel, threads, arguments);
+  }
+  // A split reduce (DeviceStep::finish): (input, init, out) through a scratch block of partials,
+  // back in the pool once both kernels are queued.
+  Status launch_split(const DeviceStep& step, const std::vector<DevicePointer>& pointers) {
+    INSITU_ASSIGN_OR_RETURN(DevicePointer scratch, allocate(step.scratch_bytes));
+    Status status = launch(step.kernel, step.threads, {pointers.at(0), scratch});
+    if (status.ok()) status = launch(step.finish, step.finish_threads, {pointers.at(1), scratch, pointers.at(2)});
+    hold({scratch});
+    drop({scratch});
+    return status;
   }
 
   // Runs `steps` (a computation's) with `parameters` bound (held by the caller); returns the
@@ -173,7 +183,11 @@ struct CudaExecutable::Run {
             }
             if (library.code() != StatusCode::kUnimplemented) return library;
           }
-          INSITU_RETURN_IF_ERROR(launch(step, std::move(pointers)));
+          if (!step.finish.empty()) {
+            INSITU_RETURN_IF_ERROR(launch_split(step, pointers));
+            break;
+          }
+          INSITU_RETURN_IF_ERROR(launch(step.kernel, step.threads, std::move(pointers)));
           break;
         }
         case StepKind::kWhile: {
