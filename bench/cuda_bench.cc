@@ -6,8 +6,8 @@
 //                 per step over the time the copy's bandwidth needs for the bytes the step
 //                 touches: each cache read once), bytes_copied (on the device; 0 expected),
 //                 caches_in_place (1 when both caches came back as the same pointers).
-//   elementwise   tanh(x * 0.5) + 1 over 256M floats, 1 GiB read and 1 GiB written: floor_ratio
-//                 against the copy of as many bytes.
+//   elementwise   tanh(x * 0.5) + 1 over 256M floats, x donated and written over: 1 GiB read
+//                 and 1 GiB written; floor_ratio against the copy of as many bytes.
 //   matmul        C = A B, f32 4096^3, through insitu (cuBLAS when it is installed) beside one
 //                 cublasSgemm-shaped call of the driver's own (Driver::gemm): library_ratio.
 //
@@ -146,7 +146,7 @@ void BM_ElementwiseChain(benchmark::State& state) {
   Driver* device = nullptr;
   if (skip_without_gpu(state, device)) return;
   constexpr int64_t kCount = int64_t{1} << 28;  // 1 GiB of f32
-  const std::string text = bench::elementwise_chain_hlo(kCount);
+  const std::string text = bench::elementwise_chain_hlo(kCount, /*donated=*/true);  // written over x
   StatusOr<std::unique_ptr<CudaExecutable>> executable = compile(text, *device);
   if (failed(state, executable.status())) return;
   StatusOr<std::unique_ptr<Module>> module = parse_module(text);

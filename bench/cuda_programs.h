@@ -51,10 +51,11 @@ inline std::string decode_step_hlo(int64_t heads, int64_t length, int64_t dim) {
       "}\n");
 }
 
-// An elementwise chain, one loop fusion: reads `count` floats and writes as many.
-inline std::string elementwise_chain_hlo(int64_t count) {
+// An elementwise chain, one loop fusion: reads `count` floats and writes as many; `donated`:
+// x is donated to the result (input_output_alias), which is then written over it.
+inline std::string elementwise_chain_hlo(int64_t count, bool donated = false) {
   const std::string array = str_cat("f32[", count, "]");
-  return str_cat("HloModule chain\n\nENTRY main {\n",
+  return str_cat("HloModule chain", donated ? ", input_output_alias={ {}: (0, {}, may-alias) }" : "", "\n\nENTRY main {\n",
                  "  x = ", array, " parameter(0)\n",
                  "  half = f32[] constant(0.5)\n",
                  "  h = ", array, " broadcast(half), dimensions={}\n",

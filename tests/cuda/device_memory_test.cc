@@ -169,6 +169,29 @@ TEST(CudaDeviceMemory, TheBenchmarkProgramsAgreeAndTheDecodeStepWritesItsCachesI
     ASSERT_TRUE(device.free((*results)[2]).ok());
     for (DevicePointer leaf : leaves) ASSERT_TRUE(device.free(leaf).ok());
   }
+  {  // the donated chain is computed over its argument
+    StatusOr<OnDevice> on = compile_on(device, insitu::bench::elementwise_chain_hlo(1000, /*donated=*/true));
+    ASSERT_TRUE(on.ok()) << on.status().to_string();
+    EXPECT_NE(describe(on->executable->plan()).find("in place over operand 0"), std::string::npos)
+        << describe(on->executable->plan());
+    const std::vector<Literal> arguments = random_arguments(*on->written, 6);
+    StatusOr<Literal> expected = evaluate_module(*on->written, arguments);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    StatusOr<DevicePointer> x = device.allocate(arguments[0].size_bytes());
+    ASSERT_TRUE(x.ok());
+    ASSERT_TRUE(device.copy_to_device(*x, arguments[0].untyped_data(), arguments[0].size_bytes()).ok());
+    CudaStats stats;
+    const std::vector<DevicePointer> leaves = {*x};
+    StatusOr<std::vector<DevicePointer>> results = on->executable->run_on_device(leaves, &stats);
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    ASSERT_EQ(results->size(), 1u);
+    EXPECT_EQ((*results)[0], *x) << "written over the donated argument";
+    EXPECT_EQ(stats.bytes_copied_on_device + stats.device_bytes_allocated, 0);
+    Literal actual(expected->shape());
+    ASSERT_TRUE(device.copy_to_host(actual.untyped_data(), *x, actual.size_bytes()).ok());
+    EXPECT_EQ(differs(actual, *expected), "");
+    ASSERT_TRUE(device.free(*x).ok());
+  }
   for (const std::string& text : {insitu::bench::elementwise_chain_hlo(1000), insitu::bench::matmul_hlo(48)}) {
     StatusOr<OnDevice> on = compile_on(device, text);
     ASSERT_TRUE(on.ok()) << on.status().to_string();
@@ -176,6 +199,50 @@ TEST(CudaDeviceMemory, TheBenchmarkProgramsAgreeAndTheDecodeStepWritesItsCachesI
     ASSERT_TRUE(results.ok()) << results.status().to_string();
     EXPECT_EQ(differs(results->actual, results->expected), "") << on->written->name();
   }
+}
+
+TEST(CudaDeviceMemory, ADonatedArgumentReadAfterItsOutputsProducerIsCopiedOverAtTheEnd) {
+  // y (aliased to x) is computed while x is still read by the sum after it: y gets a block of
+  // its own, and the donated x receives it at the end, counted; the caller gets x back as y.
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, R"(
+HloModule read_after, input_output_alias={ {0}: (0, {}, may-alias) }
+add_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[64] parameter(0)
+  two = f32[] constant(2)
+  t = f32[64] broadcast(two), dimensions={}
+  y = f32[64] multiply(x, t)
+  zero = f32[] constant(0)
+  sum = f32[] reduce(x, zero), dimensions={0}, to_apply=add_f
+  ROOT out = (f32[64], f32[]) tuple(y, sum)
+})");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  EXPECT_EQ(describe(on->executable->plan()).find("in place"), std::string::npos) << describe(on->executable->plan());
+  const std::vector<Literal> arguments = {iota_f32(64, 0.25f)};
+  StatusOr<Literal> expected = evaluate_module(*on->written, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  StatusOr<DevicePointer> x = device.allocate(64 * 4);
+  ASSERT_TRUE(x.ok());
+  ASSERT_TRUE(device.copy_to_device(*x, arguments[0].untyped_data(), 64 * 4).ok());
+  const std::vector<DevicePointer> leaves = {*x};
+  CudaStats stats;
+  StatusOr<std::vector<DevicePointer>> results = on->executable->run_on_device(leaves, &stats);
+  ASSERT_TRUE(results.ok()) << results.status().to_string();
+  ASSERT_EQ(results->size(), 2u);
+  EXPECT_EQ((*results)[0], *x);
+  EXPECT_EQ(stats.bytes_copied_on_device, 64 * 4);
+  for (int64_t k = 0; k < 2; ++k) {
+    Literal actual(expected->element(k).shape());
+    ASSERT_TRUE(device.copy_to_host(actual.untyped_data(), (*results)[k], actual.size_bytes()).ok());
+    EXPECT_EQ(differs(actual, expected->element(k)), "") << k;
+  }
+  ASSERT_TRUE(device.free((*results)[1]).ok());
+  ASSERT_TRUE(device.free(*x).ok());
 }
 
 }  // namespace

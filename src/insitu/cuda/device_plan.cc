@@ -132,14 +132,56 @@ Status plan_custom_call(const Instruction& call, const CustomCallTable& table, c
   return ok_status();
 }
 
-// The steps of one computation; kernels go into `plan`'s shared source.
+// The entry's elementwise kernels that may write their output over an operand, by instruction:
+// an output the module aliases to a parameter (input_output_alias: the caller donates it)
+// whose producer is a single-output fusion or elementwise op that reads that parameter, of the
+// output's dimensions and byte size, at each element's own index, and is its only reader. Then
+// no copy and no new block: the donated memory is the result, as on the CPU.
+std::unordered_map<const Instruction*, int64_t> entry_writes_in_place(const Computation& entry) {
+  std::unordered_map<const Instruction*, int64_t> written;
+  if (entry.parent() == nullptr) return written;
+  const Instruction* root = entry.root();
+  for (const InputOutputAlias& alias : entry.parent()->config().input_output_alias) {
+    if (!alias.parameter_index.empty() || alias.output_index.size() > 1) continue;
+    const Instruction* producer = root;
+    if (root->shape().is_tuple()) {
+      if (root->opcode() != Opcode::kTuple || alias.output_index.size() != 1) continue;
+      producer = root->operand(alias.output_index[0]);
+    } else if (!alias.output_index.empty()) {
+      continue;
+    }
+    const Instruction* parameter = entry.parameter(alias.parameter_number);
+    const Shape& out = producer->shape();
+    if (parameter == nullptr || !out.is_array() || parameter->users().size() != 1 || parameter->users()[0] != producer)
+      continue;
+    if (producer->opcode() != Opcode::kFusion && !is_op_kernel_opcode(producer->opcode())) continue;
+    if (producer->opcode() == Opcode::kFusion) {
+      const Computation* fused = producer->to_apply();
+      if (fused == nullptr || fused->root()->shape().is_tuple()) continue;
+    }
+    const Shape& read = parameter->shape();
+    if (!read.is_array() || read.dimensions() != out.dimensions() || read.byte_size() != out.byte_size()) continue;
+    for (int64_t k = 0; k < producer->operand_count(); ++k)
+      if (producer->operand(k) == parameter) written[producer] = k;
+  }
+  return written;
+}
+
+// The steps of one computation; kernels go into `plan`'s shared source. `in_place`: the
+// entry's (entry_writes_in_place), else null.
 StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, const CustomCallTable& custom_calls,
-                                             DevicePlan& plan) {
+                                             DevicePlan& plan,
+                                             const std::unordered_map<const Instruction*, int64_t>* in_place = nullptr) {
   std::vector<DeviceStep> steps;
   for (const Instruction* instruction : computation.instructions()) {
     DeviceStep step;
     step.instruction = instruction;
     const std::string name = str_cat("k", plan.kernels);
+    auto written_operand = [&](const Instruction* producer) -> int64_t {
+      if (in_place == nullptr) return -1;
+      auto found = in_place->find(producer);
+      return found == in_place->end() ? -1 : found->second;
+    };
     StatusOr<GeneratedKernel> kernel = GeneratedKernel{};
     auto add_kernel = [&](int64_t threads) {
       step.kind = StepKind::kKernel;
@@ -196,7 +238,8 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         INSITU_RETURN_IF_ERROR(plan_custom_call(*instruction, custom_calls, name, step, plan));
         break;
       case Opcode::kFusion:
-        kernel = generate_elementwise_kernel(*instruction, name);
+        step.write_over = written_operand(instruction);
+        kernel = generate_elementwise_kernel(*instruction, name, step.write_over);
         if (!kernel.ok()) return kernel.status();
         add_kernel(output_elements(instruction->shape()));
         break;
@@ -271,7 +314,8 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         add_kernel(instruction->shape().element_count());
         break;
       default:
-        kernel = generate_op_kernel(*instruction, name);
+        step.write_over = written_operand(instruction);
+        kernel = generate_op_kernel(*instruction, name, step.write_over);
         if (!kernel.ok() && is_op_kernel_opcode(instruction->opcode())) return kernel.status();  // why, for this op
         if (!kernel.ok())
           return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
@@ -305,6 +349,7 @@ void describe_steps(const std::vector<DeviceStep>& steps, const std::string& ind
       case StepKind::kNone: break;
       case StepKind::kKernel:
         text += str_cat(name, "kernel ", step.kernel, ", ", step.threads, " threads");
+        if (step.write_over >= 0) text += str_cat(", in place over operand ", step.write_over);
         if (!step.finish.empty())
           text += str_cat(", then ", step.finish, ", ", step.finish_threads, " threads (", step.scratch_bytes,
                           " bytes of partials)");
@@ -339,8 +384,9 @@ void describe_steps(const std::vector<DeviceStep>& steps, const std::string& ind
 StatusOr<DevicePlan> plan_for_cuda(const Computation& entry, const CustomCallTable* custom_calls) {
   DevicePlan plan;
   plan.source = kernel_prelude();
-  INSITU_ASSIGN_OR_RETURN(plan.steps,
-                          plan_steps(entry, custom_calls != nullptr ? *custom_calls : CustomCallTable::global(), plan));
+  const std::unordered_map<const Instruction*, int64_t> in_place = entry_writes_in_place(entry);
+  INSITU_ASSIGN_OR_RETURN(plan.steps, plan_steps(entry, custom_calls != nullptr ? *custom_calls : CustomCallTable::global(),
+                                                 plan, &in_place));
   return plan;
 }
 

@@ -53,6 +53,9 @@ struct DeviceStep {
   std::string finish;
   int64_t finish_threads = 0;
   int64_t scratch_bytes = 0;
+  // kKernel of an entry output aliased to a donated parameter that this elementwise kernel reads
+  // last: the operand whose memory the output is written over (-1: a block of its own).
+  int64_t write_over = -1;
   GemmCall gemm;        // kGemm
   // kKernel of a custom-call: its grid's table (generate_custom_kernel), uploaded once, and per
   // output the operand the kernel updates in it (-1: none). `copy_in`: the call does not alias

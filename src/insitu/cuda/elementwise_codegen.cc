@@ -230,7 +230,8 @@ namespace {
 // of a multi-output fusion's tuple (its root a tuple; the arrays of one shape's dimensions)
 // (`fusion`: where errors about the whole point).
 StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape& result_shape, const Instruction& fusion,
-                                            const std::string& name, bool device_function = false) {
+                                            const std::string& name, bool device_function = false,
+                                            int64_t written_operand = -1) {
   std::vector<const Shape*> results;
   if (result_shape.is_array()) {
     results.push_back(&result_shape);
@@ -257,7 +258,8 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
     INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(*parameter, parameter->shape().element_type()));
     if (device_function && parameter->shape().rank() != 0)
       return refuse(*parameter, "a computation over arrays, not scalars, as a device function");
-    params[p] = device_function ? str_cat("const ", type, " p", p, ", ") : str_cat("const ", type, "* __restrict__ p", p, ", ");
+    const char* restrict = p == written_operand ? "* " : "* __restrict__ ";  // written over: aliased
+    params[p] = device_function ? str_cat("const ", type, " p", p, ", ") : str_cat("const ", type, restrict, "p", p, ", ");
   }
   std::unordered_map<const Instruction*, std::string> values;  // instruction -> C++ expression/variable
   // Parameters of another shape than the result's: read only through broadcasts, by index.
@@ -398,7 +400,7 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
     if (!values.count(roots[k])) return refuse(*roots[k], "the fusion's root is not computed elementwise");
     INSITU_ASSIGN_OR_RETURN(std::string out_type, cuda_type(fusion, results[k]->element_type()));
     const std::string out = results.size() > 1 ? str_cat("out", k) : "out";
-    signature += str_cat(out_type, "* __restrict__ ", out, ", ");
+    signature += str_cat(out_type, written_operand >= 0 ? "* " : "* __restrict__ ", out, ", ");
     stores += str_cat("    ", out, device_function ? "[0]" : "[i]", " = ", values.at(roots[k]), ";\n");
   }
   GeneratedKernel kernel;
@@ -424,10 +426,11 @@ StatusOr<GeneratedKernel> generate_scalar_function(const Computation& computatio
   return generate_for_body(computation, root->shape(), user, name, /*device_function=*/true);
 }
 
-StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name) {
+StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name,
+                                                      int64_t written_operand) {
   if (fusion.opcode() != Opcode::kFusion || fusion.called_computations().empty())
     return refuse(fusion, "not a fusion");
-  return generate_for_body(*fusion.to_apply(), fusion.shape(), fusion, name);
+  return generate_for_body(*fusion.to_apply(), fusion.shape(), fusion, name, /*device_function=*/false, written_operand);
 }
 
 bool is_op_kernel_opcode(Opcode opcode) {
@@ -436,7 +439,7 @@ bool is_op_kernel_opcode(Opcode opcode) {
          opcode == Opcode::kSelect || opcode == Opcode::kCompare || opcode == Opcode::kClamp || opcode == Opcode::kIsFinite;
 }
 
-StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::string& name) {
+StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::string& name, int64_t written_operand) {
   const Opcode opcode = op.opcode();
   if (!is_op_kernel_opcode(opcode)) return refuse(op, "no CUDA form for this op yet");
   // The op alone, as a computation of one parameter per operand.
@@ -451,7 +454,7 @@ StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::s
     copy->append_operand(body.add_instruction(std::move(parameter)));
   }
   body.set_root(body.add_instruction(std::move(copy)));
-  return generate_for_body(body, op.shape(), op, name);
+  return generate_for_body(body, op.shape(), op, name, /*device_function=*/false, written_operand);
 }
 
 #ifdef INSITU_HAVE_NVRTC

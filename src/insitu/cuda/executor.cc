@@ -168,7 +168,11 @@ struct CudaExecutable::Run {
           } else {
             for (const Instruction* operand : instruction.operands()) pointers.push_back(leaves(operand).at(0));
             const Shape& shape = instruction.shape();  // a multi-output fusion: one array per output
-            for (int64_t k = 0; k < (shape.is_tuple() ? shape.tuple_size() : 1); ++k) {
+            if (step.write_over >= 0) {  // the donated operand's memory (entry_writes_in_place)
+              pointers.push_back(pointers.at(static_cast<size_t>(step.write_over)));
+              result.push_back(pointers.back());
+            }
+            for (int64_t k = 0; k < (step.write_over >= 0 ? 0 : shape.is_tuple() ? shape.tuple_size() : 1); ++k) {
               INSITU_ASSIGN_OR_RETURN(DevicePointer out,
                                       allocate((shape.is_tuple() ? shape.tuple_shape(k) : shape).byte_size()));
               pointers.push_back(out);
@@ -349,6 +353,30 @@ StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<con
     INSITU_RETURN_IF_ERROR(device_.copy_on_device(copy, leaf, bytes));
     counted.bytes_copied_on_device += bytes;
     leaf = copy;
+  }
+  // A donated parameter is its aliased output's memory, as the caller was promised: where the
+  // plan computed that output elsewhere (the parameter was read after its producer, say), it is
+  // copied over, counted.
+  const Shape& root = entry.root()->shape();
+  for (const InputOutputAlias& alias : module_->config().input_output_alias) {
+    if (!alias.parameter_index.empty() || alias.output_index.size() > 1 ||
+        entry.parameter(alias.parameter_number)->shape().leaf_count() != 1)
+      continue;
+    size_t out = 0, argument = 0;
+    if (!alias.output_index.empty()) {
+      if (!root.is_tuple()) continue;
+      for (int64_t k = 0; k < alias.output_index[0]; ++k) out += static_cast<size_t>(root.tuple_shape(k).leaf_count());
+      if (!root.tuple_shape(alias.output_index[0]).is_array()) continue;
+    } else if (!root.is_array()) {
+      continue;
+    }
+    for (int64_t p = 0; p < alias.parameter_number; ++p)
+      argument += static_cast<size_t>(entry.parameter(p)->shape().leaf_count());
+    if (out >= result.size() || result[out] == argument_leaves[argument]) continue;
+    const int64_t bytes = entry.parameter(alias.parameter_number)->shape().byte_size();
+    INSITU_RETURN_IF_ERROR(device_.copy_on_device(argument_leaves[argument], result[out], bytes));
+    counted.bytes_copied_on_device += bytes;
+    result[out] = argument_leaves[argument];
   }
   for (DevicePointer leaf : result) run.hand_over(leaf);  // not back to the pool with the run's temps
   // Every queued kernel has finished (a failure is this call's) when the pointers are returned.

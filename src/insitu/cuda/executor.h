@@ -56,8 +56,10 @@ class CudaExecutable {
 
   // The same on memory already on the device: one pointer per entry parameter leaf (depth-first),
   // the caller's. A parameter the module aliases to an output (input_output_alias: the caller
-  // donated it) is updated in place and returned as that output, the same pointer; the others
-  // are only read. Returns one pointer per result leaf: the aliased parameters' own, or new
+  // donated it) is updated in place and returned as that output, the same pointer: written by
+  // its producer where the plan could (a dynamic-update-slice, a scatter, an aliasing kernel, an
+  // elementwise kernel reading it last), else copied over at the end (in bytes_copied_on_device).
+  // The others are only read. Returns one pointer per result leaf: the aliased parameters' own, or new
   // allocations the caller now owns (free them with the device). Nothing crosses to the host but
   // the loops' preds and the conditionals' branch indices.
   StatusOr<std::vector<DevicePointer>> run_on_device(std::span<const DevicePointer> argument_leaves,
