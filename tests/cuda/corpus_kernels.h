@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "insitu/cuda/codegen.h"
+#include "insitu/support/float16.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/computation.h"
 #include "insitu/ir/parser.h"
@@ -59,6 +60,12 @@ inline const char* c_type(PrimitiveType type) {
     case PrimitiveType::kU32: return "unsigned int";
     case PrimitiveType::kU64: return "unsigned long long";
     case PrimitiveType::kPred: return "bool";
+    case PrimitiveType::kS8: return "signed char";
+    case PrimitiveType::kU8: return "unsigned char";
+    case PrimitiveType::kS16: return "short";
+    case PrimitiveType::kU16: return "unsigned short";
+    case PrimitiveType::kBF16: return "insitu_bf16";  // the kernel prelude's
+    case PrimitiveType::kF16: return "insitu_f16";
     default: return nullptr;
   }
 }
@@ -79,6 +86,13 @@ inline Literal random_input(const Shape& shape, std::mt19937& rng) {
       case PrimitiveType::kU32: literal.data<uint32_t>()[i] = rng() % 19; break;
       case PrimitiveType::kU64: literal.data<uint64_t>()[i] = (uint64_t{rng()} << 32) | rng(); break;
       case PrimitiveType::kPred: literal.data<bool>()[i] = rng() % 2; break;
+      // Narrow integers over their whole range (so arithmetic wraps); narrow floats rounded.
+      case PrimitiveType::kS8: literal.data<int8_t>()[i] = static_cast<int8_t>(rng() % 256); break;
+      case PrimitiveType::kU8: literal.data<uint8_t>()[i] = static_cast<uint8_t>(rng() % 256); break;
+      case PrimitiveType::kS16: literal.data<int16_t>()[i] = static_cast<int16_t>(rng() % 65536); break;
+      case PrimitiveType::kU16: literal.data<uint16_t>()[i] = static_cast<uint16_t>(rng() % 65536); break;
+      case PrimitiveType::kBF16: literal.data<BFloat16>()[i] = BFloat16::from_float(static_cast<float>(value)); break;
+      case PrimitiveType::kF16: literal.data<Half>()[i] = Half::from_float(static_cast<float>(value)); break;
       default: break;
     }
   }
@@ -123,11 +137,12 @@ inline bool has_transcendental(const Computation& body) {
 inline std::string mismatch(const Literal& actual, const Literal& expected, bool tolerant) {
   const PrimitiveType type = expected.shape().element_type();
   for (int64_t i = 0; i < expected.element_count(); ++i) {
-    if (type == PrimitiveType::kF32 || type == PrimitiveType::kF64) {
+    if (is_floating(type)) {  // (bf16 and f16 are exact as doubles too; tolerant: a step of theirs)
       const double a = actual.get_double(i), e = expected.get_double(i);
       if (std::isnan(a) && std::isnan(e)) continue;
       if (std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(e)) continue;
-      if (tolerant && std::isfinite(a) && std::isfinite(e) && std::fabs(a - e) <= 1e-6 + 1e-5 * std::fabs(e)) continue;
+      const double relative = type == PrimitiveType::kBF16 ? 8e-3 : type == PrimitiveType::kF16 ? 1e-3 : 1e-5;
+      if (tolerant && std::isfinite(a) && std::isfinite(e) && std::fabs(a - e) <= relative * (0.1 + std::fabs(e))) continue;
       return str_cat("element ", i, ": kernel ", a, ", evaluator ", e);
     }
     if (actual.get_integer(i) != expected.get_integer(i))

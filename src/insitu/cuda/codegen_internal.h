@@ -12,8 +12,12 @@ namespace insitu::cuda::detail {
 
 // "no CUDA kernel for %name (op): why", located at the instruction.
 Status refuse(const Instruction& instruction, std::string_view why);
-// The CUDA type of an element type the generators handle (f32, f64, s32, s64, u32, pred).
+// The CUDA type of an element type the generators handle (f32, f64, bf16, f16, s32, s64, u32, u64,
+// pred).
 StatusOr<std::string> cuda_type(const Instruction& instruction, PrimitiveType type);
+// The type a value of storage type `type` is computed in: float for bf16 and f16 (stored as
+// the prelude's insitu_bf16 / insitu_f16), else the type itself.
+std::string compute_type(const std::string& type);
 // Row-major strides of `dims`.
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims);
 

@@ -28,12 +28,13 @@ StatusOr<std::string> fold_step(const Instruction& op, const std::string& type, 
       root->operand(0) == root->operand(1))
     return refuse(op, "a combiner other than one op of its two parameters is not generated yet");
   const bool accumulator_first = root->operand(0)->parameter_number == 0;
-  const bool floating = type == "float" || type == "double";
+  const bool floating = detail::compute_type(type) == "float" || type == "double";
+  const bool narrow = detail::compute_type(type) != type;  // bf16, f16: rounded at every step, as evaluated
   const std::string a = accumulator_first ? "acc0" : "x0", b = accumulator_first ? "x0" : "acc0";
   sum_in_double = false;
   switch (root->opcode()) {
     case Opcode::kAdd:
-      sum_in_double = floating && double_sum;
+      sum_in_double = floating && double_sum && !narrow;
       return sum_in_double ? std::string("acc0 += (double)x0;") : str_cat("acc0 = ", a, " + ", b, ";");
     case Opcode::kMultiply: return str_cat("acc0 = ", a, " * ", b, ";");
     case Opcode::kMaximum:
@@ -166,7 +167,9 @@ StatusOr<std::optional<SplitReduce>> generate_split_reduce(const Instruction& re
   // element: long rows, few enough outputs. The partials per output: about 64K threads in all,
   // 32 (a warp) to 1024, each folding at least 8 elements.
   constexpr int64_t kThreads = 65536;
-  if (!walk.inline_step || walk.count < 256 || walk.outputs == 0 || walk.outputs > kThreads)
+  // (bf16 and f16 round at every step: another order would change the result, not only its last bit.)
+  if (!walk.inline_step || walk.count < 256 || walk.outputs == 0 || walk.outputs > kThreads ||
+      detail::compute_type(walk.types[0]) != walk.types[0])
     return std::optional<SplitReduce>();
   int64_t partials = 1024;
   while (partials > 32 && (partials * walk.outputs > kThreads || partials * 8 > walk.count)) partials /= 2;

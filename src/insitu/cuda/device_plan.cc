@@ -5,6 +5,7 @@
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
+#include "insitu/evaluator/apply_util.h"
 #include "insitu/passes/bitcast_lowering.h"
 #include "insitu/support/str.h"
 
@@ -34,6 +35,8 @@ StatusOr<GemmCall> plan_gemm(const Instruction& dot) {
   if (lhs.element_type() != out.element_type() || rhs.element_type() != out.element_type() ||
       (out.element_type() != PrimitiveType::kF32 && out.element_type() != PrimitiveType::kF64))
     return refuse(dot, "a GEMM of other types than f32 x f32 -> f32 or f64 is not planned yet");
+  if (eval::find_own_attribute(dot, "algorithm") != nullptr)  // the evaluator rounds the operands first
+    return refuse(dot, "a dot with algorithm= (operands rounded to another precision) is not planned yet");
   const DotDimensionNumbers& numbers = dot.dot_dimension_numbers;
   const size_t batches = numbers.lhs_batch_dimensions.size();
   for (size_t b = 0; b < batches; ++b)

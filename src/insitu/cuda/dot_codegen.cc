@@ -4,6 +4,7 @@
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
+#include "insitu/evaluator/apply_util.h"
 #include "insitu/evaluator/index_util.h"
 #include "insitu/support/str.h"
 
@@ -19,10 +20,20 @@ StatusOr<GeneratedKernel> generate_dot_kernel(const Instruction& dot, const std:
   const Shape& lhs = dot.operand(0)->shape();
   const Shape& rhs = dot.operand(1)->shape();
   const Shape& out = dot.shape();
-  if (lhs.element_type() != out.element_type() || rhs.element_type() != out.element_type() ||
-      (out.element_type() != PrimitiveType::kF32 && out.element_type() != PrimitiveType::kF64))
-    return refuse(dot, "a dot of other types than f32 x f32 -> f32 or f64 is not generated yet");
-  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(dot, out.element_type()));
+  if (eval::find_own_attribute(dot, "algorithm") != nullptr)
+    return refuse(dot, "a dot with algorithm= (operands rounded to another precision) is not generated yet");
+  // The evaluator's arithmetic (evaluator/dot.cc): operands converted to the result type; sums
+  // of f32/f64 in the type, of bf16/f16 in float rounded once, of integers in 64 bits wrapped.
+  const PrimitiveType result = out.element_type();
+  if (result == PrimitiveType::kPred) return refuse(dot, "a dot of pred is not generated");
+  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(dot, result));
+  INSITU_ASSIGN_OR_RETURN(std::string lhs_type, cuda_type(dot, lhs.element_type()));
+  INSITU_ASSIGN_OR_RETURN(std::string rhs_type, cuda_type(dot, rhs.element_type()));
+  const bool integer = !is_floating(result);
+  const std::string accumulator =
+      integer ? (is_signed_integral(result) ? "long long" : "unsigned long long") : detail::compute_type(type);
+  if ((is_floating(lhs.element_type()) || is_floating(rhs.element_type())) && integer)
+    return refuse(dot, "a dot of floats into an integer is not generated");
   const DotDimensionNumbers& numbers = dot.dot_dimension_numbers;
   if (numbers.lhs_batch_dimensions.size() != numbers.rhs_batch_dimensions.size() ||
       numbers.lhs_contracting_dimensions.size() != numbers.rhs_contracting_dimensions.size())
@@ -66,12 +77,18 @@ StatusOr<GeneratedKernel> generate_dot_kernel(const Instruction& dot, const std:
   }
   GeneratedKernel kernel;
   kernel.name = name;
-  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", type, "* __restrict__ a, const ", type,
+  // Each operand element as the result type (rounded, for bf16 and f16), then in the accumulator's.
+  const std::string load_a = str_cat("(", accumulator, ")(", type, ")a[a0 + ", lhs_offset, "]");
+  const std::string load_b = str_cat("(", accumulator, ")(", type, ")b[b0 + ", rhs_offset, "]");
+  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", lhs_type, "* __restrict__ a, const ", rhs_type,
                           "* __restrict__ b, ", type, "* __restrict__ c, long long n) {\n",
                           "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
                           "  if (i >= n) return;\n", "  const long long a0 = ", lhs_base, ", b0 = ", rhs_base, ";\n  ",
-                          type, " sum = 0;\n", "  for (long long k = 0; k < ", count, "ll; ++k)\n",
-                          "    sum += a[a0 + ", lhs_offset, "] * b[b0 + ", rhs_offset, "];\n", "  c[i] = sum;\n}\n");
+                          accumulator, " sum = 0;\n", "  for (long long k = 0; k < ", count, "ll; ++k)\n",
+                          integer ? str_cat("    sum = (", accumulator, ")((unsigned long long)sum + (unsigned long long)",
+                                            load_a, " * (unsigned long long)", load_b, ");\n")
+                                  : str_cat("    sum += ", load_a, " * ", load_b, ";\n"),
+                          "  c[i] = (", type, ")sum;\n}\n");
   return kernel;
 }
 

@@ -33,8 +33,18 @@ StatusOr<std::string> cuda_type(const Instruction& instruction, PrimitiveType ty
     case PrimitiveType::kU32: return std::string("unsigned int");
     case PrimitiveType::kU64: return std::string("unsigned long long");
     case PrimitiveType::kPred: return std::string("bool");
+    case PrimitiveType::kS8: return std::string("signed char");
+    case PrimitiveType::kU8: return std::string("unsigned char");
+    case PrimitiveType::kS16: return std::string("short");
+    case PrimitiveType::kU16: return std::string("unsigned short");
+    case PrimitiveType::kBF16: return std::string("insitu_bf16");
+    case PrimitiveType::kF16: return std::string("insitu_f16");
     default: return refuse(instruction, str_cat("element type ", primitive_type_name(type), " is not generated yet"));
   }
+}
+
+std::string compute_type(const std::string& type) {
+  return type == "insitu_bf16" || type == "insitu_f16" ? "float" : type;
 }
 
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
@@ -47,6 +57,7 @@ std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
 
 namespace {
 
+using detail::compute_type;
 using detail::cuda_type;
 using detail::refuse;
 using detail::strides_of;
@@ -56,8 +67,10 @@ std::string literal_text(const Literal& value) {
   const PrimitiveType type = value.shape().element_type();
   char buffer[64];
   switch (type) {
-    case PrimitiveType::kF32: {
-      const float v = value.data<float>()[0];
+    case PrimitiveType::kF32:
+    case PrimitiveType::kBF16:  // exact as a float; rounded back to its type where it is used
+    case PrimitiveType::kF16: {
+      const float v = type == PrimitiveType::kF32 ? value.data<float>()[0] : static_cast<float>(value.get_double(0));
       if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
       if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
       std::snprintf(buffer, sizeof buffer, "%af", v);
@@ -94,7 +107,8 @@ StatusOr<std::string> unary(const Instruction& instruction, const std::string& x
     case Opcode::kClz:
     case Opcode::kPopulationCount: {
       const bool wide = type == "long long" || type == "unsigned long long";
-      if (type != "int" && type != "unsigned int" && !wide) return refuse(instruction, "a bit count of a non-integer");
+      if (type != "int" && type != "unsigned int" && !wide)
+        return refuse(instruction, "a bit count of other types than 32- and 64-bit integers is not generated yet");
       const bool clz = instruction.opcode() == Opcode::kClz;
       return str_cat("(", type, ")", clz ? (wide ? "__clzll((long long)" : "__clz((int)")
                                         : (wide ? "__popcll((unsigned long long)" : "__popc((unsigned int)"),
@@ -115,13 +129,14 @@ StatusOr<std::string> binary(const Instruction& instruction, const std::string& 
                              const std::string& type) {
   const bool floating = type == "float" || type == "double";
   const bool integer = !floating && type != "bool";
-  const bool is_signed = type == "int" || type == "long long";
+  const bool is_signed = type == "int" || type == "long long" || type == "short" || type == "signed char";
   // Integers wrap, as the evaluator's do (their arithmetic in unsigned: no signed overflow).
   auto wrapping = [&](const char* op) {
     return integer ? str_cat("(", type, ")((unsigned long long)", a, " ", op, " (unsigned long long)", b, ")")
                    : str_cat(a, " ", op, " ", b);
   };
-  const std::string minimum = type == "int" ? "(-2147483647 - 1)" : "(-9223372036854775807ll - 1)";
+  // (Narrower types compute in int: MIN / -1 there is -MIN, which wraps back to MIN when stored.)
+  const std::string minimum = type == "long long" ? "(-9223372036854775807ll - 1)" : "(-2147483647 - 1)";
   switch (instruction.opcode()) {
     case Opcode::kAdd: return wrapping("+");
     case Opcode::kSubtract: return wrapping("-");
@@ -158,11 +173,16 @@ StatusOr<std::string> binary(const Instruction& instruction, const std::string& 
       if (!integer) return refuse(instruction, "a shift of a non-integer type");
       const bool wide = type == "long long" || type == "unsigned long long";
       const std::string u = wide ? "unsigned long long" : "unsigned int", s = wide ? "long long" : "int";
-      const std::string out_of_range = str_cat("((", u, ")", b, " >= ", wide ? 64 : 32, "u)");
+      // The amount against the type's own width; a narrow value shifted right logically is its
+      // own bits, zero-extended.
+      const int bits = wide ? 64 : type == "short" || type == "unsigned short" ? 16
+                                 : type == "signed char" || type == "unsigned char" ? 8 : 32;
+      const std::string bits_of_a = bits == 16 ? str_cat("(unsigned short)", a) : bits == 8 ? str_cat("(unsigned char)", a) : a;
+      const std::string out_of_range = str_cat("((", u, ")", b, " >= ", bits, "u)");
       if (instruction.opcode() == Opcode::kShiftLeft)
         return str_cat("(", out_of_range, " ? (", type, ")0 : (", type, ")((", u, ")", a, " << ", b, "))");
       if (instruction.opcode() == Opcode::kShiftRightLogical)
-        return str_cat("(", out_of_range, " ? (", type, ")0 : (", type, ")((", u, ")", a, " >> ", b, "))");
+        return str_cat("(", out_of_range, " ? (", type, ")0 : (", type, ")((", u, ")", bits_of_a, " >> ", b, "))");
       return str_cat("(", out_of_range, " ? (", type, ")((", s, ")", a, " < 0 ? -1 : 0) : (", type, ")((", s, ")", a,
                      " >> ", b, "))");
     }
@@ -174,6 +194,47 @@ StatusOr<std::string> binary(const Instruction& instruction, const std::string& 
 
 std::string kernel_prelude() {
   return R"(// insitu's CUDA prelude: the evaluator's semantics where CUDA's own functions differ.
+// bf16 and f16 as the evaluator keeps them (support/float16.h): 16 bits in memory, computed in
+// float, rounded to nearest even wherever a value of the type is made (each op's result).
+struct insitu_bf16 {
+  unsigned short bits;
+  insitu_bf16() = default;
+  __device__ insitu_bf16(float value) {
+    const unsigned int u = (unsigned int)__float_as_int(value);
+    if ((u & 0x7fffffffu) > 0x7f800000u) bits = (unsigned short)((u >> 16) | 0x40u);  // quiet NaN
+    else bits = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+  __device__ operator float() const { return __int_as_float((int)((unsigned int)bits << 16)); }
+};
+struct insitu_f16 {
+  unsigned short bits;
+  insitu_f16() = default;
+  __device__ insitu_f16(float value) {
+    const unsigned int u = (unsigned int)__float_as_int(value);
+    const unsigned short sign = (unsigned short)((u >> 16) & 0x8000u);
+    unsigned int magnitude = u & 0x7fffffffu;
+    if (magnitude > 0x7f800000u) { bits = sign | 0x7e00u; return; }    // NaN
+    if (magnitude >= 0x477ff000u) { bits = sign | 0x7c00u; return; }   // overflow: inf
+    if (magnitude < 0x38800000u) {                                     // subnormal or zero
+      const float scaled = __int_as_float((int)magnitude) * 16777216.0f;
+      unsigned int units = (unsigned int)scaled;
+      const float fraction = scaled - (float)units;
+      if (fraction > 0.5f || (fraction == 0.5f && (units & 1u))) ++units;
+      bits = (unsigned short)(sign | units);
+      return;
+    }
+    magnitude += 0xc8000fffu + ((magnitude >> 13) & 1u);  // rebias and round to nearest even
+    bits = (unsigned short)(sign | (magnitude >> 13));
+  }
+  __device__ operator float() const {
+    const unsigned int sign = ((unsigned int)bits & 0x8000u) << 16;
+    const unsigned int exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
+    if (exponent == 0)
+      return __int_as_float((int)((unsigned int)__float_as_int((float)mantissa * (1.0f / 16777216.0f)) | sign));
+    if (exponent == 31) return __int_as_float((int)(sign | 0x7f800000u | (mantissa << 13)));
+    return __int_as_float((int)(sign | ((exponent + 112) << 23) | (mantissa << 13)));
+  }
+};
 static __device__ __forceinline__ float insitu_max(float a, float b) {
   if (a != a) return a;
   if (b != b) return b;
@@ -284,6 +345,7 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
       return refuse(*instruction, str_cat("shape ", shape.to_string(false), " is not the fusion's ",
                                           out_shape.to_string(false), " (only elementwise fusions are generated)"));
     auto operand = [&](int64_t k) { return values.at(instruction->operand(k)); };
+    const std::string compute = compute_type(type);  // bf16 and f16 compute in float
     std::string expression;
     switch (instruction->opcode()) {
       case Opcode::kParameter:
@@ -314,7 +376,7 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
       }
       case Opcode::kClamp: {  // clamp(lo, x, hi) = min(max(x, lo), hi), the evaluator's order
         const std::string lo = operand(0), x = operand(1), hi = operand(2);
-        const bool floating = type == "float" || type == "double";
+        const bool floating = compute == "float" || compute == "double";
         expression = floating ? str_cat("insitu_min(insitu_max(", x, ", ", lo, "), ", hi, ")")
                               : str_cat("(", hi, " < (", x, " < ", lo, " ? ", lo, " : ", x, ") ? ", hi, " : (", x, " < ",
                                         lo, " ? ", lo, " : ", x, "))");  // hi wins when lo > hi
@@ -337,16 +399,19 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
         // XLA's rules); spelled out, since a C++ cast of an out-of-range float is undefined.
         const PrimitiveType from = instruction->operand(0)->shape().element_type();
         const PrimitiveType to = shape.element_type();
-        const bool float_to_int = (from == PrimitiveType::kF32 || from == PrimitiveType::kF64) &&
-                                  to != PrimitiveType::kPred && !is_floating(to);
+        const bool float_to_int = is_floating(from) && to != PrimitiveType::kPred && !is_floating(to);
         if (float_to_int) {
-          const std::string x = operand(0), suffix = from == PrimitiveType::kF32 ? "f" : "";
+          const std::string x = operand(0), suffix = from == PrimitiveType::kF64 ? "" : "f";
           const int bits = static_cast<int>(bit_width(to));
-          const bool is_unsigned = to == PrimitiveType::kU32 || to == PrimitiveType::kU64;
+          const bool is_unsigned = is_unsigned_integral(to);
           const std::string high = str_cat("0x1p", is_unsigned ? bits : bits - 1, suffix);
-          const std::string max_value = is_unsigned ? (bits == 64 ? "18446744073709551615ull" : "4294967295u")
-                                        : bits == 64 ? "9223372036854775807ll" : "2147483647";
-          const std::string min_value = is_unsigned ? "0u" : bits == 64 ? "(-9223372036854775807ll - 1)" : "(-2147483647 - 1)";
+          const std::string max_value = is_unsigned ? (bits == 64 ? std::string("18446744073709551615ull")
+                                                                  : str_cat((uint64_t{1} << bits) - 1, "u"))
+                                        : bits == 64 ? std::string("9223372036854775807ll")
+                                                     : str_cat((int64_t{1} << (bits - 1)) - 1);
+          const std::string min_value = is_unsigned ? std::string("0u")
+                                        : bits == 64 ? std::string("(-9223372036854775807ll - 1)")
+                                                     : str_cat("(", -((int64_t{1} << (bits - 1)) - 1), " - 1)");
           const std::string low = is_unsigned ? str_cat("0", suffix == "f" ? ".0f" : ".0") : str_cat("-", high);
           expression = str_cat("(", x, " != ", x, " ? (", type, ")0 : ", x, " >= ", high, " ? (", type, ")", max_value,
                                " : ", x, " <= ", low, " ? (", type, ")", min_value, " : (", type, ")(", x, "))");
@@ -371,7 +436,8 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
         // type=TOTALORDER on floats: the storage bits ordered as the IEEE total order (the
         // evaluator's total_order_key); on other types the plain order.
         const bool total = instruction->comparison_type == ComparisonType::kTotalOrder &&
-                           (compared == PrimitiveType::kF32 || compared == PrimitiveType::kF64);
+                           (compared == PrimitiveType::kF32 || compared == PrimitiveType::kF64 ||
+                            compared == PrimitiveType::kBF16 || compared == PrimitiveType::kF16);
         const std::string a = total ? str_cat("insitu_total_order(", operand(0), ")") : operand(0);
         const std::string b = total ? str_cat("insitu_total_order(", operand(1), ")") : operand(1);
         expression = str_cat("(", a, " ", kSymbols[static_cast<int>(instruction->comparison_direction)], " ", b, ")");
@@ -379,9 +445,9 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
       }
       default:
         if (instruction->operand_count() == 1) {
-          INSITU_ASSIGN_OR_RETURN(expression, unary(*instruction, operand(0), type));
+          INSITU_ASSIGN_OR_RETURN(expression, unary(*instruction, operand(0), compute));
         } else if (instruction->operand_count() == 2) {
-          INSITU_ASSIGN_OR_RETURN(expression, binary(*instruction, operand(0), operand(1), type));
+          INSITU_ASSIGN_OR_RETURN(expression, binary(*instruction, operand(0), operand(1), compute));
         } else {
           return refuse(*instruction, "this op is not generated yet");
         }

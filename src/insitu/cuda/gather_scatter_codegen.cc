@@ -29,7 +29,7 @@ std::string combine_statement(const Computation& combiner, const std::string& ty
     return "";
   const bool current_first = root->operand(0)->parameter_number == 0;
   const std::string a = current_first ? "t" : "u", b = current_first ? "u" : "t";
-  const bool floating = type == "float" || type == "double";
+  const bool floating = detail::compute_type(type) == "float" || type == "double";
   if (type == "bool") return "";
   // integers wrap, as the evaluator's do: the arithmetic in unsigned
   const std::string ua = floating ? a : str_cat("(unsigned long long)", a), ub = floating ? b : str_cat("(unsigned long long)", b);
