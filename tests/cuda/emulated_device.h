@@ -190,11 +190,14 @@ struct OnDevice {
   std::unique_ptr<CudaExecutable> executable;
 };
 
+// The plan's kernels also go through NVRTC where it is installed, as on a GPU (the emulated
+// device compiles them with the host compiler).
 inline StatusOr<OnDevice> compile_on(Device& device, const std::string& text) {
   INSITU_ASSIGN_OR_RETURN(Loaded loaded, load_text(text));
   OnDevice on;
   on.written = std::move(loaded.written);
   INSITU_ASSIGN_OR_RETURN(on.executable, CudaExecutable::create(std::move(loaded.optimized), device));
+  if (cuda_available()) INSITU_RETURN_IF_ERROR(compile_to_ptx(on.executable->plan().source, "compile_on.cu").status());
   return on;
 }
 

@@ -38,7 +38,14 @@ ENTRY main {
   cv = f32[4,2] constant({{1.5, -2}, {0.25, 3}, {1e30, 7}, {-0.125, 1}})
   bv = bf16[4,2] convert(cv)
   bdot = f32[3,2] dot(bw, bv), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT out = (bf16[12], bf16[12], bf16[12], bf16[12], s32[12], f16[12], f16[12], f16[12], f32[12], s8[12], f32[3,2]) tuple(bx, bsum, bprod, bmax, bint, hx, hsum, hquot, hback, hint, bdot)
+  bsign = bf16[12] sign(bx)
+  habs = f16[12] abs(hy)
+  less = pred[12] compare(bx, by), direction=LT
+  bpick = bf16[12] select(less, bx, by)
+  hclamp = f16[12] clamp(hy, hx, hsum)
+  bits = s16[12] bitcast-convert(bx)
+  hexp = f16[12] exponential(hy)
+  ROOT out = (bf16[12], bf16[12], bf16[12], bf16[12], s32[12], f16[12], f16[12], f16[12], f32[12], s8[12], f32[3,2], bf16[12], f16[12], bf16[12], f16[12], s16[12], f16[12]) tuple(bx, bsum, bprod, bmax, bint, hx, hsum, hquot, hback, hint, bdot, bsign, habs, bpick, hclamp, bits, hexp)
 }
 )");
   ASSERT_TRUE(on.ok()) << on.status().to_string();
@@ -54,9 +61,12 @@ ENTRY main {
   std::copy(std::begin(y), std::end(y), arguments[1].data<float>().data());
   StatusOr<BothResults> run = run_both(*on, arguments);
   ASSERT_TRUE(run.ok()) << run.status().to_string();
-  for (int64_t k = 0; k < run->expected.shape().tuple_size(); ++k)  // every bit, NaN's included
+  const int64_t outputs = run->expected.shape().tuple_size();
+  for (int64_t k = 0; k + 1 < outputs; ++k)  // every bit, NaN's included
     EXPECT_TRUE(run->actual.element(k) == run->expected.element(k))
         << "output " << k << ": " << run->actual.element(k).to_string() << " vs " << run->expected.element(k).to_string();
+  // exp: the device's expf and the host's may differ by an ulp of float before rounding to f16.
+  EXPECT_EQ(differs(run->actual.element(outputs - 1), run->expected.element(outputs - 1)), "");
 }
 
 TEST(CudaNarrowTypes, NarrowIntegersWrapShiftAndSaturateAsTheEvaluatorDoes) {

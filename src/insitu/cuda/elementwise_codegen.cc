@@ -350,6 +350,7 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
     switch (instruction->opcode()) {
       case Opcode::kParameter:
         expression = str_cat("p", instruction->parameter_number, device_function ? "" : scalar ? "[0]" : "[i]");
+        if (compute != type) expression = str_cat("(", compute, ")", expression);  // a narrow float, as float
         break;
       case Opcode::kConstant:
         if (!scalar) return refuse(*instruction, "array constants are not generated yet");
@@ -372,6 +373,7 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
           index += str_cat("(i / ", out_strides[d], "ll % ", dims[d], "ll) * ", source_strides[k], "ll");
         }
         expression = str_cat(indexed.at(&source), "[", index, "]");
+        if (compute != type) expression = str_cat("(", compute, ")", expression);
         break;
       }
       case Opcode::kClamp: {  // clamp(lo, x, hi) = min(max(x, lo), hi), the evaluator's order
@@ -453,8 +455,11 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
         }
     }
     // Every value in its own register variable, rounded to its type once (as the CPU computes).
+    // (A bf16 or f16 value is kept as a float holding the rounded value: the expressions see
+    // floats only, the 16-bit types appear where values are loaded, rounded and stored.)
     const std::string variable = str_cat("v", next++);
-    code += str_cat("    const ", type, " ", variable, " = (", type, ")(", expression, ");\n");
+    code += compute == type ? str_cat("    const ", type, " ", variable, " = (", type, ")(", expression, ");\n")
+                            : str_cat("    const ", compute, " ", variable, " = (", compute, ")(", type, ")(", expression, ");\n");
     values[instruction] = variable;
   }
   const std::vector<const Instruction*> roots =
