@@ -68,6 +68,14 @@ StatusOr<GeneratedKernel> generate_scalar_function(const Computation& computatio
 // The ops generate_op_kernel takes (it may still refuse one for its types).
 bool is_op_kernel_opcode(Opcode opcode);
 
+// The kernel of a convolution, every form the evaluator takes (dim_labels, strides, padding,
+// base and window dilation, window reversal, feature and batch groups; operands of other types
+// converted to the result's first): thread i computes output element i, summing over the
+// window's positions in row-major order, then the group's input features, in the evaluator's
+// accumulator (float for bf16/f16, 64 bits for integers). Signature (const L* a, const R* b, T*
+// c, long long n), n output elements. (One thread per output: correct, not yet fast.)
+StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolution, const std::string& name);
+
 // The kernel of a reduce: thread i computes output element i, folding its reduced elements in
 // the input's layout order (row-major for the default layout) from the init values, as the
 // evaluator does, so the result is the evaluator's bit for bit. One input with a combiner of

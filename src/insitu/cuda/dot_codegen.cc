@@ -1,10 +1,12 @@
-// CUDA C++ for a dot of any dimension numbers (codegen.h: generate_dot_kernel).
+// CUDA C++ for a dot of any dimension numbers and for a convolution (codegen.h:
+// generate_dot_kernel, generate_convolution_kernel).
 #include <algorithm>
 #include <vector>
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
 #include "insitu/evaluator/apply_util.h"
+#include "insitu/evaluator/convolution.h"
 #include "insitu/evaluator/index_util.h"
 #include "insitu/support/str.h"
 
@@ -89,6 +91,70 @@ StatusOr<GeneratedKernel> generate_dot_kernel(const Instruction& dot, const std:
                                             load_a, " * (unsigned long long)", load_b, ");\n")
                                   : str_cat("    sum += ", load_a, " * ", load_b, ";\n"),
                           "  c[i] = (", type, ")sum;\n}\n");
+  return kernel;
+}
+
+StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolution, const std::string& name) {
+  if (convolution.opcode() != Opcode::kConvolution || convolution.operand_count() != 2)
+    return refuse(convolution, "not a convolution of two operands");
+  const Shape& lhs = convolution.operand(0)->shape();
+  const Shape& rhs = convolution.operand(1)->shape();
+  // The evaluator's plan: every check it makes (dim_labels, groups, the result's shape) is made.
+  INSITU_ASSIGN_OR_RETURN(eval::ConvolutionPlan plan, eval::plan_convolution(convolution, lhs, rhs));
+  const PrimitiveType result = convolution.shape().element_type();
+  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(convolution, result));
+  INSITU_ASSIGN_OR_RETURN(std::string lhs_type, cuda_type(convolution, lhs.element_type()));
+  INSITU_ASSIGN_OR_RETURN(std::string rhs_type, cuda_type(convolution, rhs.element_type()));
+  const bool integer = !is_floating(result);
+  const std::string accumulator =
+      integer ? (is_signed_integral(result) ? "long long" : "unsigned long long") : detail::compute_type(type);
+  // Output element i's coordinates, then its bases (convolution.h's convolve, line for line).
+  const std::vector<int64_t> out_strides = strides_of(plan.out_dimensions);
+  auto coordinate = [&](int64_t d) {
+    return str_cat("(i / ", out_strides[d], "ll % ", plan.out_dimensions[d], "ll)");
+  };
+  std::string code = str_cat(
+      "  const long long o = ", coordinate(plan.out_feature), ";\n",
+      "  const long long a0 = (o / ", plan.batch_group_features, "ll * ", plan.batch_group_size, "ll + ",
+      coordinate(plan.out_batch), ") * ", plan.lhs_strides[plan.lhs_batch], "ll + o / ", plan.output_feature_group_size,
+      "ll * ", plan.input_feature_group_size * plan.lhs_strides[plan.lhs_feature], "ll;\n",
+      "  const long long b0 = o * ", plan.rhs_strides[plan.rhs_output], "ll;\n", "  ", accumulator, " sum = 0;\n");
+  // The window's positions in row-major order (last spatial dimension fastest), those on an
+  // input element only (not padding, not a base-dilation hole), then the group's input features.
+  std::string lhs_offset = "a0", rhs_offset = "b0", indent = "  ";
+  for (size_t s = 0; s < plan.window.size(); ++s) {
+    const WindowDimension& w = plan.window[s];
+    const std::string p = str_cat("p", s), u = str_cat("u", s), q = str_cat("q", s);
+    code += str_cat(indent, "for (long long ", p, " = 0; ", p, " < ", w.size, "ll; ++", p, ") {\n");
+    indent += "  ";
+    code += str_cat(indent, "const long long ", u, " = ", coordinate(plan.out_spatial[s]), " * ", w.stride, "ll - ",
+                    w.padding_low, "ll + ", p, " * ", w.window_dilation, "ll;\n");
+    if (w.base_dilation != 1) code += str_cat(indent, "if (", u, " % ", w.base_dilation, "ll != 0) continue;\n");
+    code += str_cat(indent, "const long long ", q, " = ", u, " / ", w.base_dilation, "ll;\n", indent, "if (", q,
+                    " < 0 || ", q, " >= ", plan.lhs_sizes[s], "ll) continue;\n");
+    lhs_offset += str_cat(" + ", q, " * ", plan.lhs_strides[plan.lhs_spatial[s]], "ll");
+    rhs_offset += str_cat(" + ", w.window_reversal ? str_cat("(", w.size - 1, "ll - ", p, ")") : p, " * ",
+                          plan.rhs_strides[plan.rhs_spatial[s]], "ll");
+  }
+  const std::string load_a = str_cat("(", accumulator, ")(", type, ")a[lo + z * ",
+                                     plan.lhs_strides[plan.lhs_feature], "ll]");
+  const std::string load_b = str_cat("(", accumulator, ")(", type, ")b[ro + z * ",
+                                     plan.rhs_strides[plan.rhs_input], "ll]");
+  code += str_cat(indent, "const long long lo = ", lhs_offset, ", ro = ", rhs_offset, ";\n", indent,
+                  "for (long long z = 0; z < ", plan.input_feature_group_size, "ll; ++z)\n", indent, "  ",
+                  integer ? str_cat("sum = (", accumulator, ")((unsigned long long)sum + (unsigned long long)", load_a,
+                                    " * (unsigned long long)", load_b, ");\n")
+                          : str_cat("sum += ", load_a, " * ", load_b, ";\n"));
+  for (size_t s = plan.window.size(); s-- > 0;) {
+    indent.resize(indent.size() - 2);
+    code += indent + "}\n";
+  }
+  GeneratedKernel kernel;
+  kernel.name = name;
+  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", lhs_type, "* __restrict__ a, const ",
+                          rhs_type, "* __restrict__ b, ", type, "* __restrict__ c, long long n) {\n",
+                          "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+                          "  if (i >= n) return;\n", code, "  c[i] = (", type, ")sum;\n}\n");
   return kernel;
 }
 

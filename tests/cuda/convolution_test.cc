@@ -1,0 +1,58 @@
+// Convolutions on the emulated device against the reference evaluator, every form it takes:
+// strides, negative and asymmetric padding, base (lhs) and window (rhs) dilation, window
+// reversal, feature groups, batch groups, another dim_labels layout, and s8 operands into an
+// s32 result (converted first, summed in 64 bits).
+#include "emulated_device.h"
+
+namespace insitu::cuda {
+namespace {
+
+using namespace testing;
+
+TEST(CudaConvolution, EveryWindowFormMatchesTheEvaluator) {
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, R"(
+HloModule convs
+ENTRY main {
+  x = f32[2,7,6,3] parameter(0)
+  k = f32[3,2,3,4] parameter(1)
+  g = f32[1,5,5,4] parameter(2)
+  gk = f32[3,3,2,6] parameter(3)
+  bx = f32[4,5,5,2] parameter(4)
+  bk = f32[3,3,2,4] parameter(5)
+  nx = f32[2,3,6,5] parameter(6)
+  nk = f32[4,3,3,2] parameter(7)
+  ix = s8[1,6,6,2] parameter(8)
+  ik = s8[2,2,2,3] parameter(9)
+  c1 = f32[2,6,2,4] convolution(x, k), window={size=3x2 stride=2x3 pad=1_0x-1_2 lhs_dilate=2x1 rhs_dilate=1x2 rhs_reversal=0x1}, dim_labels=b01f_01io->b01f
+  c2 = f32[1,3,3,6] convolution(g, gk), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=2
+  c3 = f32[2,3,3,4] convolution(bx, bk), window={size=3x3}, dim_labels=b01f_01io->b01f, batch_group_count=2
+  c4 = f32[2,4,6,4] convolution(nx, nk), window={size=3x2 pad=1_1x0_0}, dim_labels=bf01_oi01->bf01
+  c5 = s32[1,5,5,3] convolution(ix, ik), window={size=2x2}, dim_labels=b01f_01io->b01f
+  ROOT out = (f32[2,6,2,4], f32[1,3,3,6], f32[2,3,3,4], f32[2,4,6,4], s32[1,5,5,3]) tuple(c1, c2, c3, c4, c5)
+}
+)");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  StatusOr<BothResults> run = run_both(*on, random_arguments(*on->written, 21));
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  for (int64_t k = 0; k < run->expected.shape().tuple_size(); ++k)
+    EXPECT_EQ(differs(run->actual.element(k), run->expected.element(k)), "") << "c" << k + 1;
+  EXPECT_TRUE(run->actual.element(4) == run->expected.element(4)) << "the integer convolution, exactly";
+}
+
+TEST(CudaConvolution, AWindowThatDoesNotFitTheKernelIsALocatedError) {
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, R"(
+HloModule bad
+ENTRY main {
+  x = f32[2,3,6,5] parameter(0)
+  k = f32[4,3,2,2] parameter(1)
+  ROOT c = f32[2,4,6,4] convolution(x, k), window={size=3x2 pad=1_1x0_0}, dim_labels=bf01_oi01->bf01
+}
+)");
+  ASSERT_FALSE(on.ok());
+  EXPECT_NE(on.status().to_string().find("kernel's size"), std::string::npos) << on.status().to_string();
+}
+
+}  // namespace
+}  // namespace insitu::cuda
