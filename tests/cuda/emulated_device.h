@@ -184,6 +184,32 @@ inline std::string differs(const Literal& actual, const Literal& expected) {
 }
 
 
+// Each argument in device memory of its own (the caller frees it), for run_on_device.
+inline StatusOr<std::vector<DevicePointer>> upload(Device& device, std::span<const Literal> arguments) {
+  std::vector<DevicePointer> pointers;
+  for (const Literal& argument : arguments) {
+    INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, device.allocate(argument.size_bytes()));
+    pointers.push_back(pointer);
+    INSITU_RETURN_IF_ERROR(device.copy_to_device(pointer, argument.untyped_data(), argument.size_bytes()));
+  }
+  return pointers;
+}
+
+// run_on_device's result leaves against the evaluator's result (a tuple's elements, in order):
+// "" or what differs first.
+inline std::string differs_on_device(Device& device, std::span<const DevicePointer> results, const Literal& expected) {
+  const int64_t count = expected.shape().is_tuple() ? expected.shape().tuple_size() : 1;
+  if (static_cast<int64_t>(results.size()) != count) return str_cat(results.size(), " results for ", count);
+  for (int64_t i = 0; i < count; ++i) {
+    const Literal& want = expected.shape().is_tuple() ? expected.element(i) : expected;
+    Literal actual(want.shape());
+    if (Status status = device.copy_to_host(actual.untyped_data(), results[i], actual.size_bytes()); !status.ok())
+      return status.to_string();
+    if (std::string d = differs(actual, want); !d.empty()) return str_cat("output ", i, ": ", d);
+  }
+  return "";
+}
+
 // A module as written (for the evaluator) beside its executable on `device`.
 struct OnDevice {
   std::unique_ptr<Module> written;

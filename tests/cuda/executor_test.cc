@@ -65,17 +65,11 @@ TEST(CudaExecutor, DonatedCacheIsUpdatedInPlaceOnTheDevice) {
     const int64_t live_at_start = device.live();
     StatusOr<std::unique_ptr<CudaExecutable>> executable = CudaExecutable::create(std::move(loaded->optimized), device);
     ASSERT_TRUE(executable.ok()) << program << ": " << executable.status().to_string();
-    std::mt19937 rng(3);
-    std::vector<Literal> arguments;
-    std::vector<DevicePointer> leaves;
-    for (int64_t p = 0; p < written->entry()->parameter_count(); ++p) {
-      arguments.push_back(random_argument(written->entry()->parameter(p)->shape(), rng));
-      ASSERT_FALSE(arguments.back().shape().is_tuple());
-      StatusOr<DevicePointer> pointer = device.allocate(arguments.back().size_bytes());
-      ASSERT_TRUE(pointer.ok());
-      ASSERT_TRUE(device.copy_to_device(*pointer, arguments.back().untyped_data(), arguments.back().size_bytes()).ok());
-      leaves.push_back(*pointer);
-    }
+    const std::vector<Literal> arguments = random_arguments(*written, 3);
+    for (const Literal& argument : arguments) ASSERT_FALSE(argument.shape().is_tuple());
+    StatusOr<std::vector<DevicePointer>> uploaded = upload(device, arguments);
+    ASSERT_TRUE(uploaded.ok()) << uploaded.status().to_string();
+    const std::vector<DevicePointer>& leaves = *uploaded;
     StatusOr<Literal> expected = evaluate_module(*written, arguments);
     ASSERT_TRUE(expected.ok()) << expected.status().to_string();
     const int64_t live_before = device.live();
@@ -89,11 +83,7 @@ TEST(CudaExecutor, DonatedCacheIsUpdatedInPlaceOnTheDevice) {
     int64_t fresh = 0;  // results that are not the caller's arguments: the caller's now
     for (DevicePointer result : *results)
       fresh += std::find(leaves.begin(), leaves.end(), result) == leaves.end();
-    for (int64_t i = 0; i < expected->shape().tuple_size(); ++i) {
-      Literal actual(expected->element(i).shape());
-      ASSERT_TRUE(device.copy_to_host(actual.untyped_data(), (*results)[i], actual.size_bytes()).ok());
-      EXPECT_EQ(differs(actual, expected->element(i)), "") << program << " output " << i;
-    }
+    EXPECT_EQ(differs_on_device(device, *results, *expected), "") << program;
     // The temporaries stay in the executable's pool, reused within the run (its peak is below
     // what it took from the device only where a block served two values) and by the next run,
     // which takes from the device at most its fresh results.
@@ -148,27 +138,18 @@ ENTRY main {
   std::vector<Literal> arguments = random_arguments(*written, 9);
   StatusOr<Literal> expected = evaluate_module(*written, arguments);
   ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  std::vector<DevicePointer> leaves;
-  for (const Literal& argument : arguments) {
-    StatusOr<DevicePointer> pointer = device.allocate(argument.size_bytes());
-    ASSERT_TRUE(pointer.ok());
-    ASSERT_TRUE(device.copy_to_device(*pointer, argument.untyped_data(), argument.size_bytes()).ok());
-    leaves.push_back(*pointer);
-  }
+  StatusOr<std::vector<DevicePointer>> leaves = upload(device, arguments);
+  ASSERT_TRUE(leaves.ok()) << leaves.status().to_string();
   CudaStats stats;
-  StatusOr<std::vector<DevicePointer>> results = (*executable)->run_on_device(leaves, &stats);
+  StatusOr<std::vector<DevicePointer>> results = (*executable)->run_on_device(*leaves, &stats);
   ASSERT_TRUE(results.ok()) << results.status().to_string();
   ASSERT_EQ(results->size(), 2u);
-  EXPECT_EQ((*results)[0], leaves[0]) << "the donated cache is updated in place, twice";
+  EXPECT_EQ((*results)[0], (*leaves)[0]) << "the donated cache is updated in place, twice";
   EXPECT_EQ(stats.bytes_copied_on_device, 0);
   EXPECT_EQ(stats.kernels_launched, 3);
-  for (int64_t i = 0; i < 2; ++i) {
-    Literal actual(expected->element(i).shape());
-    ASSERT_TRUE(device.copy_to_host(actual.untyped_data(), (*results)[i], actual.size_bytes()).ok());
-    EXPECT_EQ(differs(actual, expected->element(i)), "") << "output " << i;
-  }
+  EXPECT_EQ(differs_on_device(device, *results, *expected), "");
   ASSERT_TRUE(device.free((*results)[1]).ok());
-  for (DevicePointer leaf : leaves) ASSERT_TRUE(device.free(leaf).ok());
+  for (DevicePointer leaf : *leaves) ASSERT_TRUE(device.free(leaf).ok());
 }
 
 TEST(CudaExecutor, RegisteredKernelsRunTheirCudaBodyInPlace) {
