@@ -104,6 +104,14 @@ struct SplitReduce {
 };
 StatusOr<std::optional<SplitReduce>> generate_split_reduce(const Instruction& reduce, const std::string& name);
 
+// The kernel of a select-and-scatter (no dilation, as XLA allows): thread i computes operand
+// position i's result, init combined (scatter=) with the source value of every window whose pick
+// (select= folded over the window in row-major order, padding skipped) is i, in the order of
+// the windows, as the evaluator scatters them. Signature (const T* operand, const S* source,
+// const S* init, S* out, long long n), n operand elements. (Each window is re-picked by every
+// element it holds: correct, not yet fast.)
+StatusOr<GeneratedKernel> generate_select_and_scatter_kernel(const Instruction& op, const std::string& name);
+
 // The kernel of a reduce-window with one input and a combiner of one op of its two parameters:
 // thread i folds output element i's window in row-major order from the init value, skipping
 // padding and base-dilation holes, in the element type, as the evaluator does (bit for bit).

@@ -206,6 +206,83 @@ StatusOr<std::optional<SplitReduce>> generate_split_reduce(const Instruction& re
   return std::optional<SplitReduce>(std::move(split));
 }
 
+StatusOr<GeneratedKernel> generate_select_and_scatter_kernel(const Instruction& op, const std::string& name) {
+  if (op.opcode() != Opcode::kSelectAndScatter || op.operand_count() != 3 || op.called_computations().size() != 2)
+    return refuse(op, "not a select-and-scatter of (operand, source, init_value) with select= and scatter=");
+  const Shape& operand = op.operand(0)->shape();
+  const Shape& source = op.operand(1)->shape();
+  const int64_t rank = operand.rank();
+  if (!operand.is_array() || !source.is_array() || !op.shape().is_array() || source.rank() != rank ||
+      static_cast<int64_t>(op.window.size()) != rank || op.shape().dimensions() != operand.dimensions() ||
+      op.shape().element_type() != source.element_type() || op.operand(2)->shape().rank() != 0 ||
+      op.operand(2)->shape().element_type() != source.element_type())
+    return refuse(op, "a select-and-scatter whose operand, source, init and result do not fit (the evaluator says why)");
+  for (int64_t d = 0; d < rank; ++d) {
+    const WindowDimension& w = op.window[d];
+    const int64_t padded = operand.dimension(d) + w.padding_low + w.padding_high;
+    if (w.size <= 0 || w.stride <= 0 || w.base_dilation != 1 || w.window_dilation != 1 ||
+        source.dimension(d) != (padded < w.size ? 0 : (padded - w.size) / w.stride + 1))
+      return refuse(op, "a select-and-scatter window that does not fit its source (the evaluator says why)");
+  }
+  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(op, operand.element_type()));
+  INSITU_ASSIGN_OR_RETURN(std::string source_type, cuda_type(op, source.element_type()));
+  INSITU_ASSIGN_OR_RETURN(GeneratedKernel select,
+                          generate_scalar_function(*op.called_computations()[0], op, name + "_select"));
+  INSITU_ASSIGN_OR_RETURN(GeneratedKernel scatter,
+                          generate_scalar_function(*op.called_computations()[1], op, name + "_scatter"));
+  // Output element i gathers what the evaluator scatters to it: over the windows that hold it
+  // (source index s in row-major order, the evaluator's order of combining), each window's pick
+  // (its first real element kept while select(pick, next) holds, in row-major order, padding
+  // skipped) is computed, and where it is i, source[s] is combined into i's value.
+  const std::vector<int64_t> strides = strides_of(operand.dimensions());
+  const std::vector<int64_t> source_strides = strides_of(source.dimensions());
+  std::string code = str_cat("  ", source_type, " acc = init[0];\n");
+  std::string indent = "  ", source_linear = "0";
+  for (int64_t d = 0; d < rank; ++d) {
+    const WindowDimension& w = op.window[d];
+    // Window s covers positions s * stride - low .. + size - 1: s from ceil((j + low - size + 1) / stride).
+    const std::string j = str_cat("(i / ", strides[d], "ll % ", operand.dimension(d), "ll)");
+    code += str_cat(indent, "const long long first", d, " = ", j, " + ", w.padding_low - w.size + 1, "ll;\n", indent,
+                    "for (long long s", d, " = first", d, " <= 0 ? 0 : (first", d, " + ", w.stride - 1, "ll) / ", w.stride,
+                    "ll; s", d, " < ", source.dimension(d), "ll && s", d, " * ", w.stride, "ll - ", w.padding_low,
+                    "ll <= ", j, "; ++s", d, ") {\n");
+    indent += "  ";
+    source_linear += str_cat(" + s", d, " * ", source_strides[d], "ll");
+  }
+  int64_t window_count = 1;
+  for (const WindowDimension& w : op.window) window_count *= w.size;
+  std::string position = "    long long linear = 0;\n";
+  int64_t inner = 1;
+  std::vector<std::string> lines(static_cast<size_t>(rank));
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    const WindowDimension& w = op.window[d];
+    lines[d] = str_cat("{ const long long p = s", d, " * ", w.stride, "ll + (r / ", inner, "ll % ", w.size, "ll) - ",
+                       w.padding_low, "ll; if (p < 0 || p >= ", operand.dimension(d), "ll) continue; linear += p * ",
+                       strides[d], "ll; }\n");
+    inner *= w.size;
+  }
+  code += str_cat(indent, "long long picked = -1;\n", indent, type, " best;\n", indent, "for (long long r = 0; r < ",
+                  window_count, "ll; ++r) {\n", indent, "  long long linear = 0;\n");
+  for (const std::string& line : lines) code += str_cat(indent, "  ", line);
+  code += str_cat(indent, "  const ", type, " next = operand[linear];\n", indent, "  if (picked >= 0) {\n", indent,
+                  "    bool keep;\n", indent, "    ", name, "_select(best, next, &keep);\n", indent,
+                  "    if (keep) continue;\n", indent, "  }\n", indent, "  picked = linear;\n", indent,
+                  "  best = next;\n", indent, "}\n", indent, "if (picked == i) { ", source_type, " combined; ", name,
+                  "_scatter(acc, source[", source_linear, "], &combined); acc = combined; }\n");
+  for (int64_t d = rank; d-- > 0;) {
+    indent.resize(indent.size() - 2);
+    code += indent + "}\n";
+  }
+  GeneratedKernel kernel;
+  kernel.name = name;
+  kernel.source = str_cat(select.source, scatter.source, "extern \"C\" __global__ void ", name, "(const ", type,
+                          "* __restrict__ operand, const ", source_type, "* __restrict__ source, const ", source_type,
+                          "* __restrict__ init, ", source_type, "* __restrict__ out, long long n) {\n",
+                          "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+                          "  if (i >= n) return;\n", code, "  out[i] = acc;\n}\n");
+  return kernel;
+}
+
 StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduce_window, const std::string& name) {
   if (reduce_window.opcode() != Opcode::kReduceWindow) return refuse(reduce_window, "not a reduce-window");
   if (reduce_window.operand_count() != 2 || !reduce_window.shape().is_array())

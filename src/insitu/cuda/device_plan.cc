@@ -283,6 +283,11 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         add_kernel(length == 0 ? 0 : input.element_count() / length);
         break;
       }
+      case Opcode::kSelectAndScatter:
+        kernel = generate_select_and_scatter_kernel(*instruction, name);
+        if (!kernel.ok()) return kernel.status();
+        add_kernel(instruction->shape().element_count());
+        break;
       case Opcode::kConvolution:
         kernel = generate_convolution_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
@@ -327,7 +332,8 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         if (!kernel.ok() && is_op_kernel_opcode(instruction->opcode())) return kernel.status();  // why, for this op
         if (!kernel.ok())
           return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
-                                      "broadcasts, iotas, reduces, reduce-windows, pads, sorts, topks, convolutions, data movement, "
+                                      "broadcasts, iotas, reduces, reduce-windows, select-and-scatters, pads, sorts, topks, convolutions, "
+                                      "data movement, "
                                       "dynamic-update-slices, "
                                       "gathers, scatters, "
                                       "dots, "

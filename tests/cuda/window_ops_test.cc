@@ -1,7 +1,11 @@
-// Convolutions on the emulated device against the reference evaluator, every form it takes:
-// strides, negative and asymmetric padding, base (lhs) and window (rhs) dilation, window
-// reversal, feature groups, batch groups, another dim_labels layout, and s8 operands into an
-// s32 result (converted first, summed in 64 bits).
+// Window ops on the emulated device against the reference evaluator. Convolutions in every form
+// the evaluator takes: strides, negative and asymmetric padding, base (lhs) and window (rhs)
+// dilation, window reversal, feature groups, batch groups, another dim_labels layout, and s8
+// operands into an s32 result (converted first, summed in 64 bits). Select-and-scatter with
+// overlapping windows, padding, ties and NaN.
+#include <cmath>
+#include <limits>
+
 #include "emulated_device.h"
 
 namespace insitu::cuda {
@@ -52,6 +56,41 @@ ENTRY main {
 )");
   ASSERT_FALSE(on.ok());
   EXPECT_NE(on.status().to_string().find("kernel's size"), std::string::npos) << on.status().to_string();
+}
+
+// Max pooling's gradient with windows that overlap (stride 1 and 2 under size 3), padding on
+// both sides, ties (GE keeps the first of equal values) and a NaN (GE is false against it, so a
+// window that reaches a NaN picks it); scatter adds into a non-zero init, in window order.
+TEST(CudaSelectAndScatter, OverlappingPaddedWindowsPickAndCombineAsTheEvaluatorDoes) {
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, R"(
+HloModule pool_grad
+ge {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=GE
+}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[5,7] parameter(0)
+  g = f32[5,4] parameter(1)
+  init = f32[] constant(0.5)
+  ROOT y = f32[5,7] select-and-scatter(x, g, init), window={size=3x3 stride=1x2 pad=1_1x1_1}, select=ge, scatter=add
+}
+)");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  std::vector<Literal> arguments = random_arguments(*on->written, 5);
+  std::span<float> x = arguments[0].data<float>();
+  for (int64_t k = 0; k < 35; ++k) x[k] = static_cast<float>((k * 7) % 5);  // many ties
+  x[17] = std::numeric_limits<float>::quiet_NaN();
+  for (float& value : arguments[1].data<float>()) value = std::isfinite(value) ? value : 1.0f;
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  EXPECT_TRUE(run->actual == run->expected) << run->actual.to_string() << " vs " << run->expected.to_string();
 }
 
 }  // namespace
