@@ -97,8 +97,9 @@ StatusOr<std::vector<DevicePointer>> zero_arguments(Device& device, const Module
   return pointers;
 }
 
-// Runs `executable` on `arguments` once per iteration; the results that are not arguments are
-// freed after each. Sets floor_ratio from `bytes_touched` and the copy bandwidth.
+// Runs `executable` on `arguments` once per iteration; the results that are not arguments go
+// back to its pool after each (release_result), as a step loop would give them. Sets
+// floor_ratio from `bytes_touched` and the copy bandwidth.
 void run_steps(benchmark::State& state, Driver& device, CudaExecutable& executable,
                std::vector<DevicePointer>& arguments, int64_t bytes_touched) {
   StatusOr<double> per_byte = copy_seconds_per_byte(device, int64_t{1} << 30);
@@ -108,8 +109,9 @@ void run_steps(benchmark::State& state, Driver& device, CudaExecutable& executab
     stats = CudaStats{};
     StatusOr<std::vector<DevicePointer>> results = executable.run_on_device(arguments, &stats);  // synchronizes
     if (failed(state, results.status())) return;
-    for (DevicePointer result : *results)
-      if (std::find(arguments.begin(), arguments.end(), result) == arguments.end()) (void)device.free(result);
+    for (DevicePointer result : *results)  // a new output goes back to the pool for the next step
+      if (std::find(arguments.begin(), arguments.end(), result) == arguments.end())
+        (void)executable.release_result(result);
   }
   state.counters["bytes_copied"] = static_cast<double>(stats.bytes_copied_on_device);
   state.counters["device_bytes_allocated"] = static_cast<double>(stats.device_bytes_allocated);
@@ -137,7 +139,7 @@ void BM_DecodeStep(benchmark::State& state) {
   StatusOr<std::vector<DevicePointer>> last = (*executable)->run_on_device(*arguments);
   if (failed(state, last.status())) return;
   state.counters["caches_in_place"] = (*last)[0] == (*arguments)[0] && (*last)[1] == (*arguments)[1] ? 1 : 0;
-  (void)device->free((*last)[2]);
+  (void)(*executable)->release_result((*last)[2]);
   for (DevicePointer pointer : *arguments) (void)device->free(pointer);
 }
 BENCHMARK(BM_DecodeStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
@@ -193,7 +195,7 @@ void BM_Matmul(benchmark::State& state) {
     stats = CudaStats{};
     StatusOr<std::vector<DevicePointer>> results = (*executable)->run_on_device(*arguments, &stats);
     if (failed(state, results.status())) return;
-    for (DevicePointer result : *results) (void)device->free(result);
+    for (DevicePointer result : *results) (void)(*executable)->release_result(result);
   }
   state.counters["gemms_on_library"] = static_cast<double>(stats.gemms_on_library);
   state.counters["library_seconds"] = library[library.size() / 2];

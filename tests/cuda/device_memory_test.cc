@@ -226,5 +226,31 @@ ENTRY main {
   ASSERT_TRUE(device.free((*x)[0]).ok());
 }
 
+TEST(CudaDeviceMemory, AStepLoopThatReleasesItsResultsAllocatesNothingAfterItsFirstStep) {
+  // The decode step's attention output is a new block each step; given back with
+  // release_result, the next step reuses it. Pointers that are not results still out are refused.
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, insitu::bench::decode_step_hlo(2, 16, 8));
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  StatusOr<std::vector<DevicePointer>> leaves = upload(device, random_arguments(*on->written, 2));
+  ASSERT_TRUE(leaves.ok()) << leaves.status().to_string();
+  int64_t allocations_after_first = 0;
+  for (int step = 0; step < 3; ++step) {
+    CudaStats stats;
+    StatusOr<std::vector<DevicePointer>> results = on->executable->run_on_device(*leaves, &stats);
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    if (step == 0) allocations_after_first = device.allocations();
+    if (step > 0) {
+      EXPECT_EQ(stats.device_bytes_allocated, 0) << "step " << step;
+      EXPECT_EQ(device.allocations(), allocations_after_first) << "step " << step;
+    }
+    ASSERT_TRUE(on->executable->release_result((*results)[2]).ok());
+    const Status twice = on->executable->release_result((*results)[2]);
+    EXPECT_EQ(twice.code(), StatusCode::kInvalidArgument) << twice.to_string();
+    EXPECT_FALSE(on->executable->release_result((*leaves)[0]).ok()) << "an argument is the caller's";
+  }
+  for (DevicePointer leaf : *leaves) ASSERT_TRUE(device.free(leaf).ok());
+}
+
 }  // namespace
 }  // namespace insitu::cuda

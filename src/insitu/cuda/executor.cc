@@ -51,6 +51,8 @@ struct CudaExecutable::Run {
   void hand_over(DevicePointer block) {
     if (auto found = in_use.find(block); found != in_use.end()) {
       held_bytes -= found->second;
+      std::lock_guard<std::mutex> lock(executable.pool_mutex_);
+      executable.results_out_[block] = found->second;  // release_result may give it back
       in_use.erase(found);
     }
   }
@@ -299,6 +301,7 @@ CudaExecutable::~CudaExecutable() {
   for (const auto& [instruction, pointer] : grid_tables_) (void)device_.free(pointer);
   for (const auto& [bytes, blocks] : free_blocks_)
     for (DevicePointer block : blocks) (void)device_.free(block);
+  // (Results still out are the caller's: it frees them with the device.)
   if (kernels_ != 0) device_.unload(kernels_);
 }
 
@@ -314,6 +317,17 @@ StatusOr<DevicePointer> CudaExecutable::take_block(int64_t bytes, CudaStats& sta
   INSITU_ASSIGN_OR_RETURN(DevicePointer block, device_.allocate(bytes));
   stats.device_bytes_allocated += bytes;
   return block;
+}
+
+Status CudaExecutable::release_result(DevicePointer result) {
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  auto found = results_out_.find(result);
+  if (found == results_out_.end())
+    return invalid_argument(str_cat("device pointer ", result, " is not a result of this executable's run_on_device ",
+                                    "that is still out (an argument, a pointer given back already, or another's)"));
+  free_blocks_[found->second].push_back(result);
+  results_out_.erase(found);
+  return ok_status();
 }
 
 void CudaExecutable::give_back_block(DevicePointer block, int64_t bytes) {

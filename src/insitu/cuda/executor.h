@@ -60,10 +60,14 @@ class CudaExecutable {
   // its producer where the plan could (a dynamic-update-slice, a scatter, an aliasing kernel, an
   // elementwise kernel reading it last), else copied over at the end (in bytes_copied_on_device).
   // The others are only read. Returns one pointer per result leaf: the aliased parameters' own, or new
-  // allocations the caller now owns (free them with the device). Nothing crosses to the host but
-  // the loops' preds and the conditionals' branch indices.
+  // allocations the caller now owns (free them with the device, or give them back to this
+  // executable's pool with release_result, so the next run reuses them). Nothing crosses to the
+  // host but the loops' preds and the conditionals' branch indices.
   StatusOr<std::vector<DevicePointer>> run_on_device(std::span<const DevicePointer> argument_leaves,
                                                      CudaStats* stats = nullptr);
+  // A result run_on_device allocated, back to the pool once the caller is done with it (a step
+  // loop's outputs then cost no allocation); anything else is an invalid-argument error.
+  Status release_result(DevicePointer result);
 
   const DevicePlan& plan() const { return plan_; }
 
@@ -80,6 +84,7 @@ class CudaExecutable {
   DeviceModule kernels_ = 0;  // the plan's kernels, loaded at create (0: not loaded)
   std::mutex pool_mutex_;
   std::unordered_map<int64_t, std::vector<DevicePointer>> free_blocks_;  // by byte size
+  std::unordered_map<DevicePointer, int64_t> results_out_;  // pool blocks run_on_device returned: bytes
   std::unordered_map<const Instruction*, DevicePointer> constants_;    // uploaded at create
   std::unordered_map<const Instruction*, DevicePointer> grid_tables_;  // custom-calls': likewise
 };
