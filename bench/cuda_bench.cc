@@ -84,17 +84,23 @@ StatusOr<std::unique_ptr<CudaExecutable>> compile(const std::string& text, Devic
   return CudaExecutable::create(std::move(optimized.module), device);
 }
 
-// Zeroed device arrays, one per entry parameter of the executable's module.
-StatusOr<std::vector<DevicePointer>> zero_arguments(Device& device, const Module& module) {
-  std::vector<DevicePointer> pointers;
-  for (int64_t p = 0; p < module.entry()->parameter_count(); ++p) {
-    const int64_t bytes = module.entry()->parameter(p)->shape().byte_size();
+// The executable of `text` on `device`, and zeroed device arrays, one per entry parameter.
+struct Prepared {
+  std::unique_ptr<CudaExecutable> executable;
+  std::vector<DevicePointer> arguments;
+};
+StatusOr<Prepared> prepare(const std::string& text, Device& device) {
+  Prepared prepared;
+  INSITU_ASSIGN_OR_RETURN(prepared.executable, compile(text, device));
+  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, parse_module(text));
+  for (int64_t p = 0; p < module->entry()->parameter_count(); ++p) {
+    const int64_t bytes = module->entry()->parameter(p)->shape().byte_size();
     INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, device.allocate(bytes));
+    prepared.arguments.push_back(pointer);
     const std::vector<uint8_t> zeros(static_cast<size_t>(bytes), 0);
     INSITU_RETURN_IF_ERROR(device.copy_to_device(pointer, zeros.data(), bytes));
-    pointers.push_back(pointer);
   }
-  return pointers;
+  return prepared;
 }
 
 // Runs `executable` on `arguments` once per iteration; the results that are not arguments go
@@ -127,20 +133,17 @@ void BM_DecodeStep(benchmark::State& state) {
   Driver* device = nullptr;
   if (skip_without_gpu(state, device)) return;
   constexpr int64_t kHeads = 256, kLength = 4096, kDim = 128;
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = compile(bench::decode_step_hlo(kHeads, kLength, kDim), *device);
-  if (failed(state, executable.status())) return;
-  StatusOr<std::unique_ptr<Module>> module = parse_module(bench::decode_step_hlo(kHeads, kLength, kDim));
-  if (failed(state, module.status())) return;
-  StatusOr<std::vector<DevicePointer>> arguments = zero_arguments(*device, **module);
-  if (failed(state, arguments.status())) return;
+  StatusOr<Prepared> step = prepare(bench::decode_step_hlo(kHeads, kLength, kDim), *device);
+  if (failed(state, step.status())) return;
+  const std::vector<DevicePointer>& arguments = step->arguments;
   const int64_t cache_bytes = kHeads * kLength * kDim * 4;
-  run_steps(state, *device, **executable, *arguments, 2 * cache_bytes);
+  run_steps(state, *device, *step->executable, step->arguments, 2 * cache_bytes);
   // Both caches were written in place: the step returns their own pointers.
-  StatusOr<std::vector<DevicePointer>> last = (*executable)->run_on_device(*arguments);
+  StatusOr<std::vector<DevicePointer>> last = step->executable->run_on_device(arguments);
   if (failed(state, last.status())) return;
-  state.counters["caches_in_place"] = (*last)[0] == (*arguments)[0] && (*last)[1] == (*arguments)[1] ? 1 : 0;
-  (void)(*executable)->release_result((*last)[2]);
-  for (DevicePointer pointer : *arguments) (void)device->free(pointer);
+  state.counters["caches_in_place"] = (*last)[0] == arguments[0] && (*last)[1] == arguments[1] ? 1 : 0;
+  (void)step->executable->release_result((*last)[2]);
+  for (DevicePointer pointer : arguments) (void)device->free(pointer);
 }
 BENCHMARK(BM_DecodeStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
@@ -148,15 +151,10 @@ void BM_ElementwiseChain(benchmark::State& state) {
   Driver* device = nullptr;
   if (skip_without_gpu(state, device)) return;
   constexpr int64_t kCount = int64_t{1} << 28;  // 1 GiB of f32
-  const std::string text = bench::elementwise_chain_hlo(kCount, /*donated=*/true);  // written over x
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = compile(text, *device);
-  if (failed(state, executable.status())) return;
-  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
-  if (failed(state, module.status())) return;
-  StatusOr<std::vector<DevicePointer>> arguments = zero_arguments(*device, **module);
-  if (failed(state, arguments.status())) return;
-  run_steps(state, *device, **executable, *arguments, 2 * kCount * 4);
-  for (DevicePointer pointer : *arguments) (void)device->free(pointer);
+  StatusOr<Prepared> chain = prepare(bench::elementwise_chain_hlo(kCount, /*donated=*/true), *device);  // over x
+  if (failed(state, chain.status())) return;
+  run_steps(state, *device, *chain->executable, chain->arguments, 2 * kCount * 4);
+  for (DevicePointer pointer : chain->arguments) (void)device->free(pointer);
 }
 BENCHMARK(BM_ElementwiseChain)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
@@ -164,16 +162,13 @@ void BM_Matmul(benchmark::State& state) {
   Driver* device = nullptr;
   if (skip_without_gpu(state, device)) return;
   constexpr int64_t kN = 4096;
-  const std::string text = bench::matmul_hlo(kN);
-  StatusOr<std::unique_ptr<CudaExecutable>> executable = compile(text, *device);
-  if (failed(state, executable.status())) return;
-  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
-  if (failed(state, module.status())) return;
-  StatusOr<std::vector<DevicePointer>> arguments = zero_arguments(*device, **module);
-  if (failed(state, arguments.status())) return;
+  StatusOr<Prepared> matmul = prepare(bench::matmul_hlo(kN), *device);
+  if (failed(state, matmul.status())) return;
+  CudaExecutable* executable = matmul->executable.get();
+  const std::vector<DevicePointer>& arguments = matmul->arguments;
   // The library's own call on the same operands, timed first: the baseline.
   const DeviceStep* gemm = nullptr;
-  for (const DeviceStep& step : (*executable)->plan().steps)
+  for (const DeviceStep& step : executable->plan().steps)
     if (step.kind == StepKind::kGemm) gemm = &step;
   if (gemm == nullptr) {
     state.SkipWithError("the matmul was not planned as a GEMM");
@@ -184,7 +179,7 @@ void BM_Matmul(benchmark::State& state) {
   std::vector<double> library;
   for (int k = 0; k < 6; ++k) {
     const Clock::time_point start = Clock::now();
-    Status status = device->gemm(gemm->gemm, (*arguments)[0], (*arguments)[1], *c);
+    Status status = device->gemm(gemm->gemm, arguments[0], arguments[1], *c);
     if (status.ok()) status = device->synchronize();
     if (failed(state, status)) return;
     if (k > 0) library.push_back(std::chrono::duration<double>(Clock::now() - start).count());
@@ -193,9 +188,9 @@ void BM_Matmul(benchmark::State& state) {
   CudaStats stats;
   for (auto _ : state) {
     stats = CudaStats{};
-    StatusOr<std::vector<DevicePointer>> results = (*executable)->run_on_device(*arguments, &stats);
+    StatusOr<std::vector<DevicePointer>> results = executable->run_on_device(arguments, &stats);
     if (failed(state, results.status())) return;
-    for (DevicePointer result : *results) (void)(*executable)->release_result(result);
+    for (DevicePointer result : *results) (void)executable->release_result(result);
   }
   state.counters["gemms_on_library"] = static_cast<double>(stats.gemms_on_library);
   state.counters["library_seconds"] = library[library.size() / 2];
@@ -204,7 +199,7 @@ void BM_Matmul(benchmark::State& state) {
                                                            benchmark::Counter::kInvert);
   state.counters["FLOPS"] = benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate);
   (void)device->free(*c);
-  for (DevicePointer pointer : *arguments) (void)device->free(pointer);
+  for (DevicePointer pointer : arguments) (void)device->free(pointer);
 }
 BENCHMARK(BM_Matmul)->Unit(benchmark::kMillisecond)->UseRealTime();
 

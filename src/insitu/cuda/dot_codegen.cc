@@ -16,6 +16,50 @@ using detail::cuda_type;
 using detail::refuse;
 using detail::strides_of;
 
+namespace {
+
+// The types of a dot's or convolution's kernel, by the evaluator's rules (evaluator/dot.cc,
+// convolution.h): operands converted to the result type, products summed in the accumulator
+// (the type for f32/f64, float for bf16/f16, 64 bits for integers, wrapping).
+struct Contraction {
+  std::string type, lhs_type, rhs_type, accumulator;
+  bool integer = false;
+
+  // The statement adding a[a_index] * b[b_index] to `sum`.
+  std::string multiply_add(const std::string& a_index, const std::string& b_index) const {
+    const std::string a = str_cat("(", accumulator, ")(", type, ")a[", a_index, "]");
+    const std::string b = str_cat("(", accumulator, ")(", type, ")b[", b_index, "]");
+    return integer ? str_cat("sum = (", accumulator, ")((unsigned long long)sum + (unsigned long long)", a,
+                             " * (unsigned long long)", b, ");\n")
+                   : str_cat("sum += ", a, " * ", b, ";\n");
+  }
+  // The kernel's signature up to its body: (const L* a, const R* b, T* c, long long n), i.
+  std::string opening(const std::string& name) const {
+    return str_cat("extern \"C\" __global__ void ", name, "(const ", lhs_type, "* __restrict__ a, const ", rhs_type,
+                   "* __restrict__ b, ", type, "* __restrict__ c, long long n) {\n",
+                   "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+                   "  if (i >= n) return;\n");
+  }
+};
+
+StatusOr<Contraction> contraction(const Instruction& op) {
+  const PrimitiveType result = op.shape().element_type();
+  const PrimitiveType lhs = op.operand(0)->shape().element_type(), rhs = op.operand(1)->shape().element_type();
+  if (result == PrimitiveType::kPred) return refuse(op, "a pred result is not generated");
+  Contraction c;
+  INSITU_ASSIGN_OR_RETURN(c.type, cuda_type(op, result));
+  INSITU_ASSIGN_OR_RETURN(c.lhs_type, cuda_type(op, lhs));
+  INSITU_ASSIGN_OR_RETURN(c.rhs_type, cuda_type(op, rhs));
+  c.integer = !is_floating(result);
+  if (c.integer && (is_floating(lhs) || is_floating(rhs)))
+    return refuse(op, "floats contracted into an integer are not generated");
+  c.accumulator = c.integer ? (is_signed_integral(result) ? "long long" : "unsigned long long")
+                            : detail::compute_type(c.type);
+  return c;
+}
+
+}  // namespace
+
 StatusOr<GeneratedKernel> generate_dot_kernel(const Instruction& dot, const std::string& name) {
   if (dot.opcode() != Opcode::kDot || dot.operand_count() != 2 || !dot.shape().is_array())
     return refuse(dot, "not a dot of two arrays");
@@ -24,18 +68,7 @@ StatusOr<GeneratedKernel> generate_dot_kernel(const Instruction& dot, const std:
   const Shape& out = dot.shape();
   if (eval::find_own_attribute(dot, "algorithm") != nullptr)
     return refuse(dot, "a dot with algorithm= (operands rounded to another precision) is not generated yet");
-  // The evaluator's arithmetic (evaluator/dot.cc): operands converted to the result type; sums
-  // of f32/f64 in the type, of bf16/f16 in float rounded once, of integers in 64 bits wrapped.
-  const PrimitiveType result = out.element_type();
-  if (result == PrimitiveType::kPred) return refuse(dot, "a dot of pred is not generated");
-  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(dot, result));
-  INSITU_ASSIGN_OR_RETURN(std::string lhs_type, cuda_type(dot, lhs.element_type()));
-  INSITU_ASSIGN_OR_RETURN(std::string rhs_type, cuda_type(dot, rhs.element_type()));
-  const bool integer = !is_floating(result);
-  const std::string accumulator =
-      integer ? (is_signed_integral(result) ? "long long" : "unsigned long long") : detail::compute_type(type);
-  if ((is_floating(lhs.element_type()) || is_floating(rhs.element_type())) && integer)
-    return refuse(dot, "a dot of floats into an integer is not generated");
+  INSITU_ASSIGN_OR_RETURN(Contraction c, contraction(dot));
   const DotDimensionNumbers& numbers = dot.dot_dimension_numbers;
   if (numbers.lhs_batch_dimensions.size() != numbers.rhs_batch_dimensions.size() ||
       numbers.lhs_contracting_dimensions.size() != numbers.rhs_contracting_dimensions.size())
@@ -79,18 +112,10 @@ StatusOr<GeneratedKernel> generate_dot_kernel(const Instruction& dot, const std:
   }
   GeneratedKernel kernel;
   kernel.name = name;
-  // Each operand element as the result type (rounded, for bf16 and f16), then in the accumulator's.
-  const std::string load_a = str_cat("(", accumulator, ")(", type, ")a[a0 + ", lhs_offset, "]");
-  const std::string load_b = str_cat("(", accumulator, ")(", type, ")b[b0 + ", rhs_offset, "]");
-  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", lhs_type, "* __restrict__ a, const ", rhs_type,
-                          "* __restrict__ b, ", type, "* __restrict__ c, long long n) {\n",
-                          "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
-                          "  if (i >= n) return;\n", "  const long long a0 = ", lhs_base, ", b0 = ", rhs_base, ";\n  ",
-                          accumulator, " sum = 0;\n", "  for (long long k = 0; k < ", count, "ll; ++k)\n",
-                          integer ? str_cat("    sum = (", accumulator, ")((unsigned long long)sum + (unsigned long long)",
-                                            load_a, " * (unsigned long long)", load_b, ");\n")
-                                  : str_cat("    sum += ", load_a, " * ", load_b, ";\n"),
-                          "  c[i] = (", type, ")sum;\n}\n");
+  kernel.source = str_cat(c.opening(name), "  const long long a0 = ", lhs_base, ", b0 = ", rhs_base, ";\n  ",
+                          c.accumulator, " sum = 0;\n", "  for (long long k = 0; k < ", count, "ll; ++k)\n    ",
+                          c.multiply_add(str_cat("a0 + ", lhs_offset), str_cat("b0 + ", rhs_offset)), "  c[i] = (", c.type,
+                          ")sum;\n}\n");
   return kernel;
 }
 
@@ -101,13 +126,7 @@ StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolu
   const Shape& rhs = convolution.operand(1)->shape();
   // The evaluator's plan: every check it makes (dim_labels, groups, the result's shape) is made.
   INSITU_ASSIGN_OR_RETURN(eval::ConvolutionPlan plan, eval::plan_convolution(convolution, lhs, rhs));
-  const PrimitiveType result = convolution.shape().element_type();
-  INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(convolution, result));
-  INSITU_ASSIGN_OR_RETURN(std::string lhs_type, cuda_type(convolution, lhs.element_type()));
-  INSITU_ASSIGN_OR_RETURN(std::string rhs_type, cuda_type(convolution, rhs.element_type()));
-  const bool integer = !is_floating(result);
-  const std::string accumulator =
-      integer ? (is_signed_integral(result) ? "long long" : "unsigned long long") : detail::compute_type(type);
+  INSITU_ASSIGN_OR_RETURN(Contraction c, contraction(convolution));
   // Output element i's coordinates, then its bases (convolution.h's convolve, line for line).
   const std::vector<int64_t> out_strides = strides_of(plan.out_dimensions);
   auto coordinate = [&](int64_t d) {
@@ -118,7 +137,7 @@ StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolu
       "  const long long a0 = (o / ", plan.batch_group_features, "ll * ", plan.batch_group_size, "ll + ",
       coordinate(plan.out_batch), ") * ", plan.lhs_strides[plan.lhs_batch], "ll + o / ", plan.output_feature_group_size,
       "ll * ", plan.input_feature_group_size * plan.lhs_strides[plan.lhs_feature], "ll;\n",
-      "  const long long b0 = o * ", plan.rhs_strides[plan.rhs_output], "ll;\n", "  ", accumulator, " sum = 0;\n");
+      "  const long long b0 = o * ", plan.rhs_strides[plan.rhs_output], "ll;\n", "  ", c.accumulator, " sum = 0;\n");
   // The window's positions in row-major order (last spatial dimension fastest), those on an
   // input element only (not padding, not a base-dilation hole), then the group's input features.
   std::string lhs_offset = "a0", rhs_offset = "b0", indent = "  ";
@@ -136,25 +155,17 @@ StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolu
     rhs_offset += str_cat(" + ", w.window_reversal ? str_cat("(", w.size - 1, "ll - ", p, ")") : p, " * ",
                           plan.rhs_strides[plan.rhs_spatial[s]], "ll");
   }
-  const std::string load_a = str_cat("(", accumulator, ")(", type, ")a[lo + z * ",
-                                     plan.lhs_strides[plan.lhs_feature], "ll]");
-  const std::string load_b = str_cat("(", accumulator, ")(", type, ")b[ro + z * ",
-                                     plan.rhs_strides[plan.rhs_input], "ll]");
   code += str_cat(indent, "const long long lo = ", lhs_offset, ", ro = ", rhs_offset, ";\n", indent,
                   "for (long long z = 0; z < ", plan.input_feature_group_size, "ll; ++z)\n", indent, "  ",
-                  integer ? str_cat("sum = (", accumulator, ")((unsigned long long)sum + (unsigned long long)", load_a,
-                                    " * (unsigned long long)", load_b, ");\n")
-                          : str_cat("sum += ", load_a, " * ", load_b, ";\n"));
+                  c.multiply_add(str_cat("lo + z * ", plan.lhs_strides[plan.lhs_feature], "ll"),
+                                 str_cat("ro + z * ", plan.rhs_strides[plan.rhs_input], "ll")));
   for (size_t s = plan.window.size(); s-- > 0;) {
     indent.resize(indent.size() - 2);
     code += indent + "}\n";
   }
   GeneratedKernel kernel;
   kernel.name = name;
-  kernel.source = str_cat("extern \"C\" __global__ void ", name, "(const ", lhs_type, "* __restrict__ a, const ",
-                          rhs_type, "* __restrict__ b, ", type, "* __restrict__ c, long long n) {\n",
-                          "  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
-                          "  if (i >= n) return;\n", code, "  c[i] = (", type, ")sum;\n}\n");
+  kernel.source = str_cat(c.opening(name), code, "  c[i] = (", c.type, ")sum;\n}\n");
   return kernel;
 }
 
