@@ -428,6 +428,32 @@ ENTRY main {
 // Dots with no GEMM form run as a kernel summing each output element: a batch dimension in the
 // middle of both operands and two contracting dimensions (an attention einsum's shapes), and an
 // operand with two free dimensions.
+// Dense layers on 3-D activations run as one GEMM each (free dimensions side by side
+// flattened), plain and transposed on both sides; the emulated device runs the plan's GEMM
+// kernel (a GPU, cuBLAS), against the evaluator.
+TEST(CudaExecutor, SideBySideFreeDimensionsRunAsOneGemm) {
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, R"(
+HloModule dense
+ENTRY main {
+  a = f32[3,4,5] parameter(0)
+  b = f32[5,2,6] parameter(1)
+  at = f32[5,3,4] parameter(2)
+  bt = f32[2,6,5] parameter(3)
+  d = f32[3,4,2,6] dot(a, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  t = f32[3,4,2,6] dot(at, bt), lhs_contracting_dims={0}, rhs_contracting_dims={2}
+  ROOT out = (f32[3,4,2,6], f32[3,4,2,6]) tuple(d, t)
+}
+)");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  const std::string plan = describe(on->executable->plan());
+  EXPECT_NE(plan.find("%d: gemm f32 batch 1 m 12 n 12 k 5"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("%t: gemm f32 batch 1 m 12 n 12 k 5 A^T B^T"), std::string::npos) << plan;
+  StatusOr<BothResults> run = run_both(*on, random_arguments(*on->written, 13));
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  EXPECT_EQ(differs(run->actual, run->expected), "");
+}
+
 TEST(CudaExecutor, DotsWithoutAGemmFormSumEachOutputElement) {
   EmulatedDevice device;
   StatusOr<OnDevice> on = compile_on(device, R"(

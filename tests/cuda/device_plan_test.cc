@@ -123,18 +123,47 @@ TEST(CudaPlan, GemmCallsComputeTheDot) {
 TEST(CudaPlan, WhatHasNoGemmFormIsALocatedError) {
   StatusOr<std::unique_ptr<Module>> module = parse_module(R"(HloModule d
 ENTRY e {
-  a = f32[3,4,5] parameter(0)
+  a = f32[3,5,4] parameter(0)
   b = f32[5,2] parameter(1)
-  ROOT d = f32[3,4,2] dot(a, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  ROOT d = f32[3,4,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 }
 )");
   ASSERT_TRUE(module.ok());
   StatusOr<GemmCall> call = plan_gemm(*(*module)->entry()->root());
   ASSERT_FALSE(call.ok());
-  EXPECT_NE(call.status().message().find("no CUDA kernel for %d (dot): an operand with several free dimensions"),
+  EXPECT_NE(call.status().message().find(
+                "no CUDA kernel for %d (dot): an operand whose free dimensions the contracting dimension splits"),
             std::string::npos)
       << call.status().to_string();
   EXPECT_TRUE(call.status().location().valid());
+}
+
+// A dense layer on 3-D activations: free dimensions side by side are one GEMM dimension of their
+// product, before the contracting dimension (no transpose) or after it (transposed).
+TEST(CudaPlan, SideBySideFreeDimensionsAreOneGemmDimension) {
+  StatusOr<std::unique_ptr<Module>> module = parse_module(R"(HloModule d
+ENTRY e {
+  a = f32[3,4,5] parameter(0)
+  b = f32[5,2,6] parameter(1)
+  at = f32[5,3,4] parameter(2)
+  d = f32[3,4,2,6] dot(a, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  ROOT t = f32[3,4,2,6] dot(at, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+}
+)");
+  ASSERT_TRUE(module.ok());
+  int gemms = 0;
+  for (const Instruction* dot : (*module)->entry()->instructions()) {
+    if (dot->opcode() != Opcode::kDot) continue;
+    StatusOr<GemmCall> call = plan_gemm(*dot);
+    ASSERT_TRUE(call.ok()) << call.status().to_string();
+    EXPECT_EQ(call->m, 12) << dot->name();
+    EXPECT_EQ(call->n, 12) << dot->name();
+    EXPECT_EQ(call->k, 5) << dot->name();
+    EXPECT_EQ(call->transpose_a, dot->name() == "t") << dot->name();
+    EXPECT_FALSE(call->transpose_b) << dot->name();
+    ++gemms;
+  }
+  EXPECT_EQ(gemms, 2);
 }
 
 // Every corpus module, optimized by insitu: planned in full (its kernels compile for sm_90), or

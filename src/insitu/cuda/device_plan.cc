@@ -14,16 +14,25 @@ namespace {
 
 using detail::refuse;
 
-// The one free (neither batch nor contracting) dimension of a dot operand, or -1 for none;
-// -2 when there are several.
-int64_t free_dimension(int64_t rank, const std::vector<int64_t>& batch, const std::vector<int64_t>& contracting) {
-  int64_t found = -1;
-  for (int64_t d = 0; d < rank; ++d) {
+// The free (neither batch nor contracting) dimensions of a dot operand, when they are
+// consecutive: one row-major block of `size` elements per batch and contracted index, starting
+// at dimension `first` (-1: none). `consecutive` is false when another dimension splits them.
+struct FreeDimensions {
+  int64_t first = -1, size = 1;
+  bool consecutive = true;
+};
+FreeDimensions free_dimensions(const Shape& operand, const std::vector<int64_t>& batch,
+                               const std::vector<int64_t>& contracting) {
+  FreeDimensions free;
+  int64_t last = -1;
+  for (int64_t d = 0; d < operand.rank(); ++d) {
     if (std::count(batch.begin(), batch.end(), d) || std::count(contracting.begin(), contracting.end(), d)) continue;
-    if (found != -1) return -2;
-    found = d;
+    if (free.first < 0) free.first = d;
+    else if (d != last + 1) free.consecutive = false;
+    last = d;
+    free.size *= operand.dimension(d);
   }
-  return found;
+  return free;
 }
 
 }  // namespace
@@ -45,19 +54,25 @@ StatusOr<GemmCall> plan_gemm(const Instruction& dot) {
       return refuse(dot, "batch dimensions that do not lead both operands in order are not planned yet");
   if (numbers.lhs_contracting_dimensions.size() != 1)
     return refuse(dot, "a dot contracting several dimensions is not planned yet");
-  const int64_t lhs_free = free_dimension(lhs.rank(), numbers.lhs_batch_dimensions, numbers.lhs_contracting_dimensions);
-  const int64_t rhs_free = free_dimension(rhs.rank(), numbers.rhs_batch_dimensions, numbers.rhs_contracting_dimensions);
-  if (lhs_free == -2 || rhs_free == -2) return refuse(dot, "an operand with several free dimensions is not planned yet");
+  // Several free dimensions side by side are one, of their product (a dense layer's [B, T, D]
+  // x [D, F] is an M = B * T GEMM): row-major, they are one block before or after the
+  // contracting dimension (the batch dimensions lead), and the result lists them in order.
+  const FreeDimensions lhs_free =
+      free_dimensions(lhs, numbers.lhs_batch_dimensions, numbers.lhs_contracting_dimensions);
+  const FreeDimensions rhs_free =
+      free_dimensions(rhs, numbers.rhs_batch_dimensions, numbers.rhs_contracting_dimensions);
+  if (!lhs_free.consecutive || !rhs_free.consecutive)
+    return refuse(dot, "an operand whose free dimensions the contracting dimension splits is not planned yet");
   const int64_t lhs_k = numbers.lhs_contracting_dimensions[0], rhs_k = numbers.rhs_contracting_dimensions[0];
   GemmCall call;
   call.type = out.element_type();
   for (size_t b = 0; b < batches; ++b) call.batch *= lhs.dimension(static_cast<int64_t>(b));
   call.k = lhs.dimension(lhs_k);
-  call.m = lhs_free >= 0 ? lhs.dimension(lhs_free) : 1;
-  call.n = rhs_free >= 0 ? rhs.dimension(rhs_free) : 1;
+  call.m = lhs_free.size;
+  call.n = rhs_free.size;
   // A is stored m x k unless its contracting dimension comes first (k x m); B k x n unless n x k.
-  call.transpose_a = lhs_free >= 0 && lhs_k < lhs_free;
-  call.transpose_b = rhs_free >= 0 && rhs_free < rhs_k;
+  call.transpose_a = lhs_free.first >= 0 && lhs_k < lhs_free.first;
+  call.transpose_b = rhs_free.first >= 0 && rhs_free.first < rhs_k;
   call.lda = call.transpose_a ? call.m : call.k;
   call.ldb = call.transpose_b ? call.k : call.n;
   call.ldc = call.n;
