@@ -7,9 +7,10 @@
 // a warm run allocates nothing from the device. (Launches are queued in one order, so reuse
 // after the last reader is queued is safe.) Views (reshape, bitcast, tuple and
 // get-tuple-element) share their operand's memory; a dynamic-update-slice or scatter writes its
-// operand's memory in place (copy insertion left a copy before it wherever the old value is read later,
-// as the CPU runtime relies on too). GEMMs run on the device's library (cuBLAS through the
-// driver) or, where it has none, as the plan's generated kernel. While loops and
+// operand's memory in place (copy insertion left a copy before it wherever the old value is
+// read later, as the CPU runtime relies on too). Kernels and GEMMs are queued, and a run waits
+// once, at its end. GEMMs run on the device's library (cuBLAS through the driver) or, where it
+// has none, as the plan's generated kernel. While loops and
 // conditionals are driven by the host: after the condition's steps the pred (or branch index)
 // is copied back, a few bytes per iteration. A registered kernel's custom-call runs its CUDA
 // body with each aliased output in its operand's memory (in place), its grid's table uploaded
