@@ -32,7 +32,6 @@
 #include <mutex>
 #include <span>
 #include <sstream>
-#include <unordered_map>
 #include <string>
 #include <vector>
 

@@ -172,10 +172,7 @@ ENTRY main {
   }
   StatusOr<BothResults> run = run_both(*on, arguments);
   ASSERT_TRUE(run.ok()) << run.status().to_string();
-  const Literal &actual = run->actual, &expected = run->expected;
-  for (int64_t k = 0; k < expected.shape().tuple_size(); ++k)
-    EXPECT_TRUE(actual.element(k) == expected.element(k))
-        << "output " << k << ": " << actual.element(k).to_string() << " vs " << expected.element(k).to_string();
+  EXPECT_EQ(not_identical(run->actual, run->expected), "");
 }
 
 // Gathers: rows of a table (an embedding lookup), 2x3 windows from a two-number start, and a
@@ -328,9 +325,8 @@ ENTRY main {
   for (float& value : arguments[3].data<float>()) value = 1.0f + static_cast<float>(rng() % 1000) * 0x1p-14f;
   StatusOr<BothResults> run = run_both(*on, arguments);
   ASSERT_TRUE(run.ok()) << run.status().to_string();
-  for (int64_t k = 0; k < 3; ++k)  // sums (in double, rounded once), maxima and integers: exact
-    EXPECT_TRUE(run->actual.element(k) == run->expected.element(k))
-        << k << ": " << run->actual.element(k).to_string() << " vs " << run->expected.element(k).to_string();
+  // sums (in double, rounded once), maxima and integers: exact
+  EXPECT_EQ(not_identical(run->actual, run->expected, 3), "");
   EXPECT_EQ(differs(run->actual.element(3), run->expected.element(3)), "");
 }
 
@@ -419,10 +415,7 @@ ENTRY main {
     for (int c = 0; c < 3; ++c) arguments[0].data<float>()[row * 3 + c] = c == 0 ? column[row] : column[(row + 3 * c) % 9];
   StatusOr<BothResults> run = run_both(*on, arguments);
   ASSERT_TRUE(run.ok()) << run.status().to_string();
-  const Literal &actual = run->actual, &expected = run->expected;
-  for (int64_t k = 0; k < 3; ++k)
-    EXPECT_TRUE(actual.element(k) == expected.element(k))
-        << "output " << k << ": " << actual.element(k).to_string() << " vs " << expected.element(k).to_string();
+  EXPECT_EQ(not_identical(run->actual, run->expected, 3), "");
 }
 
 // Dots with no GEMM form run as a kernel summing each output element: a batch dimension in the
@@ -503,10 +496,7 @@ ENTRY main {
   std::copy(std::begin(x), std::end(x), arguments[0].data<float>().data());
   StatusOr<BothResults> run = run_both(*on, arguments);
   ASSERT_TRUE(run.ok()) << run.status().to_string();
-  const Literal &actual = run->actual, &expected = run->expected;
-  for (int64_t k = 0; k < 4; ++k)
-    EXPECT_TRUE(actual.element(k) == expected.element(k))
-        << "output " << k << ": " << actual.element(k).to_string() << " vs " << expected.element(k).to_string();
+  EXPECT_EQ(not_identical(run->actual, run->expected, 4), "");
 }
 
 }  // namespace

@@ -195,6 +195,18 @@ inline StatusOr<std::vector<DevicePointer>> upload(Device& device, std::span<con
   return pointers;
 }
 
+// "" when `actual` has `expected`'s bits (NaN payloads included), else the first output (of a
+// tuple: of its first `outputs` elements, all when -1) that differs, both printed.
+inline std::string not_identical(const Literal& actual, const Literal& expected, int64_t outputs = -1) {
+  if (!expected.shape().is_tuple())
+    return actual == expected ? "" : str_cat(actual.to_string(), " vs ", expected.to_string());
+  if (outputs < 0) outputs = expected.shape().tuple_size();
+  for (int64_t k = 0; k < outputs; ++k)
+    if (!(actual.element(k) == expected.element(k)))
+      return str_cat("output ", k, ": ", actual.element(k).to_string(), " vs ", expected.element(k).to_string());
+  return "";
+}
+
 // run_on_device's result leaves against the evaluator's result (a tuple's elements, in order):
 // "" or what differs first.
 inline std::string differs_on_device(Device& device, std::span<const DevicePointer> results, const Literal& expected) {

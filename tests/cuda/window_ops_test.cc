@@ -90,7 +90,7 @@ ENTRY main {
   for (float& value : arguments[1].data<float>()) value = std::isfinite(value) ? value : 1.0f;
   StatusOr<BothResults> run = run_both(*on, arguments);
   ASSERT_TRUE(run.ok()) << run.status().to_string();
-  EXPECT_TRUE(run->actual == run->expected) << run->actual.to_string() << " vs " << run->expected.to_string();
+  EXPECT_EQ(not_identical(run->actual, run->expected), "");
 }
 
 }  // namespace

@@ -228,10 +228,14 @@ Status Driver::launch(DeviceModule module, const std::string& kernel, int64_t th
                                  str_cat("cuModuleGetFunction(", kernel, ")").c_str()));
   constexpr int64_t kBlock = 256;
   const int64_t blocks = std::max<int64_t>(1, (threads + kBlock - 1) / kBlock);
-  INSITU_RETURN_IF_ERROR(check(api_->cuLaunchKernel(function, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0,
-                                                    nullptr, arguments.data(), nullptr),
-                               str_cat("cuLaunchKernel(", kernel, ")").c_str()));
-  return synchronous_ ? check(api_->cuCtxSynchronize(), str_cat("kernel ", kernel).c_str()) : ok_status();
+  // (The kernel's name goes into a message only on failure: no string per launch.)
+  if (int launched = api_->cuLaunchKernel(function, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0, nullptr,
+                                          arguments.data(), nullptr);
+      launched != 0)
+    return check(launched, str_cat("cuLaunchKernel(", kernel, ")").c_str());
+  if (!synchronous_) return ok_status();
+  const int finished = api_->cuCtxSynchronize();
+  return finished == 0 ? ok_status() : check(finished, str_cat("kernel ", kernel).c_str());
 }
 
 Status Driver::synchronize() {

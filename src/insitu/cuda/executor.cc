@@ -66,11 +66,15 @@ struct CudaExecutable::Run {
       auto holder = holders.find(pointer);
       if (holder == holders.end() || --holder->second > 0) continue;
       holders.erase(holder);
-      if (auto block = in_use.find(pointer); block != in_use.end()) {
-        held_bytes -= block->second;
-        executable.give_back_block(pointer, block->second);
-        in_use.erase(block);
-      }
+      give_back(pointer);
+    }
+  }
+  // `pointer` back to the pool now, when it is one of this run's blocks.
+  void give_back(DevicePointer pointer) {
+    if (auto block = in_use.find(pointer); block != in_use.end()) {
+      held_bytes -= block->second;
+      executable.give_back_block(pointer, block->second);
+      in_use.erase(block);
     }
   }
 
@@ -89,8 +93,7 @@ struct CudaExecutable::Run {
     INSITU_ASSIGN_OR_RETURN(DevicePointer scratch, allocate(step.scratch_bytes));
     Status status = launch(step.kernel, step.threads, {pointers.at(0), scratch});
     if (status.ok()) status = launch(step.finish, step.finish_threads, {pointers.at(1), scratch, pointers.at(2)});
-    hold({scratch});
-    drop({scratch});
+    give_back(scratch);
     return status;
   }
 
