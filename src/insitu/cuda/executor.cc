@@ -268,7 +268,19 @@ struct CudaExecutable::Run {
 StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr<Module> module, Device& device,
                                                                  const CustomCallTable* custom_calls) {
   std::unique_ptr<CudaExecutable> executable(new CudaExecutable(std::move(module), device));
-  INSITU_ASSIGN_OR_RETURN(executable->plan_, plan_for_cuda(*executable->module_->entry(), custom_calls));
+  const Computation& entry = *executable->module_->entry();
+  INSITU_ASSIGN_OR_RETURN(executable->plan_, plan_for_cuda(entry, custom_calls));
+  Status leaves;
+  auto array_leaves = [&](const Instruction& instruction, std::vector<Shape>& out) {
+    instruction.shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex&) {
+      if (!leaf.is_array() && leaves.ok())
+        leaves = unimplemented(str_cat("a token in %", instruction.name(), " on the CUDA device"), instruction.location());
+      out.push_back(leaf);
+    });
+  };
+  for (const Instruction* parameter : entry.parameters()) array_leaves(*parameter, executable->parameter_leaves_);
+  array_leaves(*entry.root(), executable->result_leaves_);
+  INSITU_RETURN_IF_ERROR(leaves);
   INSITU_ASSIGN_OR_RETURN(executable->kernels_, device.load(executable->plan_.source));
   // The constants the plan's steps read (a fusion's are literals in its kernel).
   std::vector<const std::vector<DeviceStep>*> pending = {&executable->plan_.steps};
@@ -338,10 +350,8 @@ void CudaExecutable::give_back_block(DevicePointer block, int64_t bytes) {
   free_blocks_[bytes].push_back(block);
 }
 
-StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<const DevicePointer> argument_leaves,
-                                                                   CudaStats* stats) {
-  CudaStats local;
-  CudaStats& counted = stats != nullptr ? *stats : local;
+StatusOr<std::vector<DevicePointer>> CudaExecutable::run_entry(Run& run,
+                                                               std::span<const DevicePointer> argument_leaves) {
   const Computation& entry = *module_->entry();
   std::vector<Leaves> parameters;
   size_t next = 0;
@@ -349,16 +359,23 @@ StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<con
     const int64_t count = entry.parameter(p)->shape().leaf_count();
     if (next + static_cast<size_t>(count) > argument_leaves.size())
       return invalid_argument(str_cat("the module's parameters have more leaves than the ", argument_leaves.size(),
-                                      " device pointers given"));
+                                      " given"));
     parameters.emplace_back(argument_leaves.begin() + static_cast<int64_t>(next),
                             argument_leaves.begin() + static_cast<int64_t>(next + static_cast<size_t>(count)));
     next += static_cast<size_t>(count);
   }
   if (next != argument_leaves.size())
-    return invalid_argument(str_cat("the module's parameters have ", next, " leaves, got ", argument_leaves.size(),
-                                    " device pointers"));
+    return invalid_argument(str_cat("the module's parameters have ", next, " leaves, got ", argument_leaves.size()));
+  return run.run(entry, plan_.steps, parameters);
+}
+
+StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<const DevicePointer> argument_leaves,
+                                                                   CudaStats* stats) {
+  CudaStats local;
+  CudaStats& counted = stats != nullptr ? *stats : local;
+  const Computation& entry = *module_->entry();
   Run run{*this, counted};
-  INSITU_ASSIGN_OR_RETURN(Leaves result, run.run(entry, plan_.steps, parameters));
+  INSITU_ASSIGN_OR_RETURN(Leaves result, run_entry(run, argument_leaves));
   // Result leaves the run allocated become the caller's; a constant's (the executable keeps it)
   // is copied out so every pointer returned is the caller's to free or already the caller's.
   for (DevicePointer& leaf : result) {
@@ -401,46 +418,56 @@ StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<con
   return result;
 }
 
-StatusOr<Literal> CudaExecutable::run(std::span<const Literal> arguments, CudaStats* stats) {
+Status CudaExecutable::run_host(std::span<const uint8_t* const> arguments, std::span<uint8_t* const> results,
+                                CudaStats* stats) {
   CudaStats local;
   CudaStats& counted = stats != nullptr ? *stats : local;
+  if (arguments.size() != parameter_leaves_.size())
+    return invalid_argument(str_cat("the module's parameters have ", parameter_leaves_.size(), " leaves, got ",
+                                    arguments.size(), " arguments"));
+  if (results.size() != result_leaves_.size())
+    return invalid_argument(str_cat("the module's result has ", result_leaves_.size(), " leaves, got memory for ",
+                                    results.size()));
+  Run run{*this, counted};  // every block it takes, arguments included, goes back to the pool at the end
+  Leaves argument_leaves;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const int64_t bytes = parameter_leaves_[i].byte_size();
+    INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, run.allocate(bytes));
+    INSITU_RETURN_IF_ERROR(device_.copy_to_device(pointer, arguments[i], bytes));
+    counted.bytes_to_device += bytes;
+    argument_leaves.push_back(pointer);
+  }
+  // The argument blocks are this run's own copies: an aliased output needs no copy over its
+  // parameter's block, it is read back from wherever it was computed.
+  INSITU_ASSIGN_OR_RETURN(Leaves result, run_entry(run, argument_leaves));
+  for (size_t j = 0; j < results.size(); ++j) {
+    const int64_t bytes = result_leaves_[j].byte_size();
+    INSITU_RETURN_IF_ERROR(device_.copy_to_host(results[j], result.at(j), bytes));  // waits for the queue
+    counted.bytes_to_host += bytes;
+  }
+  return device_.synchronize();  // no result leaf: the queued work's failure is still this call's
+}
+
+StatusOr<Literal> CudaExecutable::run(std::span<const Literal> arguments, CudaStats* stats) {
   const Computation& entry = *module_->entry();
   if (static_cast<int64_t>(arguments.size()) != entry.parameter_count())
     return invalid_argument(str_cat("the module takes ", entry.parameter_count(), " arguments, got ", arguments.size()));
-  Run run{*this, counted};
-  std::vector<Leaves> parameters;
-  for (const Literal& argument : arguments) {
-    std::vector<const Literal*> literal_parts;
-    literal_leaves(argument, literal_parts);
-    Leaves leaves;
-    for (const Literal* part : literal_parts) {
-      INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, run.allocate(part->size_bytes()));
-      INSITU_RETURN_IF_ERROR(device_.copy_to_device(pointer, part->untyped_data(), part->size_bytes()));
-      counted.bytes_to_device += part->size_bytes();
-      leaves.push_back(pointer);
-    }
-    parameters.push_back(std::move(leaves));
+  std::vector<const Literal*> argument_parts;
+  for (const Literal& argument : arguments) literal_leaves(argument, argument_parts);
+  std::vector<const uint8_t*> argument_bytes;
+  for (size_t i = 0; i < argument_parts.size(); ++i) {
+    if (i < parameter_leaves_.size() && !argument_parts[i]->shape().compatible(parameter_leaves_[i]))
+      return invalid_argument(str_cat("argument leaf ", i, " has shape ", argument_parts[i]->shape().to_string(false),
+                                      " but the parameter expects ", parameter_leaves_[i].to_string(false)));
+    argument_bytes.push_back(static_cast<const uint8_t*>(argument_parts[i]->untyped_data()));
   }
-  INSITU_ASSIGN_OR_RETURN(Leaves result, run.run(entry, plan_.steps, parameters));
-  INSITU_RETURN_IF_ERROR(device_.synchronize());
-  // The result, leaf by leaf, into a literal of the root's shape.
-  const Shape& shape = entry.root()->shape();
-  size_t next = 0;
-  std::function<StatusOr<Literal>(const Shape&)> fetch = [&](const Shape& part) -> StatusOr<Literal> {
-    if (part.is_tuple()) {
-      std::vector<Literal> elements;
-      for (int64_t i = 0; i < part.tuple_size(); ++i) {
-        INSITU_ASSIGN_OR_RETURN(Literal element, fetch(part.tuple_shape(i)));
-        elements.push_back(std::move(element));
-      }
-      return Literal::tuple(std::move(elements));
-    }
-    Literal literal(part);
-    INSITU_RETURN_IF_ERROR(device_.copy_to_host(literal.untyped_data(), result.at(next++), literal.size_bytes()));
-    counted.bytes_to_host += literal.size_bytes();
-    return literal;
-  };
-  return fetch(shape);
+  Literal result(entry.root()->shape());
+  std::vector<uint8_t*> result_bytes;
+  entry.root()->shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex& index) {
+    if (leaf.is_array()) result_bytes.push_back(static_cast<uint8_t*>(result.mutable_subliteral(index)->untyped_data()));
+  });
+  INSITU_RETURN_IF_ERROR(run_host(argument_bytes, result_bytes, stats));
+  return result;
 }
 
 }  // namespace insitu::cuda

@@ -14,8 +14,8 @@
 // conditionals are driven by the host: after the condition's steps the pred (or branch index)
 // is copied back, a few bytes per iteration. A registered kernel's custom-call runs its CUDA
 // body with each aliased output in its operand's memory (in place), its grid's table uploaded
-// at create. Arguments and results are host literals: every transfer is counted in CudaStats,
-// none is hidden.
+// at create. Arguments and results are host literals or host memory (run, run_host) or device
+// pointers (run_on_device): every transfer is counted in CudaStats, none is hidden.
 #pragma once
 
 #include <memory>
@@ -66,11 +66,25 @@ class CudaExecutable {
   // host but the loops' preds and the conditionals' branch indices.
   StatusOr<std::vector<DevicePointer>> run_on_device(std::span<const DevicePointer> argument_leaves,
                                                      CudaStats* stats = nullptr);
+  // The same between host memory: arguments[i] holds entry parameter leaf i's bytes (depth-first),
+  // results[j] receives result leaf j's. Each argument is copied into a block of the pool and
+  // each result copied back (bytes_to_device, bytes_to_host), so the caller's memory is only
+  // read, then written, and may be the same for an argument and a result (a donated buffer
+  // updated in place, as the CPU runtime's execute_borrowed). Sizes are the caller's to get
+  // right (parameter_leaves(), result_leaves()). The blocks go back to the pool: a warm call
+  // allocates nothing on the device.
+  Status run_host(std::span<const uint8_t* const> arguments, std::span<uint8_t* const> results,
+                  CudaStats* stats = nullptr);
   // A result run_on_device allocated, back to the pool once the caller is done with it (a step
   // loop's outputs then cost no allocation); anything else is an invalid-argument error.
   Status release_result(DevicePointer result);
 
   const DevicePlan& plan() const { return plan_; }
+  const Module& module() const { return *module_; }
+  Device& device() const { return device_; }
+  // The entry's parameter leaves and result leaves, depth-first (all arrays: create refuses tokens).
+  const std::vector<Shape>& parameter_leaves() const { return parameter_leaves_; }
+  const std::vector<Shape>& result_leaves() const { return result_leaves_; }
 
  private:
   CudaExecutable(std::unique_ptr<Module> module, Device& device) : module_(std::move(module)), device_(device) {}
@@ -78,10 +92,13 @@ class CudaExecutable {
   // The pool: a free block of exactly `bytes`, else a new one (counted in stats); and back.
   StatusOr<DevicePointer> take_block(int64_t bytes, CudaStats& stats);
   void give_back_block(DevicePointer block, int64_t bytes);
+  // The entry over `argument_leaves` (one per parameter leaf) in `run`: its root's leaves.
+  StatusOr<std::vector<DevicePointer>> run_entry(Run& run, std::span<const DevicePointer> argument_leaves);
 
   std::unique_ptr<Module> module_;
   Device& device_;
   DevicePlan plan_;
+  std::vector<Shape> parameter_leaves_, result_leaves_;
   DeviceModule kernels_ = 0;  // the plan's kernels, loaded at create (0: not loaded)
   std::mutex pool_mutex_;
   std::unordered_map<int64_t, std::vector<DevicePointer>> free_blocks_;  // by byte size
