@@ -424,6 +424,17 @@ ENTRY main {
   }
   Result unknown = insitu({"run", module, "--device", "tpu"});
   EXPECT_NE(unknown.status, 0);
+  // A module for many devices is refused, not run on the CPU instead.
+  const std::string replicated = write("replicated.hlo", R"(HloModule add, replica_count=2
+ENTRY main {
+  a = f32[4] parameter(0)
+  ROOT b = f32[4] add(a, a)
+}
+)");
+  Result many = insitu({"run", replicated, "--device", "cuda"});
+  EXPECT_EQ(many.status, 1);
+  EXPECT_NE(many.err.find("many devices runs on the CPU only"), std::string::npos) << many.err;
+  EXPECT_EQ(many.out, "");
 }
 
 }  // namespace

@@ -12,8 +12,6 @@
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/npy.h"
 #include "insitu/literal_format.h"
-#include "insitu/cuda/driver.h"
-#include "insitu/cuda/executor.h"
 #include "insitu/module_loader.h"
 #include "insitu/plugins.h"
 #include "insitu/kernel/grid_executor.h"
@@ -87,7 +85,7 @@ Status write_stats(const std::string& path, const nlohmann::json& stats) {
   return ok_status();
 }
 
-// The optimized module on the CPU runtime, ready to run.
+// The optimized module on the runtime, on the CPU or the CUDA device (--device), ready to run.
 StatusOr<std::unique_ptr<Executable>> build_executable(const Module& module, const RunOptions& options,
                                                        nlohmann::json& stats) {
   Clock::time_point compile_start = Clock::now();
@@ -96,7 +94,9 @@ StatusOr<std::unique_ptr<Executable>> build_executable(const Module& module, con
   INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(module.clone(), optimize));
   stats["unused_donors"] = optimized.donors.unused.size();  // before create takes the result
   INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable,
-                          Executable::create(std::move(optimized), {.max_memory_bytes = options.max_memory_bytes}));
+                          Executable::create(std::move(optimized),
+                                             {.max_memory_bytes = options.max_memory_bytes,
+                                              .device = options.device == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu}));
   stats["compile_seconds"] = seconds_since(compile_start);
   return executable;
 }
@@ -242,6 +242,11 @@ nlohmann::json run_stats_json(const Executable& executable, const ExecutionStats
                          {"run_seconds", stats.run_seconds},
                          {"fallback_ops_executed", stats.fallback_ops_executed},
                          {"copies_in_module", nlohmann::json::array()}};
+  if (executable.device() == DeviceKind::kCuda)
+    json.update({{"device", "cuda"},
+                 {"bytes_to_device", stats.bytes_to_device},
+                 {"bytes_to_host", stats.bytes_to_host},
+                 {"kernels_launched", stats.kernels_launched}});
   for (const CopyExplanation& copy : explain_module(executable.module()).copies)
     json["copies_in_module"].push_back({{"name", copy.copy->name()}, {"reason", copy_reason_name(copy.reason)}});
   return json;
@@ -290,32 +295,6 @@ int run_devices_command(const Module& module, const RunOptions& options, double 
 
 }  // namespace
 
-// --device cuda: the optimized module on GPU 0 through the driver; its transfers in the stats.
-StatusOr<Literal> run_on_cuda(std::unique_ptr<Module> module, std::span<const Literal> arguments,
-                              nlohmann::json& stats) {
-  Clock::time_point compile_start = Clock::now();
-  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Driver> driver, cuda::Driver::open());
-  INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(std::move(module)));
-  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaExecutable> executable,
-                          cuda::CudaExecutable::create(std::move(optimized.module), *driver));
-  const double compile_seconds = seconds_since(compile_start);
-  Clock::time_point run_start = Clock::now();
-  cuda::CudaStats cuda_stats;
-  INSITU_ASSIGN_OR_RETURN(Literal result, executable->run(arguments, &cuda_stats));
-  stats.update({{"device", driver->device_name()},
-                {"compile_seconds", compile_seconds},
-                {"run_seconds", seconds_since(run_start)},
-                {"copies_executed", 0},
-                {"bytes_copied", cuda_stats.bytes_copied_on_device},
-                {"bytes_to_device", cuda_stats.bytes_to_device},
-                {"bytes_to_host", cuda_stats.bytes_to_host},
-                {"kernels_launched", cuda_stats.kernels_launched},
-                {"gemms_on_library", cuda_stats.gemms_on_library},
-                {"device_bytes_allocated", cuda_stats.device_bytes_allocated},
-                {"peak_memory_bytes", cuda_stats.peak_device_bytes}});
-  return result;
-}
-
 int run_command(const RunOptions& options, CliContext& context) {
   set_check_races(options.check_races);  // kernel grids record and check their block accesses
   for (const std::string& plugin : options.plugins) {
@@ -328,7 +307,12 @@ int run_command(const RunOptions& options, CliContext& context) {
   if (!module.ok()) return report_error(context, module.status(), options.module_path);
   const double load_seconds = seconds_since(load_start);
 
-  if (device_grid(**module).devices() > 1) return run_devices_command(**module, options, load_seconds, context);
+  if (device_grid(**module).devices() > 1) {
+    if (options.device != "cpu")
+      return report_error(context, unimplemented("a module for many devices runs on the CPU only (--device cpu)"),
+                          options.module_path);
+    return run_devices_command(**module, options, load_seconds, context);
+  }
 
   StatusOr<std::vector<Literal>> arguments = bind_arguments(**module, options.arg_paths);
   if (!arguments.ok()) return report_error(context, arguments.status());
@@ -345,8 +329,6 @@ int run_command(const RunOptions& options, CliContext& context) {
       stats.update({{"copies_executed", 0}, {"bytes_copied", 0}, {"peak_memory_bytes", peak},
                     {"compile_seconds", load_seconds}, {"run_seconds", seconds_since(run_start)}});
     }
-  } else if (options.device == "cuda") {
-    result = run_on_cuda(std::move(module).value(), *arguments, stats);
   } else {
     result = run_optimized(**module, *arguments, options, stats);
     if (result.ok()) stats["compile_seconds"] = stats["compile_seconds"].get<double>() + load_seconds;

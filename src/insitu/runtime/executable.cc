@@ -63,13 +63,7 @@ Status Executable::set_shared_base(const Allocation& allocation, std::span<uint8
   return ok_status();
 }
 
-StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle> arguments,
-                                                        const ExecuteOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  ExecutionStats stats;
-  stats.peak_memory_bytes = assignment_.peak_memory_bytes();
-
-  // 1. Validate everything before touching any argument: a failing call leaves inputs intact.
+Status Executable::check_arguments(const std::vector<BufferHandle>& arguments, const ExecuteOptions& options) const {
   if (arguments.size() != arguments_.size()) {
     return invalid_argument(str_cat("the module takes ", arguments_.size(), " arguments (one per entry parameter leaf)",
                                     ", got ", arguments.size()));
@@ -100,6 +94,19 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
       }
     }
   }
+  return ok_status();
+}
+
+StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle> arguments,
+                                                        const ExecuteOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  ExecutionStats stats;
+  stats.peak_memory_bytes = assignment_.peak_memory_bytes();
+
+  // 1. Validate everything before touching any argument: a failing call leaves inputs intact.
+  INSITU_RETURN_IF_ERROR(check_arguments(arguments, options));
+  if (on_device_) return execute_on_cuda(arguments, options);
+  auto donated = [&](size_t i) { return i < options.donate.size() && options.donate[i]; };
 
   // 2. Allocation bases. Parameters first.
   INSITU_ASSIGN_OR_RETURN(ThreadPool* pool_pointer, pool_for(options.threads));
@@ -108,16 +115,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   std::vector<uint8_t*> bases(allocations.size(), nullptr);
   std::vector<std::shared_ptr<Buffer>> parameter_buffers(arguments.size());  // what each argument's memory is now
   std::vector<bool> owned(arguments.size(), false);  // parameter_buffers[i] may be returned as a result
-  // Donated handles are reserved for this call, consumed when it succeeds and given back when
-  // it fails (every check that can fail runs at create or above, before anything is written).
-  struct Reservations {
-    std::vector<BufferHandle*> handles;
-    bool committed = false;
-    ~Reservations() {
-      if (!committed)
-        for (BufferHandle* handle : handles) handle->release();
-    }
-  } reservations;
+  Reservations reservations;  // donated handles
   for (size_t i = 0; i < arguments.size(); ++i) {
     if (donated(i)) {
       parameter_buffers[i] = arguments[i].reserve();
@@ -218,8 +216,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
     results.emplace_back(std::move(buffer));
   }
 
-  for (BufferHandle* handle : reservations.handles) handle->commit();
-  reservations.committed = true;
+  reservations.commit();
   const auto finished = std::chrono::steady_clock::now();
   stats.run_seconds = std::chrono::duration<double>(finished - start).count();
   if (options.stats != nullptr) *options.stats = stats;
@@ -227,24 +224,31 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   return results;
 }
 
-Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::span<uint8_t* const> results,
-                                    const ExecuteOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  ExecutionStats stats;
-  stats.peak_memory_bytes = assignment_.peak_memory_bytes();
-  const Program& entry = *entry_program_;
-  if (arguments.size() != arguments_.size())
+Status Executable::check_borrowed(size_t arguments, size_t results, const ExecuteOptions& options) const {
+  if (arguments != arguments_.size())
     return invalid_argument(str_cat("the module takes ", arguments_.size(), " arguments (one per entry parameter leaf)",
-                                    ", got ", arguments.size()));
-  if (results.size() != result_count_)
-    return invalid_argument(str_cat("the module returns ", result_count_, " array(s), got memory for ", results.size()));
+                                    ", got ", arguments));
+  if (results != result_count_)
+    return invalid_argument(str_cat("the module returns ", result_count_, " array(s), got memory for ", results));
   auto donated = [&](size_t i) { return i < options.donate.size() && options.donate[i]; };
-  for (size_t i = 0; i < arguments.size(); ++i)
+  for (size_t i = 0; i < arguments; ++i)
     if (arguments_[i].must_alias && !donated(i))
       return invalid_argument(str_cat("parameter ", arguments_[i].parameter_number, " ",
                                       shape_index_to_string(arguments_[i].index),
                                       " is must-alias but was not donated: an input configured must-alias at "
                                       "compile time has to be donated at run time"));
+  return ok_status();
+}
+
+Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::span<uint8_t* const> results,
+                                    const ExecuteOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  ExecutionStats stats;
+  stats.peak_memory_bytes = assignment_.peak_memory_bytes();
+  INSITU_RETURN_IF_ERROR(check_borrowed(arguments.size(), results.size(), options));
+  if (on_device_) return execute_borrowed_on_cuda(arguments, results, options);
+  const Program& entry = *entry_program_;
+  auto donated = [&](size_t i) { return i < options.donate.size() && options.donate[i]; };
 
   INSITU_ASSIGN_OR_RETURN(ThreadPool* pool, pool_for(options.threads));
   const std::vector<Allocation>& allocations = assignment_.allocations();

@@ -25,6 +25,12 @@
 // Builtin kernels are in kernels.h; other opcodes run through the reference evaluator's
 // per-op functions (fallback_kernels.cc); custom-call through a CustomCallTable.
 //
+// On a CUDA device (ExecutableOptions::device, issue 12) the same calls run the module's device
+// plan (cuda/executor.h) instead: the checks and the donation rules above are the same, and
+// arguments and results stay host buffers, copied to the device and back on every call,
+// counted in ExecutionStats::bytes_to_device / bytes_to_host. Calls on one CUDA executable run
+// one at a time (a driver serves one thread).
+//
 // Data is logical row-major (buffer.h). A bitcast whose layouts make it a physical transpose
 // rather than a reshape is rejected at create() with an "unimplemented" error.
 #pragma once
@@ -54,6 +60,12 @@ struct ExecutionStats {
   double run_seconds = 0;
   int64_t fallback_ops_executed = 0;  // instructions run through the evaluator (not custom-calls)
   int64_t result_bytes_copied = 0;    // execute_borrowed: results copied into the caller's memory
+  // On a CUDA device: bytes copied from host to device (arguments) and back (results, and each
+  // loop's pred), and kernels launched. (bytes_copied is then the copies on the device and
+  // peak_memory_bytes the most device memory the call held.)
+  int64_t bytes_to_device = 0;
+  int64_t bytes_to_host = 0;
+  int64_t kernels_launched = 0;
   // Every custom-call (kernel) run: its target and when it ran, in seconds from the start of
   // the call, for traces (frontend's INSITU_TRACE).
   struct KernelRun {
@@ -114,6 +126,13 @@ struct ExecuteOptions {
   const DeviceContext* device = nullptr;
 };
 
+namespace cuda {
+class Device;
+}
+
+// Where an executable runs.
+enum class DeviceKind { kCpu, kCuda };
+
 struct ExecutableOptions {
   // Where custom-call targets are found: each call site takes its entry's `native` binding
   // when it has one (prepared here, at create), else its `evaluate` on copies. A target the
@@ -122,6 +141,13 @@ struct ExecutableOptions {
   // Memory budget: create refuses a module whose peak (buffer assignment's, parameters and
   // constants included) exceeds it, naming the largest buffers. <= 0: machine_memory_bytes().
   int64_t max_memory_bytes = 0;
+  // kCpu: this machine's cores. kCuda: a CUDA device, only from optimize_module's result
+  // (create(OptimizedModule)); create plans the module for the device and compiles its kernels,
+  // and fails, located, at the first op the device cannot run. max_memory_bytes is the CPU's.
+  DeviceKind device = DeviceKind::kCpu;
+  // kCuda's device: null opens GPU 0 through the driver (create fails, saying why, on a machine
+  // without one); else one that outlives the executable (tests pass an emulated device).
+  cuda::Device* cuda_device = nullptr;
 };
 
 namespace runtime_internal {
@@ -171,6 +197,7 @@ class Executable {
   const BufferAssignment& assignment() const { return assignment_; }
   // The statistics of the last call that finished, by value (safe while another call runs).
   ExecutionStats last_stats() const { return last_stats_.read(); }
+  DeviceKind device() const { return on_device_ ? DeviceKind::kCuda : DeviceKind::kCpu; }
   // Instructions planned to run through the evaluator fallback (none is the goal: the
   // evaluator is the oracle, not a path), in program order.
   const std::vector<const Instruction*>& fallback_instructions() const { return fallback_instructions_; }
@@ -179,6 +206,30 @@ class Executable {
   friend class runtime_internal::Executor;
   Executable(const Module& module, BufferAssignment assignment, ExecutableOptions options);
   Status build();
+  void describe_arguments();  // arguments_, from the entry's parameters and input_output_alias
+  // Step 1 of every call: a call that fails these has touched nothing.
+  Status check_arguments(const std::vector<BufferHandle>& arguments, const ExecuteOptions& options) const;
+  Status check_borrowed(size_t arguments, size_t results, const ExecuteOptions& options) const;
+  // kCuda (executable_cuda.cc): create's part, and the two calls'.
+  static StatusOr<std::unique_ptr<Executable>> create_on_cuda(OptimizedModule optimized, ExecutableOptions options);
+  StatusOr<std::vector<BufferHandle>> execute_on_cuda(std::vector<BufferHandle>& arguments,
+                                                      const ExecuteOptions& options);
+  Status execute_borrowed_on_cuda(std::span<uint8_t* const> arguments, std::span<uint8_t* const> results,
+                                  const ExecuteOptions& options);
+  // A call's donated handles, reserved for it: consumed (commit) when it succeeds, given back
+  // when it fails (every check that can fail runs before anything is written).
+  struct Reservations {
+    std::vector<BufferHandle*> handles;
+    bool committed = false;
+    void commit() {
+      for (BufferHandle* handle : handles) handle->commit();
+      committed = true;
+    }
+    ~Reservations() {
+      if (!committed)
+        for (BufferHandle* handle : handles) handle->release();
+    }
+  };
   StatusOr<ThreadPool*> pool_for(int threads);
   // A temp arena of at least `bytes` for one call (idle one or new), and its return.
   StatusOr<std::shared_ptr<Buffer>> take_arena(int64_t bytes);
@@ -212,6 +263,9 @@ class Executable {
   // that result leaf) whose memory it is, else -1.
   std::vector<int> allocation_argument_, allocation_result_;
   const runtime_internal::Program* entry_program_ = nullptr;
+  // kCuda: the device executable and what goes with it (null on the CPU).
+  struct OnDevice;
+  std::unique_ptr<OnDevice> on_device_;
   size_t result_count_ = 0;  // array leaves of the entry result
 };
 

@@ -112,13 +112,16 @@ std::string Executable::Argument::describe() const {
   return str_cat("parameter ", parameter_number, " ", shape_index_to_string(index));
 }
 
-Executable::Executable(const Module& module, BufferAssignment assignment, ExecutableOptions options)
-    : module_(&module), assignment_(std::move(assignment)), options_(options) {}
-
-Executable::~Executable() = default;
+namespace {
+Status cuda_needs_optimized_module() {
+  return invalid_argument("an executable runs on a CUDA device only from optimize_module's result: "
+                          "Executable::create(OptimizedModule, options)");
+}
+}  // namespace
 
 StatusOr<std::unique_ptr<Executable>> Executable::create(const Module& module, BufferAssignment assignment,
                                                          ExecutableOptions options) {
+  if (options.device != DeviceKind::kCpu) return cuda_needs_optimized_module();
   std::unique_ptr<Executable> executable(new Executable(module, std::move(assignment), options));
   INSITU_RETURN_IF_ERROR(executable->build());
   return executable;
@@ -126,6 +129,7 @@ StatusOr<std::unique_ptr<Executable>> Executable::create(const Module& module, B
 
 StatusOr<std::unique_ptr<Executable>> Executable::create(std::shared_ptr<const Module> module,
                                                          BufferAssignment assignment, ExecutableOptions options) {
+  if (options.device != DeviceKind::kCpu) return cuda_needs_optimized_module();
   std::unique_ptr<Executable> executable(new Executable(*module, std::move(assignment), options));
   executable->owned_module_ = std::move(module);
   INSITU_RETURN_IF_ERROR(executable->build());
@@ -136,6 +140,7 @@ StatusOr<std::unique_ptr<Executable>> Executable::create(OptimizedModule optimiz
   if (optimized.module == nullptr || !optimized.buffers)
     return invalid_argument("Executable::create needs a module through the whole pipeline (optimize_module without "
                             "OptimizeOptions::passes), with its buffer assignment");
+  if (options.device == DeviceKind::kCuda) return create_on_cuda(std::move(optimized), options);
   std::shared_ptr<const Module> module(std::move(optimized.module));
   return create(std::move(module), std::move(*optimized.buffers), options);
 }
@@ -343,6 +348,25 @@ runtime_internal::StepRunner native_collective(const Instruction& instruction, c
 
 }  // namespace
 
+// Arguments: entry parameter leaves in order, with their input_output_alias entries.
+void Executable::describe_arguments() {
+  const Computation* entry = module_->entry();
+  for (const Instruction* parameter : entry->parameters()) {
+    parameter->shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex& index) {
+      if (!leaf.is_array()) return;
+      Argument argument;
+      argument.parameter_number = parameter->parameter_number;
+      argument.index = index;
+      argument.shape = leaf;
+      if (const InputOutputAlias* alias = module_->config().find_parameter_alias(parameter->parameter_number, index)) {
+        argument.aliased_output = alias->output_index;
+        argument.must_alias = alias->kind == AliasKind::kMustAlias;
+      }
+      arguments_.push_back(std::move(argument));
+    });
+  }
+}
+
 Status Executable::build() {
   const Computation* entry = module_->entry();
   if (entry == nullptr) return invalid_argument("module " + module_->name() + " has no ENTRY computation");
@@ -359,21 +383,7 @@ Status Executable::build() {
       constant_buffers_[allocation.index] = std::move(buffer);
     }
 
-  // Arguments: entry parameter leaves in order, with their input_output_alias entries.
-  for (const Instruction* parameter : entry->parameters()) {
-    parameter->shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex& index) {
-      if (!leaf.is_array()) return;
-      Argument argument;
-      argument.parameter_number = parameter->parameter_number;
-      argument.index = index;
-      argument.shape = leaf;
-      if (const InputOutputAlias* alias = module_->config().find_parameter_alias(parameter->parameter_number, index)) {
-        argument.aliased_output = alias->output_index;
-        argument.must_alias = alias->kind == AliasKind::kMustAlias;
-      }
-      arguments_.push_back(std::move(argument));
-    });
-  }
+  describe_arguments();
 
   ProgramBuilder builder(assignment_, constant_buffers_);
   for (const Computation* computation : assignment_.dataflow().analyzed_computations()) {

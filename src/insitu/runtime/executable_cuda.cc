@@ -1,0 +1,148 @@
+// An Executable on a CUDA device (ExecutableOptions::device = kCuda): the same checks and
+// donation rules as on the CPU (executable.cc), the run itself by the device executable
+// (cuda/executor.h: CudaExecutable::run_host), which copies the arguments to the device and
+// the results back, counted.
+//
+// A donated argument aliased to an output gets that output's bytes back in its own host
+// buffer, which is returned as the output (the same data pointer, as on the CPU): the device
+// copy of it is the run's own block, so reading the old value while the new one is written
+// never races, and a donation saves the host a result allocation.
+#include <chrono>
+#include <mutex>
+
+#include "insitu/cuda/driver.h"
+#include "insitu/cuda/executor.h"
+#include "insitu/runtime/executable.h"
+#include "insitu/runtime/program.h"  // ~Executable destroys the programs
+#include "insitu/support/str.h"
+
+namespace insitu {
+
+struct Executable::OnDevice {
+  std::unique_ptr<cuda::Device> opened;  // the driver, when create opened it (declared first: destroyed last)
+  std::unique_ptr<cuda::CudaExecutable> executable;
+  std::mutex calls;  // one call at a time: a driver serves one thread
+  // Per argument: the result leaf it is written as when donated (input_output_alias), else -1.
+  std::vector<int> aliased_result;
+};
+
+// Here, where OnDevice is complete.
+Executable::Executable(const Module& module, BufferAssignment assignment, ExecutableOptions options)
+    : module_(&module), assignment_(std::move(assignment)), options_(options) {}
+Executable::~Executable() = default;
+
+namespace {
+
+// What a call on the device adds to ExecutionStats.
+ExecutionStats device_stats(const cuda::CudaStats& counted) {
+  ExecutionStats stats;
+  stats.bytes_copied = counted.bytes_copied_on_device;
+  stats.peak_memory_bytes = counted.peak_device_bytes;
+  stats.bytes_to_device = counted.bytes_to_device;
+  stats.bytes_to_host = counted.bytes_to_host;
+  stats.kernels_launched = counted.kernels_launched;
+  return stats;
+}
+
+// The CPU's per-call options that mean nothing on the device are refused, not ignored.
+Status check_device_options(const ExecuteOptions& options) {
+  if (options.device != nullptr)
+    return unimplemented("collectives on a CUDA device: run the module's devices on the CPU");
+  if (options.timeout_seconds > 0) return unimplemented("a call timeout on a CUDA device");
+  if (options.profile) return unimplemented("per-step profiling on a CUDA device");
+  return ok_status();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Executable>> Executable::create_on_cuda(OptimizedModule optimized, ExecutableOptions options) {
+  auto on_device = std::make_unique<OnDevice>();
+  cuda::Device* device = options.cuda_device;
+  if (device == nullptr) {
+    INSITU_ASSIGN_OR_RETURN(std::unique_ptr<cuda::Driver> driver, cuda::Driver::open());
+    on_device->opened = std::move(driver);
+    device = on_device->opened.get();
+  }
+  INSITU_ASSIGN_OR_RETURN(on_device->executable,
+                          cuda::CudaExecutable::create(std::move(optimized.module), *device, options.custom_calls));
+  const Module& module = on_device->executable->module();
+  std::unique_ptr<Executable> executable(new Executable(module, std::move(*optimized.buffers), options));
+  executable->describe_arguments();
+  const std::vector<Shape>& results = on_device->executable->result_leaves();
+  executable->result_count_ = results.size();
+  std::vector<ShapeIndex> result_indices;
+  module.entry()->root()->shape().for_each_leaf(
+      [&](const Shape&, const ShapeIndex& index) { result_indices.push_back(index); });
+  for (const Argument& argument : executable->arguments_) {
+    int result = -1;
+    for (size_t j = 0; j < result_indices.size() && argument.aliased_output; ++j)
+      if (result_indices[j] == *argument.aliased_output && results[j].compatible(argument.shape))
+        result = static_cast<int>(j);
+    on_device->aliased_result.push_back(result);
+  }
+  executable->on_device_ = std::move(on_device);
+  return executable;
+}
+
+StatusOr<std::vector<BufferHandle>> Executable::execute_on_cuda(std::vector<BufferHandle>& arguments,
+                                                                const ExecuteOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  INSITU_RETURN_IF_ERROR(check_device_options(options));
+  OnDevice& on_device = *on_device_;
+  const std::vector<Shape>& leaves = on_device.executable->result_leaves();
+  std::vector<std::shared_ptr<Buffer>> results(leaves.size());
+  Reservations reservations;
+  std::vector<const uint8_t*> argument_bytes;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    argument_bytes.push_back(arguments[i].data());
+    if (i >= options.donate.size() || !options.donate[i]) continue;
+    std::shared_ptr<Buffer> donated = arguments[i].reserve();
+    if (donated == nullptr)
+      return failed_precondition(str_cat("argument ", i, " (", arguments_[i].describe(),
+                                         ") is donated to another call running now; donate a handle to one call"));
+    reservations.handles.push_back(&arguments[i]);
+    const int j = on_device.aliased_result[i];
+    if (j >= 0 && results[static_cast<size_t>(j)] == nullptr) results[static_cast<size_t>(j)] = std::move(donated);
+  }
+  std::vector<uint8_t*> result_bytes;
+  for (size_t j = 0; j < leaves.size(); ++j) {
+    if (results[j] == nullptr) {
+      INSITU_ASSIGN_OR_RETURN(results[j], Buffer::allocate(leaves[j], false, "a result"));
+    }
+    result_bytes.push_back(results[j]->data());
+  }
+  cuda::CudaStats counted;
+  {
+    std::lock_guard<std::mutex> lock(on_device.calls);
+    INSITU_RETURN_IF_ERROR(on_device.executable->run_host(argument_bytes, result_bytes, &counted));
+  }
+  reservations.commit();
+  std::vector<BufferHandle> handles;
+  for (std::shared_ptr<Buffer>& result : results) handles.emplace_back(std::move(result));
+  ExecutionStats stats = device_stats(counted);
+  const auto finished = std::chrono::steady_clock::now();
+  stats.run_seconds = std::chrono::duration<double>(finished - start).count();
+  if (options.stats != nullptr) *options.stats = stats;
+  last_stats_.publish(std::move(stats), finished);
+  return handles;
+}
+
+Status Executable::execute_borrowed_on_cuda(std::span<uint8_t* const> arguments, std::span<uint8_t* const> results,
+                                            const ExecuteOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  INSITU_RETURN_IF_ERROR(check_device_options(options));
+  std::vector<const uint8_t*> argument_bytes(arguments.begin(), arguments.end());
+  cuda::CudaStats counted;
+  {
+    std::lock_guard<std::mutex> lock(on_device_->calls);
+    INSITU_RETURN_IF_ERROR(on_device_->executable->run_host(argument_bytes, results, &counted));
+  }
+  ExecutionStats stats = device_stats(counted);
+  const auto finished = std::chrono::steady_clock::now();
+  stats.run_seconds = std::chrono::duration<double>(finished - start).count();
+  if (options.stats != nullptr) *options.stats = stats;
+  last_stats_.publish(std::move(stats), finished);
+  return ok_status();
+}
+
+}  // namespace insitu
