@@ -76,7 +76,8 @@ class Executable:
         run_seconds, fallback_ops_executed, copies_in_module (name and reason of each),
         compile_seconds, unused_donors, argument_bytes_copied (inputs that were not row-major),
         result_bytes_copied (results copied into an XLA call's buffers, insitu.jax's
-        "xla-ffi" path), threads. Empty before the first call."""
+        "xla-ffi" path), threads; on device="cuda" also device, bytes_to_device, bytes_to_host
+        and kernels_launched. Empty before the first call."""
         return _json.loads(self._core._stats_json()) or {}
 
     def explain(self, format: str = "text"):
@@ -101,13 +102,16 @@ class Executable:
         return self._core.fallback_ops
 
 
-def compile(hlo, *, strict_donation: bool = False, max_memory_bytes: int = 0) -> Executable:
+def compile(hlo, *, strict_donation: bool = False, max_memory_bytes: int = 0, device: str = "cpu") -> Executable:
     """Parses, verifies and optimizes HLO text (XLA's format; or a path to a .hlo file) and
-    builds it for the CPU runtime. strict_donation: a donated buffer that cannot be used is an
+    builds it for the runtime. strict_donation: a donated buffer that cannot be used is an
     error instead of a note in explain. max_memory_bytes: refuse a module whose peak is larger
-    (0: what the machine has)."""
+    (0: what the machine has). device: "cpu", or "cuda" for GPU 0 (insitu.Error saying why
+    where there is none, or naming the first op it cannot run); arguments and results stay
+    host arrays, copied to the GPU and back on each call (stats: bytes_to_device,
+    bytes_to_host), and a donated argument aliased to an output is still updated in place."""
     text, name = _module_text(hlo)
-    return Executable(_insitu._compile(text, name, strict_donation, max_memory_bytes))
+    return Executable(_insitu._compile(text, name, strict_donation, max_memory_bytes, device))
 
 
 def explain(hlo, format: str = "text"):

@@ -555,7 +555,10 @@ std::unique_ptr<Module> parse_verified(const std::string& text, const std::strin
   return module;
 }
 
-PyExecutable* compile(const std::string& text, const std::string& file, bool strict_donation, int64_t max_memory_bytes) {
+PyExecutable* compile(const std::string& text, const std::string& file, bool strict_donation, int64_t max_memory_bytes,
+                      const std::string& device) {
+  if (device != "cpu" && device != "cuda")
+    throw nb::value_error(str_cat("device must be 'cpu' or 'cuda', not '", device, "'").c_str());
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Module> module = parse_verified(text, file);
   OptimizeOptions optimize;
@@ -564,7 +567,10 @@ PyExecutable* compile(const std::string& text, const std::string& file, bool str
   Explanation explanation = explain_module(optimized);
   const int64_t unused_donors = static_cast<int64_t>(optimized.donors.unused.size());
   std::unique_ptr<Executable> executable =
-      value_or_raise(Executable::create(std::move(optimized), {.max_memory_bytes = max_memory_bytes}), file);
+      value_or_raise(Executable::create(std::move(optimized),
+                                        {.max_memory_bytes = max_memory_bytes,
+                                         .device = device == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu}),
+                     file);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return new PyExecutable(std::move(executable), file, std::move(explanation), seconds, unused_donors);
 }
@@ -634,7 +640,7 @@ NB_MODULE(_insitu, m) {
                    "Instructions that run through the reference evaluator (none is the goal)");
 
   m.def("_compile", &compile, nb::arg("text"), nb::arg("file"), nb::arg("strict_donation"), nb::arg("max_memory_bytes"),
-        nb::rv_policy::take_ownership);
+        nb::arg("device"), nb::rv_policy::take_ownership);
   m.def("_explain", &explain, nb::arg("text"), nb::arg("file"), nb::arg("format"));
 #ifdef INSITU_HAVE_XLA_FFI
   // The XLA FFI handler insitu.jax registers as target "insitu_call" (a capsule of its address),

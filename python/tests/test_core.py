@@ -222,3 +222,19 @@ def test_example_module_runs_the_plugin_kernel_in_place(examples_plugin):
     assert address(y) == x.__array_interface__["data"][0]
     assert exe.stats["bytes_copied"] == 0 and exe.stats["fallback_ops_executed"] == 0
     json.dumps(exe.stats)
+
+
+def test_compile_for_cuda_runs_on_the_gpu_or_says_why_not():
+    with pytest.raises(ValueError, match="device must be 'cpu' or 'cuda', not 'tpu'"):
+        insitu.compile(ADD_ONE_ALIASED, device="tpu")
+    try:
+        exe = insitu.compile(ADD_ONE_ALIASED, device="cuda")
+    except insitu.Error as error:  # no GPU here: the driver's reason, never a CPU run instead
+        assert "CUDA" in str(error) or "GPU" in str(error), str(error)
+        return
+    x = np.arange(4, dtype=np.float32)
+    y = exe(x, donate=[0])
+    np.testing.assert_array_equal(x, [1, 2, 3, 4])
+    assert address(y) == x.__array_interface__["data"][0]
+    stats = exe.stats
+    assert stats["device"] == "cuda" and stats["bytes_to_device"] == 16 and stats["bytes_to_host"] == 16
