@@ -140,15 +140,17 @@ def _abstract(args, static_argnums):
     return [arg if i in static_argnums else jax.tree_util.tree_map(spec, arg) for i, arg in enumerate(args)]
 
 
-def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None, dispatch=None):
+def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None, dispatch=None, device="cpu"):
     """Like ``jax.jit(fn, donate_argnums=..., static_argnums=...)``, run by insitu.
 
     threads: worker threads per call (default insitu.default_threads). dispatch: "xla-ffi",
-    "dlpack" or None (the first where this build has it; see the module's text). Usable as a
+    "dlpack" or None (the first where this build has it; see the module's text). device: where
+    insitu runs the program, "cpu" or "cuda" (insitu.compile's device: JAX's arrays stay on the
+    host and are copied to the GPU and back per call, counted in the stats). Usable as a
     decorator, with or without arguments."""
     if fn is None:
         return functools.partial(jit, donate_argnums=donate_argnums, static_argnums=static_argnums, threads=threads,
-                                 dispatch=dispatch)
+                                 dispatch=dispatch, device=device)
     if dispatch not in (None, "xla-ffi", "dlpack"):
         raise ValueError(f"dispatch must be 'xla-ffi', 'dlpack' or None, not {dispatch!r}")
     if dispatch == "xla-ffi" and not _ffi_ready():
@@ -173,7 +175,7 @@ def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None, dispatch
 
     def build(args):
         lowered = jitted.lower(*args)
-        executable = insitu.compile(lowered.as_text(dialect="hlo"))
+        executable = insitu.compile(lowered.as_text(dialect="hlo"), device=device)
         donated = []  # per leaf: its argument number when donated, else None
         for i, arg in enumerate(args):
             if i not in static_argnums:

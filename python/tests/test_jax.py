@@ -139,3 +139,13 @@ def test_corpus_program_through_insitu_jax_jit(name):
             np.testing.assert_array_equal(have, want)
     stats = g.executable(*jax.tree_util.tree_map(jnp.asarray, args)).stats
     assert stats["fallback_ops_executed"] == 0, g.executable(*args).fallback_ops
+
+
+def test_device_cuda_runs_on_the_gpu_or_says_why_not():
+    g = insitu.jax.jit(lambda x: x * 2.0, device="cuda")
+    try:
+        y = g(jnp.arange(4.0))
+    except insitu.Error as error:  # no GPU here: the driver's reason, never a CPU run instead
+        assert "CUDA" in str(error) or "GPU" in str(error), str(error)
+        return
+    np.testing.assert_array_equal(y, [0.0, 2.0, 4.0, 6.0])

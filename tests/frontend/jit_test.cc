@@ -190,3 +190,25 @@ TEST(FrontendJit, FourThreadsCallOneFunctionAtOnce) {
 
 }  // namespace
 }  // namespace insitu
+
+namespace insitu {
+namespace {
+
+// JitOptions::device: the seed's mutating kernel on GPU 0 (its CUDA body, in place), or, with
+// no GPU, the call says why; it never runs on the CPU instead.
+TEST(FrontendJit, OnCudaTheMutationReachesTheCallerOrTheCallSaysWhyNot) {
+  JitFunction f = jit(mutate_plus_one, {.name = "plus_one_cuda", .device = DeviceKind::kCuda});
+  Array x = Array::from_vector<int32_t>({4}, {1, 1, 1, 1}, "x");
+  StatusOr<std::vector<Array>> out = f({x});
+  if (!out.ok()) {
+    const std::string message = out.status().to_string();
+    EXPECT_TRUE(message.find("CUDA") != std::string::npos || message.find("GPU") != std::string::npos) << message;
+    EXPECT_EQ(*x.to_vector<int32_t>(), (std::vector<int32_t>{1, 1, 1, 1}));
+    return;
+  }
+  EXPECT_EQ(*x.to_vector<int32_t>(), (std::vector<int32_t>{2, 2, 2, 2}));
+  EXPECT_GT(f.last_stats().bytes_to_device, 0);
+}
+
+}  // namespace
+}  // namespace insitu

@@ -120,7 +120,7 @@ struct JitFunction::Impl {
     compiled->compile_seconds = optimized->compile_seconds;
     {
       TraceSpan span("Executable::create", "compile", {{"module", optimized->module->name()}});
-      const ExecutableOptions executable_options{.custom_calls = options.custom_calls};
+      const ExecutableOptions executable_options{.custom_calls = options.custom_calls, .device = options.device};
       INSITU_ASSIGN_OR_RETURN(compiled->executable, Executable::create(std::move(*optimized), executable_options));
     }
     compiled->optimized = &compiled->executable->module();

@@ -42,6 +42,9 @@ struct JitOptions {
   bool strict_donation = false;        // an unusable donor is a compile error
   // Custom-call targets for call_kernel and for running the compiled module.
   const CustomCallTable* custom_calls = &CustomCallTable::global();
+  // Where the compiled module runs (ExecutableOptions::device): kCuda is GPU 0, and a call on a
+  // machine without one fails, saying why.
+  DeviceKind device = DeviceKind::kCpu;
 };
 
 // One executable-cache entry.
