@@ -72,7 +72,6 @@ TEST(CudaExecutor, DonatedCacheIsUpdatedInPlaceOnTheDevice) {
     const std::vector<DevicePointer>& leaves = *uploaded;
     StatusOr<Literal> expected = evaluate_module(*written, arguments);
     ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-    const int64_t live_before = device.live();
     CudaStats stats;
     StatusOr<std::vector<DevicePointer>> results = (*executable)->run_on_device(leaves, &stats);
     ASSERT_TRUE(results.ok()) << program << ": " << results.status().to_string();
@@ -97,7 +96,9 @@ TEST(CudaExecutor, DonatedCacheIsUpdatedInPlaceOnTheDevice) {
     EXPECT_EQ(again.peak_device_bytes, stats.peak_device_bytes) << program;
     for (const std::vector<DevicePointer>& returned : {*results, *second})
       for (DevicePointer result : returned)
-        if (std::find(leaves.begin(), leaves.end(), result) == leaves.end()) ASSERT_TRUE(device.free(result).ok());
+        if (std::find(leaves.begin(), leaves.end(), result) == leaves.end()) {
+          ASSERT_TRUE(device.free(result).ok());
+        }
     executable->reset();  // its pool goes with it
     EXPECT_EQ(device.live() - live_at_start, static_cast<int64_t>(leaves.size()))
         << program << ": nothing left on the device but the arguments";

@@ -204,6 +204,8 @@ std::string kernel_prelude();
 std::string custom_kernel_prelude();
 
 bool cuda_available();
+// NVRTC's version, "13.0" say ("" without it): part of the PTX cache's key (ptx_cache.h).
+std::string nvrtc_version();
 // PTX for `source` (several kernels may share one source) at compute capability `arch`
 // (e.g. "compute_90").
 StatusOr<std::string> compile_to_ptx(const std::string& source, const std::string& program_name,

@@ -1,4 +1,5 @@
 #include "insitu/cuda/driver.h"
+#include "insitu/cuda/ptx_cache.h"
 
 #include <dlfcn.h>
 
@@ -198,7 +199,7 @@ Status Driver::copy_on_device(DevicePointer to, DevicePointer from, int64_t byte
 }
 
 StatusOr<DeviceModule> Driver::load(const std::string& source) {
-  INSITU_ASSIGN_OR_RETURN(std::string ptx, compile_to_ptx(source, "insitu_plan.cu"));
+  INSITU_ASSIGN_OR_RETURN(std::string ptx, cached_ptx(source));
   return load_ptx(ptx);
 }
 

@@ -40,7 +40,7 @@ class Driver final : public Device {
 
   // Loads PTX (the plan's kernels) as a module of its own; functions are then found by name.
   StatusOr<DeviceModule> load_ptx(const std::string& ptx);
-  // compile_to_ptx for this device, then load_ptx.
+  // The source's PTX for this device (compiled, or cached: ptx_cache.h), then load_ptx.
   StatusOr<DeviceModule> load(const std::string& source) override;
   void unload(DeviceModule module) override;
   // Queues `kernel` (blocks of 256 threads) on the context's default stream; with

@@ -532,6 +532,12 @@ StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::s
 
 bool cuda_available() { return true; }
 
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "?";
+  return str_cat(major, ".", minor);
+}
+
 StatusOr<std::string> compile_to_ptx(const std::string& source, const std::string& program_name,
                                      const std::string& arch) {
   nvrtcProgram program;
@@ -561,6 +567,8 @@ StatusOr<std::string> compile_to_ptx(const std::string& source, const std::strin
 #else
 
 bool cuda_available() { return false; }
+
+std::string nvrtc_version() { return ""; }
 
 StatusOr<std::string> compile_to_ptx(const std::string&, const std::string&, const std::string&) {
   return unimplemented("this insitu was built without the CUDA toolkit (NVRTC): configure with -DINSITU_CUDA=ON "
