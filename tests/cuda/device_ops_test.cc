@@ -418,6 +418,66 @@ ENTRY main {
   EXPECT_EQ(not_identical(run->actual, run->expected, 3), "");
 }
 
+// Rows of 256 elements or more sort in stages (a bitonic network over a permutation, ties by
+// position): rows of 700 padded to 1024 with a second operand that shows the order of ties,
+// strided rows of 300 along dimension 0, and one row of exactly 256; bit for bit the
+// evaluator's stable sort, NaNs, signed zeros and infinities included.
+TEST(CudaExecutor, LongRowsSortInStagesAsTheEvaluatorsStableSort) {
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, R"(
+HloModule long_sorts
+
+ascending_pairs {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT, type=TOTALORDER
+}
+
+ascending {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT lt = pred[] compare(a, b), direction=LT, type=TOTALORDER
+}
+
+descending {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT gt = pred[] compare(a, b), direction=GT
+}
+
+ENTRY main {
+  keys = f32[2,700] parameter(0)
+  tall = f32[300,3] parameter(1)
+  one = f32[256] parameter(2)
+  positions = s32[2,700] iota(), iota_dimension=1
+  pairs = (f32[2,700], s32[2,700]) sort(keys, positions), dimensions={1}, is_stable=true, to_apply=ascending_pairs
+  k = f32[2,700] get-tuple-element(pairs), index=0
+  p = s32[2,700] get-tuple-element(pairs), index=1
+  down = f32[300,3] sort(tall), dimensions={0}, is_stable=true, to_apply=descending
+  up = f32[256] sort(one), dimensions={0}, is_stable=true, to_apply=ascending
+  ROOT r = (f32[2,700], s32[2,700], f32[300,3], f32[256]) tuple(k, p, down, up)
+}
+)");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  int staged = 0;
+  for (const DeviceStep& step : on->executable->plan().steps) staged += !step.stage.empty();
+  EXPECT_EQ(staged, 3) << describe(on->executable->plan());
+  std::vector<Literal> arguments = random_arguments(*on->written, 8);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {nan, -0.0f, 0.0f, inf, -inf};
+  float* keys = arguments[0].data<float>().data();
+  for (int i = 0; i < 1400; ++i) keys[i] = i % 23 == 0 ? specials[(i / 23) % 5] : static_cast<float>(i * 7 % 5);
+  float* tall = arguments[1].data<float>().data();
+  for (int i = 0; i < 900; ++i) tall[i] = static_cast<float>(i * 13 % 17) - 8.0f;  // ties, no NaN (GT is no total order)
+  float* one = arguments[2].data<float>().data();
+  for (int i = 0; i < 256; ++i) one[i] = static_cast<float>((i * 37) % 64) * 0.5f;
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  EXPECT_EQ(not_identical(run->actual, run->expected), "");
+}
+
 // Dots with no GEMM form run as a kernel summing each output element: a batch dimension in the
 // middle of both operands and two contracting dimensions (an attention einsum's shapes), and an
 // operand with two free dimensions.

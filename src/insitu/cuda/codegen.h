@@ -121,10 +121,31 @@ StatusOr<GeneratedKernel> generate_reduce_window_kernel(const Instruction& reduc
 // The kernel of a sort (one or several operands along one dimension, with its comparator as a
 // device function): thread r sorts row r with a stable insertion sort, moving every operand's
 // element together, which gives the evaluator's (std::stable_sort) order for a comparator that
-// is a strict weak order. Quadratic in the row: right for the short rows of the corpus; long
-// rows want a parallel merge sort, which needs a GPU to measure. Signature: (const T0* in0, ...,
-// T0* out0, ..., long long n), n rows.
+// is a strict weak order. Quadratic in the row: for rows shorter than kStagedSortLength (the
+// corpus's); longer rows take generate_staged_sort. Signature: (const T0* in0, ..., T0* out0,
+// ..., long long n), n rows.
 StatusOr<GeneratedKernel> generate_sort_kernel(const Instruction& sort, const std::string& name);
+
+// A sort of long rows in stages (rows of kStagedSortLength elements or more), where a thread per
+// row would sort its row alone in quadratic time: a bitonic network over each row's positions,
+// padded to a power of two, every compare-exchange of a stage a thread of its own. The network
+// sorts a permutation (one int per padded position, in a scratch block) by the comparator with
+// ties broken by position, a total order, so the result is the evaluator's stable order for a
+// comparator that is a strict weak order; padding positions go last. Launches, in order:
+// `setup` (int* order, long long n), n = rows * padded, writes each row's 0, 1, 2, ...;
+// `stage` once per entry of `stages` (const T0* in0, ..., int* order, long long half, long
+// long block, long long n), n = rows * padded / 2; `finish` (const T0* in0, ..., const int*
+// order, T0* out0, ..., long long n), n = rows * length, gathers every operand through it.
+inline constexpr int64_t kStagedSortLength = 256;
+struct StagedSort {
+  GeneratedKernel setup, stage, finish;
+  std::vector<std::pair<int64_t, int64_t>> stages;  // (half, block) of each launch of `stage`
+  int64_t rows = 0, padded = 0, length = 0;
+  int64_t scratch_bytes = 0;
+};
+// nullopt for rows shorter than kStagedSortLength (generate_sort_kernel's) or too long for an
+// int position.
+StatusOr<std::optional<StagedSort>> generate_staged_sort(const Instruction& sort, const std::string& name);
 
 // The kernel of a topk (the k first of each last-dimension row in a stable order of the
 // total-order key, largest or smallest first, as the evaluator picks them): thread r selects

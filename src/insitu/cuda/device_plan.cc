@@ -283,6 +283,19 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         add_kernel(instruction->operand(1)->shape().element_count());
         break;
       case Opcode::kSort: {
+        INSITU_ASSIGN_OR_RETURN(std::optional<StagedSort> staged, generate_staged_sort(*instruction, name));
+        if (staged) {  // long rows: a network of compare-exchange stages over a permutation
+          kernel = staged->setup;
+          add_kernel(staged->rows * staged->padded);
+          plan.source += staged->stage.source + staged->finish.source;
+          step.stage = staged->stage.name;
+          step.stage_threads = staged->rows * staged->padded / 2;
+          step.stages = staged->stages;
+          step.finish = staged->finish.name;
+          step.finish_threads = staged->rows * staged->length;
+          step.scratch_bytes = staged->scratch_bytes;
+          break;
+        }
         kernel = generate_sort_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
         const Shape& keys = instruction->operand(0)->shape();  // one thread per row
@@ -379,9 +392,12 @@ void describe_steps(const std::vector<DeviceStep>& steps, const std::string& ind
       case StepKind::kKernel:
         text += str_cat(name, "kernel ", step.kernel, ", ", step.threads, " threads");
         if (step.write_over >= 0) text += str_cat(", in place over operand ", step.write_over);
+        if (!step.stage.empty())
+          text += str_cat(", then ", step.stage, " ", step.stages.size(), " times, ", step.stage_threads,
+                          " threads each");
         if (!step.finish.empty())
           text += str_cat(", then ", step.finish, ", ", step.finish_threads, " threads (", step.scratch_bytes,
-                          " bytes of partials)");
+                          step.stage.empty() ? " bytes of partials)" : " bytes of scratch)");
         text += "\n";
         break;
       case StepKind::kCopy:

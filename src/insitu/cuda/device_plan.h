@@ -53,6 +53,12 @@ struct DeviceStep {
   std::string finish;
   int64_t finish_threads = 0;
   int64_t scratch_bytes = 0;
+  // kKernel of a staged sort (generate_staged_sort): `kernel` (over `threads`) sets up a scratch
+  // block of `scratch_bytes`, `stage` runs once per entry of `stages` (its two numbers after the
+  // pointers) over `stage_threads`, then `finish` (over `finish_threads`) writes the outputs.
+  std::string stage;
+  int64_t stage_threads = 0;
+  std::vector<std::pair<int64_t, int64_t>> stages;
   // kKernel of an entry output aliased to a donated parameter that this elementwise kernel reads
   // last: the operand whose memory the output is written over (-1: a block of its own).
   int64_t write_over = -1;

@@ -78,10 +78,13 @@ struct CudaExecutable::Run {
     }
   }
 
-  Status launch(const std::string& kernel, int64_t count, std::vector<DevicePointer> pointers) {
+  // `kernel` over `count` threads with `pointers`, then `numbers`, then the thread count.
+  Status launch(const std::string& kernel, int64_t count, std::vector<DevicePointer> pointers,
+                std::vector<long long> numbers = {}) {
     long long threads = count;
     std::vector<void*> arguments;
     for (DevicePointer& pointer : pointers) arguments.push_back(&pointer);
+    for (long long& number : numbers) arguments.push_back(&number);
     arguments.push_back(&threads);
     ++stats.kernels_launched;
     if (threads == 0) return ok_status();
@@ -94,6 +97,23 @@ struct CudaExecutable::Run {
     Status status = launch(step.kernel, step.threads, {pointers.at(0), scratch});
     if (status.ok()) status = launch(step.finish, step.finish_threads, {pointers.at(1), scratch, pointers.at(2)});
     give_back(scratch);
+    return status;
+  }
+
+  // A staged sort (DeviceStep::stage): (in0, ..., out0, ...) through a scratch block holding
+  // each row's permutation, back in the pool once every launch is queued.
+  Status launch_staged(const DeviceStep& step, const std::vector<DevicePointer>& pointers) {
+    const size_t operands = pointers.size() / 2;
+    INSITU_ASSIGN_OR_RETURN(DevicePointer order, allocate(step.scratch_bytes));
+    std::vector<DevicePointer> inputs(pointers.begin(), pointers.begin() + static_cast<int64_t>(operands));
+    inputs.push_back(order);
+    Status status = launch(step.kernel, step.threads, {order});
+    for (const auto& [half, block] : step.stages)
+      if (status.ok()) status = launch(step.stage, step.stage_threads, inputs, {half, block});
+    std::vector<DevicePointer> gather = inputs;
+    gather.insert(gather.end(), pointers.begin() + static_cast<int64_t>(operands), pointers.end());
+    if (status.ok()) status = launch(step.finish, step.finish_threads, std::move(gather));
+    give_back(order);
     return status;
   }
 
@@ -191,6 +211,10 @@ struct CudaExecutable::Run {
               break;
             }
             if (library.code() != StatusCode::kUnimplemented) return library;
+          }
+          if (!step.stage.empty()) {
+            INSITU_RETURN_IF_ERROR(launch_staged(step, pointers));
+            break;
           }
           if (!step.finish.empty()) {
             INSITU_RETURN_IF_ERROR(launch_split(step, pointers));
