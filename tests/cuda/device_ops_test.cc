@@ -531,6 +531,37 @@ ENTRY main {
   EXPECT_EQ(differs(actual, expected), "");  // within the tolerance of library GEMMs
 }
 
+// Attention's dots over [B, T, H, D] (batch dimensions B and H, not leading, not folding into
+// one stride) are GEMMs batched over H, one call per B, at offsets; a weight gradient's two
+// contracting dimensions side by side are one. The emulated device runs the plan's GEMM kernel
+// per call (a GPU, cuBLAS), against the evaluator.
+TEST(CudaExecutor, AttentionDotsAreOneGemmCallPerOuterBatchIndex) {
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, R"(
+HloModule attention
+
+ENTRY main {
+  q = f32[2,5,3,4] parameter(0)
+  k = f32[2,6,3,4] parameter(1)
+  v = f32[2,6,3,4] parameter(2)
+  scores = f32[2,3,5,6] dot(q, k), lhs_batch_dims={0,2}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={3}
+  attended = f32[2,3,5,4] dot(scores, v), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={1}
+  x = f32[2,5,4] parameter(3)
+  g = f32[2,5,6] parameter(4)
+  weights = f32[4,6] dot(x, g), lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}
+  ROOT r = (f32[2,3,5,6], f32[2,3,5,4], f32[4,6]) tuple(scores, attended, weights)
+}
+)");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  const std::string plan = describe(on->executable->plan());
+  EXPECT_NE(plan.find("%scores: gemm f32 batch 3 m 5 n 6 k 4 B^T, 2 calls"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("%attended: gemm f32 batch 3 m 5 n 4 k 6, 2 calls"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("%weights: gemm f32 batch 1 m 4 n 6 k 10 A^T\n"), std::string::npos) << plan;
+  StatusOr<BothResults> run = run_both(*on, random_arguments(*on->written, 12));
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  EXPECT_EQ(differs(run->actual, run->expected), "");
+}
+
 // topk: the k largest (or smallest) of each row in the total order (NaN above +inf, -0 below
 // +0), ties in their row order, with their indices.
 TEST(CudaExecutor, TopkPicksInTheEvaluatorsStableTotalOrder) {

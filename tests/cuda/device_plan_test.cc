@@ -24,40 +24,48 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// C = op(A) op(B) from the call's fields alone, as cuBLAS would be asked (row-major).
-std::vector<double> run_gemm(const GemmCall& g, const std::vector<double>& a, const std::vector<double>& b) {
-  std::vector<double> c(static_cast<size_t>(g.batch * g.stride_c));
-  for (int64_t s = 0; s < g.batch; ++s)
-    for (int64_t i = 0; i < g.m; ++i)
-      for (int64_t j = 0; j < g.n; ++j) {
-        double sum = 0;
-        for (int64_t p = 0; p < g.k; ++p) {
-          const double x = g.transpose_a ? a[s * g.stride_a + p * g.lda + i] : a[s * g.stride_a + i * g.lda + p];
-          const double y = g.transpose_b ? b[s * g.stride_b + j * g.ldb + p] : b[s * g.stride_b + p * g.ldb + j];
-          sum += x * y;
+// C = op(A) op(B) from the call's fields alone, as cuBLAS would be asked (row-major), once per
+// call (gemm_offsets), into `outputs` elements.
+std::vector<double> run_gemm(const GemmCall& g, const std::vector<double>& a, const std::vector<double>& b,
+                             int64_t outputs) {
+  std::vector<double> c(static_cast<size_t>(outputs));
+  for (const GemmOffsets& o : gemm_offsets(g))
+    for (int64_t s = 0; s < g.batch; ++s)
+      for (int64_t i = 0; i < g.m; ++i)
+        for (int64_t j = 0; j < g.n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < g.k; ++p) {
+            const double x = g.transpose_a ? a.at(o.a + s * g.stride_a + p * g.lda + i)
+                                           : a.at(o.a + s * g.stride_a + i * g.lda + p);
+            const double y = g.transpose_b ? b.at(o.b + s * g.stride_b + j * g.ldb + p)
+                                           : b.at(o.b + s * g.stride_b + p * g.ldb + j);
+            sum += x * y;
+          }
+          c.at(o.c + s * g.stride_c + i * g.ldc + j) = sum;
         }
-        c[s * g.stride_c + i * g.ldc + j] = sum;
-      }
   return c;
 }
 
-// What cublas<S|D>gemmStridedBatched computes from the call's fields, column-major:
-// out[j * ld_out + i] = sum_p op(first)(i, p) * op(second)(p, j), first = B's buffer, second = A's.
-std::vector<double> run_cublas(const CublasGemm& g, const std::vector<double>& a, const std::vector<double>& b) {
-  std::vector<double> c(static_cast<size_t>(g.batch * g.stride_out));
-  for (int64_t s = 0; s < g.batch; ++s)
-    for (int64_t i = 0; i < g.m; ++i)
-      for (int64_t j = 0; j < g.n; ++j) {
-        double sum = 0;
-        for (int64_t p = 0; p < g.k; ++p) {
-          const double x = g.transpose_first ? b[s * g.stride_first + i * g.ld_first + p]
-                                             : b[s * g.stride_first + p * g.ld_first + i];
-          const double y = g.transpose_second ? a[s * g.stride_second + p * g.ld_second + j]
-                                              : a[s * g.stride_second + j * g.ld_second + p];
-          sum += x * y;
+// What cublas<S|D>gemmStridedBatched computes from the call's fields, column-major, once per
+// call at its offsets: out[j * ld_out + i] = sum_p op(first)(i, p) * op(second)(p, j), first =
+// B's buffer, second = A's.
+std::vector<double> run_cublas(const CublasGemm& g, const std::vector<GemmOffsets>& calls, const std::vector<double>& a,
+                               const std::vector<double>& b, int64_t outputs) {
+  std::vector<double> c(static_cast<size_t>(outputs));
+  for (const GemmOffsets& o : calls)
+    for (int64_t s = 0; s < g.batch; ++s)
+      for (int64_t i = 0; i < g.m; ++i)
+        for (int64_t j = 0; j < g.n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < g.k; ++p) {
+            const double x = g.transpose_first ? b.at(o.b + s * g.stride_first + i * g.ld_first + p)
+                                               : b.at(o.b + s * g.stride_first + p * g.ld_first + i);
+            const double y = g.transpose_second ? a.at(o.a + s * g.stride_second + p * g.ld_second + j)
+                                                : a.at(o.a + s * g.stride_second + j * g.ld_second + p);
+            sum += x * y;
+          }
+          c.at(o.c + s * g.stride_out + j * g.ld_out + i) = sum;
         }
-        c[s * g.stride_out + j * g.ld_out + i] = sum;
-      }
   return c;
 }
 
@@ -82,6 +90,24 @@ TEST(CudaPlan, GemmCallsComputeTheDot) {
        "lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={1}"},
       {"f64[2,3,5,7]", "f64[2,3,7,4]", "f64[2,3,5,4]",
        "lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,1}, rhs_contracting_dims={2}"},
+      // batch dimensions that do not lead ([B, T, H, D] attention): one call per B, batched over
+      // H; scores, values, and the gradients' shapes
+      {"f32[2,5,3,4]", "f32[2,6,3,4]", "f32[2,3,5,6]",
+       "lhs_batch_dims={0,2}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={3}"},
+      {"f32[2,3,5,6]", "f32[2,6,3,4]", "f32[2,3,5,4]",
+       "lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={0,2}, rhs_contracting_dims={1}"},
+      {"f32[2,3,5,6]", "f32[2,5,3,4]", "f32[2,3,6,4]",
+       "lhs_batch_dims={0,1}, lhs_contracting_dims={2}, rhs_batch_dims={0,2}, rhs_contracting_dims={1}"},
+      // a batch dimension between an operand's contracting and free ones; batch dimensions
+      // listed out of order in one operand, one of extent 1
+      {"f32[3,5,7]", "f32[7,3,4]", "f32[3,5,4]",
+       "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={1}, rhs_contracting_dims={0}"},
+      {"f32[3,1,5,7]", "f32[1,3,7,4]", "f32[3,1,5,4]",
+       "lhs_batch_dims={0,1}, lhs_contracting_dims={3}, rhs_batch_dims={1,0}, rhs_contracting_dims={2}"},
+      // contracting dimensions side by side are one: a weight gradient over [B, T, D] and
+      // [B, T, F], and the same block last in both operands
+      {"f32[2,3,4]", "f32[2,3,5]", "f32[4,5]", "lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}"},
+      {"f32[4,2,3]", "f32[5,2,3]", "f32[4,5]", "lhs_contracting_dims={1,2}, rhs_contracting_dims={1,2}"},
   };
   std::mt19937 rng(9);
   std::uniform_real_distribution<double> uniform(-2, 2);
@@ -108,16 +134,32 @@ TEST(CudaPlan, GemmCallsComputeTheDot) {
     const Literal* pointers[] = {&inputs[0], &inputs[1]};
     StatusOr<Literal> expected = evaluate_computation(*(*module)->entry(), pointers);
     ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-    const std::vector<double> actual = run_gemm(*call, values[0], values[1]);
+    const std::vector<double> actual = run_gemm(*call, values[0], values[1], expected->element_count());
     ASSERT_EQ(static_cast<int64_t>(actual.size()), expected->element_count()) << text;
     for (int64_t e = 0; e < expected->element_count(); ++e)
       EXPECT_NEAR(actual[e], expected->get_double(e), 1e-4) << text << " element " << e;
     // The same call as cuBLAS is asked it (column-major, operands swapped).
-    const std::vector<double> library = run_cublas(cublas_gemm(*call), values[0], values[1]);
+    const std::vector<double> library =
+        run_cublas(cublas_gemm(*call), gemm_offsets(*call), values[0], values[1], expected->element_count());
     ASSERT_EQ(static_cast<int64_t>(library.size()), expected->element_count()) << text;
     for (int64_t e = 0; e < expected->element_count(); ++e)
       EXPECT_NEAR(library[e], expected->get_double(e), 1e-4) << text << " element " << e << " (cuBLAS form)";
   }
+}
+
+TEST(CudaPlan, ContractingDimensionsPairedInAnotherOrderHaveNoGemmForm) {
+  StatusOr<std::unique_ptr<Module>> module = parse_module(R"(HloModule d
+ENTRY e {
+  a = f32[2,3,4] parameter(0)
+  b = f32[3,2,5] parameter(1)
+  ROOT d = f32[4,5] dot(a, b), lhs_contracting_dims={0,1}, rhs_contracting_dims={1,0}
+}
+)");
+  ASSERT_TRUE(module.ok());
+  StatusOr<GemmCall> call = plan_gemm(*(*module)->entry()->root());
+  ASSERT_FALSE(call.ok());
+  EXPECT_NE(call.status().message().find("not side by side, in the same order in both operands"), std::string::npos)
+      << call.status().to_string();
 }
 
 TEST(CudaPlan, WhatHasNoGemmFormIsALocatedError) {
@@ -132,7 +174,7 @@ ENTRY e {
   StatusOr<GemmCall> call = plan_gemm(*(*module)->entry()->root());
   ASSERT_FALSE(call.ok());
   EXPECT_NE(call.status().message().find(
-                "no CUDA kernel for %d (dot): an operand whose free dimensions the contracting dimension splits"),
+                "no CUDA kernel for %d (dot): an operand whose free dimensions a batch or contracting dimension splits"),
             std::string::npos)
       << call.status().to_string();
   EXPECT_TRUE(call.status().location().valid());

@@ -37,7 +37,20 @@ struct GemmCall {
   bool transpose_a = false, transpose_b = false;  // A stored k x m, B stored n x k
   int64_t lda = 0, ldb = 0, ldc = 0;              // row-major leading dimensions as stored
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  // Batch dimensions that do not fold into `batch` (attention's [B, T, H, D] batched over B and
+  // H: B's stride is not H's times H), outermost first: one call per index of these, its
+  // operands offset by each index times that dimension's strides (elements).
+  struct Outer {
+    int64_t count = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+  };
+  std::vector<Outer> outer;
 };
+// Per call of `call` (one, or one per index of its outer batch dimensions, outermost slowest):
+// the element offsets of its A, B and C.
+struct GemmOffsets {
+  int64_t a = 0, b = 0, c = 0;
+};
+std::vector<GemmOffsets> gemm_offsets(const GemmCall& call);
 
 struct GeneratedKernel {
   std::string name;    // the __global__ function's name (extern "C")
@@ -211,7 +224,7 @@ StatusOr<CustomKernelLaunch> generate_custom_kernel(const Instruction& call, con
                                                     const std::string& name);
 
 // The kernel of a dot of any dimension numbers, for the dots with no GEMM form (plan_gemm:
-// several contracting dimensions, batch dimensions that do not lead, several free dimensions):
+// contracting or free dimensions apart, a matrix with no dimension of unit stride, mixed types):
 // thread i computes output element i (batch, lhs free, rhs free coordinates), summing over the
 // contracting dimensions in the element type. Signature: (const T* a, const T* b, T* c, long
 // long n), n outputs.

@@ -1,6 +1,7 @@
 #include "insitu/cuda/device_plan.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "insitu/cuda/codegen.h"
@@ -13,6 +14,7 @@ namespace insitu::cuda {
 namespace {
 
 using detail::refuse;
+using detail::strides_of;
 
 // The free (neither batch nor contracting) dimensions of a dot operand, when they are
 // consecutive: one row-major block of `size` elements per batch and contracted index, starting
@@ -37,6 +39,23 @@ FreeDimensions free_dimensions(const Shape& operand, const std::vector<int64_t>&
 
 }  // namespace
 
+namespace {
+
+// A matrix rows x cols inside an operand, element (r, c) at r * row_stride + c * col_stride, as
+// a GEMM takes it: row-major with leading dimension `ld`, or stored transposed (cols x rows);
+// nullopt where neither dimension has unit stride.
+struct StoredMatrix {
+  bool transposed = false;
+  int64_t ld = 1;
+};
+std::optional<StoredMatrix> stored_matrix(int64_t rows, int64_t row_stride, int64_t cols, int64_t col_stride) {
+  if (cols == 1 || col_stride == 1) return StoredMatrix{false, rows == 1 ? cols : row_stride};
+  if (rows == 1 || row_stride == 1) return StoredMatrix{true, col_stride};
+  return std::nullopt;
+}
+
+}  // namespace
+
 StatusOr<GemmCall> plan_gemm(const Instruction& dot) {
   const Shape& lhs = dot.operand(0)->shape();
   const Shape& rhs = dot.operand(1)->shape();
@@ -47,39 +66,95 @@ StatusOr<GemmCall> plan_gemm(const Instruction& dot) {
   if (eval::find_own_attribute(dot, "algorithm") != nullptr)  // the evaluator rounds the operands first
     return refuse(dot, "a dot with algorithm= (operands rounded to another precision) is not planned yet");
   const DotDimensionNumbers& numbers = dot.dot_dimension_numbers;
-  const size_t batches = numbers.lhs_batch_dimensions.size();
-  for (size_t b = 0; b < batches; ++b)
-    if (numbers.lhs_batch_dimensions[b] != static_cast<int64_t>(b) ||
-        numbers.rhs_batch_dimensions[b] != static_cast<int64_t>(b))
-      return refuse(dot, "batch dimensions that do not lead both operands in order are not planned yet");
-  if (numbers.lhs_contracting_dimensions.size() != 1)
-    return refuse(dot, "a dot contracting several dimensions is not planned yet");
+  // Several contracting dimensions side by side in both operands, paired in the same order,
+  // are one of their product (a weight gradient's [B, T, D] x [B, T, F] contracting B and T).
+  const std::vector<int64_t>& lhs_contracting = numbers.lhs_contracting_dimensions;
+  const std::vector<int64_t>& rhs_contracting = numbers.rhs_contracting_dimensions;
+  if (lhs_contracting.empty()) return refuse(dot, "a dot contracting no dimension (an outer product) is not planned yet");
+  for (size_t i = 1; i < lhs_contracting.size(); ++i)
+    if (lhs_contracting[i] != lhs_contracting[i - 1] + 1 || rhs_contracting[i] != rhs_contracting[i - 1] + 1)
+      return refuse(dot, "contracting dimensions that are not side by side, in the same order in both operands, are "
+                         "not planned yet");
   // Several free dimensions side by side are one, of their product (a dense layer's [B, T, D]
-  // x [D, F] is an M = B * T GEMM): row-major, they are one block before or after the
-  // contracting dimension (the batch dimensions lead), and the result lists them in order.
+  // x [D, F] is an M = B * T GEMM): row-major, they are one block, and the result lists them
+  // in order after the batch dimensions.
   const FreeDimensions lhs_free =
       free_dimensions(lhs, numbers.lhs_batch_dimensions, numbers.lhs_contracting_dimensions);
   const FreeDimensions rhs_free =
       free_dimensions(rhs, numbers.rhs_batch_dimensions, numbers.rhs_contracting_dimensions);
   if (!lhs_free.consecutive || !rhs_free.consecutive)
-    return refuse(dot, "an operand whose free dimensions the contracting dimension splits is not planned yet");
-  const int64_t lhs_k = numbers.lhs_contracting_dimensions[0], rhs_k = numbers.rhs_contracting_dimensions[0];
+    return refuse(dot, "an operand whose free dimensions a batch or contracting dimension splits is not planned yet");
+  const std::vector<int64_t> lhs_strides = strides_of(lhs.dimensions()), rhs_strides = strides_of(rhs.dimensions());
+  const std::vector<int64_t> out_strides = strides_of(out.dimensions());
+  const int64_t lhs_k = lhs_contracting.back(), rhs_k = rhs_contracting.back();  // the innermost: its stride
   GemmCall call;
   call.type = out.element_type();
-  for (size_t b = 0; b < batches; ++b) call.batch *= lhs.dimension(static_cast<int64_t>(b));
-  call.k = lhs.dimension(lhs_k);
+  for (int64_t d : lhs_contracting) call.k *= lhs.dimension(d);
   call.m = lhs_free.size;
   call.n = rhs_free.size;
-  // A is stored m x k unless its contracting dimension comes first (k x m); B k x n unless n x k.
-  call.transpose_a = lhs_free.first >= 0 && lhs_k < lhs_free.first;
-  call.transpose_b = rhs_free.first >= 0 && rhs_free.first < rhs_k;
-  call.lda = call.transpose_a ? call.m : call.k;
-  call.ldb = call.transpose_b ? call.k : call.n;
-  call.ldc = call.n;
+  // A free block's row stride is its innermost dimension's (its dimensions are side by side).
+  auto innermost = [](const FreeDimensions& free, const std::vector<int64_t>& batch, const std::vector<int64_t>& contracting,
+                      const std::vector<int64_t>& strides) {
+    int64_t last = -1;
+    for (int64_t d = 0; d < static_cast<int64_t>(strides.size()); ++d)
+      if (!std::count(batch.begin(), batch.end(), d) && !std::count(contracting.begin(), contracting.end(), d)) last = d;
+    return free.first < 0 ? int64_t{1} : strides[last];
+  };
+  const std::optional<StoredMatrix> a = stored_matrix(
+      call.m, innermost(lhs_free, numbers.lhs_batch_dimensions, numbers.lhs_contracting_dimensions, lhs_strides), call.k,
+      lhs_strides[lhs_k]);
+  const std::optional<StoredMatrix> b = stored_matrix(
+      call.k, rhs_strides[rhs_k], call.n,
+      innermost(rhs_free, numbers.rhs_batch_dimensions, numbers.rhs_contracting_dimensions, rhs_strides));
+  if (!a || !b) return refuse(dot, "an operand whose matrix has no dimension of unit stride is not planned yet");
+  call.transpose_a = a->transposed;
+  call.lda = a->ld;
+  call.transpose_b = b->transposed;
+  call.ldb = b->ld;
+  call.ldc = call.n;  // the result is [batch..., m block, n block], row-major
+  // Batch dimensions, in the result's order, folded where each one's strides are the next one's
+  // times its extent (in A, B and C alike); the innermost group is the GEMM's batch, the others
+  // are calls of their own (GemmCall::outer).
   call.stride_a = call.m * call.k;
   call.stride_b = call.k * call.n;
   call.stride_c = call.m * call.n;
+  std::vector<GemmCall::Outer> groups;
+  for (size_t i = 0; i < numbers.lhs_batch_dimensions.size(); ++i) {
+    const int64_t extent = out.dimension(static_cast<int64_t>(i));
+    if (extent == 1) continue;
+    const GemmCall::Outer next{extent, lhs_strides[numbers.lhs_batch_dimensions[i]],
+                               rhs_strides[numbers.rhs_batch_dimensions[i]], out_strides[i]};
+    if (!groups.empty()) {
+      GemmCall::Outer& group = groups.back();
+      if (group.stride_a == next.stride_a * extent && group.stride_b == next.stride_b * extent &&
+          group.stride_c == next.stride_c * extent) {
+        group = {group.count * extent, next.stride_a, next.stride_b, next.stride_c};
+        continue;
+      }
+    }
+    groups.push_back(next);
+  }
+  if (!groups.empty()) {
+    call.batch = groups.back().count;
+    call.stride_a = groups.back().stride_a;
+    call.stride_b = groups.back().stride_b;
+    call.stride_c = groups.back().stride_c;
+    groups.pop_back();
+    call.outer = std::move(groups);
+  }
   return call;
+}
+
+std::vector<GemmOffsets> gemm_offsets(const GemmCall& call) {
+  std::vector<GemmOffsets> offsets = {GemmOffsets{}};
+  for (const GemmCall::Outer& outer : call.outer) {
+    std::vector<GemmOffsets> next;
+    for (const GemmOffsets& base : offsets)
+      for (int64_t i = 0; i < outer.count; ++i)
+        next.push_back({base.a + i * outer.stride_a, base.b + i * outer.stride_b, base.c + i * outer.stride_c});
+    offsets = std::move(next);
+  }
+  return offsets;
 }
 
 CublasGemm cublas_gemm(const GemmCall& g) {
@@ -405,8 +480,10 @@ void describe_steps(const std::vector<DeviceStep>& steps, const std::string& ind
         break;
       case StepKind::kGemm: {
         const GemmCall& g = step.gemm;
+        const size_t calls = gemm_offsets(g).size();
         text += str_cat(name, "gemm ", primitive_type_name(g.type), " batch ", g.batch, " m ", g.m, " n ", g.n, " k ",
-                        g.k, g.transpose_a ? " A^T" : "", g.transpose_b ? " B^T" : "", "\n");
+                        g.k, g.transpose_a ? " A^T" : "", g.transpose_b ? " B^T" : "",
+                        calls > 1 ? str_cat(", ", calls, " calls") : "", "\n");
         break;
       }
       case StepKind::kWhile:

@@ -12,9 +12,13 @@
 // compile_to_ptx turns into one PTX module for the device.
 //
 // GEMMs are row-major: C[b] (m x n) = op(A[b]) (m x k) * op(B[b]) (k x n), op a transpose or
-// not, batches `stride_*` elements apart. A dot maps to one when its batch dimensions lead both
-// operands in order, it contracts one dimension, and each operand has at most one free
-// dimension (m or n; absent: 1), in any order of free and contracting.
+// not, batches `stride_*` elements apart. A dot maps to one when each operand's free dimensions
+// sit side by side (m or n: their product; absent: 1), its contracting dimensions too, in the
+// same order in both (k: their product), and in each operand one of the two blocks has unit
+// stride (the other's stride is the matrix's leading dimension). Batch dimensions may sit
+// anywhere: those whose strides fold (each one's is the next one's times its extent, in both
+// operands and the result) are one GEMM batch, and each group that does not fold is a loop of
+// calls (GemmCall::outer): attention's [B, T, H, D] is one call per B, batched over H.
 #pragma once
 
 #include <string>

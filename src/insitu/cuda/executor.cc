@@ -100,6 +100,26 @@ struct CudaExecutable::Run {
     return status;
   }
 
+  // A GEMM step (a, b, c): one call per index of its outer batch dimensions, each on the
+  // device's GEMM library, else as the plan's kernel over that call's outputs.
+  Status run_gemm(const DeviceStep& step, const std::vector<DevicePointer>& pointers) {
+    const GemmCall& g = step.gemm;
+    const uint64_t bytes = static_cast<uint64_t>(byte_width(g.type));
+    for (const GemmOffsets& offset : gemm_offsets(g)) {
+      const DevicePointer a = pointers.at(0) + static_cast<uint64_t>(offset.a) * bytes;
+      const DevicePointer b = pointers.at(1) + static_cast<uint64_t>(offset.b) * bytes;
+      const DevicePointer c = pointers.at(2) + static_cast<uint64_t>(offset.c) * bytes;
+      Status library = executable.device_.gemm(g, a, b, c);
+      if (library.ok()) {
+        ++stats.gemms_on_library;
+        continue;
+      }
+      if (library.code() != StatusCode::kUnimplemented) return library;
+      INSITU_RETURN_IF_ERROR(launch(step.kernel, g.batch * g.m * g.n, {a, b, c}));
+    }
+    return ok_status();
+  }
+
   // A staged sort (DeviceStep::stage): (in0, ..., out0, ...) through a scratch block holding
   // each row's permutation, back in the pool once every launch is queued.
   Status launch_staged(const DeviceStep& step, const std::vector<DevicePointer>& pointers) {
@@ -204,13 +224,9 @@ struct CudaExecutable::Run {
               result.push_back(out);
             }
           }
-          if (step.kind == StepKind::kGemm) {  // the device's GEMM library, else the plan's kernel
-            Status library = executable.device_.gemm(step.gemm, pointers[0], pointers[1], pointers[2]);
-            if (library.ok()) {
-              ++stats.gemms_on_library;
-              break;
-            }
-            if (library.code() != StatusCode::kUnimplemented) return library;
+          if (step.kind == StepKind::kGemm) {
+            INSITU_RETURN_IF_ERROR(run_gemm(step, pointers));
+            break;
           }
           if (!step.stage.empty()) {
             INSITU_RETURN_IF_ERROR(launch_staged(step, pointers));
