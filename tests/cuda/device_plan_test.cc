@@ -226,6 +226,8 @@ TEST(CudaPlan, JaxCorpusPlansOrSaysWhatIsMissing) {
       ++stopped;
       const std::string& message = plan.status().message();
       EXPECT_EQ(message.find("no CUDA kernel for %"), 0u) << entry.path() << ": " << message;
+      // Located in the text, a fused op's refusal too (a fusion's parameter was not).
+      EXPECT_TRUE(plan.status().location().valid()) << entry.path() << ": " << message;
       const size_t open = message.find(" ("), close = message.find(')');
       ++missing[message.substr(open + 2, close - open - 2)];
       continue;
@@ -239,7 +241,7 @@ TEST(CudaPlan, JaxCorpusPlansOrSaysWhatIsMissing) {
   for (const auto& [op, count] : missing) summary += str_cat(" ", op, " ", count, ";");
   std::printf("CUDA plan of the JAX corpus: %d modules planned in full, %d stopped at an op without a CUDA form:%s\n",
               planned, stopped, summary.c_str());
-  EXPECT_GE(planned, 10);
+  EXPECT_GE(planned, 59);
 }
 
 }  // namespace

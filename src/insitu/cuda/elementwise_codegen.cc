@@ -333,11 +333,13 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
     const bool scalar = shape.rank() == 0;
     INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(*instruction, shape.element_type()));
     if (instruction->opcode() == Opcode::kParameter && !scalar && shape.dimensions() != dims) {
-      const bool only_broadcast = std::all_of(instruction->users().begin(), instruction->users().end(),
-                                              [](const Instruction* user) { return user->opcode() == Opcode::kBroadcast; });
-      if (!only_broadcast)
-        return refuse(*instruction, str_cat("shape ", shape.to_string(false), " is not the fusion's ",
-                                            out_shape.to_string(false), " and not only broadcast"));
+      // Named at the instruction that reads it (a fusion's parameter has no place in the text).
+      const auto reader = std::find_if(instruction->users().begin(), instruction->users().end(),
+                                       [](const Instruction* user) { return user->opcode() != Opcode::kBroadcast; });
+      if (reader != instruction->users().end())
+        return refuse(**reader, str_cat("it reads a fusion operand of shape ", shape.to_string(false),
+                                        ", not the fusion's ", out_shape.to_string(false),
+                                        " (only elementwise reads and broadcasts inside a fusion are generated)"));
       indexed[instruction] = str_cat("p", instruction->parameter_number);
       continue;
     }
@@ -501,7 +503,10 @@ StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion,
                                                       int64_t written_operand) {
   if (fusion.opcode() != Opcode::kFusion || fusion.called_computations().empty())
     return refuse(fusion, "not a fusion");
-  return generate_for_body(*fusion.to_apply(), fusion.shape(), fusion, name, /*device_function=*/false, written_operand);
+  StatusOr<GeneratedKernel> kernel =
+      generate_for_body(*fusion.to_apply(), fusion.shape(), fusion, name, /*device_function=*/false, written_operand);
+  if (!kernel.ok()) return kernel.status().with_location(fusion.location());  // where a fused op has none
+  return kernel;
 }
 
 bool is_op_kernel_opcode(Opcode opcode) {
