@@ -217,11 +217,16 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   }
 
   reservations.commit();
+  finish_call(std::move(stats), options, start);
+  return results;
+}
+
+void Executable::finish_call(ExecutionStats stats, const ExecuteOptions& options,
+                             std::chrono::steady_clock::time_point start) {
   const auto finished = std::chrono::steady_clock::now();
   stats.run_seconds = std::chrono::duration<double>(finished - start).count();
   if (options.stats != nullptr) *options.stats = stats;
   last_stats_.publish(std::move(stats), finished);
-  return results;
 }
 
 Status Executable::check_borrowed(size_t arguments, size_t results, const ExecuteOptions& options) const {
@@ -318,10 +323,7 @@ Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::sp
       stats.result_bytes_copied += leaf.size;
     }
   }
-  const auto finished = std::chrono::steady_clock::now();
-  stats.run_seconds = std::chrono::duration<double>(finished - start).count();
-  if (options.stats != nullptr) *options.stats = stats;
-  last_stats_.publish(std::move(stats), finished);
+  finish_call(std::move(stats), options, start);
   return ok_status();
 }
 

@@ -120,10 +120,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute_on_cuda(std::vector<Buff
   std::vector<BufferHandle> handles;
   for (std::shared_ptr<Buffer>& result : results) handles.emplace_back(std::move(result));
   ExecutionStats stats = device_stats(counted);
-  const auto finished = std::chrono::steady_clock::now();
-  stats.run_seconds = std::chrono::duration<double>(finished - start).count();
-  if (options.stats != nullptr) *options.stats = stats;
-  last_stats_.publish(std::move(stats), finished);
+  finish_call(std::move(stats), options, start);
   return handles;
 }
 
@@ -138,10 +135,7 @@ Status Executable::execute_borrowed_on_cuda(std::span<uint8_t* const> arguments,
     INSITU_RETURN_IF_ERROR(on_device_->executable->run_host(argument_bytes, results, &counted));
   }
   ExecutionStats stats = device_stats(counted);
-  const auto finished = std::chrono::steady_clock::now();
-  stats.run_seconds = std::chrono::duration<double>(finished - start).count();
-  if (options.stats != nullptr) *options.stats = stats;
-  last_stats_.publish(std::move(stats), finished);
+  finish_call(std::move(stats), options, start);
   return ok_status();
 }
 
