@@ -44,6 +44,51 @@ ENTRY main {
   EXPECT_TRUE(run->actual.element(4) == run->expected.element(4)) << "the integer convolution, exactly";
 }
 
+// Convolutions with a GEMM form run as one: the input's patches and the kernel packed into
+// scratch, then a GEMM; where padding is, the outputs whose window touches it are computed again
+// by the direct kernel, which skips it as the evaluator does (an infinite weight there would
+// otherwise make 0 * inf = NaN). SAME padding, a strided patchify window with window dilation
+// and reversal, negative padding on one side, a 1x1, and other operand layouts.
+TEST(CudaConvolution, ConvolutionsWithAGemmFormMatchTheEvaluator) {
+  EmulatedDevice device;
+  StatusOr<OnDevice> on = compile_on(device, R"(
+HloModule gemm_convs
+ENTRY main {
+  x = f32[2,10,10,3] parameter(0)
+  k = f32[3,3,3,4] parameter(1)
+  p = f32[1,8,8,2] parameter(2)
+  pk = f32[2,2,2,5] parameter(3)
+  n = f32[2,3,7,7] parameter(4)
+  nk = f32[4,3,2,2] parameter(5)
+  k1 = f32[1,1,3,4] parameter(6)
+  same = f32[2,10,10,4] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  patchify = f32[1,3,4,5] convolution(p, pk), window={size=2x2 stride=2x2 rhs_dilate=2x1 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f
+  cropped = f32[2,6,6,4] convolution(n, nk), window={size=2x2 pad=-1_1x0_0}, dim_labels=bf01_oi01->b01f
+  one = f32[2,10,10,4] convolution(x, k1), window={size=1x1}, dim_labels=b01f_01io->b01f
+  ROOT out = (f32[2,10,10,4], f32[1,3,4,5], f32[2,6,6,4], f32[2,10,10,4]) tuple(same, patchify, cropped, one)
+}
+)");
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  const std::string plan = describe(on->executable->plan());
+  EXPECT_NE(plan.find("%same: gemm f32 batch 1 m 200 n 4 k 27, after"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("then k0_border (800 threads)"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("%patchify: gemm f32 batch 1 m 12 n 5 k 8, after k3_patches (96 threads, 384 bytes) and "
+                      "k3_weights (40 threads, 160 bytes)\n"),  // no padding: no border
+            std::string::npos)
+      << plan;
+  EXPECT_NE(plan.find("%cropped: gemm f32 batch 1 m 72 n 4 k 12, after"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("%one: gemm f32 batch 1 m 200 n 4 k 3, after"), std::string::npos) << plan;
+  std::vector<Literal> arguments = random_arguments(*on->written, 22);
+  for (Literal& argument : arguments)  // finite values, then one infinite weight on the padding
+    for (float& v : argument.data<float>()) v = std::isfinite(v) ? v : 1.5f;
+  arguments[1].data<float>()[0] = std::numeric_limits<float>::infinity();  // k[0, 0, 0, 0]
+  StatusOr<BothResults> run = run_both(*on, arguments);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  for (int64_t c = 0; c < run->expected.shape().tuple_size(); ++c)
+    EXPECT_EQ(differs(run->actual.element(c), run->expected.element(c)), "") << "output " << c;
+  EXPECT_TRUE(std::isfinite(run->expected.element(0).data<float>()[0]));  // the window's corner is padding there
+}
+
 TEST(CudaConvolution, AWindowThatDoesNotFitTheKernelIsALocatedError) {
   EmulatedDevice device;
   StatusOr<OnDevice> on = compile_on(device, R"(

@@ -86,8 +86,33 @@ bool is_op_kernel_opcode(Opcode opcode);
 // converted to the result's first): thread i computes output element i, summing over the
 // window's positions in row-major order, then the group's input features, in the evaluator's
 // accumulator (float for bf16/f16, 64 bits for integers). Signature (const L* a, const R* b, T*
-// c, long long n), n output elements. (One thread per output: correct, not yet fast.)
-StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolution, const std::string& name);
+// c, long long n), n output elements. (One thread per output: for the forms that are no GEMM,
+// generate_convolution_gemm.) `border_only`: the threads of outputs whose window lies on input
+// elements alone return at once (generate_convolution_gemm's border).
+StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolution, const std::string& name,
+                                                      bool border_only = false);
+
+// A convolution as one GEMM, where it has that form: f32 or f64 throughout, no feature or batch
+// groups, the result's feature dimension last. `patches` (const T* lhs, T* a, long long n),
+// n = M * K, writes A: row m holds the input under output position m's window (M: the result's
+// positions in its row-major order; K: the window's positions in row-major order, then the
+// input features: the evaluator's summation order), zero where the window lies on padding or a
+// base-dilation hole. `weights` (const T* rhs, T* b, long long n), n = K * O, writes B: the
+// kernel as K x O, reversed along the dimensions the window reverses. Then the result (M x O,
+// row-major) = A B. That is the evaluator's sum wherever the window lies on input elements
+// alone; where it touches padding, A's zeros would add 0 * weight where the evaluator adds
+// nothing (NaN for an infinite weight), so `border` (generate_convolution_kernel's border_only
+// form; empty without padding) then computes those outputs again, exactly. nullopt where the
+// convolution has another form, base dilation (whose holes every window meets), fewer than half
+// its outputs inside, or patches of more than kMaxPatchBytes.
+inline constexpr int64_t kMaxPatchBytes = int64_t{1} << 30;
+struct ConvolutionGemm {
+  GeneratedKernel patches, weights, border;
+  GemmCall gemm;
+  int64_t patch_bytes = 0, weight_bytes = 0;
+};
+StatusOr<std::optional<ConvolutionGemm>> generate_convolution_gemm(const Instruction& convolution,
+                                                                   const std::string& name);
 
 // The kernel of a reduce: thread i computes output element i, folding its reduced elements in
 // the input's layout order (row-major for the default layout) from the init values, as the

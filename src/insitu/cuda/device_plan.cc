@@ -391,11 +391,31 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->shape().element_count());
         break;
-      case Opcode::kConvolution:
+      case Opcode::kConvolution: {
+        INSITU_ASSIGN_OR_RETURN(std::optional<ConvolutionGemm> as_gemm, generate_convolution_gemm(*instruction, name));
+        if (as_gemm) {  // the input's patches and the kernel packed into scratch, then one GEMM
+          step.kind = StepKind::kGemm;
+          step.gemm = as_gemm->gemm;
+          step.packs = {{as_gemm->patches.name, as_gemm->gemm.m * as_gemm->gemm.k, as_gemm->patch_bytes},
+                        {as_gemm->weights.name, as_gemm->gemm.k * as_gemm->gemm.n, as_gemm->weight_bytes}};
+          const GeneratedKernel gemm = generate_gemm_kernel(step.gemm, str_cat("g", plan.gemms++));
+          step.kernel = gemm.name;
+          step.threads = instruction->shape().element_count();
+          plan.source += as_gemm->patches.source + as_gemm->weights.source + gemm.source;
+          plan.kernels += 2;
+          if (!as_gemm->border.name.empty()) {  // the outputs whose window touches padding, again
+            step.finish = as_gemm->border.name;
+            step.finish_threads = instruction->shape().element_count();
+            plan.source += as_gemm->border.source;
+            ++plan.kernels;
+          }
+          break;
+        }
         kernel = generate_convolution_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->shape().element_count());
         break;
+      }
       case Opcode::kPad:
         kernel = generate_pad_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
@@ -483,7 +503,12 @@ void describe_steps(const std::vector<DeviceStep>& steps, const std::string& ind
         const size_t calls = gemm_offsets(g).size();
         text += str_cat(name, "gemm ", primitive_type_name(g.type), " batch ", g.batch, " m ", g.m, " n ", g.n, " k ",
                         g.k, g.transpose_a ? " A^T" : "", g.transpose_b ? " B^T" : "",
-                        calls > 1 ? str_cat(", ", calls, " calls") : "", "\n");
+                        calls > 1 ? str_cat(", ", calls, " calls") : "");
+        for (const DeviceStep::Pack& pack : step.packs)
+          text += str_cat(pack.kernel == step.packs.front().kernel ? ", after " : " and ", pack.kernel, " (",
+                          pack.threads, " threads, ", pack.bytes, " bytes)");
+        if (!step.finish.empty()) text += str_cat(", then ", step.finish, " (", step.finish_threads, " threads)");
+        text += "\n";
         break;
       }
       case StepKind::kWhile:

@@ -54,6 +54,8 @@ struct DeviceStep {
   int64_t threads = 0;  // kKernel: one per output element (per update element, in place)
   // kKernel of a split reduce (generate_split_reduce): `kernel` writes partials into a scratch
   // block of `scratch_bytes`, then `finish` (over `finish_threads`) folds them into the output.
+  // kGemm of a convolution: `finish` (over `finish_threads`: (lhs, rhs, out)) computes the
+  // outputs whose window touches padding again, after the GEMM.
   std::string finish;
   int64_t finish_threads = 0;
   int64_t scratch_bytes = 0;
@@ -67,6 +69,13 @@ struct DeviceStep {
   // last: the operand whose memory the output is written over (-1: a block of its own).
   int64_t write_over = -1;
   GemmCall gemm;        // kGemm
+  // kGemm of a convolution (generate_convolution_gemm): the GEMM's A and B are scratch blocks
+  // that these kernels write first from operands 0 and 1 (signature (operand, scratch, n)).
+  struct Pack {
+    std::string kernel;
+    int64_t threads = 0, bytes = 0;
+  };
+  std::vector<Pack> packs;
   // kKernel of a custom-call: its grid's table (generate_custom_kernel), uploaded once, and per
   // output the operand the kernel updates in it (-1: none). `copy_in`: the call does not alias
   // that pair, so the output starts as a device copy of the operand (counted), as on the CPU.

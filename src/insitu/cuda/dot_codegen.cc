@@ -1,6 +1,7 @@
 // CUDA C++ for a dot of any dimension numbers and for a convolution (codegen.h:
 // generate_dot_kernel, generate_convolution_kernel).
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "insitu/cuda/codegen.h"
@@ -119,7 +120,8 @@ StatusOr<GeneratedKernel> generate_dot_kernel(const Instruction& dot, const std:
   return kernel;
 }
 
-StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolution, const std::string& name) {
+StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolution, const std::string& name,
+                                                      bool border_only) {
   if (convolution.opcode() != Opcode::kConvolution || convolution.operand_count() != 2)
     return refuse(convolution, "not a convolution of two operands");
   const Shape& lhs = convolution.operand(0)->shape();
@@ -132,7 +134,18 @@ StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolu
   auto coordinate = [&](int64_t d) {
     return str_cat("(i / ", out_strides[d], "ll % ", plan.out_dimensions[d], "ll)");
   };
-  std::string code = str_cat(
+  std::string code;
+  if (border_only) {  // an output whose window lies on input elements alone was computed already
+    code += "  bool inside = true;\n";
+    for (size_t s = 0; s < plan.window.size(); ++s) {
+      const WindowDimension& w = plan.window[s];
+      code += str_cat("  {\n    const long long u = ", coordinate(plan.out_spatial[s]), " * ", w.stride, "ll - ",
+                      w.padding_low, "ll;\n    if (u < 0 || u + ", (w.size - 1) * w.window_dilation, "ll >= ",
+                      plan.lhs_sizes[s], "ll) inside = false;\n  }\n");
+    }
+    code += "  if (inside) return;\n";
+  }
+  code += str_cat(
       "  const long long o = ", coordinate(plan.out_feature), ";\n",
       "  const long long a0 = (o / ", plan.batch_group_features, "ll * ", plan.batch_group_size, "ll + ",
       coordinate(plan.out_batch), ") * ", plan.lhs_strides[plan.lhs_batch], "ll + o / ", plan.output_feature_group_size,
@@ -167,6 +180,101 @@ StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolu
   kernel.name = name;
   kernel.source = str_cat(c.opening(name), code, "  c[i] = (", c.type, ")sum;\n}\n");
   return kernel;
+}
+
+StatusOr<std::optional<ConvolutionGemm>> generate_convolution_gemm(const Instruction& convolution,
+                                                                   const std::string& name) {
+  if (convolution.opcode() != Opcode::kConvolution || convolution.operand_count() != 2)
+    return refuse(convolution, "not a convolution of two operands");
+  const Shape& lhs = convolution.operand(0)->shape();
+  const Shape& rhs = convolution.operand(1)->shape();
+  const Shape& out = convolution.shape();
+  INSITU_ASSIGN_OR_RETURN(eval::ConvolutionPlan plan, eval::plan_convolution(convolution, lhs, rhs));
+  const PrimitiveType type = out.element_type();
+  const int64_t rank = static_cast<int64_t>(plan.out_dimensions.size());
+  const int64_t features = plan.out_dimensions[plan.out_feature];
+  if ((type != PrimitiveType::kF32 && type != PrimitiveType::kF64) || lhs.element_type() != type ||
+      rhs.element_type() != type || plan.out_feature != rank - 1 || plan.output_feature_group_size != features ||
+      lhs.dimension(plan.lhs_batch) != plan.out_dimensions[plan.out_batch] ||  // batch groups
+      plan.input_feature_group_size != lhs.dimension(plan.lhs_feature))
+    return std::optional<ConvolutionGemm>();
+  // The GEMM is exact where a window lies on input elements alone; the outputs whose window
+  // touches padding are computed again by `border`, which skips it as the evaluator does. Worth
+  // it where most outputs are inside (not with base dilation, whose holes every window meets).
+  double inside = 1;
+  bool padded = false;
+  for (size_t s = 0; s < plan.window.size(); ++s) {
+    const WindowDimension& w = plan.window[s];
+    if (w.base_dilation != 1) return std::optional<ConvolutionGemm>();
+    padded = padded || w.padding_low > 0 || w.padding_high > 0;
+    const int64_t size = plan.out_dimensions[plan.out_spatial[s]];
+    int64_t count = 0;
+    for (int64_t o = 0; o < size; ++o) {
+      const int64_t u = o * w.stride - w.padding_low;
+      count += u >= 0 && u + (w.size - 1) * w.window_dilation < plan.lhs_sizes[s];
+    }
+    inside *= size == 0 ? 1.0 : static_cast<double>(count) / static_cast<double>(size);
+  }
+  if (inside < 0.5) return std::optional<ConvolutionGemm>();
+  ConvolutionGemm result;
+  if (padded) {
+    INSITU_ASSIGN_OR_RETURN(GeneratedKernel border,
+                            generate_convolution_kernel(convolution, name + "_border", /*border_only=*/true));
+    result.border = std::move(border);
+  }
+  GemmCall& gemm = result.gemm;
+  gemm.type = type;
+  gemm.m = out.element_count() / std::max<int64_t>(features, 1);
+  gemm.n = features;
+  gemm.k = plan.window_positions * plan.input_feature_group_size;
+  gemm.lda = gemm.k;
+  gemm.ldb = gemm.ldc = gemm.n;
+  gemm.stride_a = gemm.m * gemm.k;
+  gemm.stride_b = gemm.k * gemm.n;
+  gemm.stride_c = gemm.m * gemm.n;
+  const int64_t width = byte_width(type);
+  result.patch_bytes = gemm.m * gemm.k * width;
+  result.weight_bytes = gemm.k * gemm.n * width;
+  if (result.patch_bytes > kMaxPatchBytes) return std::optional<ConvolutionGemm>();
+  const std::string t = type == PrimitiveType::kF64 ? "double" : "float";
+  // Column k's window position (row-major over the window, last spatial dimension fastest) and
+  // input feature z.
+  std::string position = str_cat("  const long long z = k % ", plan.input_feature_group_size, "ll;\n");
+  int64_t inner = plan.input_feature_group_size;
+  for (size_t s = plan.window.size(); s-- > 0;) {
+    position += str_cat("  const long long p", s, " = k / ", inner, "ll % ", plan.window[s].size, "ll;\n");
+    inner *= plan.window[s].size;
+  }
+  const std::string opening = "  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n  if (t >= n) return;\n";
+  // Patches: output position m is output element m * O (its feature 0).
+  const std::vector<int64_t> out_strides = strides_of(plan.out_dimensions);
+  auto coordinate = [&](int64_t d) { return str_cat("(i / ", out_strides[d], "ll % ", plan.out_dimensions[d], "ll)"); };
+  std::string patch = str_cat(opening, "  const long long m = t / ", gemm.k, "ll, k = t % ", gemm.k, "ll;\n",
+                              "  const long long i = m * ", features, "ll;\n", position, "  long long at = ",
+                              coordinate(plan.out_batch), " * ", plan.lhs_strides[plan.lhs_batch], "ll + z * ",
+                              plan.lhs_strides[plan.lhs_feature], "ll;\n  bool inside = true;\n");
+  std::string weight = str_cat(opening, "  const long long k = t / ", features, "ll, o = t % ", features, "ll;\n",
+                               position, "  const long long at = o * ", plan.rhs_strides[plan.rhs_output], "ll + z * ",
+                               plan.rhs_strides[plan.rhs_input], "ll");
+  for (size_t s = 0; s < plan.window.size(); ++s) {
+    const WindowDimension& w = plan.window[s];
+    patch += str_cat("  {\n    const long long u = ", coordinate(plan.out_spatial[s]), " * ", w.stride, "ll - ",
+                     w.padding_low, "ll + p", s, " * ", w.window_dilation, "ll;\n",
+                     w.base_dilation != 1 ? str_cat("    if (u % ", w.base_dilation, "ll != 0) inside = false;\n") : "",
+                     "    const long long q = u / ", w.base_dilation, "ll;\n", "    if (u < 0 || q >= ", plan.lhs_sizes[s],
+                     "ll) inside = false;\n", "    at += q * ", plan.lhs_strides[plan.lhs_spatial[s]], "ll;\n  }\n");
+    weight += str_cat(" + ", w.window_reversal ? str_cat("(", w.size - 1, "ll - p", s, ")") : str_cat("p", s), " * ",
+                      plan.rhs_strides[plan.rhs_spatial[s]], "ll");
+  }
+  result.patches.name = name + "_patches";
+  result.patches.source = str_cat("extern \"C\" __global__ void ", result.patches.name, "(const ", t, "* __restrict__ lhs, ",
+                                  t, "* __restrict__ a, long long n) {\n", patch, "  a[t] = inside ? lhs[at] : (", t,
+                                  ")0;\n}\n");
+  result.weights.name = name + "_weights";
+  result.weights.source = str_cat("extern \"C\" __global__ void ", result.weights.name, "(const ", t,
+                                  "* __restrict__ rhs, ", t, "* __restrict__ b, long long n) {\n", weight, ";\n",
+                                  "  b[t] = rhs[at];\n}\n");
+  return std::optional<ConvolutionGemm>(std::move(result));
 }
 
 }  // namespace insitu::cuda

@@ -102,8 +102,23 @@ struct CudaExecutable::Run {
 
   // A GEMM step (a, b, c): one call per index of its outer batch dimensions, each on the
   // device's GEMM library, else as the plan's kernel over that call's outputs.
-  Status run_gemm(const DeviceStep& step, const std::vector<DevicePointer>& pointers) {
+  Status run_gemm(const DeviceStep& step, std::vector<DevicePointer> pointers) {
     const GemmCall& g = step.gemm;
+    const std::vector<DevicePointer> operands = pointers;
+    std::vector<DevicePointer> packed;  // a convolution's A and B, back in the pool at the end
+    struct GiveBack {
+      Run& run;
+      std::vector<DevicePointer>& blocks;
+      ~GiveBack() {
+        for (DevicePointer block : blocks) run.give_back(block);
+      }
+    } give_back_packed{*this, packed};
+    for (size_t p = 0; p < step.packs.size(); ++p) {
+      INSITU_ASSIGN_OR_RETURN(DevicePointer block, allocate(step.packs[p].bytes));
+      packed.push_back(block);
+      INSITU_RETURN_IF_ERROR(launch(step.packs[p].kernel, step.packs[p].threads, {pointers.at(p), block}));
+      pointers.at(p) = block;
+    }
     const uint64_t bytes = static_cast<uint64_t>(byte_width(g.type));
     for (const GemmOffsets& offset : gemm_offsets(g)) {
       const DevicePointer a = pointers.at(0) + static_cast<uint64_t>(offset.a) * bytes;
@@ -117,6 +132,7 @@ struct CudaExecutable::Run {
       if (library.code() != StatusCode::kUnimplemented) return library;
       INSITU_RETURN_IF_ERROR(launch(step.kernel, g.batch * g.m * g.n, {a, b, c}));
     }
+    if (!step.finish.empty()) return launch(step.finish, step.finish_threads, operands);
     return ok_status();
   }
 
