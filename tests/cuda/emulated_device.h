@@ -18,42 +18,81 @@
 #include <sstream>
 
 #include "corpus_kernels.h"
+#include "insitu/cuda/driver.h"
 #include "insitu/cuda/executor.h"
 
 namespace insitu::cuda::testing {
 
 // Host memory as device memory; kernels from a shared library the host compiler builds.
+//
+// With INSITU_CUDA_TESTS_ON_GPU=1 in the environment (scripts/gpu-check) every call goes to GPU 0
+// through the driver instead, so each test written for the emulated device also runs on the
+// GPU (GEMMs on cuBLAS); the counts below (live blocks, allocations, modules) are kept alike.
 class EmulatedDevice final : public Device {
  public:
+  EmulatedDevice() {
+    const char* on_gpu = std::getenv("INSITU_CUDA_TESTS_ON_GPU");
+    if (on_gpu == nullptr || std::string(on_gpu) != "1") return;
+    StatusOr<std::unique_ptr<Driver>> driver = Driver::open();
+    if (driver.ok()) {
+      gpu_ = std::move(driver).value();
+    } else {
+      ADD_FAILURE() << "INSITU_CUDA_TESTS_ON_GPU=1 but " << driver.status().to_string() << " (emulating instead)";
+    }
+  }
   ~EmulatedDevice() override {
     for (const auto& [module, library] : libraries_) dlclose(library);
+    if (gpu_)
+      for (const auto& [module, loaded] : gpu_modules_) gpu_->unload(loaded);
   }
-  std::string name() const override { return "emulated CUDA device (the host)"; }
+  bool on_gpu() const { return gpu_ != nullptr; }
+  std::string name() const override {
+    return gpu_ ? str_cat("GPU 0 (", gpu_->name(), ") in place of the emulated device") : "emulated CUDA device (the host)";
+  }
   StatusOr<DevicePointer> allocate(int64_t bytes) override {
-    void* memory = std::calloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)), 1);
-    if (memory == nullptr) return resource_exhausted("emulated device: out of memory");
+    DevicePointer pointer = 0;
+    if (gpu_) {
+      INSITU_ASSIGN_OR_RETURN(pointer, gpu_->allocate(std::max<int64_t>(bytes, 1)));
+    } else {
+      void* memory = std::calloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)), 1);
+      if (memory == nullptr) return resource_exhausted("emulated device: out of memory");
+      pointer = reinterpret_cast<DevicePointer>(memory);
+    }
     ++live_;
     ++allocations_;
-    return reinterpret_cast<DevicePointer>(memory);
+    return pointer;
   }
   Status free(DevicePointer pointer) override {
-    std::free(reinterpret_cast<void*>(pointer));
+    if (gpu_) INSITU_RETURN_IF_ERROR(gpu_->free(pointer));
+    else std::free(reinterpret_cast<void*>(pointer));
     --live_;
     return ok_status();
   }
   Status copy_to_device(DevicePointer to, const void* from, int64_t bytes) override {
+    if (gpu_) return gpu_->copy_to_device(to, from, bytes);
     if (bytes > 0) std::memcpy(reinterpret_cast<void*>(to), from, static_cast<size_t>(bytes));
     return ok_status();
   }
   Status copy_to_host(void* to, DevicePointer from, int64_t bytes) override {
+    if (gpu_) return gpu_->copy_to_host(to, from, bytes);
     if (bytes > 0) std::memcpy(to, reinterpret_cast<const void*>(from), static_cast<size_t>(bytes));
     return ok_status();
   }
   Status copy_on_device(DevicePointer to, DevicePointer from, int64_t bytes) override {
+    if (gpu_) return gpu_->copy_on_device(to, from, bytes);
     return copy_to_device(to, reinterpret_cast<const void*>(from), bytes);
+  }
+  Status synchronize() override { return gpu_ ? gpu_->synchronize() : ok_status(); }
+  Status gemm(const GemmCall& call, DevicePointer a, DevicePointer b, DevicePointer c) override {
+    return gpu_ ? gpu_->gemm(call, a, b, c) : Device::gemm(call, a, b, c);
   }
   // Each kernel gets a launcher: launch_NAME(void** arguments, long long threads).
   StatusOr<DeviceModule> load(const std::string& source) override {
+    if (gpu_) {
+      INSITU_ASSIGN_OR_RETURN(DeviceModule loaded, gpu_->load(source));
+      gpu_modules_[++loads_] = loaded;
+      return DeviceModule{loads_};
+    }
     std::string program = str_cat(kHostShim, source);
     static const std::regex kSignature(R"(extern "C" __global__ void (\w+)\(([^)]*)\))");
     for (std::sregex_iterator it(source.begin(), source.end(), kSignature), end; it != end; ++it) {
@@ -92,12 +131,18 @@ class EmulatedDevice final : public Device {
     return DeviceModule{loads_};
   }
   void unload(DeviceModule module) override {
+    if (auto found = gpu_modules_.find(module); found != gpu_modules_.end()) {
+      gpu_->unload(found->second);
+      gpu_modules_.erase(found);
+    }
     if (auto found = libraries_.find(module); found != libraries_.end()) {
       dlclose(found->second);
       libraries_.erase(found);
     }
   }
   Status launch(DeviceModule module, const std::string& kernel, int64_t threads, std::span<void*> arguments) override {
+    if (auto loaded = gpu_modules_.find(module); loaded != gpu_modules_.end())
+      return gpu_->launch(loaded->second, kernel, threads, arguments);
     auto library = libraries_.find(module);
     if (library == libraries_.end()) return failed_precondition(str_cat("emulated device: module ", module, " is not loaded"));
     using Launcher = void (*)(void**, long long);
@@ -108,9 +153,11 @@ class EmulatedDevice final : public Device {
   }
   int64_t live() const { return live_; }
   int64_t allocations() const { return allocations_; }  // allocate calls so far
-  size_t modules() const { return libraries_.size(); }  // loaded, not unloaded
+  size_t modules() const { return libraries_.size() + gpu_modules_.size(); }  // loaded, not unloaded
 
  private:
+  std::unique_ptr<Driver> gpu_;                        // INSITU_CUDA_TESTS_ON_GPU=1
+  std::map<DeviceModule, DeviceModule> gpu_modules_;  // the driver's module, by the one returned
   std::map<DeviceModule, void*> libraries_;  // each load's library, by the module it returned
   DeviceModule loads_ = 0;
   int64_t live_ = 0;
