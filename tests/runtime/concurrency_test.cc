@@ -152,7 +152,9 @@ TEST(RuntimeConcurrency, OneDonatedHandleGivenToTwoCallsAtOnceHasOneWinner) {
   ASSERT_TRUE(compiled.executable != nullptr);
   const BufferHandle row = *BufferHandle::from_literal(ramp(Shape::array(PrimitiveType::kF32, {1, 64}), 0, 1));
   const BufferHandle big = *BufferHandle::from_literal(ramp(Shape::array(PrimitiveType::kF32, {131072}), 0, 1));
-  for (int round = 0; round < 50; ++round) {
+  // 400 rounds: validation used to read the cache's buffer after the other call could have
+  // consumed its handle (an abort in 1 of about 150 rounds).
+  for (int round = 0; round < 400; ++round) {
     const BufferHandle cache = *BufferHandle::from_literal(ramp(Shape::array(PrimitiveType::kF32, {8, 64}), 0, 1));
     std::atomic<int> succeeded{0}, refused{0};
     auto call = [&] {

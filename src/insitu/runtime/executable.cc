@@ -63,38 +63,63 @@ Status Executable::set_shared_base(const Allocation& allocation, std::span<uint8
   return ok_status();
 }
 
-Status Executable::check_arguments(const std::vector<BufferHandle>& arguments, const ExecuteOptions& options) const {
+StatusOr<std::vector<std::shared_ptr<Buffer>>> Executable::take_arguments(std::vector<BufferHandle>& arguments,
+                                                                          const ExecuteOptions& options,
+                                                                          Reservations& reservations) const {
   if (arguments.size() != arguments_.size()) {
     return invalid_argument(str_cat("the module takes ", arguments_.size(), " arguments (one per entry parameter leaf)",
                                     ", got ", arguments.size()));
   }
   auto donated = [&](size_t i) { return i < options.donate.size() && options.donate[i]; };
+  // What needs no argument's memory: nulls, a handle passed twice with one of them donated,
+  // must-alias parameters not donated.
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Argument& expected = arguments_[i];
-    const BufferHandle& handle = arguments[i];
-    if (handle.is_null()) return invalid_argument(argument_name(i, expected) + " is a null buffer handle");
-    if (handle.is_donated()) return donated_buffer_error(argument_name(i, expected));
-    if (!handle.is_usable())
-      return failed_precondition(argument_name(i, expected) + " is donated to another call running now");
-    if (!handle.shape().compatible(expected.shape)) {
-      return invalid_argument(str_cat(argument_name(i, expected), " has shape ", handle.shape().to_string(false),
-                                      " but the parameter expects ", expected.shape.to_string(false)));
-    }
+    if (arguments[i].is_null()) return invalid_argument(argument_name(i, expected) + " is a null buffer handle");
+    for (size_t j = 0; j < i; ++j)
+      if ((donated(i) || donated(j)) && arguments[i].same_handle(arguments[j]))
+        return invalid_argument(str_cat(argument_name(i, expected), " is the same buffer as ",
+                                        argument_name(j, arguments_[j]),
+                                        " and one of them is donated; pass distinct buffers"));
     if (expected.must_alias && !donated(i)) {
       return invalid_argument(str_cat("parameter ", expected.parameter_number, " ",
                                       shape_index_to_string(expected.index),
                                       " is must-alias but was not donated: an input configured must-alias at "
                                       "compile time has to be donated at run time"));
     }
-    for (size_t j = 0; j < i; ++j) {
-      if ((donated(i) || donated(j)) && &handle.buffer() == &arguments[j].buffer()) {
+  }
+  // Then each donated handle is taken for this call (of two calls donating one handle at once,
+  // one wins) and the others' buffers held, before any is read: a buffer is read only while
+  // this call holds it, never while another call may be consuming its handle.
+  std::vector<std::shared_ptr<Buffer>> buffers(arguments.size());
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    BufferHandle& handle = arguments[i];
+    if (handle.is_donated()) return donated_buffer_error(argument_name(i, arguments_[i]));
+    if (donated(i)) {
+      buffers[i] = handle.reserve();
+      if (buffers[i] != nullptr) reservations.handles.push_back(&handle);
+    } else if (handle.is_usable()) {
+      buffers[i] = handle.shared_buffer();
+    }
+    if (buffers[i] == nullptr) {
+      if (handle.is_donated()) return donated_buffer_error(argument_name(i, arguments_[i]));
+      return failed_precondition(str_cat(argument_name(i, arguments_[i]),
+                                         " is donated to another call running now; donate a handle to one call"));
+    }
+  }
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Argument& expected = arguments_[i];
+    if (!buffers[i]->shape().compatible(expected.shape)) {
+      return invalid_argument(str_cat(argument_name(i, expected), " has shape ", buffers[i]->shape().to_string(false),
+                                      " but the parameter expects ", expected.shape.to_string(false)));
+    }
+    for (size_t j = 0; j < i; ++j)  // two handles of one buffer
+      if ((donated(i) || donated(j)) && buffers[i] == buffers[j])
         return invalid_argument(str_cat(argument_name(i, expected), " is the same buffer as ",
                                         argument_name(j, arguments_[j]),
                                         " and one of them is donated; pass distinct buffers"));
-      }
-    }
   }
-  return ok_status();
+  return buffers;
 }
 
 StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle> arguments,
@@ -103,9 +128,11 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   ExecutionStats stats;
   stats.peak_memory_bytes = assignment_.peak_memory_bytes();
 
-  // 1. Validate everything before touching any argument: a failing call leaves inputs intact.
-  INSITU_RETURN_IF_ERROR(check_arguments(arguments, options));
-  if (on_device_) return execute_on_cuda(arguments, options);
+  // 1. Take the arguments and validate everything before writing any: a failing call leaves
+  //    inputs intact, and gives back the donated handles it took.
+  Reservations reservations;  // donated handles
+  INSITU_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Buffer>> taken, take_arguments(arguments, options, reservations));
+  if (on_device_) return execute_on_cuda(taken, options, reservations);
   auto donated = [&](size_t i) { return i < options.donate.size() && options.donate[i]; };
 
   // 2. Allocation bases. Parameters first.
@@ -113,27 +140,19 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   ThreadPool& pool = *pool_pointer;
   const std::vector<Allocation>& allocations = assignment_.allocations();
   std::vector<uint8_t*> bases(allocations.size(), nullptr);
-  std::vector<std::shared_ptr<Buffer>> parameter_buffers(arguments.size());  // what each argument's memory is now
+  std::vector<std::shared_ptr<Buffer>>& parameter_buffers = taken;  // what each argument's memory is now
   std::vector<bool> owned(arguments.size(), false);  // parameter_buffers[i] may be returned as a result
-  Reservations reservations;  // donated handles
   for (size_t i = 0; i < arguments.size(); ++i) {
     if (donated(i)) {
-      parameter_buffers[i] = arguments[i].reserve();
-      if (parameter_buffers[i] == nullptr)
-        return failed_precondition(str_cat(argument_name(i, arguments_[i]),
-                                           " is donated to another call running now; donate a handle to one call"));
-      reservations.handles.push_back(&arguments[i]);
       owned[i] = true;
     } else if (arguments_[i].aliased_output) {
       // may-alias, not donated: the program writes this buffer, so it gets a private copy.
       const std::string what = "the private copy of " + argument_name(i, arguments_[i]);
       INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> copy, Buffer::allocate(arguments_[i].shape, false, what));
-      copy_bytes_parallel(pool, copy->data(), arguments[i].data(), copy->size_bytes());
+      copy_bytes_parallel(pool, copy->data(), parameter_buffers[i]->data(), copy->size_bytes());
       stats.bytes_copied += copy->size_bytes();
       parameter_buffers[i] = std::move(copy);
       owned[i] = true;
-    } else {
-      parameter_buffers[i] = arguments[i].shared_buffer();
     }
   }
   ArenaLease arena{*this, nullptr};  // back to the idle cache however the call ends

@@ -207,16 +207,22 @@ class Executable {
   Executable(const Module& module, BufferAssignment assignment, ExecutableOptions options);
   Status build();
   void describe_arguments();  // arguments_, from the entry's parameters and input_output_alias
-  // Step 1 of every call: a call that fails these has touched nothing.
-  Status check_arguments(const std::vector<BufferHandle>& arguments, const ExecuteOptions& options) const;
+  struct Reservations;
+  // Step 1 of execute: the arguments' buffers, each donated handle reserved for this call (in
+  // `reservations`, given back if the call fails) before any buffer is read, then every check
+  // (count, nulls, shapes, must-alias, one buffer passed twice with one donated). A call that
+  // fails these has written nothing.
+  StatusOr<std::vector<std::shared_ptr<Buffer>>> take_arguments(std::vector<BufferHandle>& arguments,
+                                                                const ExecuteOptions& options,
+                                                                Reservations& reservations) const;
   Status check_borrowed(size_t arguments, size_t results, const ExecuteOptions& options) const;
   // The end of every call that succeeds: its run time, then its stats to the caller and to
   // last_stats().
   void finish_call(ExecutionStats stats, const ExecuteOptions& options, std::chrono::steady_clock::time_point start);
   // kCuda (executable_cuda.cc): create's part, and the two calls'.
   static StatusOr<std::unique_ptr<Executable>> create_on_cuda(OptimizedModule optimized, ExecutableOptions options);
-  StatusOr<std::vector<BufferHandle>> execute_on_cuda(std::vector<BufferHandle>& arguments,
-                                                      const ExecuteOptions& options);
+  StatusOr<std::vector<BufferHandle>> execute_on_cuda(std::vector<std::shared_ptr<Buffer>>& arguments,
+                                                      const ExecuteOptions& options, Reservations& reservations);
   Status execute_borrowed_on_cuda(std::span<uint8_t* const> arguments, std::span<uint8_t* const> results,
                                   const ExecuteOptions& options);
   // A call's donated handles, reserved for it: consumed (commit) when it succeeds, given back

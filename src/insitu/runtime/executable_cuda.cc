@@ -84,25 +84,20 @@ StatusOr<std::unique_ptr<Executable>> Executable::create_on_cuda(OptimizedModule
   return executable;
 }
 
-StatusOr<std::vector<BufferHandle>> Executable::execute_on_cuda(std::vector<BufferHandle>& arguments,
-                                                                const ExecuteOptions& options) {
+StatusOr<std::vector<BufferHandle>> Executable::execute_on_cuda(std::vector<std::shared_ptr<Buffer>>& arguments,
+                                                                const ExecuteOptions& options,
+                                                                Reservations& reservations) {
   const auto start = std::chrono::steady_clock::now();
   INSITU_RETURN_IF_ERROR(check_device_options(options));
   OnDevice& on_device = *on_device_;
   const std::vector<Shape>& leaves = on_device.executable->result_leaves();
   std::vector<std::shared_ptr<Buffer>> results(leaves.size());
-  Reservations reservations;
   std::vector<const uint8_t*> argument_bytes;
   for (size_t i = 0; i < arguments.size(); ++i) {
-    argument_bytes.push_back(arguments[i].data());
-    if (i >= options.donate.size() || !options.donate[i]) continue;
-    std::shared_ptr<Buffer> donated = arguments[i].reserve();
-    if (donated == nullptr)
-      return failed_precondition(str_cat("argument ", i, " (", arguments_[i].describe(),
-                                         ") is donated to another call running now; donate a handle to one call"));
-    reservations.handles.push_back(&arguments[i]);
+    argument_bytes.push_back(arguments[i]->data());
     const int j = on_device.aliased_result[i];
-    if (j >= 0 && results[static_cast<size_t>(j)] == nullptr) results[static_cast<size_t>(j)] = std::move(donated);
+    const bool donated = i < options.donate.size() && options.donate[i];
+    if (donated && j >= 0 && results[static_cast<size_t>(j)] == nullptr) results[static_cast<size_t>(j)] = arguments[i];
   }
   std::vector<uint8_t*> result_bytes;
   for (size_t j = 0; j < leaves.size(); ++j) {
