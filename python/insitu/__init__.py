@@ -76,8 +76,8 @@ class Executable:
         run_seconds, fallback_ops_executed, copies_in_module (name and reason of each),
         compile_seconds, unused_donors, argument_bytes_copied (inputs that were not row-major),
         result_bytes_copied (results copied into an XLA call's buffers, insitu.jax's
-        "xla-ffi" path), threads; on device="cuda" also device, bytes_to_device, bytes_to_host
-        and kernels_launched. Empty before the first call."""
+        "xla-ffi" path), threads; on device="cuda" also device (the GPU's name),
+        bytes_to_device, bytes_to_host and kernels_launched. Empty before the first call."""
         return _json.loads(self._core._stats_json()) or {}
 
     def explain(self, format: str = "text"):

@@ -92,6 +92,8 @@ TEST_F(ExecutableOnCuda, ADonatedCacheComesBackAsItsOwnBufferUpdated) {
       on_cuda_->execute(handles, {.donate = {true, false, false}, .stats = &stats});
   ASSERT_TRUE(results.ok()) << results.status().to_string();
   EXPECT_EQ(on_cuda_->device(), DeviceKind::kCuda);
+  EXPECT_EQ(on_cuda_->device_name(), device_->name());
+  EXPECT_EQ(on_cpu_->device_name(), "cpu");
   EXPECT_TRUE(handles[0].is_donated());
   ASSERT_EQ(results->size(), 2u);
   EXPECT_EQ((*results)[0].data(), cache_memory);  // the donated buffer is the updated cache

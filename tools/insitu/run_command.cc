@@ -243,7 +243,7 @@ nlohmann::json run_stats_json(const Executable& executable, const ExecutionStats
                          {"fallback_ops_executed", stats.fallback_ops_executed},
                          {"copies_in_module", nlohmann::json::array()}};
   if (executable.device() == DeviceKind::kCuda)
-    json.update({{"device", "cuda"},
+    json.update({{"device", executable.device_name()},
                  {"bytes_to_device", stats.bytes_to_device},
                  {"bytes_to_host", stats.bytes_to_host},
                  {"kernels_launched", stats.kernels_launched}});

@@ -198,6 +198,8 @@ class Executable {
   // The statistics of the last call that finished, by value (safe while another call runs).
   ExecutionStats last_stats() const { return last_stats_.read(); }
   DeviceKind device() const { return on_device_ ? DeviceKind::kCuda : DeviceKind::kCpu; }
+  // "cpu", or the CUDA device's name ("NVIDIA H200", or the emulated device's).
+  std::string device_name() const;
   // Instructions planned to run through the evaluator fallback (none is the goal: the
   // evaluator is the oracle, not a path), in program order.
   const std::vector<const Instruction*>& fallback_instructions() const { return fallback_instructions_; }

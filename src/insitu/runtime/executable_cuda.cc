@@ -31,6 +31,10 @@ Executable::Executable(const Module& module, BufferAssignment assignment, Execut
     : module_(&module), assignment_(std::move(assignment)), options_(options) {}
 Executable::~Executable() = default;
 
+std::string Executable::device_name() const {
+  return on_device_ ? on_device_->executable->device().name() : "cpu";
+}
+
 namespace {
 
 // What a call on the device adds to ExecutionStats.
