@@ -69,6 +69,26 @@ std::vector<double> run_cublas(const CublasGemm& g, const std::vector<GemmOffset
   return c;
 }
 
+// What cublas<S|D>gemvStridedBatched computes from cublas_gemv's fields, once per call at its
+// offsets: y[i] = sum_p op(matrix)(i, p) * x[p * incx], matrix = B's buffer (column-major,
+// rows x cols as stored), x = A's, y = C's.
+std::vector<double> run_cublas_gemv(const CublasGemv& v, const std::vector<GemmOffsets>& calls,
+                                    const std::vector<double>& a, const std::vector<double>& b, int64_t outputs) {
+  std::vector<double> y(static_cast<size_t>(outputs));
+  const int64_t length = v.transpose ? v.cols : v.rows, inner = v.transpose ? v.rows : v.cols;
+  for (const GemmOffsets& o : calls)
+    for (int64_t s = 0; s < v.batch; ++s)
+      for (int64_t i = 0; i < length; ++i) {
+        double sum = 0;
+        for (int64_t p = 0; p < inner; ++p) {
+          const int64_t at = v.transpose ? i * v.ld + p : p * v.ld + i;  // op(matrix)(i, p)
+          sum += b.at(o.b + s * v.stride_matrix + at) * a.at(o.a + s * v.stride_x + p * v.incx);
+        }
+        y.at(o.c + s * v.stride_y + i) = sum;
+      }
+  return y;
+}
+
 TEST(CudaPlan, GemmCallsComputeTheDot) {
   struct Case {
     const char* lhs;
@@ -83,6 +103,10 @@ TEST(CudaPlan, GemmCallsComputeTheDot) {
       {"f32[7,5]", "f32[3,7]", "f32[5,3]", "lhs_contracting_dims={0}, rhs_contracting_dims={1}"},  // A^T B^T
       {"f32[7]", "f32[7,3]", "f32[3]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}"},      // vector x matrix
       {"f32[5,7]", "f32[7]", "f32[5]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}"},      // matrix x vector
+      {"f32[7,1]", "f32[3,7]", "f32[1,3]", "lhs_contracting_dims={0}, rhs_contracting_dims={1}"},  // one row
+      // one row per batch, read down a column of A (its batch dimension last): A^T with lda 3
+      {"f32[7,3]", "f32[3,7,4]", "f32[3,4]",
+       "lhs_batch_dims={1}, lhs_contracting_dims={0}, rhs_batch_dims={0}, rhs_contracting_dims={1}"},
       // attention: scores (q . k per head) and values (p . v per head)
       {"f32[4,6]", "f32[4,9,6]", "f32[4,9]",
        "lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={2}"},
@@ -111,6 +135,7 @@ TEST(CudaPlan, GemmCallsComputeTheDot) {
   };
   std::mt19937 rng(9);
   std::uniform_real_distribution<double> uniform(-2, 2);
+  int gemvs = 0;
   for (const Case& c : cases) {
     const std::string text = str_cat("HloModule d\nENTRY e {\n  a = ", c.lhs, " parameter(0)\n  b = ", c.rhs,
                                      " parameter(1)\n  ROOT d = ", c.out, " dot(a, b), ", c.numbers, "\n}\n");
@@ -144,7 +169,17 @@ TEST(CudaPlan, GemmCallsComputeTheDot) {
     ASSERT_EQ(static_cast<int64_t>(library.size()), expected->element_count()) << text;
     for (int64_t e = 0; e < expected->element_count(); ++e)
       EXPECT_NEAR(library[e], expected->get_double(e), 1e-4) << text << " element " << e << " (cuBLAS form)";
+    // One row in A (a decode step's attention): also as cuBLAS's GEMV.
+    const std::optional<CublasGemv> gemv = cublas_gemv(*call);
+    EXPECT_EQ(gemv.has_value(), call->m == 1) << text;
+    if (!gemv) continue;
+    ++gemvs;
+    const std::vector<double> product =
+        run_cublas_gemv(*gemv, gemm_offsets(*call), values[0], values[1], expected->element_count());
+    for (int64_t e = 0; e < expected->element_count(); ++e)
+      EXPECT_NEAR(product[e], expected->get_double(e), 1e-4) << text << " element " << e << " (cuBLAS GEMV form)";
   }
+  EXPECT_GE(gemvs, 3);
 }
 
 TEST(CudaPlan, ContractingDimensionsPairedInAnotherOrderHaveNoGemmForm) {

@@ -174,6 +174,24 @@ CublasGemm cublas_gemm(const GemmCall& g) {
   return c;
 }
 
+std::optional<CublasGemv> cublas_gemv(const GemmCall& call) {
+  const CublasGemm g = cublas_gemm(call);
+  if (g.n != 1) return std::nullopt;
+  CublasGemv v;
+  // op(first) is m x k: stored m x k (no transpose) or k x m (transposed), ld_first apart.
+  v.transpose = g.transpose_first;
+  v.rows = g.transpose_first ? g.k : g.m;
+  v.cols = g.transpose_first ? g.m : g.k;
+  v.ld = g.ld_first;
+  // op(second) is the k x 1 column: stored as a column (consecutive) or as a row, ld_second apart.
+  v.incx = g.transpose_second ? g.ld_second : 1;
+  v.stride_matrix = g.stride_first;
+  v.stride_x = g.stride_second;
+  v.stride_y = g.stride_out;
+  v.batch = g.batch;
+  return v;
+}
+
 namespace {
 
 // The elements of a kernel's output: of each array of a tuple (a multi-output fusion's, a

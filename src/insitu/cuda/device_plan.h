@@ -21,6 +21,7 @@
 // calls (GemmCall::outer): attention's [B, T, H, D] is one call per B, batched over H.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,18 @@ struct CublasGemm {
   int64_t stride_first = 0, stride_second = 0, stride_out = 0, batch = 1;
 };
 CublasGemm cublas_gemm(const GemmCall& call);
+
+// The same call as a cuBLAS GEMV where the column-major problem has one column (n = 1: the
+// row-major m = 1 of a decode step's attention over its cache, batched), so that it runs as the
+// memory-bound product it is: y = op(matrix) x (cublas<S|D>gemvStridedBatched's arguments),
+// matrix = B's buffer (rows x cols as stored, leading dimension ld), x = A's, y = C's. nullopt
+// for other shapes.
+struct CublasGemv {
+  bool transpose = false;
+  int64_t rows = 1, cols = 1, ld = 1, incx = 1;
+  int64_t stride_matrix = 0, stride_x = 0, stride_y = 0, batch = 1;
+};
+std::optional<CublasGemv> cublas_gemv(const GemmCall& call);
 
 // kWhile and kConditional are driven by the host: it reads the condition's pred (or the
 // branch index) back after the condition's steps, a transfer of a few bytes per iteration.

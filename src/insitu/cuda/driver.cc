@@ -45,6 +45,11 @@ struct Driver::Blas {
                const float*, float*, int, long long, int) = nullptr;
   int (*dgemm)(void*, int, int, int, int, int, const double*, const double*, int, long long, const double*, int,
                long long, const double*, double*, int, long long, int) = nullptr;
+  // cublas<S|D>gemvStridedBatched (CUDA 11.6 on): null where this cuBLAS lacks them (GEMMs then).
+  int (*sgemv)(void*, int, int, int, const float*, const float*, int, long long, const float*, int, long long,
+               const float*, float*, int, long long, int) = nullptr;
+  int (*dgemv)(void*, int, int, int, const double*, const double*, int, long long, const double*, int, long long,
+               const double*, double*, int, long long, int) = nullptr;
   ~Blas() {
     if (handle != nullptr && destroy != nullptr) destroy(handle);
     if (library != nullptr) dlclose(library);
@@ -124,6 +129,8 @@ Status Driver::gemm(const GemmCall& call, DevicePointer a, DevicePointer b, Devi
                           resolve(blas->library, blas->sgemm, "cublasSgemmStridedBatched") &&
                           resolve(blas->library, blas->dgemm, "cublasDgemmStridedBatched");
     if (!resolved) return unimplemented("cuBLAS lacks cublas<S|D>gemmStridedBatched");
+    blas->sgemv = reinterpret_cast<decltype(blas->sgemv)>(dlsym(blas->library, "cublasSgemvStridedBatched"));
+    blas->dgemv = reinterpret_cast<decltype(blas->dgemv)>(dlsym(blas->library, "cublasDgemvStridedBatched"));
     if (int status = blas->create(&blas->handle); status != 0)
       return internal_error(str_cat("cuBLAS: cublasCreate failed: status ", status));
     blas_ = std::move(blas);
@@ -131,7 +138,20 @@ Status Driver::gemm(const GemmCall& call, DevicePointer a, DevicePointer b, Devi
   const CublasGemm g = cublas_gemm(call);
   const int op_first = g.transpose_first ? 1 : 0, op_second = g.transpose_second ? 1 : 0;  // CUBLAS_OP_T : _N
   int status = 0;
-  if (call.type == PrimitiveType::kF32) {
+  const std::optional<CublasGemv> v = cublas_gemv(call);
+  if (v && call.type == PrimitiveType::kF32 && blas_->sgemv != nullptr) {  // one column: a GEMV
+    const float one = 1, zero = 0;
+    status = blas_->sgemv(blas_->handle, v->transpose ? 1 : 0, static_cast<int>(v->rows), static_cast<int>(v->cols),
+                          &one, reinterpret_cast<const float*>(b), static_cast<int>(v->ld), v->stride_matrix,
+                          reinterpret_cast<const float*>(a), static_cast<int>(v->incx), v->stride_x, &zero,
+                          reinterpret_cast<float*>(c), 1, v->stride_y, static_cast<int>(v->batch));
+  } else if (v && call.type == PrimitiveType::kF64 && blas_->dgemv != nullptr) {
+    const double one = 1, zero = 0;
+    status = blas_->dgemv(blas_->handle, v->transpose ? 1 : 0, static_cast<int>(v->rows), static_cast<int>(v->cols),
+                          &one, reinterpret_cast<const double*>(b), static_cast<int>(v->ld), v->stride_matrix,
+                          reinterpret_cast<const double*>(a), static_cast<int>(v->incx), v->stride_x, &zero,
+                          reinterpret_cast<double*>(c), 1, v->stride_y, static_cast<int>(v->batch));
+  } else if (call.type == PrimitiveType::kF32) {
     const float one = 1, zero = 0;
     status = blas_->sgemm(blas_->handle, op_first, op_second, static_cast<int>(g.m), static_cast<int>(g.n),
                           static_cast<int>(g.k), &one, reinterpret_cast<const float*>(b), static_cast<int>(g.ld_first),
