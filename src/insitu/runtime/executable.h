@@ -220,7 +220,7 @@ class Executable {
   Status check_borrowed(size_t arguments, size_t results, const ExecuteOptions& options) const;
   // The end of every call that succeeds: its run time, then its stats to the caller and to
   // last_stats().
-  void finish_call(ExecutionStats stats, const ExecuteOptions& options, std::chrono::steady_clock::time_point start);
+  void finish_call(ExecutionStats& stats, const ExecuteOptions& options, std::chrono::steady_clock::time_point start);
   // kCuda (executable_cuda.cc): create's part, and the two calls'.
   static StatusOr<std::unique_ptr<Executable>> create_on_cuda(OptimizedModule optimized, ExecutableOptions options);
   StatusOr<std::vector<BufferHandle>> execute_on_cuda(std::vector<std::shared_ptr<Buffer>>& arguments,

@@ -119,7 +119,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute_on_cuda(std::vector<std:
   std::vector<BufferHandle> handles;
   for (std::shared_ptr<Buffer>& result : results) handles.emplace_back(std::move(result));
   ExecutionStats stats = device_stats(counted);
-  finish_call(std::move(stats), options, start);
+  finish_call(stats, options, start);
   return handles;
 }
 
@@ -134,7 +134,7 @@ Status Executable::execute_borrowed_on_cuda(std::span<uint8_t* const> arguments,
     INSITU_RETURN_IF_ERROR(on_device_->executable->run_host(argument_bytes, results, &counted));
   }
   ExecutionStats stats = device_stats(counted);
-  finish_call(std::move(stats), options, start);
+  finish_call(stats, options, start);
   return ok_status();
 }
 
