@@ -557,8 +557,8 @@ std::unique_ptr<Module> parse_verified(const std::string& text, const std::strin
 
 PyExecutable* compile(const std::string& text, const std::string& file, bool strict_donation, int64_t max_memory_bytes,
                       const std::string& device) {
-  if (device != "cpu" && device != "cuda")
-    throw nb::value_error(str_cat("device must be 'cpu' or 'cuda', not '", device, "'").c_str());
+  const std::optional<DeviceKind> kind = device_kind_named(device);
+  if (!kind) throw nb::value_error(str_cat("device must be 'cpu' or 'cuda', not '", device, "'").c_str());
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Module> module = parse_verified(text, file);
   OptimizeOptions optimize;
@@ -568,8 +568,7 @@ PyExecutable* compile(const std::string& text, const std::string& file, bool str
   const int64_t unused_donors = static_cast<int64_t>(optimized.donors.unused.size());
   std::unique_ptr<Executable> executable =
       value_or_raise(Executable::create(std::move(optimized),
-                                        {.max_memory_bytes = max_memory_bytes,
-                                         .device = device == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu}),
+                                        {.max_memory_bytes = max_memory_bytes, .device = *kind}),
                      file);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return new PyExecutable(std::move(executable), file, std::move(explanation), seconds, unused_donors);

@@ -171,7 +171,7 @@ TEST_F(ExecutableOnCuda, OptionsTheDeviceCannotHonourAreRefusedNotIgnored) {
   EXPECT_NE(profiled.status().message().find("profiling"), std::string::npos) << profiled.status().to_string();
 }
 
-TEST_F(ExecutableOnCuda, CallsFromManyThreadsRunOneAtATimeAndAgree) {
+TEST_F(ExecutableOnCuda, CallsFromManyThreadsAtOnceAgree) {
   StepArguments arguments;
   const std::vector<Literal> want = expected(arguments);
   std::atomic<int> wrong{0};

@@ -89,14 +89,15 @@ Status write_stats(const std::string& path, const nlohmann::json& stats) {
 StatusOr<std::unique_ptr<Executable>> build_executable(const Module& module, const RunOptions& options,
                                                        nlohmann::json& stats) {
   Clock::time_point compile_start = Clock::now();
+  const std::optional<DeviceKind> device = device_kind_named(options.device);
+  if (!device) return invalid_argument(str_cat("--device must be cpu or cuda, not '", options.device, "'"));
   OptimizeOptions optimize;
   optimize.strict_donation = options.strict_donation;
   INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(module.clone(), optimize));
   stats["unused_donors"] = optimized.donors.unused.size();  // before create takes the result
   INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Executable> executable,
                           Executable::create(std::move(optimized),
-                                             {.max_memory_bytes = options.max_memory_bytes,
-                                              .device = options.device == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu}));
+                                             {.max_memory_bytes = options.max_memory_bytes, .device = *device}));
   stats["compile_seconds"] = seconds_since(compile_start);
   return executable;
 }

@@ -20,5 +20,8 @@ StatusOr<std::string> cuda_type(const Instruction& instruction, PrimitiveType ty
 std::string compute_type(const std::string& type);
 // Row-major strides of `dims`.
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims);
+// Element i's coordinate along each dimension of a row-major array of `dims`, as expressions of
+// `i` ("(i / 12ll % 4ll)").
+std::vector<std::string> coordinates_of(const std::vector<int64_t>& dims);
 
 }  // namespace insitu::cuda::detail

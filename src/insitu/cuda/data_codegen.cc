@@ -412,8 +412,8 @@ StatusOr<GeneratedKernel> generate_data_movement_kernel(const Instruction& op, c
   if (!out.is_array()) return refuse(op, "a tuple result");
   INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(op, out.element_type()));
   const std::vector<int64_t>& dims = out.dimensions();
-  const std::vector<int64_t> out_strides = strides_of(dims);
-  auto coordinate = [&](int64_t d) { return str_cat("(i / ", out_strides[d], "ll % ", dims[d], "ll)"); };
+  const std::vector<std::string> coordinates = detail::coordinates_of(dims);
+  auto coordinate = [&](int64_t d) { return coordinates[static_cast<size_t>(d)]; };
   std::string params, body;
   // `source`'s element at coordinates given per dimension (C++ expressions).
   auto element = [&](const std::string& pointer, const Shape& source, const std::vector<std::string>& coordinates) {

@@ -18,20 +18,20 @@ using detail::strides_of;
 
 // The free (neither batch nor contracting) dimensions of a dot operand, when they are
 // consecutive: one row-major block of `size` elements per batch and contracted index, starting
-// at dimension `first` (-1: none). `consecutive` is false when another dimension splits them.
+// at dimension `first` and ending at `last` (-1: none). `consecutive` is false when another
+// dimension splits them.
 struct FreeDimensions {
-  int64_t first = -1, size = 1;
+  int64_t first = -1, last = -1, size = 1;
   bool consecutive = true;
 };
 FreeDimensions free_dimensions(const Shape& operand, const std::vector<int64_t>& batch,
                                const std::vector<int64_t>& contracting) {
   FreeDimensions free;
-  int64_t last = -1;
   for (int64_t d = 0; d < operand.rank(); ++d) {
     if (std::count(batch.begin(), batch.end(), d) || std::count(contracting.begin(), contracting.end(), d)) continue;
     if (free.first < 0) free.first = d;
-    else if (d != last + 1) free.consecutive = false;
-    last = d;
+    else if (d != free.last + 1) free.consecutive = false;
+    free.last = d;
     free.size *= operand.dimension(d);
   }
   return free;
@@ -93,19 +93,13 @@ StatusOr<GemmCall> plan_gemm(const Instruction& dot) {
   call.m = lhs_free.size;
   call.n = rhs_free.size;
   // A free block's row stride is its innermost dimension's (its dimensions are side by side).
-  auto innermost = [](const FreeDimensions& free, const std::vector<int64_t>& batch, const std::vector<int64_t>& contracting,
-                      const std::vector<int64_t>& strides) {
-    int64_t last = -1;
-    for (int64_t d = 0; d < static_cast<int64_t>(strides.size()); ++d)
-      if (!std::count(batch.begin(), batch.end(), d) && !std::count(contracting.begin(), contracting.end(), d)) last = d;
-    return free.first < 0 ? int64_t{1} : strides[last];
+  auto block_stride = [](const FreeDimensions& free, const std::vector<int64_t>& strides) {
+    return free.last < 0 ? int64_t{1} : strides[free.last];
   };
-  const std::optional<StoredMatrix> a = stored_matrix(
-      call.m, innermost(lhs_free, numbers.lhs_batch_dimensions, numbers.lhs_contracting_dimensions, lhs_strides), call.k,
-      lhs_strides[lhs_k]);
-  const std::optional<StoredMatrix> b = stored_matrix(
-      call.k, rhs_strides[rhs_k], call.n,
-      innermost(rhs_free, numbers.rhs_batch_dimensions, numbers.rhs_contracting_dimensions, rhs_strides));
+  const std::optional<StoredMatrix> a =
+      stored_matrix(call.m, block_stride(lhs_free, lhs_strides), call.k, lhs_strides[lhs_k]);
+  const std::optional<StoredMatrix> b =
+      stored_matrix(call.k, rhs_strides[rhs_k], call.n, block_stride(rhs_free, rhs_strides));
   if (!a || !b) return refuse(dot, "an operand whose matrix has no dimension of unit stride is not planned yet");
   call.transpose_a = a->transposed;
   call.lda = a->ld;

@@ -15,6 +15,7 @@ namespace insitu::cuda {
 
 using detail::cuda_type;
 using detail::refuse;
+using detail::coordinates_of;
 using detail::strides_of;
 
 namespace {
@@ -89,10 +90,10 @@ StatusOr<GeneratedKernel> generate_dot_kernel(const Instruction& dot, const std:
   // type (the dot's result within the tolerance library GEMMs are held to, as on the CPU).
   const std::vector<int64_t> lhs_strides = strides_of(lhs.dimensions());
   const std::vector<int64_t> rhs_strides = strides_of(rhs.dimensions());
-  const std::vector<int64_t> out_strides = strides_of(out.dimensions());
+  const std::vector<std::string> coordinates = coordinates_of(out.dimensions());
   std::string lhs_base = "0", rhs_base = "0";
   int64_t d_out = 0;
-  auto coordinate = [&](int64_t d) { return str_cat("(i / ", out_strides[d], "ll % ", out.dimension(d), "ll)"); };
+  auto coordinate = [&](int64_t d) { return coordinates[static_cast<size_t>(d)]; };
   for (size_t b = 0; b < batches; ++b, ++d_out) {
     lhs_base += str_cat(" + ", coordinate(d_out), " * ", lhs_strides[numbers.lhs_batch_dimensions[b]], "ll");
     rhs_base += str_cat(" + ", coordinate(d_out), " * ", rhs_strides[numbers.rhs_batch_dimensions[b]], "ll");
@@ -130,10 +131,8 @@ StatusOr<GeneratedKernel> generate_convolution_kernel(const Instruction& convolu
   INSITU_ASSIGN_OR_RETURN(eval::ConvolutionPlan plan, eval::plan_convolution(convolution, lhs, rhs));
   INSITU_ASSIGN_OR_RETURN(Contraction c, contraction(convolution));
   // Output element i's coordinates, then its bases (convolution.h's convolve, line for line).
-  const std::vector<int64_t> out_strides = strides_of(plan.out_dimensions);
-  auto coordinate = [&](int64_t d) {
-    return str_cat("(i / ", out_strides[d], "ll % ", plan.out_dimensions[d], "ll)");
-  };
+  const std::vector<std::string> coordinates = coordinates_of(plan.out_dimensions);
+  auto coordinate = [&](int64_t d) { return coordinates[static_cast<size_t>(d)]; };
   std::string code;
   if (border_only) {  // an output whose window lies on input elements alone was computed already
     code += "  bool inside = true;\n";
@@ -247,8 +246,8 @@ StatusOr<std::optional<ConvolutionGemm>> generate_convolution_gemm(const Instruc
   }
   const std::string opening = "  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n  if (t >= n) return;\n";
   // Patches: output position m is output element m * O (its feature 0).
-  const std::vector<int64_t> out_strides = strides_of(plan.out_dimensions);
-  auto coordinate = [&](int64_t d) { return str_cat("(i / ", out_strides[d], "ll % ", plan.out_dimensions[d], "ll)"); };
+  const std::vector<std::string> coordinates = coordinates_of(plan.out_dimensions);
+  auto coordinate = [&](int64_t d) { return coordinates[static_cast<size_t>(d)]; };
   std::string patch = str_cat(opening, "  const long long m = t / ", gemm.k, "ll, k = t % ", gemm.k, "ll;\n",
                               "  const long long i = m * ", features, "ll;\n", position, "  long long at = ",
                               coordinate(plan.out_batch), " * ", plan.lhs_strides[plan.lhs_batch], "ll + z * ",

@@ -53,6 +53,13 @@ std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
   return strides;
 }
 
+std::vector<std::string> coordinates_of(const std::vector<int64_t>& dims) {
+  const std::vector<int64_t> strides = strides_of(dims);
+  std::vector<std::string> coordinates;
+  for (size_t d = 0; d < dims.size(); ++d) coordinates.push_back(str_cat("(i / ", strides[d], "ll % ", dims[d], "ll)"));
+  return coordinates;
+}
+
 }  // namespace detail
 
 namespace {

@@ -105,14 +105,9 @@ struct CudaExecutable::Run {
   Status run_gemm(const DeviceStep& step, std::vector<DevicePointer> pointers) {
     const GemmCall& g = step.gemm;
     const std::vector<DevicePointer> operands = pointers;
-    std::vector<DevicePointer> packed;  // a convolution's A and B, back in the pool at the end
-    struct GiveBack {
-      Run& run;
-      std::vector<DevicePointer>& blocks;
-      ~GiveBack() {
-        for (DevicePointer block : blocks) run.give_back(block);
-      }
-    } give_back_packed{*this, packed};
+    // A convolution's A and B, back in the pool once the GEMM is queued (on a failure, with the
+    // rest of the run's blocks).
+    std::vector<DevicePointer> packed;
     for (size_t p = 0; p < step.packs.size(); ++p) {
       INSITU_ASSIGN_OR_RETURN(DevicePointer block, allocate(step.packs[p].bytes));
       packed.push_back(block);
@@ -132,6 +127,7 @@ struct CudaExecutable::Run {
       if (library.code() != StatusCode::kUnimplemented) return library;
       INSITU_RETURN_IF_ERROR(launch(step.kernel, g.batch * g.m * g.n, {a, b, c}));
     }
+    for (DevicePointer block : packed) give_back(block);
     if (!step.finish.empty()) return launch(step.finish, step.finish_threads, operands);
     return ok_status();
   }

@@ -71,16 +71,17 @@ StatusOr<std::vector<std::shared_ptr<Buffer>>> Executable::take_arguments(std::v
                                     ", got ", arguments.size()));
   }
   auto donated = [&](size_t i) { return i < options.donate.size() && options.donate[i]; };
+  auto passed_twice = [&](size_t i, size_t j) {
+    return invalid_argument(str_cat(argument_name(i, arguments_[i]), " is the same buffer as ",
+                                    argument_name(j, arguments_[j]), " and one of them is donated; pass distinct buffers"));
+  };
   // What needs no argument's memory: nulls, a handle passed twice with one of them donated,
   // must-alias parameters not donated.
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Argument& expected = arguments_[i];
     if (arguments[i].is_null()) return invalid_argument(argument_name(i, expected) + " is a null buffer handle");
     for (size_t j = 0; j < i; ++j)
-      if ((donated(i) || donated(j)) && arguments[i].same_handle(arguments[j]))
-        return invalid_argument(str_cat(argument_name(i, expected), " is the same buffer as ",
-                                        argument_name(j, arguments_[j]),
-                                        " and one of them is donated; pass distinct buffers"));
+      if ((donated(i) || donated(j)) && arguments[i].same_handle(arguments[j])) return passed_twice(i, j);
     if (expected.must_alias && !donated(i)) {
       return invalid_argument(str_cat("parameter ", expected.parameter_number, " ",
                                       shape_index_to_string(expected.index),
@@ -94,14 +95,13 @@ StatusOr<std::vector<std::shared_ptr<Buffer>>> Executable::take_arguments(std::v
   std::vector<std::shared_ptr<Buffer>> buffers(arguments.size());
   for (size_t i = 0; i < arguments.size(); ++i) {
     BufferHandle& handle = arguments[i];
-    if (handle.is_donated()) return donated_buffer_error(argument_name(i, arguments_[i]));
     if (donated(i)) {
       buffers[i] = handle.reserve();
       if (buffers[i] != nullptr) reservations.handles.push_back(&handle);
     } else if (handle.is_usable()) {
       buffers[i] = handle.shared_buffer();
     }
-    if (buffers[i] == nullptr) {
+    if (buffers[i] == nullptr) {  // consumed by an earlier call, or taken by one running now
       if (handle.is_donated()) return donated_buffer_error(argument_name(i, arguments_[i]));
       return failed_precondition(str_cat(argument_name(i, arguments_[i]),
                                          " is donated to another call running now; donate a handle to one call"));
@@ -114,10 +114,7 @@ StatusOr<std::vector<std::shared_ptr<Buffer>>> Executable::take_arguments(std::v
                                       " but the parameter expects ", expected.shape.to_string(false)));
     }
     for (size_t j = 0; j < i; ++j)  // two handles of one buffer
-      if ((donated(i) || donated(j)) && buffers[i] == buffers[j])
-        return invalid_argument(str_cat(argument_name(i, expected), " is the same buffer as ",
-                                        argument_name(j, arguments_[j]),
-                                        " and one of them is donated; pass distinct buffers"));
+      if ((donated(i) || donated(j)) && buffers[i] == buffers[j]) return passed_twice(i, j);
   }
   return buffers;
 }
@@ -131,8 +128,10 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   // 1. Take the arguments and validate everything before writing any: a failing call leaves
   //    inputs intact, and gives back the donated handles it took.
   Reservations reservations;  // donated handles
-  INSITU_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Buffer>> taken, take_arguments(arguments, options, reservations));
-  if (on_device_) return execute_on_cuda(taken, options, reservations);
+  // What each argument's memory is now (an undonated aliased one's becomes a private copy).
+  INSITU_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Buffer>> parameter_buffers,
+                          take_arguments(arguments, options, reservations));
+  if (on_device_) return execute_on_cuda(parameter_buffers, options, reservations);
   auto donated = [&](size_t i) { return i < options.donate.size() && options.donate[i]; };
 
   // 2. Allocation bases. Parameters first.
@@ -140,7 +139,6 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
   ThreadPool& pool = *pool_pointer;
   const std::vector<Allocation>& allocations = assignment_.allocations();
   std::vector<uint8_t*> bases(allocations.size(), nullptr);
-  std::vector<std::shared_ptr<Buffer>>& parameter_buffers = taken;  // what each argument's memory is now
   std::vector<bool> owned(arguments.size(), false);  // parameter_buffers[i] may be returned as a result
   for (size_t i = 0; i < arguments.size(); ++i) {
     if (donated(i)) {

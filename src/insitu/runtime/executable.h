@@ -42,6 +42,7 @@
 #include <span>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -132,6 +133,8 @@ class Device;
 
 // Where an executable runs.
 enum class DeviceKind { kCpu, kCuda };
+// The kind a user names ("cpu", "cuda": the CLI's --device, Python's device=), or nullopt.
+std::optional<DeviceKind> device_kind_named(std::string_view name);
 
 struct ExecutableOptions {
   // Where custom-call targets are found: each call site takes its entry's `native` binding

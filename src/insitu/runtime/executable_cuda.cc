@@ -31,6 +31,12 @@ Executable::Executable(const Module& module, BufferAssignment assignment, Execut
     : module_(&module), assignment_(std::move(assignment)), options_(options) {}
 Executable::~Executable() = default;
 
+std::optional<DeviceKind> device_kind_named(std::string_view name) {
+  if (name == "cpu") return DeviceKind::kCpu;
+  if (name == "cuda") return DeviceKind::kCuda;
+  return std::nullopt;
+}
+
 std::string Executable::device_name() const {
   return on_device_ ? on_device_->executable->device().name() : "cpu";
 }
@@ -79,7 +85,7 @@ StatusOr<std::unique_ptr<Executable>> Executable::create_on_cuda(OptimizedModule
       [&](const Shape&, const ShapeIndex& index) { result_indices.push_back(index); });
   for (const Argument& argument : executable->arguments_) {
     int result = -1;
-    for (size_t j = 0; j < result_indices.size() && argument.aliased_output; ++j)
+    for (size_t j = 0; j < result_indices.size() && argument.aliased_output && result < 0; ++j)
       if (result_indices[j] == *argument.aliased_output && results[j].compatible(argument.shape))
         result = static_cast<int>(j);
     on_device->aliased_result.push_back(result);
