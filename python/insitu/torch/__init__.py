@@ -29,7 +29,7 @@ import torch
 
 import insitu
 
-from . import _ops, _ops_index, _ops_nn  # noqa: F401  (each registers its lowerings)
+from . import _attention, _ops, _ops_index, _ops_nn  # noqa: F401  (each registers its lowerings)
 from ._kernels import donate, kernel, kernel_call
 from ._lowering import _Lowering
 from ._types import Unsupported
@@ -60,21 +60,40 @@ class CompiledGraph:
         return f"CompiledGraph({self.name}, {'insitu' if self.executable else 'eager: ' + str(self.fallback)})"
 
 
-def _compile_graph(gm, example_inputs):
-    from torch._functorch.aot_autograd import make_boxed_func
+class _Fallback(Exception):
+    """A graph insitu cannot run: the whole function then runs as eager torch runs it."""
 
-    name = f"torch_graph_{len(compiled_graphs)}"
+    def __init__(self, reason, text=None):
+        super().__init__(reason)
+        self.text = text  # the lowered HLO where there is one
+
+
+# HLO text (its module name left out) -> executable, compiled when AOTAutograd partitioned the
+# joint graph and taken by _compile_graph; a few at most, since each is taken soon after.
+_checked = {}
+_CHECKED_KEPT = 8
+
+
+def _text_key(text):
+    return text.split("\n", 1)[1]
+
+
+def _lower_and_compile(gm, name):
+    """(text, plan, written, donors, executable), or _Fallback saying why not."""
     text = None
     try:
         text, plan, written, donors = _Lowering(gm, name).run()
-        executable = insitu.compile(text)
-    except (Unsupported, insitu.Error) as e:
-        # insitu.Error here is a lowering this module got wrong: still the user's answer, from torch.
-        reason = str(e) if isinstance(e, Unsupported) else f"insitu rejected the lowered module: {e}"
-        record = CompiledGraph(name, text=text, fallback=reason)
-        compiled_graphs.append(record)
-        warnings.warn(f"insitu: graph {name} runs eagerly in torch: {reason}", stacklevel=2)
-        return make_boxed_func(gm.forward)
+        executable = _checked.pop(_text_key(text), None) or insitu.compile(text)
+    except Unsupported as e:
+        raise _Fallback(str(e)) from None
+    except insitu.Error as e:  # a lowering this package got wrong: still the user's answer, from torch
+        raise _Fallback(f"insitu rejected the lowered module: {e}", text) from None
+    return text, plan, written, donors, executable
+
+
+def _compile_graph(gm, example_inputs):
+    name = f"torch_graph_{len(compiled_graphs)}"
+    text, plan, written, donors, executable = _lower_and_compile(gm, name)
     record = CompiledGraph(name, text, executable)
     compiled_graphs.append(record)
     in_place = set(written) | set(donors)
@@ -102,14 +121,52 @@ def _compile_graph(gm, example_inputs):
     return run
 
 
-def backend(gm, example_inputs, **kwargs):
-    """The torch.compile backend "insitu" (see the module docstring)."""
+def _partition(joint, joint_inputs, **kwargs):
+    """AOTAutograd's default partition, then both graphs lowered and compiled now, so that a
+    backward insitu cannot run sends the whole function to eager torch before it first runs
+    (AOTAutograd compiles the backward only at the first backward call)."""
+    from torch._functorch.partitioners import default_partition
+
+    forward, backward = default_partition(joint, joint_inputs, **kwargs)
+    for offset, graph in enumerate((forward, backward)):
+        text, *_, executable = _lower_and_compile(graph, f"torch_graph_{len(compiled_graphs) + offset}")
+        _checked[_text_key(text)] = executable
+        while len(_checked) > _CHECKED_KEPT:
+            _checked.pop(next(iter(_checked)))
+    return forward, backward
+
+
+# Decompositions the backend does not take from core_aten_decompositions(), each for a reason:
+_NOT_DECOMPOSED = {
+    # returns the attention matrix where the logsumexp belongs (torch's own comment says Inductor
+    # must exclude it), so the backward read it as the logsumexp; _attention lowers it
+    "aten._scaled_dot_product_flash_attention_for_cpu.default",
+}
+
+
+def _decompositions():
+    """core_aten_decompositions() less _NOT_DECOMPOSED: every rule left is one whose results the
+    tests check against eager (python/tests/test_torch_gradients.py)."""
     from torch._decomp import core_aten_decompositions
+
+    return {op: rule for op, rule in core_aten_decompositions().items() if str(op) not in _NOT_DECOMPOSED}
+
+
+def backend(gm, example_inputs, **kwargs):
+    """The torch.compile backend "insitu" (see the module docstring). A function with a graph insitu
+    cannot run runs whole as eager torch runs it (gm.forward: no decomposition applied), with
+    one warning saying why."""
     from torch._dynamo.backends.common import aot_autograd
 
-    compiler = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph,
-                            decompositions=core_aten_decompositions(), keep_inference_input_mutations=True)
-    return compiler(gm, example_inputs, **kwargs)
+    compiler = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph, partition_fn=_partition,
+                            decompositions=_decompositions(), keep_inference_input_mutations=True)
+    try:
+        return compiler(gm, example_inputs, **kwargs)
+    except _Fallback as e:
+        name = f"torch_graph_{len(compiled_graphs)}"
+        compiled_graphs.append(CompiledGraph(name, text=e.text, fallback=str(e)))
+        warnings.warn(f"insitu: graph {name} runs eagerly in torch: {e}", stacklevel=2)
+        return gm.forward
 
 
 try:

@@ -48,6 +48,25 @@ class _Lowering:
         scalar = self.emit("constant", dtype, (), f"constant({_literal(value, _DTYPES[dtype])})")
         return self.broadcast(scalar, dims)
 
+    def tensor_constant(self, tensor, name):
+        """An HLO constant holding `tensor`'s values (nested braces, one level a dimension)."""
+        if not isinstance(tensor, torch.Tensor):
+            raise Unsupported(f"graph attribute {name} is a {type(tensor).__name__}, not a tensor")
+        dims = tuple(tensor.shape)
+        type_name = _shape_text(tensor.dtype, dims).split("[")[0]
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        with unset_fake_temporarily():  # AOTAutograd partitions under a fake mode; this tensor is real
+            values = tensor.detach().cpu()
+
+        def text(t):
+            if t.dim() == 0:
+                return _literal(t.item(), type_name)
+            return "{" + ", ".join(text(row) for row in t) + "}"
+
+        with unset_fake_temporarily():
+                return self.emit("constant", tensor.dtype, dims, f"constant({text(values)})")
+
     def convert(self, value, dtype):
         if self.types[value][0] == dtype:
             return value
@@ -150,6 +169,8 @@ class _Lowering:
                 self.call(node)
             elif node.op == "output":
                 outputs = node.args[0]
+            elif node.op == "get_attr":  # a tensor the function made (torch.tensor([...])): a literal
+                self.values[node] = self.tensor_constant(getattr(self.gm, node.target), node.name)
             else:
                 raise Unsupported(f"FX node kind {node.op} ({node.name})")
         return self.finish(outputs)

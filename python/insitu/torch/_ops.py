@@ -185,6 +185,15 @@ def _permute(L, node, x, *dims_args):
     return L.emit("transpose", dtype, dims, f"transpose({L.value(x)}), dimensions={{{','.join(map(str, order))}}}")
 
 
+@_lower(aten.flip.default)
+def _flip(L, node, x, dims_arg):
+    dtype, dims = _meta(node)
+    axes = sorted({d % len(dims) for d in dims_arg}) if dims else []
+    if not axes:
+        return L.value(x)
+    return L.emit("reverse", dtype, dims, f"reverse({L.value(x)}), dimensions={{{','.join(map(str, axes))}}}")
+
+
 @_lower(aten.full.default, aten.scalar_tensor.default)
 def _full(L, node, *args, **_):
     dtype, dims = _meta(node)

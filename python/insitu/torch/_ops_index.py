@@ -25,15 +25,20 @@ def _split(L, node, x, sizes, dim=0):
     return tuple(pieces)
 
 
+def _slice_bounds(start, end, size):
+    """torch's [start:end] on a dimension of `size`: negatives count from the end, both clamped."""
+    start = 0 if start is None else min(max(start + size if start < 0 else start, 0), size)
+    end = size if end is None else min(max(end + size if end < 0 else end, 0), size)
+    return start, max(start, end)
+
+
 @_lower(aten.slice.Tensor)
 def _slice(L, node, x, dim=0, start=None, end=None, step=1):
     dtype, dims = _meta(node)
     value = L.value(x)
     old = L.types[value][1]
     axis = dim % len(old)
-    size = old[axis]
-    start = 0 if start is None else (start + size if start < 0 else min(start, size))
-    end = size if end is None else (end + size if end < 0 else min(end, size))
+    start, end = _slice_bounds(start, end, old[axis])
     bounds = ",".join(f"[{start}:{end}:{step}]" if i == axis else f"[0:{d}]" for i, d in enumerate(old))
     return L.emit("slice", dtype, dims, f"slice({value}), slice={{{bounds}}}")
 
@@ -58,34 +63,67 @@ def _cat(L, node, tensors, dim=0):
     return L.emit("concatenate", dtype, dims, f"concatenate({', '.join(parts)}), dimensions={{{dim % len(dims)}}}")
 
 
-@_lower(aten.index_put.default)
-def _index_put(L, node, x, indices, values, accumulate=False):
-    """x[..., index, ...] = values (or +=) with one integer index tensor, of any rank, at one
-    dimension: a scatter whose batch dimensions are the index's."""
-    dtype, dims = _meta(node)
-    tensors = [(d, i) for d, i in enumerate(indices) if i is not None]
-    if len(tensors) != 1:
-        raise Unsupported(f"index_put with {len(tensors)} index tensors: one is lowered")
-    axis, index_node = tensors[0]
+def _wrapped_index(L, index_node, size, what):
+    """An integer index tensor with torch's negative indices wrapped (a gather or scatter would
+    clamp or skip them)."""
     index = L.value(index_node)
     index_dtype, index_dims = L.types[index]
     if index_dtype == torch.bool:
-        raise Unsupported("index_put with a boolean mask")
-    # torch wraps negative indices; a scatter would skip them.
+        raise Unsupported(f"{what} with a boolean mask (its result's shape depends on the values)")
     negative = L.emit("compare", torch.bool, index_dims,
                       f"compare({index}, {L.constant(0, index_dtype, index_dims)}), direction=LT")
-    wrapped = L.emit("add", index_dtype, index_dims, f"add({index}, {L.constant(dims[axis], index_dtype, index_dims)})")
-    index = L.emit("select", index_dtype, index_dims, f"select({negative}, {wrapped}, {index})")
-    index = L.reshape(index, index_dims + (1,))
-    rank = len(index_dims)
-    update_dims = dims[:axis] + index_dims + dims[axis + 1:]
+    wrapped = L.emit("add", index_dtype, index_dims, f"add({index}, {L.constant(size, index_dtype, index_dims)})")
+    return L.emit("select", index_dtype, index_dims, f"select({negative}, {wrapped}, {index})")
+
+
+def _index_starts(L, indices, source, what):
+    """For x[..., i0, i1, ...] with integer index tensors at adjacent dimensions of x (shape
+    `source`): (the indexed dimensions, B the indices' broadcast shape, the [*B, n] start
+    coordinates)."""
+    axes = [d for d, i in enumerate(indices) if i is not None]
+    if not axes or axes != list(range(axes[0], axes[0] + len(axes))):
+        raise Unsupported(f"{what} with index tensors at dimensions {axes}: adjacent ones are lowered")
+    wrapped = [L.convert(_wrapped_index(L, indices[axis], source[axis], what), torch.int64) for axis in axes]
+    batch = tuple(torch.broadcast_shapes(*(L.types[i][1] for i in wrapped)))
+    parts = [L.reshape(L.broadcast(i, batch), batch + (1,)) for i in wrapped]
+    starts = parts[0] if len(parts) == 1 else L.emit(
+        "concatenate", torch.int64, batch + (len(parts),), f"concatenate({', '.join(parts)}), dimensions={{{len(batch)}}}")
+    return axes, batch, starts
+
+
+@_lower(aten.index.Tensor)
+def _index(L, node, x, indices):
+    """x[..., i0, i1, ...]: a gather whose result is x's dimensions before the indexed ones, the
+    indices' broadcast shape, then x's dimensions after them."""
+    dtype, dims = _meta(node)
+    value = L.value(x)
+    source = L.types[value][1]
+    axes, batch, starts = _index_starts(L, indices, source, "index")
+    first = axes[0]
+    offset = [d for d in range(len(dims)) if not first <= d < first + len(batch)]
+    sizes = ",".join("1" if d in axes else str(n) for d, n in enumerate(source))
+    indexed = ",".join(map(str, axes))
+    return L.emit("gather", dtype, dims,
+                  f"gather({value}, {starts}), offset_dims={{{','.join(map(str, offset))}}}, collapsed_slice_dims={{{indexed}}}, "
+                  f"start_index_map={{{indexed}}}, index_vector_dim={len(batch)}, slice_sizes={{{sizes}}}")
+
+
+@_lower(aten.index_put.default)
+def _index_put(L, node, x, indices, values, accumulate=False):
+    """x[..., i0, i1, ...] = values (or +=) with integer index tensors at adjacent dimensions: a
+    scatter whose batch dimensions are the indices' broadcast shape, in place in x's buffer."""
+    dtype, dims = _meta(node)
+    axes, batch, starts = _index_starts(L, indices, dims, "index_put")
+    first = axes[0]
+    update_dims = dims[:first] + batch + dims[first + len(axes):]
     updates = L.operand(values, dtype, update_dims)
-    windows = ",".join(str(d) for d in list(range(axis)) + list(range(axis + rank, len(update_dims))))
+    windows = ",".join(str(d) for d in range(len(update_dims)) if not first <= d < first + len(batch))
+    indexed = ",".join(map(str, axes))
     combine = L.region("add" if accumulate else "second", dtype)
     return L.emit("scatter", dtype, dims,
-                  f"scatter({L.operand(x, dtype, dims)}, {index}, {updates}), update_window_dims={{{windows}}}, "
-                  f"inserted_window_dims={{{axis}}}, scatter_dims_to_operand_dims={{{axis}}}, "
-                  f"index_vector_dim={rank}, to_apply={combine}")
+                  f"scatter({L.operand(x, dtype, dims)}, {starts}, {updates}), update_window_dims={{{windows}}}, "
+                  f"inserted_window_dims={{{indexed}}}, scatter_dims_to_operand_dims={{{indexed}}}, "
+                  f"index_vector_dim={len(batch)}, to_apply={combine}")
 
 
 def _full_indices(L, index, dim, rank):
@@ -166,24 +204,40 @@ def _embedding_backward(L, node, grad, indices, num_weights, padding_idx, scale_
 
 @_lower(aten.slice_scatter.default, aten.select_scatter.default)
 def _slice_scatter(L, node, base, src, dim=0, *bounds):
-    """base with src written over base[..., start:end, ...] (slice_scatter, step 1) or over
-    base[..., index, ...] (select_scatter): a dynamic-update-slice at constant offsets."""
+    """base with src written over base[..., start:end:step, ...] (slice_scatter) or over
+    base[..., index, ...] (select_scatter): a dynamic-update-slice at constant offsets, in place
+    in base's buffer; a step above 1 is src spread by interior padding, selected over base."""
     dtype, dims = _meta(node)
     axis = dim % len(dims)
+    step = 1
     if node.target is aten.select_scatter.default:
         start = bounds[0] % dims[axis]
-        src_dims = tuple(1 if d == axis else size for d, size in enumerate(dims))
+        count = 1
     else:
         start, end, step = (list(bounds) + [None, None, None])[:3]
-        if step not in (None, 1):
-            raise Unsupported(f"slice_scatter with step {step}")
-        start = 0 if start is None else (start + dims[axis] if start < 0 else min(start, dims[axis]))
-        end = dims[axis] if end is None else (end + dims[axis] if end < 0 else min(end, dims[axis]))
-        src_dims = tuple(end - start if d == axis else size for d, size in enumerate(dims))
+        step = 1 if step is None else step
+        start, end = _slice_bounds(start, end, dims[axis])
+        count = -(-(end - start) // step)
+    src_dims = tuple(count if d == axis else size for d, size in enumerate(dims))
     update = L.reshape(L.convert(L.value(src), dtype), src_dims)
-    offsets = [L.constant(start if d == axis else 0, torch.int32) for d in range(len(dims))]
-    return L.emit("dynamic-update-slice", dtype, dims,
-                  f"dynamic-update-slice({L.operand(base, dtype, dims)}, {update}, {', '.join(offsets)})")
+    if count == 0:
+        return L.operand(base, dtype, dims)
+    if step == 1:
+        offsets = [L.constant(start if d == axis else 0, torch.int32) for d in range(len(dims))]
+        return L.emit("dynamic-update-slice", dtype, dims,
+                      f"dynamic-update-slice({L.operand(base, dtype, dims)}, {update}, {', '.join(offsets)})")
+    last = start + (count - 1) * step
+    padding = "x".join(f"{start}_{dims[axis] - last - 1}_{step - 1}" if d == axis else "0_0_0" for d in range(len(dims)))
+    spread = L.emit("pad", dtype, dims, f"pad({update}, {L.constant(0, dtype)}), padding={padding}")
+    position = L.emit("iota", torch.int32, dims, f"iota(), iota_dimension={axis}")
+    offset = L.emit("subtract", torch.int32, dims, f"subtract({position}, {L.constant(start, torch.int32, dims)})")
+    phase = L.emit("remainder", torch.int32, dims, f"remainder({offset}, {L.constant(step, torch.int32, dims)})")
+    on_step = L.emit("compare", torch.bool, dims, f"compare({phase}, {L.constant(0, torch.int32, dims)}), direction=EQ")
+    after = L.emit("compare", torch.bool, dims, f"compare({position}, {L.constant(start, torch.int32, dims)}), direction=GE")
+    before = L.emit("compare", torch.bool, dims, f"compare({position}, {L.constant(last, torch.int32, dims)}), direction=LE")
+    written = L.emit("and", torch.bool, dims,
+                     f"and({on_step}, {L.emit('and', torch.bool, dims, f'and({after}, {before})')})")
+    return L.emit("select", dtype, dims, f"select({written}, {spread}, {L.operand(base, dtype, dims)})")
 
 
 @_lower(aten.embedding.default)

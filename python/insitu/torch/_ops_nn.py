@@ -33,6 +33,78 @@ def _convolution(L, node, x, weight, bias, stride, padding, dilation, transposed
     return L.emit("add", dtype, dims, f"add({out}, {b})")
 
 
+def _window(sizes, strides, padding, lhs_dilate=None, rhs_dilate=None):
+    """An HLO convolution window; padding as (low, high) pairs."""
+    text = (f"size={'x'.join(map(str, sizes))} stride={'x'.join(map(str, strides))} "
+            f"pad={'x'.join(f'{low}_{high}' for low, high in padding)}")
+    if lhs_dilate:
+        text += f" lhs_dilate={'x'.join(map(str, lhs_dilate))}"
+    if rhs_dilate:
+        text += f" rhs_dilate={'x'.join(map(str, rhs_dilate))}"
+    return text
+
+
+@_lower(aten.convolution_backward.default)
+def _convolution_backward(L, node, grad_out, x, weight, bias_sizes, stride, padding, dilation, transposed,
+                          output_padding, groups, output_mask):
+    """The gradients of a convolution (x [N, C, *I], weight [O, C/g, *K], out [N, O, *Y]) as HLO
+    convolutions, the way XLA writes them:
+    - input: grad_out dilated by the stride, convolved with the kernel reversed in space, its
+      input and output features swapped (per group), padded d(K-1)-p low;
+    - weight: x with its batch and features swapped, convolved with grad_out as the kernel
+      (window Y, taps dilated by the stride, moved by the dilation), one batch group per group;
+    - bias: grad_out summed over all but the features."""
+    if transposed:
+        raise Unsupported("the gradient of a transposed convolution is not lowered yet")
+    metas = node.meta["val"]
+    dtype = metas[0].dtype if metas[0] is not None else metas[1].dtype
+    go = L.convert(L.value(grad_out), dtype)
+    go_dims = L.types[go][1]
+    spatial = len(go_dims) - 2
+    letters = "".join(str(i) for i in range(spatial))
+    x_value, w_value = L.convert(L.value(x), dtype), L.convert(L.value(weight), dtype)
+    x_dims, w_dims = L.types[x_value][1], L.types[w_value][1]
+    sizes_in, kernel, sizes_out = x_dims[2:], w_dims[2:], go_dims[2:]
+    results = [None, None, None]
+    if output_mask[0]:
+        low = [d * (k - 1) - p for k, p, d in zip(kernel, padding, dilation)]
+        if any(v < 0 for v in low):
+            raise Unsupported(f"a convolution gradient with padding {list(padding)} beyond its kernel's reach")
+        high = [i - 1 + p - (y - 1) * s for i, p, y, s in zip(sizes_in, padding, sizes_out, stride)]
+        out_features, in_per_group = w_dims[0], w_dims[1]
+        reversed_w = L.emit("reverse", dtype, w_dims,
+                            f"reverse({w_value}), dimensions={{{','.join(str(2 + i) for i in range(spatial))}}}")
+        if groups == 1:
+            flipped = reversed_w
+        else:  # [O, C/g, K] -> [g, O/g, C/g, K] -> [O/g, g, C/g, K] -> [O/g, C, K]: per group, O/g in, C out
+            split = (groups, out_features // groups, in_per_group) + kernel
+            moved = L.emit("transpose", dtype, (split[1], split[0]) + split[2:],
+                           f"transpose({L.reshape(reversed_w, split)}), dimensions={{1,0,{','.join(str(2 + i) for i in range(spatial + 1))}}}")
+            flipped = L.reshape(moved, (out_features // groups, groups * in_per_group) + kernel)
+        window = _window(kernel, [1] * spatial, zip(low, high), lhs_dilate=stride, rhs_dilate=dilation)
+        results[0] = L.emit("convolution", dtype, x_dims,
+                            f"convolution({go}, {flipped}), window={{{window}}}, dim_labels=bf{letters}_io{letters}->bf{letters}, "
+                            f"feature_group_count={groups}")
+    if output_mask[1]:
+        # window k reads x[y*s - p + k*d]: the high padding that gives K outputs, or a slice of x
+        # where the strided convolution never read x's last elements
+        high = [(k - 1) * d + (y - 1) * s + 1 - i - p
+                for k, d, y, s, i, p in zip(kernel, dilation, sizes_out, stride, sizes_in, padding)]
+        source = x_value
+        if any(h < 0 for h in high):
+            kept = x_dims[:2] + tuple(i + min(h, 0) for i, h in zip(sizes_in, high))
+            bounds = ",".join(f"[0:{d}]" for d in kept)
+            source = L.emit("slice", dtype, kept, f"slice({x_value}), slice={{{bounds}}}")
+            high = [max(h, 0) for h in high]
+        window = _window(sizes_out, dilation, zip(padding, high), rhs_dilate=stride)
+        results[1] = L.emit("convolution", dtype, w_dims,
+                            f"convolution({source}, {go}), window={{{window}}}, dim_labels=fb{letters}_io{letters}->fb{letters}, "
+                            f"batch_group_count={groups}")
+    if output_mask[2]:
+        results[2] = L.reduce(go, [0] + [2 + i for i in range(spatial)], "add", 0, dtype)
+    return tuple(results)
+
+
 @_lower(aten._native_batch_norm_legit_no_training.default)
 def _batch_norm_inference(L, node, x, weight, bias, running_mean, running_var, momentum, eps):
     """Batch norm with running statistics (eval mode): (x - mean) * rsqrt(var + eps) * weight +
