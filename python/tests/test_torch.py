@@ -220,6 +220,45 @@ def test_kv_cache_index_copy_is_a_scatter_in_place():
     assert stats["bytes_copied"] == 0 and stats["copied_back_bytes"] == 0
 
 
+def test_cache_update_through_views_writes_only_the_new_rows_in_place():
+    """cache[l, 0].index_copy_(0, pos, k) per layer on one 5-D cache: functionalization writes
+    select, index_put, select_scatter; before, the decomposition made each select_scatter a
+    full-size where over the cache (647 ms a step at GPT-2 size, stats saying bytes_copied 0)."""
+    layers, length, heads, width = 3, 16, 2, 4
+
+    def update(cache, pos, k, v):
+        for layer in range(layers):
+            cache[layer, 0].index_copy_(0, pos, k[layer])
+            cache[layer, 1].index_copy_(0, pos, v[layer])
+
+    cache = torch.randn(layers, 2, length, heads, width)
+    k, v = torch.randn(layers, 1, heads, width), torch.randn(layers, 1, heads, width)
+    expected = cache.clone()
+    update(expected, torch.tensor([5]), k, v)
+    pointer = cache.data_ptr()
+    compile(update)(cache, torch.tensor([5]), k, v)
+    assert torch.equal(cache, expected) and cache.data_ptr() == pointer
+    stats = insitu.torch.compiled_graphs[-1].stats
+    rows = 2 * layers * heads * width * 4  # the bytes of the new rows
+    assert stats["bytes_copied"] == 0 and stats["copied_back_bytes"] == 0
+    assert rows <= stats["bytes_written"] < rows + 1024, stats  # the rows and a few indices, no block
+    assert stats["peak_memory_bytes"] < cache.numel() * 4 + 1024, stats  # no block of the cache copied out
+
+
+def test_writes_into_slices_of_an_input_match_eager():
+    def f(x, y, z):
+        x[:, 2:4] = y
+        x[1, ::2] = z
+        x[-1, 1:] += 1
+
+    x, y, z = torch.randn(3, 6), torch.randn(3, 2), torch.randn(3)
+    expected = x.clone()
+    f(expected, y, z)
+    compile(f)(x, y, z)
+    assert torch.equal(x, expected)
+    assert all(g.executable is not None for g in insitu.torch.compiled_graphs)
+
+
 def test_index_put_accumulates_and_wraps_negative_indices():
     def f(x, i, v):
         x.index_put_((i,), v, accumulate=True)

@@ -232,6 +232,52 @@ ENTRY main {
   }
 }
 
+// torch's update through a view (cache[l, 0].index_copy_(0, pos, k), functionalized): the block
+// read by two selects (slice, reshape, slice, reshape), one row written, and the block written
+// back by two select_scatters at constant starts. It folds into one in-place update of the
+// cache, gives the evaluator's results for positions in range and past the end, and writes only
+// the row (bytes_written), where the unfolded module wrote two blocks.
+TEST(BufferReuse, FoldedViewUpdateWritesOnlyTheRow) {
+  const std::string module_text = R"(
+HloModule view_update, input_output_alias={ {}: (0, {}, must-alias) }
+ENTRY main {
+  cache = f32[3,2,8,4] parameter(0)
+  kv = f32[1,4] parameter(1)
+  pos = s64[] parameter(2)
+  s0 = f32[1,2,8,4] slice(cache), slice={[2:3], [0:2], [0:8], [0:4]}
+  layer = f32[2,8,4] reshape(s0)
+  s1 = f32[1,8,4] slice(layer), slice={[1:2], [0:8], [0:4]}
+  rows = f32[8,4] reshape(s1)
+  zero64 = s64[] constant(0)
+  updated = f32[8,4] dynamic-update-slice(rows, kv, pos, zero64)
+  back1 = f32[1,8,4] reshape(updated)
+  zero = s32[] constant(0)
+  one = s32[] constant(1)
+  two = s32[] constant(2)
+  new_layer = f32[2,8,4] dynamic-update-slice(layer, back1, one, zero, zero)
+  back0 = f32[1,2,8,4] reshape(new_layer)
+  ROOT new_cache = f32[3,2,8,4] dynamic-update-slice(cache, back0, two, zero, zero, zero)
+})";
+  Literal cache(Shape::array(PrimitiveType::kF32, {3, 2, 8, 4}));
+  for (size_t i = 0; i < cache.data<float>().size(); ++i) cache.data<float>()[i] = static_cast<float>(i % 13) - 6.0f;
+  Literal kv = Literal::from_values<float>({1, 4}, {100, 101, 102, 103});
+  Compiled compiled = compile(module_text);
+  ASSERT_NE(compiled.executable, nullptr);
+  int64_t folds = 0;
+  for (const Instruction* instruction : compiled.optimized->entry()->instructions())
+    folds += instruction->name().starts_with("folded_update_slice") ? 1 : 0;
+  EXPECT_EQ(folds, 1);  // the two levels, the outer first, then the row into the cache
+  for (int64_t pos : {5, 0, 7, 30}) {
+    SCOPED_TRACE(str_cat("pos=", pos));
+    const std::vector<Literal> arguments = {cache, kv, Literal::scalar<int64_t>(pos)};
+    expect_donated_run_matches_evaluator(compiled, arguments);
+    ExecutionStats stats;
+    ASSERT_TRUE(compiled.executable->execute(to_handles(arguments), {.donate = {true}, .stats = &stats}).ok());
+    EXPECT_GE(stats.bytes_written, 4 * 4);  // the row ...
+    EXPECT_LE(stats.bytes_written, 4 * 4 + 2 * 8);  // ... and the position clamped (twice), no block
+  }
+}
+
 // The unrolled form: per-layer blocks sliced out, updated and stacked back (concatenate) become
 // a chain of in-place updates; results equal the evaluator's on the unfolded module for
 // positions in range, negative and past the end, with the cache donated and nothing copied.

@@ -239,6 +239,7 @@ StatusOr<DeviceResults> run_devices(const Module& module, const RunOptions& opti
 nlohmann::json run_stats_json(const Executable& executable, const ExecutionStats& stats) {
   nlohmann::json json = {{"copies_executed", stats.copies_executed},
                          {"bytes_copied", stats.bytes_copied},
+                         {"bytes_written", stats.bytes_written},
                          {"peak_memory_bytes", stats.peak_memory_bytes},
                          {"run_seconds", stats.run_seconds},
                          {"fallback_ops_executed", stats.fallback_ops_executed},

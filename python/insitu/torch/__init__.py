@@ -141,6 +141,9 @@ _NOT_DECOMPOSED = {
     # returns the attention matrix where the logsumexp belongs (torch's own comment says Inductor
     # must exclude it), so the backward read it as the logsumexp; _attention lowers it
     "aten._scaled_dot_product_flash_attention_for_cpu.default",
+    # a full-size where over the base (a 75 MB cache rewritten for a one-row update through a
+    # view); _ops_index lowers it as a dynamic-update-slice in the base's buffer
+    "aten.select_scatter.default",
 }
 
 

@@ -111,12 +111,28 @@ def _index(L, node, x, indices):
 @_lower(aten.index_put.default)
 def _index_put(L, node, x, indices, values, accumulate=False):
     """x[..., i0, i1, ...] = values (or +=) with integer index tensors at adjacent dimensions: a
-    scatter whose batch dimensions are the indices' broadcast shape, in place in x's buffer."""
+    scatter whose batch dimensions are the indices' broadcast shape, in place in x's buffer. (An
+    index past the end, which eager torch refuses, is skipped by the scatter and clamped by the
+    one-position form: insitu has no error path inside a program yet.)"""
     dtype, dims = _meta(node)
     axes, batch, starts = _index_starts(L, indices, dims, "index_put")
     first = axes[0]
     update_dims = dims[:first] + batch + dims[first + len(axes):]
     updates = L.operand(values, dtype, update_dims)
+    if not accumulate and math.prod(batch) == 1:
+        # one position (index_copy_ of a decode step's row): a dynamic-update-slice, which
+        # slice-update-folding can move into the array a view of it was read from
+        block = tuple(1 if d in axes else n for d, n in enumerate(dims))
+        flat = L.reshape(starts, (len(axes),))
+        offsets = []
+        for d in range(len(dims)):
+            if d not in axes:
+                offsets.append(L.constant(0, torch.int64))
+                continue
+            k = axes.index(d)
+            offsets.append(L.reshape(L.emit("slice", torch.int64, (1,), f"slice({flat}), slice={{[{k}:{k + 1}]}}"), ()))
+        return L.emit("dynamic-update-slice", dtype, dims,
+                      f"dynamic-update-slice({L.operand(x, dtype, dims)}, {L.reshape(updates, block)}, {', '.join(offsets)})")
     windows = ",".join(str(d) for d in range(len(update_dims)) if not first <= d < first + len(batch))
     indexed = ",".join(map(str, axes))
     combine = L.region("add" if accumulate else "second", dtype)

@@ -23,20 +23,58 @@ bool is_row_major(const Shape& shape) {
          std::is_sorted(shape.layout().minor_to_major.rbegin(), shape.layout().minor_to_major.rend());
 }
 
-// A reshape that only adds or drops dimensions of size 1 (of row-major arrays): the operand;
-// anything else: itself.
-Instruction* through_unit_reshape(Instruction* instruction) {
-  if (instruction->opcode() != Opcode::kReshape || instruction->operand_count() != 1) return instruction;
-  const Shape& to = instruction->shape();
-  const Shape& from = instruction->operand(0)->shape();
-  if (!is_row_major(to) || !is_row_major(from) || to.element_type() != from.element_type() ||
-      non_unit_dimensions(to.dimensions()) != non_unit_dimensions(from.dimensions()))
-    return instruction;
-  return instruction->operand(0);
-}
-
 bool has_control_edges(const Instruction* instruction) {
   return !instruction->control_predecessors().empty() || !instruction->control_successors().empty();
+}
+
+// Whether `instruction` is a reshape that only adds or drops dimensions of size 1 (of row-major
+// arrays).
+bool is_unit_reshape(const Instruction* instruction) {
+  if (instruction->opcode() != Opcode::kReshape || instruction->operand_count() != 1) return false;
+  const Shape& to = instruction->shape();
+  const Shape& from = instruction->operand(0)->shape();
+  return is_row_major(to) && is_row_major(from) && to.element_type() == from.element_type() &&
+         non_unit_dimensions(to.dimensions()) == non_unit_dimensions(from.dimensions());
+}
+
+// Through a chain of such reshapes: the first value that is not one.
+Instruction* through_unit_reshape(Instruction* instruction) {
+  while (is_unit_reshape(instruction)) instruction = instruction->operand(0);
+  return instruction;
+}
+
+// Where `read` lies in `array` when it is a block of it read out by unit-stride slices and unit
+// reshapes (torch's select(select(cache, 0, l), 0, 0)): its starts and sizes in the array's
+// rank; nullopt otherwise.
+struct StaticBlock {
+  std::vector<int64_t> starts, sizes;
+};
+std::optional<StaticBlock> static_block(const Instruction* read, const Instruction* array, int depth = 0) {
+  if (read == array) {
+    if (!is_row_major(array->shape())) return std::nullopt;
+    const std::vector<int64_t>& dims = array->shape().dimensions();
+    return StaticBlock{std::vector<int64_t>(dims.size(), 0), dims};
+  }
+  if (depth > 16 || read->operand_count() != 1 || has_control_edges(read)) return std::nullopt;
+  if (read->opcode() != Opcode::kSlice && !is_unit_reshape(read)) return std::nullopt;
+  std::optional<StaticBlock> block = static_block(read->operand(0), array, depth + 1);
+  if (!block || read->opcode() != Opcode::kSlice) return block;  // a unit reshape moves nothing
+  // The array dimension each of the slice operand's dimensions is: its non-unit dimensions are
+  // the block's non-unit ones in order; a unit dimension has nothing to move.
+  const Shape& operand = read->operand(0)->shape();
+  if (!is_row_major(operand) || static_cast<int64_t>(read->slice.size()) != operand.rank()) return std::nullopt;
+  std::vector<int64_t> array_dims;
+  for (size_t d = 0; d < block->sizes.size(); ++d)
+    if (block->sizes[d] != 1) array_dims.push_back(static_cast<int64_t>(d));
+  for (int64_t i = 0, next = 0; i < operand.rank(); ++i) {
+    const SliceDimension& range = read->slice[i];
+    if (range.stride != 1) return std::nullopt;
+    if (operand.dimension(i) == 1) continue;
+    const int64_t d = array_dims[next++];
+    block->starts[d] += range.start;
+    block->sizes[d] = range.limit - range.start;
+  }
+  return block;
 }
 
 // Whether two scalar instructions compute the same value: the same instruction, or the same
@@ -86,8 +124,16 @@ bool foldable_update(const Instruction* updated, PrimitiveType index_type) {
   return true;
 }
 
+// Whether `start` is the integer constant `value`.
+bool is_constant(const Instruction* start, int64_t value) {
+  return start->opcode() == Opcode::kConstant && start->shape().is_array() && start->shape().rank() == 0 &&
+         is_integral(start->shape().element_type()) && start->literal.get_integer(0) == value;
+}
+
 // Form 1 (a scan's layer): %z = dynamic-update-slice(%cache, %r, starts') with %r = unit
 // reshape of %y, %y = update of unit reshape of dynamic-slice(%cache, starts), starts' = starts.
+// Form 1s (torch's view update, functionalized: select, update, select_scatter): the same with
+// the block read by a unit-stride slice and written back at constant starts equal to its own.
 std::optional<Block> match_write_back(Instruction* z) {
   if (z->opcode() != Opcode::kDynamicUpdateSlice || z->operand_count() < 2 || has_control_edges(z)) return std::nullopt;
   Instruction* cache = z->operand(0);
@@ -98,10 +144,24 @@ std::optional<Block> match_write_back(Instruction* z) {
   block.updated = through_unit_reshape(block.written);
   if (block.updated->opcode() != Opcode::kDynamicUpdateSlice || block.updated->operand_count() < 2) return std::nullopt;
   const Instruction* read = through_unit_reshape(block.updated->operand(0));
+  if (read->operand_count() < 1) return std::nullopt;
+  if (block.written != block.updated && block.written->users().size() != 1) return std::nullopt;  // %r read elsewhere
+  if (read->opcode() == Opcode::kSlice) {
+    std::optional<StaticBlock> found = static_block(read, cache);
+    if (!found || found->sizes != block.written->shape().dimensions()) return std::nullopt;
+    for (int64_t d = 0; d < shape.rank(); ++d)
+      if (!is_constant(z->operand(2 + d), found->starts[d])) return std::nullopt;
+    block.static_starts = found->starts;
+    block.sizes = found->sizes;
+    const PrimitiveType index_type = block.updated->operand_count() > 2
+                                         ? block.updated->operand(2)->shape().element_type()
+                                         : z->operand(2)->shape().element_type();
+    if (!foldable_update(block.updated, index_type)) return std::nullopt;
+    return block;
+  }
   if (read->opcode() != Opcode::kDynamicSlice || read->operand(0) != cache || read->operand_count() != 1 + shape.rank() ||
       read->dynamic_slice_sizes != block.written->shape().dimensions())
     return std::nullopt;
-  if (block.written != block.updated && block.written->users().size() != 1) return std::nullopt;  // %r read elsewhere
   for (int64_t d = 0; d < shape.rank(); ++d)
     if (!same_value(read->operand(1 + d), z->operand(2 + d))) return std::nullopt;
   if (!foldable_update(block.updated, read->operand(1)->shape().element_type())) return std::nullopt;
@@ -307,11 +367,13 @@ class Folder {
     return instruction;
   }
 
-  // clamp(0, start, limit); the constant 0 when limit is 0.
+  // clamp(0, start, limit); a constant when limit is 0 or start is one.
   Instruction* clamped(Computation& computation, Instruction* before, Instruction* start, PrimitiveType type,
                        int64_t limit) {
     Instruction* zero = constant(computation, before, type, 0);
     if (limit <= 0) return zero;
+    if (start->opcode() == Opcode::kConstant && start->shape().element_type() == type)  // known: clamp it now
+      return constant(computation, before, type, std::clamp<int64_t>(start->literal.get_integer(0), 0, limit));
     return add(computation, before, Opcode::kClamp, "folded_clamp", Shape::scalar(type),
                {zero, start, constant(computation, before, type, limit)});
   }

@@ -19,6 +19,10 @@
 // index, in range or not. Before: the block was copied out, updated, and copied back (two
 // copies of T x D per layer per step); after: only %kv is written.
 //
+// The block may also be read by a unit-stride slice and written back at constant starts equal
+// to the slice's: torch's update through a view (cache[l, 0].index_copy_(0, pos, k)), which
+// functionalization writes as select, the update, then select_scatter back into the cache.
+//
 // The same for per-layer caches that are separate arrays, updated and then stacked
 // (jnp.stack of the updated caches of an unrolled decode step):
 //

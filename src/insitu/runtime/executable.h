@@ -57,6 +57,10 @@ namespace insitu {
 struct ExecutionStats {
   int64_t copies_executed = 0;    // copy instructions run (once per loop iteration)
   int64_t bytes_copied = 0;       // their bytes, plus runtime copy protection of undonated inputs
+  // Bytes the CPU steps wrote (once per loop iteration): an update in place (dynamic-update-slice,
+  // scatter) its update, any other step its outputs; views and forwarding write nothing. What a
+  // step really writes, so a full-size rewrite cannot hide behind bytes_copied 0.
+  int64_t bytes_written = 0;
   int64_t peak_memory_bytes = 0;  // from buffer assignment
   double run_seconds = 0;
   int64_t fallback_ops_executed = 0;  // instructions run through the evaluator (not custom-calls)

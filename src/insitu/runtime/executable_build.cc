@@ -80,6 +80,33 @@ SelectedKernel select_step_kernel(const Instruction& instruction, const Step& st
 
 // Operands a native step copies to scratch first: those overlapping an output in a way its
 // kernel does not handle.
+// What one run of `step` writes (ExecutionStats::bytes_written): an update in place in its
+// operand's memory writes its update; a loop, call or conditional nothing itself (its steps
+// count); a dynamic view nothing; anything else its output leaves.
+int64_t bytes_written_by(const Step& step) {
+  const Opcode opcode = step.instruction->opcode();
+  if (opcode == Opcode::kWhile || opcode == Opcode::kCall || opcode == Opcode::kConditional ||
+      step.run == &Executor::run_dynamic_view)
+    return 0;
+  auto size_of = [](const std::vector<Leaf>& leaves) {
+    int64_t bytes = 0;
+    for (const Leaf& leaf : leaves)
+      if (leaf.allocation >= 0 && !leaf.scalar) bytes += leaf.size;
+    return bytes;
+  };
+  const bool in_place = step.outputs.size() == 1 && !step.operands.empty() && step.operands[0].size() == 1 &&
+                        step.outputs[0].same_memory(step.operands[0][0]);
+  if (in_place && opcode == Opcode::kDynamicUpdateSlice) return size_of(step.operands[1]);
+  if (in_place && opcode == Opcode::kScatter && step.operands.size() == 3) return size_of(step.operands[2]);
+  int64_t bytes = 0;
+  for (size_t i = 0; i < step.outputs.size(); ++i) {  // a copy onto itself writes nothing
+    const Leaf& output = step.outputs[i];
+    if (opcode == Opcode::kCopy && i < step.operands[0].size() && output.same_memory(step.operands[0][i])) continue;
+    if (output.allocation >= 0 && !output.scalar) bytes += output.size;
+  }
+  return bytes;
+}
+
 std::vector<int> staged_operands(const Instruction& instruction, const Step& step) {
   std::vector<int> staged;
   for (size_t i = 0; i < step.operands.size(); ++i) {
@@ -507,6 +534,7 @@ Status Executable::build() {
       program.steps.push_back(std::move(step));
     }
     for (Step& step : program.steps) {
+      step.bytes_written = bytes_written_by(step);
       auto bind = [](const Leaf& leaf) { return Binding{leaf.shape, leaf.allocation, leaf.offset, leaf.scalar}; };
       for (const std::vector<Leaf>& operand : step.operands)
         step.bindings.push_back(operand.empty() ? Binding{} : bind(operand[0]));

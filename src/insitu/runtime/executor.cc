@@ -72,6 +72,7 @@ Status Executor::run(const Program& program) {
     const std::chrono::steady_clock::time_point start =
         profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status status = (this->*step.run)(step);
+    stats_.bytes_written += step.bytes_written;
     if (profile_) {
       std::pair<int64_t, double>& time = profile_times_[step.instruction];
       ++time.first;

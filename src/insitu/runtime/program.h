@@ -56,6 +56,7 @@ struct Step {
   // (anything but the in-place cases of kernels.h): copied to scratch before each call.
   std::vector<int> staged;
   PreparedCustomCall native_custom_call;  // custom-call steps run natively: prepared at create
+  int64_t bytes_written = 0;  // what one run writes (ExecutionStats::bytes_written); callees count their own
 };
 
 struct Program {
