@@ -29,7 +29,7 @@ import torch
 
 import insitu
 
-from . import _attention, _ops, _ops_index, _ops_nn  # noqa: F401  (each registers its lowerings)
+from . import _attention, _ops, _ops_index, _ops_nn, _optim  # noqa: F401  (each registers its lowerings)
 from ._kernels import donate, kernel, kernel_call
 from ._lowering import _Lowering
 from ._types import Unsupported
