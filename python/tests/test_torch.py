@@ -259,6 +259,26 @@ def test_writes_into_slices_of_an_input_match_eager():
     assert all(g.executable is not None for g in insitu.torch.compiled_graphs)
 
 
+def test_a_transposed_input_is_read_where_it_lies_and_written_in_place():
+    """An input dense in another dimension order (a weight's t() saved for the backward, a
+    permuted cache) is passed as that order's contiguous tensor and transposed back in the
+    module, where the transpose folds into its readers: no copy in, and a write lands in it."""
+    def f(w, x, cache):
+        cache.add_(1)
+        return x @ w
+
+    w, x = torch.randn(5, 4).t(), torch.randn(3, 4)  # w: [4, 5] with strides (1, 4)
+    storage = torch.randn(2, 6, 3)
+    cache = storage.permute(2, 0, 1)  # [3, 2, 6], dense in the order (1, 2, 0)
+    expected_cache = cache + 1
+    out = compile(f)(w, x, cache)
+    [graph] = insitu.torch.compiled_graphs
+    assert torch.allclose(out, x @ w)
+    assert torch.equal(cache, expected_cache) and cache.data_ptr() == storage.data_ptr()
+    stats = graph.stats
+    assert stats["argument_bytes_copied"] == 0 and stats["copied_back_bytes"] == 0, stats
+
+
 def test_index_put_accumulates_and_wraps_negative_indices():
     def f(x, i, v):
         x.index_put_((i,), v, accumulate=True)

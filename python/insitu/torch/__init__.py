@@ -79,21 +79,21 @@ def _text_key(text):
 
 
 def _lower_and_compile(gm, name):
-    """(text, plan, written, donors, executable), or _Fallback saying why not."""
+    """(text, plan, written, donors, layouts, executable), or _Fallback saying why not."""
     text = None
     try:
-        text, plan, written, donors = _Lowering(gm, name).run()
+        text, plan, written, donors, layouts = _Lowering(gm, name).run()
         executable = _checked.pop(_text_key(text), None) or insitu.compile(text)
     except Unsupported as e:
         raise _Fallback(str(e)) from None
     except insitu.Error as e:  # a lowering this package got wrong: still the user's answer, from torch
         raise _Fallback(f"insitu rejected the lowered module: {e}", text) from None
-    return text, plan, written, donors, executable
+    return text, plan, written, donors, layouts, executable
 
 
 def _compile_graph(gm, example_inputs):
     name = f"torch_graph_{len(compiled_graphs)}"
-    text, plan, written, donors, executable = _lower_and_compile(gm, name)
+    text, plan, written, donors, layouts, executable = _lower_and_compile(gm, name)
     record = CompiledGraph(name, text, executable)
     compiled_graphs.append(record)
     in_place = set(written) | set(donors)
@@ -102,8 +102,12 @@ def _compile_graph(gm, example_inputs):
     to_capsule, from_capsule = torch._C._to_dlpack, torch._C._from_dlpack  # what torch.{to,from}_dlpack call
 
     def run(args):
-        tensors = [a.detach() if isinstance(a, torch.Tensor) and a.requires_grad else a for a in args]
+        originals = tensors = [a.detach() if isinstance(a, torch.Tensor) and a.requires_grad else a for a in args]
         args.clear()
+        if layouts:  # inputs passed in the order they are dense in (the module transposes them back)
+            tensors = list(tensors)
+            for number, order in layouts.items():
+                tensors[number] = tensors[number].permute(order)
         donate = []
         if in_place:
             pointers = [t.data_ptr() for t in tensors]
@@ -115,10 +119,20 @@ def _compile_graph(gm, example_inputs):
             if number not in donate:
                 tensors[number].copy_(outs[k])
                 record.copied_back_bytes += outs[k].numel() * outs[k].element_size()
-        return [None if kind == "none" else tensors[i] if kind == "input" else outs[i] for kind, i in plan]
+        return [None if kind == "none" else originals[i] if kind == "input" else outs[i] if kind == "result"
+                else _replay(originals, i) for kind, i in plan]
 
     run._boxed_call = True
     return run
+
+
+def _replay(tensors, view):
+    """A graph output that is a view of an input: the same view ops applied to that input."""
+    number, chain = view
+    tensor = tensors[number]
+    for target, args, kwargs in chain:
+        tensor = target(tensor, *args, **kwargs)
+    return tensor
 
 
 def _partition(joint, joint_inputs, **kwargs):

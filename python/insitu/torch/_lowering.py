@@ -34,6 +34,10 @@ class _Lowering:
         self.param_of = {}  # placeholder node -> parameter number
         self.mutations = {}  # parameter number -> HLO value written into it
         self.donors = set()
+        # parameter number -> the dimension order in which its tensor is dense (a transposed
+        # weight saved for the backward): it is passed as tensor.permute(order), contiguous,
+        # and transposed back in the module, where the transpose folds into its readers
+        self.layouts = {}
         self.count = 0
 
     # HLO building blocks
@@ -164,7 +168,7 @@ class _Lowering:
                 number = len(self.params)
                 self.params.append(node)
                 self.param_of[node] = number
-                self.values[node] = self.emit("param", dtype, dims, f"parameter({number})")
+                self.values[node] = self.parameter(node, number, dtype, dims)
             elif node.op == "call_function":
                 self.call(node)
             elif node.op == "output":
@@ -244,6 +248,40 @@ class _Lowering:
             results.append(self.emit("out", dtype, dims, f"get-tuple-element({name}), index={k}"))
         return results[0] if len(results) == 1 and not mutating else tuple(results)
 
+    def parameter(self, node, number, dtype, dims):
+        value = node.meta.get("val")
+        order = None
+        if len(dims) >= 2 and not value.is_contiguous():
+            order = sorted(range(len(dims)), key=lambda d: (-value.stride()[d], d))
+            if order == list(range(len(dims))) or not value.permute(order).is_contiguous():
+                order = None  # not a permutation of a dense layout: insitu copies it row-major
+        if order is None:
+            return self.emit("param", dtype, dims, f"parameter({number})")
+        self.layouts[number] = order
+        physical = self.emit("param", dtype, tuple(dims[d] for d in order), f"parameter({number})")
+        inverse = [order.index(d) for d in range(len(dims))]
+        return self.emit("transpose", dtype, dims, f"transpose({physical}), dimensions={{{','.join(map(str, inverse))}}}")
+
+    def input_view(self, out):
+        """(parameter number, [(view op, its other arguments)...]) when `out` is a chain of view
+        ops over an input this graph does not write, with constant arguments; else None."""
+        if not isinstance(out, torch.fx.Node) or out in self.param_of:
+            return None
+        chain, node = [], out
+        while node not in self.param_of:
+            if not (isinstance(node, torch.fx.Node) and node.op == "call_function" and str(node.target) in _VIEW_OPS):
+                return None
+            rest, found = node.args[1:], []
+            torch.fx.node.map_arg((rest, node.kwargs), found.append)
+            if found:  # a size computed in the graph
+                return None
+            chain.append((node.target, rest, dict(node.kwargs)))
+            node = node.args[0]
+        number = self.param_of[node]
+        if number in self.mutations:
+            return None
+        return number, chain[::-1]
+
     def finish(self, outputs):
         plan, results, returned = [], [], {}  # returned: (view root, HLO value) -> plan entry
         for out in outputs:
@@ -251,6 +289,10 @@ class _Lowering:
                 plan.append(("none", None))
             elif isinstance(out, torch.fx.Node) and out in self.param_of and out not in self.mutations.values():
                 plan.append(("input", self.param_of[out]))
+            elif (chain := self.input_view(out)) is not None:
+                # a view of an input the graph does not write (a weight's transpose saved for the
+                # backward): made in torch from the input, as torch makes it, not computed here
+                plan.append(("view", chain))
             elif isinstance(out, torch.fx.Node):
                 # A view of an output already returned (alias(relu) beside relu) is that tensor
                 # again, as in torch; a clone is not, and gets a buffer (a copy) of its own.
@@ -263,6 +305,11 @@ class _Lowering:
                 raise Unsupported(f"graph output {out!r} is not a tensor")
         written = {}
         for number, value in sorted(self.mutations.items()):
+            if number in self.layouts:  # written back in the layout it was passed in
+                order = self.layouts[number]
+                dtype, dims = self.types[value]
+                value = self.emit("transpose", dtype, tuple(dims[d] for d in order),
+                                  f"transpose({value}), dimensions={{{','.join(map(str, order))}}}")
             results.append(value)
             written[number] = len(results) - 1
         shapes = ", ".join(_shape_text(*self.types[v]) for v in results)
@@ -276,7 +323,7 @@ class _Lowering:
         body = "\n".join(self.lines)
         text = (header + "\n\n" + "\n".join(self.region_text) + "\nENTRY main {\n" + body
                 + f"\n  ROOT result = ({shapes}) tuple({', '.join(results)})\n}}\n")
-        return text, plan, written, donors
+        return text, plan, written, donors, self.layouts
 
 
 # --- the ops ------------------------------------------------------------------------------------

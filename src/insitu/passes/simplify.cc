@@ -121,6 +121,27 @@ bool fold_transposes_into_dots(Computation& computation) {
   return changed;
 }
 
+// A transpose of a transpose is one transpose of the first one's operand, with the permutations
+// composed (the identity then goes with forward_identities): torch's saved weight transposed
+// back for its gradient (mm(g, t(t(w)))), a weight gradient transposed twice (t(t(mm(...)))).
+bool compose_transposes(Computation& computation) {
+  bool changed = false;
+  for (Instruction* outer : computation.instructions()) {
+    if (outer->opcode() != Opcode::kTranspose || outer->operand_count() != 1) continue;
+    Instruction* inner = outer->operand(0);
+    if (inner->opcode() != Opcode::kTranspose || inner->operand_count() != 1 ||
+        !inner->control_predecessors().empty() || !inner->control_successors().empty() ||
+        inner->dimensions.size() != outer->dimensions.size())
+      continue;
+    std::vector<int64_t> composed;  // result dimension i is the inner operand's inner[outer[i]]
+    for (int64_t d : outer->dimensions) composed.push_back(inner->dimensions[d]);
+    outer->dimensions = std::move(composed);
+    outer->replace_operand(0, inner->operand(0));
+    changed = true;  // the inner transpose may be dead now: remove_dead_code takes it
+  }
+  return changed;
+}
+
 // A transpose that swaps the two free dimensions of a 2-D dot (no batch dimensions, one free
 // dimension on each side) is the dot with its operands swapped: dot(b, a) with the contracting
 // dimensions trading sides writes the transposed result directly (sum order over the
@@ -205,6 +226,7 @@ StatusOr<bool> simplify(Module& module) {
   bool changed = false;
   for (Computation* computation : module.computations()) {
     changed |= forward_tuple_elements(*computation);
+    changed |= compose_transposes(*computation);
     changed |= forward_identities(*computation);
     changed |= fold_transposes_into_dots(*computation);
     changed |= fold_dots_into_transposes(*computation);
