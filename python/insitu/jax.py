@@ -52,6 +52,17 @@ def _as_tuple(value):
     return tuple(value)
 
 
+@functools.cache
+def _lowering_parameters():
+    try:
+        from insitu import pallas
+    except ImportError:  # a jax without Pallas: nothing to override
+        from jax._src.interpreters import mlir
+
+        return mlir.LoweringParameters()
+    return pallas.lowering_parameters()
+
+
 def _signature(leaf):
     if isinstance(leaf, (jax.Array, np.ndarray)):
         return (leaf.shape, leaf.dtype, getattr(leaf, "weak_type", False))
@@ -174,7 +185,8 @@ def jit(fn=None, *, donate_argnums=(), static_argnums=(), threads=None, dispatch
         return leaves, treedef, statics
 
     def build(args):
-        lowered = jitted.lower(*args)
+        # pl.pallas_call lowers to insitu's grid loop in this lowering only (insitu/pallas.py)
+        lowered = jitted.trace(*args).lower(_private_parameters=_lowering_parameters())
         executable = insitu.compile(lowered.as_text(dialect="hlo"), device=device)
         donated = []  # per leaf: its argument number when donated, else None
         for i, arg in enumerate(args):

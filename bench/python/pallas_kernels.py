@@ -1,0 +1,148 @@
+"""Pallas kernels on a CPU: insitu (insitu.jax.jit, interpret=False) vs JAX's interpret mode on
+XLA:CPU (jax.jit, interpret=True) vs the same op in jnp under jax.jit, in one process, rounds
+alternating, median per call (bench/README.md has the figures):
+
+  matmul-512 / matmul-128   1024^3 f32, a TPU-style blocked kernel (grid i, j, k; the output
+                            block accumulates over k) with blocks of 512 and 128
+  layernorm-256             rows of 4096 x 1024 f32, 256 rows a block
+  kv-update                 one row written into a donated 256 MiB f32 cache through an
+                            aliased output whose index map reads the position (scalar prefetch)
+
+    $(scripts/python-env)/bin/python bench/python/pallas_kernels.py [--threads 2] [--rounds 5]
+"""
+import argparse
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+import insitu
+import insitu.jax
+
+
+def matmul(block, interpret):
+    def kernel(x_ref, y_ref, o_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    def call(x, y):
+        n = x.shape[0]
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((n, n), jnp.float32),
+                              grid=(n // block, n // block, n // block),
+                              in_specs=[pl.BlockSpec((block, block), lambda i, j, k: (i, k)),
+                                        pl.BlockSpec((block, block), lambda i, j, k: (k, j))],
+                              out_specs=pl.BlockSpec((block, block), lambda i, j, k: (i, j)), interpret=interpret)(x, y)
+    return call
+
+
+def layernorm(rows, interpret):
+    def kernel(x_ref, o_ref):
+        x = x_ref[...]
+        mean = jnp.mean(x, axis=-1, keepdims=True)
+        var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+        o_ref[...] = (x - mean) * lax.rsqrt(var + 1e-5)
+
+    def call(x):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(x.shape[0] // rows,),
+                              in_specs=[pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0)), interpret=interpret)(x)
+    return call
+
+
+def jnp_layernorm(x):
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) * lax.rsqrt(var + 1e-5)
+
+
+def kv_update(interpret):
+    def kernel(pos_ref, new_ref, cache_ref, out_ref):
+        out_ref[...] = new_ref[...]
+
+    def call(pos, new, cache):
+        width = cache.shape[1]
+        spec = pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1, grid=(1,),
+            in_specs=[pl.BlockSpec((1, width), lambda i, p: (0, 0)), pl.BlockSpec(memory_space=pl.ANY)],
+            out_specs=pl.BlockSpec((1, width), lambda i, p: (p[0], 0)))
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(cache.shape, cache.dtype), grid_spec=spec,
+                              input_output_aliases={2: 0}, interpret=interpret)(pos, new, cache)
+    return call
+
+
+def median_ms(fn, rounds, calls):
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            jax.block_until_ready(fn())
+        times.append((time.perf_counter() - start) / calls * 1e3)
+    return statistics.median(times)
+
+
+def compare(name, runs, rounds, calls):
+    """runs: label -> zero-argument callable; the first is the one the others are checked against."""
+    results = {label: np.asarray(run()) for label, run in runs.items()}
+    reference = next(iter(results.values()))
+    for label, value in results.items():
+        np.testing.assert_allclose(value, reference, rtol=2e-3, atol=2e-3, err_msg=f"{name}: {label}")
+    times = {label: [] for label in runs}
+    for _ in range(rounds):
+        for label, run in runs.items():
+            times[label].append(median_ms(run, 1, calls))
+    medians = {label: statistics.median(t) for label, t in times.items()}
+    line = f"{name:14s}" + "".join(f"  {label} {ms:9.3f} ms" for label, ms in medians.items())
+    insitu_ms = medians["insitu"]
+    line += f"  | interpret/insitu {medians['interpret'] / insitu_ms:.1f}x, insitu/jnp {insitu_ms / medians['jnp'] :.2f}x"
+    print(line, flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
+    options = parser.parse_args()
+    insitu.default_threads = options.threads
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal((1024, 1024)), jnp.float32)
+    y = jnp.asarray(rng.standard_normal((1024, 1024)), jnp.float32)
+    print(f"jax {jax.__version__}, insitu threads {options.threads}, median of {options.rounds} alternating rounds")
+    dot = jax.jit(lambda a, b: a @ b)
+    for block, calls in ((512, 3), (128, 1)):
+        native, interpreted = insitu.jax.jit(matmul(block, False)), jax.jit(matmul(block, True))
+        compare(f"matmul-{block}", {"jnp": lambda: dot(x, y), "insitu": lambda: native(x, y),
+                                    "interpret": lambda: interpreted(x, y)}, options.rounds, calls)
+    rows = jnp.asarray(rng.standard_normal((4096, 1024)), jnp.float32)
+    native, interpreted, plain = insitu.jax.jit(layernorm(256, False)), jax.jit(layernorm(256, True)), jax.jit(jnp_layernorm)
+    compare("layernorm-256", {"jnp": lambda: plain(rows), "insitu": lambda: native(rows),
+                              "interpret": lambda: interpreted(rows)}, options.rounds, 3)
+    # the KV-cache row: each backend's cache is donated and fed back, as a decode loop does
+    caches = {label: jnp.zeros((65536, 1024), jnp.float32) for label in ("jnp", "insitu", "interpret")}
+    pos, new = jnp.array([17], jnp.int32), jnp.ones((1, 1024), jnp.float32)
+    steps = {"jnp": jax.jit(lambda p, n, c: lax.dynamic_update_slice(c, n, (p[0], 0)), donate_argnums=2),
+             "insitu": insitu.jax.jit(kv_update(False), donate_argnums=2),
+             "interpret": jax.jit(kv_update(True), donate_argnums=2)}
+
+    def stepper(label):
+        def run():
+            caches[label] = steps[label](pos, new, caches[label])
+            return caches[label]
+        return run
+
+    runs = {label: stepper(label) for label in steps}
+    compare("kv-update", runs, options.rounds, 5)
+    stats = steps["insitu"].executable(pos, new, caches["insitu"]).stats
+    print(f"  kv-update insitu: bytes_copied {stats['bytes_copied']}, bytes_written {stats['bytes_written']} "
+          f"of a {65536 * 1024 * 4} byte cache")
+
+
+if __name__ == "__main__":
+    main()

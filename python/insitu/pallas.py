@@ -1,0 +1,204 @@
+"""Pallas kernels (``pl.pallas_call`` without ``interpret=``) compiled by insitu on a CPU.
+
+JAX refuses them on a CPU ("Only interpret mode is supported on CPU backend") and its interpret
+mode threads every operand through a loop as a copy and writes every block back, inputs
+included: the cost is grid steps x array size. Inside :func:`insitu.jax.jit` (and the torch
+path built on it) a ``pallas_call`` lowers instead, through :data:`lowering_parameters` (a scoped
+override: a plain ``jax.jit`` keeps JAX's own rule), to a grid loop built for in-place runs:
+
+- one loop over the grid in row-major order, each step computing its blocks' starts from the
+  index maps (scalar-prefetch operands included), slicing its blocks, running the kernel body
+  (JAX's own state discharge of the kernel jaxpr) and writing back only the blocks of refs the
+  kernel writes (its write effects): a read-only input is never carried or written;
+- an aliased input and output (``input_output_aliases``) are one array, so a donated input is
+  updated in place by insitu's runtime (the loop's dynamic-update-slices write into it);
+- outputs no step writes keep what JAX gives them (the aliased input, else uninitialized:
+  NaN, the integer minimum, False), scratch starts the same way and persists across steps;
+- a block past the array's end (a ragged grid) reads and writes the array padded to whole
+  blocks, as interpret mode does.
+
+That is interpret mode's meaning (tested against it), compiled by insitu's whole pipeline. What
+insitu cannot run is a located error naming the kernel: constants captured by the kernel,
+``Element``/``BoundedSlice``/``Indirect`` block dimensions, mesh kernels, ragged blocks of an
+aliased pair. (The native grid executor with parallel axes on threads is the next step: issue
+34 of the tracker.)
+"""
+from __future__ import annotations
+
+import functools
+
+import jax.numpy as jnp
+from jax import lax
+
+__all__ = ["lowering_parameters"]
+
+
+class UnsupportedKernel(ValueError):
+    """A pallas_call insitu cannot compile; the message names the kernel and what it holds."""
+
+
+def _kernel_name(params):
+    name = params.get("name")
+    info = getattr(params["jaxpr"], "debug_info", None)
+    where = getattr(info, "func_src_info", None) if info is not None else None
+    return f"pallas_call {name or '?'}" + (f" ({where})" if where else "")
+
+
+def _block_dims(grid_mapping, kernel):
+    """Per block mapping: (block shape, which dimensions are squeezed)."""
+    from jax._src.pallas import core as pallas_core
+
+    shapes, squeezed = [], []
+    for mapping in grid_mapping.block_mappings:
+        sizes, flags = [], []
+        for dim in mapping.block_shape:
+            if isinstance(dim, pallas_core.Squeezed):
+                sizes.append(1)
+                flags.append(True)
+            elif isinstance(dim, pallas_core.Blocked):
+                sizes.append(dim.block_size)
+                flags.append(False)
+            else:
+                raise UnsupportedKernel(f"{kernel}: block dimension {type(dim).__name__} of operand "
+                                        f"{mapping.origin} is not supported by insitu yet (Blocked and Squeezed are)")
+        shapes.append(tuple(sizes))
+        squeezed.append(tuple(flags))
+    return shapes, squeezed
+
+
+def _uninitialized(shape, dtype):
+    """What Pallas leaves in memory no one wrote (JAX's interpret-mode values)."""
+    from jax._src.pallas import primitives
+
+    return primitives.uninitialized_value(shape, dtype)
+
+
+def _padded(value, block_shape):
+    """`value` padded at the end of each dimension to a whole number of blocks."""
+    widths = [(0, -size % block) for size, block in zip(value.shape, block_shape)]
+    if not any(high for _, high in widths):
+        return value
+    return jnp.pad(value, widths, constant_values=_uninitialized((), value.dtype))
+
+
+def _read_block(array, starts, block_shape, squeezed):
+    block = lax.dynamic_slice(array, [jnp.asarray(s, jnp.int32) for s in starts], block_shape)
+    return lax.squeeze(block, [d for d, flag in enumerate(squeezed) if flag])
+
+
+def _write_block(array, block, starts, block_shape, squeezed):
+    kept = [d for d, flag in enumerate(squeezed) if not flag]
+    block = lax.broadcast_in_dim(block, block_shape, kept)
+    return lax.dynamic_update_slice(array, block, [jnp.asarray(s, jnp.int32) for s in starts])
+
+
+def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, compiler_params, cost_estimate,
+               out_avals, metadata, name, **rest):
+    """The pallas_call as a loop over its grid (see the module's text)."""
+    from jax._src import core as jax_core
+    from jax._src import state
+    from jax._src.pallas import core as pallas_core
+    from jax._src.pallas import hlo_interpreter
+
+    kernel = _kernel_name({"name": name, "jaxpr": jaxpr})
+    if mesh is not None:
+        raise UnsupportedKernel(f"{kernel}: mesh kernels (pl.kernel, core_map) are not supported by insitu yet")
+    dynamic_sizes, args = args[:grid_mapping.num_dynamic_grid_bounds], args[grid_mapping.num_dynamic_grid_bounds:]
+    sizes = iter(dynamic_sizes)
+    grid = tuple(next(sizes) if isinstance(d, pallas_core.DynamicGridDim) else d for d in grid_mapping.grid)
+    body, body_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
+    if debug:
+        print(f"insitu: the discharged body of {kernel}:\n{body}")
+    scalar_count = grid_mapping.num_index_operands
+    scalars = tuple(s.astype(jnp.int32) if isinstance(s.dtype, jax_core.bint) else s for s in args[:scalar_count])
+    inputs = list(args[scalar_count:])
+    input_count, output_count = len(inputs), len(out_avals)
+    block_shapes, squeezed = _block_dims(grid_mapping, kernel)
+
+    # The refs the kernel writes, by position among [*inputs, *outputs] (its write effects; a
+    # ref only read inside a loop still comes back from the discharged body, so effects decide).
+    written_vars = {effect.input for effect in jaxpr.effects
+                    if isinstance(effect, (state.WriteEffect, state.AccumEffect))}
+    ref_vars = jaxpr.invars[scalar_count:scalar_count + input_count + output_count]
+    written = [var in written_vars for var in ref_vars]
+
+    # Arrays: one per input and one per output not aliased to an input (an aliased output is
+    # its input's array). array_of[k] for ref k among [*inputs, *outputs].
+    aliased_input = {out: inp - scalar_count for inp, out in input_output_aliases}
+    arrays = [_padded(x, block_shapes[k]) for k, x in enumerate(inputs)]
+    array_of = list(range(input_count))
+    for o, aval in enumerate(out_avals):
+        k = input_count + o
+        if o in aliased_input:
+            if arrays[aliased_input[o]].shape != tuple(aval.shape):
+                raise UnsupportedKernel(f"{kernel}: output {o} is aliased to input {aliased_input[o]} and its blocks "
+                                        "do not tile it (a ragged block of an aliased pair)")
+            array_of.append(aliased_input[o])
+        else:
+            array_of.append(len(arrays))
+            arrays.append(_padded(_uninitialized(aval.shape, aval.dtype), block_shapes[k]))
+    # An array is carried through the loop when some ref over it is written.
+    carried = sorted({array_of[k] for k in range(input_count + output_count) if written[k]})
+    scratch = [_uninitialized(a.shape, a.dtype) for a in scratch_avals]
+    steps = functools.reduce(lambda a, b: a * b, grid, 1)
+
+    def step(i, state_values):
+        values = dict(zip(carried, state_values[:len(carried)]))
+        scratch_values = list(state_values[len(carried):])
+        current = [values.get(a, arrays[a]) for a in range(len(arrays))]
+        indices, rest_of_i = [], i  # row-major: the last grid axis moves fastest
+        for size in reversed(grid):
+            indices.append(lax.rem(rest_of_i, jnp.asarray(size, jnp.int32)))
+            rest_of_i = lax.div(rest_of_i, jnp.asarray(size, jnp.int32))
+        indices = tuple(reversed(indices))
+        if grid_mapping.local_grid_env is not None:
+            environment = grid_mapping.local_grid_env(indices, grid)
+        else:
+            environment = tuple(pallas_core.GridAxis(index, size) for d, (index, size) in enumerate(zip(indices, grid))
+                                if d not in grid_mapping.vmapped_dims)
+        with pallas_core.grid_env(environment):
+            starts = [m.compute_start_indices_interpret(indices, *scalars) for m in grid_mapping.block_mappings]
+            blocks = [_read_block(current[array_of[k]], starts[k], block_shapes[k], squeezed[k])
+                      for k in range(input_count + output_count)]
+            results = jax_core.eval_jaxpr(body, body_consts, *scalars, *blocks, *scratch_values)
+        new_blocks = results[scalar_count:scalar_count + input_count + output_count]
+        new_scratch = results[scalar_count + input_count + output_count:]
+        # Write back the written refs' blocks; for an aliased pair written through both refs the
+        # input's block wins, as in interpret mode.
+        for k in sorted(range(input_count + output_count), key=lambda k: k < input_count):
+            if written[k]:
+                a = array_of[k]
+                current[a] = _write_block(current[a], new_blocks[k], starts[k], block_shapes[k], squeezed[k])
+        return tuple(current[a] for a in carried) + tuple(new_scratch)
+
+    final = lax.fori_loop(jnp.int32(0), jnp.asarray(steps, jnp.int32), step,
+                          tuple(arrays[a] for a in carried) + tuple(scratch))
+    values = dict(zip(carried, final[:len(carried)]))
+    outputs = []
+    for o, aval in enumerate(out_avals):
+        value = values.get(array_of[input_count + o], arrays[array_of[input_count + o]])
+        if value.shape != tuple(aval.shape):
+            value = lax.slice(value, (0,) * value.ndim, tuple(aval.shape))
+        outputs.append(value)
+    return outputs
+
+
+def _lowering_rule(ctx, *in_nodes, interpret, **params):
+    from jax._src.interpreters import mlir
+    from jax._src.pallas import pallas_call
+
+    if interpret:  # interpret= keeps JAX's meaning
+        return pallas_call._pallas_call_lowering(ctx, *in_nodes, interpret=interpret, **params)
+    if params["jaxpr"].constvars:
+        raise UnsupportedKernel(f"{_kernel_name(params)}: a kernel that captures constants cannot be lowered")
+    return mlir.lower_fun(functools.partial(_grid_loop, **params), multiple_results=True)(ctx, *in_nodes)
+
+
+@functools.cache
+def lowering_parameters():
+    """jax's LoweringParameters with insitu's pallas_call rule: what insitu.jax.jit lowers with."""
+    from jax._src.interpreters import mlir
+    from jax._src.pallas.pallas_call import pallas_call_p
+
+    return mlir.LoweringParameters(override_lowering_rules=((pallas_call_p, _lowering_rule),))
+
