@@ -24,3 +24,24 @@ def test_seed_jax_script_writes_the_donated_buffer(examples_plugin):
     out = run_example("seed_jax.py", examples_plugin)
     assert "y = [2 2 2 2]; same buffer as x: True; x deleted: True" in out
     assert "copies: 0, bytes copied: 0" in out
+
+
+def run_script(name):
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    done = subprocess.run([sys.executable, str(REPO / "examples" / "python" / name)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_seed_pallas_script_from_jax_updates_the_donated_buffer():
+    out = run_script("seed_pallas_jax.py")
+    assert out.count("same buffer as x: True; x deleted: True; bytes copied: 0, copies: 0") == 3, out
+
+
+def test_seed_pallas_script_from_torch_updates_x_in_its_own_storage():
+    out = run_script("seed_pallas_torch.py")
+    for line in ("x = tensor([2, 2, 2, 2], dtype=torch.int32)", "x = tensor([2., 2., 2., 2.])",
+                 "x = tensor([2., 2., 2., 2.], dtype=torch.bfloat16)"):
+        assert line in out, out
+    assert out.count("same storage: True; bytes copied: 0, copies: 0") == 3, out

@@ -188,3 +188,40 @@ def test_a_block_kind_insitu_lacks_is_refused_naming_the_kernel():
 
     with pytest.raises(Exception, match="element_copy.*Element"):
         insitu.jax.jit(call)(jnp.arange(8, dtype=jnp.float32))
+
+
+def test_make_kernel_from_pallas_on_torch_tensors():
+    torch = pytest.importorskip("torch")
+    import insitu.torch
+
+    def scale_kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 3.0
+
+    def two_kernels(x, y):  # jnp code around two pallas_calls: compiled whole
+        a = pl.pallas_call(scale_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+        b = pl.pallas_call(scale_kernel, out_shape=jax.ShapeDtypeStruct(y.shape, y.dtype))(y + 1.0)
+        return a - 1.0, jnp.sum(b)
+
+    pt = insitu.torch.make_kernel_from_pallas(two_kernels, lambda x, y: [(x.shape, x.dtype), ((), y.dtype)])
+    x, y = torch.arange(6, dtype=torch.float32).reshape(2, 3), torch.ones(4)
+    a, b = pt(x, y)
+    assert torch.equal(a, x * 3 - 1) and b.item() == 24.0
+    assert torch.equal(x, torch.arange(6, dtype=torch.float32).reshape(2, 3))  # not donated: unchanged
+
+    @functools.partial(jax.jit, donate_argnums=[0])
+    def add_in_place(cache, row):
+        def kernel(c_ref, r_ref, o_ref):
+            o_ref[0, :] = c_ref[0, :] + r_ref[...]
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(cache.shape, cache.dtype),
+                              input_output_aliases={0: 0})(cache, row)
+
+    update = insitu.torch.make_kernel_from_pallas(add_in_place, lambda c, r: [(c.shape, c.dtype)])
+    cache, row = torch.zeros(3, 5), torch.arange(5, dtype=torch.float32)
+    pointer = cache.data_ptr()
+    out = update(cache, row)
+    assert cache[0].tolist() == [0, 1, 2, 3, 4] and cache[1:].abs().sum() == 0 and cache.data_ptr() == pointer
+    assert out.data_ptr() == pointer and update.executable.stats["bytes_copied"] == 0
+
+    wrong = insitu.torch.make_kernel_from_pallas(add_in_place, lambda c, r: [(r.shape, c.dtype)])
+    with pytest.raises(insitu.Error, match="output_shape_dtype_fn says"):
+        wrong(torch.zeros(3, 5), row)

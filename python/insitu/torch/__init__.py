@@ -31,10 +31,12 @@ import insitu
 
 from . import _attention, _ops, _ops_index, _ops_nn, _optim  # noqa: F401  (each registers its lowerings)
 from ._kernels import donate, kernel, kernel_call
+from ._pallas import make_kernel_from_pallas
 from ._lowering import _Lowering
 from ._types import Unsupported
 
-__all__ = ["backend", "kernel", "kernel_call", "donate", "compiled_graphs", "CompiledGraph", "Unsupported"]
+__all__ = ["backend", "kernel", "kernel_call", "donate", "make_kernel_from_pallas", "compiled_graphs", "CompiledGraph",
+           "Unsupported"]
 
 #: Every graph the backend compiled, in order (forward and backward graphs separately).
 compiled_graphs: list = []

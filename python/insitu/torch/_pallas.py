@@ -1,0 +1,94 @@
+"""A JAX function holding Pallas kernels, called on torch tensors: torch_xla's
+``make_kernel_from_pallas`` call shape, run by insitu on the CPU.
+
+    pt = insitu.torch.make_kernel_from_pallas(plus_one_pallas, lambda x: [(x.shape, x.dtype)])
+    pt(x)                       # x updated in place where plus_one_pallas donates it
+
+Unlike torch_xla (which keeps only the first custom call's payload and drops the aliasing), the
+whole JAX function is compiled (jnp code around the kernels and several pallas_calls included,
+the kernels through insitu/pallas.py), and a tensor the function donates (its own
+``jax.jit(..., donate_argnums=...)``) and aliases to a result is that result: the kernel writes
+into the tensor's storage, 0 bytes copied. Tensors cross by DLPack without a copy. One
+executable per (shapes, dtypes, static arguments).
+"""
+from __future__ import annotations
+
+import torch
+
+import insitu
+
+_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16",
+           torch.int32: "int32", torch.int64: "int64", torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
+           torch.bool: "bool"}
+
+
+def make_kernel_from_pallas(kernel, output_shape_dtype_fn):
+    """torch_xla's make_kernel_from_pallas, on insitu. `kernel`: a JAX function (jax.jit-wrapped
+    or not) whose tensor arguments are torch tensors at the call; `output_shape_dtype_fn(*args)`
+    gives a list of (shape, torch dtype), one per result, checked against what the function
+    returns. Returns ``pt(*args, static_argnums=None, static_argnames=None, **kwargs)``: one
+    tensor, or a tuple when there are several results."""
+    import jax
+
+    from insitu.jax import _lowering_parameters
+
+    executables = {}
+
+    def build(args, static_argnums, static_argnames, kwargs):
+        specs = []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                if a.dtype not in _DTYPES:
+                    raise TypeError(f"make_kernel_from_pallas: tensor of dtype {a.dtype} has no JAX type here")
+                specs.append(jax.ShapeDtypeStruct(tuple(a.shape), _DTYPES[a.dtype]))
+            else:
+                specs.append(a)
+        # a jitted kernel keeps its own donation (what makes the update in place); another jit
+        # around it would drop it, so one is added only where static arguments need it
+        if hasattr(kernel, "trace") and static_argnums is None and static_argnames is None:
+            target = kernel
+        else:
+            target = jax.jit(kernel, static_argnums=static_argnums, static_argnames=static_argnames)
+        lowered = target.trace(*specs, **kwargs).lower(_private_parameters=_lowering_parameters())
+        executable = insitu.compile(lowered.as_text(dialect="hlo"))
+        tensor_positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        if len(executable.parameters) != len(tensor_positions):
+            raise insitu.Error(f"make_kernel_from_pallas: the function takes {len(executable.parameters)} arrays; "
+                               f"it was called with {len(tensor_positions)} tensors")
+        donated = [k for k, p in enumerate(executable.parameters) if p["aliased_output"] is not None]
+        return executable, tensor_positions, donated, lowered
+
+    def pt(*args, static_argnums=None, static_argnames=None, **kwargs):
+        key = (tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ("static", a) for a in args),
+               _hashable(static_argnums), _hashable(static_argnames), tuple(sorted(kwargs.items())))
+        if key not in executables:
+            executables[key] = build(args, static_argnums, static_argnames, kwargs)
+        executable, positions, donated, _ = executables[key]
+        tensors = [args[i].detach() for i in positions]
+        # a donated tensor the kernel cannot write where it lies (not contiguous) gets its result copied in
+        writable = [k for k in donated if tensors[k].is_contiguous()]
+        results = executable(*tensors, donate=writable)
+        pt.executable = executable
+        results = results if isinstance(results, tuple) else (results,)
+        outs = [torch.from_dlpack(r) for r in results]
+        for k in donated:
+            if k not in writable:
+                tensors[k].copy_(outs[executable.parameters[k]["aliased_output"]])
+        expected = output_shape_dtype_fn(*args)
+        if len(expected) != len(outs):
+            raise insitu.Error(f"make_kernel_from_pallas: output_shape_dtype_fn gives {len(expected)} results; "
+                               f"the function returns {len(outs)}")
+        for n, ((shape, dtype), out) in enumerate(zip(expected, outs)):
+            if tuple(shape) != tuple(out.shape) or dtype != out.dtype:
+                raise insitu.Error(f"make_kernel_from_pallas: result {n} is {tuple(out.shape)} {out.dtype}; "
+                                   f"output_shape_dtype_fn says {tuple(shape)} {dtype}")
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    pt.executable = None  # the last call's insitu.Executable (stats, explain)
+    return pt
+
+
+def _hashable(value):
+    if value is None or isinstance(value, (int, str)):
+        return value
+    return tuple(value)
