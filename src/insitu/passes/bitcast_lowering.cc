@@ -133,4 +133,35 @@ StatusOr<bool> lower_bitcasts(Module& module) {
   return changed;
 }
 
+StatusOr<bool> reshapes_to_bitcasts(Module& module) {
+  std::unordered_set<const Computation*> fused;
+  for (const Computation* computation : module.computations())
+    for (const Instruction* instruction : computation->instructions())
+      if (instruction->opcode() == Opcode::kFusion)
+        for (const Computation* callee : instruction->called_computations()) fused.insert(callee);
+  NameTable names(module);
+  bool changed = false;
+  for (Computation* computation : module.computations()) {
+    if (fused.count(computation) != 0) continue;  // a fusion computes its reshapes in registers
+    for (Instruction* reshape : computation->instructions()) {
+      if (reshape->opcode() != Opcode::kReshape || reshape->operand_count() != 1 || !reshape->shape().is_array() ||
+          !reshape->operand(0)->shape().is_array() || !is_row_major_reshape(*reshape) ||
+          !reshape->control_predecessors().empty() || !reshape->control_successors().empty())
+        continue;
+      const std::string name = reshape->name();
+      Instruction* bitcast = insert_new_instruction(*computation, reshape, names, Opcode::kBitcast, name,
+                                                    reshape->shape(), {reshape->operand(0)});
+      bitcast->metadata = reshape->metadata;
+      bitcast->has_metadata = reshape->has_metadata;
+      bitcast->set_location(reshape->location());
+      reshape->replace_all_uses_with(bitcast);
+      if (computation->root() == reshape) computation->set_root(bitcast);
+      computation->remove_instruction(reshape);
+      bitcast->set_name(name);  // the same value under the same name (explain, profiles)
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 }  // namespace insitu

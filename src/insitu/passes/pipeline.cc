@@ -87,6 +87,8 @@ constexpr PassEntry kPasses[] = {
     {"layout-assignment", "copies only where a custom call's layout constraint really differs", plain<assign_layouts>},
     {"fusion", "elementwise chains with their broadcasts become kLoop fusions (one buffer, computed in cache)",
      plain<fuse>},
+    {"reshape-bitcasts", "after fusion, before copies are decided: a row-major reshape is its operand's bytes",
+     plain<reshapes_to_bitcasts>},
     {"donor-matching", "buffer_donor -> input_output_alias before copies are decided (by dataflow, then by size)",
      match_donors_pass},
     {"schedule", "readers of a buffer's old value before its in-place writer: copy insertion reads this order",
