@@ -97,8 +97,8 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
   run_app->add_option("--save", run.save_dir, "Write the result leaves to DIR/output_0.npy, output_1.npy, ...")
       ->type_name("DIR");
   run_app->add_option("--stats", run.stats_path,
-                      "Write run statistics as JSON (copies_executed, bytes_copied, peak_memory_bytes, "
-                      "compile_seconds, run_seconds)")
+                      "Write run statistics as JSON (copies_executed, bytes_copied, bytes_written: what the "
+                      "steps wrote, an in-place update its update; peak_memory_bytes, compile_seconds, run_seconds)")
       ->type_name("FILE.json");
   run_app->add_option("--plugin", run.plugins, "Load a kernel plugin (.so) before running; repeatable")
       ->allow_extra_args(false)

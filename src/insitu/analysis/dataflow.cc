@@ -132,8 +132,12 @@ std::string_view link_kind_name(LinkKind kind) {
 ValueId Dataflow::value_at(const Instruction* instruction, const ShapeIndex& index) const {
   auto it = leaves_.find(instruction);
   INSITU_CHECK(it != leaves_.end()) << "%" << instruction->name() << " is not in an analyzed computation";
-  for (const auto& [leaf_index, value] : it->second)
-    if (leaf_index == index) return value;
+  // Leaves are in leaf order, which is the shape indices' lexicographic order: a tuple of
+  // thousands of leaves (a training step's parameters) is searched, not scanned.
+  const auto& leaves = it->second;
+  auto found = std::lower_bound(leaves.begin(), leaves.end(), index,
+                                [](const auto& leaf, const ShapeIndex& wanted) { return leaf.first < wanted; });
+  if (found != leaves.end() && found->first == index) return found->second;
   INSITU_UNREACHABLE("%" << instruction->name() << " has no leaf " << shape_index_to_string(index));
   return -1;
 }

@@ -109,6 +109,8 @@ class BufferHandle {
 
   // Whether two handles are the same handle (copies of one another).
   bool same_handle(const BufferHandle& other) const { return state_ == other.state_; }
+  // Equal for two copies of one handle (same_handle) and for nothing else: a key for look-ups.
+  const void* identity() const { return state_.get(); }
 
  private:
   enum class Use : uint8_t { kUsable, kReserved, kDonated };

@@ -1,6 +1,8 @@
 // Executable::execute: validate, consume donations, set up allocations, run, collect results.
 #include <chrono>
 #include <cstring>
+#include <optional>
+#include <unordered_map>
 
 #include "insitu/runtime/executable.h"
 #include "insitu/runtime/executor.h"
@@ -77,11 +79,21 @@ StatusOr<std::vector<std::shared_ptr<Buffer>>> Executable::take_arguments(std::v
   };
   // What needs no argument's memory: nulls, a handle passed twice with one of them donated,
   // must-alias parameters not donated.
+  // (A handle or buffer passed twice is found by look-up of its first position, not pairwise:
+  // a training step passes thousands of arguments.)
+  bool any_donated = false;
+  for (size_t i = 0; i < arguments.size(); ++i) any_donated = any_donated || donated(i);
+  std::unordered_map<const void*, size_t> first_position;
+  auto passed_before = [&](size_t i, const void* key) -> std::optional<size_t> {
+    if (!any_donated) return std::nullopt;
+    auto [it, inserted] = first_position.emplace(key, i);
+    if (!inserted && (donated(i) || donated(it->second))) return it->second;
+    return std::nullopt;
+  };
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Argument& expected = arguments_[i];
     if (arguments[i].is_null()) return invalid_argument(argument_name(i, expected) + " is a null buffer handle");
-    for (size_t j = 0; j < i; ++j)
-      if ((donated(i) || donated(j)) && arguments[i].same_handle(arguments[j])) return passed_twice(i, j);
+    if (std::optional<size_t> j = passed_before(i, arguments[i].identity())) return passed_twice(i, *j);
     if (expected.must_alias && !donated(i)) {
       return invalid_argument(str_cat("parameter ", expected.parameter_number, " ",
                                       shape_index_to_string(expected.index),
@@ -107,14 +119,14 @@ StatusOr<std::vector<std::shared_ptr<Buffer>>> Executable::take_arguments(std::v
                                          " is donated to another call running now; donate a handle to one call"));
     }
   }
+  first_position.clear();
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Argument& expected = arguments_[i];
     if (!buffers[i]->shape().compatible(expected.shape)) {
       return invalid_argument(str_cat(argument_name(i, expected), " has shape ", buffers[i]->shape().to_string(false),
                                       " but the parameter expects ", expected.shape.to_string(false)));
     }
-    for (size_t j = 0; j < i; ++j)  // two handles of one buffer
-      if ((donated(i) || donated(j)) && buffers[i] == buffers[j]) return passed_twice(i, j);
+    if (std::optional<size_t> j = passed_before(i, buffers[i].get())) return passed_twice(i, *j);  // two handles, one buffer
   }
   return buffers;
 }

@@ -8,6 +8,7 @@
 // native binding; the fallback where no kernel was selected. Calls only run what was chosen.
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "insitu/analysis/buffer_facts.h"
 #include "insitu/evaluator/collectives.h"
@@ -426,9 +427,12 @@ Status Executable::build() {
     }
     INSITU_ASSIGN_OR_RETURN(program.root, builder.resolve_leaves(computation->root()));
     for (const Instruction* instruction : computation->instructions()) {
+      const Opcode opcode = instruction->opcode();
+      // Moves no data and needs no memory resolved (a get-tuple-element of a tuple of thousands
+      // of leaves would resolve them all, once per element: cubic in the tuple's size).
+      if (runtime_family(opcode) == RuntimeFamily::kForward && opcode != Opcode::kBitcast) continue;
       Step step;
       step.instruction = instruction;
-      const Opcode opcode = instruction->opcode();
       INSITU_ASSIGN_OR_RETURN(step.outputs, builder.resolve_leaves(instruction));
       for (const Instruction* operand : instruction->operands()) {
         INSITU_ASSIGN_OR_RETURN(std::vector<Leaf> leaves, builder.resolve_leaves(operand));
@@ -547,23 +551,23 @@ Status Executable::build() {
   const std::vector<Allocation>& allocations = assignment_.allocations();
   allocation_argument_.assign(allocations.size(), -1);
   allocation_result_.assign(allocations.size(), -1);
+  // Each parameter allocation's argument and each output allocation's first result leaf that
+  // is exactly it, by look-up (a training step has thousands of both).
+  std::map<std::pair<int64_t, ShapeIndex>, int> argument_of;
+  for (size_t i = 0; i < arguments_.size(); ++i)
+    argument_of.emplace(std::pair(arguments_[i].parameter_number, arguments_[i].index), static_cast<int>(i));
+  int j = 0;
+  for (const Leaf& leaf : entry_program_->root) {
+    if (!leaf.shape->is_array()) continue;
+    if (leaf.allocation >= 0 && allocations[leaf.allocation].kind == AllocationKind::kOutput && leaf.offset == 0 &&
+        !leaf.scalar && leaf.size == allocations[leaf.allocation].size && allocation_result_[leaf.allocation] < 0)
+      allocation_result_[leaf.allocation] = j;
+    ++j;
+  }
   for (const Allocation& allocation : allocations) {
-    if (allocation.kind == AllocationKind::kParameter) {
-      for (size_t i = 0; i < arguments_.size(); ++i)
-        if (arguments_[i].parameter_number == allocation.parameter_number &&
-            arguments_[i].index == allocation.parameter_index)
-          allocation_argument_[allocation.index] = static_cast<int>(i);
-    } else if (allocation.kind == AllocationKind::kOutput) {
-      int j = 0;  // the first result leaf that is exactly this allocation
-      for (const Leaf& leaf : entry_program_->root) {
-        if (!leaf.shape->is_array()) continue;
-        if (leaf.allocation == allocation.index && leaf.offset == 0 && !leaf.scalar && leaf.size == allocation.size) {
-          allocation_result_[allocation.index] = j;
-          break;
-        }
-        ++j;
-      }
-    }
+    if (allocation.kind != AllocationKind::kParameter) continue;
+    auto found = argument_of.find(std::pair(allocation.parameter_number, allocation.parameter_index));
+    if (found != argument_of.end()) allocation_argument_[allocation.index] = found->second;
   }
   for (const Leaf& leaf : entry_program_->root) result_count_ += leaf.shape->is_array() ? 1 : 0;
   return ok_status();
