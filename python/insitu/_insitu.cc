@@ -25,6 +25,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -44,6 +46,7 @@
 #include "insitu/plugins.h"
 #include "insitu/run_command.h"
 #include "insitu/runtime/executable.h"
+#include "insitu/runtime/thread_pool.h"
 #include "insitu/support/str.h"
 
 namespace nb = nanobind;
@@ -647,6 +650,27 @@ NB_MODULE(_insitu, m) {
   m.def("_xla_ffi_handler", [] { return nb::capsule(reinterpret_cast<void*>(&insitu_xla_call)); });
   cls.def("_ffi_id", &PyExecutable::ffi_id);
 #endif
+  // insitu.torch: run insitu's parallel loops on the OpenMP runtime at `path` (torch's libgomp,
+  // already loaded by torch) instead of insitu's own workers; None: insitu's workers again.
+  // False when the library or one of its entry points is not there.
+  m.def("_use_host_openmp", [](std::optional<std::string> path) {
+    static ins::OpenMpRuntime runtime;  // lives as long as the process, as the library stays loaded
+    if (!path) {
+      ins::set_host_openmp(nullptr);
+      return true;
+    }
+    void* library = dlopen(path->c_str(), RTLD_NOW | RTLD_NOLOAD);  // only one the process has loaded
+    if (library == nullptr) return false;
+    ins::OpenMpRuntime found;
+    found.parallel = reinterpret_cast<decltype(found.parallel)>(dlsym(library, "GOMP_parallel"));
+    found.thread_num = reinterpret_cast<decltype(found.thread_num)>(dlsym(library, "omp_get_thread_num"));
+    found.num_threads = reinterpret_cast<decltype(found.num_threads)>(dlsym(library, "omp_get_num_threads"));
+    if (!found.parallel || !found.thread_num || !found.num_threads) return false;
+    ins::set_host_openmp(nullptr);
+    runtime = found;
+    ins::set_host_openmp(&runtime);
+    return true;
+  }, nb::arg("path").none());
   m.def("_load_plugin", [](const std::string& path) {
     if (ins::Status status = ins::cli::load_plugin(path); !status.ok()) raise(status);
   });

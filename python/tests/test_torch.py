@@ -384,3 +384,13 @@ def test_cnn_inference_graph_matches_eager():
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
     assert all(g.executable is not None for g in insitu.torch.compiled_graphs), insitu.torch.compiled_graphs
     assert any("convolution(" in g.text for g in insitu.torch.compiled_graphs)
+
+
+def test_insitu_runs_its_parallel_loops_on_torch_openmp_runtime():
+    """bench/README.md: with a pool of its own, insitu shared the cores with torch's spinning
+    OpenMP workers (its graphs 1.3-1.9x slower inside a training step than alone)."""
+    assert insitu.torch.sharing_torch_openmp
+    torch.manual_seed(0)
+    x, w = torch.randn(64, 256), torch.randn(256, 256)
+    out = compile(lambda x, w: torch.relu(x @ w).sum(0))(x, w)
+    assert torch.allclose(out, torch.relu(x @ w).sum(0), rtol=1e-4, atol=1e-3)

@@ -188,6 +188,23 @@ def backend(gm, example_inputs, **kwargs):
         return gm.forward
 
 
+def _share_torch_openmp():
+    """insitu's parallel loops on torch's own OpenMP runtime (bench/README.md: torch's workers spin
+    after each region and a second pool shares the cores with them). INSITU_HOST_OPENMP=0 keeps
+    insitu's own workers."""
+    import os
+    import pathlib
+
+    if os.environ.get("INSITU_HOST_OPENMP", "1") == "0":
+        return False
+    # torch's own copy, or (by its soname) the one the process loaded first, which torch then
+    # shares: insitu's oneDNN links libgomp.so.1 too
+    candidates = [str(p) for p in sorted((pathlib.Path(torch.__file__).parent / "lib").glob("libgomp*.so*"))]
+    return any(insitu._insitu._use_host_openmp(library) for library in candidates + ["libgomp.so.1"])
+
+
+sharing_torch_openmp = _share_torch_openmp()
+
 try:
     from torch._dynamo import register_backend as _register_backend
     from torch._dynamo.backends.registry import _BACKENDS as _REGISTERED

@@ -36,7 +36,28 @@ bool spin_until(Done done) {
   }
 }
 
+std::atomic<const OpenMpRuntime*> host_openmp{nullptr};
+
+struct OpenMpJob {
+  const std::function<void(int64_t, int64_t)>* fn;
+  int64_t n, chunks;
+  const OpenMpRuntime* runtime;
+};
+
+// One team member's share: chunks t, t + team, ... (all of them in a team of one, as a nested
+// region gets).
+void run_openmp_chunks(void* data) {
+  const auto* job = static_cast<const OpenMpJob*>(data);
+  const int64_t team = std::max(1, job->runtime->num_threads());
+  for (int64_t chunk = job->runtime->thread_num(); chunk < job->chunks; chunk += team) {
+    const auto [begin, end] = ThreadPool::chunk_range(job->n, job->chunks, chunk);
+    (*job->fn)(begin, end);
+  }
+}
+
 }  // namespace
+
+void set_host_openmp(const OpenMpRuntime* runtime) { host_openmp.store(runtime, std::memory_order_release); }
 
 int ThreadPool::hardware_threads() {
   // Read once: hardware_concurrency() asks the kernel through /sys (microseconds per call),
@@ -101,6 +122,11 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   if (n <= 0) return;
   const int64_t chunks = chunk_count(n);
   if (chunks == 1) return fn(0, n);  // no lock: concurrent callers of a 1-thread pool share nothing
+  if (const OpenMpRuntime* runtime = host_openmp.load(std::memory_order_acquire)) {
+    OpenMpJob job{&fn, n, chunks, runtime};
+    runtime->parallel(run_openmp_chunks, &job, static_cast<unsigned>(chunks), 0);
+    return;
+  }
   {
     std::unique_lock<std::mutex> lock(mutex_);
     if (running_) {  // another parallel_for (nested or another thread's) is running

@@ -27,6 +27,20 @@
 
 namespace insitu {
 
+// A host's OpenMP runtime (libgomp's entry points): when a process hosts insitu beside a
+// framework whose kernels run on OpenMP (torch), insitu's parallel loops run on that
+// runtime's team instead of the pool's own workers. OpenMP workers spin for milliseconds after
+// each parallel region; a second pool of workers then shares the cores with spinning threads
+// (measured: insitu's graphs 1.3-1.9x slower inside a torch training step than alone).
+struct OpenMpRuntime {
+  void (*parallel)(void (*fn)(void*), void* data, unsigned threads, unsigned flags) = nullptr;  // GOMP_parallel
+  int (*thread_num)() = nullptr;                                                               // omp_get_thread_num
+  int (*num_threads)() = nullptr;                                                              // omp_get_num_threads
+};
+// Every pool's parallel_for from now on (nullptr: their own workers again). The runtime must
+// outlive its use; chunks keep their static ranges whichever thread runs them.
+void set_host_openmp(const OpenMpRuntime* runtime);
+
 class ThreadPool {
  public:
   // `threads` <= 0 means the machine's hardware cores. When the system refuses a worker
@@ -49,7 +63,8 @@ class ThreadPool {
   // How many chunks parallel_for(n, ...) uses: min(thread_count, n).
   int64_t chunk_count(int64_t n) const;
 
-  // Calls fn(begin, end) over a static partition of [0, n); returns when all chunks are done.
+  // Calls fn(begin, end) over a static partition of [0, n); returns when all chunks are done
+  // (on the host's OpenMP team when set_host_openmp gave one).
   void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
 
  private:
