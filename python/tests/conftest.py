@@ -23,3 +23,16 @@ def examples_plugin(build_dir):
         pytest.fail(f"{path} is missing: build the 'insitu_examples' target")
     insitu.load_plugin(path)
     return path
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """torch.compile's caches reset and insitu.torch's graph list cleared around a test (the
+    torch test modules use it for every test: `pytestmark = pytest.mark.usefixtures(...)`)."""
+    import torch
+
+    import insitu.torch
+
+    torch._dynamo.reset()
+    insitu.torch.compiled_graphs.clear()
+    yield

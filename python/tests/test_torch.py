@@ -9,11 +9,7 @@ import insitu  # noqa: E402
 import insitu.torch  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    insitu.torch.compiled_graphs.clear()
-    yield
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 @pytest.fixture(scope="module")

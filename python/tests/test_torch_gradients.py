@@ -8,11 +8,7 @@ F = torch.nn.functional
 import insitu.torch  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    insitu.torch.compiled_graphs.clear()
-    yield
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def _run(fn, inputs):

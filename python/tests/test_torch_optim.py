@@ -7,11 +7,7 @@ torch = pytest.importorskip("torch")
 import insitu.torch  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    insitu.torch.compiled_graphs.clear()
-    yield
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 OPTIMIZERS = {

@@ -115,12 +115,22 @@ bool is_row_major_reshape(const Instruction& bitcast) {
          row_major(from) && row_major(to);
 }
 
-StatusOr<bool> lower_bitcasts(Module& module) {
+namespace {
+
+// The computations fusions call: they run as one unit, layouts and reshapes inside them too.
+std::unordered_set<const Computation*> fused_computations(const Module& module) {
   std::unordered_set<const Computation*> fused;
   for (const Computation* computation : module.computations())
     for (const Instruction* instruction : computation->instructions())
       if (instruction->opcode() == Opcode::kFusion)
         for (const Computation* callee : instruction->called_computations()) fused.insert(callee);
+  return fused;
+}
+
+}  // namespace
+
+StatusOr<bool> lower_bitcasts(Module& module) {
+  const std::unordered_set<const Computation*> fused = fused_computations(module);
   Lowering lowering(module);
   bool changed = false;
   for (Computation* computation : module.computations()) {
@@ -134,11 +144,7 @@ StatusOr<bool> lower_bitcasts(Module& module) {
 }
 
 StatusOr<bool> reshapes_to_bitcasts(Module& module) {
-  std::unordered_set<const Computation*> fused;
-  for (const Computation* computation : module.computations())
-    for (const Instruction* instruction : computation->instructions())
-      if (instruction->opcode() == Opcode::kFusion)
-        for (const Computation* callee : instruction->called_computations()) fused.insert(callee);
+  const std::unordered_set<const Computation*> fused = fused_computations(module);
   NameTable names(module);
   bool changed = false;
   for (Computation* computation : module.computations()) {
