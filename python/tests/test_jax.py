@@ -33,6 +33,33 @@ def test_pytrees_in_and_out_and_the_cache():
     assert g.executable(params, x[:1]) is not g.executable(params, x)
 
 
+def test_scan_with_the_caches_as_xs_and_ys_updates_them_in_place():
+    """A decode step whose layers are lax.scan with the per-layer caches in xs and the updated
+    caches as ys (issue 36: the whole cache was copied each step, since the loop still read it
+    while the donated buffer took the stack's value)."""
+    layers, length, width = 4, 16, 8
+
+    def step(x, weights, caches, pos):
+        def layer(x, per_layer):
+            w, cache = per_layer
+            new = cache.at[pos].set(jnp.tanh(x @ w))
+            return x + new.sum(0) * 0.01, new
+        return jax.lax.scan(layer, x, (weights, caches))
+
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal(width), jnp.float32)
+    weights = jnp.asarray(rng.standard_normal((layers, width, width)), jnp.float32)
+    caches = jnp.asarray(rng.standard_normal((layers, length, width)), jnp.float32)
+    expected = jax.jit(step)(x, weights, caches, 5)
+    fn = insitu.jax.jit(step, donate_argnums=2)
+    out = fn(x, weights, jnp.array(caches), 5)
+    for a, e in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(expected)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=1e-5, atol=1e-6)
+    executable = fn.executable(x, weights, out[1], 5)
+    assert executable.stats["bytes_copied"] == 0, executable.explain()
+    assert executable.explain().startswith("module jit_step: 0 copies")
+
+
 def test_static_arguments_key_the_cache():
     g = insitu.jax.jit(lambda x, n: x * n, static_argnums=(1,))
     x = jnp.arange(3.0)

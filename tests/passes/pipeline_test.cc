@@ -115,16 +115,17 @@ TEST(PipelineTest, PassErrorCarriesThePassName) {
 
 TEST(PipelineTest, OptimizationPipelineReadsAsTheDesignedStages) {
   std::vector<std::string_view> names = optimization_pipeline().pass_names();
-  ASSERT_GE(names.size(), 9u);
+  ASSERT_GE(names.size(), 10u);
   EXPECT_EQ(names[0], "loop-peeling");
   EXPECT_EQ(names[1], "flatten-calls");
   EXPECT_EQ(names[2], "bitcast-lowering");
   EXPECT_EQ(names[3], "simplify");
-  EXPECT_EQ(names[4], "slice-update-folding");
-  EXPECT_EQ(names[5], "layout-assignment");
-  EXPECT_EQ(names[6], "fusion");
-  EXPECT_EQ(names[7], "reshape-bitcasts");
-  EXPECT_EQ(names[8], "donor-matching");
+  EXPECT_EQ(names[4], "scan-in-place");
+  EXPECT_EQ(names[5], "slice-update-folding");
+  EXPECT_EQ(names[6], "layout-assignment");
+  EXPECT_EQ(names[7], "fusion");
+  EXPECT_EQ(names[8], "reshape-bitcasts");
+  EXPECT_EQ(names[9], "donor-matching");
   EXPECT_NE(std::find(names.begin(), names.end(), "copy-insertion"), names.end());
 }
 

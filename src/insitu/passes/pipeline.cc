@@ -2,6 +2,7 @@
 
 #include "insitu/ir/verifier.h"
 #include "insitu/passes/bitcast_lowering.h"
+#include "insitu/passes/scan_in_place.h"
 #include "insitu/passes/copy_elimination.h"
 #include "insitu/passes/copy_insertion.h"
 #include "insitu/passes/schedule.h"
@@ -81,6 +82,9 @@ constexpr PassEntry kPasses[] = {
     {"bitcast-lowering", "before simplify: bitcasts that reorder elements become transposes (data stays row-major)",
      plain<lower_bitcasts>},
     {"simplify", "tuple forwarding and dead code, so later analyses see values, not packing", plain<simplify>},
+    {"scan-in-place", "after simplify (calls inlined, tuples forwarded), before slice-update-folding: a scan's ys "
+                      "written into its xs, which then folds as any block read and written back",
+     plain<update_scans_in_place>},
     {"slice-update-folding",
      "after simplify, before fusion: a block read out, updated and written back becomes one in-place update",
      plain<fold_slice_updates>},

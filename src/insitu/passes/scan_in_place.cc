@@ -1,0 +1,264 @@
+// scan-in-place (scan_in_place.h).
+#include "insitu/passes/scan_in_place.h"
+
+#include <optional>
+#include <vector>
+
+#include "insitu/passes/name_table.h"
+
+namespace insitu {
+namespace {
+
+bool has_control_edges(const Instruction* instruction) {
+  return !instruction->control_predecessors().empty() || !instruction->control_successors().empty();
+}
+
+bool is_integer_constant(const Instruction* instruction, int64_t value) {
+  return instruction->opcode() == Opcode::kConstant && instruction->shape().is_array() &&
+         instruction->shape().rank() == 0 && is_integral(instruction->shape().element_type()) &&
+         instruction->literal.get_integer(0) == value;
+}
+
+// Whether `instruction` reads element `index` of the loop state `state`.
+bool reads_state(const Instruction* instruction, const Instruction* state, int64_t index) {
+  return instruction->opcode() == Opcode::kGetTupleElement && instruction->operand(0) == state &&
+         instruction->tuple_index == index;
+}
+
+// An integer computed from constants alone (loop-peeling leaves the counter's start as
+// add(0, 1)); nullopt otherwise.
+std::optional<int64_t> constant_value(const Instruction* instruction, int depth = 0) {
+  if (instruction->opcode() == Opcode::kConstant && instruction->shape().is_array() &&
+      instruction->shape().rank() == 0 && is_integral(instruction->shape().element_type()))
+    return instruction->literal.get_integer(0);
+  if (instruction->opcode() != Opcode::kAdd || depth > 4) return std::nullopt;
+  std::optional<int64_t> a = constant_value(instruction->operand(0), depth + 1);
+  std::optional<int64_t> b = constant_value(instruction->operand(1), depth + 1);
+  if (!a || !b) return std::nullopt;
+  return *a + *b;
+}
+
+// (first, N) when state element `counter` of `loop` starts at a constant `first` >= 0, grows by
+// 1 per step and the condition is counter < N; nullopt otherwise.
+std::optional<std::pair<int64_t, int64_t>> counted_range(const Instruction* loop, int64_t counter) {
+  const Computation* body = loop->called_computations()[1];
+  const Computation* condition = loop->called_computations()[0];
+  const Instruction* next = body->root()->operand(counter);
+  std::optional<int64_t> first = constant_value(loop->operand(0)->operand(counter));
+  if (!first || *first < 0 || next->opcode() != Opcode::kAdd) return std::nullopt;
+  const Instruction* state = body->parameter(0);
+  const bool by_one = (reads_state(next->operand(0), state, counter) && is_integer_constant(next->operand(1), 1)) ||
+                      (reads_state(next->operand(1), state, counter) && is_integer_constant(next->operand(0), 1));
+  const Instruction* test = condition->root();
+  if (!by_one || test->opcode() != Opcode::kCompare || test->comparison_direction != ComparisonDirection::kLt ||
+      !reads_state(test->operand(0), condition->parameter(0), counter))
+    return std::nullopt;
+  std::optional<int64_t> bound = constant_value(test->operand(1));
+  if (!bound) return std::nullopt;
+  return std::pair(*first, *bound);
+}
+
+// The stack's initial value when the loop starts at row `first`: rows 0 .. first-1 written by
+// a chain of one-row updates at constant rows (loop-peeling's first iterations) over a base
+// whose values no one reads. Returns the update whose operand 0 is that base (nullptr: the
+// initial value itself is the base, first == 0), or false in `ok` when it is not so.
+Instruction* peeled_rows(Instruction* initial, int64_t first, const Shape& shape, bool& ok) {
+  ok = true;
+  if (first == 0) return nullptr;
+  std::vector<bool> written(static_cast<size_t>(first), false);
+  Instruction* last = nullptr;
+  for (Instruction* value = initial; value->opcode() == Opcode::kDynamicUpdateSlice; value = value->operand(0)) {
+    const Shape& update = value->operand(1)->shape();
+    if (value->operand_count() != 2 + shape.rank() || update.rank() != shape.rank() || update.dimension(0) != 1 ||
+        value->users().size() != 1 || has_control_edges(value)) {
+      ok = false;
+      return nullptr;
+    }
+    std::optional<int64_t> row = constant_value(value->operand(2));
+    for (int64_t d = 1; d < shape.rank(); ++d)
+      ok &= is_integer_constant(value->operand(2 + d), 0) && update.dimension(d) == shape.dimension(d);
+    if (!ok || !row || *row < 0 || *row >= first) {
+      ok = false;
+      return nullptr;
+    }
+    written[static_cast<size_t>(*row)] = true;
+    last = value;
+  }
+  for (bool row : written) ok &= row;
+  return ok ? last : nullptr;
+}
+
+// Whether `instruction`'s starts from operand `first` on are (counter, 0, 0, ...) and it moves
+// one row of `shape` (`rows`: its row extents per dimension).
+bool at_row_of_counter(const Instruction* instruction, int64_t first, const Instruction* state, int64_t counter,
+                       const std::vector<int64_t>& extents, const Shape& shape) {
+  if (instruction->operand_count() != first + shape.rank() || extents.size() != static_cast<size_t>(shape.rank()) ||
+      extents[0] != 1 || has_control_edges(instruction))
+    return false;
+  if (!reads_state(instruction->operand(first), state, counter)) return false;
+  for (int64_t d = 1; d < shape.rank(); ++d)
+    if (!is_integer_constant(instruction->operand(first + d), 0) || extents[d] != shape.dimension(d)) return false;
+  return true;
+}
+
+struct Scan {
+  const Instruction* loop = nullptr;
+  int64_t xs = -1, ys = -1;
+  std::vector<Instruction*> reads;  // the dynamic-slices of xs's rows
+  Instruction* peeled = nullptr;    // the peeled rows' last update (its base becomes xs), if any
+};
+
+// The (xs, ys) pair of `loop` this pass rewrites, or nullopt.
+std::optional<Scan> match_scan(const Instruction* loop) {
+  if (loop->opcode() != Opcode::kWhile || loop->operand_count() != 1 || has_control_edges(loop) ||
+      loop->operand(0)->opcode() != Opcode::kTuple || !loop->shape().is_tuple())
+    return std::nullopt;
+  const Computation* body = loop->called_computations()[1];
+  const Computation* condition = loop->called_computations()[0];
+  const Instruction* state = body->parameter(0);
+  const Instruction* root = body->root();
+  if (root->opcode() != Opcode::kTuple || root->operand_count() != loop->shape().tuple_size()) return std::nullopt;
+  for (const Instruction* user : loop->users())
+    if (user->opcode() != Opcode::kGetTupleElement) return std::nullopt;
+  const int64_t size = root->operand_count();
+  for (int64_t counter = 0; counter < size; ++counter) {
+    if (!loop->shape().tuple_shape(counter).is_array() || loop->shape().tuple_shape(counter).rank() != 0) continue;
+    std::optional<std::pair<int64_t, int64_t>> range = counted_range(loop, counter);
+    if (!range) continue;
+    const int64_t rows = range->second;
+    for (int64_t ys = 0; ys < size; ++ys) {
+      const Instruction* update = root->operand(ys);
+      const Shape& shape = loop->shape().tuple_shape(ys);
+      if (!shape.is_array() || shape.rank() == 0 || shape.dimension(0) != rows ||
+          update->opcode() != Opcode::kDynamicUpdateSlice || !reads_state(update->operand(0), state, ys) ||
+          !at_row_of_counter(update, 2, state, counter, update->operand(1)->shape().dimensions(), shape))
+        continue;
+      bool stack_read_elsewhere = false;  // ys is read by its own update only
+      for (const Instruction* instruction : body->instructions())
+        if (reads_state(instruction, state, ys))
+          for (const Instruction* user : instruction->users()) stack_read_elsewhere |= user != update;
+      if (stack_read_elsewhere) continue;
+      bool peeled_ok = false;
+      Instruction* peeled = peeled_rows(loop->operand(0)->operand(ys), range->first, shape, peeled_ok);
+      if (!peeled_ok) continue;
+      for (int64_t xs = 0; xs < size; ++xs) {
+        if (xs == ys || xs == counter || !(loop->shape().tuple_shape(xs) == shape) ||
+            !reads_state(root->operand(xs), state, xs))
+          continue;
+        Scan scan{loop, xs, ys, {}, peeled};
+        bool rows_only = true;  // every read of xs is one row at the counter
+        for (Instruction* instruction : body->instructions()) {
+          if (!reads_state(instruction, state, xs)) continue;
+          for (Instruction* user : instruction->users()) {
+            if (user == root) continue;  // the passthrough
+            if (user->opcode() != Opcode::kDynamicSlice || user->operand(0) != instruction ||
+                !at_row_of_counter(user, 1, state, counter, user->dynamic_slice_sizes, shape)) {
+              rows_only = false;
+              break;
+            }
+            scan.reads.push_back(user);
+          }
+          if (!rows_only) break;
+        }
+        for (int64_t k = 0; k < root->operand_count(); ++k) rows_only &= k == xs || root->operand(k) != root->operand(xs);
+        if (!rows_only) continue;
+        bool condition_reads = false;  // the condition reads the counter only
+        for (const Instruction* instruction : condition->instructions())
+          condition_reads |= (reads_state(instruction, condition->parameter(0), xs) ||
+                              reads_state(instruction, condition->parameter(0), ys)) &&
+                             !instruction->users().empty();
+        bool result_read = false;  // xs's loop result is unused after the loop
+        for (const Instruction* user : loop->users()) result_read |= user->tuple_index == xs && !user->users().empty();
+        if (condition_reads || result_read) continue;
+        return scan;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// Every get-tuple-element of `state` past `removed` reads one element lower; the ones of
+// `removed` (unused by now) go.
+void drop_state_element(Computation& computation, Instruction* state, int64_t removed, const Shape& shape) {
+  std::vector<Instruction*> gone;
+  for (Instruction* instruction : computation.instructions()) {
+    if (instruction->opcode() != Opcode::kGetTupleElement || instruction->operand(0) != state) continue;
+    if (instruction->tuple_index == removed) gone.push_back(instruction);
+    else if (instruction->tuple_index > removed) --instruction->tuple_index;
+  }
+  for (Instruction* instruction : gone) computation.remove_instruction(instruction);
+  state->set_shape(shape);
+}
+
+// A tuple like `tuple` without operand `removed` (and `replaced` taking `with` first).
+Instruction* tuple_without(Computation& computation, Instruction* tuple, int64_t removed, int64_t replaced,
+                           Instruction* with, NameTable& names, const Shape& shape) {
+  std::vector<Instruction*> operands;
+  for (int64_t k = 0; k < tuple->operand_count(); ++k)
+    if (k != removed) operands.push_back(k == replaced ? with : tuple->operand(k));
+  return insert_new_instruction(computation, tuple, names, Opcode::kTuple, tuple->name(), shape, operands);
+}
+
+void rewrite(Computation& computation, const Scan& scan, NameTable& names) {
+  auto* loop = const_cast<Instruction*>(scan.loop);
+  Computation* condition = loop->called_computations()[0];
+  Computation* body = loop->called_computations()[1];
+  Instruction* state = body->parameter(0);
+  const Shape& rows_shape = loop->shape().tuple_shape(scan.ys);
+  // 1. the rows are read out of the stack, which holds them until the step that writes them
+  for (Instruction* read : scan.reads) {
+    Instruction* stack = insert_new_instruction(*body, read, names, Opcode::kGetTupleElement, "scan_rows", rows_shape,
+                                                {state});
+    stack->tuple_index = scan.ys;
+    read->replace_operand(0, stack);
+  }
+  // 2. xs leaves the state; the stack starts as xs
+  std::vector<Shape> elements;
+  for (int64_t k = 0; k < loop->shape().tuple_size(); ++k)
+    if (k != scan.xs) elements.push_back(loop->shape().tuple_shape(k));
+  const Shape state_shape = Shape::tuple(elements);
+  Instruction* init = loop->operand(0);
+  Instruction* new_init;
+  if (scan.peeled != nullptr) {  // the peeled rows are written into xs; the loop goes on from there
+    scan.peeled->replace_operand(0, init->operand(scan.xs));
+    new_init = tuple_without(computation, init, scan.xs, -1, nullptr, names, state_shape);
+  } else {
+    new_init = tuple_without(computation, init, scan.xs, scan.ys, init->operand(scan.xs), names, state_shape);
+  }
+  loop->replace_operand(0, new_init);
+  if (init->users().empty()) computation.remove_instruction(init);
+  Instruction* root = body->root();
+  Instruction* new_root = tuple_without(*body, root, scan.xs, -1, nullptr, names, state_shape);
+  body->set_root(new_root);
+  body->remove_instruction(root);
+  drop_state_element(*body, state, scan.xs, state_shape);
+  drop_state_element(*condition, condition->parameter(0), scan.xs, state_shape);
+  std::vector<Instruction*> results(loop->users().begin(), loop->users().end());
+  loop->set_shape(state_shape);
+  for (Instruction* result : results) {
+    if (result->tuple_index == scan.xs) computation.remove_instruction(result);  // unused (match_scan)
+    else if (result->tuple_index > scan.xs) --result->tuple_index;
+  }
+}
+
+}  // namespace
+
+StatusOr<bool> update_scans_in_place(Module& module) {
+  NameTable names(module);
+  bool changed = false;
+  for (Computation* computation : module.computations()) {
+    for (bool found = true; found;) {
+      found = false;
+      for (Instruction* instruction : computation->instructions()) {
+        std::optional<Scan> scan = match_scan(instruction);
+        if (!scan) continue;
+        rewrite(*computation, *scan, names);
+        changed = found = true;
+        break;  // the instruction list changed: look again
+      }
+    }
+  }
+  return changed;
+}
+
+}  // namespace insitu
