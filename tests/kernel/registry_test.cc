@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "insitu/kernel/bindings.h"
 #include "insitu/kernel/grid_executor.h"
 #include "insitu/kernel/registry.h"
 #include "insitu/support/str.h"
@@ -108,6 +109,20 @@ TEST(KernelRegistry, RuntimeRejectsARacingKernelAtCreateNotAtCall) {
   StatusOr<std::unique_ptr<Executable>> executable = Executable::create(std::move(*optimized));
   expect_error(executable.status(), "kernel \"shift_par_create\": grid steps (3) and (0) race");
   EXPECT_TRUE(executable.status().location().valid()) << executable.status().to_string();
+}
+
+// The static race check is remembered per kernel spec and shapes, not per name: a racing kernel
+// that shares its name with a race-free one of another table (another plugin, another
+// registry) is still checked. (Keyed by name and shapes, the second was never checked.)
+TEST(KernelRegistry, RaceCheckIsPerKernelNotPerName) {
+  auto race_free = std::make_shared<const KernelSpec>(shift_spec("same_name", DimensionSemantics::kSequential));
+  auto racing = std::make_shared<const KernelSpec>(shift_spec("same_name", DimensionSemantics::kParallel));
+  std::vector<GridOperand> operands = {GridOperand{nullptr, PrimitiveType::kS32, {8}}};
+  EXPECT_TRUE(prepare_kernel_call(race_free, operands, operands).ok());
+  StatusOr<std::shared_ptr<const KernelSpec>> prepared = prepare_kernel_call(racing, operands, operands);
+  ASSERT_FALSE(prepared.ok());
+  expect_error(prepared.status(), "kernel \"same_name\": grid steps (3) and (0) race");
+  EXPECT_TRUE(prepare_kernel_call(race_free, operands, operands).ok());  // the first one's pass is kept
 }
 
 // A body that misuses its blocks fails that call with an error naming the kernel, the grid

@@ -72,11 +72,13 @@ StatusOr<std::string> read_text_file(const std::string& path) {
 }
 
 int report_error(CliContext& context, const Status& status, const std::string& file) {
-  if (status.location().valid() && !file.empty()) {
-    context.err << status.to_string(file) << "\n";
-  } else {
-    context.err << "insitu: error: " << status.message() << "\n";
-  }
+  // One write of the whole line: under MPI every rank writes to one stderr, and a message and
+  // its newline written apart ran two ranks' errors together on one line.
+  const std::string line = status.location().valid() && !file.empty()
+                               ? status.to_string(file) + "\n"
+                               : str_cat("insitu: error: ", status.message(), "\n");
+  context.err.write(line.data(), static_cast<std::streamsize>(line.size()));
+  context.err.flush();
   return 1;
 }
 

@@ -2,6 +2,8 @@
 #include "insitu/kernel/bindings.h"
 
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -104,20 +106,23 @@ StatusOr<std::shared_ptr<const KernelSpec>> prepare_kernel_call(const std::share
     prepared = std::move(copy);
   }
   INSITU_RETURN_IF_ERROR(check_kernel_call(*prepared, inputs, outputs));
-  // The static race check, once per kernel and shapes (failures are not cached: they recur).
+  // The static race check, once per kernel spec and shapes (failures are not cached: they
+  // recur). Per spec object, not per name: two tables may hold different kernels of one name.
+  // (A weak_ptr key keeps the spec's control block, so its address is not reused while held.)
   static std::mutex mutex;
-  static std::set<std::string> checked;
+  static std::map<std::weak_ptr<const KernelSpec>, std::set<std::string>, std::owner_less<>> checked;
   const std::string key = shapes_key(*prepared, inputs, outputs);
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (checked.count(key)) return prepared;
+    auto found = checked.find(spec);
+    if (found != checked.end() && found->second.count(key)) return prepared;
   }
   std::vector<std::vector<int64_t>> input_dimensions, output_dimensions;
   for (const GridOperand& input : inputs) input_dimensions.push_back(input.dimensions);
   for (const GridOperand& output : outputs) output_dimensions.push_back(output.dimensions);
   INSITU_RETURN_IF_ERROR(check_races_statically(*prepared, input_dimensions, output_dimensions));
   std::lock_guard<std::mutex> lock(mutex);
-  checked.insert(key);
+  checked[spec].insert(key);
   return prepared;
 }
 
