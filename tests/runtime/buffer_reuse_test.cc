@@ -232,6 +232,94 @@ ENTRY main {
   }
 }
 
+// scan-in-place on the loop XLA's optimizer writes for a scan whose caches are xs and ys: the
+// counter read through a copy and a clamp, row i of xs read whole and one element of it at a
+// dynamic position, row i of the stack written. The stack goes into the donated cache: the
+// evaluator's results on the module as written, for positions in and out of range, 0 bytes
+// copied.
+TEST(BufferReuse, ScanWritingItsRowsIntoTheDonatedXsMatchesTheEvaluator) {
+  const std::string module_text = R"(
+HloModule scan_xs_ys, input_output_alias={ {1}: (1, {}, may-alias) }
+body {
+  s = (s32[], f32[4], f32[3,5,4], f32[3,5,4], s32[]) parameter(0)
+  counter = s32[] get-tuple-element(s), index=0
+  i = s32[] copy(counter)
+  x = f32[4] get-tuple-element(s), index=1
+  ys = f32[3,5,4] get-tuple-element(s), index=2
+  xs = f32[3,5,4] get-tuple-element(s), index=3
+  pos = s32[] get-tuple-element(s), index=4
+  zero = s32[] constant(0)
+  two = s32[] constant(2)
+  clamped = s32[] clamp(zero, i, two)
+  row = f32[1,5,4] dynamic-slice(xs, i, zero, zero), dynamic_slice_sizes={1,5,4}
+  one_element = f32[1,1,4] dynamic-slice(xs, clamped, pos, zero), dynamic_slice_sizes={1,1,4}
+  picked = f32[4] reshape(one_element)
+  flat = f32[5,4] reshape(row)
+  xb = f32[5,4] broadcast(x), dimensions={1}
+  pb = f32[5,4] broadcast(picked), dimensions={1}
+  sum = f32[5,4] add(flat, xb)
+  new = f32[5,4] multiply(sum, pb)
+  back = f32[1,5,4] reshape(new)
+  ys2 = f32[3,5,4] dynamic-update-slice(ys, back, i, zero, zero)
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  x2 = f32[4] add(x, picked)
+  ROOT t = (s32[], f32[4], f32[3,5,4], f32[3,5,4], s32[]) tuple(next, x2, ys2, xs, pos)
+}
+cond {
+  s = (s32[], f32[4], f32[3,5,4], f32[3,5,4], s32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+ENTRY main {
+  x = f32[4] parameter(0)
+  caches = f32[3,5,4] parameter(1)
+  pos = s32[] parameter(2)
+  zero = s32[] constant(0)
+  start = s32[] copy(zero)
+  z = f32[] constant(0)
+  empty = f32[3,5,4] broadcast(z), dimensions={}
+  init = (s32[], f32[4], f32[3,5,4], f32[3,5,4], s32[]) tuple(start, x, empty, caches, pos)
+  loop = (s32[], f32[4], f32[3,5,4], f32[3,5,4], s32[]) while(init), condition=cond, body=body
+  out = f32[4] get-tuple-element(loop), index=1
+  stacked = f32[3,5,4] get-tuple-element(loop), index=2
+  ROOT r = (f32[4], f32[3,5,4]) tuple(out, stacked)
+})";
+  Compiled compiled = compile(module_text);
+  ASSERT_NE(compiled.executable, nullptr);
+  int64_t whiles = 0, state_arrays = 0;
+  for (const Computation* computation : compiled.optimized->computations())
+    for (const Instruction* instruction : computation->instructions())
+      if (instruction->opcode() == Opcode::kWhile) {
+        ++whiles;
+        for (const Shape& element : instruction->shape().tuple_shapes())
+          state_arrays += element.is_array() && element.rank() == 3 ? 1 : 0;
+      }
+  EXPECT_EQ(whiles, 1);
+  EXPECT_EQ(state_arrays, 1);  // the stack alone: xs left the loop state
+  Literal x = Literal::from_values<float>({4}, {0.5f, -1.0f, 2.0f, 0.25f});
+  Literal caches(Shape::array(PrimitiveType::kF32, {3, 5, 4}));
+  for (size_t i = 0; i < caches.data<float>().size(); ++i)
+    caches.data<float>()[i] = static_cast<float>((i * 7) % 11) * 0.5f - 2.0f;
+  for (int32_t pos : {0, 3, 4, 9, -2}) {
+    SCOPED_TRACE(str_cat("pos=", pos));
+    const std::vector<Literal> arguments = {x, caches, Literal::scalar<int32_t>(pos)};
+    StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    std::vector<Literal> expected_leaves;
+    flatten(*expected, expected_leaves);
+    ExecutionStats stats;
+    StatusOr<std::vector<BufferHandle>> results =
+        compiled.executable->execute(to_handles(arguments), {.donate = {false, true, false}, .stats = &stats});
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    ASSERT_EQ(results->size(), expected_leaves.size());
+    for (size_t i = 0; i < expected_leaves.size(); ++i)
+      EXPECT_TRUE(*(*results)[i].to_literal() == expected_leaves[i]) << "result " << i;
+    EXPECT_EQ(stats.bytes_copied, 4 * 4);  // x's loop state (x is not donated); nothing of the cache
+  }
+}
+
 // A training step returns thousands of leaves (every parameter, Adam's m and v). A tuple
 // parameter of 4,000 scalars, each added to its neighbour and returned with the parameter's
 // own leaves, compiles and runs with the evaluator's results, the arguments donated and not.

@@ -25,12 +25,28 @@ bool reads_state(const Instruction* instruction, const Instruction* state, int64
          instruction->tuple_index == index;
 }
 
+// Whether `instruction` is the counter's value in every step of a loop over rows first .. N-1:
+// the state element itself, a copy of it (XLA's optimized loops copy it), or it clamped to a
+// range that holds 0 .. N-1.
+bool is_counter(const Instruction* instruction, const Instruction* state, int64_t counter, int64_t rows, int depth = 0) {
+  if (reads_state(instruction, state, counter)) return true;
+  if (depth > 4) return false;
+  if (instruction->opcode() == Opcode::kCopy) return is_counter(instruction->operand(0), state, counter, rows, depth + 1);
+  if (instruction->opcode() != Opcode::kClamp || instruction->operand(0)->opcode() != Opcode::kConstant ||
+      instruction->operand(2)->opcode() != Opcode::kConstant)
+    return false;
+  return instruction->operand(0)->literal.get_integer(0) <= 0 &&
+         instruction->operand(2)->literal.get_integer(0) >= rows - 1 &&
+         is_counter(instruction->operand(1), state, counter, rows, depth + 1);
+}
+
 // An integer computed from constants alone (loop-peeling leaves the counter's start as
 // add(0, 1)); nullopt otherwise.
 std::optional<int64_t> constant_value(const Instruction* instruction, int depth = 0) {
   if (instruction->opcode() == Opcode::kConstant && instruction->shape().is_array() &&
       instruction->shape().rank() == 0 && is_integral(instruction->shape().element_type()))
     return instruction->literal.get_integer(0);
+  if (instruction->opcode() == Opcode::kCopy && depth <= 4) return constant_value(instruction->operand(0), depth + 1);
   if (instruction->opcode() != Opcode::kAdd || depth > 4) return std::nullopt;
   std::optional<int64_t> a = constant_value(instruction->operand(0), depth + 1);
   std::optional<int64_t> b = constant_value(instruction->operand(1), depth + 1);
@@ -47,14 +63,14 @@ std::optional<std::pair<int64_t, int64_t>> counted_range(const Instruction* loop
   std::optional<int64_t> first = constant_value(loop->operand(0)->operand(counter));
   if (!first || *first < 0 || next->opcode() != Opcode::kAdd) return std::nullopt;
   const Instruction* state = body->parameter(0);
-  const bool by_one = (reads_state(next->operand(0), state, counter) && is_integer_constant(next->operand(1), 1)) ||
-                      (reads_state(next->operand(1), state, counter) && is_integer_constant(next->operand(0), 1));
   const Instruction* test = condition->root();
-  if (!by_one || test->opcode() != Opcode::kCompare || test->comparison_direction != ComparisonDirection::kLt ||
-      !reads_state(test->operand(0), condition->parameter(0), counter))
-    return std::nullopt;
+  if (test->opcode() != Opcode::kCompare || test->comparison_direction != ComparisonDirection::kLt) return std::nullopt;
   std::optional<int64_t> bound = constant_value(test->operand(1));
-  if (!bound) return std::nullopt;
+  if (!bound || !is_counter(test->operand(0), condition->parameter(0), counter, *bound)) return std::nullopt;
+  const bool by_one =
+      (is_counter(next->operand(0), state, counter, *bound) && is_integer_constant(next->operand(1), 1)) ||
+      (is_counter(next->operand(1), state, counter, *bound) && is_integer_constant(next->operand(0), 1));
+  if (!by_one) return std::nullopt;
   return std::pair(*first, *bound);
 }
 
@@ -88,17 +104,24 @@ Instruction* peeled_rows(Instruction* initial, int64_t first, const Shape& shape
   return ok ? last : nullptr;
 }
 
-// Whether `instruction`'s starts from operand `first` on are (counter, 0, 0, ...) and it moves
-// one row of `shape` (`rows`: its row extents per dimension).
-bool at_row_of_counter(const Instruction* instruction, int64_t first, const Instruction* state, int64_t counter,
-                       const std::vector<int64_t>& extents, const Shape& shape) {
-  if (instruction->operand_count() != first + shape.rank() || extents.size() != static_cast<size_t>(shape.rank()) ||
-      extents[0] != 1 || has_control_edges(instruction))
+// Whether `update` writes one whole row of `shape` at the counter: starts (counter, 0, 0, ...)
+// from operand 2 and an update of one row.
+bool writes_row_at_counter(const Instruction* update, const Instruction* state, int64_t counter, const Shape& shape) {
+  const Shape& row = update->operand(1)->shape();
+  if (update->operand_count() != 2 + shape.rank() || row.rank() != shape.rank() || row.dimension(0) != 1 ||
+      has_control_edges(update) || !is_counter(update->operand(2), state, counter, shape.dimension(0)))
     return false;
-  if (!reads_state(instruction->operand(first), state, counter)) return false;
   for (int64_t d = 1; d < shape.rank(); ++d)
-    if (!is_integer_constant(instruction->operand(first + d), 0) || extents[d] != shape.dimension(d)) return false;
+    if (!is_integer_constant(update->operand(2 + d), 0) || row.dimension(d) != shape.dimension(d)) return false;
   return true;
+}
+
+// Whether `read` reads within the counter's row of `shape` only: a dynamic-slice one row high
+// whose first start is the counter (anywhere along the other dimensions).
+bool reads_row_at_counter(const Instruction* read, const Instruction* state, int64_t counter, const Shape& shape) {
+  return read->opcode() == Opcode::kDynamicSlice && read->operand_count() == 1 + shape.rank() &&
+         read->dynamic_slice_sizes.size() == static_cast<size_t>(shape.rank()) && read->dynamic_slice_sizes[0] == 1 &&
+         !has_control_edges(read) && is_counter(read->operand(1), state, counter, shape.dimension(0));
 }
 
 struct Scan {
@@ -131,7 +154,7 @@ std::optional<Scan> match_scan(const Instruction* loop) {
       const Shape& shape = loop->shape().tuple_shape(ys);
       if (!shape.is_array() || shape.rank() == 0 || shape.dimension(0) != rows ||
           update->opcode() != Opcode::kDynamicUpdateSlice || !reads_state(update->operand(0), state, ys) ||
-          !at_row_of_counter(update, 2, state, counter, update->operand(1)->shape().dimensions(), shape))
+          !writes_row_at_counter(update, state, counter, shape))
         continue;
       bool stack_read_elsewhere = false;  // ys is read by its own update only
       for (const Instruction* instruction : body->instructions())
@@ -151,8 +174,7 @@ std::optional<Scan> match_scan(const Instruction* loop) {
           if (!reads_state(instruction, state, xs)) continue;
           for (Instruction* user : instruction->users()) {
             if (user == root) continue;  // the passthrough
-            if (user->opcode() != Opcode::kDynamicSlice || user->operand(0) != instruction ||
-                !at_row_of_counter(user, 1, state, counter, user->dynamic_slice_sizes, shape)) {
+            if (user->operand(0) != instruction || !reads_row_at_counter(user, state, counter, shape)) {
               rows_only = false;
               break;
             }
