@@ -121,6 +121,34 @@ bool fold_transposes_into_dots(Computation& computation) {
   return changed;
 }
 
+// A copy that only changes its operand's layout, read only by dots, is not part of what the
+// program computes: the CPU runtime keeps every array in logical row-major order (layouts
+// matter to bitcasts, which bitcast-lowering resolved, and to custom calls' layout constraints,
+// which layout-assignment honours later), and a dot reads its operands by logical index. XLA's
+// layout assignment writes these around dots (a transpose into {1,0,2}, then a copy into
+// {2,1,0}): each was a copy of the whole operand per step. The dots read the operand instead,
+// which lets fold_transposes_into_dots fold a transpose under the copy into them as well.
+bool forward_layout_copies_into_dots(Computation& computation) {
+  bool changed = false;
+  for (Instruction* copy : computation.instructions()) {
+    if (copy->opcode() != Opcode::kCopy || copy->operand_count() != 1 || copy->users().empty() ||
+        computation.root() == copy || !copy->control_predecessors().empty() || !copy->control_successors().empty())
+      continue;
+    const Shape& from = copy->operand(0)->shape();
+    const Shape& to = copy->shape();
+    if (!from.is_array() || !to.is_array() || from.element_type() != to.element_type() ||
+        from.dimensions() != to.dimensions() || !from.layout().tiles.empty() || !to.layout().tiles.empty() ||
+        from.layout().memory_space != to.layout().memory_space || from == to)
+      continue;
+    bool dots_only = true;
+    for (const Instruction* user : copy->users()) dots_only &= user->opcode() == Opcode::kDot;
+    if (!dots_only) continue;
+    copy->replace_all_uses_with(copy->operand(0));
+    changed = true;  // the copy is dead now: remove_dead_code takes it
+  }
+  return changed;
+}
+
 // A transpose of a transpose is one transpose of the first one's operand, with the permutations
 // composed (the identity then goes with forward_identities): torch's saved weight transposed
 // back for its gradient (mm(g, t(t(w)))), a weight gradient transposed twice (t(t(mm(...)))).
@@ -226,6 +254,7 @@ StatusOr<bool> simplify(Module& module) {
   bool changed = false;
   for (Computation* computation : module.computations()) {
     changed |= forward_tuple_elements(*computation);
+    changed |= forward_layout_copies_into_dots(*computation);
     changed |= compose_transposes(*computation);
     changed |= forward_identities(*computation);
     changed |= fold_transposes_into_dots(*computation);
