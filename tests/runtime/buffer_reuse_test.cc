@@ -165,21 +165,22 @@ ENTRY main {
   }
 }
 
-// The optimized module run with argument 0 donated gives the evaluator's results on the
-// original module, bit for bit, and copies nothing.
-void expect_donated_run_matches_evaluator(const Compiled& compiled, const std::vector<Literal>& arguments) {
+// The optimized module run with the arguments `donate` names (argument 0 by default) gives the
+// evaluator's results on the original module, bit for bit, and copies `bytes_copied` bytes.
+void expect_donated_run_matches_evaluator(const Compiled& compiled, const std::vector<Literal>& arguments,
+                                          std::vector<bool> donate = {true}, int64_t bytes_copied = 0) {
   StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
   ASSERT_TRUE(expected.ok()) << expected.status().to_string();
   std::vector<Literal> expected_leaves;
   flatten(*expected, expected_leaves);
   ExecutionStats stats;
   StatusOr<std::vector<BufferHandle>> results =
-      compiled.executable->execute(to_handles(arguments), {.donate = {true}, .stats = &stats});
+      compiled.executable->execute(to_handles(arguments), {.donate = std::move(donate), .stats = &stats});
   ASSERT_TRUE(results.ok()) << results.status().to_string();
   ASSERT_EQ(results->size(), expected_leaves.size());
   for (size_t i = 0; i < expected_leaves.size(); ++i)
     EXPECT_TRUE(*(*results)[i].to_literal() == expected_leaves[i]) << "result " << i;
-  EXPECT_EQ(stats.bytes_copied, 0);
+  EXPECT_EQ(stats.bytes_copied, bytes_copied);
 }
 
 // slice-update-folding end to end: a stacked cache's block read out, updated at one position
@@ -304,19 +305,9 @@ ENTRY main {
     caches.data<float>()[i] = static_cast<float>((i * 7) % 11) * 0.5f - 2.0f;
   for (int32_t pos : {0, 3, 4, 9, -2}) {
     SCOPED_TRACE(str_cat("pos=", pos));
-    const std::vector<Literal> arguments = {x, caches, Literal::scalar<int32_t>(pos)};
-    StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
-    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-    std::vector<Literal> expected_leaves;
-    flatten(*expected, expected_leaves);
-    ExecutionStats stats;
-    StatusOr<std::vector<BufferHandle>> results =
-        compiled.executable->execute(to_handles(arguments), {.donate = {false, true, false}, .stats = &stats});
-    ASSERT_TRUE(results.ok()) << results.status().to_string();
-    ASSERT_EQ(results->size(), expected_leaves.size());
-    for (size_t i = 0; i < expected_leaves.size(); ++i)
-      EXPECT_TRUE(*(*results)[i].to_literal() == expected_leaves[i]) << "result " << i;
-    EXPECT_EQ(stats.bytes_copied, 4 * 4);  // x's loop state (x is not donated); nothing of the cache
+    // the cache donated; only x's loop state (x is not donated) is copied, nothing of the cache
+    expect_donated_run_matches_evaluator(compiled, {x, caches, Literal::scalar<int32_t>(pos)}, {false, true, false},
+                                         4 * 4);
   }
 }
 
