@@ -390,3 +390,17 @@ def test_insitu_runs_its_parallel_loops_on_torch_openmp_runtime():
     x, w = torch.randn(64, 256), torch.randn(256, 256)
     out = compile(lambda x, w: torch.relu(x @ w).sum(0))(x, w)
     assert torch.allclose(out, torch.relu(x @ w).sum(0), rtol=1e-4, atol=1e-3)
+
+
+def test_each_graph_is_compiled_once_though_it_is_checked_before_the_first_call(monkeypatch):
+    """The partition compiles both graphs to know the function can run; the compilers then take
+    those executables (keyed by the module text, aliases and donors included, name aside)."""
+    calls = []
+    compile_module = insitu.compile
+    monkeypatch.setattr(insitu, "compile", lambda *a, **k: calls.append(1) or compile_module(*a, **k))
+    linear = torch.nn.Linear(4, 3)
+    f = compile(lambda x: linear(x).relu().sum())
+    for _ in range(2):
+        f(torch.randn(2, 4)).backward()
+    assert len(calls) == 2 and len(insitu.torch.compiled_graphs) == 2
+    assert not insitu.torch._checked

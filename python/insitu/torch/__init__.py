@@ -77,7 +77,10 @@ _CHECKED_KEPT = 8
 
 
 def _text_key(text):
-    return text.split("\n", 1)[1]
+    """The module text without its name (the header's aliases and donors stay in the key)."""
+    header, body = text.split("\n", 1)
+    _, _, rest = header.partition(",")
+    return rest + "\n" + body
 
 
 def _lower_and_compile(gm, name):
