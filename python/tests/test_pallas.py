@@ -404,3 +404,17 @@ def test_generated_kernels_match_interpret_mode(seed):
     # bit for bit where one rounding is defined: XLA contracts x * y + 1 into an FMA and its tanh
     # differs from insitu's in the last bit
     _both(make, x, y, z, exact=op in (2, 3))
+
+
+def test_interpret_true_inside_insitu_jit_keeps_jax_meaning(monkeypatch):
+    """interpret=True is JAX's own lowering (its interpreter loop), which insitu then runs; insitu's
+    grid loop is never built for it."""
+    import insitu.pallas
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("insitu's grid loop was built for an interpret=True kernel")
+
+    monkeypatch.setattr(insitu.pallas, "_grid_loop", refuse)
+    x = jnp.arange(8 * 128, dtype=jnp.float32).reshape(8, 128)
+    out = insitu.jax.jit(seed_call(True))(x)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x) + 1)
