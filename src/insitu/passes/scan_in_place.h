@@ -18,9 +18,13 @@
 // still hold xs's, so every step reads what it read before. Before: the whole xs was copied
 // each step (it was still read by the loop while the donated buffer took the stack's value:
 // 75 MB a GPT-2-small decode step). Needs: the counter's start, step and bound constant with N
-// rows in both arrays, every read of xs in the body a dynamic-slice of one row at i, the stack
-// read only by its own update, xs's loop result unused after the loop, the condition reading
-// the counter only, and the loop's initial state a tuple. Runs after simplify.
+// rows in both arrays, every read of xs in the body a dynamic-slice one row high at i (anywhere
+// along the other dimensions), the stack written a whole row at i and read only by that update,
+// xs's loop result unused after the loop, the condition reading the counter only, and the
+// loop's initial state a tuple. "The counter" may be read through copies and through clamps
+// that hold 0..N-1 (XLA's optimized loops do both); a start above 0 needs the rows before it
+// written by one-row updates at constant rows over the stack's initial value (what
+// loop-peeling leaves), which then write into xs too. Runs after simplify.
 #pragma once
 
 #include "insitu/ir/module.h"
