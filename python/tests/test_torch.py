@@ -404,3 +404,24 @@ def test_each_graph_is_compiled_once_though_it_is_checked_before_the_first_call(
         f(torch.randn(2, 4)).backward()
     assert len(calls) == 2 and len(insitu.torch.compiled_graphs) == 2
     assert not insitu.torch._checked
+
+
+def test_a_backward_that_fails_to_compile_late_runs_in_torch_with_right_gradients(monkeypatch):
+    """AOTAutograd compiles the backward at the first backward call, after the function's first
+    run: past that point it cannot fall back whole, so that graph runs in torch, with a warning."""
+    linear = torch.nn.Linear(4, 3)
+    f = compile(lambda x: torch.tanh(linear(x)).sum())
+    x = torch.randn(2, 4)
+    loss = f(x)  # forward compiled; the backward checked at partition, not yet taken
+
+    def refuse(*args, **kwargs):
+        raise insitu.Error("refused for the test")
+
+    monkeypatch.setattr(insitu, "compile", refuse)
+    insitu.torch._checked.clear()
+    with pytest.warns(UserWarning, match="backward graph .* runs in torch"):
+        loss.backward()
+    grad = linear.weight.grad.clone()
+    linear.weight.grad = None
+    torch.tanh(linear(x)).sum().backward()
+    assert torch.allclose(grad, linear.weight.grad, atol=1e-6)

@@ -131,6 +131,22 @@ def _compile_graph(gm, example_inputs):
     return run
 
 
+def _compile_backward(gm, example_inputs):
+    """The backward graph, compiled when it first runs (the partition already compiled it, so
+    this takes that executable). Should it fail now anyway, the function is past its first call
+    and cannot go back to eager whole: the graph runs in torch, decomposed with this backend's
+    table (whose rules the gradient tests check), with one warning."""
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    try:
+        return _compile_graph(gm, example_inputs)
+    except _Fallback as e:
+        name = f"torch_graph_{len(compiled_graphs)}"
+        compiled_graphs.append(CompiledGraph(name, text=e.text, fallback=str(e)))
+        warnings.warn(f"insitu: backward graph {name} runs in torch (decomposed): {e}", stacklevel=2)
+        return make_boxed_func(gm.forward)
+
+
 def _replay(tensors, view):
     """A graph output that is a view of an input: the same view ops applied to that input."""
     number, chain = view
@@ -180,7 +196,7 @@ def backend(gm, example_inputs, **kwargs):
     one warning saying why."""
     from torch._dynamo.backends.common import aot_autograd
 
-    compiler = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_graph, partition_fn=_partition,
+    compiler = aot_autograd(fw_compiler=_compile_graph, bw_compiler=_compile_backward, partition_fn=_partition,
                             decompositions=_decompositions(), keep_inference_input_mutations=True)
     try:
         return compiler(gm, example_inputs, **kwargs)
