@@ -5,6 +5,9 @@ alternating, median per call (bench/README.md has the figures):
   matmul-512 / matmul-128   1024^3 f32, a TPU-style blocked kernel (grid i, j, k; the output
                             block accumulates over k) with blocks of 512 and 128
   layernorm-256             rows of 4096 x 1024 f32, 256 rows a block
+  softmax-256               rows of 4096 x 1024 f32, 256 rows a block
+  decode-attention          one query per head over a 4,096-position cache (8 heads of 64), a
+                            head a grid step
   kv-update                 one row written into a donated 256 MiB f32 cache through an
                             aliased output whose index map reads the position (scalar prefetch)
 
@@ -61,6 +64,40 @@ def jnp_layernorm(x):
     mean = jnp.mean(x, axis=-1, keepdims=True)
     var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
     return (x - mean) * lax.rsqrt(var + 1e-5)
+
+
+def softmax(rows, interpret):
+    def kernel(x_ref, o_ref):
+        x = x_ref[...]
+        e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+        o_ref[...] = e / jnp.sum(e, axis=-1, keepdims=True)
+
+    def call(x):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(x.shape[0] // rows,),
+                              in_specs=[pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0)), interpret=interpret)(x)
+    return call
+
+
+def decode_attention(interpret):
+    def kernel(q_ref, k_ref, v_ref, o_ref):
+        scores = jnp.dot(k_ref[...], q_ref[...]) * 0.125  # [T]
+        p = jnp.exp(scores - jnp.max(scores))
+        o_ref[...] = jnp.dot(p / jnp.sum(p), v_ref[...])
+
+    def call(q, k, v):  # q [H, D], k and v [H, T, D]
+        heads, positions, width = k.shape
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype), grid=(heads,),
+                              in_specs=[pl.BlockSpec((None, width), lambda h: (h, 0)),
+                                        pl.BlockSpec((None, positions, width), lambda h: (h, 0, 0)),
+                                        pl.BlockSpec((None, positions, width), lambda h: (h, 0, 0))],
+                              out_specs=pl.BlockSpec((None, width), lambda h: (h, 0)), interpret=interpret)(q, k, v)
+    return call
+
+
+def jnp_decode_attention(q, k, v):
+    scores = jnp.einsum("hd,htd->ht", q, k) * 0.125
+    return jnp.einsum("ht,htd->hd", jax.nn.softmax(scores, axis=-1), v)
 
 
 def kv_update(interpret):
@@ -124,6 +161,16 @@ def main():
     native, interpreted, plain = insitu.jax.jit(layernorm(256, False)), jax.jit(layernorm(256, True)), jax.jit(jnp_layernorm)
     compare("layernorm-256", {"jnp": lambda: plain(rows), "insitu": lambda: native(rows),
                               "interpret": lambda: interpreted(rows)}, options.rounds, 3)
+    native, interpreted = insitu.jax.jit(softmax(256, False)), jax.jit(softmax(256, True))
+    plain = jax.jit(lambda x: jax.nn.softmax(x, axis=-1))
+    compare("softmax-256", {"jnp": lambda: plain(rows), "insitu": lambda: native(rows),
+                            "interpret": lambda: interpreted(rows)}, options.rounds, 3)
+    q = jnp.asarray(rng.standard_normal((8, 64)), jnp.float32)
+    k, v = (jnp.asarray(rng.standard_normal((8, 4096, 64)), jnp.float32) for _ in range(2))
+    native, interpreted = insitu.jax.jit(decode_attention(False)), jax.jit(decode_attention(True))
+    plain = jax.jit(jnp_decode_attention)
+    compare("decode-attention", {"jnp": lambda: plain(q, k, v), "insitu": lambda: native(q, k, v),
+                                 "interpret": lambda: interpreted(q, k, v)}, options.rounds, 5)
     # the KV-cache row: each backend's cache is donated and fed back, as a decode loop does
     caches = {label: jnp.zeros((65536, 1024), jnp.float32) for label in ("jnp", "insitu", "interpret")}
     pos, new = jnp.array([17], jnp.int32), jnp.ones((1, 1024), jnp.float32)
