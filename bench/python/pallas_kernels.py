@@ -46,36 +46,26 @@ def matmul(block, interpret):
     return call
 
 
-def layernorm(rows, interpret):
-    def kernel(x_ref, o_ref):
-        x = x_ref[...]
-        mean = jnp.mean(x, axis=-1, keepdims=True)
-        var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
-        o_ref[...] = (x - mean) * lax.rsqrt(var + 1e-5)
-
-    def call(x):
-        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(x.shape[0] // rows,),
-                              in_specs=[pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0))],
-                              out_specs=pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0)), interpret=interpret)(x)
-    return call
-
-
 def jnp_layernorm(x):
     mean = jnp.mean(x, axis=-1, keepdims=True)
     var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
     return (x - mean) * lax.rsqrt(var + 1e-5)
 
 
-def softmax(rows, interpret):
+def jnp_softmax(x):
+    e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+    return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def by_rows(row_op, rows, interpret):
+    """A Pallas kernel applying row_op to blocks of `rows` whole rows, a block a grid step."""
     def kernel(x_ref, o_ref):
-        x = x_ref[...]
-        e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
-        o_ref[...] = e / jnp.sum(e, axis=-1, keepdims=True)
+        o_ref[...] = row_op(x_ref[...])
 
     def call(x):
+        spec = pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0))
         return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(x.shape[0] // rows,),
-                              in_specs=[pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0))],
-                              out_specs=pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0)), interpret=interpret)(x)
+                              in_specs=[spec], out_specs=spec, interpret=interpret)(x)
     return call
 
 
@@ -158,13 +148,11 @@ def main():
         compare(f"matmul-{block}", {"jnp": lambda: dot(x, y), "insitu": lambda: native(x, y),
                                     "interpret": lambda: interpreted(x, y)}, options.rounds, calls)
     rows = jnp.asarray(rng.standard_normal((4096, 1024)), jnp.float32)
-    native, interpreted, plain = insitu.jax.jit(layernorm(256, False)), jax.jit(layernorm(256, True)), jax.jit(jnp_layernorm)
-    compare("layernorm-256", {"jnp": lambda: plain(rows), "insitu": lambda: native(rows),
-                              "interpret": lambda: interpreted(rows)}, options.rounds, 3)
-    native, interpreted = insitu.jax.jit(softmax(256, False)), jax.jit(softmax(256, True))
-    plain = jax.jit(lambda x: jax.nn.softmax(x, axis=-1))
-    compare("softmax-256", {"jnp": lambda: plain(rows), "insitu": lambda: native(rows),
-                            "interpret": lambda: interpreted(rows)}, options.rounds, 3)
+    for name, row_op, plain in (("layernorm-256", jnp_layernorm, jax.jit(jnp_layernorm)),
+                                ("softmax-256", jnp_softmax, jax.jit(lambda x: jax.nn.softmax(x, axis=-1)))):
+        native, interpreted = insitu.jax.jit(by_rows(row_op, 256, False)), jax.jit(by_rows(row_op, 256, True))
+        compare(name, {"jnp": lambda: plain(rows), "insitu": lambda: native(rows),
+                       "interpret": lambda: interpreted(rows)}, options.rounds, 3)
     q = jnp.asarray(rng.standard_normal((8, 64)), jnp.float32)
     k, v = (jnp.asarray(rng.standard_normal((8, 4096, 64)), jnp.float32) for _ in range(2))
     native, interpreted = insitu.jax.jit(decode_attention(False)), jax.jit(decode_attention(True))

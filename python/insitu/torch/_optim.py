@@ -43,13 +43,18 @@ def _scalar_of(L, scalars, index, dtype):
     return L.convert(L.reshape(sliced, ()), dtype)
 
 
-_BINARY = {"add": aten.add.Tensor, "sub": aten.sub.Tensor, "mul": aten.mul.Tensor, "div": aten.div.Tensor,
-           "maximum": aten.maximum.default, "minimum": aten.minimum.default, "pow": aten.pow.Tensor_Tensor,
-           "clamp_min": aten.maximum.default, "clamp_max": aten.minimum.default}
+# foreach op name -> (single op with a tensor second operand, with a number second operand)
+_BINARY = {"add": (aten.add.Tensor, aten.add.Tensor), "sub": (aten.sub.Tensor, aten.sub.Tensor),
+           "mul": (aten.mul.Tensor, aten.mul.Tensor), "div": (aten.div.Tensor, aten.div.Tensor),
+           "maximum": (aten.maximum.default, aten.maximum.default),
+           "minimum": (aten.minimum.default, aten.minimum.default),
+           "pow": (aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar),
+           "clamp_min": (aten.maximum.default, aten.maximum.default),
+           "clamp_max": (aten.minimum.default, aten.minimum.default)}
 
 
-def _binary(name, scalar_target):
-    tensor_target = _BINARY[name]
+def _binary(tensor_target, scalar_target):
+    """The lowerings of one binary foreach op's overloads (List, Scalar, ScalarList, Tensor)."""
 
     def lower_list(L, node, tensors, others, *, alpha=1):
         kwargs = {"alpha": alpha} if alpha != 1 else {}
@@ -69,15 +74,11 @@ def _binary(name, scalar_target):
 
 
 def _register():
-    scalar_targets = {"add": aten.add.Tensor, "sub": aten.sub.Tensor, "mul": aten.mul.Tensor, "div": aten.div.Tensor,
-                      "maximum": aten.maximum.default, "minimum": aten.minimum.default,
-                      "pow": aten.pow.Tensor_Scalar, "clamp_min": aten.maximum.default,
-                      "clamp_max": aten.minimum.default}
-    for name, scalar_target in scalar_targets.items():
+    for name, (tensor_target, scalar_target) in _BINARY.items():
         packet = getattr(aten, f"_foreach_{name}", None)
         if packet is None:
             continue
-        for overload, lower in _binary(name, scalar_target).items():
+        for overload, lower in _binary(tensor_target, scalar_target).items():
             if overload in packet.overloads():
                 _lower(getattr(packet, overload))(lower)
     for name in ("sqrt", "neg", "reciprocal", "exp", "abs", "sign", "log", "sigmoid", "tanh", "rsqrt", "log1p",

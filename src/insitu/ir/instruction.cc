@@ -64,6 +64,12 @@ void Instruction::set_frontend_attribute(std::string key, std::string value) {
   frontend_attributes.emplace_back(std::move(key), std::move(value));
 }
 
+bool is_integer_constant(const Instruction& instruction, int64_t value) {
+  return instruction.opcode() == Opcode::kConstant && instruction.shape().is_array() &&
+         instruction.shape().rank() == 0 && is_integral(instruction.shape().element_type()) &&
+         instruction.literal.get_integer(0) == value;
+}
+
 bool is_placement_annotation(std::string_view target) {
   return target == "MoveToHost" || target == "MoveToDevice" || target == "annotate_device_placement" ||
          target == "Sharding" || target == "ShardBarrierFrom" || target == "ShardBarrierTo" ||

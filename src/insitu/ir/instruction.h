@@ -133,6 +133,7 @@ class Instruction : public InstructionAttributes {
 
   const std::vector<Instruction*>& control_predecessors() const { return control_predecessors_; }
   const std::vector<Instruction*>& control_successors() const { return control_successors_; }
+  bool has_control_edges() const { return !control_predecessors_.empty() || !control_successors_.empty(); }
   void add_control_predecessor(Instruction* predecessor);
 
   // --- called computations ---
@@ -169,5 +170,9 @@ class Instruction : public InstructionAttributes {
   std::vector<Instruction*> control_successors_;
   std::vector<Computation*> called_computations_;
 };
+
+// Whether `instruction` is a scalar integer constant equal to `value` (a start index, a loop
+// bound, a step).
+bool is_integer_constant(const Instruction& instruction, int64_t value);
 
 }  // namespace insitu

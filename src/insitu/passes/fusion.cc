@@ -18,13 +18,9 @@ bool is_fusible_elementwise(const Instruction& instruction) {
          opcode == Opcode::kConvert;
 }
 
-bool has_control_edges(const Instruction& instruction) {
-  return !instruction.control_predecessors().empty() || !instruction.control_successors().empty();
-}
-
 // May `candidate` be computed inside a fusion whose result has `dimensions`?
 bool may_join(const Instruction& candidate, const std::vector<int64_t>& dimensions) {
-  if (has_control_edges(candidate) || candidate.parent()->root() == &candidate) return false;
+  if (candidate.has_control_edges() || candidate.parent()->root() == &candidate) return false;
   const Shape& shape = candidate.shape();
   if (!shape.is_array()) return false;
   if (candidate.opcode() == Opcode::kConstant) return shape.rank() == 0;
@@ -194,7 +190,7 @@ bool recompute_cone(const Instruction* value, size_t at, const std::unordered_ma
   if (std::find(cone.begin(), cone.end(), value) != cone.end()) return true;
   for (const Instruction* operand : value->operands()) {
     if (read_anyway(operand, at, position)) continue;
-    if (!is_fusible_elementwise(*operand) || has_control_edges(*operand) || cone.size() >= kRecomputeCone ||
+    if (!is_fusible_elementwise(*operand) || operand->has_control_edges() || cone.size() >= kRecomputeCone ||
         operand->shape().dimensions() != value->shape().dimensions() || !recompute_cone(operand, at, position, cone))
       return false;
   }
@@ -215,14 +211,14 @@ bool recompute_far_values(Computation& computation, NameTable& names) {
     std::unordered_map<const Instruction*, size_t> position;
     for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
     for (Instruction* value : order) {
-      if (!is_fusible_elementwise(*value) || has_control_edges(*value) || computation.root() == value ||
+      if (!is_fusible_elementwise(*value) || value->has_control_edges() || computation.root() == value ||
           value->shape().byte_size() < kRecomputeBytes || value->users().size() < 2)
         continue;
       std::vector<Instruction*> users(value->users().begin(), value->users().end());
       std::sort(users.begin(), users.end(),  // users() lists each user once
                 [&](const Instruction* a, const Instruction* b) { return position.at(a) < position.at(b); });
       const bool fusible_users = std::all_of(users.begin(), users.end(), [&](const Instruction* user) {
-        return is_fusible_elementwise(*user) && !has_control_edges(*user) &&
+        return is_fusible_elementwise(*user) && !user->has_control_edges() &&
                user->shape().dimensions() == value->shape().dimensions();
       });
       if (!fusible_users || users.size() < 2) continue;
@@ -282,7 +278,7 @@ bool split_shared_scalar_broadcasts(Computation& computation, NameTable& names) 
   bool changed = false;
   for (Instruction* broadcast : computation.instructions()) {
     if (broadcast->opcode() != Opcode::kBroadcast || broadcast->operand(0)->shape().rank() != 0 ||
-        has_control_edges(*broadcast) || computation.root() == broadcast || broadcast->users().size() < 2)
+        broadcast->has_control_edges() || computation.root() == broadcast || broadcast->users().size() < 2)
       continue;
     const std::vector<Instruction*> users(broadcast->users().begin(), broadcast->users().end());
     auto fuses = [&](const Instruction* user) {
@@ -317,7 +313,7 @@ StatusOr<bool> fuse(Module& module) {
     const std::vector<Instruction*> order = computation->instructions();
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Instruction* instruction = *it;
-      if (taken.count(instruction) || !is_fusible_elementwise(*instruction) || has_control_edges(*instruction)) continue;
+      if (taken.count(instruction) || !is_fusible_elementwise(*instruction) || instruction->has_control_edges()) continue;
       Group group = grow_group(instruction, taken);
       if (group.members.size() < 2) continue;
       for (const Instruction* member : group.members) taken.insert(member);

@@ -9,16 +9,6 @@
 namespace insitu {
 namespace {
 
-bool has_control_edges(const Instruction* instruction) {
-  return !instruction->control_predecessors().empty() || !instruction->control_successors().empty();
-}
-
-bool is_integer_constant(const Instruction* instruction, int64_t value) {
-  return instruction->opcode() == Opcode::kConstant && instruction->shape().is_array() &&
-         instruction->shape().rank() == 0 && is_integral(instruction->shape().element_type()) &&
-         instruction->literal.get_integer(0) == value;
-}
-
 // Whether `instruction` reads element `index` of the loop state `state`.
 bool reads_state(const Instruction* instruction, const Instruction* state, int64_t index) {
   return instruction->opcode() == Opcode::kGetTupleElement && instruction->operand(0) == state &&
@@ -68,8 +58,8 @@ std::optional<std::pair<int64_t, int64_t>> counted_range(const Instruction* loop
   std::optional<int64_t> bound = constant_value(test->operand(1));
   if (!bound || !is_counter(test->operand(0), condition->parameter(0), counter, *bound)) return std::nullopt;
   const bool by_one =
-      (is_counter(next->operand(0), state, counter, *bound) && is_integer_constant(next->operand(1), 1)) ||
-      (is_counter(next->operand(1), state, counter, *bound) && is_integer_constant(next->operand(0), 1));
+      (is_counter(next->operand(0), state, counter, *bound) && is_integer_constant(*next->operand(1), 1)) ||
+      (is_counter(next->operand(1), state, counter, *bound) && is_integer_constant(*next->operand(0), 1));
   if (!by_one) return std::nullopt;
   return std::pair(*first, *bound);
 }
@@ -86,13 +76,13 @@ Instruction* peeled_rows(Instruction* initial, int64_t first, const Shape& shape
   for (Instruction* value = initial; value->opcode() == Opcode::kDynamicUpdateSlice; value = value->operand(0)) {
     const Shape& update = value->operand(1)->shape();
     if (value->operand_count() != 2 + shape.rank() || update.rank() != shape.rank() || update.dimension(0) != 1 ||
-        value->users().size() != 1 || has_control_edges(value)) {
+        value->users().size() != 1 || value->has_control_edges()) {
       ok = false;
       return nullptr;
     }
     std::optional<int64_t> row = constant_value(value->operand(2));
     for (int64_t d = 1; d < shape.rank(); ++d)
-      ok &= is_integer_constant(value->operand(2 + d), 0) && update.dimension(d) == shape.dimension(d);
+      ok &= is_integer_constant(*value->operand(2 + d), 0) && update.dimension(d) == shape.dimension(d);
     if (!ok || !row || *row < 0 || *row >= first) {
       ok = false;
       return nullptr;
@@ -109,10 +99,10 @@ Instruction* peeled_rows(Instruction* initial, int64_t first, const Shape& shape
 bool writes_row_at_counter(const Instruction* update, const Instruction* state, int64_t counter, const Shape& shape) {
   const Shape& row = update->operand(1)->shape();
   if (update->operand_count() != 2 + shape.rank() || row.rank() != shape.rank() || row.dimension(0) != 1 ||
-      has_control_edges(update) || !is_counter(update->operand(2), state, counter, shape.dimension(0)))
+      update->has_control_edges() || !is_counter(update->operand(2), state, counter, shape.dimension(0)))
     return false;
   for (int64_t d = 1; d < shape.rank(); ++d)
-    if (!is_integer_constant(update->operand(2 + d), 0) || row.dimension(d) != shape.dimension(d)) return false;
+    if (!is_integer_constant(*update->operand(2 + d), 0) || row.dimension(d) != shape.dimension(d)) return false;
   return true;
 }
 
@@ -121,7 +111,7 @@ bool writes_row_at_counter(const Instruction* update, const Instruction* state, 
 bool reads_row_at_counter(const Instruction* read, const Instruction* state, int64_t counter, const Shape& shape) {
   return read->opcode() == Opcode::kDynamicSlice && read->operand_count() == 1 + shape.rank() &&
          read->dynamic_slice_sizes.size() == static_cast<size_t>(shape.rank()) && read->dynamic_slice_sizes[0] == 1 &&
-         !has_control_edges(read) && is_counter(read->operand(1), state, counter, shape.dimension(0));
+         !read->has_control_edges() && is_counter(read->operand(1), state, counter, shape.dimension(0));
 }
 
 struct Scan {
@@ -133,7 +123,7 @@ struct Scan {
 
 // The (xs, ys) pair of `loop` this pass rewrites, or nullopt.
 std::optional<Scan> match_scan(const Instruction* loop) {
-  if (loop->opcode() != Opcode::kWhile || loop->operand_count() != 1 || has_control_edges(loop) ||
+  if (loop->opcode() != Opcode::kWhile || loop->operand_count() != 1 || loop->has_control_edges() ||
       loop->operand(0)->opcode() != Opcode::kTuple || !loop->shape().is_tuple())
     return std::nullopt;
   const Computation* body = loop->called_computations()[1];

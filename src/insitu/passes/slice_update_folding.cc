@@ -23,10 +23,6 @@ bool is_row_major(const Shape& shape) {
          std::is_sorted(shape.layout().minor_to_major.rbegin(), shape.layout().minor_to_major.rend());
 }
 
-bool has_control_edges(const Instruction* instruction) {
-  return !instruction->control_predecessors().empty() || !instruction->control_successors().empty();
-}
-
 // Whether `instruction` is a reshape that only adds or drops dimensions of size 1 (of row-major
 // arrays).
 bool is_unit_reshape(const Instruction* instruction) {
@@ -55,7 +51,7 @@ std::optional<StaticBlock> static_block(const Instruction* read, const Instructi
     const std::vector<int64_t>& dims = array->shape().dimensions();
     return StaticBlock{std::vector<int64_t>(dims.size(), 0), dims};
   }
-  if (depth > 16 || read->operand_count() != 1 || has_control_edges(read)) return std::nullopt;
+  if (depth > 16 || read->operand_count() != 1 || read->has_control_edges()) return std::nullopt;
   if (read->opcode() != Opcode::kSlice && !is_unit_reshape(read)) return std::nullopt;
   std::optional<StaticBlock> block = static_block(read->operand(0), array, depth + 1);
   if (!block || read->opcode() != Opcode::kSlice) return block;  // a unit reshape moves nothing
@@ -84,7 +80,7 @@ bool same_value(const Instruction* a, const Instruction* b, int depth = 0) {
   if (depth > 8 || a->opcode() != b->opcode() || !(a->shape() == b->shape()) || !a->shape().is_array() ||
       a->shape().rank() != 0 || a->operand_count() != b->operand_count() || a->opcode() == Opcode::kParameter ||
       !a->called_computations().empty() || !b->called_computations().empty() || has_side_effect(*a) ||
-      has_control_edges(a) || has_control_edges(b))
+      a->has_control_edges() || b->has_control_edges())
     return false;
   InstructionAttributes left = a->attributes(), right = b->attributes();
   for (InstructionAttributes* attributes : {&left, &right}) {
@@ -116,7 +112,7 @@ struct Block {
 bool foldable_update(const Instruction* updated, PrimitiveType index_type) {
   // s4, u2, ... indices: the folded starts (clamped offsets into the whole array) need not fit.
   if (is_sub_byte_integral(index_type)) return false;
-  if (updated->opcode() != Opcode::kDynamicUpdateSlice || has_control_edges(updated) ||
+  if (updated->opcode() != Opcode::kDynamicUpdateSlice || updated->has_control_edges() ||
       updated->operand_count() != 2 + updated->shape().rank() || !is_row_major(updated->shape()))
     return false;
   for (int64_t i = 2; i < updated->operand_count(); ++i)
@@ -124,18 +120,12 @@ bool foldable_update(const Instruction* updated, PrimitiveType index_type) {
   return true;
 }
 
-// Whether `start` is the integer constant `value`.
-bool is_constant(const Instruction* start, int64_t value) {
-  return start->opcode() == Opcode::kConstant && start->shape().is_array() && start->shape().rank() == 0 &&
-         is_integral(start->shape().element_type()) && start->literal.get_integer(0) == value;
-}
-
 // Form 1 (a scan's layer): %z = dynamic-update-slice(%cache, %r, starts') with %r = unit
 // reshape of %y, %y = update of unit reshape of dynamic-slice(%cache, starts), starts' = starts.
 // Form 1s (torch's view update, functionalized: select, update, select_scatter): the same with
 // the block read by a unit-stride slice and written back at constant starts equal to its own.
 std::optional<Block> match_write_back(Instruction* z) {
-  if (z->opcode() != Opcode::kDynamicUpdateSlice || z->operand_count() < 2 || has_control_edges(z)) return std::nullopt;
+  if (z->opcode() != Opcode::kDynamicUpdateSlice || z->operand_count() < 2 || z->has_control_edges()) return std::nullopt;
   Instruction* cache = z->operand(0);
   const Shape& shape = cache->shape();
   if (!is_row_major(shape) || z->operand_count() != 2 + shape.rank() || shape.rank() == 0) return std::nullopt;
@@ -150,7 +140,7 @@ std::optional<Block> match_write_back(Instruction* z) {
     std::optional<StaticBlock> found = static_block(read, cache);
     if (!found || found->sizes != block.written->shape().dimensions()) return std::nullopt;
     for (int64_t d = 0; d < shape.rank(); ++d)
-      if (!is_constant(z->operand(2 + d), found->starts[d])) return std::nullopt;
+      if (!is_integer_constant(*z->operand(2 + d), found->starts[d])) return std::nullopt;
     block.static_starts = found->starts;
     block.sizes = found->sizes;
     const PrimitiveType index_type = block.updated->operand_count() > 2
@@ -177,7 +167,7 @@ std::optional<Block> match_write_back(Instruction* z) {
 // updated (the others are written back unchanged), or nullopt.
 std::optional<std::vector<Block>> match_stack(Instruction* z, Instruction*& cache) {
   if (z->opcode() != Opcode::kConcatenate || z->dimensions.size() != 1 || z->operand_count() < 1 ||
-      has_control_edges(z) || !is_row_major(z->shape()))
+      z->has_control_edges() || !is_row_major(z->shape()))
     return std::nullopt;
   const int64_t axis = z->dimensions[0];
   cache = nullptr;
@@ -226,7 +216,7 @@ std::optional<std::vector<Block>> match_stack(Instruction* z, Instruction*& cach
 // `sources` the operand list of the concatenate of the pieces before their updates (%c_l
 // reshaped like %r_l). Nullopt when no piece is updated or one cannot be folded.
 std::optional<std::vector<Block>> match_stacked_pieces(Instruction* z, std::vector<Instruction*>& sources) {
-  if (z->opcode() != Opcode::kConcatenate || z->dimensions.size() != 1 || has_control_edges(z) ||
+  if (z->opcode() != Opcode::kConcatenate || z->dimensions.size() != 1 || z->has_control_edges() ||
       !is_row_major(z->shape()))
     return std::nullopt;
   const int64_t axis = z->dimensions[0];
@@ -236,8 +226,8 @@ std::optional<std::vector<Block>> match_stacked_pieces(Instruction* z, std::vect
   for (Instruction* written : z->operands()) {
     Instruction* updated = through_unit_reshape(written);
     const int64_t extent = written->shape().dimension(axis);
-    if (updated->opcode() != Opcode::kDynamicUpdateSlice || has_control_edges(updated) ||
-        (written != updated && (written->users().size() != 1 || has_control_edges(written))) ||
+    if (updated->opcode() != Opcode::kDynamicUpdateSlice || updated->has_control_edges() ||
+        (written != updated && (written->users().size() != 1 || written->has_control_edges())) ||
         !is_row_major(updated->shape()) || !is_row_major(written->shape())) {
       sources.push_back(written);
       offset += extent;
@@ -393,7 +383,7 @@ void remove_dead(Computation& computation, std::vector<Instruction*> candidates)
   for (size_t i = 0; i < candidates.size(); ++i) {
     Instruction* instruction = candidates[i];
     if (instruction == nullptr || !instruction->users().empty() || computation.root() == instruction ||
-        instruction->opcode() == Opcode::kParameter || has_side_effect(*instruction) || has_control_edges(instruction))
+        instruction->opcode() == Opcode::kParameter || has_side_effect(*instruction) || instruction->has_control_edges())
       continue;
     std::vector<Instruction*> operands = instruction->operands();
     computation.remove_instruction(instruction);
@@ -422,7 +412,7 @@ bool fold_stacked_pieces(Computation& computation, Folder& folder, Instruction* 
   for (Instruction* source : sources) {
     if (position.at(source) < position.at(first)) continue;
     if (source->opcode() != Opcode::kParameter && source->opcode() != Opcode::kConstant) return false;
-    if (has_control_edges(source)) return false;
+    if (source->has_control_edges()) return false;
     moved.push_back(source);
   }
   if (!moved.empty()) {

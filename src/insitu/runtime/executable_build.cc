@@ -79,8 +79,6 @@ SelectedKernel select_step_kernel(const Instruction& instruction, const Step& st
                        std::span<const ArrayView>(views.data() + operands, views.size() - operands));
 }
 
-// Operands a native step copies to scratch first: those overlapping an output in a way its
-// kernel does not handle.
 // What one run of `step` writes (ExecutionStats::bytes_written): an update in place in its
 // operand's memory writes its update; a loop, call or conditional nothing itself (its steps
 // count); a dynamic view nothing; anything else its output leaves.
@@ -108,6 +106,8 @@ int64_t bytes_written_by(const Step& step) {
   return bytes;
 }
 
+// Operands a native step copies to scratch first: those overlapping an output in a way its
+// kernel does not handle.
 std::vector<int> staged_operands(const Instruction& instruction, const Step& step) {
   std::vector<int> staged;
   for (size_t i = 0; i < step.operands.size(); ++i) {
