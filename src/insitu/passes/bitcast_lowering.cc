@@ -151,8 +151,15 @@ StatusOr<bool> reshapes_to_bitcasts(Module& module) {
     if (fused.count(computation) != 0) continue;  // a fusion computes its reshapes in registers
     for (Instruction* reshape : computation->instructions()) {
       if (reshape->opcode() != Opcode::kReshape || reshape->operand_count() != 1 || !reshape->shape().is_array() ||
-          !reshape->operand(0)->shape().is_array() || !is_row_major_reshape(*reshape) ||
-          !reshape->control_predecessors().empty() || !reshape->control_successors().empty())
+          !reshape->operand(0)->shape().is_array() || !is_row_major_reshape(*reshape) || reshape->has_control_edges())
+        continue;
+      // Only over a value its operand defines: one forwarded (a get-tuple-element, a bitcast)
+      // may carry another layout where it is defined (a loop state in {0,1} read as {1,0}), and
+      // copy insertion copies a value where it is defined: the bitcast would then read bytes
+      // in a layout that is not row-major.
+      const Opcode source = reshape->operand(0)->opcode();
+      if (source == Opcode::kGetTupleElement || source == Opcode::kBitcast || source == Opcode::kOptimizationBarrier ||
+          source == Opcode::kCopyDone || source == Opcode::kAddDependency)
         continue;
       const std::string name = reshape->name();
       Instruction* bitcast = insert_new_instruction(*computation, reshape, names, Opcode::kBitcast, name,

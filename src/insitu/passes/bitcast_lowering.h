@@ -33,8 +33,10 @@ StatusOr<bool> lower_bitcasts(Module& module);
 // when nothing wrote the operand's buffer before its last reader; the residual stream of a
 // transformer is updated in place, so each reshape read after that was a copy (52 copies of
 // 0.3-0.5 ms in one forward graph). As a bitcast its readers extend the operand's liveness
-// and copy insertion orders or copies the in-place writers instead, as for any reader. Runs
-// after fusion (fused computations keep their reshapes) and before donor matching.
+// and copy insertion orders or copies the in-place writers instead, as for any reader. Only a
+// reshape of a value its operand defines (not one forwarded through a get-tuple-element or a
+// bitcast, whose layout where it is defined may differ). Runs after fusion (fused computations
+// keep their reshapes) and before donor matching.
 StatusOr<bool> reshapes_to_bitcasts(Module& module);
 
 // Whether `bitcast` moves no element in row-major data: equal element types and both layouts
