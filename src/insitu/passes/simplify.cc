@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "insitu/passes/flatten_calls.h"
+#include "insitu/passes/name_table.h"
 
 namespace insitu {
 namespace {
@@ -211,6 +212,109 @@ bool fold_dots_into_transposes(Computation& computation) {
   return changed;
 }
 
+// Whether `computation` only moves or fills values (parameter, tuple, get-tuple-element,
+// constant, broadcast, iota) in at most kMaxMovedInstructions instructions, with no control
+// edges: computing it where it is not needed costs nothing worth a branch.
+constexpr size_t kMaxMovedInstructions = 16;
+bool only_moves_values(const Computation& computation) {
+  const std::vector<Instruction*> instructions = computation.instructions();
+  if (instructions.size() > kMaxMovedInstructions) return false;
+  for (const Instruction* instruction : instructions) {
+    switch (instruction->opcode()) {
+      case Opcode::kParameter: case Opcode::kTuple: case Opcode::kGetTupleElement: case Opcode::kConstant:
+      case Opcode::kBroadcast: case Opcode::kIota: break;
+      default: return false;
+    }
+    if (instruction->has_control_edges()) return false;
+  }
+  return true;
+}
+
+// A two-way conditional whose branches only move or fill values is a select between the two
+// branch results (each branch's instructions cloned before it, its parameter read as the
+// conditional's operand): `pl.when(k == 0): o[...] = 0` discharges to
+// conditional(k == 0, block, ()) {return param} {return broadcast(0)}, and a conditional's
+// result is a buffer of its own, so copy insertion copied the block in on every step that kept
+// it; the select fuses with what reads it. Array results and tuples of arrays; a pred selector
+// picks true_computation (the first) when true, an s32 index the first branch only at 0 (XLA
+// runs the last branch for an index out of range).
+bool conditionals_to_selects(Computation& computation, NameTable& names) {
+  bool changed = false;
+  for (Instruction* conditional : computation.instructions()) {
+    if (conditional->opcode() != Opcode::kConditional || conditional->called_computations().size() != 2 ||
+        conditional->operand_count() != 3 || conditional->has_control_edges())
+      continue;
+    const Shape& shape = conditional->shape();
+    bool arrays = shape.is_array();
+    if (shape.is_tuple()) {
+      arrays = true;
+      for (const Shape& element : shape.tuple_shapes()) arrays &= element.is_array();
+    }
+    const auto& branches = conditional->called_computations();
+    if (!arrays || !only_moves_values(*branches[0]) || !only_moves_values(*branches[1])) continue;
+    Instruction* selector = conditional->operand(0);
+    if (!selector->shape().is_array() || selector->shape().rank() != 0) continue;
+    Instruction* first_taken = selector;  // pred: true runs branch 0
+    if (selector->shape().element_type() != PrimitiveType::kPred) {
+      if (!is_integral(selector->shape().element_type())) continue;
+      auto zero = std::make_unique<Instruction>(Opcode::kConstant, names.unique("constant"), selector->shape());
+      zero->literal = Literal(selector->shape());
+      Instruction* zero_added = computation.insert_instruction_before(std::move(zero), conditional);
+      auto compare = std::make_unique<Instruction>(Opcode::kCompare, names.unique("compare"),
+                                                   Shape::array(PrimitiveType::kPred, {}));
+      compare->comparison_direction = ComparisonDirection::kEq;
+      compare->append_operand(selector);
+      compare->append_operand(zero_added);
+      first_taken = computation.insert_instruction_before(std::move(compare), conditional);
+    }
+    Instruction* values[2];
+    for (int b = 0; b < 2; ++b) {
+      std::unordered_map<const Instruction*, Instruction*> mapped;
+      for (Instruction* original : branches[b]->instructions()) {
+        if (original->opcode() == Opcode::kParameter) {
+          mapped[original] = conditional->operand(1 + b);
+          continue;
+        }
+        Instruction* clone = computation.insert_instruction_before(
+            clone_without_operands(*original, names.unique(original->name())), conditional);
+        for (Instruction* operand : original->operands()) clone->append_operand(mapped.at(operand));
+        mapped[original] = clone;
+      }
+      values[b] = mapped.at(branches[b]->root());
+    }
+    // one select per array leaf (the branch roots of a tuple result are tuples: their operands)
+    auto select = [&](Instruction* on_true, Instruction* on_false, const Shape& leaf) {
+      auto instruction = std::make_unique<Instruction>(Opcode::kSelect, names.unique("select"), leaf);
+      instruction->append_operand(first_taken);
+      instruction->append_operand(on_true);
+      instruction->append_operand(on_false);
+      return computation.insert_instruction_before(std::move(instruction), conditional);
+    };
+    Instruction* result = nullptr;
+    if (shape.is_array()) {
+      result = select(values[0], values[1], shape);
+    } else {
+      auto tuple = std::make_unique<Instruction>(Opcode::kTuple, names.unique("tuple"), shape);
+      for (size_t i = 0; i < shape.tuple_shapes().size(); ++i) {
+        Instruction* leaves[2];
+        for (int b = 0; b < 2; ++b) {
+          auto element = std::make_unique<Instruction>(Opcode::kGetTupleElement, names.unique("get-tuple-element"),
+                                                       shape.tuple_shapes()[i]);
+          element->tuple_index = static_cast<int64_t>(i);
+          element->append_operand(values[b]);
+          leaves[b] = computation.insert_instruction_before(std::move(element), conditional);
+        }
+        tuple->append_operand(select(leaves[0], leaves[1], shape.tuple_shapes()[i]));
+      }
+      result = computation.insert_instruction_before(std::move(tuple), conditional);
+    }
+    conditional->replace_all_uses_with(result);
+    if (computation.root() == conditional) computation.set_root(result);
+    changed = true;  // the conditional is dead now (no side effects in its branches): remove_dead_code takes it
+  }
+  return changed;
+}
+
 bool is_dead(const Instruction& instruction) {
   return instruction.users().empty() && instruction.parent()->root() != &instruction &&
          instruction.opcode() != Opcode::kParameter && !has_side_effect(instruction);
@@ -252,7 +356,9 @@ StatusOr<bool> simplify(Module& module) {
   if (module.entry() == nullptr) return failed_precondition("simplify needs a module with an entry computation");
   std::unordered_set<const Computation*> reachable_before = reachable_computations(module);
   bool changed = false;
+  NameTable names(module);
   for (Computation* computation : module.computations()) {
+    changed |= conditionals_to_selects(*computation, names);
     changed |= forward_tuple_elements(*computation);
     changed |= forward_layout_copies_into_dots(*computation);
     changed |= compose_transposes(*computation);
