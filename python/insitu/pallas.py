@@ -17,7 +17,10 @@ override: a plain ``jax.jit`` keeps JAX's own rule), to a grid loop built for in
 - a block past the array's end (a ragged grid) reads and writes the array padded to whole
   blocks, as interpret mode does.
 
-That is interpret mode's meaning (tested against it), compiled by insitu's whole pipeline. What
+That is interpret mode's meaning (tested against it), compiled by insitu's whole pipeline. The
+loop carries the kernel's name, grid and aliases as frontend attributes (src/insitu/ir/grid_loop.h;
+the body's own ops carry an empty name): ``stats["pallas_kernels"]`` and ``explain()`` report each
+kernel by them. What
 insitu cannot run is a located error naming the kernel: constants captured by the kernel,
 ``Element``/``BoundedSlice``/``Indirect`` block dimensions, mesh kernels, ragged blocks of an
 aliased pair. (The native grid executor with parallel axes on threads is the next step: issue
@@ -37,11 +40,21 @@ class UnsupportedKernel(ValueError):
     """A pallas_call insitu cannot compile; the message names the kernel and what it holds."""
 
 
-def _kernel_name(params):
-    name = params.get("name")
+def _source_info(params):
+    """'plus_one_kernel at file.py:3' (the kernel function and where it is), or None."""
     info = getattr(params["jaxpr"], "debug_info", None)
-    where = getattr(info, "func_src_info", None) if info is not None else None
-    return f"pallas_call {name or '?'}" + (f" ({where})" if where else "")
+    return getattr(info, "func_src_info", None) if info is not None else None
+
+
+def _short_name(params):
+    """The kernel's name: pallas_call's name=, else its function's name."""
+    where = _source_info(params)
+    return params.get("name") or (where.split(" at ")[0] if where else "?")
+
+
+def _kernel_name(params):
+    where = _source_info(params)
+    return f"pallas_call {params.get('name') or '?'}" + (f" ({where})" if where else "")
 
 
 def _block_dims(grid_mapping, kernel):
@@ -143,6 +156,12 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     steps = functools.reduce(lambda a, b: a * b, grid, 1)
 
     def step(i, state_values):
+        from jax.experimental.xla_metadata import set_xla_metadata
+
+        with set_xla_metadata(insitu_pallas_kernel=""):  # only the grid loop names the kernel
+            return grid_step(i, state_values)
+
+    def grid_step(i, state_values):
         values = dict(zip(carried, state_values[:len(carried)]))
         scratch_values = list(state_values[len(carried):])
         current = [values.get(a, arrays[a]) for a in range(len(arrays))]
@@ -171,8 +190,15 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
                 current[a] = _write_block(current[a], new_blocks[k], starts[k], block_shapes[k], squeezed[k])
         return tuple(current[a] for a in carried) + tuple(new_scratch)
 
-    final = lax.fori_loop(jnp.int32(0), jnp.asarray(steps, jnp.int32), step,
-                          tuple(arrays[a] for a in carried) + tuple(scratch))
+    # The loop carries the kernel's name, grid and aliases (ir/grid_loop.h): stats' pallas_kernels
+    # and explain name it by them.
+    from jax.experimental.xla_metadata import set_xla_metadata
+
+    with set_xla_metadata(insitu_pallas_kernel=_short_name({"name": name, "jaxpr": jaxpr}),
+                          insitu_pallas_grid="x".join(str(d) if isinstance(d, int) else "?" for d in grid) or "()",
+                          insitu_pallas_aliases=",".join(f"{i}->{o}" for i, o in input_output_aliases)):
+        final = lax.fori_loop(jnp.int32(0), jnp.asarray(steps, jnp.int32), step,
+                              tuple(arrays[a] for a in carried) + tuple(scratch))
     values = dict(zip(carried, final[:len(carried)]))
     outputs = []
     for o, aval in enumerate(out_avals):

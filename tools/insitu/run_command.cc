@@ -251,6 +251,16 @@ nlohmann::json run_stats_json(const Executable& executable, const ExecutionStats
                  {"kernels_launched", stats.kernels_launched}});
   for (const CopyExplanation& copy : explain_module(executable.module()).copies)
     json["copies_in_module"].push_back({{"name", copy.copy->name()}, {"reason", copy_reason_name(copy.reason)}});
+  if (!stats.kernel_grids.empty()) {
+    json["pallas_kernels"] = nlohmann::json::array();
+    for (const ExecutionStats::KernelGrid& grid : stats.kernel_grids)
+      json["pallas_kernels"].push_back(
+          {{"name", grid.kernel}, {"grid", grid.grid}, {"aliases", grid.aliases}, {"runs", grid.runs},
+           {"steps", grid.steps}, {"bytes_copied", grid.bytes_copied}, {"native", true},
+           {"parallel_axes", nlohmann::json::array()},
+           {"in_order_because", "insitu runs a kernel's grid steps in order, as one compiled loop (grid axes on "
+                                "threads are not built yet)"}});
+  }
   return json;
 }
 

@@ -3,13 +3,57 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unordered_set>
+
 #include "insitu/ir/copy_reason.h"
+#include "insitu/ir/grid_loop.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
 namespace {
 
 std::string_view alias_kind_name(AliasKind kind) { return kind == AliasKind::kMustAlias ? "must-alias" : "may-alias"; }
+
+// The computations `loop` runs, its own and those they call, transitively.
+std::unordered_set<const Computation*> loop_computations(const Instruction& loop) {
+  std::unordered_set<const Computation*> seen;
+  std::vector<const Computation*> pending(loop.called_computations().begin(), loop.called_computations().end());
+  while (!pending.empty()) {
+    const Computation* computation = pending.back();
+    pending.pop_back();
+    if (!seen.insert(computation).second) continue;
+    for (const Instruction* instruction : computation->instructions())
+      for (const Computation* called : instruction->called_computations()) pending.push_back(called);
+  }
+  return seen;
+}
+
+// Each grid loop with the copies of arrays inside it or of its initial state (the while's
+// operand, or an element of the tuple it is). A scalar's copy (the step counter's initial
+// constant) is no block or array of the kernel's: left out.
+std::vector<KernelLoopExplanation> explain_kernels(const Module& module, const std::vector<CopyExplanation>& copies) {
+  std::vector<KernelLoopExplanation> kernels;
+  for (const Computation* computation : module.computations())
+    for (const Instruction* instruction : computation->instructions()) {
+      std::optional<GridLoopInfo> info = grid_loop_info(*instruction);
+      if (!info) continue;
+      KernelLoopExplanation& kernel = kernels.emplace_back();
+      kernel.loop = instruction;
+      kernel.kernel = info->kernel;
+      kernel.grid = info->grid;
+      kernel.aliases = info->aliases;
+      const std::unordered_set<const Computation*> inside = loop_computations(*instruction);
+      const Instruction* state = instruction->operand(0);
+      for (const CopyExplanation& copy : copies) {
+        if (copy.copy->shape().is_array() && copy.copy->shape().rank() == 0) continue;  // the step counter
+        bool initial = copy.copy == state;
+        if (state->opcode() == Opcode::kTuple)
+          for (const Instruction* element : state->operands()) initial |= copy.copy == element;
+        if (initial || inside.count(copy.copy->parent())) kernel.copies.push_back(copy.copy);
+      }
+    }
+  return kernels;
+}
 
 }  // namespace
 
@@ -34,6 +78,7 @@ Explanation explain_module(const Module& optimized) {
   }
   explanation.aliases = optimized.config().input_output_alias;
   explanation.unused_donors = recorded_unused_donors(optimized);
+  explanation.kernels = explain_kernels(optimized, explanation.copies);
   return explanation;
 }
 
@@ -59,6 +104,17 @@ std::string explanation_text(const Explanation& e) {
   for (const UnusedDonor& donor : e.unused_donors)
     out += str_cat("unused donor: parameter ", donor.parameter_number, " ", shape_index_to_string(donor.parameter_index),
                    ": ", donor_reason_name(donor.reason), "\n  ", donor.detail, "\n");
+  for (const KernelLoopExplanation& kernel : e.kernels) {
+    out += str_cat("pallas kernel ", kernel.kernel, " (grid ", kernel.grid, ", loop %", kernel.loop->name(),
+                   kernel.aliases.empty() ? std::string() : str_cat(", input->output aliases ", kernel.aliases), "): ");
+    if (kernel.copies.empty()) {
+      out += "in place (no copy of its arrays or loop state)\n";
+      continue;
+    }
+    out += str_cat(kernel.copies.size(), kernel.copies.size() == 1 ? " copy:" : " copies:");
+    for (const Instruction* copy : kernel.copies) out += str_cat(" %", copy->name());
+    out += " (their reasons above)\n";
+  }
   return out;
 }
 
@@ -83,6 +139,19 @@ std::string explanation_json(const Explanation& e) {
                                     {"parameter_index", nlohmann::json(donor.parameter_index)},
                                     {"reason", std::string(donor_reason_name(donor.reason))},
                                     {"detail", donor.detail}});
+  if (!e.kernels.empty()) {
+    out["pallas_kernels"] = nlohmann::json::array();
+    for (const KernelLoopExplanation& kernel : e.kernels) {
+      nlohmann::json copies = nlohmann::json::array();
+      for (const Instruction* copy : kernel.copies) copies.push_back(copy->name());
+      out["pallas_kernels"].push_back({{"name", kernel.kernel},
+                                       {"grid", kernel.grid},
+                                       {"aliases", kernel.aliases},
+                                       {"loop", kernel.loop->name()},
+                                       {"in_place", kernel.copies.empty()},
+                                       {"copies", std::move(copies)}});
+    }
+  }
   return out.dump(2) + "\n";
 }
 

@@ -26,11 +26,19 @@ struct CopyExplanation {
   std::string detail;
 };
 
+// A Pallas kernel's grid loop (ir/grid_loop.h) and the copies that keep it from running in
+// place: copies of arrays inside its loop (blocks, state) and of its initial state.
+struct KernelLoopExplanation {
+  const Instruction* loop = nullptr;
+  std::string kernel, grid, aliases;
+  std::vector<const Instruction*> copies;  // empty: the kernel updates its arrays in place
+};
 struct Explanation {
   std::string module_name;
   std::vector<CopyExplanation> copies;  // every computation, in program order
   std::vector<InputOutputAlias> aliases;
   std::vector<UnusedDonor> unused_donors;
+  std::vector<KernelLoopExplanation> kernels;  // every Pallas kernel's grid loop, in program order
   std::optional<int64_t> peak_memory_bytes;  // when buffers were assigned
 
   int64_t copied_bytes() const;
@@ -43,9 +51,11 @@ Explanation explain_module(const OptimizedModule& optimized);
 Explanation explain_module(const Module& optimized);
 
 // "module NAME: N copies (B bytes), peak memory P bytes", then a line per copy (its detail
-// indented below), alias and unused donor.
+// indented below), alias, unused donor and Pallas kernel ("in place" or its copies).
 std::string explanation_text(const Explanation& explanation);
-// {"copies", "peak_memory_bytes" (null without buffers), "aliases", "unused_donors"}, indented.
+// {"copies", "peak_memory_bytes" (null without buffers), "aliases", "unused_donors"}, indented,
+// and "pallas_kernels": [{"name", "grid", "aliases", "loop", "in_place", "copies"}] when the module
+// has any.
 std::string explanation_json(const Explanation& explanation);
 
 }  // namespace insitu

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "insitu/ir/grid_loop.h"
 #include "insitu/passes/name_table.h"
 #include "insitu/support/str.h"
 
@@ -95,6 +96,7 @@ StatusOr<bool> peel_loops(Module& module) {
   bool changed = false;
   for (Instruction* loop : entry.instructions()) {
     if (loop->opcode() != Opcode::kWhile || loop->operand_count() != 1) continue;
+    if (grid_loop_info(*loop)) continue;  // a Pallas kernel's grid: see loop_peeling.h
     Instruction* init = loop->operand(0);
     if (init->opcode() != Opcode::kTuple) continue;
     if (loop->while_body()->instruction_count() > kMaxPeeledBody) continue;

@@ -16,7 +16,10 @@
 // "Surely runs once": %init is a tuple whose counter element is an integer constant and %c's
 // root compares that element (get-tuple-element of its parameter) with an integer constant,
 // true for the constant (lax.scan and fori_loop lower so). Only loops of the entry computation,
-// with bodies of at most kMaxPeeledBody instructions (the body is duplicated).
+// with bodies of at most kMaxPeeledBody instructions (the body is duplicated). Not a Pallas
+// kernel's grid loop (ir/grid_loop.h): its body updates blocks of its arrays in place, so a
+// peeled first step would copy the caller's array all the same, and the kernel's grid steps
+// would no longer all run in the loop the stats count them in.
 //
 // Pre: runs before flatten-calls, which inlines the call and gives the body's own loops and
 // conditionals one caller each.

@@ -79,6 +79,18 @@ struct ExecutionStats {
     double seconds = 0;
   };
   std::vector<KernelRun> kernel_runs;
+  // Every Pallas kernel's grid loop that ran (ir/grid_loop.h), in the order each first ran: its
+  // name and grid as the kernel's author wrote them, its runs, the grid steps they ran and the
+  // bytes copied while it ran (copies of blocks or state: 0 when the kernel ran in place).
+  struct KernelGrid {
+    std::string kernel;
+    std::string grid;
+    std::string aliases;  // input_output_aliases, "input->output,..."
+    int64_t runs = 0;
+    int64_t steps = 0;
+    int64_t bytes_copied = 0;
+  };
+  std::vector<KernelGrid> kernel_grids;
   // With ExecuteOptions::profile: per instruction that ran as a step, its runs and seconds (a
   // while, call or conditional includes the steps it ran), longest first.
   struct StepTime {

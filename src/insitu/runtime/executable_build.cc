@@ -488,6 +488,7 @@ Status Executable::build() {
           step.run = family == RuntimeFamily::kWhile  ? &Executor::run_while
                      : family == RuntimeFamily::kCall ? &Executor::run_call
                                                       : &Executor::run_conditional;
+          if (family == RuntimeFamily::kWhile) step.grid_loop = grid_loop_info(*instruction);
           for (const Computation* callee : instruction->called_computations()) {
             auto it = programs_.find(callee);
             if (it == programs_.end())

@@ -402,18 +402,37 @@ Status Executor::run_custom_call(const Step& step) {
 Status Executor::run_while(const Step& step) {
   const Program& condition = *step.callees[0];
   const Program& body = *step.callees[1];
+  const int64_t copied_before = stats_.bytes_copied;
+  int64_t iterations = 0;
   move_leaves(step.operands[0], body.parameters[0]);
   move_leaves(step.operands[0], condition.parameters[0]);
   while (true) {
     INSITU_RETURN_IF_ERROR(run(condition));
     if (address(condition.root[0])[0] == 0) break;
     INSITU_RETURN_IF_ERROR(run(body));
+    ++iterations;
     if (deadline_) INSITU_RETURN_IF_ERROR(check_deadline(*step.instruction));  // the back-edge
     move_leaves(body.root, body.parameters[0]);
     move_leaves(body.root, condition.parameters[0]);
   }
   move_leaves(body.parameters[0], step.outputs);
+  if (step.grid_loop) record_grid_loop(*step.grid_loop, iterations, stats_.bytes_copied - copied_before);
   return ok_status();
+}
+
+void Executor::record_grid_loop(const GridLoopInfo& loop, int64_t steps, int64_t bytes_copied) {
+  ExecutionStats::KernelGrid* entry = nullptr;
+  for (ExecutionStats::KernelGrid& grid : stats_.kernel_grids)
+    if (grid.kernel == loop.kernel && grid.grid == loop.grid && grid.aliases == loop.aliases) entry = &grid;
+  if (entry == nullptr) {
+    entry = &stats_.kernel_grids.emplace_back();
+    entry->kernel = loop.kernel;
+    entry->grid = loop.grid;
+    entry->aliases = loop.aliases;
+  }
+  ++entry->runs;
+  entry->steps += steps;
+  entry->bytes_copied += bytes_copied;
 }
 
 Status Executor::run_conditional(const Step& step) {

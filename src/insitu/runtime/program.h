@@ -7,7 +7,10 @@
 
 #include <vector>
 
+#include <optional>
+
 #include "insitu/evaluator/custom_call_table.h"
+#include "insitu/ir/grid_loop.h"
 #include "insitu/ir/instruction.h"
 #include "insitu/runtime/kernels.h"
 
@@ -57,6 +60,7 @@ struct Step {
   std::vector<int> staged;
   PreparedCustomCall native_custom_call;  // custom-call steps run natively: prepared at create
   int64_t bytes_written = 0;  // what one run writes (ExecutionStats::bytes_written); callees count their own
+  std::optional<GridLoopInfo> grid_loop;  // a while that runs a Pallas kernel's grid (stats' kernel_grids)
 };
 
 struct Program {
