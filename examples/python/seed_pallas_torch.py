@@ -1,7 +1,9 @@
 """The seed's script (examples/seed/pallas_inplace_question.txt) as its author wrote it, with only
 torch_xla's names swapped for insitu's: a Pallas kernel in Python, input_output_aliases={0:0},
 jax.jit(donate_argnums=[0]), wrapped for PyTorch with make_kernel_from_pallas inside a
-torch.library.custom_op that mutates x, compiled with torch.compile. No C++ is written.
+torch.library.custom_op that mutates x, compiled with torch.compile. No C++ is written. The
+custom op is lowered into the compiled graph: its Pallas kernel runs in insitu's program for the
+graph, writing into x's own storage.
 
     python examples/python/seed_pallas_torch.py
 """
@@ -47,6 +49,8 @@ for dtype in (torch.int32, torch.float32, torch.bfloat16):
     x = torch.ones(4, dtype=dtype)
     pointer = x.data_ptr()
     fn(x)
-    stats = plus_one_pt.executable.stats
+    graph = insitu.torch.compiled_graphs[-1]  # the graph torch.compile made of fn, run by insitu
+    stats = graph.stats
     print(f"x = {x}; same storage: {x.data_ptr() == pointer}; bytes copied: {stats['bytes_copied']}, "
-          f"copies: {len(stats['copies_in_module'])}")
+          f"copies: {len(stats['copies_in_module'])}; kernels: {[k['name'] for k in stats['pallas_kernels']]}")
+print(graph.explain())

@@ -199,6 +199,11 @@ class _Lowering:
             self.values[node] = self.kernel(node, list(node.args), _KERNEL_OPS[target])
             return
         handler = _LOWERINGS.get(target) or _LOWERINGS.get(str(target))
+        if handler is None and isinstance(target, torch._ops.OpOverload) and "::" in target._schema.name \
+                and not target._schema.name.startswith("aten::"):
+            named = dict(zip((a.name for a in target._schema.arguments), node.args), **node.kwargs)
+            self.values[node] = self.custom_op(target, named, [])[0]  # a functional custom op
+            return
         if handler is None:
             raise Unsupported(f"op {target} ({node.format_node()})")
         self.values[node] = handler(self, node, *node.args, **node.kwargs)
@@ -222,7 +227,7 @@ class _Lowering:
             self.donors.add(self.param_of[base])
             return (None,) + tuple(self.values[b] for b in bases)
         if op not in _KERNEL_OPS:
-            raise Unsupported(f"custom op {op} is not an insitu kernel (insitu.torch.kernel)")
+            return self.custom_op(op, {**kwargs, **mutable}, bases)
         args = [mutable[a.name] if a.name in mutable else kwargs.get(a.name, a.default_value) for a in schema.arguments]
         results = self.kernel(node, args, _KERNEL_OPS[op])
         results = results if isinstance(results, tuple) else (results,)
@@ -232,6 +237,71 @@ class _Lowering:
             arg = args[operand]
             new_bases[bases.index(arg)] = results[k]
         return (None,) + tuple(new_bases)
+
+    def custom_op(self, op, named, bases):
+        """A custom op whose implementation only calls make_kernel_from_pallas kernels, run on
+        Recorded stand-ins (insitu/torch/_pallas.py): its kernels' HLO in this module. `named`:
+        its arguments by schema name; `bases`: the nodes it mutates (auto_functionalized's).
+        Returns (its result's HLO value or None, *the bases' new values)."""
+        from torch._library import custom_ops
+
+        from ._pallas import Recorded
+
+        opdef = custom_ops.OPDEFS.get(op._schema.name)
+        if opdef is None:
+            raise Unsupported(f"custom op {op} is neither an insitu kernel (insitu.torch.kernel) nor a torch.library "
+                              "custom_op whose implementation insitu can read")
+        recorded, args = {}, []
+        for a in op._schema.arguments:
+            arg = named.get(a.name, a.default_value)
+            if isinstance(arg, torch.fx.Node):
+                if arg not in recorded:
+                    dtype, dims = self.types[self.value(arg)]
+                    recorded[arg] = Recorded(self, self.value(arg), dtype, dims)
+                arg = recorded[arg]
+            args.append(arg)
+        before = self.count
+        try:
+            out = opdef._init_fn(*args)
+        except Unsupported:
+            raise
+        except Exception as error:
+            raise Unsupported(f"custom op {op}: its implementation is not only calls of insitu Pallas kernels "
+                              f"(make_kernel_from_pallas) on its tensors: {type(error).__name__}: {error}") from error
+        if self.count == before:
+            raise Unsupported(f"custom op {op} calls no insitu Pallas kernel (make_kernel_from_pallas) and is not an "
+                              "insitu kernel (insitu.torch.kernel)")
+        if out is not None and not isinstance(out, Recorded):
+            raise Unsupported(f"custom op {op}: returns {type(out).__name__}, not one tensor or None")
+        new_bases = tuple(recorded[b].value if b in recorded else self.values[b] for b in bases)
+        return (None if out is None else out.value,) + new_bases
+
+    def inline_hlo(self, text, operands, results):
+        """HLO module `text` (JAX's) as computations of this module, its entry called on
+        `operands`; returns one HLO value per entry result (`results`: (torch dtype, dims) each)."""
+        import re
+
+        self.count += 1
+        prefix = f"inlined{self.count}_"
+        lines = text.splitlines()
+        header = lines[0]
+        names = [m.group(2) for line in lines if (m := re.match(r"^(ENTRY )?%?([\w.\-]+)\s*[({]", line))]
+        entry = next(m.group(1) for line in lines if (m := re.match(r"^ENTRY %?([\w.\-]+)", line)))
+        pattern = re.compile(r"(?<![\w.\-])(%?)(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+                             + r")(?![\w.\-])")
+        body = "\n".join(lines[1:]).replace("ENTRY ", "", 1)
+        body = pattern.sub(lambda m: m.group(1) + prefix + m.group(2), body)
+        self.region_text.append(body.strip() + "\n")
+        shapes = [_shape_text(*r) for r in results]
+        tupled = "->(" in header.replace(" ", "")
+        name = f"call.{self.count}"
+        call_shape = f"({', '.join(shapes)})" if tupled else shapes[0]
+        self.lines.append(f"  {name} = {call_shape} call({', '.join(operands)}), to_apply={prefix}{entry}")
+        if not tupled:
+            self.types[name] = results[0]
+            return [name]
+        return [self.emit("out", dtype, dims, f"get-tuple-element({name}), index={k}")
+                for k, (dtype, dims) in enumerate(results)]
 
     def kernel(self, node, args, entry):
         target, mapping, mutating = entry

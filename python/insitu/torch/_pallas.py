@@ -10,6 +10,13 @@ the kernels through insitu/pallas.py), and a tensor the function donates (its ow
 ``jax.jit(..., donate_argnums=...)``) and aliases to a result is that result: the kernel writes
 into the tensor's storage, 0 bytes copied. Tensors cross by DLPack without a copy. One
 executable per (shapes, dtypes, static arguments).
+
+Inside ``torch.compile(backend="insitu")``, a custom op whose implementation only calls such
+kernels on its tensors (the seed's ``plus_one_`` op) is lowered into the graph: the lowering
+runs the implementation on :class:`Recorded` stand-ins, which give only their shape and dtype,
+and each call becomes the JAX function's HLO, called in the graph's module (its donated,
+aliased arguments written in place). An implementation that does anything else with a tensor
+fails there, and the graph runs eagerly, as before.
 """
 from __future__ import annotations
 
@@ -37,7 +44,7 @@ def make_kernel_from_pallas(kernel, output_shape_dtype_fn):
     def build(args, static_argnums, static_argnames, kwargs):
         specs = []
         for a in args:
-            if isinstance(a, torch.Tensor):
+            if isinstance(a, (torch.Tensor, Recorded)):
                 if a.dtype not in _DTYPES:
                     raise TypeError(f"make_kernel_from_pallas: tensor of dtype {a.dtype} has no JAX type here")
                 specs.append(jax.ShapeDtypeStruct(tuple(a.shape), _DTYPES[a.dtype]))
@@ -51,7 +58,7 @@ def make_kernel_from_pallas(kernel, output_shape_dtype_fn):
             target = jax.jit(kernel, static_argnums=static_argnums, static_argnames=static_argnames)
         lowered = target.trace(*specs, **kwargs).lower(_private_parameters=_lowering_parameters())
         executable = insitu.compile(lowered.as_text(dialect="hlo"))
-        tensor_positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        tensor_positions = [i for i, a in enumerate(args) if isinstance(a, (torch.Tensor, Recorded))]
         if len(executable.parameters) != len(tensor_positions):
             raise insitu.Error(f"make_kernel_from_pallas: the function takes {len(executable.parameters)} arrays; "
                                f"it was called with {len(tensor_positions)} tensors")
@@ -59,6 +66,8 @@ def make_kernel_from_pallas(kernel, output_shape_dtype_fn):
         return executable, tensor_positions, donated, lowered
 
     def pt(*args, static_argnums=None, static_argnames=None, **kwargs):
+        if any(isinstance(a, Recorded) for a in args):
+            return _record(build, output_shape_dtype_fn, args, static_argnums, static_argnames, kwargs)
         key = (tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else ("static", a) for a in args),
                _hashable(static_argnums), _hashable(static_argnames), tuple(sorted(kwargs.items())))
         if key not in executables:
@@ -86,6 +95,56 @@ def make_kernel_from_pallas(kernel, output_shape_dtype_fn):
 
     pt.executable = None  # the last call's insitu.Executable (stats, explain)
     return pt
+
+
+class Recorded:
+    """A tensor argument of a custom op while insitu's torch lowering runs the op's
+    implementation: its shape and dtype can be read, ``copy_`` from another one is recorded, and
+    a make_kernel_from_pallas call on it becomes HLO in the graph (`value`: the HLO value it
+    holds now). Anything else a tensor would do raises, and the graph runs eagerly."""
+
+    def __init__(self, lowering, value, dtype, shape):
+        self._lowering, self.value, self.dtype, self.shape = lowering, value, dtype, torch.Size(shape)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def dim(self):
+        return len(self.shape)
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def copy_(self, other):
+        if not isinstance(other, Recorded) or other.shape != self.shape or other.dtype != self.dtype:
+            raise TypeError("copy_ between recorded tensors of one shape and dtype only")
+        self.value = other.value
+        return self
+
+    def __getattr__(self, name):
+        raise TypeError(f"a custom op lowered by insitu may only pass its tensors to insitu Pallas kernels "
+                        f"(and copy_ between them); it used tensor.{name}")
+
+
+def _record(build, output_shape_dtype_fn, args, static_argnums, static_argnames, kwargs):
+    """pt's call on Recorded arguments: the JAX function's HLO called in the graph being lowered;
+    donated, aliased arguments then hold the results written into them."""
+    executable, positions, donated, lowered = build(args, static_argnums, static_argnames, kwargs)
+    tensors = [args[i] for i in positions]
+    if not all(isinstance(t, Recorded) for t in tensors):
+        raise TypeError("make_kernel_from_pallas: a call mixing recorded and real tensors")
+    lowering = tensors[0]._lowering
+    expected = [(torch.Size(shape), dtype) for shape, dtype in output_shape_dtype_fn(*args)]
+    values = lowering.inline_hlo(lowered.as_text(dialect="hlo"), [t.value for t in tensors],
+                                 [(dtype, tuple(shape)) for shape, dtype in expected])
+    outs = [Recorded(lowering, v, dtype, shape) for v, (shape, dtype) in zip(values, expected)]
+    for k in donated:
+        out = outs[executable.parameters[k]["aliased_output"]]
+        if out.shape != tensors[k].shape or out.dtype != tensors[k].dtype:
+            raise TypeError(f"make_kernel_from_pallas: result aliased to argument {k} differs from it")
+        tensors[k].value = out.value
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _hashable(value):
