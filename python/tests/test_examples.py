@@ -1,4 +1,5 @@
-"""The seed's script in both frameworks (examples/python), run as a user runs them."""
+"""The seed's script in both frameworks and the Pallas decode step (examples/python), run as a user
+runs them."""
 import os
 import subprocess
 import sys
@@ -44,4 +45,11 @@ def test_seed_pallas_script_from_torch_updates_x_in_its_own_storage():
     for line in ("x = tensor([2, 2, 2, 2], dtype=torch.int32)", "x = tensor([2., 2., 2., 2.])",
                  "x = tensor([2., 2., 2., 2.], dtype=torch.bfloat16)"):
         assert line in out, out
-    assert out.count("same storage: True; bytes copied: 0, copies: 0") == 3, out
+    assert out.count("same storage: True; bytes copied: 0, copies: 0; kernels: ['plus_one_kernel']") == 3, out
+    assert "pallas kernel plus_one_kernel" in out and "in place" in out, out
+
+
+def test_pallas_decode_attention_writes_the_donated_caches_in_place():
+    out = run_script("pallas_decode_attention.py")  # the script asserts its error and bytes itself
+    assert "200 decode steps into a donated 8x1024x64 f32 KV cache" in out, out
+    assert "pallas kernel decode_kernel (grid 8" in out and "in place" in out, out

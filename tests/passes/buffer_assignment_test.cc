@@ -459,6 +459,94 @@ ENTRY %main (w: f32[4,3,5], i: s32[], x: f32[3]) -> (f32[5], f32[2,2]) {
             AllocationKind::kDynamicView);
 }
 
+// A dynamic view carried unchanged through a while loop as its state (a Pallas kernel body's
+// inner loop over a block it read) is that loop state too: the loop's parameter, the body's
+// pass-through root and the loop result read the block where it lies. A dynamic-slice of that
+// view inside the loop (the loop's slice of the block) is a view of the view, based at run
+// time on it. A loop that writes the state it got holds a buffer of its own.
+TEST(BufferAssignmentTest, DynamicViewCarriedThroughALoopAndSlicedInItIsReadInPlace) {
+  auto module = parse_or_fail(R"(
+HloModule m
+
+%body (s: (s32[], f32[8,4], f32[4])) -> (s32[], f32[8,4], f32[4]) {
+  %s = (s32[], f32[8,4], f32[4]) parameter(0)
+  %j = s32[] get-tuple-element(%s), index=0
+  %block = f32[8,4] get-tuple-element(%s), index=1
+  %acc = f32[4] get-tuple-element(%s), index=2
+  %zero = s32[] constant(0)
+  %row = f32[1,4] dynamic-slice(%block, %j, %zero), dynamic_slice_sizes={1,4}
+  %flat = f32[4] reshape(%row)
+  %sum = f32[4] add(%acc, %flat)
+  %one = s32[] constant(1)
+  %next = s32[] add(%j, %one)
+  ROOT %out = (s32[], f32[8,4], f32[4]) tuple(%next, %block, %sum)
+}
+
+%cond (c: (s32[], f32[8,4], f32[4])) -> pred[] {
+  %c = (s32[], f32[8,4], f32[4]) parameter(0)
+  %k = s32[] get-tuple-element(%c), index=0
+  %n = s32[] constant(8)
+  ROOT %more = pred[] compare(%k, %n), direction=LT
+}
+
+%writes (s: (s32[], f32[8,4], f32[4])) -> (s32[], f32[8,4], f32[4]) {
+  %s = (s32[], f32[8,4], f32[4]) parameter(0)
+  %j = s32[] get-tuple-element(%s), index=0
+  %block = f32[8,4] get-tuple-element(%s), index=1
+  %acc = f32[4] get-tuple-element(%s), index=2
+  %twice = f32[8,4] add(%block, %block)
+  %one = s32[] constant(1)
+  %next = s32[] add(%j, %one)
+  ROOT %out = (s32[], f32[8,4], f32[4]) tuple(%next, %twice, %acc)
+}
+
+%cond.1 (c: (s32[], f32[8,4], f32[4])) -> pred[] {
+  %c = (s32[], f32[8,4], f32[4]) parameter(0)
+  %k = s32[] get-tuple-element(%c), index=0
+  %n = s32[] constant(8)
+  ROOT %more = pred[] compare(%k, %n), direction=LT
+}
+
+ENTRY %main (cache: f32[3,8,4], h: s32[]) -> (f32[4], f32[8,4]) {
+  %cache = f32[3,8,4] parameter(0)
+  %h = s32[] parameter(1)
+  %zero = s32[] constant(0)
+  %head = f32[1,8,4] dynamic-slice(%cache, %h, %zero, %zero), dynamic_slice_sizes={1,8,4}
+  %block = f32[8,4] reshape(%head)
+  %start = f32[] constant(0)
+  %acc = f32[4] broadcast(%start), dimensions={}
+  %counter = s32[] constant(0)
+  %init = (s32[], f32[8,4], f32[4]) tuple(%counter, %block, %acc)
+  %loop = (s32[], f32[8,4], f32[4]) while(%init), condition=%cond, body=%body
+  %total = f32[4] get-tuple-element(%loop), index=2
+  %head2 = f32[1,8,4] dynamic-slice(%cache, %zero, %zero, %zero), dynamic_slice_sizes={1,8,4}
+  %block2 = f32[8,4] reshape(%head2)
+  %counter2 = s32[] constant(0)
+  %acc2 = f32[4] broadcast(%start), dimensions={}
+  %init2 = (s32[], f32[8,4], f32[4]) tuple(%counter2, %block2, %acc2)
+  %loop2 = (s32[], f32[8,4], f32[4]) while(%init2), condition=%cond.1, body=%writes
+  %written = f32[8,4] get-tuple-element(%loop2), index=1
+  ROOT %t = (f32[4], f32[8,4]) tuple(%total, %written)
+})");
+  ASSERT_NE(module, nullptr);
+  BufferAssignment assignment = assign_or_die(*module);
+  const Dataflow& dataflow = assignment.dataflow();
+  const Computation* body = module->find_computation("body");
+  ASSERT_NE(body, nullptr);
+  const BufferSlice head = slice_of(assignment, *module, "head");
+  EXPECT_EQ(assignment.allocations()[head.allocation].kind, AllocationKind::kDynamicView);
+  const ValueId carried = dataflow.value_at(body->parameter(0), {1});
+  EXPECT_TRUE(assignment.is_view(carried));
+  EXPECT_EQ(assignment.slice(carried)->allocation, head.allocation);
+  const ValueId row = dataflow.value_at(body->find_instruction("row"));
+  EXPECT_TRUE(assignment.is_view(row));  // a view of the view
+  EXPECT_EQ(assignment.allocations()[assignment.slice(row)->allocation].kind, AllocationKind::kDynamicView);
+  EXPECT_NE(assignment.slice(row)->allocation, head.allocation);
+  // the loop that writes its state: a buffer of its own, which the reshape of the block fills
+  EXPECT_FALSE(assignment.is_view(dataflow.value_at(find(*module, "block2"))));
+  EXPECT_FALSE(assignment.is_view(dataflow.value_at(module->find_computation("writes")->parameter(0), {1})));
+}
+
 TEST(BufferAssignmentTest, StridedOrColumnSlicesAndReorderingReshapesAreNotViews) {
   auto module = parse_or_fail(R"(
 HloModule m

@@ -39,7 +39,11 @@ struct BufferPlan {
 //     row-major array, read only by plain readers: its bytes are a range of its operand's;
 //   - a dynamic view: a dynamic-slice whose result is contiguous in its row-major operand for
 //     every start (leading sizes 1, then one partial dimension, then full ones), read only by
-//     plain readers: a stacked layer's weights or cache read where they lie.
+//     plain readers: a stacked layer's weights or cache read where they lie; also a dynamic
+//     view of a dynamic view (each based at run time on the last);
+//   - either kind carried unchanged through while loops as their state (the loop's body hands
+//     it back as it got it) and read only in place there: the view is that loop state too (a
+//     Pallas kernel body's inner loop reading its blocks).
 // Either way the borrowed buffer must hold the same bytes until the borrower's last reader,
 // so its live range is extended to there; when something writes it in between (an in-place
 // update scheduled before the last reader), the borrower is materialized after all.

@@ -93,8 +93,68 @@ bool written_between(const BufferPlan& plan, ValueId except, int64_t from, int64
   return false;
 }
 
-bool is_plain_temp_value(const BufferPlan& plan) {
-  return plan.materialized && plan.kind == AllocationKind::kTemp && plan.values.size() == 1 && plan.outputs.empty();
+// Whether while `loop` hands state leaf `index` to its next iteration unchanged (the body's
+// root holds the body parameter's value there).
+bool passes_through(const Dataflow& dataflow, const Instruction& loop, const ShapeIndex& index) {
+  const Computation* body = loop.while_body();
+  return body->parameter_count() == 1 &&
+         dataflow.value_at(body->root(), index) == dataflow.value_at(body->parameter(0), index);
+}
+
+// A value of a view's buffer that is the view carried unchanged through while loops (the view
+// itself as a loop's initial state, a body or condition parameter, a loop result), and read
+// there only in place: the view then is that loop state too, read where it lies. A Pallas
+// kernel body's inner fori_loop carries each block it reads this way; materialized, each grid
+// step copied its blocks out (a decode step's whole per-head cache).
+bool carried_read_only(const Dataflow& dataflow, const Value& value, bool is_view) {
+  const Instruction* defining = value.defining.instruction;
+  if (!is_view && defining->opcode() != Opcode::kWhile &&
+      !(defining->opcode() == Opcode::kParameter && value.defining.index.size() == 1))
+    return false;  // not a loop's phi value
+  for (const Position& position : value.positions) {
+    const Instruction* at = position.instruction;
+    if (at == defining || at->opcode() == Opcode::kBitcast || at->opcode() == Opcode::kGetTupleElement) {
+      if (at == at->parent()->root()) return false;
+      continue;
+    }
+    if (at->opcode() != Opcode::kTuple || position.index.size() != 1) return false;
+    if (at == at->parent()->root()) {
+      // a while body's root handing the parameter's value back unchanged
+      if (defining->opcode() != Opcode::kParameter || defining->parent() != at->parent() ||
+          value.defining.index != position.index)
+        return false;
+      continue;
+    }
+    for (const Instruction* user : at->users())  // a loop's initial state, passed through
+      if (user->opcode() != Opcode::kWhile || !passes_through(dataflow, *user, position.index)) return false;
+  }
+  for (const Use& use : value.uses) {
+    const Opcode opcode = use.instruction->opcode();
+    if (opcode == Opcode::kConditional || opcode == Opcode::kCall) return false;
+    if (opcode == Opcode::kWhile && !passes_through(dataflow, *use.instruction, use.operand_index)) return false;
+    for (const InPlacePair& pair : in_place_pairs(*use.instruction))
+      if (pair.operand_number == use.operand_number) return false;
+  }
+  return true;
+}
+
+// The last time the view's buffer is read when the view (value `view`) may borrow its
+// operand's bytes: a plain temp read only in place, or the view carried unchanged through while
+// loops (carried_read_only); nullopt otherwise.
+std::optional<int64_t> borrowable_until(const Dataflow& dataflow, const LiveRanges& live, const BufferPlan& plan,
+                                        ValueId view) {
+  if (!plan.materialized || plan.kind != AllocationKind::kTemp || !plan.outputs.empty()) return std::nullopt;
+  if (plan.values.size() == 1) {
+    if (!read_only_in_place(dataflow.value(view))) return std::nullopt;
+    return last_read(dataflow.value(view), live);
+  }
+  int64_t last = 0;
+  for (ValueId id : plan.values) {
+    const Value& value = dataflow.value(id);
+    if (!carried_read_only(dataflow, value, id == view)) return std::nullopt;
+    last = std::max({last, last_read(value, live), live.value_range(id).end});
+  }
+  return last;
 }
 
 void borrow_views(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
@@ -105,10 +165,11 @@ void borrow_views(const Dataflow& dataflow, const LiveRanges& live, std::vector<
       continue;
     const ValueId id = dataflow.value_at(instruction);
     BufferPlan& plan = plans[live.buffer_of(id)];
-    if (!is_plain_temp_value(plan)) continue;
+    const std::optional<int64_t> until = borrowable_until(dataflow, live, plan, id);
+    if (!until) continue;
     const bool dynamic = is_contiguous_dynamic_slice(*instruction);
     std::optional<int64_t> offset = dynamic ? std::optional<int64_t>(0) : view_offset_bytes(*instruction);
-    if (!offset || !read_only_in_place(dataflow.value(id))) continue;
+    if (!offset) continue;
     const ValueId source_value = dataflow.value_at(instruction->operand(0));
     BufferId source = live.buffer_of(source_value);
     // A view of a (static) view reads the first one's source; a view of a dynamic view is a
@@ -117,10 +178,12 @@ void borrow_views(const Dataflow& dataflow, const LiveRanges& live, std::vector<
       *offset += plans[source].view_offset;
       source = plans[source].view_of;
     }
-    if (dynamic && plans[source].dynamic_view) continue;  // one level of run-time offset
-    const BufferId owner = plans[source].dynamic_view ? plans[source].view_of : source;  // holds the bytes
+    // The buffer that holds the bytes: through dynamic views of dynamic views (a block of a
+    // Pallas kernel's block, its inner loop's slice of it), each based at run time on the last.
+    BufferId owner = source;
+    while (plans[owner].dynamic_view) owner = plans[owner].view_of;
     if (!plans[source].materialized && !plans[source].dynamic_view) continue;
-    const int64_t from = live.time(instruction), to = last_read(dataflow.value(id), live);
+    const int64_t from = live.time(instruction), to = *until;
     if (written_between(plans[owner], plans[source].dynamic_view ? ValueId{-1} : source_value, from, to, live))
       continue;
     plan.materialized = false;
@@ -128,8 +191,10 @@ void borrow_views(const Dataflow& dataflow, const LiveRanges& live, std::vector<
     plan.view_offset = *offset;
     plan.dynamic_view = dynamic;
     plans[owner].lent = true;
-    plans[owner].range.end = std::max(plans[owner].range.end, to);
-    plans[source].range.end = std::max(plans[source].range.end, to);
+    for (BufferId held = source;; held = plans[held].view_of) {  // each link of the chain lives to `to`
+      plans[held].range.end = std::max(plans[held].range.end, to);
+      if (held == owner) break;
+    }
   }
 }
 
