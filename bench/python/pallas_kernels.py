@@ -8,8 +8,12 @@ alternating, median per call (bench/README.md has the figures):
   softmax-256               rows of 4096 x 1024 f32, 256 rows a block
   decode-attention          one query per head over a 4,096-position cache (8 heads of 64), a
                             head a grid step
-  kv-update                 one row written into a donated 256 MiB f32 cache through an
-                            aliased output whose index map reads the position (scalar prefetch)
+  flash-attention           forward, B=1, H=8, S=2048, D=64: a grid step per head and 128 query
+                            rows, an online softmax over 128-key blocks in a fori_loop
+  kv-update                 a 256-position chunk of each of 16 layers written into a donated
+                            1 GiB f32 cache [16, 16384, 1024] through an aliased output whose
+                            index map reads the position (scalar prefetch); beside it the time
+                            numpy's copy of the written bytes takes (the bandwidth floor)
 
     $(scripts/python-env)/bin/python bench/python/pallas_kernels.py [--threads 2] [--rounds 5]
 """
@@ -90,16 +94,50 @@ def jnp_decode_attention(q, k, v):
     return jnp.einsum("ht,htd->hd", jax.nn.softmax(scores, axis=-1), v)
 
 
-def kv_update(interpret):
+def flash_attention(interpret, block_q=128, block_k=128):
+    def kernel(q_ref, k_ref, v_ref, o_ref):
+        q = q_ref[...] * 0.125  # [block_q, D]
+        rows, width = q.shape
+
+        def body(j, carry):
+            m, l, acc = carry
+            k = k_ref[pl.ds(j * block_k, block_k), :]
+            v = v_ref[pl.ds(j * block_k, block_k), :]
+            s = jnp.dot(q, k.T, preferred_element_type=jnp.float32)
+            m_new = jnp.maximum(m, jnp.max(s, axis=-1))
+            p = jnp.exp(s - m_new[:, None])
+            scale = jnp.exp(m - m_new)
+            return m_new, l * scale + jnp.sum(p, axis=-1), acc * scale[:, None] + jnp.dot(p, v)
+
+        start = (jnp.full((rows,), -jnp.inf, jnp.float32), jnp.zeros((rows,), jnp.float32),
+                 jnp.zeros((rows, width), jnp.float32))
+        m, l, acc = lax.fori_loop(0, k_ref.shape[0] // block_k, body, start)
+        o_ref[...] = acc / l[:, None]
+
+    def call(q, k, v):  # [H, S, D] each
+        heads, length, width = q.shape
+        q_spec = pl.BlockSpec((None, block_q, width), lambda h, i: (h, i, 0))
+        kv_spec = pl.BlockSpec((None, length, width), lambda h, i: (h, 0, 0))
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype), grid=(heads, length // block_q),
+                              in_specs=[q_spec, kv_spec, kv_spec], out_specs=q_spec, interpret=interpret)(q, k, v)
+    return call
+
+
+def jnp_attention(q, k, v):
+    return jax.nn.softmax(jnp.einsum("hqd,hkd->hqk", q * 0.125, k), axis=-1) @ v
+
+
+def kv_update(interpret, chunk=256):
     def kernel(pos_ref, new_ref, cache_ref, out_ref):
         out_ref[...] = new_ref[...]
 
-    def call(pos, new, cache):
-        width = cache.shape[1]
+    def call(pos, new, cache):  # new [L, chunk, D] into cache [L, T, D] at position pos[0] (a chunk multiple)
+        layers, _, width = cache.shape
+        block = pl.BlockSpec((None, chunk, width), lambda l, p: (l, p[0] // chunk, 0))
         spec = pltpu.PrefetchScalarGridSpec(
-            num_scalar_prefetch=1, grid=(1,),
-            in_specs=[pl.BlockSpec((1, width), lambda i, p: (0, 0)), pl.BlockSpec(memory_space=pl.ANY)],
-            out_specs=pl.BlockSpec((1, width), lambda i, p: (p[0], 0)))
+            num_scalar_prefetch=1, grid=(layers,),
+            in_specs=[pl.BlockSpec((None, chunk, width), lambda l, p: (l, 0, 0)), pl.BlockSpec(memory_space=pl.ANY)],
+            out_specs=block)
         return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(cache.shape, cache.dtype), grid_spec=spec,
                               input_output_aliases={2: 0}, interpret=interpret)(pos, new, cache)
     return call
@@ -115,9 +153,10 @@ def median_ms(fn, rounds, calls):
     return statistics.median(times)
 
 
-def compare(name, runs, rounds, calls):
-    """runs: label -> zero-argument callable; the first is the one the others are checked against."""
-    results = {label: np.asarray(run()) for label, run in runs.items()}
+def compare(name, runs, rounds, calls, view=lambda result: result):
+    """runs: label -> zero-argument callable; the first is the one the others are checked against
+    (through `view` of each result). Returns the median ms per label."""
+    results = {label: np.asarray(view(run())) for label, run in runs.items()}
     reference = next(iter(results.values()))
     for label, value in results.items():
         np.testing.assert_allclose(value, reference, rtol=2e-3, atol=2e-3, err_msg=f"{name}: {label}")
@@ -128,8 +167,13 @@ def compare(name, runs, rounds, calls):
     medians = {label: statistics.median(t) for label, t in times.items()}
     line = f"{name:14s}" + "".join(f"  {label} {ms:9.3f} ms" for label, ms in medians.items())
     insitu_ms = medians["insitu"]
-    line += f"  | interpret/insitu {medians['interpret'] / insitu_ms:.1f}x, insitu/jnp {insitu_ms / medians['jnp'] :.2f}x"
+    line += f"  | insitu/jnp {insitu_ms / medians['jnp']:.2f}x"
+    if "interpret" in medians:
+        line += f", interpret/insitu {medians['interpret'] / insitu_ms:.1f}x"
+    if "memcpy" in medians:
+        line += f", insitu/memcpy {insitu_ms / medians['memcpy']:.2f}x"
     print(line, flush=True)
+    return medians
 
 
 def main():
@@ -159,12 +203,18 @@ def main():
     plain = jax.jit(jnp_decode_attention)
     compare("decode-attention", {"jnp": lambda: plain(q, k, v), "insitu": lambda: native(q, k, v),
                                  "interpret": lambda: interpreted(q, k, v)}, options.rounds, 5)
-    # the KV-cache row: each backend's cache is donated and fed back, as a decode loop does
-    caches = {label: jnp.zeros((65536, 1024), jnp.float32) for label in ("jnp", "insitu", "interpret")}
-    pos, new = jnp.array([17], jnp.int32), jnp.ones((1, 1024), jnp.float32)
-    steps = {"jnp": jax.jit(lambda p, n, c: lax.dynamic_update_slice(c, n, (p[0], 0)), donate_argnums=2),
-             "insitu": insitu.jax.jit(kv_update(False), donate_argnums=2),
-             "interpret": jax.jit(kv_update(True), donate_argnums=2)}
+    q, k, v = (jnp.asarray(rng.standard_normal((8, 2048, 64)), jnp.float32) for _ in range(3))
+    native, interpreted = insitu.jax.jit(flash_attention(False)), jax.jit(flash_attention(True))
+    plain = jax.jit(jnp_attention)
+    compare("flash-attention", {"jnp": lambda: plain(q, k, v), "insitu": lambda: native(q, k, v),
+                                "interpret": lambda: interpreted(q, k, v)}, options.rounds, 1)
+    # the KV-cache chunk: each backend's 1 GiB cache is donated and fed back, as a decode loop does
+    layers, positions, width, chunk = 16, 16384, 1024, 256
+    caches = {label: jnp.zeros((layers, positions, width), jnp.float32) for label in ("jnp", "insitu", "interpret")}
+    pos, new = jnp.array([4096], jnp.int32), jnp.ones((layers, chunk, width), jnp.float32)
+    steps = {"jnp": jax.jit(lambda p, n, c: lax.dynamic_update_slice(c, n, (0, p[0], 0)), donate_argnums=2),
+             "insitu": insitu.jax.jit(kv_update(False, chunk), donate_argnums=2),
+             "interpret": jax.jit(kv_update(True, chunk), donate_argnums=2)}
 
     def stepper(label):
         def run():
@@ -172,11 +222,21 @@ def main():
             return caches[label]
         return run
 
-    runs = {label: stepper(label) for label in steps}
-    compare("kv-update", runs, options.rounds, 5)
+    runs = {label: stepper(label) for label in steps if label != "interpret"}
+    source = np.ones(layers * chunk * width, np.float32)
+    target = np.empty_like(source)
+    runs["memcpy"] = lambda: (np.copyto(target, source), target.reshape(layers, chunk, width))[1]  # the bandwidth floor
+    chunk_view = lambda cache: cache[:, 4096:4096 + chunk] if cache.shape[1] == positions else cache  # noqa: E731
+    medians = compare("kv-update", runs, options.rounds, 5, view=chunk_view)
+    # interpret mode rewrites the whole 1 GiB cache per step, which slowed the others' memory
+    # when it ran between them (insitu 3.6 ms instead of 1.1): timed apart, after them
+    interpret = stepper("interpret")
+    np.testing.assert_allclose(np.asarray(chunk_view(interpret())), np.asarray(chunk_view(runs["insitu"]())))
+    interpret_ms = median_ms(interpret, options.rounds, 2)
+    print(f"{'':14s}  interpret {interpret_ms:9.3f} ms  | interpret/insitu {interpret_ms / medians['insitu']:.1f}x")
     stats = steps["insitu"].executable(pos, new, caches["insitu"]).stats
     print(f"  kv-update insitu: bytes_copied {stats['bytes_copied']}, bytes_written {stats['bytes_written']} "
-          f"of a {65536 * 1024 * 4} byte cache")
+          f"of a {layers * positions * width * 4} byte cache; kernels {stats.get('pallas_kernels')}")
 
 
 if __name__ == "__main__":
