@@ -30,6 +30,7 @@ def test_stats_name_the_seed_kernel_with_its_grid_and_steps():
     (kernel,) = executable.stats["pallas_kernels"]
     assert kernel["name"] == "plus_one_kernel" and kernel["grid"] == "()" and kernel["aliases"] == "0->0"
     assert kernel["steps"] == 1 and kernel["runs"] == 1 and kernel["bytes_copied"] == 0 and kernel["native"]
+    assert kernel["bytes_staged"] == 0  # the whole array is its block: read and written where it lies
     assert executable.stats["bytes_copied"] == 0
     np.testing.assert_array_equal(np.asarray(x), 2)
     text = executable.explain()
@@ -51,6 +52,9 @@ def test_a_grid_counts_every_step_and_the_body_loops_are_not_kernels():
     np.testing.assert_array_equal(np.asarray(fn(x)), np.asarray(x) * 64)
     kernels = fn.executable(x).stats["pallas_kernels"]
     assert [(k["name"], k["grid"], k["runs"], k["steps"]) for k in kernels] == [("times_eight", "4x2", 2, 16)]
+    # a 2x4 block of an 8x8 array is strided: each step copies its input block out (32 bytes)
+    assert kernels[0]["bytes_staged"] >= 16 * 32
+    assert fn.executable(x).stats["bytes_staged"] >= kernels[0]["bytes_staged"]
     explained = fn.executable(x).explain("json")["pallas_kernels"]
     assert [(k["name"], k["grid"]) for k in explained] == [("times_eight", "4x2")] * 2
     assert explained[0]["in_place"]

@@ -240,6 +240,7 @@ nlohmann::json run_stats_json(const Executable& executable, const ExecutionStats
   nlohmann::json json = {{"copies_executed", stats.copies_executed},
                          {"bytes_copied", stats.bytes_copied},
                          {"bytes_written", stats.bytes_written},
+                         {"bytes_staged", stats.bytes_staged},
                          {"peak_memory_bytes", stats.peak_memory_bytes},
                          {"run_seconds", stats.run_seconds},
                          {"fallback_ops_executed", stats.fallback_ops_executed},
@@ -256,7 +257,8 @@ nlohmann::json run_stats_json(const Executable& executable, const ExecutionStats
     for (const ExecutionStats::KernelGrid& grid : stats.kernel_grids)
       json["pallas_kernels"].push_back(
           {{"name", grid.kernel}, {"grid", grid.grid}, {"aliases", grid.aliases}, {"runs", grid.runs},
-           {"steps", grid.steps}, {"bytes_copied", grid.bytes_copied}, {"native", true},
+           {"steps", grid.steps}, {"bytes_copied", grid.bytes_copied}, {"bytes_staged", grid.bytes_staged},
+           {"native", true},
            {"parallel_axes", nlohmann::json::array()},
            {"in_order_because", "insitu runs a kernel's grid steps in order, as one compiled loop (grid axes on "
                                 "threads are not built yet)"}});

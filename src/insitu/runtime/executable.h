@@ -61,6 +61,10 @@ struct ExecutionStats {
   // scatter) its update, any other step its outputs; views and forwarding write nothing. What a
   // step really writes, so a full-size rewrite cannot hide behind bytes_copied 0.
   int64_t bytes_written = 0;
+  // Of those, what dynamic-slice and slice steps copied out of an array into a buffer of their
+  // own (a block that could not be read where it lies: a strided window, a block a loop writes):
+  // data moved, not computed, and not a copy instruction, so not in bytes_copied.
+  int64_t bytes_staged = 0;
   int64_t peak_memory_bytes = 0;  // from buffer assignment
   double run_seconds = 0;
   int64_t fallback_ops_executed = 0;  // instructions run through the evaluator (not custom-calls)
@@ -89,6 +93,7 @@ struct ExecutionStats {
     int64_t runs = 0;
     int64_t steps = 0;
     int64_t bytes_copied = 0;
+    int64_t bytes_staged = 0;  // block copies: ExecutionStats::bytes_staged while it ran
   };
   std::vector<KernelGrid> kernel_grids;
   // With ExecuteOptions::profile: per instruction that ran as a step, its runs and seconds (a

@@ -540,6 +540,8 @@ Status Executable::build() {
     }
     for (Step& step : program.steps) {
       step.bytes_written = bytes_written_by(step);
+      const Opcode sliced = step.instruction->opcode();
+      if (sliced == Opcode::kDynamicSlice || sliced == Opcode::kSlice) step.bytes_staged = step.bytes_written;
       auto bind = [](const Leaf& leaf) { return Binding{leaf.shape, leaf.allocation, leaf.offset, leaf.scalar}; };
       for (const std::vector<Leaf>& operand : step.operands)
         step.bindings.push_back(operand.empty() ? Binding{} : bind(operand[0]));

@@ -73,6 +73,7 @@ Status Executor::run(const Program& program) {
         profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status status = (this->*step.run)(step);
     stats_.bytes_written += step.bytes_written;
+    stats_.bytes_staged += step.bytes_staged;
     if (profile_) {
       std::pair<int64_t, double>& time = profile_times_[step.instruction];
       ++time.first;
@@ -402,7 +403,7 @@ Status Executor::run_custom_call(const Step& step) {
 Status Executor::run_while(const Step& step) {
   const Program& condition = *step.callees[0];
   const Program& body = *step.callees[1];
-  const int64_t copied_before = stats_.bytes_copied;
+  const int64_t copied_before = stats_.bytes_copied, staged_before = stats_.bytes_staged;
   int64_t iterations = 0;
   move_leaves(step.operands[0], body.parameters[0]);
   move_leaves(step.operands[0], condition.parameters[0]);
@@ -416,11 +417,12 @@ Status Executor::run_while(const Step& step) {
     move_leaves(body.root, condition.parameters[0]);
   }
   move_leaves(body.parameters[0], step.outputs);
-  if (step.grid_loop) record_grid_loop(*step.grid_loop, iterations, stats_.bytes_copied - copied_before);
+  if (step.grid_loop)
+    record_grid_loop(*step.grid_loop, iterations, stats_.bytes_copied - copied_before, stats_.bytes_staged - staged_before);
   return ok_status();
 }
 
-void Executor::record_grid_loop(const GridLoopInfo& loop, int64_t steps, int64_t bytes_copied) {
+void Executor::record_grid_loop(const GridLoopInfo& loop, int64_t steps, int64_t bytes_copied, int64_t bytes_staged) {
   ExecutionStats::KernelGrid* entry = nullptr;
   for (ExecutionStats::KernelGrid& grid : stats_.kernel_grids)
     if (grid.kernel == loop.kernel && grid.grid == loop.grid && grid.aliases == loop.aliases) entry = &grid;
@@ -433,6 +435,7 @@ void Executor::record_grid_loop(const GridLoopInfo& loop, int64_t steps, int64_t
   ++entry->runs;
   entry->steps += steps;
   entry->bytes_copied += bytes_copied;
+  entry->bytes_staged += bytes_staged;
 }
 
 Status Executor::run_conditional(const Step& step) {

@@ -99,7 +99,7 @@ class Executor {
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   double timeout_seconds_ = 0;
   // Adds one run of a Pallas kernel's grid loop to stats_.kernel_grids.
-  void record_grid_loop(const GridLoopInfo& loop, int64_t steps, int64_t bytes_copied);
+  void record_grid_loop(const GridLoopInfo& loop, int64_t steps, int64_t bytes_copied, int64_t bytes_staged);
   bool profile_ = false;
   std::unordered_map<const Instruction*, std::pair<int64_t, double>> profile_times_;  // runs, seconds
 };

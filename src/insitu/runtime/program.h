@@ -60,6 +60,7 @@ struct Step {
   std::vector<int> staged;
   PreparedCustomCall native_custom_call;  // custom-call steps run natively: prepared at create
   int64_t bytes_written = 0;  // what one run writes (ExecutionStats::bytes_written); callees count their own
+  int64_t bytes_staged = 0;   // of those, a materialized (dynamic-)slice's (ExecutionStats::bytes_staged)
   std::optional<GridLoopInfo> grid_loop;  // a while that runs a Pallas kernel's grid (stats' kernel_grids)
 };
 
