@@ -184,38 +184,6 @@ bool BufferFacts::can_write_over(const Instruction* reader, ValueId operand_valu
 
 std::string describe(const BufferFacts& facts, ValueId id) { return facts.value(id).to_string(); }
 
-bool writes_elementwise(const Instruction& instruction) {
-  if (is_elementwise(instruction.opcode())) return true;
-  if (instruction.opcode() != Opcode::kFusion || instruction.fusion_kind != "kLoop" ||
-      !instruction.fusion_output_to_operand_aliasing.empty() || instruction.called_computations().size() != 1)
-    return false;
-  // the result's sizes: one array, or a multi-output fusion's tuple of arrays of one shape's
-  // dimensions (its ops computed elementwise, each output written at the positions it reads)
-  std::vector<int64_t> bytes;
-  if (instruction.shape().is_array()) {
-    bytes.push_back(instruction.shape().byte_size());
-  } else {
-    if (!instruction.shape().is_tuple() || instruction.shape().tuple_size() == 0) return false;
-    const Shape& first = instruction.shape().tuple_shape(0);
-    for (int64_t i = 0; i < instruction.shape().tuple_size(); ++i) {
-      const Shape& leaf = instruction.shape().tuple_shape(i);
-      if (!leaf.is_array() || !first.is_array() || leaf.dimensions() != first.dimensions()) return false;
-      bytes.push_back(leaf.byte_size());
-    }
-  }
-  const Computation& body = *instruction.called_computations()[0];
-  const std::vector<Instruction*> order = body.instructions();
-  if (order.empty() || order.back() != body.root()) return false;
-  for (const Instruction* parameter : body.parameters()) {
-    if (parameter == nullptr ||
-        std::find(bytes.begin(), bytes.end(), parameter->shape().byte_size()) == bytes.end())
-      continue;
-    for (const Instruction* user : parameter->users())
-      if (!is_elementwise(user->opcode()) && user != body.root()) return false;
-  }
-  return true;
-}
-
 bool is_unmaterialized_scalar_broadcast(const Value& value) {
   const Instruction* broadcast = value.defining.instruction;
   if (broadcast->opcode() != Opcode::kBroadcast || broadcast->operand(0)->shape().rank() != 0) return false;

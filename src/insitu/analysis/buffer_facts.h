@@ -1,7 +1,8 @@
 // BufferFacts: which buffer every value of a Dataflow snapshot lives in, when it is read and
 // who writes it, on the current instruction order. Copy insertion's rules, copy elimination's
-// trials and the schedule read these facts; writes_elementwise and the scalar-broadcast rule
-// below are the instruction-level facts buffer assignment and the runtime share with them.
+// trials and the schedule read these facts; the scalar-broadcast rule below is an
+// instruction-level fact buffer assignment and the runtime share with them (which outputs may
+// share an operand's memory is analysis/in_place.h's).
 //
 // A value's *origin* is the value whose buffer it occupies: an in-place op's output lives in
 // its in-place operand's buffer, a while result in its init's buffer, a conditional result in
@@ -91,14 +92,6 @@ class BufferFacts {
 // "%name" / "%name{1}" for messages.
 std::string describe(const BufferFacts& facts, ValueId value);
 
-// Whether `instruction` reads every operand of its result's size element by element at the
-// position it writes (an elementwise op, or a kLoop fusion whose parameters of that size are
-// read only by elementwise ops and whose root comes last; a multi-output fusion's results are
-// a tuple of arrays of one shape's dimensions, and the runtime holds back an output written
-// over an operand until the ops after it have read that operand), so its result may be
-// written over such an operand: copy insertion, donor matching, buffer assignment and the
-// runtime's overlap staging all ask this one question.
-bool writes_elementwise(const Instruction& instruction);
 
 // broadcast(scalar) read only by elementwise ops and fusions, and not a root: it needs no
 // bytes, its readers read the scalar (buffer assignment leaves it unmaterialized; the runtime

@@ -65,51 +65,6 @@ std::string Value::to_string() const {
   return out;
 }
 
-std::vector<InPlacePair> in_place_pairs(const Instruction& instruction) {
-  std::vector<InPlacePair> pairs;
-  switch (instruction.opcode()) {
-    case Opcode::kDynamicUpdateSlice:
-      pairs.push_back({0, {}, {}});
-      break;
-    case Opcode::kScatter: {
-      const int64_t count = (instruction.operand_count() - 1) / 2;
-      if (count == 1) {
-        pairs.push_back({0, {}, {}});
-      } else {
-        for (int64_t i = 0; i < count; ++i) pairs.push_back({i, {}, {i}});
-      }
-      break;
-    }
-    case Opcode::kAllReduce:
-    case Opcode::kAllReduceStart:
-      // Reduced in place, as XLA's all-reduce-start (MPI_IN_PLACE): the result is its operand's
-      // buffer; copy insertion protects an operand that is still read afterwards.
-      if (instruction.operand_count() == 1 && instruction.shape().is_array()) {
-        pairs.push_back({0, {}, {}});
-      } else if (instruction.shape().is_tuple() && instruction.shape().tuple_size() == instruction.operand_count()) {
-        // A combined all-reduce (XLA's all-reduce combiner): each array operand is reduced into
-        // its own result; an operand written twice keeps its first pair only.
-        for (int64_t i = 0; i < instruction.operand_count(); ++i) {
-          bool repeated = false;
-          for (int64_t j = 0; j < i; ++j) repeated = repeated || instruction.operand(j) == instruction.operand(i);
-          if (instruction.operand(i)->shape().is_array() && !repeated) pairs.push_back({i, {}, {i}});
-        }
-      }
-      break;
-    case Opcode::kCustomCall:
-      for (const OutputOperandAlias& alias : instruction.custom_call.output_to_operand_aliasing)
-        pairs.push_back({alias.operand_number, alias.operand_index, alias.output_index});
-      break;
-    case Opcode::kFusion:
-      for (const OutputOperandAlias& alias : instruction.fusion_output_to_operand_aliasing)
-        pairs.push_back({alias.operand_number, alias.operand_index, alias.output_index});
-      break;
-    default:
-      break;
-  }
-  return pairs;
-}
-
 bool is_loop_initializer_constant(const Value& value) {
   if (value.defining.instruction->opcode() != Opcode::kConstant || value.uses.size() != 1) return false;
   if (value.uses[0].instruction->opcode() != Opcode::kWhile) return false;

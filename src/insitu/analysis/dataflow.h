@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "insitu/analysis/in_place.h"
 #include "insitu/ir/module.h"
 
 namespace insitu {
@@ -60,17 +61,6 @@ struct Value {
   // "%name" or "%name{1,0}"
   std::string to_string() const;
 };
-
-// An operand leaf that an instruction overwrites with one of its outputs.
-struct InPlacePair {
-  int64_t operand_number = 0;
-  ShapeIndex operand_index;
-  ShapeIndex output_index;
-  bool operator==(const InPlacePair&) const = default;
-};
-// dynamic-update-slice: operand 0 -> {}; scatter: operands 0..N-1 -> {} or {i};
-// custom-call and fusion: their output_to_operand_aliasing. Empty for every other opcode.
-std::vector<InPlacePair> in_place_pairs(const Instruction& instruction);
 
 // A constant read by nothing but one while loop, at one leaf of its initial state (a loop
 // counter's 0). It is materialized into the loop's buffer on every run instead of living in

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "insitu/analysis/buffer_facts.h"
+#include "insitu/analysis/in_place.h"
 #include "insitu/passes/buffer_assignment_internal.h"
 #include "insitu/support/str.h"
 
@@ -224,25 +225,18 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
     for (ValueId id : plans[from].values) plans[into].values.push_back(id);
     return true;
   };
+  // What may share memory is the in-place contract's (analysis/in_place.h): each output leaf
+  // takes the first operand, in operand order, that it may be written over and that dies there.
   for (const Instruction* instruction : live.sequence()) {
     const int64_t now = live.time(instruction);
-    if (instruction->opcode() == Opcode::kSort) {
-      const bool tuple = instruction->shape().is_tuple();
-      for (int64_t i = 0; i < instruction->operand_count(); ++i) {
-        const ShapeIndex index = tuple ? ShapeIndex{i} : ShapeIndex{};
-        const Shape* leaf = instruction->shape().subshape(index);
-        if (leaf == nullptr || !leaf->is_array()) continue;
-        try_merge(live.buffer_of(dataflow.value_at(instruction, index)), *leaf, instruction->operand(i), now);
-      }
-      continue;
-    }
-    if (!writes_elementwise(*instruction)) continue;
-    const bool tuple = instruction->shape().is_tuple();  // a multi-output fusion: each output
-    for (int64_t i = 0; i < (tuple ? instruction->shape().tuple_size() : 1); ++i) {
-      const ShapeIndex index = tuple ? ShapeIndex{i} : ShapeIndex{};
-      const BufferId result = live.buffer_of(dataflow.value_at(instruction, index));
-      for (const Instruction* operand : instruction->operands())
-        if (try_merge(result, *instruction->shape().subshape(index), operand, now)) break;
+    std::vector<ShapeIndex> merged;
+    for (const SharingPair& pair : operand_output_sharing(*instruction)) {
+      if (pair.sharing == Sharing::kMust || !pair.operand_index.empty()) continue;
+      if (std::find(merged.begin(), merged.end(), pair.output_index) != merged.end()) continue;
+      const BufferId result = live.buffer_of(dataflow.value_at(instruction, pair.output_index));
+      if (try_merge(result, *instruction->shape().subshape(pair.output_index), instruction->operand(pair.operand_number),
+                    now))
+        merged.push_back(pair.output_index);
     }
   }
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <map>
 
-#include "insitu/analysis/buffer_facts.h"
+#include "insitu/analysis/in_place.h"
 #include "insitu/evaluator/collectives.h"
 #include "insitu/passes/bitcast_lowering.h"
 #include "insitu/runtime/executable.h"
@@ -46,20 +46,34 @@ bool leaves_overlap(const Leaf& a, const Leaf& b) {
   return a_bytes > 0 && b_bytes > 0 && a.offset < b.offset + b_bytes && b.offset < a.offset + a_bytes;
 }
 
-// The overlaps of operand `i` with output `k` that native kernels handle (kernels.h): an
-// elementwise write over an operand of the same width, dynamic-update-slice and scatter in
-// their operand, a sort's output i in its operand i.
-bool kernel_takes_overlap(const Instruction& instruction, size_t i, size_t k, const Leaf& operand,
-                          const Leaf& output, size_t output_count) {
+// Whether the kernel handles operand `i` overlapping output leaf `output` (kernels.h): where the
+// in-place contract (analysis/in_place.h) pairs them, a kMust pair at the same start (a
+// dynamic-update-slice or scatter into its operand), a kElementwise one at the same start and
+// element width (one output, or a multi-output fusion, which holds an output back until the ops
+// after it have read the operand), a kSameSlot one in the same memory (a sort's output i in its
+// operand i); and a builtin custom call's operand in the same memory as an output.
+bool kernel_takes_overlap(const Instruction& instruction, size_t i, const Leaf& operand, const Leaf& output,
+                          size_t output_count) {
+  if (instruction.opcode() == Opcode::kCustomCall && operand.same_memory(output)) return true;  // select_builtin_custom_call
   const bool same_start = operand.offset == output.offset && !operand.scalar;
-  const Opcode opcode = instruction.opcode();
-  const bool multi_output_fusion = opcode == Opcode::kFusion && instruction.shape().is_tuple();
-  if (same_start && (output_count == 1 || multi_output_fusion) && writes_elementwise(instruction) &&
-      byte_width(operand.shape->element_type()) == byte_width(output.shape->element_type()))
-    return true;
-  if (same_start && i == 0 && (opcode == Opcode::kDynamicUpdateSlice || opcode == Opcode::kScatter)) return true;
-  if (opcode == Opcode::kCustomCall && operand.same_memory(output)) return true;  // builtin: select_builtin_custom_call
-  return opcode == Opcode::kSort && i == k && operand.same_memory(output);
+  const bool multi_output_fusion = instruction.opcode() == Opcode::kFusion && instruction.shape().is_tuple();
+  for (const SharingPair& pair : operand_output_sharing(instruction)) {
+    if (pair.operand_number != static_cast<int64_t>(i) || pair.output_index != output.index) continue;
+    switch (pair.sharing) {
+      case Sharing::kMust:
+        if (same_start) return true;
+        break;
+      case Sharing::kElementwise:
+        if (same_start && (output_count == 1 || multi_output_fusion) &&
+            byte_width(operand.shape->element_type()) == byte_width(output.shape->element_type()))
+          return true;
+        break;
+      case Sharing::kSameSlot:
+        if (operand.same_memory(output)) return true;
+        break;
+    }
+  }
+  return false;
 }
 
 // A native kernel for the step when every operand is one materialized array leaf (addresses
@@ -115,7 +129,7 @@ std::vector<int> staged_operands(const Instruction& instruction, const Step& ste
     for (size_t k = 0; k < step.outputs.size(); ++k) {
       const Leaf& output = step.outputs[k];
       if (leaves_overlap(operand, output) &&
-          !kernel_takes_overlap(instruction, i, k, operand, output, step.outputs.size())) {
+          !kernel_takes_overlap(instruction, i, operand, output, step.outputs.size())) {
         staged.push_back(static_cast<int>(i));
         break;
       }
