@@ -29,6 +29,7 @@ aliased pair. (The native grid executor with parallel axes on threads is the nex
 from __future__ import annotations
 
 import functools
+import re
 
 import jax.numpy as jnp
 from jax import lax
@@ -217,7 +218,13 @@ def _lowering_rule(ctx, *in_nodes, interpret, **params):
         return pallas_call._pallas_call_lowering(ctx, *in_nodes, interpret=interpret, **params)
     if params["jaxpr"].constvars:
         raise UnsupportedKernel(f"{_kernel_name(params)}: a kernel that captures constants cannot be lowered")
-    return mlir.lower_fun(functools.partial(_grid_loop, **params), multiple_results=True)(ctx, *in_nodes)
+    try:
+        return mlir.lower_fun(functools.partial(_grid_loop, **params), multiple_results=True)(ctx, *in_nodes)
+    except NotImplementedError as error:  # a primitive of the body with no lowering off its own device
+        missing = re.search(r"primitive '([^']+)'", str(error))
+        what = f"primitive {missing.group(1)}" if missing else "a primitive of its body"
+        raise UnsupportedKernel(f"{_kernel_name(params)}: {what} has no CPU form, and insitu does not run it yet "
+                                f"({error})") from error
 
 
 @functools.cache

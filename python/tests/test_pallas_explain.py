@@ -1,6 +1,7 @@
 """What insitu says about the Pallas kernels it ran: stats["pallas_kernels"] (one entry per
 kernel: name, grid, steps run, bytes copied, native) and explain (each kernel in place, or the
-copies that keep it from it, with their reasons)."""
+copies that keep it from it, with their reasons); TPU-style DMA run as synchronous copies; and
+a primitive insitu cannot run refused naming it and the kernel."""
 import numpy as np
 import pytest
 
@@ -8,6 +9,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.experimental import pallas as pl  # noqa: E402
+from jax.experimental.pallas import tpu as pltpu  # noqa: E402
 
 import insitu  # noqa: E402
 import insitu.jax  # noqa: E402
@@ -83,3 +85,35 @@ def test_interpret_mode_is_not_reported_as_a_native_kernel():
     x = jnp.zeros((8, 128), jnp.float32)
     fn(x)
     assert "pallas_kernels" not in fn.executable(x).stats
+
+
+def test_tpu_style_dma_runs_as_a_synchronous_copy():
+    def kernel(x_hbm, o_ref, buffer, semaphore):
+        copy = pltpu.make_async_copy(x_hbm.at[pl.ds(8, 8)], buffer, semaphore)
+        copy.start()
+        copy.wait()
+        o_ref[...] = buffer[...] * 2
+
+    def make(interpret):
+        def call(x):
+            return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                                  in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                                  scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA],
+                                  interpret=interpret)(x)
+        return call
+
+    x = jnp.arange(16 * 128, dtype=jnp.float32).reshape(16, 128)
+    np.testing.assert_array_equal(np.asarray(insitu.jax.jit(make(False))(x)), np.asarray(jax.jit(make(True))(x)))
+
+
+def test_a_primitive_without_a_cpu_form_is_refused_naming_it_and_the_kernel():
+    def prng_kernel(seed_ref, o_ref):
+        pltpu.prng_seed(seed_ref[0])
+        o_ref[...] = pltpu.prng_random_bits(o_ref.shape)
+
+    def call(seed):
+        return pl.pallas_call(prng_kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.int32),
+                              in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)])(seed)
+
+    with pytest.raises(Exception, match=r"prng_kernel at .*test_pallas_explain.py:\d+\): primitive prng_seed"):
+        insitu.jax.jit(call)(jnp.array([3], jnp.int32))
