@@ -1,6 +1,7 @@
 """Pallas kernels (pl.pallas_call without interpret=) compiled by insitu.jax.jit: each checked
 against JAX's interpret mode on XLA:CPU, bit for bit where no sum is reordered, aliasing with
-and without donation in place, and the kernels insitu cannot run refused with their name."""
+and without donation in place, and the kernels insitu cannot run refused with their name; plus
+60 seeds of pallas_generator.py's random kernels (its docstring lists what they combine)."""
 import functools
 
 import numpy as np
@@ -13,6 +14,7 @@ from jax.experimental import pallas as pl  # noqa: E402
 
 import insitu  # noqa: E402
 import insitu.jax  # noqa: E402
+import pallas_generator  # noqa: E402  (beside this file)
 
 
 def _both(make_call, *args, donate=(), exact=True, tolerance=1e-5):
@@ -359,51 +361,16 @@ def test_custom_vjp_pair_of_pallas_kernels_trains():
     assert float(plain_loss(w, x, y)) < first * 1e-2
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(60))
 def test_generated_kernels_match_interpret_mode(seed):
-    """Random grids, block shapes, index maps (identity, reversed, transposed axes) and
-    elementwise bodies, with and without an aliased output."""
-    rng = np.random.default_rng(seed)
-    rank = int(rng.integers(1, 3))
-    blocks = tuple(int(b) for b in rng.choice([1, 2, 4], size=rank))
-    counts = tuple(int(c) for c in rng.integers(1, 4, size=rank))
-    shape = tuple(b * c for b, c in zip(blocks, counts))
-    reverse = bool(rng.integers(0, 2))
-    aliased = bool(rng.integers(0, 2))
-    op = int(rng.integers(0, 4))
-
-    def in_map(*ids):
-        return tuple((c - 1 - i) if reverse else i for i, c in zip(ids, counts))
-
-    def out_map(*ids):
-        return ids
-
-    def kernel(x_ref, y_ref, o_ref):
-        x, y = x_ref[...], y_ref[...]
-        value = [x * y + 1.0, jnp.maximum(x, y) - jnp.tanh(x), jnp.where(x > y, x, y * 2.0), o_ref[...] + x][op]
-        o_ref[...] = value
-
-    def aliased_kernel(x_ref, y_ref, z_ref, o_ref):  # z is the output's buffer: o_ref starts as z
-        kernel(x_ref, y_ref, o_ref)
-
-    def make(interpret):
-        def call(x, y, z):
-            specs = [pl.BlockSpec(blocks, in_map), pl.BlockSpec(blocks, out_map)]
-            operands, body, aliases = (x, y), kernel, {}
-            if aliased:
-                specs.append(pl.BlockSpec(blocks, out_map))
-                operands, body, aliases = (x, y, z), aliased_kernel, {2: 0}
-            return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(shape, jnp.float32), grid=counts,
-                                  in_specs=specs, out_specs=pl.BlockSpec(blocks, out_map),
-                                  input_output_aliases=aliases, interpret=interpret)(*operands)
-        return call
-
-    x, y, z = (jnp.asarray(rng.standard_normal(shape), jnp.float32) for _ in range(3))
-    if op == 3 and not aliased:
-        return  # reads an output nothing initialized: NaN in both, nothing to compare
-    # bit for bit where one rounding is defined: XLA contracts x * y + 1 into an FMA and its tanh
-    # differs from insitu's in the last bit
-    _both(make, x, y, z, exact=op in (2, 3))
+    """Random kernels from pallas_generator.py: grids of rank 1-3, Blocked and squeezed blocks,
+    ragged grids, identity/reversed/transposed/constant/offset/scalar-prefetch index maps,
+    elementwise, reduction and dot bodies written directly, in loops, in slices, through scratch
+    or accumulated over a reduction axis under pl.when, 1-2 outputs, aliasing with and without
+    donation, f32/int32/bf16 (`python python/tests/pallas_generator.py --describe SEED` prints
+    one; `--seeds 0:10000` runs a sweep)."""
+    status, text = pallas_generator.run_case(seed)
+    assert status == "ok", f"{status}: {pallas_generator.generate(seed).describe()}\n{text}"
 
 
 def test_interpret_true_inside_insitu_jit_keeps_jax_meaning(monkeypatch):
