@@ -20,7 +20,9 @@ override: a plain ``jax.jit`` keeps JAX's own rule), to a grid loop built for in
 That is interpret mode's meaning (tested against it), compiled by insitu's whole pipeline. The
 loop carries the kernel's name, grid and aliases as frontend attributes (src/insitu/ir/grid_loop.h;
 the body's own ops carry an empty name): ``stats["pallas_kernels"]`` and ``explain()`` report each
-kernel by them. What
+kernel by them. ``pl.program_id`` and ``pl.num_programs`` inside a ``pl.when`` branch or a loop
+body of the kernel (which interpret mode cannot lower on a CPU) read the grid step: such a body is
+evaluated with its nested bodies traced again inside the step (_eval_retracing). What
 insitu cannot run is a located error naming the kernel: constants captured by the kernel,
 ``Element``/``BoundedSlice``/``Indirect`` block dimensions, mesh kernels, ragged blocks of an
 aliased pair. (The native grid executor with parallel axes on threads is the next step: issue
@@ -106,6 +108,74 @@ def _write_block(array, block, starts, block_shape, squeezed):
     return lax.dynamic_update_slice(array, block, [jnp.asarray(s, jnp.int32) for s in starts])
 
 
+def _reads_grid_in_nested_bodies(jaxpr, top=True):
+    """Whether pl.program_id or pl.num_programs is read inside a sub-jaxpr of `jaxpr` (a pl.when
+    branch, a fori_loop body), where evaluating the top level alone leaves it unresolved."""
+    from jax._src import core as jax_core
+    from jax._src.pallas import primitives
+
+    for eqn in jaxpr.eqns:
+        if not top and eqn.primitive in (primitives.program_id_p, primitives.num_programs_p):
+            return True
+        if any(_reads_grid_in_nested_bodies(sub, top=False) for sub in jax_core.jaxprs_in_params(eqn.params)):
+            return True
+    return False
+
+
+def _eval_retracing(jaxpr, consts, *args):
+    """jax.core.eval_jaxpr, except that cond, while, scan and jit bodies are traced again through
+    lax's API: the grid environment (pallas_core.grid_env) is active while they are traced, so
+    pl.program_id inside a pl.when branch or a loop body reads the grid step, as at the top level
+    (JAX's interpret mode leaves it unresolved there: 'no MLIR translation rule for program_id')."""
+    from jax._src import core as jax_core
+
+    def closed(body, *values):
+        return _eval_retracing(body.jaxpr, body.consts, *values)
+
+    env = dict(zip(jaxpr.all_invars, [*consts, *args]))
+    read = lambda v: v.val if isinstance(v, jax_core.Literal) else env[v]  # noqa: E731
+    for eqn in jaxpr.eqns:
+        with eqn.ctx.manager:  # the eqn's own context (its xla metadata)
+            outs = _eval_equation(eqn, [read(v) for v in eqn.invars], closed)
+        for v, value in zip(eqn.outvars, outs):
+            if not isinstance(v, jax_core.DropVar):
+                env[v] = value
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _eval_equation(eqn, values, closed):
+    """The outputs of one equation of _eval_retracing (`closed` evaluates a closed sub-jaxpr)."""
+    from jax._src.lax import control_flow
+    from jax._src.pjit import jit_p
+
+    params, primitive = eqn.params, eqn.primitive
+    if primitive is control_flow.cond_p:
+        return lax.switch(values[0], [functools.partial(closed, b) for b in params["branches"]], *values[1:])
+    if primitive is control_flow.while_p:
+        cn, bn = params["cond_nconsts"], params["body_nconsts"]
+        cond_consts, body_consts, init = values[:cn], values[cn:cn + bn], values[cn + bn:]
+        return lax.while_loop(lambda c: closed(params["cond_jaxpr"], *cond_consts, *c)[0],
+                              lambda c: tuple(closed(params["body_jaxpr"], *body_consts, *c)), tuple(init))
+    if primitive is control_flow.scan_p:
+        if "ft_in" in params:  # jax 0.12: the (consts, carry, xs) trees of the operands, leaves in order
+            consts_tree, carry_tree, _ = params["ft_in"].unpack()
+            nc, ncarry = len(list(consts_tree.vals)), len(list(carry_tree.vals))
+        else:
+            nc, ncarry = params["num_consts"], params["num_carry"]
+        scan_consts, carry, xs = values[:nc], values[nc:nc + ncarry], values[nc + ncarry:]
+
+        def step(c, x):
+            out = closed(params["jaxpr"], *scan_consts, *c, *x)
+            return tuple(out[:ncarry]), tuple(out[ncarry:])
+
+        carry_out, ys = lax.scan(step, tuple(carry), tuple(xs), length=params["length"], reverse=params["reverse"])
+        return [*carry_out, *ys]
+    if primitive is jit_p:
+        return closed(params["jaxpr"], *values)
+    outs = primitive.bind(*values, **primitive.get_bind_params(params))
+    return outs if primitive.multiple_results else [outs]
+
+
 def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, compiler_params, cost_estimate,
                out_avals, metadata, name, **rest):
     """The pallas_call as a loop over its grid (see the module's text)."""
@@ -121,6 +191,7 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     sizes = iter(dynamic_sizes)
     grid = tuple(next(sizes) if isinstance(d, pallas_core.DynamicGridDim) else d for d in grid_mapping.grid)
     body, body_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
+    evaluate = _eval_retracing if _reads_grid_in_nested_bodies(body) else jax_core.eval_jaxpr
     if debug:
         print(f"insitu: the discharged body of {kernel}:\n{body}")
     scalar_count = grid_mapping.num_index_operands
@@ -180,7 +251,7 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
             starts = [m.compute_start_indices_interpret(indices, *scalars) for m in grid_mapping.block_mappings]
             blocks = [_read_block(current[array_of[k]], starts[k], block_shapes[k], squeezed[k])
                       for k in range(input_count + output_count)]
-            results = jax_core.eval_jaxpr(body, body_consts, *scalars, *blocks, *scratch_values)
+            results = evaluate(body, body_consts, *scalars, *blocks, *scratch_values)
         new_blocks = results[scalar_count:scalar_count + input_count + output_count]
         new_scratch = results[scalar_count + input_count + output_count:]
         # Write back the written refs' blocks; for an aliased pair written through both refs the

@@ -385,3 +385,28 @@ def test_interpret_true_inside_insitu_jit_keeps_jax_meaning(monkeypatch):
     x = jnp.arange(8 * 128, dtype=jnp.float32).reshape(8, 128)
     out = insitu.jax.jit(seed_call(True))(x)
     np.testing.assert_array_equal(np.asarray(out), np.asarray(x) + 1)
+
+
+def test_program_id_inside_a_when_branch_and_a_loop_body_reads_the_grid_step():
+    """JAX's interpret mode cannot run this (no lowering of program_id off its device inside a
+    nested body); insitu traces the nested bodies again inside the grid step. Checked by hand."""
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+        @pl.when(pl.program_id(0) == 1)
+        def _():
+            o_ref[...] = x_ref[...] * pl.program_id(0).astype(jnp.float32) * 3
+
+        def body(j, acc):
+            return acc + pl.program_id(0).astype(jnp.float32) + jnp.float32(pl.num_programs(0))
+
+        o_ref[...] += lax.fori_loop(0, 2, body, jnp.zeros((4,), jnp.float32))
+
+    def call(x):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32), grid=(2,),
+                              in_specs=[pl.BlockSpec((4,), lambda i: (i,))],
+                              out_specs=pl.BlockSpec((4,), lambda i: (i,)))(x)
+
+    x = jnp.arange(8, dtype=jnp.float32)
+    expected = np.concatenate([np.arange(4) + 2 * (0 + 2), np.arange(4, 8) * 3 + 2 * (1 + 2)])
+    np.testing.assert_array_equal(np.asarray(insitu.jax.jit(call)(x)), expected)
