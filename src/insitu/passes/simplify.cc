@@ -282,10 +282,18 @@ bool conditionals_to_selects(Computation& computation, NameTable& names) {
       }
       values[b] = mapped.at(branches[b]->root());
     }
-    // one select per array leaf (the branch roots of a tuple result are tuples: their operands)
+    // one select per array leaf (the branch roots of a tuple result are tuples: their operands),
+    // its predicate broadcast to the leaf's shape (a scalar broadcast: no bytes on the CPU)
     auto select = [&](Instruction* on_true, Instruction* on_false, const Shape& leaf) {
+      Instruction* predicate = first_taken;
+      if (leaf.rank() > 0) {
+        auto broadcast = std::make_unique<Instruction>(Opcode::kBroadcast, names.unique("broadcast"),
+                                                       Shape::array(PrimitiveType::kPred, leaf.dimensions()));
+        broadcast->append_operand(first_taken);
+        predicate = computation.insert_instruction_before(std::move(broadcast), conditional);
+      }
       auto instruction = std::make_unique<Instruction>(Opcode::kSelect, names.unique("select"), leaf);
-      instruction->append_operand(first_taken);
+      instruction->append_operand(predicate);
       instruction->append_operand(on_true);
       instruction->append_operand(on_false);
       return computation.insert_instruction_before(std::move(instruction), conditional);

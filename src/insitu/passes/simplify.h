@@ -14,8 +14,9 @@
 //
 // A two-way conditional whose branches only move or fill values (parameter, tuple,
 // get-tuple-element, constant, broadcast, iota; at most 16 instructions) is a select of the two
-// branch results: pl.when's zero-init of an accumulator block, which as a conditional needed a
-// buffer of its own and so a copy of the block whenever the keeping branch ran.
+// branch results (the predicate broadcast to each leaf's shape): pl.when's zero-init of an
+// accumulator block, which as a conditional needed a buffer of its own and so a copy of the
+// block whenever the keeping branch ran.
 //
 // Dead code: an instruction with no users that is not its computation's root, not a parameter
 // (parameters are the signature) and has no side effect (custom_call_has_side_effect=true,
