@@ -126,6 +126,7 @@ class Parser {
   StatusOr<NameRef> parse_inline_computation(const std::string& base_name);
   Computation* add_made_up_computation(Computation& enclosing, std::string base_name, SourceLocation location);
   Computation* current_computation_ = nullptr;
+  // --- one instruction line and its checks (parser_instruction.cc) ---
   Status parse_instruction(Scope& scope, bool& saw_root);
   // shape? opcode(operands), attributes: adds the instruction to the computation. `shape` is
   // the one already read in front of a nested instruction.
@@ -138,6 +139,7 @@ class Parser {
   StatusOr<Instruction*> tuple_element_operand(Scope& scope, Instruction* tuple, const Token& hash_token);
   std::string made_up_name(Scope& scope, const std::string& base);
   Status check_operand_count(const Instruction& instruction, const Token& name_token) const;
+  // --- once every computation is parsed (parser.cc) ---
   Status resolve_calls(Module& module);
   // Result shapes left out of the text (`%t = tuple(%a, %b)`), inferred as XLA's parser does
   // once every computation is known (callees first).

@@ -133,9 +133,9 @@ int64_t dynamic_view_offset(const Instruction& instruction, std::span<const Arra
 // operands read in place, on the GEMM library when large enough and readable in place, else in
 // the evaluator's accumulation order.
 SelectedKernel select_dot(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
-// reduce_kernels.cc: reduce and reduce-window (a simple combiner natively, any scalar-program
-// combiner planned once, variadic too); select-and-scatter with a compare select and an add
-// scatter.
+// reduce_kernels.cc (reduce) and reduce_window_kernels.cc (reduce-window): a simple combiner
+// natively, any scalar-program combiner planned once, variadic too;
+// select_and_scatter_kernels.cc: select-and-scatter with a compare select and an add scatter.
 SelectedKernel select_reduce(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 SelectedKernel select_reduce_window(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 SelectedKernel select_select_and_scatter(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
