@@ -22,6 +22,18 @@ inline std::optional<Combiner> simple_combiner(const Instruction& reduce) {
   return kernels::simple_combiner(*reduce.called_computations()[0]);
 }
 
+// One array input and a scalar init of its element type into one array of that type, none of
+// them an unmaterialized broadcast: what the simple-combiner kernels take.
+inline bool simple_reduce_operands_fit(std::span<const ArrayView> operands, std::span<const ArrayView> outputs) {
+  if (operands.size() != 2 || outputs.size() != 1) return false;
+  const ArrayView& input = operands[0];
+  const ArrayView& init = operands[1];
+  const ArrayView& out = outputs[0];
+  if (input.scalar || out.scalar || !input.shape->is_array() || !out.shape->is_array() || !init.shape->is_array())
+    return false;
+  return init.shape->rank() == 0 && input.type() == init.type() && out.type() == input.type();
+}
+
 // The combiner as a scalar program (what Executable::create planned for these steps before
 // kernels were selected): nullptr without exactly one to_apply or when it does not plan.
 inline KernelPlanPtr combiner_program(const Instruction& reduce) {

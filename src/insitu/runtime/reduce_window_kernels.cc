@@ -140,13 +140,9 @@ Status reduce_window_kernel(const KernelCall& call) {
 
 SelectedKernel select_simple_reduce_window(const Instruction& instruction, std::span<const ArrayView> operands,
                                            std::span<const ArrayView> outputs) {
-  if (operands.size() != 2 || outputs.size() != 1) return std::nullopt;
+  if (!simple_reduce_operands_fit(operands, outputs)) return std::nullopt;
   const ArrayView& input = operands[0];
-  const ArrayView& init = operands[1];
   const ArrayView& out = outputs[0];
-  if (input.scalar || out.scalar || !input.shape->is_array() || !out.shape->is_array() || !init.shape->is_array())
-    return std::nullopt;
-  if (init.shape->rank() != 0 || input.type() != init.type() || out.type() != input.type()) return std::nullopt;
   if (!window_fits(instruction.window, *input.shape, *out.shape)) return std::nullopt;
   const std::optional<Combiner> combiner = simple_combiner(instruction);
   if (!combiner) return std::nullopt;
