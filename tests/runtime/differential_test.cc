@@ -257,6 +257,25 @@ TEST(GeneratedPrograms, MixCoversEveryFeature) {
   EXPECT_GE(view_counts["hazard on a body's state"], 150);
 }
 
+// The block updates (a block read out, updated by a dynamic-update-slice or a one-window
+// scatter, written back) are folded often enough that the differential run checks the folds.
+TEST(GeneratedPrograms, BlockUpdatesAreFolded) {
+  int folded_slices = 0, folded_scatters = 0;
+  for (uint64_t seed = 0; seed < kProgramCount; ++seed) {
+    StatusOr<std::unique_ptr<Module>> module = parse_module(generate_program(seed).text);
+    ASSERT_TRUE(module.ok()) << module.status().to_string();
+    StatusOr<OptimizedModule> optimized = optimize_module(std::move(*module));
+    ASSERT_TRUE(optimized.ok()) << optimized.status().to_string();
+    const std::string text = print_module(*optimized->module);
+    folded_slices += text.find("folded_update_slice") != std::string::npos ? 1 : 0;
+    folded_scatters += text.find("folded_scatter") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_GE(folded_slices, 20);
+  EXPECT_GE(folded_scatters, 20);
+  std::printf("block updates folded in %d of %d programs (dynamic-update-slice), %d (scatter)\n", folded_slices,
+              static_cast<int>(kProgramCount), folded_scatters);
+}
+
 TEST(GeneratedPrograms, EveryProgramParsesVerifiesAndEvaluates) {
   for (uint64_t seed = 0; seed < kProgramCount; ++seed) {
     std::unique_ptr<Module> module;

@@ -135,7 +135,8 @@ void Generator::emit_random_op(Scope& scope) {
   if (choice < 8) {
     const Value operand = pick(scope);
     if (operand.dims.empty()) return emit_elementwise(scope);
-    const Value result = emit_dynamic_update_slice(scope, operand, false);
+    const Value result = operand.layout.empty() && rng_.chance(1, 3) ? emit_block_update(scope, operand)
+                                                                     : emit_dynamic_update_slice(scope, operand, false);
     if (scope.depth == 0) structural_results_.push_back(result);
     return;
   }
@@ -266,6 +267,54 @@ Value Generator::emit_scatter_into(Scope& scope, const Value& operand, std::stri
               str_cat("scatter(", operand.name, ", ", index_value.name, ", ", updates.name, "), update_window_dims={",
                       operand.dims.size() == 2 ? "1" : "", "}, inserted_window_dims={0}, "
                       "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=", to_apply));
+}
+
+// A block of `operand` read out by dynamic-slice (one row reshaped to a vector, or several
+// rows), updated by a dynamic-update-slice or by a scatter of one window (at an index that may
+// be out of range, so the window is dropped), and written back at the same start
+// (slice-update-folding's shape). Sometimes the updated block is read too, and sometimes the
+// old block after the write-back.
+Value Generator::emit_block_update(Scope& scope, const Value& operand) {
+  const bool matrix = operand.dims.size() == 2;
+  const int64_t rows = operand.dims[0];
+  const bool one_row = matrix && rng_.chance(1, 2);
+  std::vector<int64_t> sizes = operand.dims;
+  sizes[0] = one_row ? 1 : rng_.uniform(1, rows);
+  const std::string row_index = index_scalar(scope, rows);
+  std::string starts = row_index;
+  if (matrix) starts += ", " + emit(scope, "c", Type::kS32, {}, "constant(0)", false).name;
+  const Value block =
+      emit(scope, "blk", operand.type, sizes,
+           str_cat("dynamic-slice(", operand.name, ", ", starts, "), dynamic_slice_sizes={", str_join(sizes, ","), "}"),
+           false);
+  Value inner = block;
+  if (one_row) inner = emit(scope, "row", operand.type, {sizes[1]}, str_cat("reshape(", block.name, ")"), false);
+  // the update's window: any size along each dimension of the (reshaped) block
+  std::vector<int64_t> window;
+  for (int64_t size : inner.dims) window.push_back(rng_.uniform(1, size));
+  const Value update = make_update(scope, operand.type, window);
+  std::string updated_text;
+  if (rng_.chance(1, 2)) {
+    updated_text = str_cat("dynamic-update-slice(", inner.name, ", ", update.name, ", ", index_list(scope, inner.dims, false), ")");
+  } else {
+    // one index, along the last dimension (all of the operand's when it is a matrix: the fold's
+    // case) or the first (part of it unless the block has every row: the fold must refuse)
+    const int64_t indexed = rng_.chance(2, 3) ? static_cast<int64_t>(inner.dims.size()) - 1 : 0;
+    const std::string at = emit(scope, "at", Type::kS32, {1},
+                                str_cat("reshape(", index_scalar(scope, inner.dims[indexed]), ")"), false).name;
+    std::vector<int64_t> all;
+    for (size_t d = 0; d < inner.dims.size(); ++d) all.push_back(static_cast<int64_t>(d));
+    updated_text = str_cat("scatter(", inner.name, ", ", at, ", ", update.name, "), update_window_dims={",
+                           str_join(all, ","), "}, inserted_window_dims={}, scatter_dims_to_operand_dims={", indexed,
+                           "}, index_vector_dim=0, to_apply=", combiner(operand.type, rng_.chance(1, 3)));
+  }
+  const Value updated = emit(scope, "upd", operand.type, inner.dims, updated_text, rng_.chance(1, 3));
+  Value back = updated;
+  if (one_row) back = emit(scope, "back", operand.type, sizes, str_cat("reshape(", updated.name, ")"), false);
+  const Value result = emit(scope, "wb", operand.type, operand.dims,
+                            str_cat("dynamic-update-slice(", operand.name, ", ", back.name, ", ", starts, ")"));
+  if (rng_.chance(1, 4)) emit(scope, "old", operand.type, block.dims, str_cat("negate(", block.name, ")"));
+  return result;
 }
 
 // One to three values (sometimes one of them twice) carried by a loop or a conditional.

@@ -104,6 +104,7 @@ class Generator {
   void emit_scatter(Scope& scope);
   void emit_layout_op(Scope& scope);
   Value emit_scatter_into(Scope& scope, const Value& operand, std::string_view stem);
+  Value emit_block_update(Scope& scope, const Value& operand);
 
   // views and view hazards: program_generator_views.cc
   ViewStep reshape_step(const std::vector<int64_t>& dims);

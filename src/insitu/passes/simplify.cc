@@ -1,6 +1,8 @@
 #include "insitu/passes/simplify.h"
 
 #include <algorithm>
+#include <optional>
+#include <span>
 
 #include "insitu/passes/flatten_calls.h"
 #include "insitu/passes/name_table.h"
@@ -323,6 +325,106 @@ bool conditionals_to_selects(Computation& computation, NameTable& names) {
   return changed;
 }
 
+// Byte-sized or wider integers and pred (sub-byte integers are left alone).
+bool is_integer_or_pred(PrimitiveType type) {
+  return (is_integral(type) && !is_sub_byte_integral(type)) || type == PrimitiveType::kPred;
+}
+
+// The value of a scalar integer or pred constant, as the 64-bit pattern of its type's value
+// (signed types sign-extended, unsigned ones zero-extended); nullopt for anything else.
+std::optional<uint64_t> integer_constant(const Instruction& instruction) {
+  const Shape& shape = instruction.shape();
+  if (instruction.opcode() != Opcode::kConstant || !shape.is_array() || shape.rank() != 0 ||
+      !is_integer_or_pred(shape.element_type()))
+    return std::nullopt;
+  return static_cast<uint64_t>(instruction.literal.get_integer(0));
+}
+
+// What `instruction` computes from constant operands `v` (patterns as integer_constant gives
+// them); nullopt for an op this fold leaves alone (division and shifts among them: their
+// out-of-range cases are the runtime's to define, not a guess here).
+std::optional<uint64_t> fold_integer_op(const Instruction& instruction, std::span<const uint64_t> v) {
+  const PrimitiveType operand_type = instruction.operand(0)->shape().element_type();
+  const bool is_signed = is_signed_integral(operand_type);
+  auto less = [&](uint64_t a, uint64_t b) {
+    return is_signed ? static_cast<int64_t>(a) < static_cast<int64_t>(b) : a < b;
+  };
+  switch (instruction.opcode()) {
+    case Opcode::kAdd: return v[0] + v[1];
+    case Opcode::kSubtract: return v[0] - v[1];
+    case Opcode::kMultiply: return v[0] * v[1];
+    case Opcode::kNegate: return uint64_t{0} - v[0];
+    case Opcode::kMaximum: return less(v[0], v[1]) ? v[1] : v[0];
+    case Opcode::kMinimum: return less(v[1], v[0]) ? v[1] : v[0];
+    case Opcode::kClamp: return less(v[1], v[0]) ? v[0] : less(v[2], v[1]) ? v[2] : v[1];
+    case Opcode::kAnd: return v[0] & v[1];
+    case Opcode::kOr: return v[0] | v[1];
+    case Opcode::kXor: return v[0] ^ v[1];
+    case Opcode::kNot: return operand_type == PrimitiveType::kPred ? v[0] ^ 1 : ~v[0];
+    case Opcode::kConvert:
+      return instruction.shape().element_type() == PrimitiveType::kPred ? uint64_t{v[0] != 0} : v[0];
+    case Opcode::kCompare:
+      switch (instruction.comparison_direction) {
+        case ComparisonDirection::kEq: return v[0] == v[1];
+        case ComparisonDirection::kNe: return v[0] != v[1];
+        case ComparisonDirection::kLt: return less(v[0], v[1]);
+        case ComparisonDirection::kLe: return !less(v[1], v[0]);
+        case ComparisonDirection::kGt: return less(v[1], v[0]);
+        case ComparisonDirection::kGe: return !less(v[0], v[1]);
+      }
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+// Scalar integer arithmetic on constants is a constant, and a select on a constant predicate
+// reads the operand it picks. JAX wraps a static index (select(i < 0, i + n, i), for
+// lax.dynamic_update_index_in_dim at a Python int); folded, the write-back's start is the
+// constant slice-update-folding matches.
+bool fold_integer_scalars(Computation& computation, NameTable& names) {
+  bool changed = false;
+  for (Instruction* instruction : computation.instructions()) {
+    if (instruction->has_control_edges() || instruction->operand_count() == 0 || !instruction->shape().is_array())
+      continue;
+    if (instruction->opcode() == Opcode::kSelect && instruction->operand_count() == 3) {
+      std::optional<uint64_t> predicate = integer_constant(*instruction->operand(0));
+      Instruction* picked = instruction->operand(predicate && *predicate != 0 ? 1 : 2);
+      if (!predicate || !(picked->shape() == instruction->shape())) continue;
+      instruction->replace_all_uses_with(picked);
+      if (computation.root() == instruction) computation.set_root(picked);
+      changed = true;
+      continue;
+    }
+    const Shape& shape = instruction->shape();
+    if (shape.rank() != 0 || !is_integer_or_pred(shape.element_type())) continue;
+    // pred results only from logic, comparisons and converts (pred arithmetic is not XLA's)
+    const Opcode opcode = instruction->opcode();
+    if (shape.element_type() == PrimitiveType::kPred && opcode != Opcode::kAnd && opcode != Opcode::kOr &&
+        opcode != Opcode::kXor && opcode != Opcode::kNot && opcode != Opcode::kCompare && opcode != Opcode::kConvert)
+      continue;
+    std::vector<uint64_t> values;
+    for (const Instruction* operand : instruction->operands()) {
+      std::optional<uint64_t> value = integer_constant(*operand);
+      if (!value) break;
+      values.push_back(*value);
+    }
+    if (values.size() != static_cast<size_t>(instruction->operand_count())) continue;
+    std::optional<uint64_t> folded = fold_integer_op(*instruction, values);
+    if (!folded) continue;
+    Instruction* constant = insert_new_instruction(computation, instruction, names, Opcode::kConstant,
+                                                   "constant", shape, {});
+    constant->literal = Literal(shape);
+    dispatch_element_type(shape.element_type(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_integral_v<T>) constant->literal.data<T>()[0] = static_cast<T>(*folded);
+    });
+    instruction->replace_all_uses_with(constant);
+    if (computation.root() == instruction) computation.set_root(constant);
+    changed = true;
+  }
+  return changed;
+}
+
 bool is_dead(const Instruction& instruction) {
   return instruction.users().empty() && instruction.parent()->root() != &instruction &&
          instruction.opcode() != Opcode::kParameter && !has_side_effect(instruction);
@@ -368,6 +470,7 @@ StatusOr<bool> simplify(Module& module) {
   for (Computation* computation : module.computations()) {
     changed |= conditionals_to_selects(*computation, names);
     changed |= forward_tuple_elements(*computation);
+    changed |= fold_integer_scalars(*computation, names);
     changed |= forward_layout_copies_into_dots(*computation);
     changed |= compose_transposes(*computation);
     changed |= forward_identities(*computation);

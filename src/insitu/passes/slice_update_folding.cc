@@ -39,6 +39,15 @@ Instruction* through_unit_reshape(Instruction* instruction) {
   return instruction;
 }
 
+// Whether two instructions are the same array: the same instruction, or two get-tuple-elements
+// of one index of one tuple (scan-in-place reads the stack through a get-tuple-element of its
+// own beside the body's).
+bool same_array(const Instruction* a, const Instruction* b) {
+  return a == b || (a->opcode() == Opcode::kGetTupleElement && b->opcode() == Opcode::kGetTupleElement &&
+                    a->tuple_index == b->tuple_index && a->operand(0) == b->operand(0) &&
+                    !a->has_control_edges() && !b->has_control_edges());
+}
+
 // Where `read` lies in `array` when it is a block of it read out by unit-stride slices and unit
 // reshapes (torch's select(select(cache, 0, l), 0, 0)): its starts and sizes in the array's
 // rank; nullopt otherwise.
@@ -46,7 +55,7 @@ struct StaticBlock {
   std::vector<int64_t> starts, sizes;
 };
 std::optional<StaticBlock> static_block(const Instruction* read, const Instruction* array, int depth = 0) {
-  if (read == array) {
+  if (same_array(read, array)) {
     if (!is_row_major(array->shape())) return std::nullopt;
     const std::vector<int64_t>& dims = array->shape().dimensions();
     return StaticBlock{std::vector<int64_t>(dims.size(), 0), dims};
@@ -99,6 +108,9 @@ bool same_value(const Instruction* a, const Instruction* b, int depth = 0) {
 struct Block {
   Instruction* updated = nullptr;  // %y
   Instruction* written = nullptr;  // what writes %y back (%r), not one of the readers rewired
+  // The array as the block's read names it (the same array as the write-back's, same_array; it
+  // is defined before the read, so before %y, where the fold goes). Form 1 only.
+  Instruction* source = nullptr;
   std::vector<int64_t> sizes;      // the block, in the array's rank
   // Where the block starts: per array dimension an index instruction (a dynamic-slice's start,
   // clamped when folded) or, when `dynamic` is false, the constant in static_starts.
@@ -107,16 +119,95 @@ struct Block {
   std::vector<int64_t> static_starts;
 };
 
-// The inner update, when it can be folded: a dynamic-update-slice of one start per dimension,
-// all of the index type.
-bool foldable_update(const Instruction* updated, PrimitiveType index_type) {
+// Whether `instruction` may be a block's inner update (update_index_type says whether it folds).
+bool is_block_update(const Instruction* instruction) {
+  return (instruction->opcode() == Opcode::kDynamicUpdateSlice || instruction->opcode() == Opcode::kScatter) &&
+         instruction->operand_count() >= 2;
+}
+
+// The window a scatter writes when it writes exactly one (the single-window scatter that JAX
+// writes for x.at[:, i].set(row) and for a dynamic_update_slice under vmap): one operand, one
+// index vector (a scalar, or a vector along dimension 0), every update dimension a window
+// dimension, no batching. Its extent per operand dimension; nullopt for any other scatter.
+std::optional<std::vector<int64_t>> single_window(const Instruction* scatter) {
+  if (scatter->opcode() != Opcode::kScatter || scatter->operand_count() != 3 || scatter->has_control_edges() ||
+      scatter->called_computations().size() != 1 || !is_row_major(scatter->shape()) ||
+      !is_row_major(scatter->operand(2)->shape()))
+    return std::nullopt;
+  const ScatterDimensionNumbers& numbers = scatter->scatter_dimension_numbers;
+  const Shape& indices = scatter->operand(1)->shape();
+  const Shape& updates = scatter->operand(2)->shape();
+  const int64_t rank = scatter->shape().rank();
+  const int64_t components = indices.rank() == 0 ? 1 : indices.rank() == 1 ? indices.dimension(0) : -1;
+  if (!indices.is_array() || numbers.index_vector_dim != 0 || components < 0 ||
+      static_cast<int64_t>(numbers.scatter_dims_to_operand_dims.size()) != components ||
+      !numbers.input_batching_dims.empty() || !numbers.scatter_indices_batching_dims.empty() ||
+      static_cast<int64_t>(numbers.update_window_dims.size()) != updates.rank() ||
+      updates.rank() + static_cast<int64_t>(numbers.inserted_window_dims.size()) != rank)
+    return std::nullopt;
+  for (int64_t d = 0; d < updates.rank(); ++d)
+    if (numbers.update_window_dims[d] != d) return std::nullopt;
+  std::vector<int64_t> window(static_cast<size_t>(rank), 1);
+  for (int64_t d = 0, next = 0; d < rank; ++d) {
+    if (std::find(numbers.inserted_window_dims.begin(), numbers.inserted_window_dims.end(), d) !=
+        numbers.inserted_window_dims.end())
+      continue;
+    if (next >= updates.rank()) return std::nullopt;
+    window[d] = updates.dimension(next++);
+    if (window[d] > scatter->shape().dimension(d)) return std::nullopt;
+  }
+  for (int64_t d : numbers.scatter_dims_to_operand_dims)
+    if (d < 0 || d >= rank) return std::nullopt;
+  return window;
+}
+
+// The index type of a block's inner update: a dynamic-update-slice with one start per
+// dimension, all of one type, or a single-window scatter (its indices' type); nullopt when it
+// cannot be folded. `fallback` for an update without starts (a rank-0 block).
+std::optional<PrimitiveType> update_index_type(const Instruction* updated, PrimitiveType fallback) {
+  PrimitiveType type = fallback;
+  if (updated->opcode() == Opcode::kScatter) {
+    if (!single_window(updated)) return std::nullopt;
+    type = updated->operand(1)->shape().element_type();
+  } else {
+    if (updated->opcode() != Opcode::kDynamicUpdateSlice || updated->has_control_edges() ||
+        updated->operand_count() != 2 + updated->shape().rank() || !is_row_major(updated->shape()))
+      return std::nullopt;
+    if (updated->operand_count() > 2) type = updated->operand(2)->shape().element_type();
+    for (int64_t i = 2; i < updated->operand_count(); ++i)
+      if (updated->operand(i)->shape().element_type() != type) return std::nullopt;
+  }
   // s4, u2, ... indices: the folded starts (clamped offsets into the whole array) need not fit.
-  if (is_sub_byte_integral(index_type)) return false;
-  if (updated->opcode() != Opcode::kDynamicUpdateSlice || updated->has_control_edges() ||
-      updated->operand_count() != 2 + updated->shape().rank() || !is_row_major(updated->shape()))
-    return false;
-  for (int64_t i = 2; i < updated->operand_count(); ++i)
-    if (updated->operand(i)->shape().element_type() != index_type) return false;
+  if (!is_integral(type) || is_sub_byte_integral(type)) return std::nullopt;
+  return type;
+}
+
+// Which dimension of the updated block %y each array dimension is: the block's dimensions of
+// extent > 1 are %y's in order; -1 for a dimension the block holds once.
+std::vector<int64_t> inner_dimensions(std::span<const int64_t> sizes, const Shape& updated) {
+  std::vector<int64_t> inner_of(sizes.size(), -1), inner_dims;
+  for (int64_t e = 0; e < updated.rank(); ++e)
+    if (updated.dimension(e) != 1) inner_dims.push_back(e);
+  for (size_t d = 0, next = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1 && next < inner_dims.size()) inner_of[d] = inner_dims[next++];
+  return inner_of;
+}
+
+// Whether the block's inner update can be written into the whole array with the same meaning.
+// A dynamic-update-slice clamps its start into the block, which the fold reproduces. A scatter
+// drops a window that does not fit the block, so it folds only when every dimension it indexes
+// is all of the array's (the block's start there is 0, and "fits the block" is "fits the
+// array"), and never indexes a dimension the block holds once.
+bool folds_into(const Block& block, const Shape& array) {
+  const Instruction* updated = block.updated;
+  if (updated->opcode() != Opcode::kScatter) return true;
+  const std::vector<int64_t> inner_of = inner_dimensions(block.sizes, updated->shape());
+  for (int64_t e : updated->scatter_dimension_numbers.scatter_dims_to_operand_dims) {
+    auto d = std::find(inner_of.begin(), inner_of.end(), e);
+    if (d == inner_of.end()) return false;
+    const int64_t dimension = d - inner_of.begin();
+    if (block.sizes[dimension] != array.dimension(dimension)) return false;
+  }
   return true;
 }
 
@@ -132,8 +223,8 @@ std::optional<Block> match_write_back(Instruction* z) {
   Block block;
   block.written = z->operand(1);
   block.updated = through_unit_reshape(block.written);
-  if (block.updated->opcode() != Opcode::kDynamicUpdateSlice || block.updated->operand_count() < 2) return std::nullopt;
-  const Instruction* read = through_unit_reshape(block.updated->operand(0));
+  if (!is_block_update(block.updated)) return std::nullopt;
+  Instruction* read = through_unit_reshape(block.updated->operand(0));
   if (read->operand_count() < 1) return std::nullopt;
   if (block.written != block.updated && block.written->users().size() != 1) return std::nullopt;  // %r read elsewhere
   if (read->opcode() == Opcode::kSlice) {
@@ -143,21 +234,24 @@ std::optional<Block> match_write_back(Instruction* z) {
       if (!is_integer_constant(*z->operand(2 + d), found->starts[d])) return std::nullopt;
     block.static_starts = found->starts;
     block.sizes = found->sizes;
-    const PrimitiveType index_type = block.updated->operand_count() > 2
-                                         ? block.updated->operand(2)->shape().element_type()
-                                         : z->operand(2)->shape().element_type();
-    if (!foldable_update(block.updated, index_type)) return std::nullopt;
+    block.source = read;
+    while (!same_array(block.source, cache)) block.source = block.source->operand(0);
+    if (!update_index_type(block.updated, z->operand(2)->shape().element_type()) || !folds_into(block, shape))
+      return std::nullopt;
     return block;
   }
-  if (read->opcode() != Opcode::kDynamicSlice || read->operand(0) != cache || read->operand_count() != 1 + shape.rank() ||
+  if (read->opcode() != Opcode::kDynamicSlice || !same_array(read->operand(0), cache) || read->operand_count() != 1 + shape.rank() ||
       read->dynamic_slice_sizes != block.written->shape().dimensions())
     return std::nullopt;
   for (int64_t d = 0; d < shape.rank(); ++d)
     if (!same_value(read->operand(1 + d), z->operand(2 + d))) return std::nullopt;
-  if (!foldable_update(block.updated, read->operand(1)->shape().element_type())) return std::nullopt;
+  const PrimitiveType start_type = read->operand(1)->shape().element_type();
+  if (update_index_type(block.updated, start_type) != start_type) return std::nullopt;
   block.sizes = read->dynamic_slice_sizes;
+  block.source = read->operand(0);
   block.dynamic = true;
   for (int64_t d = 0; d < shape.rank(); ++d) block.dynamic_starts.push_back(read->operand(1 + d));
+  if (!folds_into(block, shape)) return std::nullopt;
   return block;
 }
 
@@ -176,14 +270,14 @@ std::optional<std::vector<Block>> match_stack(Instruction* z, Instruction*& cach
   for (Instruction* written : z->operands()) {
     Instruction* value = through_unit_reshape(written);
     Instruction* updated = nullptr;
-    if (value->opcode() == Opcode::kDynamicUpdateSlice) {
+    if (is_block_update(value)) {
       updated = value;
       value = through_unit_reshape(value->operand(0));
     }
     if (value->opcode() != Opcode::kSlice || value->operand_count() != 1) return std::nullopt;
     Instruction* source = value->operand(0);
     if (cache == nullptr) cache = source;
-    if (source != cache || !(source->shape().dimensions() == z->shape().dimensions()) ||
+    if (!same_array(source, cache) || !(source->shape().dimensions() == z->shape().dimensions()) ||
         source->shape().element_type() != z->shape().element_type() || !is_row_major(source->shape()) ||
         written->shape().dimensions() != value->shape().dimensions())
       return std::nullopt;
@@ -198,11 +292,9 @@ std::optional<std::vector<Block>> match_stack(Instruction* z, Instruction*& cach
     next += block.sizes[axis];
     if (updated == nullptr) continue;
     if (written != updated && written->users().size() != 1) return std::nullopt;
-    const PrimitiveType index_type = updated->operand_count() > 2 ? updated->operand(2)->shape().element_type()
-                                                                  : PrimitiveType::kS32;
-    if (!foldable_update(updated, index_type)) return std::nullopt;
     block.updated = updated;
     block.written = written;
+    if (!update_index_type(updated, PrimitiveType::kS32) || !folds_into(block, cache->shape())) return std::nullopt;
     blocks.push_back(std::move(block));
   }
   if (cache == nullptr || next != cache->shape().dimension(axis)) return std::nullopt;
@@ -226,7 +318,7 @@ std::optional<std::vector<Block>> match_stacked_pieces(Instruction* z, std::vect
   for (Instruction* written : z->operands()) {
     Instruction* updated = through_unit_reshape(written);
     const int64_t extent = written->shape().dimension(axis);
-    if (updated->opcode() != Opcode::kDynamicUpdateSlice || updated->has_control_edges() ||
+    if (!is_block_update(updated) || updated->has_control_edges() ||
         (written != updated && (written->users().size() != 1 || written->has_control_edges())) ||
         !is_row_major(updated->shape()) || !is_row_major(written->shape())) {
       sources.push_back(written);
@@ -236,15 +328,13 @@ std::optional<std::vector<Block>> match_stacked_pieces(Instruction* z, std::vect
     // A piece read out of one array (a slice) is the other stacking rule's (match_stack), which
     // writes into that array in place instead of stacking a new one.
     if (through_unit_reshape(updated->operand(0))->opcode() == Opcode::kSlice) return std::nullopt;
-    const PrimitiveType index_type = updated->operand_count() > 2 ? updated->operand(2)->shape().element_type()
-                                                                  : PrimitiveType::kS32;
-    if (!foldable_update(updated, index_type)) return std::nullopt;
     Block block;
     block.updated = updated;
     block.written = written;
     block.sizes = written->shape().dimensions();
     block.static_starts.assign(static_cast<size_t>(z->shape().rank()), 0);
     block.static_starts[axis] = offset;
+    if (!update_index_type(updated, PrimitiveType::kS32) || !folds_into(block, z->shape())) return std::nullopt;
     blocks.push_back(std::move(block));
     sources.push_back(updated->operand(0));  // reshaped like %r_l when folded
     offset += extent;
@@ -273,18 +363,22 @@ class Folder {
     const Instruction& inner = *block.updated;
     const Shape& updated = inner.shape();               // %x and %y
     const Shape& update = inner.operand(1)->shape();    // %kv
-    const PrimitiveType index_type = inner.operand_count() > 2 ? inner.operand(2)->shape().element_type()
-                                                               : block.dynamic_starts.empty()
-                                                                     ? PrimitiveType::kS32
-                                                                     : block.dynamic_starts[0]->shape().element_type();
-    // Which dimension of %y each array dimension of extent > 1 in the block is.
-    std::vector<int64_t> inner_of(shape.rank(), -1), inner_dims;
-    for (int64_t e = 0; e < updated.rank(); ++e)
-      if (updated.dimension(e) != 1) inner_dims.push_back(e);
-    for (int64_t d = 0, next = 0; d < shape.rank(); ++d)
-      if (block.sizes[d] != 1) inner_of[d] = inner_dims[next++];
-    // The block's starts (clamped as XLA clamps the read) plus the inner update's (likewise).
-    std::vector<Instruction*> block_starts, starts;
+    const PrimitiveType index_type = *update_index_type(
+        &inner, block.dynamic_starts.empty() ? PrimitiveType::kS32 : block.dynamic_starts[0]->shape().element_type());
+    const std::vector<int64_t> inner_of = inner_dimensions(block.sizes, updated);
+    // A scatter's window over %y, and which component of its index vector starts each dimension
+    // of %y (-1: the window starts at 0 there).
+    const bool scatter = inner.opcode() == Opcode::kScatter;
+    std::vector<int64_t> window, component(static_cast<size_t>(updated.rank()), -1);
+    if (scatter) {
+      window = *single_window(&inner);
+      const std::vector<int64_t>& indexed = inner.scatter_dimension_numbers.scatter_dims_to_operand_dims;
+      for (size_t j = 0; j < indexed.size(); ++j) component[indexed[j]] = static_cast<int64_t>(j);
+    }
+    // The block's starts (clamped as XLA clamps the read) plus the inner update's: a
+    // dynamic-update-slice's clamped likewise, a scatter's as they are (the dimensions it indexes
+    // are whole, folds_into, so the block starts at 0 there and the scatter checks the bounds).
+    std::vector<Instruction*> block_starts, starts, pieces;  // pieces: a scatter's index vector
     std::vector<int64_t> update_dims;
     for (int64_t d = 0; d < shape.rank(); ++d) {
       Instruction* start = block.dynamic ? clamped(computation, before, block.dynamic_starts[d], index_type,
@@ -292,8 +386,13 @@ class Folder {
                                          : constant(computation, before, index_type, block.static_starts[d]);
       block_starts.push_back(start);
       const int64_t e = inner_of[d];
-      update_dims.push_back(e < 0 ? 1 : update.dimension(e));
-      if (e >= 0) {
+      update_dims.push_back(e < 0 ? 1 : scatter ? window[e] : update.dimension(e));
+      if (scatter) {
+        pieces.push_back(e >= 0 && component[e] >= 0
+                             ? index_component(computation, before, inner.operand(1), component[e])
+                             : add(computation, before, Opcode::kReshape, "folded_index",
+                                   Shape::array(index_type, {1}), {start}));
+      } else if (e >= 0) {
         Instruction* inner_start =
             clamped(computation, before, inner.operand(2 + e), index_type, updated.dimension(e) - update.dimension(e));
         if (is_zero(*start)) start = inner_start;
@@ -302,14 +401,31 @@ class Folder {
       }
       starts.push_back(start);
     }
-    Instruction* kv = inner.operand(1);
+    Instruction* kv = inner.operand(scatter ? 2 : 1);
     if (kv->shape().dimensions() != update_dims)
-      kv = add(computation, before, Opcode::kReshape, "folded_update", Shape::array(update.element_type(), update_dims),
-               {kv});
-    std::vector<Instruction*> operands = {array, kv};
-    operands.insert(operands.end(), starts.begin(), starts.end());
-    Instruction* folded =
-        add(computation, before, Opcode::kDynamicUpdateSlice, "folded_update_slice", array->shape(), operands);
+      kv = add(computation, before, Opcode::kReshape, "folded_update",
+               Shape::array(kv->shape().element_type(), update_dims), {kv});
+    Instruction* folded = nullptr;
+    if (scatter) {
+      // one window over the whole array, every dimension indexed
+      Instruction* indices = add(computation, before, Opcode::kConcatenate, "folded_indices",
+                                 Shape::array(index_type, {shape.rank()}), pieces);
+      indices->dimensions = {0};
+      folded = add(computation, before, Opcode::kScatter, "folded_scatter", array->shape(), {array, indices, kv});
+      ScatterDimensionNumbers& numbers = folded->scatter_dimension_numbers;
+      for (int64_t d = 0; d < shape.rank(); ++d) {
+        numbers.update_window_dims.push_back(d);
+        numbers.scatter_dims_to_operand_dims.push_back(d);
+      }
+      numbers.index_vector_dim = 0;
+      folded->indices_are_sorted = true;
+      folded->unique_indices = true;
+      folded->set_called_computations(inner.called_computations());
+    } else {
+      std::vector<Instruction*> operands = {array, kv};
+      operands.insert(operands.end(), starts.begin(), starts.end());
+      folded = add(computation, before, Opcode::kDynamicUpdateSlice, "folded_update_slice", array->shape(), operands);
+    }
     folded->metadata = inner.metadata;
     folded->has_metadata = inner.has_metadata;
     std::vector<Instruction*> readers;
@@ -339,6 +455,17 @@ class Folder {
   }
 
  private:
+  // Component j of a scatter's index vector (a scalar, or a vector along dimension 0), as a
+  // vector of one element.
+  Instruction* index_component(Computation& computation, Instruction* before, Instruction* indices, int64_t j) {
+    const Shape one = Shape::array(indices->shape().element_type(), {1});
+    if (indices->shape().rank() == 0) return add(computation, before, Opcode::kReshape, "folded_index", one, {indices});
+    if (indices->shape().dimension(0) == 1) return indices;
+    Instruction* slice = add(computation, before, Opcode::kSlice, "folded_index", one, {indices});
+    slice->slice = {SliceDimension{j, j + 1, 1}};
+    return slice;
+  }
+
   static bool is_zero(const Instruction& instruction) {
     return instruction.opcode() == Opcode::kConstant && instruction.literal.get_integer(0) == 0;
   }
@@ -457,7 +584,7 @@ bool fold_one(Computation& computation, Folder& folder) {
     if (std::optional<Block> block = match_write_back(z)) {
       std::vector<Instruction*> dead = {z, block->written, block->updated, block->updated->operand(0)};
       dead.push_back(through_unit_reshape(block->updated->operand(0)));
-      z->replace_all_uses_with(folder.fold(computation, z->operand(0), *block));
+      z->replace_all_uses_with(folder.fold(computation, block->source, *block));
       remove_dead(computation, std::move(dead));
       return true;
     }

@@ -19,6 +19,22 @@
 // index, in range or not. Before: the block was copied out, updated, and copied back (two
 // copies of T x D per layer per step); after: only %kv is written.
 //
+// The inner update may also be a scatter of one window (JAX's keys.at[:, pos].set(row), and
+// dynamic_update_slice under vmap): it folds into one scatter of that window into the whole
+// array, indexed in every dimension (the block's clamped start, or the scatter's own index
+// where it has one). A scatter drops a window that does not fit, so this needs every dimension
+// it indexes to be all of the array's in the block: then it drops exactly what it dropped
+// before, and the array is left as the write-back of the unchanged block left it.
+//
+//   %y = f32[2,T,D] scatter(%x, s32[1] %at, f32[2,D] %row), update_window_dims={0,1},
+//        inserted_window_dims={1}, scatter_dims_to_operand_dims={1}, index_vector_dim=0
+// ==>
+//   %z' = scatter(%cache, {clamp(%i), 0, %at, 0}, reshape(%row)), one window, every dimension
+//
+// The block's read and the write-back may name the array through two get-tuple-elements of one
+// tuple element (scan-in-place leaves that in a scan's body); the fold writes into the one the
+// read names, which is defined before the update.
+//
 // The block may also be read by a unit-stride slice and written back at constant starts equal
 // to the slice's: torch's update through a view (cache[l, 0].index_copy_(0, pos, k)), which
 // functionalization writes as select, the update, then select_scatter back into the cache.
