@@ -2,12 +2,20 @@
 
 #include "insitu/ir/parser.h"
 #include "insitu/ir/verifier.h"
+#include "insitu/stablehlo/import.h"
 
 namespace insitu::cli {
 
 StatusOr<std::unique_ptr<Module>> load_module(CliContext& context, const std::string& path, bool verify) {
   INSITU_ASSIGN_OR_RETURN(std::string text, context.read_module_text(path));
-  INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Module> module, parse_module(text));
+  // MLIR bytecode (a VHLO artifact: what JAX hands a PJRT plugin, what jax.export writes) or HLO text
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  std::unique_ptr<Module> module;
+  if (bytecode::is_bytecode(bytes)) {
+    INSITU_ASSIGN_OR_RETURN(module, stablehlo::read_vhlo(bytes));
+  } else {
+    INSITU_ASSIGN_OR_RETURN(module, parse_module(text));
+  }
   if (verify) INSITU_RETURN_IF_ERROR(verify_module(*module));
   return module;
 }

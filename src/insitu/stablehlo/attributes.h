@@ -1,0 +1,105 @@
+// The attributes and types of a VHLO artifact, decoded from their bytecode entries
+// (bytecode.h): the builtin dialect's (locations, the module's and ops' attribute dictionaries,
+// builtin strings and integers) and VHLO's (every type, and every attribute an op carries).
+// Encodings from the format's public description (mlir.llvm.org's bytecode format; StableHLO's
+// VHLO dialect): each custom-encoded entry starts with its kind code.
+//
+// Entries are decoded on first use and kept (an artifact's entries point at each other, forward
+// too). An entry of a dialect insitu does not decode (Shardy's `sdy`, a textual entry) is kept as
+// kOpaque with its dialect and bytes, so a caller that needs its meaning says which entry it could
+// not read; nothing is dropped silently. Errors name the entry's byte offset.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "insitu/ir/dtype.h"
+#include "insitu/ir/shape.h"
+#include "insitu/stablehlo/bytecode.h"
+
+namespace insitu::stablehlo {
+
+struct Type {
+  enum class Kind { kElement, kTensor, kFunction, kTuple, kToken, kUnrankedTensor, kNone, kIndex, kOpaque };
+  Kind kind = Kind::kOpaque;
+  PrimitiveType element = PrimitiveType::kInvalid;  // kElement; a tensor's element type
+  std::vector<int64_t> dimensions;                  // kTensor; kDynamic for a dynamic one
+  std::vector<uint64_t> inputs, outputs;            // kFunction (type indices); kTuple: inputs
+  std::optional<uint64_t> encoding;                 // kTensor: its encoding attribute (bounds)
+  std::string description;                          // kOpaque: what it is ("sdy type", "text f8E4M3")
+  static constexpr int64_t kDynamic = INT64_MIN;
+};
+
+struct Attribute {
+  enum class Kind {
+    kArray,        // elements
+    kDictionary,   // elements: key, value, key, value, ...
+    kString,       // text
+    kBoolean,      // integer 0/1
+    kInteger,      // type, integer (sign-extended from the type's width when signed)
+    kFloat,        // type, bits (the value's bit pattern, width of the type)
+    kTensor,       // type, data (dense elements; a splat holds one element)
+    kType,         // type
+    kEnum,         // code (which VHLO enum attribute), integer (its value)
+    kOutputOperandAlias,  // output_index, operand (integer), operand_index
+    kTypeExtensions,      // bounds (in output_index)
+    kResultAccuracy,      // bits: atol's, output_index: {rtol's bits, ulps}, elements: {mode attribute}
+    kUnit,
+    kSymbolRef,    // text (the root symbol)
+    kLocation,     // text (a file name or a name, where the location has one), integer (line)
+    kOpaque,       // description: a dialect or kind not decoded
+  };
+  Kind kind = Kind::kOpaque;
+  std::vector<uint64_t> elements;
+  std::string text;
+  int64_t integer = 0;
+  uint64_t bits = 0;
+  uint64_t type = 0;
+  uint64_t code = 0;
+  std::vector<int64_t> output_index, operand_index;
+  std::span<const uint8_t> data;
+  std::string description;
+};
+
+// VHLO's enum attribute codes (Attribute::code of a kEnum).
+enum VhloEnum : uint64_t {
+  kComparisonDirection = 3,
+  kComparisonType = 4,
+  kCustomCallApiVersion = 5,
+  kFftType = 7,
+  kPrecision = 11,
+  kRngAlgorithm = 12,
+  kRngDistribution = 13,
+  kTranspose = 16,
+  kResultAccuracyMode = 19,
+};
+
+class Symbols {
+ public:
+  explicit Symbols(const bytecode::File& file);
+  StatusOr<const Attribute*> attribute(uint64_t index);
+  StatusOr<const Type*> type(uint64_t index);
+  // Shorthands that check the kind: "what" names the use in the error.
+  StatusOr<std::string> string(uint64_t index, std::string_view what);
+  StatusOr<int64_t> integer(uint64_t index, std::string_view what);      // kInteger, kBoolean, kEnum
+  StatusOr<std::vector<int64_t>> integers(uint64_t index, std::string_view what);  // an i64 tensor or array
+  // A type as insitu's element type and dimensions (a ranked tensor, or a token/tuple).
+  StatusOr<Shape> shape(uint64_t type_index, std::string_view what);
+  const bytecode::File& file() const { return file_; }
+  // "byte N: message" for the entry `index` (attribute or type).
+  Status attribute_error(uint64_t index, std::string message) const;
+  Status type_error(uint64_t index, std::string message) const;
+
+ private:
+  StatusOr<Attribute> decode_attribute(uint64_t index);
+  StatusOr<Type> decode_type(uint64_t index);
+  const bytecode::File& file_;
+  std::vector<std::unique_ptr<Attribute>> attributes_;
+  std::vector<std::unique_ptr<Type>> types_;
+  std::vector<bool> attribute_busy_, type_busy_;  // cycle guard for hostile files
+};
+
+}  // namespace insitu::stablehlo

@@ -1,0 +1,719 @@
+// VHLO ops into HLO (import.h).
+#include "insitu/stablehlo/import.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "insitu/ir/parser.h"
+#include "insitu/stablehlo/attributes.h"
+#include "insitu/support/str.h"
+
+namespace insitu::stablehlo {
+namespace {
+
+using bytecode::Block;
+using bytecode::File;
+using bytecode::Operation;
+using bytecode::Region;
+using bytecode::ValueRef;
+
+// VHLO ops that are one HLO op of the same operands, with no attribute (or only a
+// result_accuracy, which must be the default).
+const std::map<std::string, std::string, std::less<>>& elementwise_ops() {
+  static const auto* table = new std::map<std::string, std::string, std::less<>>{
+      {"abs_v1", "abs"}, {"add_v1", "add"}, {"and_v1", "and"}, {"atan2_v1", "atan2"},
+      {"bitcast_convert_v1", "bitcast-convert"}, {"cbrt_v1", "cbrt"}, {"cbrt_v2", "cbrt"}, {"ceil_v1", "ceil"},
+      {"clamp_v1", "clamp"}, {"complex_v1", "complex"}, {"convert_v1", "convert"},
+      {"cosine_v1", "cosine"}, {"cosine_v2", "cosine"}, {"count_leading_zeros_v1", "count-leading-zeros"},
+      {"divide_v1", "divide"}, {"exponential_minus_one_v1", "exponential-minus-one"},
+      {"exponential_minus_one_v2", "exponential-minus-one"}, {"exponential_v1", "exponential"},
+      {"exponential_v2", "exponential"}, {"floor_v1", "floor"}, {"imag_v1", "imag"}, {"is_finite_v1", "is-finite"},
+      {"log_plus_one_v1", "log-plus-one"}, {"log_plus_one_v2", "log-plus-one"}, {"log_v1", "log"}, {"log_v2", "log"},
+      {"logistic_v1", "logistic"}, {"logistic_v2", "logistic"}, {"maximum_v1", "maximum"}, {"minimum_v1", "minimum"},
+      {"multiply_v1", "multiply"}, {"negate_v1", "negate"}, {"not_v1", "not"}, {"or_v1", "or"},
+      {"popcnt_v1", "popcnt"}, {"power_v1", "power"}, {"real_v1", "real"}, {"remainder_v1", "remainder"},
+      {"reshape_v1", "reshape"}, {"round_nearest_afz_v1", "round-nearest-afz"},
+      {"round_nearest_even_v1", "round-nearest-even"}, {"rsqrt_v1", "rsqrt"}, {"rsqrt_v2", "rsqrt"},
+      {"select_v1", "select"}, {"shift_left_v1", "shift-left"}, {"shift_right_arithmetic_v1", "shift-right-arithmetic"},
+      {"shift_right_logical_v1", "shift-right-logical"}, {"sign_v1", "sign"}, {"sine_v1", "sine"}, {"sine_v2", "sine"},
+      {"sqrt_v1", "sqrt"}, {"sqrt_v2", "sqrt"}, {"subtract_v1", "subtract"}, {"tan_v1", "tan"}, {"tan_v2", "tan"},
+      {"tanh_v1", "tanh"}, {"tanh_v2", "tanh"}, {"xor_v1", "xor"}, {"dynamic_update_slice_v1", "dynamic-update-slice"},
+      {"partition_id_v1", "partition-id"}, {"replica_id_v1", "replica-id"}, {"after_all_v1", "after-all"},
+      {"create_token_v1", "after-all"}, {"tuple_v1", "tuple"}, {"optimization_barrier_v1", "opt-barrier"},
+  };
+  return *table;
+}
+
+std::string braces(const std::vector<int64_t>& values) { return str_cat("{", str_join(values, ","), "}"); }
+
+// One HLO computation being written: its lines and the HLO name of each value it can read.
+struct Scope {
+  std::vector<std::string> lines;
+  std::map<std::pair<const void*, uint64_t>, std::string> names;
+  static std::pair<const void*, uint64_t> key(const ValueRef& value) {
+    return value.operation != nullptr ? std::pair<const void*, uint64_t>{value.operation, value.index}
+                                      : std::pair<const void*, uint64_t>{value.block, value.index};
+  }
+};
+
+class Importer {
+ public:
+  explicit Importer(const File& file) : file_(file), symbols_(file) {}
+
+  StatusOr<HloText> run() {
+    if (file_.top.operations.size() != 1 || name(file_.top.operations[0]) != "builtin.module")
+      return invalid_argument("the artifact's top level is not one builtin.module");
+    const Operation& module = file_.top.operations[0];
+    std::string module_name = "module";
+    if (module.properties) {  // sym_name, sym_visibility (optional attributes: index << 1 | present)
+      bytecode::Reader reader(file_.properties[*module.properties], file_.property_offsets[*module.properties]);
+      INSITU_ASSIGN_OR_RETURN(uint64_t sym_name, reader.varint());
+      if (sym_name & 1) {
+        INSITU_ASSIGN_OR_RETURN(module_name, symbols_.string(sym_name >> 1, "the module's name"));
+      }
+    }
+    int64_t partitions = 1, replicas = 1;
+    if (module.attributes) {
+      INSITU_ASSIGN_OR_RETURN(const Attribute* dictionary, symbols_.attribute(*module.attributes));
+      for (size_t i = 0; i + 1 < dictionary->elements.size(); i += 2) {
+        INSITU_ASSIGN_OR_RETURN(std::string key, symbols_.string(dictionary->elements[i], "a module attribute's name"));
+        if (key == "mhlo.num_partitions") {
+          INSITU_ASSIGN_OR_RETURN(partitions, symbols_.integer(dictionary->elements[i + 1], key));
+        }
+        if (key == "mhlo.num_replicas") {
+          INSITU_ASSIGN_OR_RETURN(replicas, symbols_.integer(dictionary->elements[i + 1], key));
+        }
+      }
+    }
+    const Block* body = module.regions.empty() || module.regions[0].blocks.empty() ? nullptr : &module.regions[0].blocks[0];
+    if (body == nullptr) return error(module, "a module without a body");
+    // every function's name first: calls may name a function defined after them
+    for (const Operation& op : body->operations) {
+      if (name(op) != "vhlo.func_v1") continue;
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> properties, this->properties(op, 5));
+      INSITU_ASSIGN_OR_RETURN(std::string symbol, symbols_.string(properties[3], "a function's name"));
+      functions_[symbol] = fresh(symbol);
+    }
+    for (const Operation& op : body->operations) {
+      const std::string op_name = name(op);
+      if (op_name == "vhlo.func_v1") {
+        INSITU_RETURN_IF_ERROR(function(op));
+      } else if (op_name.starts_with("sdy.")) {
+        continue;  // a Shardy mesh: sharding metadata, nothing to run on one device
+      } else {
+        return error(op, str_cat(op_name, " at the module's top level is not read"));
+      }
+    }
+    if (entry_.empty()) return error(module, "the artifact has no public function \"main\"");
+    std::string header = str_cat("HloModule ", sanitize(module_name));
+    if (!aliases_.empty()) header += str_cat(", input_output_alias={ ", str_join(aliases_, ", "), " }");
+    if (!donors_.empty()) header += str_cat(", buffer_donor={ ", str_join(donors_, ", "), " }");
+    if (replicas != 1) header += str_cat(", replica_count=", replicas);
+    if (partitions != 1) header += str_cat(", num_partitions=", partitions);
+    HloText result;
+    result.text = header + "\n\n" + str_join(computations_, "\n");
+    result.constants = std::move(constants_);
+    return result;
+  }
+
+ private:
+  std::string name(const Operation& op) const { return bytecode::operation_name(file_, op); }
+
+  Status error(const Operation& op, std::string message) const {
+    return invalid_argument(str_cat("byte ", op.offset, ": ", message));
+  }
+
+  std::string fresh(std::string_view base) { return str_cat(sanitize(base), ".", next_++); }
+  static std::string sanitize(std::string_view text) {
+    std::string out;
+    for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ? c : '_';
+    return out.empty() ? "x" : out;
+  }
+
+  // The op's properties: `count` attribute indices in the order of their names.
+  StatusOr<std::vector<uint64_t>> properties(const Operation& op, size_t count) {
+    std::vector<uint64_t> indices;
+    if (op.properties) {
+      bytecode::Reader reader(file_.properties[*op.properties], file_.property_offsets[*op.properties]);
+      while (!reader.done()) {
+        INSITU_ASSIGN_OR_RETURN(uint64_t index, reader.varint());
+        indices.push_back(index);
+      }
+    }
+    if (indices.size() != count)
+      return error(op, str_cat(name(op), " has ", indices.size(), " properties where ", count, " are read"));
+    return indices;
+  }
+
+  StatusOr<std::string> shape_text(uint64_t type, const Operation& op) {
+    StatusOr<Shape> shape = symbols_.shape(type, name(op));
+    if (!shape.ok()) return error(op, shape.status().message());
+    return shape->to_string();
+  }
+
+  StatusOr<std::string> value(Scope& scope, const Operation& op, const ValueRef& operand) {
+    auto found = scope.names.find(Scope::key(operand));
+    if (found == scope.names.end())
+      return error(op, str_cat(name(op), " reads a value from outside its region where HLO cannot (an applied computation)"));
+    return found->second;
+  }
+
+  StatusOr<std::vector<std::string>> operands(Scope& scope, const Operation& op, size_t from = 0, size_t to = SIZE_MAX) {
+    std::vector<std::string> names;
+    for (size_t i = from; i < std::min(to, op.operands.size()); ++i) {
+      INSITU_ASSIGN_OR_RETURN(std::string operand, value(scope, op, op.operands[i]));
+      names.push_back(std::move(operand));
+    }
+    return names;
+  }
+
+  // Emits `name = shape expression` for the op's results: one result directly; several as a
+  // tuple and one get-tuple-element each.
+  Status define(Scope& scope, const Operation& op, const std::string& expression) {
+    std::vector<std::string> shapes;
+    for (uint64_t type : op.result_types) {
+      INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
+      shapes.push_back(std::move(shape));
+    }
+    const std::string base = name(op).substr(5);
+    if (shapes.size() == 1) {
+      const std::string result = fresh(base);
+      scope.lines.push_back(str_cat(result, " = ", shapes[0], " ", expression));
+      scope.names[{&op, 0}] = result;
+      return ok_status();
+    }
+    const std::string tuple = fresh(base);
+    scope.lines.push_back(str_cat(tuple, " = (", str_join(shapes, ", "), ") ", expression));
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const std::string element = fresh(base);
+      scope.lines.push_back(str_cat(element, " = ", shapes[i], " get-tuple-element(", tuple, "), index=", i));
+      scope.names[{&op, i}] = element;
+    }
+    return ok_status();
+  }
+
+  // A computation of `region` whose block arguments are one scalar parameter each (reduce,
+  // scatter, sort, ... appliers); its result the returned values (a tuple for several).
+  StatusOr<std::string> applier(const Operation& op, const Region& region, std::string_view base) {
+    if (region.blocks.size() != 1) return error(op, str_cat(name(op), ": a region of ", region.blocks.size(), " blocks"));
+    const Block& block = region.blocks[0];
+    Scope scope;
+    for (uint64_t i = 0; i < block.argument_types.size(); ++i) {
+      INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(block.argument_types[i], op));
+      const std::string parameter = fresh("p");
+      scope.lines.push_back(str_cat(parameter, " = ", shape, " parameter(", i, ")"));
+      scope.names[{&block, i}] = parameter;
+    }
+    return finish(scope, block, base, /*tuple_result=*/false);
+  }
+
+  // Writes the block's ops and the computation whose root is what its return_v1 returns (a
+  // tuple when several, or always with `tuple_result`); returns the computation's name.
+  StatusOr<std::string> finish(Scope& scope, const Block& block, std::string_view base, bool tuple_result,
+                               const std::vector<std::string>& extra_results = {}) {
+    if (block.operations.empty() || name(block.operations.back()) != "vhlo.return_v1")
+      return invalid_argument(str_cat("a region that does not end in vhlo.return_v1 (", base, ")"));
+    for (size_t i = 0; i + 1 < block.operations.size(); ++i) INSITU_RETURN_IF_ERROR(emit(scope, block.operations[i]));
+    const Operation& ret = block.operations.back();
+    INSITU_ASSIGN_OR_RETURN(std::vector<std::string> results, operands(scope, ret));
+    results.insert(results.end(), extra_results.begin(), extra_results.end());
+    std::string root;
+    if (results.size() == 1 && !tuple_result) {
+      root = results[0];
+      // the root must be an instruction line of this computation: a parameter or value returned
+      // as is gets a copy-free alias through a tuple-less reshape? no: mark the existing line ROOT
+    } else {
+      root = fresh("tuple");
+      scope.lines.push_back(str_cat(root, " = tuple(", str_join(results, ", "), ")"));
+    }
+    const std::string computation = fresh(base);
+    std::string text = str_cat(computation, " {\n");
+    for (const std::string& line : scope.lines)
+      text += str_cat("  ", line.starts_with(root + " = ") ? "ROOT " : "", line, "\n");
+    text += "}\n";
+    computations_.push_back(std::move(text));
+    return computation;
+  }
+
+  // The values a region reads that are defined outside it, in first-use order.
+  void captures(const Region& region, std::vector<ValueRef>& out) {
+    std::set<const void*> inside;
+    std::vector<const Region*> stack = {&region};
+    while (!stack.empty()) {
+      const Region* current = stack.back();
+      stack.pop_back();
+      for (const Block& block : current->blocks) {
+        inside.insert(&block);
+        for (const Operation& op : block.operations) {
+          inside.insert(&op);
+          for (const Region& nested : op.regions) stack.push_back(&nested);
+        }
+      }
+    }
+    std::set<std::pair<const void*, uint64_t>> seen;
+    stack = {&region};
+    while (!stack.empty()) {
+      const Region* current = stack.back();
+      stack.pop_back();
+      for (const Block& block : current->blocks) {
+        for (const Operation& op : block.operations) {
+          for (const ValueRef& operand : op.operands) {
+            const void* definer = operand.operation != nullptr ? static_cast<const void*>(operand.operation)
+                                                               : static_cast<const void*>(operand.block);
+            if (!inside.count(definer) && seen.insert(Scope::key(operand)).second) out.push_back(operand);
+          }
+          for (const Region& nested : op.regions) stack.push_back(&nested);
+        }
+      }
+    }
+  }
+
+  // A computation taking one tuple parameter: the block's arguments (if any) and then the
+  // captured values, in that order.
+  StatusOr<std::string> tuple_region(const Operation& op, const Region& region, std::string_view base,
+                                     const std::vector<std::string>& parameter_shapes, const std::vector<ValueRef>& captured,
+                                     bool tuple_result, bool pass_captures_through) {
+    if (region.blocks.size() != 1) return error(op, str_cat(name(op), ": a region of ", region.blocks.size(), " blocks"));
+    const Block& block = region.blocks[0];
+    Scope scope;
+    const std::string parameter = fresh("state");
+    scope.lines.push_back(str_cat(parameter, " = (", str_join(parameter_shapes, ", "), ") parameter(0)"));
+    const size_t arguments = block.argument_types.size();
+    std::vector<std::string> passed;
+    for (size_t i = 0; i < parameter_shapes.size(); ++i) {
+      const std::string element = fresh("element");
+      scope.lines.push_back(str_cat(element, " = ", parameter_shapes[i], " get-tuple-element(", parameter, "), index=", i));
+      if (i < arguments) scope.names[{&block, i}] = element;
+      else scope.names[Scope::key(captured[i - arguments])] = element, passed.push_back(element);
+    }
+    return finish(scope, block, base, tuple_result, pass_captures_through ? passed : std::vector<std::string>{});
+  }
+
+  Status function(const Operation& op) {
+    INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> properties, this->properties(op, 5));
+    INSITU_ASSIGN_OR_RETURN(std::string symbol, symbols_.string(properties[3], "a function's name"));
+    INSITU_ASSIGN_OR_RETURN(std::string visibility, symbols_.string(properties[4], "a function's visibility"));
+    if (op.regions.size() != 1 || op.regions[0].blocks.size() != 1) return error(op, "a function body of other than one block");
+    const Block& block = op.regions[0].blocks[0];
+    const bool entry = symbol == "main" && visibility != "private";
+    Scope scope;
+    for (uint64_t i = 0; i < block.argument_types.size(); ++i) {
+      INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(block.argument_types[i], op));
+      const std::string parameter = fresh(str_cat("arg", i));
+      scope.lines.push_back(str_cat(parameter, " = ", shape, " parameter(", i, ")"));
+      scope.names[{&block, i}] = parameter;
+    }
+    if (entry) {
+      size_t results = 0;
+      INSITU_ASSIGN_OR_RETURN(const Attribute* type, symbols_.attribute(properties[1]));
+      if (type->kind == Attribute::Kind::kType) {
+        INSITU_ASSIGN_OR_RETURN(const Type* function_type, symbols_.type(type->type));
+        results = function_type->outputs.size();
+      }
+      INSITU_RETURN_IF_ERROR(donation(op, properties[0], results));
+    }
+    INSITU_ASSIGN_OR_RETURN(std::string computation, finish(scope, block, symbol, false));
+    // the function's computation carries its symbol's name (calls refer to it)
+    std::string& text = computations_.back();
+    const std::string wanted = functions_.at(symbol);
+    text.replace(0, computation.size(), (entry ? "ENTRY " : "") + wanted);
+    if (entry) entry_ = wanted;
+    return ok_status();
+  }
+
+  // tf.aliasing_output (the output the argument's buffer becomes) and jax.buffer_donor.
+  Status donation(const Operation& op, uint64_t arg_attrs, size_t results) {
+    INSITU_ASSIGN_OR_RETURN(const Attribute* list, symbols_.attribute(arg_attrs));
+    if (list->kind != Attribute::Kind::kArray) return error(op, "arg_attrs is not an array");
+    for (size_t argument = 0; argument < list->elements.size(); ++argument) {
+      INSITU_ASSIGN_OR_RETURN(const Attribute* dictionary, symbols_.attribute(list->elements[argument]));
+      if (dictionary->kind != Attribute::Kind::kDictionary) continue;
+      for (size_t i = 0; i + 1 < dictionary->elements.size(); i += 2) {
+        StatusOr<std::string> key = symbols_.string(dictionary->elements[i], "an argument attribute's name");
+        if (!key.ok()) continue;
+        if (*key == "tf.aliasing_output") {
+          INSITU_ASSIGN_OR_RETURN(int64_t output, symbols_.integer(dictionary->elements[i + 1], *key));
+          if (output < 0 || static_cast<size_t>(output) >= std::max<size_t>(results, 1))
+            return error(op, str_cat("argument ", argument, " aliases output ", output, " of ", results));
+          aliases_.push_back(str_cat(results == 1 ? "{}" : str_cat("{", output, "}"), ": (", argument, ", {}, may-alias)"));
+        } else if (*key == "jax.buffer_donor") {
+          INSITU_ASSIGN_OR_RETURN(int64_t donor, symbols_.integer(dictionary->elements[i + 1], *key));
+          if (donor != 0) donors_.push_back(str_cat("(", argument, ", {})"));
+        }
+      }
+    }
+    return ok_status();
+  }
+
+  // A constant: a placeholder in the text, its bytes copied in after parsing.
+  Status constant(Scope& scope, const Operation& op, uint64_t value) {
+    INSITU_ASSIGN_OR_RETURN(const Attribute* tensor, symbols_.attribute(value));
+    if (tensor->kind != Attribute::Kind::kTensor) return error(op, "a constant whose value is not a tensor");
+    StatusOr<Shape> shape = symbols_.shape(tensor->type, "a constant");
+    if (!shape.ok() || !shape->is_array()) return error(op, "a constant that is not an array");
+    const int64_t count = shape->element_count();
+    std::vector<uint8_t> bytes(static_cast<size_t>(shape->byte_size()));
+    const size_t data = tensor->data.size();
+    if (shape->element_type() == PrimitiveType::kPred) {
+      // one byte per element (unpacked), one bit each (packed), or a splat byte (0xFF: true)
+      for (int64_t i = 0; i < count; ++i) {
+        uint8_t bit = 0;
+        if (data == 1 && count != 1) bit = tensor->data[0] != 0;
+        else if (static_cast<int64_t>(data) == count) bit = tensor->data[i] != 0;
+        else if (static_cast<int64_t>(data) == (count + 7) / 8) bit = (tensor->data[i / 8] >> (i % 8)) & 1;
+        else return error(op, str_cat("a pred constant of ", count, " elements in ", data, " bytes"));
+        bytes[i] = bit;
+      }
+    } else if (is_sub_byte_integral(shape->element_type()) || byte_width(shape->element_type()) * 8 != bit_width(shape->element_type())) {
+      return error(op, str_cat("a constant of ", primitive_type_name(shape->element_type()), " (packed narrow types are not read)"));
+    } else {
+      const size_t width = static_cast<size_t>(byte_width(shape->element_type()));
+      if (data == bytes.size()) {
+        if (!bytes.empty()) std::memcpy(bytes.data(), tensor->data.data(), data);
+      } else if (data == width && count > 1) {
+        for (int64_t i = 0; i < count; ++i) std::memcpy(bytes.data() + i * width, tensor->data.data(), width);
+      } else {
+        return error(op, str_cat("a constant of ", count, " elements in ", data, " bytes"));
+      }
+    }
+    const std::string result = fresh("constant");
+    scope.lines.push_back(str_cat(result, " = ", shape->to_string(), " constant(0)"));
+    scope.names[{&op, 0}] = result;
+    constants_.push_back(HloText::Constant{result, std::move(bytes)});
+    return ok_status();
+  }
+
+  StatusOr<std::string> dims(uint64_t attribute, std::string_view what) {
+    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> values, symbols_.integers(attribute, what));
+    return braces(values);
+  }
+
+  Status default_accuracy(const Operation& op, uint64_t attribute) {
+    INSITU_ASSIGN_OR_RETURN(const Attribute* accuracy, symbols_.attribute(attribute));
+    if (accuracy->kind != Attribute::Kind::kResultAccuracy) return error(op, "result_accuracy is not a result accuracy");
+    int64_t mode = -1;
+    if (!accuracy->elements.empty()) {
+      INSITU_ASSIGN_OR_RETURN(mode, symbols_.integer(accuracy->elements[0], "its mode"));
+    }
+    if (accuracy->bits != 0 || accuracy->output_index.at(0) != 0 || accuracy->output_index.at(1) != 0 || mode != 0)
+      return error(op, str_cat(name(op), " with a result_accuracy other than the default is not read"));
+    return ok_status();
+  }
+
+  Status emit(Scope& scope, const Operation& op) {
+    const std::string full = name(op);
+    if (!full.starts_with("vhlo.")) return error(op, str_cat(full, " is not read (insitu reads VHLO ops)"));
+    const std::string op_name = full.substr(5);
+    if (auto found = elementwise_ops().find(op_name); found != elementwise_ops().end()) {
+      if (op.properties) {
+        INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> properties, this->properties(op, 1));
+        INSITU_RETURN_IF_ERROR(default_accuracy(op, properties[0]));
+      }
+      INSITU_ASSIGN_OR_RETURN(std::vector<std::string> names, operands(scope, op));
+      return define(scope, op, str_cat(found->second, "(", str_join(names, ", "), ")"));
+    }
+    INSITU_ASSIGN_OR_RETURN(std::vector<std::string> names, operands(scope, op));
+    const std::string args = str_join(names, ", ");
+    if (op_name == "constant_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+      return constant(scope, op, p[0]);
+    }
+    if (op_name == "broadcast_in_dim_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+      INSITU_ASSIGN_OR_RETURN(std::string d, dims(p[0], "broadcast_dimensions"));
+      return define(scope, op, str_cat("broadcast(", args, "), dimensions=", d));
+    }
+    if (op_name == "transpose_v1" || op_name == "reverse_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+      INSITU_ASSIGN_OR_RETURN(std::string d, dims(p[0], "dimensions"));
+      return define(scope, op, str_cat(op_name == "transpose_v1" ? "transpose(" : "reverse(", args, "), dimensions=", d));
+    }
+    if (op_name == "iota_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+      INSITU_ASSIGN_OR_RETURN(int64_t dimension, symbols_.integer(p[0], "iota_dimension"));
+      return define(scope, op, str_cat("iota(), iota_dimension=", dimension));
+    }
+    if (op_name == "concatenate_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+      INSITU_ASSIGN_OR_RETURN(int64_t dimension, symbols_.integer(p[0], "dimension"));
+      return define(scope, op, str_cat("concatenate(", args, "), dimensions={", dimension, "}"));
+    }
+    if (op_name == "get_tuple_element_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+      INSITU_ASSIGN_OR_RETURN(int64_t index, symbols_.integer(p[0], "index"));
+      return define(scope, op, str_cat("get-tuple-element(", args, "), index=", index));
+    }
+    if (op_name == "compare_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 2));  // compare_type, comparison_direction
+      INSITU_ASSIGN_OR_RETURN(int64_t type, symbols_.integer(p[0], "compare_type"));
+      INSITU_ASSIGN_OR_RETURN(int64_t direction, symbols_.integer(p[1], "comparison_direction"));
+      static const char* kDirections[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
+      static const char* kTypes[] = {"", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
+      if (direction < 0 || direction > 5 || type < 0 || type > 4) return error(op, "a comparison of unknown kind");
+      std::string text = str_cat("compare(", args, "), direction=", kDirections[direction]);
+      if (type != 0) text += str_cat(", type=", kTypes[type]);
+      return define(scope, op, text);
+    }
+    if (op_name == "slice_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 3));  // limit, start, strides
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> limits, symbols_.integers(p[0], "limit_indices"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> starts, symbols_.integers(p[1], "start_indices"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, symbols_.integers(p[2], "strides"));
+      if (limits.size() != starts.size() || strides.size() != starts.size()) return error(op, "slice lists of different lengths");
+      std::vector<std::string> ranges;
+      for (size_t d = 0; d < starts.size(); ++d) ranges.push_back(str_cat("[", starts[d], ":", limits[d], ":", strides[d], "]"));
+      return define(scope, op, str_cat("slice(", args, "), slice={", str_join(ranges, ", "), "}"));
+    }
+    if (op_name == "dynamic_slice_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+      INSITU_ASSIGN_OR_RETURN(std::string sizes, dims(p[0], "slice_sizes"));
+      return define(scope, op, str_cat("dynamic-slice(", args, "), dynamic_slice_sizes=", sizes));
+    }
+    if (op_name == "pad_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 3));  // high, low, interior
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> high, symbols_.integers(p[0], "edge_padding_high"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> low, symbols_.integers(p[1], "edge_padding_low"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> interior, symbols_.integers(p[2], "interior_padding"));
+      std::vector<std::string> padding;
+      for (size_t d = 0; d < low.size() && d < high.size() && d < interior.size(); ++d)
+        padding.push_back(str_cat(low[d], "_", high[d], "_", interior[d]));
+      return define(scope, op, str_cat("pad(", args, "), padding=", str_join(padding, "x")));
+    }
+    if (op_name == "dot_general_v2") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 12));
+      for (size_t i : {0, 1, 3, 5, 6, 9, 11}) {  // the algorithm's fields: none (JAX's default)
+        INSITU_ASSIGN_OR_RETURN(const Attribute* field, symbols_.attribute(p[i]));
+        bool none = false;
+        if (field->kind == Attribute::Kind::kType) {
+          INSITU_ASSIGN_OR_RETURN(const Type* type, symbols_.type(field->type));
+          none = type->kind == Type::Kind::kNone;
+        }
+        if (!none) return error(op, "a dot_general with an algorithm is not read");
+      }
+      INSITU_ASSIGN_OR_RETURN(std::string lb, dims(p[2], "lhs_batching_dimensions"));
+      INSITU_ASSIGN_OR_RETURN(std::string lc, dims(p[4], "lhs_contracting_dimensions"));
+      INSITU_ASSIGN_OR_RETURN(std::string rb, dims(p[8], "rhs_batching_dimensions"));
+      INSITU_ASSIGN_OR_RETURN(std::string rc, dims(p[10], "rhs_contracting_dimensions"));
+      return define(scope, op, str_cat("dot(", args, "), lhs_batch_dims=", lb, ", lhs_contracting_dims=", lc,
+                                       ", rhs_batch_dims=", rb, ", rhs_contracting_dims=", rc));
+    }
+    if (op_name == "reduce_v1" || op_name == "reduce_window_v1") {
+      if (op.regions.size() != 1) return error(op, "a reduction without its body");
+      INSITU_ASSIGN_OR_RETURN(std::string body, applier(op, op.regions[0], "reducer"));
+      if (op_name == "reduce_v1") {
+        INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+        INSITU_ASSIGN_OR_RETURN(std::string d, dims(p[0], "dimensions"));
+        return define(scope, op, str_cat("reduce(", args, "), dimensions=", d, ", to_apply=", body));
+      }
+      // base_dilations, padding, window_dilations, window_dimensions, window_strides
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 5));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> base, symbols_.integers(p[0], "base_dilations"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> padding, padding_pairs(p[1]));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> window_dilations, symbols_.integers(p[2], "window_dilations"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, symbols_.integers(p[3], "window_dimensions"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, symbols_.integers(p[4], "window_strides"));
+      std::vector<std::string> size, stride, pad, lhs, rhs;
+      for (size_t d = 0; d < sizes.size(); ++d) {
+        size.push_back(str_cat(sizes[d]));
+        stride.push_back(str_cat(d < strides.size() ? strides[d] : 1));
+        pad.push_back(str_cat(2 * d + 1 < padding.size() ? padding[2 * d] : 0, "_",
+                              2 * d + 1 < padding.size() ? padding[2 * d + 1] : 0));
+        lhs.push_back(str_cat(d < base.size() ? base[d] : 1));
+        rhs.push_back(str_cat(d < window_dilations.size() ? window_dilations[d] : 1));
+      }
+      return define(scope, op, str_cat("reduce-window(", args, "), window={size=", str_join(size, "x"), " stride=",
+                                       str_join(stride, "x"), " pad=", str_join(pad, "x"), " lhs_dilate=",
+                                       str_join(lhs, "x"), " rhs_dilate=", str_join(rhs, "x"), "}, to_apply=", body));
+    }
+    if (op_name == "scatter_v2") {
+      if (op.regions.size() != 1) return error(op, "a scatter without its update computation");
+      INSITU_ASSIGN_OR_RETURN(std::string body, applier(op, op.regions[0], "update"));
+      // index_vector_dim, indices_are_sorted, input_batching_dims, inserted_window_dims,
+      // scatter_dims_to_operand_dims, scatter_indices_batching_dims, unique_indices, update_window_dims
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 8));
+      INSITU_ASSIGN_OR_RETURN(int64_t index_vector_dim, symbols_.integer(p[0], "index_vector_dim"));
+      INSITU_ASSIGN_OR_RETURN(int64_t sorted, symbols_.integer(p[1], "indices_are_sorted"));
+      INSITU_ASSIGN_OR_RETURN(std::string input_batching, dims(p[2], "input_batching_dims"));
+      INSITU_ASSIGN_OR_RETURN(std::string inserted, dims(p[3], "inserted_window_dims"));
+      INSITU_ASSIGN_OR_RETURN(std::string to_operand, dims(p[4], "scatter_dims_to_operand_dims"));
+      INSITU_ASSIGN_OR_RETURN(std::string indices_batching, dims(p[5], "scatter_indices_batching_dims"));
+      INSITU_ASSIGN_OR_RETURN(int64_t unique, symbols_.integer(p[6], "unique_indices"));
+      INSITU_ASSIGN_OR_RETURN(std::string window, dims(p[7], "update_window_dims"));
+      return define(scope, op, str_cat("scatter(", args, "), update_window_dims=", window, ", inserted_window_dims=", inserted,
+                                       ", scatter_dims_to_operand_dims=", to_operand, ", input_batching_dims=", input_batching,
+                                       ", scatter_indices_batching_dims=", indices_batching,
+                                       ", index_vector_dim=", index_vector_dim, sorted ? ", indices_are_sorted=true" : "",
+                                       unique ? ", unique_indices=true" : "", ", to_apply=", body));
+    }
+    if (op_name == "gather_v2") {
+      // collapsed_slice_dims, index_vector_dim, indices_are_sorted, offset_dims, operand_batching_dims,
+      // slice_sizes, start_index_map, start_indices_batching_dims
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 8));
+      INSITU_ASSIGN_OR_RETURN(std::string collapsed, dims(p[0], "collapsed_slice_dims"));
+      INSITU_ASSIGN_OR_RETURN(int64_t index_vector_dim, symbols_.integer(p[1], "index_vector_dim"));
+      INSITU_ASSIGN_OR_RETURN(int64_t sorted, symbols_.integer(p[2], "indices_are_sorted"));
+      INSITU_ASSIGN_OR_RETURN(std::string offset, dims(p[3], "offset_dims"));
+      INSITU_ASSIGN_OR_RETURN(std::string operand_batching, dims(p[4], "operand_batching_dims"));
+      INSITU_ASSIGN_OR_RETURN(std::string sizes, dims(p[5], "slice_sizes"));
+      INSITU_ASSIGN_OR_RETURN(std::string start_map, dims(p[6], "start_index_map"));
+      INSITU_ASSIGN_OR_RETURN(std::string start_batching, dims(p[7], "start_indices_batching_dims"));
+      return define(scope, op, str_cat("gather(", args, "), offset_dims=", offset, ", collapsed_slice_dims=", collapsed,
+                                       ", start_index_map=", start_map, ", operand_batching_dims=", operand_batching,
+                                       ", start_indices_batching_dims=", start_batching, ", index_vector_dim=",
+                                       index_vector_dim, ", slice_sizes=", sizes,
+                                       sorted ? ", indices_are_sorted=true" : ""));
+    }
+    if (op_name == "sort_v1") {
+      if (op.regions.size() != 1) return error(op, "a sort without its comparator");
+      INSITU_ASSIGN_OR_RETURN(std::string comparator, applier(op, op.regions[0], "comparator"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 2));  // dimension, is_stable
+      INSITU_ASSIGN_OR_RETURN(int64_t dimension, symbols_.integer(p[0], "dimension"));
+      INSITU_ASSIGN_OR_RETURN(int64_t stable, symbols_.integer(p[1], "is_stable"));
+      return define(scope, op, str_cat("sort(", args, "), dimensions={", dimension, "}",
+                                       stable ? ", is_stable=true" : "", ", to_apply=", comparator));
+    }
+    if (op_name == "call_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+      INSITU_ASSIGN_OR_RETURN(std::string callee, symbols_.string(p[0], "callee"));
+      auto found = functions_.find(callee);
+      if (found == functions_.end()) return error(op, str_cat("a call of @", callee, ", which the artifact does not define"));
+      return define(scope, op, str_cat("call(", args, "), to_apply=", found->second));
+    }
+    if (op_name == "while_v1") return while_loop(scope, op, names);
+    if (op_name == "if_v1" || op_name == "case_v1") return branches(scope, op, names);
+    return error(op, str_cat(full, " is not read by insitu yet"));
+  }
+
+  StatusOr<std::vector<int64_t>> padding_pairs(uint64_t attribute) {
+    INSITU_ASSIGN_OR_RETURN(const Attribute* tensor, symbols_.attribute(attribute));
+    if (tensor->kind != Attribute::Kind::kTensor) return symbols_.attribute_error(attribute, "padding is not a tensor");
+    INSITU_ASSIGN_OR_RETURN(const Type* type, symbols_.type(tensor->type));
+    if (type->kind != Type::Kind::kTensor || type->element != PrimitiveType::kS64 || type->dimensions.size() != 2 ||
+        type->dimensions[1] != 2 || static_cast<int64_t>(tensor->data.size()) != type->dimensions[0] * 16)
+      return symbols_.attribute_error(attribute, "padding is not an i64 tensor of [N, 2]");
+    std::vector<int64_t> values(static_cast<size_t>(type->dimensions[0] * 2));
+    std::memcpy(values.data(), tensor->data.data(), tensor->data.size());
+    return values;
+  }
+
+  // while: the loop state is the operands and then the values the condition or body read from
+  // outside (passed through unchanged); the results are the first ones.
+  Status while_loop(Scope& scope, const Operation& op, const std::vector<std::string>& names) {
+    if (op.regions.size() != 2) return error(op, "a while without its condition and body");
+    std::vector<ValueRef> captured;
+    captures(op.regions[0], captured);
+    captures(op.regions[1], captured);
+    std::vector<std::string> shapes, state = names;
+    for (uint64_t type : op.result_types) {
+      INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
+      shapes.push_back(std::move(shape));
+    }
+    for (const ValueRef& value : captured) {
+      INSITU_ASSIGN_OR_RETURN(std::string name, this->value(scope, op, value));
+      state.push_back(name);
+      const uint64_t type = value.operation != nullptr ? value.operation->result_types.at(value.index)
+                                                       : value.block->argument_types.at(value.index);
+      INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
+      shapes.push_back(std::move(shape));
+    }
+    INSITU_ASSIGN_OR_RETURN(std::string condition, tuple_region(op, op.regions[0], "condition", shapes, captured, false, false));
+    INSITU_ASSIGN_OR_RETURN(std::string body, tuple_region(op, op.regions[1], "body", shapes, captured, true, true));
+    const std::string initial = fresh("while_state");
+    const std::string tuple_shape = str_cat("(", str_join(shapes, ", "), ")");
+    scope.lines.push_back(str_cat(initial, " = ", tuple_shape, " tuple(", str_join(state, ", "), ")"));
+    const std::string loop = fresh("while");
+    scope.lines.push_back(str_cat(loop, " = ", tuple_shape, " while(", initial, "), condition=", condition, ", body=", body));
+    for (size_t i = 0; i < op.result_types.size(); ++i) {
+      const std::string element = fresh("while_result");
+      scope.lines.push_back(str_cat(element, " = ", shapes[i], " get-tuple-element(", loop, "), index=", i));
+      scope.names[{&op, i}] = element;
+    }
+    return ok_status();
+  }
+
+  // if/case: each branch takes the values its region reads from outside as one tuple.
+  Status branches(Scope& scope, const Operation& op, const std::vector<std::string>& names) {
+    if (names.size() != 1 || op.regions.empty()) return error(op, "a branch op without its selector or branches");
+    std::vector<std::string> computations, operands;
+    for (size_t b = 0; b < op.regions.size(); ++b) {
+      std::vector<ValueRef> captured;
+      captures(op.regions[b], captured);
+      std::vector<std::string> shapes, values;
+      for (const ValueRef& value : captured) {
+        INSITU_ASSIGN_OR_RETURN(std::string name, this->value(scope, op, value));
+        values.push_back(name);
+        const uint64_t type = value.operation != nullptr ? value.operation->result_types.at(value.index)
+                                                         : value.block->argument_types.at(value.index);
+        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
+        shapes.push_back(std::move(shape));
+      }
+      INSITU_ASSIGN_OR_RETURN(std::string computation,
+                              tuple_region(op, op.regions[b], "branch", shapes, captured, op.result_types.size() != 1, false));
+      computations.push_back(computation);
+      const std::string operand = fresh("branch_operand");
+      scope.lines.push_back(str_cat(operand, " = (", str_join(shapes, ", "), ") tuple(", str_join(values, ", "), ")"));
+      operands.push_back(operand);
+    }
+    const std::string selector = names[0];
+    if (name(op) == "vhlo.if_v1") {
+      if (op.regions.size() != 2) return error(op, "an if without two branches");
+      return define(scope, op, str_cat("conditional(", selector, ", ", operands[0], ", ", operands[1],
+                                       "), true_computation=", computations[0], ", false_computation=", computations[1]));
+    }
+    return define(scope, op, str_cat("conditional(", selector, ", ", str_join(operands, ", "), "), branch_computations={",
+                                     str_join(computations, ", "), "}"));
+  }
+
+  const File& file_;
+  Symbols symbols_;
+  int64_t next_ = 0;
+  std::vector<std::string> computations_;
+  std::vector<HloText::Constant> constants_;
+  std::map<std::string, std::string> functions_;  // symbol -> computation name
+  std::vector<std::string> aliases_, donors_;
+  std::string entry_;
+};
+
+}  // namespace
+
+StatusOr<HloText> to_hlo_text(const File& file) { return Importer(file).run(); }
+
+StatusOr<std::unique_ptr<Module>> read_vhlo(std::span<const uint8_t> bytes) {
+  INSITU_ASSIGN_OR_RETURN(bytecode::File file, bytecode::read_file(bytes));
+  INSITU_ASSIGN_OR_RETURN(HloText hlo, to_hlo_text(file));
+  StatusOr<std::unique_ptr<Module>> module = parse_module(hlo.text);
+  if (!module.ok()) {
+    // the ops' types and attributes do not fit together (a hostile or corrupt file, or an op the
+    // reader maps wrongly): name the HLO line they became
+    std::string line;
+    const SourceLocation location = module.status().location();
+    if (location.valid()) {
+      size_t start = 0;
+      for (int i = 1; i < location.line && start < hlo.text.size(); ++i) {
+        const size_t end = hlo.text.find('\n', start);
+        start = end == std::string::npos ? hlo.text.size() : end + 1;
+      }
+      if (start < hlo.text.size()) line = hlo.text.substr(start, hlo.text.find('\n', start) - start);
+    }
+    return invalid_argument(str_cat("the artifact's ops do not form a valid module: ", module.status().message(),
+                                    line.empty() ? "" : str_cat(" (in the HLO they become: ", line, ")")));
+  }
+  std::map<std::string, std::vector<uint8_t>*> constants;
+  for (HloText::Constant& constant : hlo.constants) constants[constant.name] = &constant.bytes;
+  for (Computation* computation : (*module)->computations()) {
+    for (Instruction* instruction : computation->instructions()) {
+      auto found = constants.find(instruction->name());
+      if (found == constants.end()) continue;
+      Literal literal(instruction->shape());
+      INSITU_CHECK(static_cast<size_t>(literal.size_bytes()) == found->second->size()) << instruction->name();
+      if (!found->second->empty()) std::memcpy(literal.untyped_data(), found->second->data(), found->second->size());
+      instruction->literal = std::move(literal);
+      instruction->constant_value = ConstantValue::kWritten;
+    }
+  }
+  return module;
+}
+
+}  // namespace insitu::stablehlo
