@@ -39,16 +39,30 @@ __all__ = ["Array", "Error", "Executable", "compile", "explain", "load_plugin", 
 default_threads = 0
 
 
+_BYTECODE_MAGIC = b"ML\xefR"
+
+
 def _module_text(hlo):
-    """(text, name used in error locations) from module text or a path to a .hlo file."""
-    if isinstance(hlo, _os.PathLike) or (isinstance(hlo, str) and "\n" not in hlo and hlo.endswith(".hlo")):
+    """(text, name used in error locations) from module text, a path to a .hlo file, or MLIR
+    bytecode (bytes, or a path to a .mlirbc file: a VHLO artifact, StableHLO as JAX hands it to a
+    PJRT plugin or jax.export serializes it), which stays bytes."""
+    if isinstance(hlo, _os.PathLike) or (isinstance(hlo, str) and "\n" not in hlo and hlo.endswith((".hlo", ".mlirbc"))):
         path = _os.fspath(hlo)
         try:
-            with open(path, encoding="utf-8") as f:
-                return f.read(), path
+            with open(path, "rb") as f:
+                data = f.read()
         except OSError as e:
             raise Error(f"cannot read '{path}': {e.strerror}") from None
-    if isinstance(hlo, bytes):
+        if data.startswith(_BYTECODE_MAGIC):
+            return data, path
+        try:
+            return data.decode("utf-8"), path
+        except UnicodeDecodeError as e:
+            raise Error(f"'{path}' is neither HLO text (UTF-8) nor MLIR bytecode: {e}") from None
+    if isinstance(hlo, (bytes, bytearray, memoryview)):
+        hlo = bytes(hlo)
+        if hlo.startswith(_BYTECODE_MAGIC):
+            return hlo, "<bytecode>"
         hlo = hlo.decode("utf-8")
     if not isinstance(hlo, str):
         raise TypeError(f"expected HLO module text or a path to a .hlo file, got {type(hlo).__name__}")
@@ -103,7 +117,8 @@ class Executable:
 
 
 def compile(hlo, *, strict_donation: bool = False, max_memory_bytes: int = 0, device: str = "cpu") -> Executable:
-    """Parses, verifies and optimizes HLO text (XLA's format; or a path to a .hlo file) and
+    """Parses, verifies and optimizes HLO text (XLA's format; or a path to a .hlo file), or a
+    VHLO artifact (MLIR bytecode as bytes or a .mlirbc path: StableHLO as JAX serializes it), and
     builds it for the runtime. strict_donation: a donated buffer that cannot be used is an
     error instead of a note in explain. max_memory_bytes: refuse a module whose peak is larger
     (0: what the machine has). device: "cpu", or "cuda" for GPU 0 (insitu.Error saying why

@@ -22,6 +22,7 @@
 #include "insitu/passes/optimize.h"
 #include "insitu/plugins.h"
 #include "insitu/runtime/thread_pool.h"
+#include "insitu/stablehlo/import.h"
 
 namespace insitu::python {
 
@@ -41,8 +42,11 @@ std::string status_text(const Status& status, const std::string& file) {
 
 namespace {
 
+// HLO text, or MLIR bytecode (a VHLO artifact: StableHLO as JAX hands it to a PJRT plugin).
 std::unique_ptr<Module> parse_verified(const std::string& text, const std::string& file) {
-  std::unique_ptr<Module> module = value_or_raise(parse_module(text), file);
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  std::unique_ptr<Module> module = bytecode::is_bytecode(bytes) ? value_or_raise(stablehlo::read_vhlo(bytes), file)
+                                                                : value_or_raise(parse_module(text), file);
   if (Status status = verify_module(*module); !status.ok()) raise(status, file);
   return module;
 }
@@ -124,6 +128,21 @@ NB_MODULE(_insitu, m) {
   m.def("_compile", &compile, nb::arg("text"), nb::arg("file"), nb::arg("strict_donation"), nb::arg("max_memory_bytes"),
         nb::arg("device"), nb::rv_policy::take_ownership);
   m.def("_explain", &explain, nb::arg("text"), nb::arg("file"), nb::arg("format"));
+  // the same for bytes (MLIR bytecode), which a str would not carry unchanged
+  m.def(
+      "_compile",
+      [](const nb::bytes& bytes, const std::string& file, bool strict_donation, int64_t max_memory_bytes,
+         const std::string& device) {
+        return compile(std::string(bytes.c_str(), bytes.size()), file, strict_donation, max_memory_bytes, device);
+      },
+      nb::arg("text"), nb::arg("file"), nb::arg("strict_donation"), nb::arg("max_memory_bytes"), nb::arg("device"),
+      nb::rv_policy::take_ownership);
+  m.def(
+      "_explain",
+      [](const nb::bytes& bytes, const std::string& file, const std::string& format) {
+        return explain(std::string(bytes.c_str(), bytes.size()), file, format);
+      },
+      nb::arg("text"), nb::arg("file"), nb::arg("format"));
 #ifdef INSITU_HAVE_XLA_FFI
   // The XLA FFI handler insitu.jax registers as target "insitu_call" (a capsule of its address),
   // and each executable's number for its `executable` attribute.

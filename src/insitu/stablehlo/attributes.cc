@@ -151,9 +151,14 @@ StatusOr<Type> Symbols::decode_type(uint64_t index) {
     }
     INSITU_ASSIGN_OR_RETURN(uint64_t element, reader.varint());
     INSITU_ASSIGN_OR_RETURN(const Type* element_type, this->type(element));
-    if (element_type->kind != Type::Kind::kElement)
+    // index elements (custom calls' layouts) are stored as 64-bit integers
+    if (element_type->kind == Type::Kind::kIndex) {
+      type.element = PrimitiveType::kS64;
+    } else if (element_type->kind == Type::Kind::kElement) {
+      type.element = element_type->element;
+    } else {
       return type_error(index, "a tensor whose element type is not a number type");
-    type.element = element_type->element;
+    }
     type.kind = Type::Kind::kTensor;
     return ok_status();
   };
@@ -434,10 +439,23 @@ StatusOr<std::vector<int64_t>> Symbols::integers(uint64_t index, std::string_vie
   }
   if (attribute->kind != Attribute::Kind::kTensor) return attribute_error(index, str_cat(what, " is not a list of integers"));
   INSITU_ASSIGN_OR_RETURN(const Type* type, this->type(attribute->type));
-  if (type->kind != Type::Kind::kTensor || type->dimensions.size() > 1 ||
-      (type->element != PrimitiveType::kS64 && type->element != PrimitiveType::kS32))
+  if (type->kind == Type::Kind::kTensor && type->element == PrimitiveType::kPred) {
+    // booleans (window_reversal): bit-packed, one byte each, or a splat byte
+    int64_t count = 1;
+    for (int64_t size : type->dimensions) count *= size < 0 ? 0 : size;
+    const int64_t bytes = static_cast<int64_t>(attribute->data.size());
+    for (int64_t i = 0; i < count; ++i) {
+      if (bytes == 1 && count != 1) values.push_back(attribute->data[0] != 0);
+      else if (bytes == count) values.push_back(attribute->data[i] != 0);
+      else if (bytes == (count + 7) / 8) values.push_back((attribute->data[i / 8] >> (i % 8)) & 1);
+      else return attribute_error(index, str_cat(what, ": ", bytes, " bytes for ", count, " booleans"));
+    }
+    return values;
+  }
+  if (type->kind != Type::Kind::kTensor || (type->element != PrimitiveType::kS64 && type->element != PrimitiveType::kS32))
     return attribute_error(index, str_cat(what, " is not a tensor of i64 or i32"));
-  const int64_t count = type->dimensions.empty() ? 1 : type->dimensions[0];
+  int64_t count = 1;  // every element, row-major
+  for (int64_t size : type->dimensions) count *= size < 0 ? 0 : size;
   const int64_t width = byte_width(type->element);
   const bool splat = count > 1 && static_cast<int64_t>(attribute->data.size()) == width;
   if (count < 0 || (!splat && static_cast<int64_t>(attribute->data.size()) != count * width))

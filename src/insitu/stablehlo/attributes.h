@@ -85,7 +85,9 @@ class Symbols {
   // Shorthands that check the kind: "what" names the use in the error.
   StatusOr<std::string> string(uint64_t index, std::string_view what);
   StatusOr<int64_t> integer(uint64_t index, std::string_view what);      // kInteger, kBoolean, kEnum
-  StatusOr<std::vector<int64_t>> integers(uint64_t index, std::string_view what);  // an i64 tensor or array
+  // The elements of an i64/i32 tensor (any rank, row-major; a splat expanded), of a boolean
+  // tensor (0/1), or of an array of integers.
+  StatusOr<std::vector<int64_t>> integers(uint64_t index, std::string_view what);
   // A type as insitu's element type and dimensions (a ranked tensor, or a token/tuple).
   StatusOr<Shape> shape(uint64_t type_index, std::string_view what);
   const bytecode::File& file() const { return file_; }

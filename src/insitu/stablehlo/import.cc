@@ -41,7 +41,7 @@ const std::map<std::string, std::string, std::less<>>& elementwise_ops() {
       {"sqrt_v1", "sqrt"}, {"sqrt_v2", "sqrt"}, {"subtract_v1", "subtract"}, {"tan_v1", "tan"}, {"tan_v2", "tan"},
       {"tanh_v1", "tanh"}, {"tanh_v2", "tanh"}, {"xor_v1", "xor"}, {"dynamic_update_slice_v1", "dynamic-update-slice"},
       {"partition_id_v1", "partition-id"}, {"replica_id_v1", "replica-id"}, {"after_all_v1", "after-all"},
-      {"create_token_v1", "after-all"}, {"tuple_v1", "tuple"}, {"optimization_barrier_v1", "opt-barrier"},
+      {"create_token_v1", "after-all"}, {"tuple_v1", "tuple"},
   };
   return *table;
 }
@@ -155,9 +155,13 @@ class Importer {
 
   StatusOr<std::string> value(Scope& scope, const Operation& op, const ValueRef& operand) {
     auto found = scope.names.find(Scope::key(operand));
-    if (found == scope.names.end())
-      return error(op, str_cat(name(op), " reads a value from outside its region where HLO cannot (an applied computation)"));
-    return found->second;
+    if (found != scope.names.end()) return found->second;
+    // a constant defined outside the region (shared by CSE): the computation gets its own copy
+    if (operand.operation != nullptr && name(*operand.operation) == "vhlo.constant_v1") {
+      INSITU_RETURN_IF_ERROR(emit(scope, *operand.operation));
+      return scope.names.at(Scope::key(operand));
+    }
+    return error(op, str_cat(name(op), " reads a value from outside its region where HLO cannot (an applied computation)"));
   }
 
   StatusOr<std::vector<std::string>> operands(Scope& scope, const Operation& op, size_t from = 0, size_t to = SIZE_MAX) {
@@ -171,11 +175,13 @@ class Importer {
 
   // Emits `name = shape expression` for the op's results: one result directly; several as a
   // tuple and one get-tuple-element each.
-  Status define(Scope& scope, const Operation& op, const std::string& expression) {
-    std::vector<std::string> shapes;
-    for (uint64_t type : op.result_types) {
-      INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
-      shapes.push_back(std::move(shape));
+  Status define(Scope& scope, const Operation& op, const std::string& expression,
+                std::vector<std::string> shapes = {}) {
+    if (shapes.empty()) {
+      for (uint64_t type : op.result_types) {
+        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
+        shapes.push_back(std::move(shape));
+      }
     }
     const std::string base = name(op).substr(5);
     if (shapes.size() == 1) {
@@ -510,9 +516,9 @@ class Importer {
       // base_dilations, padding, window_dilations, window_dimensions, window_strides
       INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 5));
       INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> base, symbols_.integers(p[0], "base_dilations"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> padding, padding_pairs(p[1]));
       INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> window_dilations, symbols_.integers(p[2], "window_dilations"));
       INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, symbols_.integers(p[3], "window_dimensions"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> padding, padding_pairs(p[1], sizes.size()));
       INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, symbols_.integers(p[4], "window_strides"));
       std::vector<std::string> size, stride, pad, lhs, rhs;
       for (size_t d = 0; d < sizes.size(); ++d) {
@@ -581,21 +587,304 @@ class Importer {
       if (found == functions_.end()) return error(op, str_cat("a call of @", callee, ", which the artifact does not define"));
       return define(scope, op, str_cat("call(", args, "), to_apply=", found->second));
     }
+    if (op_name == "convolution_v1") return convolution(scope, op, args);
+    if (op_name == "rng_bit_generator_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+      INSITU_ASSIGN_OR_RETURN(int64_t algorithm, symbols_.integer(p[0], "rng_algorithm"));
+      static const char* kAlgorithms[] = {"rng_default", "rng_three_fry", "rng_philox"};
+      if (algorithm < 0 || algorithm > 2) return error(op, str_cat("an rng_bit_generator of unknown algorithm ", algorithm));
+      return define(scope, op, str_cat("rng-bit-generator(", args, "), algorithm=", kAlgorithms[algorithm]));
+    }
+    if (op_name == "optimization_barrier_v1") {  // HLO's opt-barrier takes and gives one tuple
+      std::vector<std::string> shapes;
+      for (uint64_t type : op.result_types) {
+        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
+        shapes.push_back(std::move(shape));
+      }
+      const std::string tuple_shape = str_cat("(", str_join(shapes, ", "), ")");
+      const std::string tuple = fresh("barrier_operand"), barrier = fresh("barrier");
+      scope.lines.push_back(str_cat(tuple, " = ", tuple_shape, " tuple(", args, ")"));
+      scope.lines.push_back(str_cat(barrier, " = ", tuple_shape, " opt-barrier(", tuple, ")"));
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const std::string element = fresh("barrier_result");
+        scope.lines.push_back(str_cat(element, " = ", shapes[i], " get-tuple-element(", barrier, "), index=", i));
+        scope.names[{&op, i}] = element;
+      }
+      return ok_status();
+    }
+    if (op_name == "composite_v2" || op_name == "composite_v1") {
+      // composite_attributes, decomposition, name, version: the decomposition is its meaning
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 4));
+      INSITU_ASSIGN_OR_RETURN(std::string decomposition, symbols_.string(p[1], "decomposition"));
+      auto found = functions_.find(decomposition);
+      if (found == functions_.end())
+        return error(op, str_cat("a composite whose decomposition @", decomposition, " the artifact does not define"));
+      return define(scope, op, str_cat("call(", args, "), to_apply=", found->second));
+    }
+    if (op_name == "select_and_scatter_v1") {
+      if (op.regions.size() != 2) return error(op, "a select_and_scatter without its select and scatter");
+      INSITU_ASSIGN_OR_RETURN(std::string select, applier(op, op.regions[0], "select"));
+      INSITU_ASSIGN_OR_RETURN(std::string scatter, applier(op, op.regions[1], "scatter"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 3));  // padding, window_dimensions, window_strides
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, symbols_.integers(p[1], "window_dimensions"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, symbols_.integers(p[2], "window_strides"));
+      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> padding, padding_pairs(p[0], sizes.size()));
+      std::vector<std::string> size, stride, pad;
+      for (size_t d = 0; d < sizes.size(); ++d) {
+        size.push_back(str_cat(sizes[d]));
+        stride.push_back(str_cat(d < strides.size() ? strides[d] : 1));
+        pad.push_back(str_cat(padding[2 * d], "_", padding[2 * d + 1]));
+      }
+      return define(scope, op, str_cat("select-and-scatter(", args, "), window={size=", str_join(size, "x"), " stride=",
+                                       str_join(stride, "x"), " pad=", str_join(pad, "x"), "}, select=", select,
+                                       ", scatter=", scatter));
+    }
+    if (op_name == "fft_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 2));  // fft_length, fft_type
+      INSITU_ASSIGN_OR_RETURN(std::string lengths, dims(p[0], "fft_length"));
+      INSITU_ASSIGN_OR_RETURN(int64_t type, symbols_.integer(p[1], "fft_type"));
+      static const char* kTypes[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+      if (type < 0 || type > 3) return error(op, str_cat("an fft of unknown type ", type));
+      return define(scope, op, str_cat("fft(", args, "), fft_type=", kTypes[type], ", fft_length=", lengths));
+    }
+    if (op_name == "custom_call_v1" || op_name == "custom_call_v2") return custom_call(scope, op, args);
     if (op_name == "while_v1") return while_loop(scope, op, names);
     if (op_name == "if_v1" || op_name == "case_v1") return branches(scope, op, names);
     return error(op, str_cat(full, " is not read by insitu yet"));
   }
 
-  StatusOr<std::vector<int64_t>> padding_pairs(uint64_t attribute) {
-    INSITU_ASSIGN_OR_RETURN(const Attribute* tensor, symbols_.attribute(attribute));
-    if (tensor->kind != Attribute::Kind::kTensor) return symbols_.attribute_error(attribute, "padding is not a tensor");
-    INSITU_ASSIGN_OR_RETURN(const Type* type, symbols_.type(tensor->type));
-    if (type->kind != Type::Kind::kTensor || type->element != PrimitiveType::kS64 || type->dimensions.size() != 2 ||
-        type->dimensions[1] != 2 || static_cast<int64_t>(tensor->data.size()) != type->dimensions[0] * 16)
-      return symbols_.attribute_error(attribute, "padding is not an i64 tensor of [N, 2]");
-    std::vector<int64_t> values(static_cast<size_t>(type->dimensions[0] * 2));
-    std::memcpy(values.data(), tensor->data.data(), tensor->data.size());
+  // A padding attribute: [N, 2] pairs (low, high), flattened.
+  StatusOr<std::vector<int64_t>> padding_pairs(uint64_t attribute, size_t dimensions) {
+    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> values, symbols_.integers(attribute, "padding"));
+    if (values.size() != 2 * dimensions)
+      return symbols_.attribute_error(attribute, str_cat("padding of ", values.size(), " values for ", dimensions, " dimensions"));
     return values;
+  }
+
+  // The type index of the value an operand reads.
+  static uint64_t type_of(const ValueRef& value) {
+    return value.operation != nullptr ? value.operation->result_types.at(value.index)
+                                      : value.block->argument_types.at(value.index);
+  }
+
+  // convolution_v1's 17 properties, by name: dim_labels and window in HLO's text form.
+  Status convolution(Scope& scope, const Operation& op, const std::string& args) {
+    INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 17));
+    auto integer = [&](size_t i, std::string_view what) { return symbols_.integer(p[i], what); };
+    auto list = [&](size_t i, std::string_view what) { return symbols_.integers(p[i], what); };
+    INSITU_ASSIGN_OR_RETURN(int64_t batch_groups, integer(0, "batch_group_count"));
+    INSITU_ASSIGN_OR_RETURN(int64_t feature_groups, integer(1, "feature_group_count"));
+    INSITU_ASSIGN_OR_RETURN(int64_t input_batch, integer(2, "input_batch_dimension"));
+    INSITU_ASSIGN_OR_RETURN(int64_t input_feature, integer(3, "input_feature_dimension"));
+    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> input_spatial, list(4, "input_spatial_dimensions"));
+    INSITU_ASSIGN_OR_RETURN(int64_t kernel_input, integer(5, "kernel_input_feature_dimension"));
+    INSITU_ASSIGN_OR_RETURN(int64_t kernel_output, integer(6, "kernel_output_feature_dimension"));
+    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> kernel_spatial, list(7, "kernel_spatial_dimensions"));
+    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> lhs_dilation, list(8, "lhs_dilation"));
+    INSITU_ASSIGN_OR_RETURN(int64_t output_batch, integer(9, "output_batch_dimension"));
+    INSITU_ASSIGN_OR_RETURN(int64_t output_feature, integer(10, "output_feature_dimension"));
+    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> output_spatial, list(11, "output_spatial_dimensions"));
+    const size_t spatial = input_spatial.size();
+    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> padding, padding_pairs(p[12], spatial));
+    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> rhs_dilation, list(14, "rhs_dilation"));
+    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> reversal, list(15, "window_reversal"));
+    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, list(16, "window_strides"));
+    if (op.operands.size() != 2 || spatial > 9 || kernel_spatial.size() != spatial || output_spatial.size() != spatial ||
+        lhs_dilation.size() != spatial || rhs_dilation.size() != spatial || strides.size() != spatial ||
+        (reversal.size() != spatial && !reversal.empty()))
+      return error(op, "a convolution whose dimension lists do not agree");
+    INSITU_ASSIGN_OR_RETURN(const Type* kernel, symbols_.type(type_of(op.operands[1])));
+    // labels: b/f (or i/o) and the spatial dimensions' numbers, by position
+    auto labels = [&](size_t rank, int64_t first, char first_label, int64_t second, char second_label,
+                      const std::vector<int64_t>& spatial_dims) -> StatusOr<std::string> {
+      std::string text(rank, '?');
+      auto put = [&](int64_t at, char label) -> Status {
+        if (at < 0 || static_cast<size_t>(at) >= rank || text[at] != '?') return error(op, "convolution dimension numbers that do not fit");
+        text[at] = label;
+        return ok_status();
+      };
+      INSITU_RETURN_IF_ERROR(put(first, first_label));
+      INSITU_RETURN_IF_ERROR(put(second, second_label));
+      for (size_t k = 0; k < spatial_dims.size(); ++k) INSITU_RETURN_IF_ERROR(put(spatial_dims[k], static_cast<char>('0' + k)));
+      return text;
+    };
+    const size_t rank = spatial + 2;
+    INSITU_ASSIGN_OR_RETURN(std::string lhs, labels(rank, input_batch, 'b', input_feature, 'f', input_spatial));
+    INSITU_ASSIGN_OR_RETURN(std::string rhs, labels(rank, kernel_input, 'i', kernel_output, 'o', kernel_spatial));
+    INSITU_ASSIGN_OR_RETURN(std::string out, labels(rank, output_batch, 'b', output_feature, 'f', output_spatial));
+    if (kernel->kind != Type::Kind::kTensor || kernel->dimensions.size() != rank) return error(op, "a convolution kernel of another rank");
+    std::vector<std::string> size, stride, pad, lhs_dilate, rhs_dilate, reverse;
+    for (size_t k = 0; k < spatial; ++k) {
+      size.push_back(str_cat(kernel->dimensions[kernel_spatial[k]]));
+      stride.push_back(str_cat(strides[k]));
+      pad.push_back(str_cat(padding[2 * k], "_", padding[2 * k + 1]));
+      lhs_dilate.push_back(str_cat(lhs_dilation[k]));
+      rhs_dilate.push_back(str_cat(rhs_dilation[k]));
+      reverse.push_back(reversal.empty() ? "0" : str_cat(reversal[k]));
+    }
+    std::string window = str_cat("window={size=", str_join(size, "x"), " stride=", str_join(stride, "x"), " pad=",
+                                 str_join(pad, "x"), " lhs_dilate=", str_join(lhs_dilate, "x"), " rhs_dilate=",
+                                 str_join(rhs_dilate, "x"));
+    if (std::find(reversal.begin(), reversal.end(), 1) != reversal.end()) window += str_cat(" rhs_reversal=", str_join(reverse, "x"));
+    window += "}";
+    return define(scope, op, str_cat("convolution(", args, "), ", spatial == 0 ? "" : window + ", ", "dim_labels=", lhs, "_",
+                                     rhs, "->", out, feature_groups != 1 ? str_cat(", feature_group_count=", feature_groups) : "",
+                                     batch_groups != 1 ? str_cat(", batch_group_count=", batch_groups) : ""));
+  }
+
+  // An FFI attribute as MLIR writes it in a backend_config dictionary: `76 : ui8`, `1.5 : f32`,
+  // `true`, `"text"`, `{a = 1 : i32}`.
+  StatusOr<std::string> ffi_attribute(uint64_t index, int depth = 0) {
+    INSITU_ASSIGN_OR_RETURN(const Attribute* attribute, symbols_.attribute(index));
+    switch (attribute->kind) {
+      case Attribute::Kind::kBoolean: return std::string(attribute->integer ? "true" : "false");
+      case Attribute::Kind::kString: return ffi_quote(attribute->text);
+      case Attribute::Kind::kInteger: {
+        INSITU_ASSIGN_OR_RETURN(const Type* type, symbols_.type(attribute->type));
+        if (type->kind != Type::Kind::kElement || !is_integral(type->element))
+          return symbols_.attribute_error(index, "an FFI integer attribute of another type");
+        const std::string_view name = primitive_type_name(type->element);  // s32, u8
+        return str_cat(attribute->integer, " : ", name[0] == 'u' ? "ui" : "i", name.substr(1));
+      }
+      case Attribute::Kind::kDictionary: {
+        if (depth > 8) return symbols_.attribute_error(index, "FFI attributes nested too deep");
+        std::vector<std::string> entries;
+        for (size_t i = 0; i + 1 < attribute->elements.size(); i += 2) {
+          INSITU_ASSIGN_OR_RETURN(std::string key, symbols_.string(attribute->elements[i], "an FFI attribute's name"));
+          INSITU_ASSIGN_OR_RETURN(std::string value, ffi_attribute(attribute->elements[i + 1], depth + 1));
+          entries.push_back(str_cat(key, " = ", value));
+        }
+        return str_cat("{", str_join(entries, ", "), "}");
+      }
+      default:
+        return symbols_.attribute_error(index, "an FFI attribute of a kind insitu does not read (integers, booleans, "
+                                               "strings and dictionaries are read)");
+    }
+  }
+
+  // The op's discardable attribute `key` (its attribute index), if it has one.
+  StatusOr<std::optional<uint64_t>> discardable(const Operation& op, std::string_view key) {
+    if (!op.attributes) return std::optional<uint64_t>();
+    INSITU_ASSIGN_OR_RETURN(const Attribute* dictionary, symbols_.attribute(*op.attributes));
+    if (dictionary->kind != Attribute::Kind::kDictionary) return error(op, "an op whose attributes are not a dictionary");
+    for (size_t i = 0; i + 1 < dictionary->elements.size(); i += 2) {
+      StatusOr<std::string> name = symbols_.string(dictionary->elements[i], "an attribute's name");
+      if (name.ok() && *name == key) return std::optional<uint64_t>(dictionary->elements[i + 1]);
+    }
+    return std::optional<uint64_t>();
+  }
+
+  // mhlo.frontend_attributes as HLO's frontend_attributes={k="v",...} (string values).
+  StatusOr<std::string> frontend_attributes(const Operation& op) {
+    INSITU_ASSIGN_OR_RETURN(std::optional<uint64_t> attributes, discardable(op, "mhlo.frontend_attributes"));
+    if (!attributes) return std::string();
+    INSITU_ASSIGN_OR_RETURN(const Attribute* dictionary, symbols_.attribute(*attributes));
+    if (dictionary->kind != Attribute::Kind::kDictionary) return error(op, "mhlo.frontend_attributes is not a dictionary");
+    std::vector<std::string> entries;
+    for (size_t i = 0; i + 1 < dictionary->elements.size(); i += 2) {
+      INSITU_ASSIGN_OR_RETURN(std::string key, symbols_.string(dictionary->elements[i], "a frontend attribute's name"));
+      INSITU_ASSIGN_OR_RETURN(std::string value, symbols_.string(dictionary->elements[i + 1], "a frontend attribute"));
+      entries.push_back(str_cat(key, "=", ffi_quote(value)));
+    }
+    return str_cat(", frontend_attributes={", str_join(entries, ","), "}");
+  }
+
+  static std::string ffi_quote(const std::string& text) {
+    std::string quoted = "\"";
+    for (char c : text) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += c;
+    }
+    return quoted + "\"";
+  }
+
+  // A shape with a layout (minor to major) from a custom call's operand or result layouts.
+  StatusOr<std::string> shape_with_layout(uint64_t type, const std::vector<int64_t>& minor_to_major, const Operation& op) {
+    StatusOr<Shape> shape = symbols_.shape(type, name(op));
+    if (!shape.ok()) return error(op, shape.status().message());
+    if (!shape->is_array() || minor_to_major.size() != static_cast<size_t>(shape->rank()))
+      return error(op, "a custom call layout of another rank than its value");
+    std::string text = shape->to_string();
+    const size_t brace = text.find('{');
+    if (brace != std::string::npos) text.resize(brace);
+    return str_cat(text, "{", str_join(minor_to_major, ","), "}");
+  }
+
+  // custom_call v1/v2: api_version, backend_config, call_target_name, called_computations,
+  // has_side_effect, operand_layouts, output_operand_aliases, result_layouts (, result_tilings)
+  Status custom_call(Scope& scope, const Operation& op, const std::string& args) {
+    const bool v2 = name(op) == "vhlo.custom_call_v2";
+    INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, v2 ? 9 : 8));
+    INSITU_ASSIGN_OR_RETURN(int64_t api_version, symbols_.integer(p[0], "api_version"));
+    INSITU_ASSIGN_OR_RETURN(std::string target, symbols_.string(p[2], "call_target_name"));
+    INSITU_ASSIGN_OR_RETURN(int64_t side_effect, symbols_.integer(p[4], "has_side_effect"));
+    static const char* kApis[] = {"API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
+                                  "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"};
+    if (api_version < 0 || api_version > 4) return error(op, str_cat("a custom call of unknown api_version ", api_version));
+    for (size_t i : {size_t{3}, size_t{8}}) {  // called_computations, result_tilings: none read yet
+      if (i >= p.size()) continue;
+      INSITU_ASSIGN_OR_RETURN(const Attribute* list, symbols_.attribute(p[i]));
+      if (list->kind != Attribute::Kind::kArray || !list->elements.empty())
+        return error(op, str_cat("custom call ", target, i == 3 ? " with called computations" : " with result tilings",
+                                 " is not read"));
+    }
+    // JAX writes a typed-FFI call's attributes as mhlo.backend_config (a dictionary) beside an
+    // empty backend_config, which XLA's import makes API_VERSION_TYPED_FFI: the same here
+    INSITU_ASSIGN_OR_RETURN(std::optional<uint64_t> mhlo_config, discardable(op, "mhlo.backend_config"));
+    uint64_t config_index = p[1];
+    if (mhlo_config) {
+      INSITU_ASSIGN_OR_RETURN(const Attribute* mhlo, symbols_.attribute(*mhlo_config));
+      INSITU_ASSIGN_OR_RETURN(const Attribute* plain, symbols_.attribute(p[1]));
+      if (mhlo->kind != Attribute::Kind::kDictionary || plain->kind != Attribute::Kind::kString || !plain->text.empty())
+        return error(op, "a custom call with both backend_config and mhlo.backend_config, or a non-dictionary mhlo.backend_config");
+      config_index = *mhlo_config;
+      api_version = 4;
+    }
+    std::string text = str_cat("custom-call(", args, "), custom_call_target=\"", target, "\", api_version=", kApis[api_version]);
+    INSITU_ASSIGN_OR_RETURN(const Attribute* config, symbols_.attribute(config_index));
+    if (config->kind == Attribute::Kind::kDictionary) {
+      INSITU_ASSIGN_OR_RETURN(std::string dictionary, ffi_attribute(config_index));
+      text += str_cat(", backend_config=", dictionary);
+    } else if (config->kind == Attribute::Kind::kString) {
+      if (!config->text.empty()) text += str_cat(", backend_config=", ffi_quote(config->text));
+    } else {
+      return error(op, "a custom call whose backend_config is neither a string nor a dictionary");
+    }
+    if (side_effect) text += ", custom_call_has_side_effect=true";
+    // layouts: operand constraints, and the results' layouts in their shapes
+    INSITU_ASSIGN_OR_RETURN(const Attribute* operand_layouts, symbols_.attribute(p[5]));
+    INSITU_ASSIGN_OR_RETURN(const Attribute* result_layouts, symbols_.attribute(p[7]));
+    std::vector<std::string> result_shapes;
+    if (operand_layouts->kind == Attribute::Kind::kArray && !operand_layouts->elements.empty()) {
+      if (operand_layouts->elements.size() != op.operands.size()) return error(op, "operand_layouts of another count than the operands");
+      std::vector<std::string> constraints;
+      for (size_t i = 0; i < op.operands.size(); ++i) {
+        INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> layout, symbols_.integers(operand_layouts->elements[i], "an operand layout"));
+        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_with_layout(type_of(op.operands[i]), layout, op));
+        constraints.push_back(std::move(shape));
+      }
+      text += str_cat(", operand_layout_constraints={", str_join(constraints, ", "), "}");
+    }
+    if (result_layouts->kind == Attribute::Kind::kArray && !result_layouts->elements.empty()) {
+      if (result_layouts->elements.size() != op.result_types.size()) return error(op, "result_layouts of another count than the results");
+      for (size_t i = 0; i < op.result_types.size(); ++i) {
+        INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> layout, symbols_.integers(result_layouts->elements[i], "a result layout"));
+        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_with_layout(op.result_types[i], layout, op));
+        result_shapes.push_back(std::move(shape));
+      }
+    }
+    INSITU_ASSIGN_OR_RETURN(const Attribute* aliases, symbols_.attribute(p[6]));
+    if (aliases->kind == Attribute::Kind::kArray && !aliases->elements.empty()) {
+      std::vector<std::string> entries;
+      for (uint64_t element : aliases->elements) {
+        INSITU_ASSIGN_OR_RETURN(const Attribute* alias, symbols_.attribute(element));
+        if (alias->kind != Attribute::Kind::kOutputOperandAlias) return error(op, "an output_operand_alias that is not one");
+        entries.push_back(str_cat(braces(alias->output_index), ": (", alias->integer, ", ", braces(alias->operand_index), ")"));
+      }
+      text += str_cat(", output_to_operand_aliasing={", str_join(entries, ", "), "}");
+    }
+    INSITU_ASSIGN_OR_RETURN(std::string frontend, frontend_attributes(op));
+    return define(scope, op, text + frontend, result_shapes);
   }
 
   // while: the loop state is the operands and then the values the condition or body read from
@@ -613,9 +902,7 @@ class Importer {
     for (const ValueRef& value : captured) {
       INSITU_ASSIGN_OR_RETURN(std::string name, this->value(scope, op, value));
       state.push_back(name);
-      const uint64_t type = value.operation != nullptr ? value.operation->result_types.at(value.index)
-                                                       : value.block->argument_types.at(value.index);
-      INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
+      INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type_of(value), op));
       shapes.push_back(std::move(shape));
     }
     INSITU_ASSIGN_OR_RETURN(std::string condition, tuple_region(op, op.regions[0], "condition", shapes, captured, false, false));
@@ -644,9 +931,7 @@ class Importer {
       for (const ValueRef& value : captured) {
         INSITU_ASSIGN_OR_RETURN(std::string name, this->value(scope, op, value));
         values.push_back(name);
-        const uint64_t type = value.operation != nullptr ? value.operation->result_types.at(value.index)
-                                                         : value.block->argument_types.at(value.index);
-        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
+        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type_of(value), op));
         shapes.push_back(std::move(shape));
       }
       INSITU_ASSIGN_OR_RETURN(std::string computation,
@@ -704,6 +989,9 @@ StatusOr<std::unique_ptr<Module>> read_vhlo(std::span<const uint8_t> bytes) {
   for (HloText::Constant& constant : hlo.constants) constants[constant.name] = &constant.bytes;
   for (Computation* computation : (*module)->computations()) {
     for (Instruction* instruction : computation->instructions()) {
+      // the parser's line:col point into the HLO written here, not into the file: errors name
+      // the instruction instead
+      instruction->set_location({});
       auto found = constants.find(instruction->name());
       if (found == constants.end()) continue;
       Literal literal(instruction->shape());
