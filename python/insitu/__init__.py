@@ -43,17 +43,17 @@ _BYTECODE_MAGIC = b"ML\xefR"
 
 
 def _module_text(hlo):
-    """(text, name used in error locations) from module text, a path to a .hlo file, or MLIR
-    bytecode (bytes, or a path to a .mlirbc file: a VHLO artifact, StableHLO as JAX hands it to a
-    PJRT plugin or jax.export serializes it), which stays bytes."""
-    if isinstance(hlo, _os.PathLike) or (isinstance(hlo, str) and "\n" not in hlo and hlo.endswith((".hlo", ".mlirbc"))):
+    """(text, name used in error locations) from module text, a path to a .hlo file, or StableHLO
+    as bytes or a path (.mlirbc: a VHLO artifact in MLIR bytecode, as JAX hands it to a PJRT
+    plugin; or a jax.export artifact, Exported.serialize()), which stays bytes."""
+    if isinstance(hlo, _os.PathLike) or (isinstance(hlo, str) and "\n" not in hlo and hlo.endswith((".hlo", ".mlirbc", ".jax_export"))):
         path = _os.fspath(hlo)
         try:
             with open(path, "rb") as f:
                 data = f.read()
         except OSError as e:
             raise Error(f"cannot read '{path}': {e.strerror}") from None
-        if data.startswith(_BYTECODE_MAGIC):
+        if data.startswith(_BYTECODE_MAGIC) or b"\0" in data[:4096]:  # bytecode, or jax.export's FlatBuffer
             return data, path
         try:
             return data.decode("utf-8"), path
@@ -61,7 +61,7 @@ def _module_text(hlo):
             raise Error(f"'{path}' is neither HLO text (UTF-8) nor MLIR bytecode: {e}") from None
     if isinstance(hlo, (bytes, bytearray, memoryview)):
         hlo = bytes(hlo)
-        if hlo.startswith(_BYTECODE_MAGIC):
+        if hlo.startswith(_BYTECODE_MAGIC) or b"\0" in hlo[:4096]:
             return hlo, "<bytecode>"
         hlo = hlo.decode("utf-8")
     if not isinstance(hlo, str):

@@ -42,10 +42,11 @@ std::string status_text(const Status& status, const std::string& file) {
 
 namespace {
 
-// HLO text, or MLIR bytecode (a VHLO artifact: StableHLO as JAX hands it to a PJRT plugin).
+// HLO text, MLIR bytecode (a VHLO artifact: StableHLO as JAX hands it to a PJRT plugin), or a
+// jax.export artifact (Exported.serialize()) around one.
 std::unique_ptr<Module> parse_verified(const std::string& text, const std::string& file) {
   const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
-  std::unique_ptr<Module> module = bytecode::is_bytecode(bytes) ? value_or_raise(stablehlo::read_vhlo(bytes), file)
+  std::unique_ptr<Module> module = stablehlo::is_stablehlo(bytes) ? value_or_raise(stablehlo::read_vhlo(bytes), file)
                                                                 : value_or_raise(parse_module(text), file);
   if (Status status = verify_module(*module); !status.ok()) raise(status, file);
   return module;

@@ -71,3 +71,51 @@ def test_bad_bytecode_is_a_located_error():
         insitu.compile(artifact[: len(artifact) // 2])
     with pytest.raises(insitu.Error, match=r"MLIR bytecode version 5 is not read"):
         insitu.compile(artifact[:4] + b"\x0b" + artifact[5:])
+
+
+def test_exported_decode_step_runs_from_the_cli_in_place(tmp_path, build_dir):
+    """jax.export of a decode step (layers scanned with the caches as xs/ys, the state donated),
+    saved with Exported.serialize(), runs from `insitu run` with no Python: JAX's values, the
+    cache updated in place (0 bytes copied, far fewer written than the cache holds)."""
+    import json
+    import subprocess
+
+    sys.path.insert(0, str(REPO / "bench" / "python"))
+    import decode_spellings as spellings
+
+    spellings.set_size("small")
+    spellings.POSITIONS = 256  # caches of 32 KB each: larger than what a step writes
+    rng = np.random.default_rng(0)
+    width = spellings.WIDTH
+    params = tuple(rng.standard_normal(shape).astype(np.float32) * 0.1 for shape in
+                   [(spellings.LAYERS, width, 3 * width), (spellings.LAYERS, width, width),
+                    (spellings.LAYERS, width, 4 * width), (spellings.LAYERS, 4 * width, width)])
+    cache_shape = (spellings.LAYERS, spellings.HEADS, spellings.POSITIONS, spellings.HEAD)
+    state = (rng.standard_normal(cache_shape).astype(np.float32), rng.standard_normal(cache_shape).astype(np.float32))
+    x = rng.standard_normal(width).astype(np.float32)
+    pos = np.int32(3)
+    args = (params, state, x, pos)
+    exported = export.export(jax.jit(spellings.scan_xs_ys, donate_argnums=1))(*jax.tree_util.tree_map(jnp.asarray, args))
+    artifact = tmp_path / "decode.jax_export"
+    artifact.write_bytes(exported.serialize())
+    expected = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(
+        jax.jit(spellings.scan_xs_ys)(*jax.tree_util.tree_map(jnp.asarray, args)))]
+
+    command = [str(build_dir / "tools" / "insitu"), "run", str(artifact), "--save", str(tmp_path / "out"),
+               "--stats", str(tmp_path / "stats.json")]
+    for i, leaf in enumerate(jax.tree_util.tree_leaves(args)):
+        np.save(tmp_path / f"arg{i}.npy", np.asarray(leaf))
+        command += ["--arg", str(tmp_path / f"arg{i}.npy")]
+    subprocess.run(command, check=True, capture_output=True, text=True)
+    for i, want in enumerate(expected):
+        np.testing.assert_allclose(np.load(tmp_path / "out" / f"output_{i}.npy"), want, rtol=1e-5, atol=1e-5)
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["bytes_copied"] == 0 and stats["bytes_staged"] == 0
+    assert stats["bytes_written"] < state[0].nbytes  # the new rows and activations, not the caches
+    spellings.set_size("small")
+
+
+def test_exported_artifact_for_several_platforms_is_refused(tmp_path):
+    exported = export.export(jax.jit(lambda a: a * 2), platforms=("cpu", "cuda"))(jnp.zeros(4, jnp.float32))
+    with pytest.raises(insitu.Error, match=r"exported for 2 platforms"):
+        insitu.compile(exported.serialize())

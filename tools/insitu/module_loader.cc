@@ -8,10 +8,10 @@ namespace insitu::cli {
 
 StatusOr<std::unique_ptr<Module>> load_module(CliContext& context, const std::string& path, bool verify) {
   INSITU_ASSIGN_OR_RETURN(std::string text, context.read_module_text(path));
-  // MLIR bytecode (a VHLO artifact: what JAX hands a PJRT plugin, what jax.export writes) or HLO text
+  // StableHLO (a VHLO artifact in MLIR bytecode, or a jax.export artifact around one) or HLO text
   const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
   std::unique_ptr<Module> module;
-  if (bytecode::is_bytecode(bytes)) {
+  if (stablehlo::is_stablehlo(bytes)) {
     INSITU_ASSIGN_OR_RETURN(module, stablehlo::read_vhlo(bytes));
   } else {
     INSITU_ASSIGN_OR_RETURN(module, parse_module(text));

@@ -78,6 +78,45 @@ bool forward_identities(Computation& computation) {
   return changed;
 }
 
+// A broadcast that only inserts dimensions of size 1 (its operand's dimensions in order, every
+// other result dimension 1, row-major both) moves no element: it is a reshape, which the passes
+// after see through (slice-update-folding's unit reshapes, views). StableHLO writes a scan's
+// stacked row as broadcast_in_dim of [2,16,8] to [1,2,16,8]; XLA's HLO import writes a reshape.
+bool unit_broadcasts_to_reshapes(Computation& computation, NameTable& names) {
+  bool changed = false;
+  for (Instruction* broadcast : computation.instructions()) {
+    if (broadcast->opcode() != Opcode::kBroadcast || broadcast->operand_count() != 1 || broadcast->has_control_edges())
+      continue;
+    const Shape& from = broadcast->operand(0)->shape();
+    const Shape& to = broadcast->shape();
+    auto row_major = [](const Shape& shape) {
+      const std::vector<int64_t>& order = shape.layout().minor_to_major;
+      return shape.layout().tiles.empty() && std::is_sorted(order.rbegin(), order.rend());
+    };
+    if (!from.is_array() || !to.is_array() || from.element_type() != to.element_type() || from.rank() == to.rank() ||
+        static_cast<int64_t>(broadcast->dimensions.size()) != from.rank() || !row_major(from) || !row_major(to) ||
+        from.layout().memory_space != to.layout().memory_space)
+      continue;
+    bool unit = std::is_sorted(broadcast->dimensions.begin(), broadcast->dimensions.end());
+    for (int64_t d = 0, next = 0; unit && d < to.rank(); ++d) {
+      if (next < from.rank() && broadcast->dimensions[next] == d) {
+        unit = from.dimension(next++) == to.dimension(d);
+      } else {
+        unit = to.dimension(d) == 1;
+      }
+    }
+    if (!unit) continue;
+    Instruction* reshape = insert_new_instruction(computation, broadcast, names, Opcode::kReshape, broadcast->name(), to,
+                                                  {broadcast->operand(0)});
+    reshape->metadata = broadcast->metadata;
+    reshape->has_metadata = broadcast->has_metadata;
+    broadcast->replace_all_uses_with(reshape);
+    if (computation.root() == broadcast) computation.set_root(reshape);
+    changed = true;
+  }
+  return changed;
+}
+
 // A dot operand that is a transpose is read untransposed: the dimension numbers name the
 // transpose's operand dimensions instead (a dot reads its operands by logical index, so it
 // reads the same values), when the result keeps its dimension order (the free dimensions stay
@@ -473,6 +512,7 @@ StatusOr<bool> simplify(Module& module) {
     changed |= fold_integer_scalars(*computation, names);
     changed |= forward_layout_copies_into_dots(*computation);
     changed |= compose_transposes(*computation);
+    changed |= unit_broadcasts_to_reshapes(*computation, names);
     changed |= forward_identities(*computation);
     changed |= fold_transposes_into_dots(*computation);
     changed |= fold_dots_into_transposes(*computation);

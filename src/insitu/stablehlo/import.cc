@@ -8,6 +8,7 @@
 
 #include "insitu/ir/parser.h"
 #include "insitu/stablehlo/attributes.h"
+#include "insitu/stablehlo/exported.h"
 #include "insitu/support/str.h"
 
 namespace insitu::stablehlo {
@@ -243,7 +244,7 @@ class Importer {
     return computation;
   }
 
-  // The values a region reads that are defined outside it, in first-use order.
+  // The values a region reads that are defined outside it (but constants), in first-use order.
   void captures(const Region& region, std::vector<ValueRef>& out) {
     std::set<const void*> inside;
     std::vector<const Region*> stack = {&region};
@@ -268,7 +269,9 @@ class Importer {
           for (const ValueRef& operand : op.operands) {
             const void* definer = operand.operation != nullptr ? static_cast<const void*>(operand.operation)
                                                                : static_cast<const void*>(operand.block);
-            if (!inside.count(definer) && seen.insert(Scope::key(operand)).second) out.push_back(operand);
+            // a constant is cloned into the computation (value()), not passed in
+            const bool constant = operand.operation != nullptr && name(*operand.operation) == "vhlo.constant_v1";
+            if (!inside.count(definer) && !constant && seen.insert(Scope::key(operand)).second) out.push_back(operand);
           }
           for (const Region& nested : op.regions) stack.push_back(&nested);
         }
@@ -965,7 +968,13 @@ class Importer {
 
 StatusOr<HloText> to_hlo_text(const File& file) { return Importer(file).run(); }
 
+bool is_stablehlo(std::span<const uint8_t> bytes) { return bytecode::is_bytecode(bytes) || is_exported(bytes); }
+
 StatusOr<std::unique_ptr<Module>> read_vhlo(std::span<const uint8_t> bytes) {
+  if (!bytecode::is_bytecode(bytes) && is_exported(bytes)) {
+    INSITU_ASSIGN_OR_RETURN(std::span<const uint8_t> module, read_exported(bytes));
+    return read_vhlo(module);  // (offsets in errors are then the module's own)
+  }
   INSITU_ASSIGN_OR_RETURN(bytecode::File file, bytecode::read_file(bytes));
   INSITU_ASSIGN_OR_RETURN(HloText hlo, to_hlo_text(file));
   StatusOr<std::unique_ptr<Module>> module = parse_module(hlo.text);

@@ -39,7 +39,12 @@ struct HloText {
 };
 StatusOr<HloText> to_hlo_text(const bytecode::File& file);
 
-// Reads a VHLO artifact into a module (`bytes` need not outlive it).
+// Whether `bytes` are StableHLO insitu reads: MLIR bytecode, or a jax.export artifact
+// (exported.h) around it.
+bool is_stablehlo(std::span<const uint8_t> bytes);
+
+// Reads a VHLO artifact, or a jax.export artifact's module, into a module (`bytes` need not
+// outlive it).
 StatusOr<std::unique_ptr<Module>> read_vhlo(std::span<const uint8_t> bytes);
 
 }  // namespace insitu::stablehlo
