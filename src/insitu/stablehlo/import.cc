@@ -363,9 +363,11 @@ class Importer {
     StatusOr<Shape> shape = symbols_.shape(tensor->type, "a constant");
     if (!shape.ok() || !shape->is_array()) return error(op, "a constant that is not an array");
     const int64_t count = shape->element_count();
-    std::vector<uint8_t> bytes(static_cast<size_t>(shape->byte_size()));
     const size_t data = tensor->data.size();
+    HloText::Constant constant;
+    std::vector<uint8_t>& bytes = constant.owned;
     if (shape->element_type() == PrimitiveType::kPred) {
+      bytes.resize(static_cast<size_t>(shape->byte_size()));
       // one byte per element (unpacked), one bit each (packed), or a splat byte (0xFF: true)
       for (int64_t i = 0; i < count; ++i) {
         uint8_t bit = 0;
@@ -379,9 +381,10 @@ class Importer {
       return error(op, str_cat("a constant of ", primitive_type_name(shape->element_type()), " (packed narrow types are not read)"));
     } else {
       const size_t width = static_cast<size_t>(byte_width(shape->element_type()));
-      if (data == bytes.size()) {
-        if (!bytes.empty()) std::memcpy(bytes.data(), tensor->data.data(), data);
+      if (data == static_cast<size_t>(shape->byte_size())) {
+        constant.data = tensor->data;  // copied once, into the parsed constant
       } else if (data == width && count > 1) {
+        bytes.resize(static_cast<size_t>(shape->byte_size()));
         for (int64_t i = 0; i < count; ++i) std::memcpy(bytes.data() + i * width, tensor->data.data(), width);
       } else {
         return error(op, str_cat("a constant of ", count, " elements in ", data, " bytes"));
@@ -390,7 +393,8 @@ class Importer {
     const std::string result = fresh("constant");
     scope.lines.push_back(str_cat(result, " = ", shape->to_string(), " constant(0)"));
     scope.names[{&op, 0}] = result;
-    constants_.push_back(HloText::Constant{result, std::move(bytes)});
+    constant.name = result;
+    constants_.push_back(std::move(constant));
     return ok_status();
   }
 
@@ -994,8 +998,8 @@ StatusOr<std::unique_ptr<Module>> read_vhlo(std::span<const uint8_t> bytes) {
     return invalid_argument(str_cat("the artifact's ops do not form a valid module: ", module.status().message(),
                                     line.empty() ? "" : str_cat(" (in the HLO they become: ", line, ")")));
   }
-  std::map<std::string, std::vector<uint8_t>*> constants;
-  for (HloText::Constant& constant : hlo.constants) constants[constant.name] = &constant.bytes;
+  std::map<std::string, const HloText::Constant*> constants;
+  for (const HloText::Constant& constant : hlo.constants) constants[constant.name] = &constant;
   for (Computation* computation : (*module)->computations()) {
     for (Instruction* instruction : computation->instructions()) {
       // the parser's line:col point into the HLO written here, not into the file: errors name
@@ -1003,10 +1007,12 @@ StatusOr<std::unique_ptr<Module>> read_vhlo(std::span<const uint8_t> bytes) {
       instruction->set_location({});
       auto found = constants.find(instruction->name());
       if (found == constants.end()) continue;
-      Literal literal(instruction->shape());
-      INSITU_CHECK(static_cast<size_t>(literal.size_bytes()) == found->second->size()) << instruction->name();
-      if (!found->second->empty()) std::memcpy(literal.untyped_data(), found->second->data(), found->second->size());
-      instruction->literal = std::move(literal);
+      // the parser made the placeholder's storage (constant(0): zeros of the shape); fill it
+      const std::span<const uint8_t> bytes = found->second->bytes();
+      Literal& literal = instruction->literal;
+      INSITU_CHECK(literal.shape() == instruction->shape() && static_cast<size_t>(literal.size_bytes()) == bytes.size())
+          << instruction->name();
+      if (!bytes.empty()) std::memcpy(literal.untyped_data(), bytes.data(), bytes.size());
       instruction->constant_value = ConstantValue::kWritten;
     }
   }

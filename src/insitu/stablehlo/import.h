@@ -28,12 +28,15 @@
 namespace insitu::stablehlo {
 
 // The module as HLO text (constants as placeholders: constant(0) of their shape) and, per
-// constant, its instruction name and bytes in insitu's storage.
+// constant, its instruction name and bytes in insitu's storage (pointing into the file where
+// they are stored as is: the File's bytes must outlive it).
 struct HloText {
   std::string text;
   struct Constant {
     std::string name;
-    std::vector<uint8_t> bytes;
+    std::span<const uint8_t> data;  // the file's bytes, when they are the storage as it is
+    std::vector<uint8_t> owned;     // else (a splat expanded, booleans unpacked): the storage
+    std::span<const uint8_t> bytes() const { return owned.empty() ? data : std::span<const uint8_t>(owned); }
   };
   std::vector<Constant> constants;
 };
