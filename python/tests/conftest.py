@@ -7,6 +7,23 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
+def assert_corpus_leaves_match(name, got, want):
+    """A JAX corpus program's result leaves (bench/peers/jax_programs.py) against JAX's: same
+    dtypes and shapes, exact for integers, within a few ulps of f32 for floats (linalg and fft
+    accumulate differently from XLA's LAPACK/ducc calls: a few ulps of the condition number)."""
+    import numpy as np
+
+    assert len(got) == len(want)
+    tolerance = 2e-4 if name.startswith(("linalg", "fft")) else 2e-5
+    for w, h in zip(want, got):
+        w, h = np.asarray(w), np.asarray(h)
+        assert w.dtype == h.dtype and w.shape == h.shape
+        if np.issubdtype(w.dtype, np.inexact):
+            np.testing.assert_allclose(h, w, rtol=tolerance, atol=tolerance)
+        else:
+            np.testing.assert_array_equal(h, w)
+
+
 @pytest.fixture(scope="session")
 def build_dir():
     """The CMake build the package came from (scripts/test sets INSITU_BUILD_DIR)."""

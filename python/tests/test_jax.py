@@ -11,7 +11,7 @@ import jax.numpy as jnp  # noqa: E402
 import insitu  # noqa: E402
 import insitu.jax  # noqa: E402
 
-from conftest import REPO  # noqa: E402
+from conftest import REPO, assert_corpus_leaves_match  # noqa: E402
 
 sys.path.insert(0, str(REPO / "bench" / "peers"))
 import jax_programs  # noqa: E402
@@ -142,12 +142,6 @@ def test_ffi_call_runs_the_registered_insitu_kernel_in_place(examples_plugin):
     assert g.executable(y).stats["bytes_copied"] == 0
 
 
-def _tolerance(name):
-    # linalg and fft accumulate differently from XLA's LAPACK/ducc calls: a few ulps of the
-    # condition number; everything else agrees to a few ulps of f32.
-    return dict(rtol=2e-4, atol=2e-4) if name.startswith(("linalg", "fft")) else dict(rtol=2e-5, atol=2e-5)
-
-
 @pytest.mark.parametrize("name", sorted(jax_programs.PROGRAMS))
 def test_corpus_program_through_insitu_jax_jit(name):
     _, builder = jax_programs.PROGRAMS[name]
@@ -157,13 +151,7 @@ def test_corpus_program_through_insitu_jax_jit(name):
     g = insitu.jax.jit(function, **options)
     got = g(*jax.tree_util.tree_map(jnp.asarray, args))
     assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(expected)
-    for want, have in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got)):
-        want, have = np.asarray(want), np.asarray(have)
-        assert want.dtype == have.dtype and want.shape == have.shape
-        if np.issubdtype(want.dtype, np.inexact):
-            np.testing.assert_allclose(have, want, **_tolerance(name))
-        else:
-            np.testing.assert_array_equal(have, want)
+    assert_corpus_leaves_match(name, jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected))
     stats = g.executable(*jax.tree_util.tree_map(jnp.asarray, args)).stats
     assert stats["fallback_ops_executed"] == 0, g.executable(*args).fallback_ops
 

@@ -11,7 +11,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax import export  # noqa: E402
 
 import insitu  # noqa: E402
-from conftest import REPO  # noqa: E402
+from conftest import REPO, assert_corpus_leaves_match  # noqa: E402
 
 sys.path.insert(0, str(REPO / "bench" / "peers"))
 import jax_programs  # noqa: E402
@@ -23,10 +23,6 @@ def _artifact(function, args, **options):
     return exported.mlir_module_serialized
 
 
-def _tolerance(name):
-    return dict(rtol=2e-4, atol=2e-4) if name.startswith(("linalg", "fft")) else dict(rtol=2e-5, atol=2e-5)
-
-
 @pytest.mark.parametrize("name", sorted(jax_programs.PROGRAMS))
 def test_corpus_program_from_its_vhlo_artifact(name):
     _, builder = jax_programs.PROGRAMS[name]
@@ -35,16 +31,7 @@ def test_corpus_program_from_its_vhlo_artifact(name):
     expected = jax.jit(function, keep_unused=True, **options)(*jax.tree_util.tree_map(jnp.asarray, args))
     executable = insitu.compile(_artifact(function, args, keep_unused=True, **options))
     got = executable(*[np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(args)])
-    got = got if isinstance(got, tuple) else (got,)
-    want = jax.tree_util.tree_leaves(expected)
-    assert len(got) == len(want)
-    for w, h in zip(want, got):
-        w, h = np.asarray(w), np.asarray(h)
-        assert w.dtype == h.dtype and w.shape == h.shape
-        if np.issubdtype(w.dtype, np.inexact):
-            np.testing.assert_allclose(h, w, **_tolerance(name))
-        else:
-            np.testing.assert_array_equal(h, w)
+    assert_corpus_leaves_match(name, got if isinstance(got, tuple) else (got,), jax.tree_util.tree_leaves(expected))
     assert executable.stats["fallback_ops_executed"] == 0, executable.fallback_ops
 
 
