@@ -79,13 +79,18 @@ Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>
 // Replaces the group (in `computation`) by one fusion instruction calling a new computation.
 // A fusion with extra outputs returns the tuple (root, extra outputs...); each one's readers
 // read its get-tuple-element.
+// Outlines one group into a fusion placed at its root. Its members, now read only by each other,
+// go to `dead` (the caller removes every group's at once: one pass over the computation instead
+// of one per group), the scalar constants copied into the body to `copied_constants`.
+// `position`: program order of the computation's instructions before any group was outlined.
 void outline(Module& module, Computation& computation, const Group& fused_group, NameTable& names,
-             NameTable& computation_names) {
+             NameTable& computation_names, const std::unordered_map<const Instruction*, size_t>& position,
+             std::vector<Instruction*>& dead, std::vector<Instruction*>& copied_constants) {
   const std::vector<Instruction*>& group = fused_group.members;
   std::unordered_set<const Instruction*> members(group.begin(), group.end());
-  std::vector<Instruction*> ordered;  // program order
-  for (Instruction* instruction : computation.instructions())
-    if (members.count(instruction)) ordered.push_back(instruction);
+  std::vector<Instruction*> ordered(group.begin(), group.end());  // program order
+  std::sort(ordered.begin(), ordered.end(),
+            [&](const Instruction* a, const Instruction* b) { return position.at(a) < position.at(b); });
   Instruction* root = group.front();
 
   auto fused = std::make_unique<Computation>(computation_names.unique("fused_computation"));
@@ -93,7 +98,6 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
   Computation* body = module.add_computation_before(std::move(fused), &computation);
   std::unordered_map<const Instruction*, Instruction*> mapped;
   std::vector<Instruction*> operands;  // the fusion's operands, in order of first use
-  std::vector<Instruction*> copied_constants;
   for (Instruction* instruction : ordered) {
     for (Instruction* operand : instruction->operands()) {
       if (members.count(operand) || mapped.count(operand)) continue;
@@ -156,11 +160,7 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
       if (computation.root() == outputs[i]) computation.set_root(read);
     }
   }
-  computation.remove_instructions(std::vector<Instruction*>(ordered.rbegin(), ordered.rend()));
-  // constants copied in that nothing outside reads any more
-  for (Instruction* constant : copied_constants)
-    if (constant->users().empty() && computation.root() != constant && constant->control_successors().empty())
-      computation.remove_instruction(constant);
+  dead.insert(dead.end(), ordered.begin(), ordered.end());
 }
 
 // Recomputing instead of keeping (see fusion.h): an elementwise value of at least this many
@@ -320,7 +320,23 @@ StatusOr<bool> fuse(Module& module) {
       groups.push_back(std::move(group));
     }
     // in program order, so names count up along the program
-    for (auto it = groups.rbegin(); it != groups.rend(); ++it) outline(module, *computation, *it, names, computation_names);
+    std::unordered_map<const Instruction*, size_t> position;
+    for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+    std::vector<Instruction*> dead, copied_constants;
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it)
+      outline(module, *computation, *it, names, computation_names, position, dead, copied_constants);
+    // users before their operands: the members in reverse program order
+    std::sort(dead.begin(), dead.end(),
+              [&](const Instruction* a, const Instruction* b) { return position.at(a) > position.at(b); });
+    computation->remove_instructions(dead);
+    // constants copied in that nothing outside reads any more
+    std::sort(copied_constants.begin(), copied_constants.end());
+    copied_constants.erase(std::unique(copied_constants.begin(), copied_constants.end()), copied_constants.end());
+    std::vector<Instruction*> unread;
+    for (Instruction* constant : copied_constants)
+      if (constant->users().empty() && computation->root() != constant && constant->control_successors().empty())
+        unread.push_back(constant);
+    computation->remove_instructions(unread);
     changed |= !groups.empty();
   }
   return changed;
