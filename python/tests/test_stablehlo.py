@@ -23,13 +23,29 @@ def _artifact(function, args, **options):
     return exported.mlir_module_serialized
 
 
+def _plugin_artifact(function, args, version, **options):
+    """The VHLO artifact at `version` as XLA serializes a program for a PJRT plugin (mixed
+    serialization: Shardy's ops and attributes kept), through jaxlib's own serializer."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib import _jax
+
+    lowered = jax.jit(function, **options).lower(*jax.tree_util.tree_map(jnp.asarray, args))
+    return _jax.mlir.serialize_portable_artifact(mlir.module_to_bytecode(lowered.compiler_ir("stablehlo")), version, True)
+
+
+@pytest.mark.parametrize("form", ["export", "1.16.3", "1.22.0"])
 @pytest.mark.parametrize("name", sorted(jax_programs.PROGRAMS))
-def test_corpus_program_from_its_vhlo_artifact(name):
+def test_corpus_program_from_its_vhlo_artifact(name, form):
+    """jax.export's artifact, and the plugin's at both versions JAX 0.12 sends (1.22.0 when the
+    plugin asks for the current one, 1.16.3 otherwise)."""
     _, builder = jax_programs.PROGRAMS[name]
     function, args, options = builder()
     args = jax.tree_util.tree_map(np.asarray, args)
     expected = jax.jit(function, keep_unused=True, **options)(*jax.tree_util.tree_map(jnp.asarray, args))
-    executable = insitu.compile(_artifact(function, args, keep_unused=True, **options))
+    artifact = (_artifact(function, args, keep_unused=True, **options) if form == "export"
+                else _plugin_artifact(function, args, form, keep_unused=True, **options))
+    assert artifact.startswith(b"ML\xefR") and (form == "export" or f"StableHLO_v{form}".encode() in artifact[:32])
+    executable = insitu.compile(artifact)
     got = executable(*[np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(args)])
     assert_corpus_leaves_match(name, got if isinstance(got, tuple) else (got,), jax.tree_util.tree_leaves(expected))
     assert executable.stats["fallback_ops_executed"] == 0, executable.fallback_ops
