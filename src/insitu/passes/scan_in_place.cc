@@ -121,8 +121,32 @@ struct Scan {
   Instruction* peeled = nullptr;    // the peeled rows' last update (its base becomes xs), if any
 };
 
-// The (xs, ys) pair of `loop` this pass rewrites, or nullopt.
-std::optional<Scan> match_scan(const Instruction* loop) {
+// How well xs's buffer suits ys (lower is better): 0 when xs starts as the entry parameter
+// that the caller lets ys's result be written into (aliased to the output ys's result becomes),
+// 1 for any other value the program owns (a temporary, a donated or aliased parameter, loop
+// state), 2 for an entry parameter the caller still owns (it would be copied for the loop).
+int pairing_rank(const Module& module, const Instruction* loop, int64_t xs, int64_t ys) {
+  const Instruction* initial = loop->operand(0)->operand(xs);
+  if (initial->opcode() != Opcode::kParameter || initial->parent() != module.entry()) return 1;
+  const ModuleConfig& config = module.config();
+  bool given = false;
+  for (const BufferDonor& donor : config.buffer_donors) given |= donor.parameter_number == initial->parameter_number;
+  const Instruction* root = module.entry()->root();
+  for (const InputOutputAlias& alias : config.input_output_alias) {
+    if (alias.parameter_number != initial->parameter_number) continue;
+    given = true;
+    // the output ys's result becomes: the entry root's tuple operand that is that result
+    const Instruction* output = alias.output_index.empty() ? root : nullptr;
+    if (root->opcode() == Opcode::kTuple && alias.output_index.size() == 1) output = root->operand(alias.output_index[0]);
+    if (output == nullptr) continue;
+    if (output->opcode() == Opcode::kGetTupleElement && output->operand(0) == loop && output->tuple_index == ys) return 0;
+  }
+  return given ? 1 : 2;
+}
+
+// The (xs, ys) pair of `loop` this pass rewrites, or nullopt: of the arrays that could hold a
+// ys, the one pairing_rank prefers (the first of those in state order).
+std::optional<Scan> match_scan(const Module& module, const Instruction* loop) {
   if (loop->opcode() != Opcode::kWhile || loop->operand_count() != 1 || loop->has_control_edges() ||
       loop->operand(0)->opcode() != Opcode::kTuple || !loop->shape().is_tuple())
     return std::nullopt;
@@ -154,6 +178,8 @@ std::optional<Scan> match_scan(const Instruction* loop) {
       bool peeled_ok = false;
       Instruction* peeled = peeled_rows(loop->operand(0)->operand(ys), range->first, shape, peeled_ok);
       if (!peeled_ok) continue;
+      std::optional<Scan> best;
+      int best_rank = 3;
       for (int64_t xs = 0; xs < size; ++xs) {
         if (xs == ys || xs == counter || !(loop->shape().tuple_shape(xs) == shape) ||
             !reads_state(root->operand(xs), state, xs))
@@ -182,8 +208,10 @@ std::optional<Scan> match_scan(const Instruction* loop) {
         bool result_read = false;  // xs's loop result is unused after the loop
         for (const Instruction* user : loop->users()) result_read |= user->tuple_index == xs && !user->users().empty();
         if (condition_reads || result_read) continue;
-        return scan;
+        const int rank = pairing_rank(module, loop, xs, ys);
+        if (rank < best_rank) best = std::move(scan), best_rank = rank;
       }
+      if (best) return best;
     }
   }
   return std::nullopt;
@@ -262,7 +290,7 @@ StatusOr<bool> update_scans_in_place(Module& module) {
     for (bool found = true; found;) {
       found = false;
       for (Instruction* instruction : computation->instructions()) {
-        std::optional<Scan> scan = match_scan(instruction);
+        std::optional<Scan> scan = match_scan(module, instruction);
         if (!scan) continue;
         rewrite(*computation, *scan, names);
         changed = found = true;
