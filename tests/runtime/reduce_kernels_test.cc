@@ -188,11 +188,18 @@ TEST(RuntimeReduceKernel, OtherReducesAreLeftToTheProgramOrTheFallback) {
       "  ROOT reduce = f32[4] reduce(input, init), dimensions={1}, to_apply=combine\n}\n";
   EXPECT_NE(selected_reduce_kernel(two_ops), simple_f32);
   EXPECT_TRUE(expect_reduce_matches(two_ops, PrimitiveType::kF32, {4, 5}, 7));
-  // Bitwise ops of floats are not valid combiners here; pred is not a native type of the simple
-  // kernel: it runs as a scalar program too (the same kernel as the two-op combiner).
+  // pred under and/or runs in the simple kernel (jnp.all/any); a whole reduction of many
+  // elements folds in parallel chunks there (integers too), with the evaluator's values.
   const std::string pred_and = reduce_module("pred", {4, 5}, {1}, "and", true);
-  EXPECT_EQ(selected_reduce_kernel(pred_and), selected_reduce_kernel(two_ops));
+  EXPECT_NE(selected_reduce_kernel(pred_and), selected_reduce_kernel(two_ops));
+  EXPECT_NE(selected_reduce_kernel(pred_and), nullptr);
   EXPECT_TRUE(expect_reduce_matches(pred_and, PrimitiveType::kPred, {4, 5}, 8));
+  for (const char* op : {"and", "or"})
+    EXPECT_TRUE(expect_reduce_matches(reduce_module("pred", {257, 300}, {0, 1}, op, true), PrimitiveType::kPred,
+                                      {257, 300}, 9));
+  for (const char* op : {"add", "maximum", "minimum", "multiply"})
+    EXPECT_TRUE(expect_reduce_matches(reduce_module("s32", {257, 300}, {0, 1}, op, false), PrimitiveType::kS32,
+                                      {257, 300}, 10));
   // A column-major input is walked in its layout order by the evaluator: left to it.
   const std::string column_major =
       "HloModule r\n\ncombine {\n  acc = f32[] parameter(0)\n  x = f32[] parameter(1)\n  ROOT r = f32[] add(acc, x)\n}"

@@ -127,6 +127,53 @@ std::optional<float> max_or_min_run(float init, const float* run, int64_t count)
   return result;
 }
 
+// The fold of n >= 1 integer (or pred) elements with the combiner fixed at compile time, so the
+// loop has no switch in it (and vectorizes).
+template <typename T, Opcode kOp>
+ComputeType<T> fold_run(const T* from, int64_t n) {
+  ComputeType<T> acc = to_compute(from[0]);
+  for (int64_t i = 1; i < n; ++i) acc = combine(kOp, acc, to_compute(from[i]));
+  return acc;
+}
+
+template <typename T>
+ComputeType<T> fold_run(Opcode opcode, const T* from, int64_t n) {
+  switch (opcode) {
+    case Opcode::kAdd: return fold_run<T, Opcode::kAdd>(from, n);
+    case Opcode::kMultiply: return fold_run<T, Opcode::kMultiply>(from, n);
+    case Opcode::kMaximum: return fold_run<T, Opcode::kMaximum>(from, n);
+    case Opcode::kMinimum: return fold_run<T, Opcode::kMinimum>(from, n);
+    case Opcode::kAnd: return fold_run<T, Opcode::kAnd>(from, n);
+    default: return fold_run<T, Opcode::kOr>(from, n);
+  }
+}
+
+// A whole reduction of one contiguous run of integers or preds (`all(isfinite(x))`, a count):
+// their combiners (wrapping add and multiply, and, or, max, min) are associative and
+// commutative, so chunks fold in parallel and their results fold after: the same value as one
+// fold in order, bit for bit. Before, one thread folded through a switch per element (79 ms for
+// 7M preds).
+template <typename T>
+bool reduce_whole_run(const KernelCall& call, Opcode opcode, const T* from, int64_t n, T init, T* out) {
+  if constexpr (!std::is_integral_v<T>) {
+    return false;
+  } else {
+    if (n < 2 * kParallelElements) return false;
+    const int64_t chunks = std::min<int64_t>(n / kParallelElements, 64);
+    std::vector<ComputeType<T>> partial(static_cast<size_t>(chunks));
+    run_range(call.pool, chunks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        const int64_t first = n * c / chunks, last = n * (c + 1) / chunks;
+        partial[c] = fold_run<T>(opcode, from + first, last - first);
+      }
+    });
+    ComputeType<T> acc = to_compute(init);
+    for (const ComputeType<T>& value : partial) acc = combine(opcode, acc, value);
+    *out = to_stored<T>(acc);
+    return true;
+  }
+}
+
 template <typename T>
 Status reduce_kernel(const KernelCall& call) {
   using C = ComputeType<T>;
@@ -183,6 +230,9 @@ Status reduce_kernel(const KernelCall& call) {
               });
     return ok_status();
   }
+  if (outputs == 1 && walk.runs.size() == 1 && walk.run > 0 && !sum_in_double &&
+      reduce_whole_run<T>(call, opcode, input + base_of(0) + walk.runs[0], walk.run, init, out))
+    return ok_status();
   run_range(call.pool, outputs, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, per_output)),
             [&](int64_t begin, int64_t end) {
               for (int64_t o = begin; o < end; ++o) {
@@ -234,6 +284,8 @@ SelectedKernel select_simple_reduce(const Instruction& instruction, std::span<co
   plan->sum_in_double = combiner->opcode == Opcode::kAdd && is_floating(input.type());
   KernelFn run = nullptr;
   dispatch_native_numeric(input.type(), [&](auto tag) { run = &reduce_kernel<decltype(tag)>; });
+  // pred under and/or (jnp.all, jnp.any: `all(isfinite(g))` before an optimizer step)
+  if (input.type() == PrimitiveType::kPred && bitwise) run = &reduce_kernel<bool>;
   if (run == nullptr) return std::nullopt;
   return NativeKernel{run, std::move(plan)};
 }
