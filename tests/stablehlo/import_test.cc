@@ -46,7 +46,7 @@ std::vector<Literal> arguments(const Module& module, int seed) {
 }
 
 TEST(VhloImport, ArtifactsGiveTheValuesOfJaxsHlo) {
-  for (const char* program : {"add_one", "loop_sum", "cache_update", "branches", "layer"}) {
+  for (const char* program : {"add_one", "loop_sum", "cache_update", "branches", "layer", "masks"}) {
     StatusOr<std::unique_ptr<Module>> want = parse_module(load(std::string(program) + ".hlo"));
     ASSERT_TRUE(want.ok()) << want.status().to_string();
     for (const char* version : {"1.22.0", "1.16.3"}) {

@@ -395,7 +395,10 @@ std::optional<uint64_t> fold_integer_op(const Instruction& instruction, std::spa
     case Opcode::kNegate: return uint64_t{0} - v[0];
     case Opcode::kMaximum: return less(v[0], v[1]) ? v[1] : v[0];
     case Opcode::kMinimum: return less(v[1], v[0]) ? v[1] : v[0];
-    case Opcode::kClamp: return less(v[1], v[0]) ? v[0] : less(v[2], v[1]) ? v[2] : v[1];
+    case Opcode::kClamp: {  // min(max(operand, low), high), as the evaluator (low > high gives high)
+      const uint64_t raised = less(v[1], v[0]) ? v[0] : v[1];
+      return less(v[2], raised) ? v[2] : raised;
+    }
     case Opcode::kAnd: return v[0] & v[1];
     case Opcode::kOr: return v[0] | v[1];
     case Opcode::kXor: return v[0] ^ v[1];

@@ -177,8 +177,9 @@ std::optional<PrimitiveType> update_index_type(const Instruction* updated, Primi
     for (int64_t i = 2; i < updated->operand_count(); ++i)
       if (updated->operand(i)->shape().element_type() != type) return std::nullopt;
   }
-  // s4, u2, ... indices: the folded starts (clamped offsets into the whole array) need not fit.
-  if (!is_integral(type) || is_sub_byte_integral(type)) return std::nullopt;
+  // The folded starts are offsets into the whole array, in this type: an s8 or s16 index (let
+  // alone an s4) need not hold them.
+  if (!is_integral(type) || bit_width(type) < 32) return std::nullopt;
   return type;
 }
 

@@ -144,7 +144,8 @@ ComputeType<T> fold_run(Opcode opcode, const T* from, int64_t n) {
     case Opcode::kMaximum: return fold_run<T, Opcode::kMaximum>(from, n);
     case Opcode::kMinimum: return fold_run<T, Opcode::kMinimum>(from, n);
     case Opcode::kAnd: return fold_run<T, Opcode::kAnd>(from, n);
-    default: return fold_run<T, Opcode::kOr>(from, n);
+    case Opcode::kOr: return fold_run<T, Opcode::kOr>(from, n);
+    default: INSITU_UNREACHABLE("whole-run reduce of " << opcode_name(opcode)); return {};
   }
 }
 
@@ -158,7 +159,9 @@ bool reduce_whole_run(const KernelCall& call, Opcode opcode, const T* from, int6
   if constexpr (!std::is_integral_v<T>) {
     return false;
   } else {
-    if (n < 2 * kParallelElements) return false;
+    const bool order_free = opcode == Opcode::kAdd || opcode == Opcode::kMultiply || opcode == Opcode::kMaximum ||
+                            opcode == Opcode::kMinimum || opcode == Opcode::kAnd || opcode == Opcode::kOr;
+    if (n < 2 * kParallelElements || !order_free) return false;
     const int64_t chunks = std::min<int64_t>(n / kParallelElements, 64);
     std::vector<ComputeType<T>> partial(static_cast<size_t>(chunks));
     run_range(call.pool, chunks, 1, [&](int64_t begin, int64_t end) {

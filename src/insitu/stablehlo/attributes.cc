@@ -70,6 +70,25 @@ StatusOr<uint64_t> read_apint(Reader& reader, int64_t width) {
   return reader.error(str_cat("an integer of ", width, " bits (insitu reads up to 64)"));
 }
 
+}  // namespace
+
+std::vector<bool> unpack_booleans(std::span<const uint8_t> data, int64_t count) {
+  std::vector<bool> bits;
+  const int64_t bytes = static_cast<int64_t>(data.size());
+  if (bytes == 1 && count > 1 && (data[0] == 0x00 || data[0] == 0xFF)) {  // a splat
+    bits.assign(static_cast<size_t>(count), data[0] != 0);
+  } else if (bytes == count && count > 8) {  // one byte each (older writers)
+    for (int64_t i = 0; i < count; ++i) bits.push_back(data[i] != 0);
+  } else if (bytes == (count + 7) / 8) {  // packed, least significant bit first
+    for (int64_t i = 0; i < count; ++i) bits.push_back((data[i / 8] >> (i % 8)) & 1);
+  } else if (bytes == count) {
+    for (int64_t i = 0; i < count; ++i) bits.push_back(data[i] != 0);
+  }
+  return bits;
+}
+
+namespace {
+
 // Sign-extends the low `width` bits.
 int64_t sign_extend(uint64_t bits, int64_t width) {
   if (width >= 64) return static_cast<int64_t>(bits);
@@ -102,8 +121,11 @@ StatusOr<const Attribute*> Symbols::attribute(uint64_t index) {
     return invalid_argument(str_cat("attribute index ", index, " out of range (", attributes_.size(), ")"));
   if (attributes_[index] == nullptr) {
     if (attribute_busy_[index]) return attribute_error(index, "refers to itself");
+    if (depth_ >= kMaxDepth) return attribute_error(index, str_cat("entries nested deeper than ", kMaxDepth));
     attribute_busy_[index] = true;
+    ++depth_;
     StatusOr<Attribute> decoded = decode_attribute(index);
+    --depth_;
     attribute_busy_[index] = false;
     if (!decoded.ok()) return decoded.status();
     attributes_[index] = std::make_unique<Attribute>(std::move(*decoded));
@@ -115,8 +137,11 @@ StatusOr<const Type*> Symbols::type(uint64_t index) {
   if (index >= types_.size()) return invalid_argument(str_cat("type index ", index, " out of range (", types_.size(), ")"));
   if (types_[index] == nullptr) {
     if (type_busy_[index]) return type_error(index, "refers to itself");
+    if (depth_ >= kMaxDepth) return type_error(index, str_cat("entries nested deeper than ", kMaxDepth));
     type_busy_[index] = true;
+    ++depth_;
     StatusOr<Type> decoded = decode_type(index);
+    --depth_;
     type_busy_[index] = false;
     if (!decoded.ok()) return decoded.status();
     types_[index] = std::make_unique<Type>(std::move(*decoded));
@@ -145,8 +170,11 @@ StatusOr<Type> Symbols::decode_type(uint64_t index) {
   };
   auto shape = [&]() -> Status {
     INSITU_ASSIGN_OR_RETURN(uint64_t rank, reader.count());
+    int64_t elements = 1;
     for (uint64_t i = 0; i < rank; ++i) {
       INSITU_ASSIGN_OR_RETURN(int64_t size, reader.signed_varint());
+      if (size != Type::kDynamic && (size < 0 || __builtin_mul_overflow(elements, size, &elements) || elements > kMaxElements))
+        return type_error(index, str_cat("a tensor of more than ", kMaxElements, " elements or a negative size"));
       type.dimensions.push_back(size);
     }
     INSITU_ASSIGN_OR_RETURN(uint64_t element, reader.varint());
@@ -439,23 +467,22 @@ StatusOr<std::vector<int64_t>> Symbols::integers(uint64_t index, std::string_vie
   }
   if (attribute->kind != Attribute::Kind::kTensor) return attribute_error(index, str_cat(what, " is not a list of integers"));
   INSITU_ASSIGN_OR_RETURN(const Type* type, this->type(attribute->type));
-  if (type->kind == Type::Kind::kTensor && type->element == PrimitiveType::kPred) {
-    // booleans (window_reversal): bit-packed, one byte each, or a splat byte
-    int64_t count = 1;
+  // every element, row-major (the type's element count is bounded when it is decoded); a list
+  // of attributes is short: a longer one than its bytes could hold is refused
+  int64_t count = 1;
+  if (type->kind == Type::Kind::kTensor)
     for (int64_t size : type->dimensions) count *= size < 0 ? 0 : size;
-    const int64_t bytes = static_cast<int64_t>(attribute->data.size());
-    for (int64_t i = 0; i < count; ++i) {
-      if (bytes == 1 && count != 1) values.push_back(attribute->data[0] != 0);
-      else if (bytes == count) values.push_back(attribute->data[i] != 0);
-      else if (bytes == (count + 7) / 8) values.push_back((attribute->data[i / 8] >> (i % 8)) & 1);
-      else return attribute_error(index, str_cat(what, ": ", bytes, " bytes for ", count, " booleans"));
-    }
+  if (count > (int64_t{1} << 24)) return attribute_error(index, str_cat(what, ": a list of ", count, " integers"));
+  if (type->kind == Type::Kind::kTensor && type->element == PrimitiveType::kPred) {
+    // booleans (window_reversal): one byte each, bit-packed, or a splat byte (0x00 or 0xFF)
+    const std::vector<bool> bits = unpack_booleans(attribute->data, count);
+    if (static_cast<int64_t>(bits.size()) != count)
+      return attribute_error(index, str_cat(what, ": ", attribute->data.size(), " bytes for ", count, " booleans"));
+    for (bool bit : bits) values.push_back(bit);
     return values;
   }
   if (type->kind != Type::Kind::kTensor || (type->element != PrimitiveType::kS64 && type->element != PrimitiveType::kS32))
     return attribute_error(index, str_cat(what, " is not a tensor of i64 or i32"));
-  int64_t count = 1;  // every element, row-major
-  for (int64_t size : type->dimensions) count *= size < 0 ? 0 : size;
   const int64_t width = byte_width(type->element);
   const bool splat = count > 1 && static_cast<int64_t>(attribute->data.size()) == width;
   if (count < 0 || (!splat && static_cast<int64_t>(attribute->data.size()) != count * width))
@@ -469,7 +496,8 @@ StatusOr<std::vector<int64_t>> Symbols::integers(uint64_t index, std::string_vie
   return values;
 }
 
-StatusOr<Shape> Symbols::shape(uint64_t type_index, std::string_view what) {
+StatusOr<Shape> Symbols::shape(uint64_t type_index, std::string_view what, int depth) {
+  if (depth > kMaxDepth) return type_error(type_index, str_cat(what, ": tuples nested deeper than ", kMaxDepth));
   INSITU_ASSIGN_OR_RETURN(const Type* type, this->type(type_index));
   switch (type->kind) {
     case Type::Kind::kTensor:
@@ -480,7 +508,7 @@ StatusOr<Shape> Symbols::shape(uint64_t type_index, std::string_view what) {
     case Type::Kind::kTuple: {
       std::vector<Shape> elements;
       for (uint64_t element : type->inputs) {
-        INSITU_ASSIGN_OR_RETURN(Shape shape, this->shape(element, what));
+        INSITU_ASSIGN_OR_RETURN(Shape shape, this->shape(element, what, depth + 1));
         elements.push_back(std::move(shape));
       }
       return Shape::tuple(std::move(elements));

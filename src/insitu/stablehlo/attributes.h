@@ -77,6 +77,11 @@ enum VhloEnum : uint64_t {
   kResultAccuracyMode = 19,
 };
 
+// The booleans of a dense i1 tensor's data as MLIR writes them: a splat byte (0x00 or 0xFF),
+// bits packed least significant first ((count + 7) / 8 bytes), or one byte each; empty when the
+// data fits none of these.
+std::vector<bool> unpack_booleans(std::span<const uint8_t> data, int64_t count);
+
 class Symbols {
  public:
   explicit Symbols(const bytecode::File& file);
@@ -88,8 +93,12 @@ class Symbols {
   // The elements of an i64/i32 tensor (any rank, row-major; a splat expanded), of a boolean
   // tensor (0/1), or of an array of integers.
   StatusOr<std::vector<int64_t>> integers(uint64_t index, std::string_view what);
+  // Entries nest at most this deep (tuples of tuples, a type naming a type, ...).
+  static constexpr int kMaxDepth = 64;
+  // Elements a tensor type may have (a constant's bytes are capped by the parser too).
+  static constexpr int64_t kMaxElements = int64_t{1} << 36;
   // A type as insitu's element type and dimensions (a ranked tensor, or a token/tuple).
-  StatusOr<Shape> shape(uint64_t type_index, std::string_view what);
+  StatusOr<Shape> shape(uint64_t type_index, std::string_view what, int depth = 0);
   const bytecode::File& file() const { return file_; }
   // "byte N: message" for the entry `index` (attribute or type).
   Status attribute_error(uint64_t index, std::string message) const;
@@ -102,6 +111,7 @@ class Symbols {
   std::vector<std::unique_ptr<Attribute>> attributes_;
   std::vector<std::unique_ptr<Type>> types_;
   std::vector<bool> attribute_busy_, type_busy_;  // cycle guard for hostile files
+  int depth_ = 0;  // entries being decoded inside one another (a chain in a hostile file)
 };
 
 }  // namespace insitu::stablehlo

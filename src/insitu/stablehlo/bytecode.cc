@@ -70,8 +70,8 @@ class IrReader {
       INSITU_ASSIGN_OR_RETURN(uint8_t use_list_orders, reader_.byte());
       if (use_list_orders != 0) return reader_.error("use-list orders of block arguments are not supported");
     }
+    // grown as read, not reserved: a count costs memory only for the ops the bytes really hold
     if (operations > reader_.left()) return reader_.error(str_cat("a block of ", operations, " operations in ", reader_.left(), " bytes"));
-    block.operations.reserve(operations);
     for (uint64_t i = 0; i < operations; ++i) {
       block.operations.emplace_back();
       INSITU_RETURN_IF_ERROR(operation(block.operations.back(), depth));
@@ -135,7 +135,6 @@ class IrReader {
       const uint64_t regions = regions_and_flag >> 1;
       op.isolated = (regions_and_flag & 1) != 0;
       if (regions > reader_.left()) return reader_.error(str_cat(regions, " regions in ", reader_.left(), " bytes"));
-      op.regions.resize(regions);
       if (op.isolated) {
         // an isolated region list is its own (lazily loadable) IR section
         const uint64_t start = reader_.offset();
@@ -145,10 +144,16 @@ class IrReader {
         INSITU_ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, reader_.bytes(length));
         Reader nested(bytes, reader_.offset() - length);
         IrReader inner(file_, nested);
-        for (Region& region : op.regions) INSITU_RETURN_IF_ERROR(inner.region(region, depth + 1));
+        for (uint64_t r = 0; r < regions; ++r) {
+          op.regions.emplace_back();
+          INSITU_RETURN_IF_ERROR(inner.region(op.regions.back(), depth + 1));
+        }
         if (!nested.done()) return nested.error(str_cat("the regions' section (from byte ", start, ") has bytes left over"));
       } else {
-        for (Region& region : op.regions) INSITU_RETURN_IF_ERROR(this->region(region, depth + 1));
+        for (uint64_t r = 0; r < regions; ++r) {
+          op.regions.emplace_back();
+          INSITU_RETURN_IF_ERROR(this->region(op.regions.back(), depth + 1));
+        }
       }
     }
     return ok_status();
@@ -160,9 +165,11 @@ class IrReader {
     if (blocks == 0) return ok_status();
     const uint64_t at = reader_.offset();
     INSITU_ASSIGN_OR_RETURN(uint64_t declared, reader_.varint());
-    region.blocks.resize(blocks);
     uint64_t values = 0;
-    for (Block& block : region.blocks) INSITU_RETURN_IF_ERROR(this->block(block, depth, values));
+    for (uint64_t b = 0; b < blocks; ++b) {
+      region.blocks.emplace_back();
+      INSITU_RETURN_IF_ERROR(this->block(region.blocks.back(), depth, values));
+    }
     if (values != declared) {
       Reader at_count(file_.bytes.subspan(at), at);
       return at_count.error(str_cat("the region declares ", declared, " values but defines ", values));
@@ -347,19 +354,21 @@ StatusOr<File> read_file(std::span<const uint8_t> bytes) {
     return file.strings[index];
   };
 
-  {  // dialects (name << 1 | has version, then the versions), then op names grouped by dialect
+  {  // dialects (name << 1 | has version, each version a nested section of kind 7 right after
+     // its name), then op names grouped by dialect
     Reader dialects(sections[kDialect].bytes, sections[kDialect].offset);
     INSITU_ASSIGN_OR_RETURN(uint64_t count, dialects.count());
     for (uint64_t i = 0; i < count; ++i) {
       INSITU_ASSIGN_OR_RETURN(uint64_t name, dialects.varint());
       Dialect dialect;
       INSITU_ASSIGN_OR_RETURN(dialect.name, string_at(dialects, name >> 1));
-      if (name & 1) dialect.version = std::span<const uint8_t>();  // read below
+      if (name & 1) {
+        INSITU_ASSIGN_OR_RETURN(uint8_t id, dialects.byte());
+        if ((id & 0x7F) != kDialectVersions || (id & 0x80) != 0)
+          return dialects.error(str_cat("dialect ", dialect.name, "'s version is not a version section"));
+        INSITU_ASSIGN_OR_RETURN(dialect.version, dialects.blob());
+      }
       file.dialects.push_back(std::move(dialect));
-    }
-    for (Dialect& dialect : file.dialects) {
-      if (!dialect.version) continue;
-      INSITU_ASSIGN_OR_RETURN(dialect.version, dialects.blob());
     }
     INSITU_ASSIGN_OR_RETURN(uint64_t names, dialects.count());
     while (file.operation_names.size() < names) {

@@ -80,7 +80,13 @@ struct Operation {
   uint64_t offset = 0;                    // where the op starts in the file
 };
 
+// Not copyable: operands point at operations and blocks inside it (moving keeps them).
 struct File {
+  File() = default;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  File(File&&) = default;
+  File& operator=(File&&) = default;
   uint64_t version = 0;
   std::string producer;
   std::vector<std::string> strings;

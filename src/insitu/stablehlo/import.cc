@@ -14,6 +14,8 @@
 namespace insitu::stablehlo {
 namespace {
 
+constexpr int64_t kMaxConstantBytes = int64_t{1} << 30;  // as the HLO parser's literals
+
 using bytecode::Block;
 using bytecode::File;
 using bytecode::Operation;
@@ -228,9 +230,7 @@ class Importer {
     results.insert(results.end(), extra_results.begin(), extra_results.end());
     std::string root;
     if (results.size() == 1 && !tuple_result) {
-      root = results[0];
-      // the root must be an instruction line of this computation: a parameter or value returned
-      // as is gets a copy-free alias through a tuple-less reshape? no: mark the existing line ROOT
+      root = results[0];  // its line becomes the ROOT (a parameter's too)
     } else {
       root = fresh("tuple");
       scope.lines.push_back(str_cat(root, " = tuple(", str_join(results, ", "), ")"));
@@ -286,6 +286,9 @@ class Importer {
                                      bool tuple_result, bool pass_captures_through) {
     if (region.blocks.size() != 1) return error(op, str_cat(name(op), ": a region of ", region.blocks.size(), " blocks"));
     const Block& block = region.blocks[0];
+    if (block.argument_types.size() + captured.size() != parameter_shapes.size())
+      return error(op, str_cat(name(op), ": a region of ", block.argument_types.size(), " block arguments for ",
+                               parameter_shapes.size() - captured.size(), " values"));
     Scope scope;
     const std::string parameter = fresh("state");
     scope.lines.push_back(str_cat(parameter, " = (", str_join(parameter_shapes, ", "), ") parameter(0)"));
@@ -366,17 +369,13 @@ class Importer {
     const size_t data = tensor->data.size();
     HloText::Constant constant;
     std::vector<uint8_t>& bytes = constant.owned;
+    if (shape->byte_size() > kMaxConstantBytes)
+      return error(op, str_cat("a constant of ", shape->byte_size(), " bytes (insitu reads up to ", kMaxConstantBytes, ")"));
     if (shape->element_type() == PrimitiveType::kPred) {
-      bytes.resize(static_cast<size_t>(shape->byte_size()));
-      // one byte per element (unpacked), one bit each (packed), or a splat byte (0xFF: true)
-      for (int64_t i = 0; i < count; ++i) {
-        uint8_t bit = 0;
-        if (data == 1 && count != 1) bit = tensor->data[0] != 0;
-        else if (static_cast<int64_t>(data) == count) bit = tensor->data[i] != 0;
-        else if (static_cast<int64_t>(data) == (count + 7) / 8) bit = (tensor->data[i / 8] >> (i % 8)) & 1;
-        else return error(op, str_cat("a pred constant of ", count, " elements in ", data, " bytes"));
-        bytes[i] = bit;
-      }
+      const std::vector<bool> bits = unpack_booleans(tensor->data, count);
+      if (static_cast<int64_t>(bits.size()) != count)
+        return error(op, str_cat("a pred constant of ", count, " elements in ", data, " bytes"));
+      for (bool bit : bits) bytes.push_back(bit ? 1 : 0);
     } else if (is_sub_byte_integral(shape->element_type()) || byte_width(shape->element_type()) * 8 != bit_width(shape->element_type())) {
       return error(op, str_cat("a constant of ", primitive_type_name(shape->element_type()), " (packed narrow types are not read)"));
     } else {
@@ -489,9 +488,9 @@ class Importer {
       INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> high, symbols_.integers(p[0], "edge_padding_high"));
       INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> low, symbols_.integers(p[1], "edge_padding_low"));
       INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> interior, symbols_.integers(p[2], "interior_padding"));
+      if (low.size() != high.size() || interior.size() != low.size()) return error(op, "pad lists of different lengths");
       std::vector<std::string> padding;
-      for (size_t d = 0; d < low.size() && d < high.size() && d < interior.size(); ++d)
-        padding.push_back(str_cat(low[d], "_", high[d], "_", interior[d]));
+      for (size_t d = 0; d < low.size(); ++d) padding.push_back(str_cat(low[d], "_", high[d], "_", interior[d]));
       return define(scope, op, str_cat("pad(", args, "), padding=", str_join(padding, "x")));
     }
     if (op_name == "dot_general_v2") {
@@ -758,6 +757,7 @@ class Importer {
         std::vector<std::string> entries;
         for (size_t i = 0; i + 1 < attribute->elements.size(); i += 2) {
           INSITU_ASSIGN_OR_RETURN(std::string key, symbols_.string(attribute->elements[i], "an FFI attribute's name"));
+          if (!is_identifier(key)) return symbols_.attribute_error(attribute->elements[i], "an FFI attribute's name that is not an identifier");
           INSITU_ASSIGN_OR_RETURN(std::string value, ffi_attribute(attribute->elements[i + 1], depth + 1));
           entries.push_back(str_cat(key, " = ", value));
         }
@@ -790,15 +790,30 @@ class Importer {
     std::vector<std::string> entries;
     for (size_t i = 0; i + 1 < dictionary->elements.size(); i += 2) {
       INSITU_ASSIGN_OR_RETURN(std::string key, symbols_.string(dictionary->elements[i], "a frontend attribute's name"));
+      if (!is_identifier(key)) return error(op, str_cat("a frontend attribute's name that is not an identifier"));
       INSITU_ASSIGN_OR_RETURN(std::string value, symbols_.string(dictionary->elements[i + 1], "a frontend attribute"));
       entries.push_back(str_cat(key, "=", ffi_quote(value)));
     }
     return str_cat(", frontend_attributes={", str_join(entries, ","), "}");
   }
 
+  // Names written into the HLO as they are: letters, digits, '_', '.', '-'.
+  static bool is_identifier(const std::string& text) {
+    if (text.empty()) return false;
+    for (char c : text)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') return false;
+    return true;
+  }
+
   static std::string ffi_quote(const std::string& text) {
     std::string quoted = "\"";
     for (char c : text) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x20 || byte == 0x7F) {  // control characters as \xNN: one line stays one line
+        static const char* kHex = "0123456789abcdef";
+        quoted += str_cat("\\x", kHex[byte >> 4], kHex[byte & 15]);
+        continue;
+      }
       if (c == '"' || c == '\\') quoted += '\\';
       quoted += c;
     }
@@ -847,7 +862,7 @@ class Importer {
       config_index = *mhlo_config;
       api_version = 4;
     }
-    std::string text = str_cat("custom-call(", args, "), custom_call_target=\"", target, "\", api_version=", kApis[api_version]);
+    std::string text = str_cat("custom-call(", args, "), custom_call_target=", ffi_quote(target), ", api_version=", kApis[api_version]);
     INSITU_ASSIGN_OR_RETURN(const Attribute* config, symbols_.attribute(config_index));
     if (config->kind == Attribute::Kind::kDictionary) {
       INSITU_ASSIGN_OR_RETURN(std::string dictionary, ffi_attribute(config_index));
@@ -901,6 +916,9 @@ class Importer {
     std::vector<ValueRef> captured;
     captures(op.regions[0], captured);
     captures(op.regions[1], captured);
+    // a value both regions read is passed once
+    std::set<std::pair<const void*, uint64_t>> seen;
+    std::erase_if(captured, [&](const ValueRef& value) { return !seen.insert(Scope::key(value)).second; });
     std::vector<std::string> shapes, state = names;
     for (uint64_t type : op.result_types) {
       INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
@@ -1010,8 +1028,8 @@ StatusOr<std::unique_ptr<Module>> read_vhlo(std::span<const uint8_t> bytes) {
       // the parser made the placeholder's storage (constant(0): zeros of the shape); fill it
       const std::span<const uint8_t> bytes = found->second->bytes();
       Literal& literal = instruction->literal;
-      INSITU_CHECK(literal.shape() == instruction->shape() && static_cast<size_t>(literal.size_bytes()) == bytes.size())
-          << instruction->name();
+      if (instruction->opcode() != Opcode::kConstant || static_cast<size_t>(literal.size_bytes()) != bytes.size())
+        return invalid_argument(str_cat("constant ", instruction->name(), " does not hold its ", bytes.size(), " bytes"));
       if (!bytes.empty()) std::memcpy(literal.untyped_data(), bytes.data(), bytes.size());
       instruction->constant_value = ConstantValue::kWritten;
     }

@@ -51,7 +51,15 @@ def layer(x, w, idx):
     return jnp.where(c > 0, c, jnp.exp(c)), lax.dynamic_slice(h, (idx[0], 1), (2, 2)), jnp.arange(3) * idx[1]
 
 
+def masks(x, flags):
+    """Boolean constants of 3 (one packed byte, 0x05), 1 and 16 elements beside the argument."""
+    small = jnp.array([True, False, True])
+    wide = jnp.array([i % 3 == 0 for i in range(16)])
+    return flags & small, jnp.where(wide, x, -x), jnp.array([True]) & flags[:1]
+
+
 PROGRAMS = {
+    "masks": (masks, (jnp.zeros(16, jnp.float32), jnp.zeros(3, bool)), {}),
     "branches": (branches, (jnp.zeros((3,), jnp.float32), jnp.int32(1)), {}),
     "layer": (layer, (jnp.zeros((4, 5), jnp.float32), jnp.zeros((5, 6), jnp.float32), jnp.zeros((3,), jnp.int32)), {}),
     "add_one": (add_one, (jnp.zeros(4, jnp.float32),), {"donate_argnums": 0}),
