@@ -288,21 +288,13 @@ def _real_mlp_training():
     return _training_step(loss, params, (x, labels))
 
 
-def _real_transformer_training():
-    """4 pre-LN transformer layers, d=512, 8 heads, causal, batch 4 x 128 tokens, a regression
-    loss on the output, Adam."""
+def transformer_loss(batch, tokens, d, heads):
+    """loss(params, x, y): pre-LN causal transformer layers (one dict of _gpt_layer_shapes per
+    layer, unrolled), a regression loss on the output. bench/python/compile_time.py uses it too."""
     import jax
     import jax.numpy as jnp
     import numpy as np
 
-    rng = np.random.RandomState(jax_programs.RNG_SEED)
-    layers, d, heads, batch, tokens = 4, 512, 8, 4, 128
-    params = []
-    for _ in range(layers):
-        params.append({k: (_random_or_zeros(rng, s) if len(s) == 2 else np.ones(s, np.float32) if k.endswith("_g")
-                           else np.zeros(s, np.float32)) for k, s in _gpt_layer_shapes(d).items()})
-    x = rng.standard_normal((batch, tokens, d)).astype(np.float32)
-    y = rng.standard_normal((batch, tokens, d)).astype(np.float32)
     head_dim = d // heads
     mask = np.tril(np.ones((tokens, tokens), bool))
 
@@ -323,7 +315,25 @@ def _real_transformer_training():
             h = h + jax.nn.gelu(z @ p["fc"] + p["fc_b"]) @ p["fc2"] + p["fc2_b"]
         return jnp.mean((h - y) ** 2)
 
-    return _training_step(loss, params, (x, y))
+    return loss
+
+
+def _real_transformer_training():
+    """4 pre-LN transformer layers, d=512, 8 heads, causal, batch 4 x 128 tokens, a regression
+    loss on the output, Adam."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    rng = np.random.RandomState(jax_programs.RNG_SEED)
+    layers, d, heads, batch, tokens = 4, 512, 8, 4, 128
+    params = []
+    for _ in range(layers):
+        params.append({k: (_random_or_zeros(rng, s) if len(s) == 2 else np.ones(s, np.float32) if k.endswith("_g")
+                           else np.zeros(s, np.float32)) for k, s in _gpt_layer_shapes(d).items()})
+    x = rng.standard_normal((batch, tokens, d)).astype(np.float32)
+    y = rng.standard_normal((batch, tokens, d)).astype(np.float32)
+    return _training_step(transformer_loss(batch, tokens, d, heads), params, (x, y))
 
 
 def _real_resnet_training():

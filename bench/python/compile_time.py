@@ -45,26 +45,7 @@ def transformer_training(layers=48, d=256, heads=4, batch=2, tokens=64):
     params = [{k: np.zeros(s, np.float32) for k, s in shapes.items()} for _ in range(layers)]
     x = np.zeros((batch, tokens, d), np.float32)
     y = np.zeros((batch, tokens, d), np.float32)
-    head_dim = d // heads
-    mask = np.tril(np.ones((tokens, tokens), bool))
-
-    def layer_norm(x, g, b):
-        mean = x.mean(-1, keepdims=True)
-        return (x - mean) * jax.lax.rsqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
-
-    def loss(params, x, y):
-        h = x
-        for p in params:
-            q, k, v = jnp.split(layer_norm(h, p["ln1_g"], p["ln1_b"]) @ p["qkv"] + p["qkv_b"], 3, axis=-1)
-            q, k, v = (t.reshape(batch, tokens, heads, head_dim) for t in (q, k, v))
-            scores = jnp.einsum("bthd,bshd->bhts", q, k) / jnp.sqrt(jnp.float32(head_dim))
-            scores = jnp.where(mask, scores, jnp.float32(-1e30))
-            attention = jnp.einsum("bhts,bshd->bthd", jax.nn.softmax(scores, -1), v).reshape(batch, tokens, d)
-            h = h + attention @ p["proj"] + p["proj_b"]
-            z = layer_norm(h, p["ln2_g"], p["ln2_b"])
-            h = h + jax.nn.gelu(z @ p["fc"] + p["fc_b"]) @ p["fc2"] + p["fc2_b"]
-        return jnp.mean((h - y) ** 2)
-
+    loss = measure_xla.transformer_loss(batch, tokens, d, heads)
     f, args, options, _ = measure_xla._training_step(loss, params, (x, y))
     specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype), args)
     return jax.jit(f, **options), specs
