@@ -122,3 +122,29 @@ def test_exported_artifact_for_several_platforms_is_refused(tmp_path):
     exported = export.export(jax.jit(lambda a: a * 2), platforms=("cpu", "cuda"))(jnp.zeros(4, jnp.float32))
     with pytest.raises(insitu.Error, match=r"exported for 2 platforms"):
         insitu.compile(exported.serialize())
+
+
+def test_an_op_not_read_names_its_source_line():
+    def uses_rng(a):
+        return jax.lax.rng_uniform(a, a + 1.0, (4,))  # stablehlo.rng: not read by insitu yet
+
+    line = uses_rng.__code__.co_firstlineno + 1
+    artifact = _artifact(uses_rng, (np.float32(0),))
+    with pytest.raises(insitu.Error, match=rf"byte \d+ \(.*test_stablehlo\.py:{line}\): vhlo\.rng_v1 is not read"):
+        insitu.compile(artifact)
+
+
+def test_dynamic_shapes_are_refused_with_the_reason():
+    exported = export.export(jax.jit(lambda x: jnp.sin(x) * 2))(
+        jax.ShapeDtypeStruct(export.symbolic_shape("b, 4"), jnp.float32))
+    with pytest.raises(insitu.Error, match=r"a dynamic dimension \(insitu needs static shapes\)"):
+        insitu.compile(exported.serialize())
+
+
+def test_reduce_precision_gives_jaxs_values():
+    def f(x):
+        return jax.lax.reduce_precision(jnp.sin(x), exponent_bits=5, mantissa_bits=10)
+
+    x = np.linspace(-3, 3, 64).astype(np.float32)
+    got = insitu.compile(_artifact(f, (x,)))(x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(jax.jit(f)(x)))

@@ -306,6 +306,13 @@ StatusOr<Attribute> Symbols::decode_attribute(uint64_t index) {
     if (string >= file_.strings.size()) return attribute_error(index, str_cat("string index ", string, " out of range"));
     return file_.strings[string];
   };
+  auto list_of = [&](Reader& from, int count, std::vector<uint64_t>& out) -> Status {
+    for (int i = 0; i < count; ++i) {
+      INSITU_ASSIGN_OR_RETURN(uint64_t element, from.varint());
+      out.push_back(element);
+    }
+    return ok_status();
+  };
   // an integer or float value of the type `type` (its width)
   auto number = [&](bool is_float) -> Status {
     INSITU_ASSIGN_OR_RETURN(attribute.type, reader.varint());
@@ -416,19 +423,36 @@ StatusOr<Attribute> Symbols::decode_attribute(uint64_t index) {
       case 7: attribute.kind = Attribute::Kind::kUnit; break;
       case 8: INSITU_RETURN_IF_ERROR(number(false)); break;
       case 9: INSITU_RETURN_IF_ERROR(number(true)); break;
-      case 10: case 12: case 13: case 14: case 15: case 21: case 22: case 11:
-        // locations (and a distinct wrapper): kept as a location; the file name where it has one
+      case 10: case 12: case 13: case 14: case 15: case 21: case 22: case 11: {
+        // a location: a file and line (11, 22), or the locations it is made of (elements: a
+        // call site's callee then caller, a fused location's parts, a name's child, a distinct
+        // wrapper's target); what an error needs, not every field
         attribute.kind = Attribute::Kind::kLocation;
         if (code == 11 || code == 22) {
           INSITU_ASSIGN_OR_RETURN(uint64_t file, reader.varint());
           StatusOr<std::string> name = string(file, "a location's file");
           if (name.ok()) attribute.text = *name;
-          if (code == 11 && !reader.done()) {
+          if (!reader.done()) {
+            if (code == 22) {
+              INSITU_ASSIGN_OR_RETURN(uint64_t numbers, reader.count());
+              if (numbers == 0) break;
+            }
             INSITU_ASSIGN_OR_RETURN(uint64_t line, reader.varint());
             attribute.integer = static_cast<int64_t>(line);
           }
+        } else if (code == 10) {
+          INSITU_RETURN_IF_ERROR(list_of(reader, 2, attribute.elements));
+        } else if (code == 12 || code == 13) {
+          INSITU_RETURN_IF_ERROR(list(attribute.elements, 1));
+        } else if (code == 14) {
+          INSITU_ASSIGN_OR_RETURN(uint64_t name, reader.varint());
+          (void)name;
+          INSITU_RETURN_IF_ERROR(list_of(reader, 1, attribute.elements));
+        } else if (code == 21) {
+          INSITU_RETURN_IF_ERROR(list_of(reader, 1, attribute.elements));
         }
         return attribute;  // the rest of a location is not needed
+      }
       default:
         attribute.description = str_cat("builtin attribute of kind ", code);
         return attribute;
@@ -439,6 +463,17 @@ StatusOr<Attribute> Symbols::decode_attribute(uint64_t index) {
   }
   if (!reader.done()) return attribute_error(index, "bytes left over after the attribute");
   return attribute;
+}
+
+std::string Symbols::source_location(uint64_t index, int depth) {
+  if (depth > 16) return "";
+  StatusOr<const Attribute*> attribute = this->attribute(index);
+  if (!attribute.ok() || (*attribute)->kind != Attribute::Kind::kLocation) return "";
+  if (!(*attribute)->text.empty())
+    return (*attribute)->integer > 0 ? str_cat((*attribute)->text, ":", (*attribute)->integer) : (*attribute)->text;
+  for (uint64_t element : (*attribute)->elements)
+    if (std::string found = source_location(element, depth + 1); !found.empty()) return found;
+  return "";
 }
 
 StatusOr<std::string> Symbols::string(uint64_t index, std::string_view what) {
@@ -502,7 +537,7 @@ StatusOr<Shape> Symbols::shape(uint64_t type_index, std::string_view what, int d
   switch (type->kind) {
     case Type::Kind::kTensor:
       for (int64_t size : type->dimensions)
-        if (size < 0) return type_error(type_index, str_cat(what, ": a dynamic dimension (insitu needs static shapes)"));
+        if (size < 0) return invalid_argument(str_cat(what, ": a dynamic dimension (insitu needs static shapes)"));
       return Shape::array(type->element, type->dimensions);
     case Type::Kind::kToken: return Shape::token();
     case Type::Kind::kTuple: {
@@ -513,8 +548,8 @@ StatusOr<Shape> Symbols::shape(uint64_t type_index, std::string_view what, int d
       }
       return Shape::tuple(std::move(elements));
     }
-    case Type::Kind::kOpaque: return type_error(type_index, str_cat(what, ": ", type->description, " is not read"));
-    default: return type_error(type_index, str_cat(what, " is not a tensor, tuple or token type"));
+    case Type::Kind::kOpaque: return invalid_argument(str_cat(what, ": ", type->description, " is not read"));
+    default: return invalid_argument(str_cat(what, ": a type that is not a tensor, tuple or token"));
   }
 }
 

@@ -87,6 +87,9 @@ class Symbols {
   explicit Symbols(const bytecode::File& file);
   StatusOr<const Attribute*> attribute(uint64_t index);
   StatusOr<const Type*> type(uint64_t index);
+  // "file:line" of a location attribute (through call sites, names and fused locations: the
+  // first part that has a file), or "" when it has none.
+  std::string source_location(uint64_t index, int depth = 0);
   // Shorthands that check the kind: "what" names the use in the error.
   StatusOr<std::string> string(uint64_t index, std::string_view what);
   StatusOr<int64_t> integer(uint64_t index, std::string_view what);      // kInteger, kBoolean, kEnum

@@ -124,8 +124,10 @@ class Importer {
  private:
   std::string name(const Operation& op) const { return bytecode::operation_name(file_, op); }
 
-  Status error(const Operation& op, std::string message) const {
-    return invalid_argument(str_cat("byte ", op.offset, ": ", message));
+  // "byte N (file:line): message": the op's offset, and its source location where it has one.
+  Status error(const Operation& op, std::string message) {
+    const std::string where = symbols_.source_location(op.location);
+    return invalid_argument(str_cat("byte ", op.offset, where.empty() ? "" : str_cat(" (", where, ")"), ": ", message));
   }
 
   std::string fresh(std::string_view base) { return str_cat(sanitize(base), ".", next_++); }
@@ -592,6 +594,12 @@ class Importer {
       auto found = functions_.find(callee);
       if (found == functions_.end()) return error(op, str_cat("a call of @", callee, ", which the artifact does not define"));
       return define(scope, op, str_cat("call(", args, "), to_apply=", found->second));
+    }
+    if (op_name == "reduce_precision_v1") {
+      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 2));  // exponent_bits, mantissa_bits
+      INSITU_ASSIGN_OR_RETURN(int64_t exponent, symbols_.integer(p[0], "exponent_bits"));
+      INSITU_ASSIGN_OR_RETURN(int64_t mantissa, symbols_.integer(p[1], "mantissa_bits"));
+      return define(scope, op, str_cat("reduce-precision(", args, "), exponent_bits=", exponent, ", mantissa_bits=", mantissa));
     }
     if (op_name == "convolution_v1") return convolution(scope, op, args);
     if (op_name == "rng_bit_generator_v1") {
