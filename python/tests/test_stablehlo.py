@@ -148,3 +148,14 @@ def test_reduce_precision_gives_jaxs_values():
     x = np.linspace(-3, 3, 64).astype(np.float32)
     got = insitu.compile(_artifact(f, (x,)))(x)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(jax.jit(f)(x)))
+
+
+def test_a_broadcast_stretching_a_unit_dimension():
+    """x - mean(x, keepdims=True): StableHLO broadcasts the [4, 1] mean over [4, 6] (a dimension
+    of size 1 stretched), which insitu reads as XLA's import does: reshape, then broadcast."""
+    def f(x):
+        return x - jnp.mean(x, axis=-1, keepdims=True)
+
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    artifact = _artifact(f, (x,))
+    np.testing.assert_allclose(np.asarray(insitu.compile(artifact)(x)), np.asarray(jax.jit(f)(x)), rtol=1e-6)

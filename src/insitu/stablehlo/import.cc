@@ -434,11 +434,7 @@ class Importer {
       INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
       return constant(scope, op, p[0]);
     }
-    if (op_name == "broadcast_in_dim_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
-      INSITU_ASSIGN_OR_RETURN(std::string d, dims(p[0], "broadcast_dimensions"));
-      return define(scope, op, str_cat("broadcast(", args, "), dimensions=", d));
-    }
+    if (op_name == "broadcast_in_dim_v1") return broadcast_in_dim(scope, op, args);
     if (op_name == "transpose_v1" || op_name == "reverse_v1") {
       INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
       INSITU_ASSIGN_OR_RETURN(std::string d, dims(p[0], "dimensions"));
@@ -665,6 +661,38 @@ class Importer {
     if (op_name == "while_v1") return while_loop(scope, op, names);
     if (op_name == "if_v1" || op_name == "case_v1") return branches(scope, op, names);
     return error(op, str_cat(full, " is not read by insitu yet"));
+  }
+
+  // broadcast_in_dim may stretch an operand dimension of size 1 over a larger one (StableHLO's
+  // implicit expansion, what keepdims reductions feed); HLO's broadcast maps dimensions of equal
+  // size. Such dimensions are reshaped away first, as XLA's import does, so the passes see the
+  // broadcast XLA's HLO has.
+  Status broadcast_in_dim(Scope& scope, const Operation& op, const std::string& args) {
+    INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> mapped, symbols_.integers(p[0], "broadcast_dimensions"));
+    if (op.operands.size() != 1) return error(op, "a broadcast of other than one operand");
+    StatusOr<Shape> operand = symbols_.shape(type_of(op.operands[0]), "a broadcast's operand");
+    StatusOr<Shape> result = op.result_types.size() == 1 ? symbols_.shape(op.result_types[0], "a broadcast's result")
+                                                          : StatusOr<Shape>(invalid_argument("a broadcast of several results"));
+    if (!operand.ok()) return error(op, operand.status().message());
+    if (!result.ok()) return error(op, result.status().message());
+    if (!operand->is_array() || static_cast<int64_t>(mapped.size()) != operand->rank())
+      return error(op, "broadcast_dimensions of another length than the operand's rank");
+    std::vector<int64_t> kept_dims, kept_mapped;
+    for (size_t d = 0; d < mapped.size(); ++d) {
+      if (mapped[d] < 0 || mapped[d] >= result->rank()) return error(op, "a broadcast dimension out of the result's range");
+      const bool stretched = operand->dimension(d) == 1 && result->dimension(mapped[d]) != 1;
+      if (stretched) continue;
+      kept_dims.push_back(operand->dimension(d));
+      kept_mapped.push_back(mapped[d]);
+    }
+    std::string source = args;
+    if (kept_dims.size() != mapped.size()) {
+      source = fresh("unit_dropped");
+      scope.lines.push_back(str_cat(source, " = ", Shape::array(operand->element_type(), kept_dims).to_string(),
+                                    " reshape(", args, ")"));
+    }
+    return define(scope, op, str_cat("broadcast(", source, "), dimensions=", braces(kept_mapped)));
   }
 
   // A padding attribute: [N, 2] pairs (low, high), flattened.
