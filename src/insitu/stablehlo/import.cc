@@ -1,4 +1,5 @@
-// VHLO ops into HLO (import.h).
+// VHLO ops into HLO (import.h): the module, its functions, regions and control flow, and the
+// reading of the HLO written (import_ops.cc writes each op).
 #include "insitu/stablehlo/import.h"
 
 #include <algorithm>
@@ -7,1024 +8,369 @@
 #include <set>
 
 #include "insitu/ir/parser.h"
-#include "insitu/stablehlo/attributes.h"
 #include "insitu/stablehlo/exported.h"
-#include "insitu/support/str.h"
+#include "insitu/stablehlo/import_internal.h"
 
 namespace insitu::stablehlo {
-namespace {
+namespace import_internal {
 
-constexpr int64_t kMaxConstantBytes = int64_t{1} << 30;  // as the HLO parser's literals
-
-using bytecode::Block;
-using bytecode::File;
-using bytecode::Operation;
-using bytecode::Region;
-using bytecode::ValueRef;
-
-// VHLO ops that are one HLO op of the same operands, with no attribute (or only a
-// result_accuracy, which must be the default).
-const std::map<std::string, std::string, std::less<>>& elementwise_ops() {
-  static const auto* table = new std::map<std::string, std::string, std::less<>>{
-      {"abs_v1", "abs"}, {"add_v1", "add"}, {"and_v1", "and"}, {"atan2_v1", "atan2"},
-      {"bitcast_convert_v1", "bitcast-convert"}, {"cbrt_v1", "cbrt"}, {"cbrt_v2", "cbrt"}, {"ceil_v1", "ceil"},
-      {"clamp_v1", "clamp"}, {"complex_v1", "complex"}, {"convert_v1", "convert"},
-      {"cosine_v1", "cosine"}, {"cosine_v2", "cosine"}, {"count_leading_zeros_v1", "count-leading-zeros"},
-      {"divide_v1", "divide"}, {"exponential_minus_one_v1", "exponential-minus-one"},
-      {"exponential_minus_one_v2", "exponential-minus-one"}, {"exponential_v1", "exponential"},
-      {"exponential_v2", "exponential"}, {"floor_v1", "floor"}, {"imag_v1", "imag"}, {"is_finite_v1", "is-finite"},
-      {"log_plus_one_v1", "log-plus-one"}, {"log_plus_one_v2", "log-plus-one"}, {"log_v1", "log"}, {"log_v2", "log"},
-      {"logistic_v1", "logistic"}, {"logistic_v2", "logistic"}, {"maximum_v1", "maximum"}, {"minimum_v1", "minimum"},
-      {"multiply_v1", "multiply"}, {"negate_v1", "negate"}, {"not_v1", "not"}, {"or_v1", "or"},
-      {"popcnt_v1", "popcnt"}, {"power_v1", "power"}, {"real_v1", "real"}, {"remainder_v1", "remainder"},
-      {"reshape_v1", "reshape"}, {"round_nearest_afz_v1", "round-nearest-afz"},
-      {"round_nearest_even_v1", "round-nearest-even"}, {"rsqrt_v1", "rsqrt"}, {"rsqrt_v2", "rsqrt"},
-      {"select_v1", "select"}, {"shift_left_v1", "shift-left"}, {"shift_right_arithmetic_v1", "shift-right-arithmetic"},
-      {"shift_right_logical_v1", "shift-right-logical"}, {"sign_v1", "sign"}, {"sine_v1", "sine"}, {"sine_v2", "sine"},
-      {"sqrt_v1", "sqrt"}, {"sqrt_v2", "sqrt"}, {"subtract_v1", "subtract"}, {"tan_v1", "tan"}, {"tan_v2", "tan"},
-      {"tanh_v1", "tanh"}, {"tanh_v2", "tanh"}, {"xor_v1", "xor"}, {"dynamic_update_slice_v1", "dynamic-update-slice"},
-      {"partition_id_v1", "partition-id"}, {"replica_id_v1", "replica-id"}, {"after_all_v1", "after-all"},
-      {"create_token_v1", "after-all"}, {"tuple_v1", "tuple"},
-  };
-  return *table;
-}
-
-std::string braces(const std::vector<int64_t>& values) { return str_cat("{", str_join(values, ","), "}"); }
-
-// One HLO computation being written: its lines and the HLO name of each value it can read.
-struct Scope {
-  std::vector<std::string> lines;
-  std::map<std::pair<const void*, uint64_t>, std::string> names;
-  static std::pair<const void*, uint64_t> key(const ValueRef& value) {
-    return value.operation != nullptr ? std::pair<const void*, uint64_t>{value.operation, value.index}
-                                      : std::pair<const void*, uint64_t>{value.block, value.index};
+StatusOr<HloText> Importer::run() {
+  if (file_.top.operations.size() != 1 || name(file_.top.operations[0]) != "builtin.module")
+    return invalid_argument("the artifact's top level is not one builtin.module");
+  const Operation& module = file_.top.operations[0];
+  std::string module_name = "module";
+  if (module.properties) {  // sym_name, sym_visibility (optional attributes: index << 1 | present)
+    bytecode::Reader reader(file_.properties[*module.properties], file_.property_offsets[*module.properties]);
+    INSITU_ASSIGN_OR_RETURN(uint64_t sym_name, reader.varint());
+    if (sym_name & 1) {
+      INSITU_ASSIGN_OR_RETURN(module_name, symbols_.string(sym_name >> 1, "the module's name"));
+    }
   }
-};
-
-class Importer {
- public:
-  explicit Importer(const File& file) : file_(file), symbols_(file) {}
-
-  StatusOr<HloText> run() {
-    if (file_.top.operations.size() != 1 || name(file_.top.operations[0]) != "builtin.module")
-      return invalid_argument("the artifact's top level is not one builtin.module");
-    const Operation& module = file_.top.operations[0];
-    std::string module_name = "module";
-    if (module.properties) {  // sym_name, sym_visibility (optional attributes: index << 1 | present)
-      bytecode::Reader reader(file_.properties[*module.properties], file_.property_offsets[*module.properties]);
-      INSITU_ASSIGN_OR_RETURN(uint64_t sym_name, reader.varint());
-      if (sym_name & 1) {
-        INSITU_ASSIGN_OR_RETURN(module_name, symbols_.string(sym_name >> 1, "the module's name"));
+  int64_t partitions = 1, replicas = 1;
+  if (module.attributes) {
+    INSITU_ASSIGN_OR_RETURN(const Attribute* dictionary, symbols_.attribute(*module.attributes));
+    for (size_t i = 0; i + 1 < dictionary->elements.size(); i += 2) {
+      INSITU_ASSIGN_OR_RETURN(std::string key, symbols_.string(dictionary->elements[i], "a module attribute's name"));
+      if (key == "mhlo.num_partitions") {
+        INSITU_ASSIGN_OR_RETURN(partitions, symbols_.integer(dictionary->elements[i + 1], key));
       }
-    }
-    int64_t partitions = 1, replicas = 1;
-    if (module.attributes) {
-      INSITU_ASSIGN_OR_RETURN(const Attribute* dictionary, symbols_.attribute(*module.attributes));
-      for (size_t i = 0; i + 1 < dictionary->elements.size(); i += 2) {
-        INSITU_ASSIGN_OR_RETURN(std::string key, symbols_.string(dictionary->elements[i], "a module attribute's name"));
-        if (key == "mhlo.num_partitions") {
-          INSITU_ASSIGN_OR_RETURN(partitions, symbols_.integer(dictionary->elements[i + 1], key));
-        }
-        if (key == "mhlo.num_replicas") {
-          INSITU_ASSIGN_OR_RETURN(replicas, symbols_.integer(dictionary->elements[i + 1], key));
-        }
-      }
-    }
-    const Block* body = module.regions.empty() || module.regions[0].blocks.empty() ? nullptr : &module.regions[0].blocks[0];
-    if (body == nullptr) return error(module, "a module without a body");
-    // every function's name first: calls may name a function defined after them
-    for (const Operation& op : body->operations) {
-      if (name(op) != "vhlo.func_v1") continue;
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> properties, this->properties(op, 5));
-      INSITU_ASSIGN_OR_RETURN(std::string symbol, symbols_.string(properties[3], "a function's name"));
-      functions_[symbol] = fresh(symbol);
-    }
-    for (const Operation& op : body->operations) {
-      const std::string op_name = name(op);
-      if (op_name == "vhlo.func_v1") {
-        INSITU_RETURN_IF_ERROR(function(op));
-      } else if (op_name.starts_with("sdy.")) {
-        continue;  // a Shardy mesh: sharding metadata, nothing to run on one device
-      } else {
-        return error(op, str_cat(op_name, " at the module's top level is not read"));
-      }
-    }
-    if (entry_.empty()) return error(module, "the artifact has no public function \"main\"");
-    std::string header = str_cat("HloModule ", sanitize(module_name));
-    if (!aliases_.empty()) header += str_cat(", input_output_alias={ ", str_join(aliases_, ", "), " }");
-    if (!donors_.empty()) header += str_cat(", buffer_donor={ ", str_join(donors_, ", "), " }");
-    if (replicas != 1) header += str_cat(", replica_count=", replicas);
-    if (partitions != 1) header += str_cat(", num_partitions=", partitions);
-    HloText result;
-    result.text = header + "\n\n" + str_join(computations_, "\n");
-    result.constants = std::move(constants_);
-    return result;
-  }
-
- private:
-  std::string name(const Operation& op) const { return bytecode::operation_name(file_, op); }
-
-  // "byte N (file:line): message": the op's offset, and its source location where it has one.
-  Status error(const Operation& op, std::string message) {
-    const std::string where = symbols_.source_location(op.location);
-    return invalid_argument(str_cat("byte ", op.offset, where.empty() ? "" : str_cat(" (", where, ")"), ": ", message));
-  }
-
-  std::string fresh(std::string_view base) { return str_cat(sanitize(base), ".", next_++); }
-  static std::string sanitize(std::string_view text) {
-    std::string out;
-    for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ? c : '_';
-    return out.empty() ? "x" : out;
-  }
-
-  // The op's properties: `count` attribute indices in the order of their names.
-  StatusOr<std::vector<uint64_t>> properties(const Operation& op, size_t count) {
-    std::vector<uint64_t> indices;
-    if (op.properties) {
-      bytecode::Reader reader(file_.properties[*op.properties], file_.property_offsets[*op.properties]);
-      while (!reader.done()) {
-        INSITU_ASSIGN_OR_RETURN(uint64_t index, reader.varint());
-        indices.push_back(index);
-      }
-    }
-    if (indices.size() != count)
-      return error(op, str_cat(name(op), " has ", indices.size(), " properties where ", count, " are read"));
-    return indices;
-  }
-
-  StatusOr<std::string> shape_text(uint64_t type, const Operation& op) {
-    StatusOr<Shape> shape = symbols_.shape(type, name(op));
-    if (!shape.ok()) return error(op, shape.status().message());
-    return shape->to_string();
-  }
-
-  StatusOr<std::string> value(Scope& scope, const Operation& op, const ValueRef& operand) {
-    auto found = scope.names.find(Scope::key(operand));
-    if (found != scope.names.end()) return found->second;
-    // a constant defined outside the region (shared by CSE): the computation gets its own copy
-    if (operand.operation != nullptr && name(*operand.operation) == "vhlo.constant_v1") {
-      INSITU_RETURN_IF_ERROR(emit(scope, *operand.operation));
-      return scope.names.at(Scope::key(operand));
-    }
-    return error(op, str_cat(name(op), " reads a value from outside its region where HLO cannot (an applied computation)"));
-  }
-
-  StatusOr<std::vector<std::string>> operands(Scope& scope, const Operation& op, size_t from = 0, size_t to = SIZE_MAX) {
-    std::vector<std::string> names;
-    for (size_t i = from; i < std::min(to, op.operands.size()); ++i) {
-      INSITU_ASSIGN_OR_RETURN(std::string operand, value(scope, op, op.operands[i]));
-      names.push_back(std::move(operand));
-    }
-    return names;
-  }
-
-  // Emits `name = shape expression` for the op's results: one result directly; several as a
-  // tuple and one get-tuple-element each.
-  Status define(Scope& scope, const Operation& op, const std::string& expression,
-                std::vector<std::string> shapes = {}) {
-    if (shapes.empty()) {
-      for (uint64_t type : op.result_types) {
-        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
-        shapes.push_back(std::move(shape));
-      }
-    }
-    const std::string base = name(op).substr(5);
-    if (shapes.size() == 1) {
-      const std::string result = fresh(base);
-      scope.lines.push_back(str_cat(result, " = ", shapes[0], " ", expression));
-      scope.names[{&op, 0}] = result;
-      return ok_status();
-    }
-    const std::string tuple = fresh(base);
-    scope.lines.push_back(str_cat(tuple, " = (", str_join(shapes, ", "), ") ", expression));
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      const std::string element = fresh(base);
-      scope.lines.push_back(str_cat(element, " = ", shapes[i], " get-tuple-element(", tuple, "), index=", i));
-      scope.names[{&op, i}] = element;
-    }
-    return ok_status();
-  }
-
-  // A computation of `region` whose block arguments are one scalar parameter each (reduce,
-  // scatter, sort, ... appliers); its result the returned values (a tuple for several).
-  StatusOr<std::string> applier(const Operation& op, const Region& region, std::string_view base) {
-    if (region.blocks.size() != 1) return error(op, str_cat(name(op), ": a region of ", region.blocks.size(), " blocks"));
-    const Block& block = region.blocks[0];
-    Scope scope;
-    for (uint64_t i = 0; i < block.argument_types.size(); ++i) {
-      INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(block.argument_types[i], op));
-      const std::string parameter = fresh("p");
-      scope.lines.push_back(str_cat(parameter, " = ", shape, " parameter(", i, ")"));
-      scope.names[{&block, i}] = parameter;
-    }
-    return finish(scope, block, base, /*tuple_result=*/false);
-  }
-
-  // Writes the block's ops and the computation whose root is what its return_v1 returns (a
-  // tuple when several, or always with `tuple_result`); returns the computation's name.
-  StatusOr<std::string> finish(Scope& scope, const Block& block, std::string_view base, bool tuple_result,
-                               const std::vector<std::string>& extra_results = {}) {
-    if (block.operations.empty() || name(block.operations.back()) != "vhlo.return_v1")
-      return invalid_argument(str_cat("a region that does not end in vhlo.return_v1 (", base, ")"));
-    for (size_t i = 0; i + 1 < block.operations.size(); ++i) INSITU_RETURN_IF_ERROR(emit(scope, block.operations[i]));
-    const Operation& ret = block.operations.back();
-    INSITU_ASSIGN_OR_RETURN(std::vector<std::string> results, operands(scope, ret));
-    results.insert(results.end(), extra_results.begin(), extra_results.end());
-    std::string root;
-    if (results.size() == 1 && !tuple_result) {
-      root = results[0];  // its line becomes the ROOT (a parameter's too)
-    } else {
-      root = fresh("tuple");
-      scope.lines.push_back(str_cat(root, " = tuple(", str_join(results, ", "), ")"));
-    }
-    const std::string computation = fresh(base);
-    std::string text = str_cat(computation, " {\n");
-    for (const std::string& line : scope.lines)
-      text += str_cat("  ", line.starts_with(root + " = ") ? "ROOT " : "", line, "\n");
-    text += "}\n";
-    computations_.push_back(std::move(text));
-    return computation;
-  }
-
-  // The values a region reads that are defined outside it (but constants), in first-use order.
-  void captures(const Region& region, std::vector<ValueRef>& out) {
-    std::set<const void*> inside;
-    std::vector<const Region*> stack = {&region};
-    while (!stack.empty()) {
-      const Region* current = stack.back();
-      stack.pop_back();
-      for (const Block& block : current->blocks) {
-        inside.insert(&block);
-        for (const Operation& op : block.operations) {
-          inside.insert(&op);
-          for (const Region& nested : op.regions) stack.push_back(&nested);
-        }
-      }
-    }
-    std::set<std::pair<const void*, uint64_t>> seen;
-    stack = {&region};
-    while (!stack.empty()) {
-      const Region* current = stack.back();
-      stack.pop_back();
-      for (const Block& block : current->blocks) {
-        for (const Operation& op : block.operations) {
-          for (const ValueRef& operand : op.operands) {
-            const void* definer = operand.operation != nullptr ? static_cast<const void*>(operand.operation)
-                                                               : static_cast<const void*>(operand.block);
-            // a constant is cloned into the computation (value()), not passed in
-            const bool constant = operand.operation != nullptr && name(*operand.operation) == "vhlo.constant_v1";
-            if (!inside.count(definer) && !constant && seen.insert(Scope::key(operand)).second) out.push_back(operand);
-          }
-          for (const Region& nested : op.regions) stack.push_back(&nested);
-        }
+      if (key == "mhlo.num_replicas") {
+        INSITU_ASSIGN_OR_RETURN(replicas, symbols_.integer(dictionary->elements[i + 1], key));
       }
     }
   }
-
-  // A computation taking one tuple parameter: the block's arguments (if any) and then the
-  // captured values, in that order.
-  StatusOr<std::string> tuple_region(const Operation& op, const Region& region, std::string_view base,
-                                     const std::vector<std::string>& parameter_shapes, const std::vector<ValueRef>& captured,
-                                     bool tuple_result, bool pass_captures_through) {
-    if (region.blocks.size() != 1) return error(op, str_cat(name(op), ": a region of ", region.blocks.size(), " blocks"));
-    const Block& block = region.blocks[0];
-    if (block.argument_types.size() + captured.size() != parameter_shapes.size())
-      return error(op, str_cat(name(op), ": a region of ", block.argument_types.size(), " block arguments for ",
-                               parameter_shapes.size() - captured.size(), " values"));
-    Scope scope;
-    const std::string parameter = fresh("state");
-    scope.lines.push_back(str_cat(parameter, " = (", str_join(parameter_shapes, ", "), ") parameter(0)"));
-    const size_t arguments = block.argument_types.size();
-    std::vector<std::string> passed;
-    for (size_t i = 0; i < parameter_shapes.size(); ++i) {
-      const std::string element = fresh("element");
-      scope.lines.push_back(str_cat(element, " = ", parameter_shapes[i], " get-tuple-element(", parameter, "), index=", i));
-      if (i < arguments) scope.names[{&block, i}] = element;
-      else scope.names[Scope::key(captured[i - arguments])] = element, passed.push_back(element);
-    }
-    return finish(scope, block, base, tuple_result, pass_captures_through ? passed : std::vector<std::string>{});
-  }
-
-  Status function(const Operation& op) {
+  const Block* body = module.regions.empty() || module.regions[0].blocks.empty() ? nullptr : &module.regions[0].blocks[0];
+  if (body == nullptr) return error(module, "a module without a body");
+  // every function's name first: calls may name a function defined after them
+  for (const Operation& op : body->operations) {
+    if (name(op) != "vhlo.func_v1") continue;
     INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> properties, this->properties(op, 5));
     INSITU_ASSIGN_OR_RETURN(std::string symbol, symbols_.string(properties[3], "a function's name"));
-    INSITU_ASSIGN_OR_RETURN(std::string visibility, symbols_.string(properties[4], "a function's visibility"));
-    if (op.regions.size() != 1 || op.regions[0].blocks.size() != 1) return error(op, "a function body of other than one block");
-    const Block& block = op.regions[0].blocks[0];
-    const bool entry = symbol == "main" && visibility != "private";
-    Scope scope;
-    for (uint64_t i = 0; i < block.argument_types.size(); ++i) {
-      INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(block.argument_types[i], op));
-      const std::string parameter = fresh(str_cat("arg", i));
-      scope.lines.push_back(str_cat(parameter, " = ", shape, " parameter(", i, ")"));
-      scope.names[{&block, i}] = parameter;
-    }
-    if (entry) {
-      size_t results = 0;
-      INSITU_ASSIGN_OR_RETURN(const Attribute* type, symbols_.attribute(properties[1]));
-      if (type->kind == Attribute::Kind::kType) {
-        INSITU_ASSIGN_OR_RETURN(const Type* function_type, symbols_.type(type->type));
-        results = function_type->outputs.size();
-      }
-      INSITU_RETURN_IF_ERROR(donation(op, properties[0], results));
-    }
-    INSITU_ASSIGN_OR_RETURN(std::string computation, finish(scope, block, symbol, false));
-    // the function's computation carries its symbol's name (calls refer to it)
-    std::string& text = computations_.back();
-    const std::string wanted = functions_.at(symbol);
-    text.replace(0, computation.size(), (entry ? "ENTRY " : "") + wanted);
-    if (entry) entry_ = wanted;
-    return ok_status();
+    functions_[symbol] = fresh(symbol);
   }
-
-  // tf.aliasing_output (the output the argument's buffer becomes) and jax.buffer_donor.
-  Status donation(const Operation& op, uint64_t arg_attrs, size_t results) {
-    INSITU_ASSIGN_OR_RETURN(const Attribute* list, symbols_.attribute(arg_attrs));
-    if (list->kind != Attribute::Kind::kArray) return error(op, "arg_attrs is not an array");
-    for (size_t argument = 0; argument < list->elements.size(); ++argument) {
-      INSITU_ASSIGN_OR_RETURN(const Attribute* dictionary, symbols_.attribute(list->elements[argument]));
-      if (dictionary->kind != Attribute::Kind::kDictionary) continue;
-      for (size_t i = 0; i + 1 < dictionary->elements.size(); i += 2) {
-        StatusOr<std::string> key = symbols_.string(dictionary->elements[i], "an argument attribute's name");
-        if (!key.ok()) continue;
-        if (*key == "tf.aliasing_output") {
-          INSITU_ASSIGN_OR_RETURN(int64_t output, symbols_.integer(dictionary->elements[i + 1], *key));
-          if (output < 0 || static_cast<size_t>(output) >= std::max<size_t>(results, 1))
-            return error(op, str_cat("argument ", argument, " aliases output ", output, " of ", results));
-          aliases_.push_back(str_cat(results == 1 ? "{}" : str_cat("{", output, "}"), ": (", argument, ", {}, may-alias)"));
-        } else if (*key == "jax.buffer_donor") {
-          INSITU_ASSIGN_OR_RETURN(int64_t donor, symbols_.integer(dictionary->elements[i + 1], *key));
-          if (donor != 0) donors_.push_back(str_cat("(", argument, ", {})"));
-        }
-      }
-    }
-    return ok_status();
-  }
-
-  // A constant: a placeholder in the text, its bytes copied in after parsing.
-  Status constant(Scope& scope, const Operation& op, uint64_t value) {
-    INSITU_ASSIGN_OR_RETURN(const Attribute* tensor, symbols_.attribute(value));
-    if (tensor->kind != Attribute::Kind::kTensor) return error(op, "a constant whose value is not a tensor");
-    StatusOr<Shape> shape = symbols_.shape(tensor->type, "a constant");
-    if (!shape.ok() || !shape->is_array()) return error(op, "a constant that is not an array");
-    const int64_t count = shape->element_count();
-    const size_t data = tensor->data.size();
-    HloText::Constant constant;
-    std::vector<uint8_t>& bytes = constant.owned;
-    if (shape->byte_size() > kMaxConstantBytes)
-      return error(op, str_cat("a constant of ", shape->byte_size(), " bytes (insitu reads up to ", kMaxConstantBytes, ")"));
-    if (shape->element_type() == PrimitiveType::kPred) {
-      const std::vector<bool> bits = unpack_booleans(tensor->data, count);
-      if (static_cast<int64_t>(bits.size()) != count)
-        return error(op, str_cat("a pred constant of ", count, " elements in ", data, " bytes"));
-      for (bool bit : bits) bytes.push_back(bit ? 1 : 0);
-    } else if (is_sub_byte_integral(shape->element_type()) || byte_width(shape->element_type()) * 8 != bit_width(shape->element_type())) {
-      return error(op, str_cat("a constant of ", primitive_type_name(shape->element_type()), " (packed narrow types are not read)"));
+  for (const Operation& op : body->operations) {
+    const std::string op_name = name(op);
+    if (op_name == "vhlo.func_v1") {
+      INSITU_RETURN_IF_ERROR(function(op));
+    } else if (op_name.starts_with("sdy.")) {
+      continue;  // a Shardy mesh: sharding metadata, nothing to run on one device
     } else {
-      const size_t width = static_cast<size_t>(byte_width(shape->element_type()));
-      if (data == static_cast<size_t>(shape->byte_size())) {
-        constant.data = tensor->data;  // copied once, into the parsed constant
-      } else if (data == width && count > 1) {
-        bytes.resize(static_cast<size_t>(shape->byte_size()));
-        for (int64_t i = 0; i < count; ++i) std::memcpy(bytes.data() + i * width, tensor->data.data(), width);
-      } else {
-        return error(op, str_cat("a constant of ", count, " elements in ", data, " bytes"));
-      }
-    }
-    const std::string result = fresh("constant");
-    scope.lines.push_back(str_cat(result, " = ", shape->to_string(), " constant(0)"));
-    scope.names[{&op, 0}] = result;
-    constant.name = result;
-    constants_.push_back(std::move(constant));
-    return ok_status();
-  }
-
-  StatusOr<std::string> dims(uint64_t attribute, std::string_view what) {
-    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> values, symbols_.integers(attribute, what));
-    return braces(values);
-  }
-
-  Status default_accuracy(const Operation& op, uint64_t attribute) {
-    INSITU_ASSIGN_OR_RETURN(const Attribute* accuracy, symbols_.attribute(attribute));
-    if (accuracy->kind != Attribute::Kind::kResultAccuracy) return error(op, "result_accuracy is not a result accuracy");
-    int64_t mode = -1;
-    if (!accuracy->elements.empty()) {
-      INSITU_ASSIGN_OR_RETURN(mode, symbols_.integer(accuracy->elements[0], "its mode"));
-    }
-    if (accuracy->bits != 0 || accuracy->output_index.at(0) != 0 || accuracy->output_index.at(1) != 0 || mode != 0)
-      return error(op, str_cat(name(op), " with a result_accuracy other than the default is not read"));
-    return ok_status();
-  }
-
-  Status emit(Scope& scope, const Operation& op) {
-    const std::string full = name(op);
-    if (!full.starts_with("vhlo.")) return error(op, str_cat(full, " is not read (insitu reads VHLO ops)"));
-    const std::string op_name = full.substr(5);
-    if (auto found = elementwise_ops().find(op_name); found != elementwise_ops().end()) {
-      if (op.properties) {
-        INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> properties, this->properties(op, 1));
-        INSITU_RETURN_IF_ERROR(default_accuracy(op, properties[0]));
-      }
-      INSITU_ASSIGN_OR_RETURN(std::vector<std::string> names, operands(scope, op));
-      return define(scope, op, str_cat(found->second, "(", str_join(names, ", "), ")"));
-    }
-    INSITU_ASSIGN_OR_RETURN(std::vector<std::string> names, operands(scope, op));
-    const std::string args = str_join(names, ", ");
-    if (op_name == "constant_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
-      return constant(scope, op, p[0]);
-    }
-    if (op_name == "broadcast_in_dim_v1") return broadcast_in_dim(scope, op, args);
-    if (op_name == "transpose_v1" || op_name == "reverse_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
-      INSITU_ASSIGN_OR_RETURN(std::string d, dims(p[0], "dimensions"));
-      return define(scope, op, str_cat(op_name == "transpose_v1" ? "transpose(" : "reverse(", args, "), dimensions=", d));
-    }
-    if (op_name == "iota_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
-      INSITU_ASSIGN_OR_RETURN(int64_t dimension, symbols_.integer(p[0], "iota_dimension"));
-      return define(scope, op, str_cat("iota(), iota_dimension=", dimension));
-    }
-    if (op_name == "concatenate_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
-      INSITU_ASSIGN_OR_RETURN(int64_t dimension, symbols_.integer(p[0], "dimension"));
-      return define(scope, op, str_cat("concatenate(", args, "), dimensions={", dimension, "}"));
-    }
-    if (op_name == "get_tuple_element_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
-      INSITU_ASSIGN_OR_RETURN(int64_t index, symbols_.integer(p[0], "index"));
-      return define(scope, op, str_cat("get-tuple-element(", args, "), index=", index));
-    }
-    if (op_name == "compare_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 2));  // compare_type, comparison_direction
-      INSITU_ASSIGN_OR_RETURN(int64_t type, symbols_.integer(p[0], "compare_type"));
-      INSITU_ASSIGN_OR_RETURN(int64_t direction, symbols_.integer(p[1], "comparison_direction"));
-      static const char* kDirections[] = {"EQ", "NE", "GE", "GT", "LE", "LT"};
-      static const char* kTypes[] = {"", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
-      if (direction < 0 || direction > 5 || type < 0 || type > 4) return error(op, "a comparison of unknown kind");
-      std::string text = str_cat("compare(", args, "), direction=", kDirections[direction]);
-      if (type != 0) text += str_cat(", type=", kTypes[type]);
-      return define(scope, op, text);
-    }
-    if (op_name == "slice_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 3));  // limit, start, strides
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> limits, symbols_.integers(p[0], "limit_indices"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> starts, symbols_.integers(p[1], "start_indices"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, symbols_.integers(p[2], "strides"));
-      if (limits.size() != starts.size() || strides.size() != starts.size()) return error(op, "slice lists of different lengths");
-      std::vector<std::string> ranges;
-      for (size_t d = 0; d < starts.size(); ++d) ranges.push_back(str_cat("[", starts[d], ":", limits[d], ":", strides[d], "]"));
-      return define(scope, op, str_cat("slice(", args, "), slice={", str_join(ranges, ", "), "}"));
-    }
-    if (op_name == "dynamic_slice_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
-      INSITU_ASSIGN_OR_RETURN(std::string sizes, dims(p[0], "slice_sizes"));
-      return define(scope, op, str_cat("dynamic-slice(", args, "), dynamic_slice_sizes=", sizes));
-    }
-    if (op_name == "pad_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 3));  // high, low, interior
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> high, symbols_.integers(p[0], "edge_padding_high"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> low, symbols_.integers(p[1], "edge_padding_low"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> interior, symbols_.integers(p[2], "interior_padding"));
-      if (low.size() != high.size() || interior.size() != low.size()) return error(op, "pad lists of different lengths");
-      std::vector<std::string> padding;
-      for (size_t d = 0; d < low.size(); ++d) padding.push_back(str_cat(low[d], "_", high[d], "_", interior[d]));
-      return define(scope, op, str_cat("pad(", args, "), padding=", str_join(padding, "x")));
-    }
-    if (op_name == "dot_general_v2") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 12));
-      for (size_t i : {0, 1, 3, 5, 6, 9, 11}) {  // the algorithm's fields: none (JAX's default)
-        INSITU_ASSIGN_OR_RETURN(const Attribute* field, symbols_.attribute(p[i]));
-        bool none = false;
-        if (field->kind == Attribute::Kind::kType) {
-          INSITU_ASSIGN_OR_RETURN(const Type* type, symbols_.type(field->type));
-          none = type->kind == Type::Kind::kNone;
-        }
-        if (!none) return error(op, "a dot_general with an algorithm is not read");
-      }
-      INSITU_ASSIGN_OR_RETURN(std::string lb, dims(p[2], "lhs_batching_dimensions"));
-      INSITU_ASSIGN_OR_RETURN(std::string lc, dims(p[4], "lhs_contracting_dimensions"));
-      INSITU_ASSIGN_OR_RETURN(std::string rb, dims(p[8], "rhs_batching_dimensions"));
-      INSITU_ASSIGN_OR_RETURN(std::string rc, dims(p[10], "rhs_contracting_dimensions"));
-      return define(scope, op, str_cat("dot(", args, "), lhs_batch_dims=", lb, ", lhs_contracting_dims=", lc,
-                                       ", rhs_batch_dims=", rb, ", rhs_contracting_dims=", rc));
-    }
-    if (op_name == "reduce_v1" || op_name == "reduce_window_v1") {
-      if (op.regions.size() != 1) return error(op, "a reduction without its body");
-      INSITU_ASSIGN_OR_RETURN(std::string body, applier(op, op.regions[0], "reducer"));
-      if (op_name == "reduce_v1") {
-        INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
-        INSITU_ASSIGN_OR_RETURN(std::string d, dims(p[0], "dimensions"));
-        return define(scope, op, str_cat("reduce(", args, "), dimensions=", d, ", to_apply=", body));
-      }
-      // base_dilations, padding, window_dilations, window_dimensions, window_strides
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 5));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> base, symbols_.integers(p[0], "base_dilations"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> window_dilations, symbols_.integers(p[2], "window_dilations"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, symbols_.integers(p[3], "window_dimensions"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> padding, padding_pairs(p[1], sizes.size()));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, symbols_.integers(p[4], "window_strides"));
-      std::vector<std::string> size, stride, pad, lhs, rhs;
-      for (size_t d = 0; d < sizes.size(); ++d) {
-        size.push_back(str_cat(sizes[d]));
-        stride.push_back(str_cat(d < strides.size() ? strides[d] : 1));
-        pad.push_back(str_cat(2 * d + 1 < padding.size() ? padding[2 * d] : 0, "_",
-                              2 * d + 1 < padding.size() ? padding[2 * d + 1] : 0));
-        lhs.push_back(str_cat(d < base.size() ? base[d] : 1));
-        rhs.push_back(str_cat(d < window_dilations.size() ? window_dilations[d] : 1));
-      }
-      return define(scope, op, str_cat("reduce-window(", args, "), window={size=", str_join(size, "x"), " stride=",
-                                       str_join(stride, "x"), " pad=", str_join(pad, "x"), " lhs_dilate=",
-                                       str_join(lhs, "x"), " rhs_dilate=", str_join(rhs, "x"), "}, to_apply=", body));
-    }
-    if (op_name == "scatter_v2") {
-      if (op.regions.size() != 1) return error(op, "a scatter without its update computation");
-      INSITU_ASSIGN_OR_RETURN(std::string body, applier(op, op.regions[0], "update"));
-      // index_vector_dim, indices_are_sorted, input_batching_dims, inserted_window_dims,
-      // scatter_dims_to_operand_dims, scatter_indices_batching_dims, unique_indices, update_window_dims
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 8));
-      INSITU_ASSIGN_OR_RETURN(int64_t index_vector_dim, symbols_.integer(p[0], "index_vector_dim"));
-      INSITU_ASSIGN_OR_RETURN(int64_t sorted, symbols_.integer(p[1], "indices_are_sorted"));
-      INSITU_ASSIGN_OR_RETURN(std::string input_batching, dims(p[2], "input_batching_dims"));
-      INSITU_ASSIGN_OR_RETURN(std::string inserted, dims(p[3], "inserted_window_dims"));
-      INSITU_ASSIGN_OR_RETURN(std::string to_operand, dims(p[4], "scatter_dims_to_operand_dims"));
-      INSITU_ASSIGN_OR_RETURN(std::string indices_batching, dims(p[5], "scatter_indices_batching_dims"));
-      INSITU_ASSIGN_OR_RETURN(int64_t unique, symbols_.integer(p[6], "unique_indices"));
-      INSITU_ASSIGN_OR_RETURN(std::string window, dims(p[7], "update_window_dims"));
-      return define(scope, op, str_cat("scatter(", args, "), update_window_dims=", window, ", inserted_window_dims=", inserted,
-                                       ", scatter_dims_to_operand_dims=", to_operand, ", input_batching_dims=", input_batching,
-                                       ", scatter_indices_batching_dims=", indices_batching,
-                                       ", index_vector_dim=", index_vector_dim, sorted ? ", indices_are_sorted=true" : "",
-                                       unique ? ", unique_indices=true" : "", ", to_apply=", body));
-    }
-    if (op_name == "gather_v2") {
-      // collapsed_slice_dims, index_vector_dim, indices_are_sorted, offset_dims, operand_batching_dims,
-      // slice_sizes, start_index_map, start_indices_batching_dims
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 8));
-      INSITU_ASSIGN_OR_RETURN(std::string collapsed, dims(p[0], "collapsed_slice_dims"));
-      INSITU_ASSIGN_OR_RETURN(int64_t index_vector_dim, symbols_.integer(p[1], "index_vector_dim"));
-      INSITU_ASSIGN_OR_RETURN(int64_t sorted, symbols_.integer(p[2], "indices_are_sorted"));
-      INSITU_ASSIGN_OR_RETURN(std::string offset, dims(p[3], "offset_dims"));
-      INSITU_ASSIGN_OR_RETURN(std::string operand_batching, dims(p[4], "operand_batching_dims"));
-      INSITU_ASSIGN_OR_RETURN(std::string sizes, dims(p[5], "slice_sizes"));
-      INSITU_ASSIGN_OR_RETURN(std::string start_map, dims(p[6], "start_index_map"));
-      INSITU_ASSIGN_OR_RETURN(std::string start_batching, dims(p[7], "start_indices_batching_dims"));
-      return define(scope, op, str_cat("gather(", args, "), offset_dims=", offset, ", collapsed_slice_dims=", collapsed,
-                                       ", start_index_map=", start_map, ", operand_batching_dims=", operand_batching,
-                                       ", start_indices_batching_dims=", start_batching, ", index_vector_dim=",
-                                       index_vector_dim, ", slice_sizes=", sizes,
-                                       sorted ? ", indices_are_sorted=true" : ""));
-    }
-    if (op_name == "sort_v1") {
-      if (op.regions.size() != 1) return error(op, "a sort without its comparator");
-      INSITU_ASSIGN_OR_RETURN(std::string comparator, applier(op, op.regions[0], "comparator"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 2));  // dimension, is_stable
-      INSITU_ASSIGN_OR_RETURN(int64_t dimension, symbols_.integer(p[0], "dimension"));
-      INSITU_ASSIGN_OR_RETURN(int64_t stable, symbols_.integer(p[1], "is_stable"));
-      return define(scope, op, str_cat("sort(", args, "), dimensions={", dimension, "}",
-                                       stable ? ", is_stable=true" : "", ", to_apply=", comparator));
-    }
-    if (op_name == "call_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
-      INSITU_ASSIGN_OR_RETURN(std::string callee, symbols_.string(p[0], "callee"));
-      auto found = functions_.find(callee);
-      if (found == functions_.end()) return error(op, str_cat("a call of @", callee, ", which the artifact does not define"));
-      return define(scope, op, str_cat("call(", args, "), to_apply=", found->second));
-    }
-    if (op_name == "reduce_precision_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 2));  // exponent_bits, mantissa_bits
-      INSITU_ASSIGN_OR_RETURN(int64_t exponent, symbols_.integer(p[0], "exponent_bits"));
-      INSITU_ASSIGN_OR_RETURN(int64_t mantissa, symbols_.integer(p[1], "mantissa_bits"));
-      return define(scope, op, str_cat("reduce-precision(", args, "), exponent_bits=", exponent, ", mantissa_bits=", mantissa));
-    }
-    if (op_name == "convolution_v1") return convolution(scope, op, args);
-    if (op_name == "rng_bit_generator_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
-      INSITU_ASSIGN_OR_RETURN(int64_t algorithm, symbols_.integer(p[0], "rng_algorithm"));
-      static const char* kAlgorithms[] = {"rng_default", "rng_three_fry", "rng_philox"};
-      if (algorithm < 0 || algorithm > 2) return error(op, str_cat("an rng_bit_generator of unknown algorithm ", algorithm));
-      return define(scope, op, str_cat("rng-bit-generator(", args, "), algorithm=", kAlgorithms[algorithm]));
-    }
-    if (op_name == "optimization_barrier_v1") {  // HLO's opt-barrier takes and gives one tuple
-      std::vector<std::string> shapes;
-      for (uint64_t type : op.result_types) {
-        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
-        shapes.push_back(std::move(shape));
-      }
-      const std::string tuple_shape = str_cat("(", str_join(shapes, ", "), ")");
-      const std::string tuple = fresh("barrier_operand"), barrier = fresh("barrier");
-      scope.lines.push_back(str_cat(tuple, " = ", tuple_shape, " tuple(", args, ")"));
-      scope.lines.push_back(str_cat(barrier, " = ", tuple_shape, " opt-barrier(", tuple, ")"));
-      for (size_t i = 0; i < shapes.size(); ++i) {
-        const std::string element = fresh("barrier_result");
-        scope.lines.push_back(str_cat(element, " = ", shapes[i], " get-tuple-element(", barrier, "), index=", i));
-        scope.names[{&op, i}] = element;
-      }
-      return ok_status();
-    }
-    if (op_name == "composite_v2" || op_name == "composite_v1") {
-      // composite_attributes, decomposition, name, version: the decomposition is its meaning
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 4));
-      INSITU_ASSIGN_OR_RETURN(std::string decomposition, symbols_.string(p[1], "decomposition"));
-      auto found = functions_.find(decomposition);
-      if (found == functions_.end())
-        return error(op, str_cat("a composite whose decomposition @", decomposition, " the artifact does not define"));
-      return define(scope, op, str_cat("call(", args, "), to_apply=", found->second));
-    }
-    if (op_name == "select_and_scatter_v1") {
-      if (op.regions.size() != 2) return error(op, "a select_and_scatter without its select and scatter");
-      INSITU_ASSIGN_OR_RETURN(std::string select, applier(op, op.regions[0], "select"));
-      INSITU_ASSIGN_OR_RETURN(std::string scatter, applier(op, op.regions[1], "scatter"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 3));  // padding, window_dimensions, window_strides
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, symbols_.integers(p[1], "window_dimensions"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, symbols_.integers(p[2], "window_strides"));
-      INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> padding, padding_pairs(p[0], sizes.size()));
-      std::vector<std::string> size, stride, pad;
-      for (size_t d = 0; d < sizes.size(); ++d) {
-        size.push_back(str_cat(sizes[d]));
-        stride.push_back(str_cat(d < strides.size() ? strides[d] : 1));
-        pad.push_back(str_cat(padding[2 * d], "_", padding[2 * d + 1]));
-      }
-      return define(scope, op, str_cat("select-and-scatter(", args, "), window={size=", str_join(size, "x"), " stride=",
-                                       str_join(stride, "x"), " pad=", str_join(pad, "x"), "}, select=", select,
-                                       ", scatter=", scatter));
-    }
-    if (op_name == "fft_v1") {
-      INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 2));  // fft_length, fft_type
-      INSITU_ASSIGN_OR_RETURN(std::string lengths, dims(p[0], "fft_length"));
-      INSITU_ASSIGN_OR_RETURN(int64_t type, symbols_.integer(p[1], "fft_type"));
-      static const char* kTypes[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
-      if (type < 0 || type > 3) return error(op, str_cat("an fft of unknown type ", type));
-      return define(scope, op, str_cat("fft(", args, "), fft_type=", kTypes[type], ", fft_length=", lengths));
-    }
-    if (op_name == "custom_call_v1" || op_name == "custom_call_v2") return custom_call(scope, op, args);
-    if (op_name == "while_v1") return while_loop(scope, op, names);
-    if (op_name == "if_v1" || op_name == "case_v1") return branches(scope, op, names);
-    return error(op, str_cat(full, " is not read by insitu yet"));
-  }
-
-  // broadcast_in_dim may stretch an operand dimension of size 1 over a larger one (StableHLO's
-  // implicit expansion, what keepdims reductions feed); HLO's broadcast maps dimensions of equal
-  // size. Such dimensions are reshaped away first, as XLA's import does, so the passes see the
-  // broadcast XLA's HLO has.
-  Status broadcast_in_dim(Scope& scope, const Operation& op, const std::string& args) {
-    INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
-    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> mapped, symbols_.integers(p[0], "broadcast_dimensions"));
-    if (op.operands.size() != 1) return error(op, "a broadcast of other than one operand");
-    StatusOr<Shape> operand = symbols_.shape(type_of(op.operands[0]), "a broadcast's operand");
-    StatusOr<Shape> result = op.result_types.size() == 1 ? symbols_.shape(op.result_types[0], "a broadcast's result")
-                                                          : StatusOr<Shape>(invalid_argument("a broadcast of several results"));
-    if (!operand.ok()) return error(op, operand.status().message());
-    if (!result.ok()) return error(op, result.status().message());
-    if (!operand->is_array() || static_cast<int64_t>(mapped.size()) != operand->rank())
-      return error(op, "broadcast_dimensions of another length than the operand's rank");
-    std::vector<int64_t> kept_dims, kept_mapped;
-    for (size_t d = 0; d < mapped.size(); ++d) {
-      if (mapped[d] < 0 || mapped[d] >= result->rank()) return error(op, "a broadcast dimension out of the result's range");
-      const bool stretched = operand->dimension(d) == 1 && result->dimension(mapped[d]) != 1;
-      if (stretched) continue;
-      kept_dims.push_back(operand->dimension(d));
-      kept_mapped.push_back(mapped[d]);
-    }
-    std::string source = args;
-    if (kept_dims.size() != mapped.size()) {
-      source = fresh("unit_dropped");
-      scope.lines.push_back(str_cat(source, " = ", Shape::array(operand->element_type(), kept_dims).to_string(),
-                                    " reshape(", args, ")"));
-    }
-    return define(scope, op, str_cat("broadcast(", source, "), dimensions=", braces(kept_mapped)));
-  }
-
-  // A padding attribute: [N, 2] pairs (low, high), flattened.
-  StatusOr<std::vector<int64_t>> padding_pairs(uint64_t attribute, size_t dimensions) {
-    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> values, symbols_.integers(attribute, "padding"));
-    if (values.size() != 2 * dimensions)
-      return symbols_.attribute_error(attribute, str_cat("padding of ", values.size(), " values for ", dimensions, " dimensions"));
-    return values;
-  }
-
-  // The type index of the value an operand reads.
-  static uint64_t type_of(const ValueRef& value) {
-    return value.operation != nullptr ? value.operation->result_types.at(value.index)
-                                      : value.block->argument_types.at(value.index);
-  }
-
-  // convolution_v1's 17 properties, by name: dim_labels and window in HLO's text form.
-  Status convolution(Scope& scope, const Operation& op, const std::string& args) {
-    INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 17));
-    auto integer = [&](size_t i, std::string_view what) { return symbols_.integer(p[i], what); };
-    auto list = [&](size_t i, std::string_view what) { return symbols_.integers(p[i], what); };
-    INSITU_ASSIGN_OR_RETURN(int64_t batch_groups, integer(0, "batch_group_count"));
-    INSITU_ASSIGN_OR_RETURN(int64_t feature_groups, integer(1, "feature_group_count"));
-    INSITU_ASSIGN_OR_RETURN(int64_t input_batch, integer(2, "input_batch_dimension"));
-    INSITU_ASSIGN_OR_RETURN(int64_t input_feature, integer(3, "input_feature_dimension"));
-    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> input_spatial, list(4, "input_spatial_dimensions"));
-    INSITU_ASSIGN_OR_RETURN(int64_t kernel_input, integer(5, "kernel_input_feature_dimension"));
-    INSITU_ASSIGN_OR_RETURN(int64_t kernel_output, integer(6, "kernel_output_feature_dimension"));
-    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> kernel_spatial, list(7, "kernel_spatial_dimensions"));
-    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> lhs_dilation, list(8, "lhs_dilation"));
-    INSITU_ASSIGN_OR_RETURN(int64_t output_batch, integer(9, "output_batch_dimension"));
-    INSITU_ASSIGN_OR_RETURN(int64_t output_feature, integer(10, "output_feature_dimension"));
-    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> output_spatial, list(11, "output_spatial_dimensions"));
-    const size_t spatial = input_spatial.size();
-    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> padding, padding_pairs(p[12], spatial));
-    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> rhs_dilation, list(14, "rhs_dilation"));
-    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> reversal, list(15, "window_reversal"));
-    INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, list(16, "window_strides"));
-    if (op.operands.size() != 2 || spatial > 9 || kernel_spatial.size() != spatial || output_spatial.size() != spatial ||
-        lhs_dilation.size() != spatial || rhs_dilation.size() != spatial || strides.size() != spatial ||
-        (reversal.size() != spatial && !reversal.empty()))
-      return error(op, "a convolution whose dimension lists do not agree");
-    INSITU_ASSIGN_OR_RETURN(const Type* kernel, symbols_.type(type_of(op.operands[1])));
-    // labels: b/f (or i/o) and the spatial dimensions' numbers, by position
-    auto labels = [&](size_t rank, int64_t first, char first_label, int64_t second, char second_label,
-                      const std::vector<int64_t>& spatial_dims) -> StatusOr<std::string> {
-      std::string text(rank, '?');
-      auto put = [&](int64_t at, char label) -> Status {
-        if (at < 0 || static_cast<size_t>(at) >= rank || text[at] != '?') return error(op, "convolution dimension numbers that do not fit");
-        text[at] = label;
-        return ok_status();
-      };
-      INSITU_RETURN_IF_ERROR(put(first, first_label));
-      INSITU_RETURN_IF_ERROR(put(second, second_label));
-      for (size_t k = 0; k < spatial_dims.size(); ++k) INSITU_RETURN_IF_ERROR(put(spatial_dims[k], static_cast<char>('0' + k)));
-      return text;
-    };
-    const size_t rank = spatial + 2;
-    INSITU_ASSIGN_OR_RETURN(std::string lhs, labels(rank, input_batch, 'b', input_feature, 'f', input_spatial));
-    INSITU_ASSIGN_OR_RETURN(std::string rhs, labels(rank, kernel_input, 'i', kernel_output, 'o', kernel_spatial));
-    INSITU_ASSIGN_OR_RETURN(std::string out, labels(rank, output_batch, 'b', output_feature, 'f', output_spatial));
-    if (kernel->kind != Type::Kind::kTensor || kernel->dimensions.size() != rank) return error(op, "a convolution kernel of another rank");
-    std::vector<std::string> size, stride, pad, lhs_dilate, rhs_dilate, reverse;
-    for (size_t k = 0; k < spatial; ++k) {
-      size.push_back(str_cat(kernel->dimensions[kernel_spatial[k]]));
-      stride.push_back(str_cat(strides[k]));
-      pad.push_back(str_cat(padding[2 * k], "_", padding[2 * k + 1]));
-      lhs_dilate.push_back(str_cat(lhs_dilation[k]));
-      rhs_dilate.push_back(str_cat(rhs_dilation[k]));
-      reverse.push_back(reversal.empty() ? "0" : str_cat(reversal[k]));
-    }
-    std::string window = str_cat("window={size=", str_join(size, "x"), " stride=", str_join(stride, "x"), " pad=",
-                                 str_join(pad, "x"), " lhs_dilate=", str_join(lhs_dilate, "x"), " rhs_dilate=",
-                                 str_join(rhs_dilate, "x"));
-    if (std::find(reversal.begin(), reversal.end(), 1) != reversal.end()) window += str_cat(" rhs_reversal=", str_join(reverse, "x"));
-    window += "}";
-    return define(scope, op, str_cat("convolution(", args, "), ", spatial == 0 ? "" : window + ", ", "dim_labels=", lhs, "_",
-                                     rhs, "->", out, feature_groups != 1 ? str_cat(", feature_group_count=", feature_groups) : "",
-                                     batch_groups != 1 ? str_cat(", batch_group_count=", batch_groups) : ""));
-  }
-
-  // An FFI attribute as MLIR writes it in a backend_config dictionary: `76 : ui8`, `1.5 : f32`,
-  // `true`, `"text"`, `{a = 1 : i32}`.
-  StatusOr<std::string> ffi_attribute(uint64_t index, int depth = 0) {
-    INSITU_ASSIGN_OR_RETURN(const Attribute* attribute, symbols_.attribute(index));
-    switch (attribute->kind) {
-      case Attribute::Kind::kBoolean: return std::string(attribute->integer ? "true" : "false");
-      case Attribute::Kind::kString: return ffi_quote(attribute->text);
-      case Attribute::Kind::kInteger: {
-        INSITU_ASSIGN_OR_RETURN(const Type* type, symbols_.type(attribute->type));
-        if (type->kind != Type::Kind::kElement || !is_integral(type->element))
-          return symbols_.attribute_error(index, "an FFI integer attribute of another type");
-        const std::string_view name = primitive_type_name(type->element);  // s32, u8
-        return str_cat(attribute->integer, " : ", name[0] == 'u' ? "ui" : "i", name.substr(1));
-      }
-      case Attribute::Kind::kDictionary: {
-        if (depth > 8) return symbols_.attribute_error(index, "FFI attributes nested too deep");
-        std::vector<std::string> entries;
-        for (size_t i = 0; i + 1 < attribute->elements.size(); i += 2) {
-          INSITU_ASSIGN_OR_RETURN(std::string key, symbols_.string(attribute->elements[i], "an FFI attribute's name"));
-          if (!is_identifier(key)) return symbols_.attribute_error(attribute->elements[i], "an FFI attribute's name that is not an identifier");
-          INSITU_ASSIGN_OR_RETURN(std::string value, ffi_attribute(attribute->elements[i + 1], depth + 1));
-          entries.push_back(str_cat(key, " = ", value));
-        }
-        return str_cat("{", str_join(entries, ", "), "}");
-      }
-      default:
-        return symbols_.attribute_error(index, "an FFI attribute of a kind insitu does not read (integers, booleans, "
-                                               "strings and dictionaries are read)");
+      return error(op, str_cat(op_name, " at the module's top level is not read"));
     }
   }
+  if (entry_.empty()) return error(module, "the artifact has no public function \"main\"");
+  std::string header = str_cat("HloModule ", sanitize(module_name));
+  if (!aliases_.empty()) header += str_cat(", input_output_alias={ ", str_join(aliases_, ", "), " }");
+  if (!donors_.empty()) header += str_cat(", buffer_donor={ ", str_join(donors_, ", "), " }");
+  if (replicas != 1) header += str_cat(", replica_count=", replicas);
+  if (partitions != 1) header += str_cat(", num_partitions=", partitions);
+  HloText result;
+  result.text = header + "\n\n" + str_join(computations_, "\n");
+  result.constants = std::move(constants_);
+  return result;
+}
 
-  // The op's discardable attribute `key` (its attribute index), if it has one.
-  StatusOr<std::optional<uint64_t>> discardable(const Operation& op, std::string_view key) {
-    if (!op.attributes) return std::optional<uint64_t>();
-    INSITU_ASSIGN_OR_RETURN(const Attribute* dictionary, symbols_.attribute(*op.attributes));
-    if (dictionary->kind != Attribute::Kind::kDictionary) return error(op, "an op whose attributes are not a dictionary");
-    for (size_t i = 0; i + 1 < dictionary->elements.size(); i += 2) {
-      StatusOr<std::string> name = symbols_.string(dictionary->elements[i], "an attribute's name");
-      if (name.ok() && *name == key) return std::optional<uint64_t>(dictionary->elements[i + 1]);
+std::string Importer::name(const Operation& op) const { return bytecode::operation_name(file_, op); }
+
+Status Importer::error(const Operation& op, std::string message) {
+  const std::string where = symbols_.source_location(op.location);
+  return invalid_argument(str_cat("byte ", op.offset, where.empty() ? "" : str_cat(" (", where, ")"), ": ", message));
+}
+
+std::string Importer::fresh(std::string_view base) { return str_cat(sanitize(base), ".", next_++); }
+
+std::string Importer::sanitize(std::string_view text) {
+  std::string out;
+  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ? c : '_';
+  return out.empty() ? "x" : out;
+}
+
+StatusOr<std::vector<uint64_t>> Importer::properties(const Operation& op, size_t count) {
+  std::vector<uint64_t> indices;
+  if (op.properties) {
+    bytecode::Reader reader(file_.properties[*op.properties], file_.property_offsets[*op.properties]);
+    while (!reader.done()) {
+      INSITU_ASSIGN_OR_RETURN(uint64_t index, reader.varint());
+      indices.push_back(index);
     }
-    return std::optional<uint64_t>();
   }
+  if (indices.size() != count)
+    return error(op, str_cat(name(op), " has ", indices.size(), " properties where ", count, " are read"));
+  return indices;
+}
 
-  // mhlo.frontend_attributes as HLO's frontend_attributes={k="v",...} (string values).
-  StatusOr<std::string> frontend_attributes(const Operation& op) {
-    INSITU_ASSIGN_OR_RETURN(std::optional<uint64_t> attributes, discardable(op, "mhlo.frontend_attributes"));
-    if (!attributes) return std::string();
-    INSITU_ASSIGN_OR_RETURN(const Attribute* dictionary, symbols_.attribute(*attributes));
-    if (dictionary->kind != Attribute::Kind::kDictionary) return error(op, "mhlo.frontend_attributes is not a dictionary");
-    std::vector<std::string> entries;
-    for (size_t i = 0; i + 1 < dictionary->elements.size(); i += 2) {
-      INSITU_ASSIGN_OR_RETURN(std::string key, symbols_.string(dictionary->elements[i], "a frontend attribute's name"));
-      if (!is_identifier(key)) return error(op, str_cat("a frontend attribute's name that is not an identifier"));
-      INSITU_ASSIGN_OR_RETURN(std::string value, symbols_.string(dictionary->elements[i + 1], "a frontend attribute"));
-      entries.push_back(str_cat(key, "=", ffi_quote(value)));
-    }
-    return str_cat(", frontend_attributes={", str_join(entries, ","), "}");
+StatusOr<std::string> Importer::shape_text(uint64_t type, const Operation& op) {
+  StatusOr<Shape> shape = symbols_.shape(type, name(op));
+  if (!shape.ok()) return error(op, shape.status().message());
+  return shape->to_string();
+}
+
+StatusOr<std::string> Importer::value(Scope& scope, const Operation& op, const ValueRef& operand) {
+  auto found = scope.names.find(Scope::key(operand));
+  if (found != scope.names.end()) return found->second;
+  // a constant defined outside the region (shared by CSE): the computation gets its own copy
+  if (operand.operation != nullptr && name(*operand.operation) == "vhlo.constant_v1") {
+    INSITU_RETURN_IF_ERROR(emit(scope, *operand.operation));
+    return scope.names.at(Scope::key(operand));
   }
+  return error(op, str_cat(name(op), " reads a value from outside its region where HLO cannot (an applied computation)"));
+}
 
-  // Names written into the HLO as they are: letters, digits, '_', '.', '-'.
-  static bool is_identifier(const std::string& text) {
-    if (text.empty()) return false;
-    for (char c : text)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') return false;
-    return true;
+StatusOr<std::vector<std::string>> Importer::operands(Scope& scope, const Operation& op, size_t from, size_t to) {
+  std::vector<std::string> names;
+  for (size_t i = from; i < std::min(to, op.operands.size()); ++i) {
+    INSITU_ASSIGN_OR_RETURN(std::string operand, value(scope, op, op.operands[i]));
+    names.push_back(std::move(operand));
   }
+  return names;
+}
 
-  static std::string ffi_quote(const std::string& text) {
-    std::string quoted = "\"";
-    for (char c : text) {
-      const auto byte = static_cast<unsigned char>(c);
-      if (byte < 0x20 || byte == 0x7F) {  // control characters as \xNN: one line stays one line
-        static const char* kHex = "0123456789abcdef";
-        quoted += str_cat("\\x", kHex[byte >> 4], kHex[byte & 15]);
-        continue;
-      }
-      if (c == '"' || c == '\\') quoted += '\\';
-      quoted += c;
-    }
-    return quoted + "\"";
-  }
-
-  // A shape with a layout (minor to major) from a custom call's operand or result layouts.
-  StatusOr<std::string> shape_with_layout(uint64_t type, const std::vector<int64_t>& minor_to_major, const Operation& op) {
-    StatusOr<Shape> shape = symbols_.shape(type, name(op));
-    if (!shape.ok()) return error(op, shape.status().message());
-    if (!shape->is_array() || minor_to_major.size() != static_cast<size_t>(shape->rank()))
-      return error(op, "a custom call layout of another rank than its value");
-    std::string text = shape->to_string();
-    const size_t brace = text.find('{');
-    if (brace != std::string::npos) text.resize(brace);
-    return str_cat(text, "{", str_join(minor_to_major, ","), "}");
-  }
-
-  // custom_call v1/v2: api_version, backend_config, call_target_name, called_computations,
-  // has_side_effect, operand_layouts, output_operand_aliases, result_layouts (, result_tilings)
-  Status custom_call(Scope& scope, const Operation& op, const std::string& args) {
-    const bool v2 = name(op) == "vhlo.custom_call_v2";
-    INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, v2 ? 9 : 8));
-    INSITU_ASSIGN_OR_RETURN(int64_t api_version, symbols_.integer(p[0], "api_version"));
-    INSITU_ASSIGN_OR_RETURN(std::string target, symbols_.string(p[2], "call_target_name"));
-    INSITU_ASSIGN_OR_RETURN(int64_t side_effect, symbols_.integer(p[4], "has_side_effect"));
-    static const char* kApis[] = {"API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
-                                  "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"};
-    if (api_version < 0 || api_version > 4) return error(op, str_cat("a custom call of unknown api_version ", api_version));
-    for (size_t i : {size_t{3}, size_t{8}}) {  // called_computations, result_tilings: none read yet
-      if (i >= p.size()) continue;
-      INSITU_ASSIGN_OR_RETURN(const Attribute* list, symbols_.attribute(p[i]));
-      if (list->kind != Attribute::Kind::kArray || !list->elements.empty())
-        return error(op, str_cat("custom call ", target, i == 3 ? " with called computations" : " with result tilings",
-                                 " is not read"));
-    }
-    // JAX writes a typed-FFI call's attributes as mhlo.backend_config (a dictionary) beside an
-    // empty backend_config, which XLA's import makes API_VERSION_TYPED_FFI: the same here
-    INSITU_ASSIGN_OR_RETURN(std::optional<uint64_t> mhlo_config, discardable(op, "mhlo.backend_config"));
-    uint64_t config_index = p[1];
-    if (mhlo_config) {
-      INSITU_ASSIGN_OR_RETURN(const Attribute* mhlo, symbols_.attribute(*mhlo_config));
-      INSITU_ASSIGN_OR_RETURN(const Attribute* plain, symbols_.attribute(p[1]));
-      if (mhlo->kind != Attribute::Kind::kDictionary || plain->kind != Attribute::Kind::kString || !plain->text.empty())
-        return error(op, "a custom call with both backend_config and mhlo.backend_config, or a non-dictionary mhlo.backend_config");
-      config_index = *mhlo_config;
-      api_version = 4;
-    }
-    std::string text = str_cat("custom-call(", args, "), custom_call_target=", ffi_quote(target), ", api_version=", kApis[api_version]);
-    INSITU_ASSIGN_OR_RETURN(const Attribute* config, symbols_.attribute(config_index));
-    if (config->kind == Attribute::Kind::kDictionary) {
-      INSITU_ASSIGN_OR_RETURN(std::string dictionary, ffi_attribute(config_index));
-      text += str_cat(", backend_config=", dictionary);
-    } else if (config->kind == Attribute::Kind::kString) {
-      if (!config->text.empty()) text += str_cat(", backend_config=", ffi_quote(config->text));
-    } else {
-      return error(op, "a custom call whose backend_config is neither a string nor a dictionary");
-    }
-    if (side_effect) text += ", custom_call_has_side_effect=true";
-    // layouts: operand constraints, and the results' layouts in their shapes
-    INSITU_ASSIGN_OR_RETURN(const Attribute* operand_layouts, symbols_.attribute(p[5]));
-    INSITU_ASSIGN_OR_RETURN(const Attribute* result_layouts, symbols_.attribute(p[7]));
-    std::vector<std::string> result_shapes;
-    if (operand_layouts->kind == Attribute::Kind::kArray && !operand_layouts->elements.empty()) {
-      if (operand_layouts->elements.size() != op.operands.size()) return error(op, "operand_layouts of another count than the operands");
-      std::vector<std::string> constraints;
-      for (size_t i = 0; i < op.operands.size(); ++i) {
-        INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> layout, symbols_.integers(operand_layouts->elements[i], "an operand layout"));
-        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_with_layout(type_of(op.operands[i]), layout, op));
-        constraints.push_back(std::move(shape));
-      }
-      text += str_cat(", operand_layout_constraints={", str_join(constraints, ", "), "}");
-    }
-    if (result_layouts->kind == Attribute::Kind::kArray && !result_layouts->elements.empty()) {
-      if (result_layouts->elements.size() != op.result_types.size()) return error(op, "result_layouts of another count than the results");
-      for (size_t i = 0; i < op.result_types.size(); ++i) {
-        INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> layout, symbols_.integers(result_layouts->elements[i], "a result layout"));
-        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_with_layout(op.result_types[i], layout, op));
-        result_shapes.push_back(std::move(shape));
-      }
-    }
-    INSITU_ASSIGN_OR_RETURN(const Attribute* aliases, symbols_.attribute(p[6]));
-    if (aliases->kind == Attribute::Kind::kArray && !aliases->elements.empty()) {
-      std::vector<std::string> entries;
-      for (uint64_t element : aliases->elements) {
-        INSITU_ASSIGN_OR_RETURN(const Attribute* alias, symbols_.attribute(element));
-        if (alias->kind != Attribute::Kind::kOutputOperandAlias) return error(op, "an output_operand_alias that is not one");
-        entries.push_back(str_cat(braces(alias->output_index), ": (", alias->integer, ", ", braces(alias->operand_index), ")"));
-      }
-      text += str_cat(", output_to_operand_aliasing={", str_join(entries, ", "), "}");
-    }
-    INSITU_ASSIGN_OR_RETURN(std::string frontend, frontend_attributes(op));
-    return define(scope, op, text + frontend, result_shapes);
-  }
-
-  // while: the loop state is the operands and then the values the condition or body read from
-  // outside (passed through unchanged); the results are the first ones.
-  Status while_loop(Scope& scope, const Operation& op, const std::vector<std::string>& names) {
-    if (op.regions.size() != 2) return error(op, "a while without its condition and body");
-    std::vector<ValueRef> captured;
-    captures(op.regions[0], captured);
-    captures(op.regions[1], captured);
-    // a value both regions read is passed once
-    std::set<std::pair<const void*, uint64_t>> seen;
-    std::erase_if(captured, [&](const ValueRef& value) { return !seen.insert(Scope::key(value)).second; });
-    std::vector<std::string> shapes, state = names;
+Status Importer::define(Scope& scope, const Operation& op, const std::string& expression,
+              std::vector<std::string> shapes) {
+  if (shapes.empty()) {
     for (uint64_t type : op.result_types) {
       INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
       shapes.push_back(std::move(shape));
     }
+  }
+  const std::string base = name(op).substr(5);
+  if (shapes.size() == 1) {
+    const std::string result = fresh(base);
+    scope.lines.push_back(str_cat(result, " = ", shapes[0], " ", expression));
+    scope.names[{&op, 0}] = result;
+    return ok_status();
+  }
+  const std::string tuple = fresh(base);
+  scope.lines.push_back(str_cat(tuple, " = (", str_join(shapes, ", "), ") ", expression));
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const std::string element = fresh(base);
+    scope.lines.push_back(str_cat(element, " = ", shapes[i], " get-tuple-element(", tuple, "), index=", i));
+    scope.names[{&op, i}] = element;
+  }
+  return ok_status();
+}
+
+StatusOr<std::string> Importer::applier(const Operation& op, const Region& region, std::string_view base) {
+  if (region.blocks.size() != 1) return error(op, str_cat(name(op), ": a region of ", region.blocks.size(), " blocks"));
+  const Block& block = region.blocks[0];
+  Scope scope;
+  for (uint64_t i = 0; i < block.argument_types.size(); ++i) {
+    INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(block.argument_types[i], op));
+    const std::string parameter = fresh("p");
+    scope.lines.push_back(str_cat(parameter, " = ", shape, " parameter(", i, ")"));
+    scope.names[{&block, i}] = parameter;
+  }
+  return finish(scope, block, base, /*tuple_result=*/false);
+}
+
+StatusOr<std::string> Importer::finish(Scope& scope, const Block& block, std::string_view base, bool tuple_result,
+                             const std::vector<std::string>& extra_results) {
+  if (block.operations.empty() || name(block.operations.back()) != "vhlo.return_v1")
+    return invalid_argument(str_cat("a region that does not end in vhlo.return_v1 (", base, ")"));
+  for (size_t i = 0; i + 1 < block.operations.size(); ++i) INSITU_RETURN_IF_ERROR(emit(scope, block.operations[i]));
+  const Operation& ret = block.operations.back();
+  INSITU_ASSIGN_OR_RETURN(std::vector<std::string> results, operands(scope, ret));
+  results.insert(results.end(), extra_results.begin(), extra_results.end());
+  std::string root;
+  if (results.size() == 1 && !tuple_result) {
+    root = results[0];  // its line becomes the ROOT (a parameter's too)
+  } else {
+    root = fresh("tuple");
+    scope.lines.push_back(str_cat(root, " = tuple(", str_join(results, ", "), ")"));
+  }
+  const std::string computation = fresh(base);
+  std::string text = str_cat(computation, " {\n");
+  for (const std::string& line : scope.lines)
+    text += str_cat("  ", line.starts_with(root + " = ") ? "ROOT " : "", line, "\n");
+  text += "}\n";
+  computations_.push_back(std::move(text));
+  return computation;
+}
+
+void Importer::captures(const Region& region, std::vector<ValueRef>& out) {
+  std::set<const void*> inside;
+  std::vector<const Region*> stack = {&region};
+  while (!stack.empty()) {
+    const Region* current = stack.back();
+    stack.pop_back();
+    for (const Block& block : current->blocks) {
+      inside.insert(&block);
+      for (const Operation& op : block.operations) {
+        inside.insert(&op);
+        for (const Region& nested : op.regions) stack.push_back(&nested);
+      }
+    }
+  }
+  std::set<std::pair<const void*, uint64_t>> seen;
+  stack = {&region};
+  while (!stack.empty()) {
+    const Region* current = stack.back();
+    stack.pop_back();
+    for (const Block& block : current->blocks) {
+      for (const Operation& op : block.operations) {
+        for (const ValueRef& operand : op.operands) {
+          const void* definer = operand.operation != nullptr ? static_cast<const void*>(operand.operation)
+                                                             : static_cast<const void*>(operand.block);
+          // a constant is cloned into the computation (value()), not passed in
+          const bool constant = operand.operation != nullptr && name(*operand.operation) == "vhlo.constant_v1";
+          if (!inside.count(definer) && !constant && seen.insert(Scope::key(operand)).second) out.push_back(operand);
+        }
+        for (const Region& nested : op.regions) stack.push_back(&nested);
+      }
+    }
+  }
+}
+
+StatusOr<std::string> Importer::tuple_region(const Operation& op, const Region& region, std::string_view base,
+                                   const std::vector<std::string>& parameter_shapes, const std::vector<ValueRef>& captured,
+                                   bool tuple_result, bool pass_captures_through) {
+  if (region.blocks.size() != 1) return error(op, str_cat(name(op), ": a region of ", region.blocks.size(), " blocks"));
+  const Block& block = region.blocks[0];
+  if (block.argument_types.size() + captured.size() != parameter_shapes.size())
+    return error(op, str_cat(name(op), ": a region of ", block.argument_types.size(), " block arguments for ",
+                             parameter_shapes.size() - captured.size(), " values"));
+  Scope scope;
+  const std::string parameter = fresh("state");
+  scope.lines.push_back(str_cat(parameter, " = (", str_join(parameter_shapes, ", "), ") parameter(0)"));
+  const size_t arguments = block.argument_types.size();
+  std::vector<std::string> passed;
+  for (size_t i = 0; i < parameter_shapes.size(); ++i) {
+    const std::string element = fresh("element");
+    scope.lines.push_back(str_cat(element, " = ", parameter_shapes[i], " get-tuple-element(", parameter, "), index=", i));
+    if (i < arguments) scope.names[{&block, i}] = element;
+    else scope.names[Scope::key(captured[i - arguments])] = element, passed.push_back(element);
+  }
+  return finish(scope, block, base, tuple_result, pass_captures_through ? passed : std::vector<std::string>{});
+}
+
+Status Importer::function(const Operation& op) {
+  INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> properties, this->properties(op, 5));
+  INSITU_ASSIGN_OR_RETURN(std::string symbol, symbols_.string(properties[3], "a function's name"));
+  INSITU_ASSIGN_OR_RETURN(std::string visibility, symbols_.string(properties[4], "a function's visibility"));
+  if (op.regions.size() != 1 || op.regions[0].blocks.size() != 1) return error(op, "a function body of other than one block");
+  const Block& block = op.regions[0].blocks[0];
+  const bool entry = symbol == "main" && visibility != "private";
+  Scope scope;
+  for (uint64_t i = 0; i < block.argument_types.size(); ++i) {
+    INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(block.argument_types[i], op));
+    const std::string parameter = fresh(str_cat("arg", i));
+    scope.lines.push_back(str_cat(parameter, " = ", shape, " parameter(", i, ")"));
+    scope.names[{&block, i}] = parameter;
+  }
+  if (entry) {
+    size_t results = 0;
+    INSITU_ASSIGN_OR_RETURN(const Attribute* type, symbols_.attribute(properties[1]));
+    if (type->kind == Attribute::Kind::kType) {
+      INSITU_ASSIGN_OR_RETURN(const Type* function_type, symbols_.type(type->type));
+      results = function_type->outputs.size();
+    }
+    INSITU_RETURN_IF_ERROR(donation(op, properties[0], results));
+  }
+  INSITU_ASSIGN_OR_RETURN(std::string computation, finish(scope, block, symbol, false));
+  // the function's computation carries its symbol's name (calls refer to it)
+  std::string& text = computations_.back();
+  const std::string wanted = functions_.at(symbol);
+  text.replace(0, computation.size(), (entry ? "ENTRY " : "") + wanted);
+  if (entry) entry_ = wanted;
+  return ok_status();
+}
+
+Status Importer::donation(const Operation& op, uint64_t arg_attrs, size_t results) {
+  INSITU_ASSIGN_OR_RETURN(const Attribute* list, symbols_.attribute(arg_attrs));
+  if (list->kind != Attribute::Kind::kArray) return error(op, "arg_attrs is not an array");
+  for (size_t argument = 0; argument < list->elements.size(); ++argument) {
+    INSITU_ASSIGN_OR_RETURN(const Attribute* dictionary, symbols_.attribute(list->elements[argument]));
+    if (dictionary->kind != Attribute::Kind::kDictionary) continue;
+    for (size_t i = 0; i + 1 < dictionary->elements.size(); i += 2) {
+      StatusOr<std::string> key = symbols_.string(dictionary->elements[i], "an argument attribute's name");
+      if (!key.ok()) continue;
+      if (*key == "tf.aliasing_output") {
+        INSITU_ASSIGN_OR_RETURN(int64_t output, symbols_.integer(dictionary->elements[i + 1], *key));
+        if (output < 0 || static_cast<size_t>(output) >= std::max<size_t>(results, 1))
+          return error(op, str_cat("argument ", argument, " aliases output ", output, " of ", results));
+        aliases_.push_back(str_cat(results == 1 ? "{}" : str_cat("{", output, "}"), ": (", argument, ", {}, may-alias)"));
+      } else if (*key == "jax.buffer_donor") {
+        INSITU_ASSIGN_OR_RETURN(int64_t donor, symbols_.integer(dictionary->elements[i + 1], *key));
+        if (donor != 0) donors_.push_back(str_cat("(", argument, ", {})"));
+      }
+    }
+  }
+  return ok_status();
+}
+
+uint64_t Importer::type_of(const ValueRef& value) {
+  return value.operation != nullptr ? value.operation->result_types.at(value.index)
+                                    : value.block->argument_types.at(value.index);
+}
+
+Status Importer::while_loop(Scope& scope, const Operation& op, const std::vector<std::string>& names) {
+  if (op.regions.size() != 2) return error(op, "a while without its condition and body");
+  std::vector<ValueRef> captured;
+  captures(op.regions[0], captured);
+  captures(op.regions[1], captured);
+  // a value both regions read is passed once
+  std::set<std::pair<const void*, uint64_t>> seen;
+  std::erase_if(captured, [&](const ValueRef& value) { return !seen.insert(Scope::key(value)).second; });
+  std::vector<std::string> shapes, state = names;
+  for (uint64_t type : op.result_types) {
+    INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type, op));
+    shapes.push_back(std::move(shape));
+  }
+  for (const ValueRef& value : captured) {
+    INSITU_ASSIGN_OR_RETURN(std::string name, this->value(scope, op, value));
+    state.push_back(name);
+    INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type_of(value), op));
+    shapes.push_back(std::move(shape));
+  }
+  INSITU_ASSIGN_OR_RETURN(std::string condition, tuple_region(op, op.regions[0], "condition", shapes, captured, false, false));
+  INSITU_ASSIGN_OR_RETURN(std::string body, tuple_region(op, op.regions[1], "body", shapes, captured, true, true));
+  const std::string initial = fresh("while_state");
+  const std::string tuple_shape = str_cat("(", str_join(shapes, ", "), ")");
+  scope.lines.push_back(str_cat(initial, " = ", tuple_shape, " tuple(", str_join(state, ", "), ")"));
+  const std::string loop = fresh("while");
+  scope.lines.push_back(str_cat(loop, " = ", tuple_shape, " while(", initial, "), condition=", condition, ", body=", body));
+  for (size_t i = 0; i < op.result_types.size(); ++i) {
+    const std::string element = fresh("while_result");
+    scope.lines.push_back(str_cat(element, " = ", shapes[i], " get-tuple-element(", loop, "), index=", i));
+    scope.names[{&op, i}] = element;
+  }
+  return ok_status();
+}
+
+Status Importer::branches(Scope& scope, const Operation& op, const std::vector<std::string>& names) {
+  if (names.size() != 1 || op.regions.empty()) return error(op, "a branch op without its selector or branches");
+  std::vector<std::string> computations, operands;
+  for (size_t b = 0; b < op.regions.size(); ++b) {
+    std::vector<ValueRef> captured;
+    captures(op.regions[b], captured);
+    std::vector<std::string> shapes, values;
     for (const ValueRef& value : captured) {
       INSITU_ASSIGN_OR_RETURN(std::string name, this->value(scope, op, value));
-      state.push_back(name);
+      values.push_back(name);
       INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type_of(value), op));
       shapes.push_back(std::move(shape));
     }
-    INSITU_ASSIGN_OR_RETURN(std::string condition, tuple_region(op, op.regions[0], "condition", shapes, captured, false, false));
-    INSITU_ASSIGN_OR_RETURN(std::string body, tuple_region(op, op.regions[1], "body", shapes, captured, true, true));
-    const std::string initial = fresh("while_state");
-    const std::string tuple_shape = str_cat("(", str_join(shapes, ", "), ")");
-    scope.lines.push_back(str_cat(initial, " = ", tuple_shape, " tuple(", str_join(state, ", "), ")"));
-    const std::string loop = fresh("while");
-    scope.lines.push_back(str_cat(loop, " = ", tuple_shape, " while(", initial, "), condition=", condition, ", body=", body));
-    for (size_t i = 0; i < op.result_types.size(); ++i) {
-      const std::string element = fresh("while_result");
-      scope.lines.push_back(str_cat(element, " = ", shapes[i], " get-tuple-element(", loop, "), index=", i));
-      scope.names[{&op, i}] = element;
-    }
-    return ok_status();
+    INSITU_ASSIGN_OR_RETURN(std::string computation,
+                            tuple_region(op, op.regions[b], "branch", shapes, captured, op.result_types.size() != 1, false));
+    computations.push_back(computation);
+    const std::string operand = fresh("branch_operand");
+    scope.lines.push_back(str_cat(operand, " = (", str_join(shapes, ", "), ") tuple(", str_join(values, ", "), ")"));
+    operands.push_back(operand);
   }
-
-  // if/case: each branch takes the values its region reads from outside as one tuple.
-  Status branches(Scope& scope, const Operation& op, const std::vector<std::string>& names) {
-    if (names.size() != 1 || op.regions.empty()) return error(op, "a branch op without its selector or branches");
-    std::vector<std::string> computations, operands;
-    for (size_t b = 0; b < op.regions.size(); ++b) {
-      std::vector<ValueRef> captured;
-      captures(op.regions[b], captured);
-      std::vector<std::string> shapes, values;
-      for (const ValueRef& value : captured) {
-        INSITU_ASSIGN_OR_RETURN(std::string name, this->value(scope, op, value));
-        values.push_back(name);
-        INSITU_ASSIGN_OR_RETURN(std::string shape, shape_text(type_of(value), op));
-        shapes.push_back(std::move(shape));
-      }
-      INSITU_ASSIGN_OR_RETURN(std::string computation,
-                              tuple_region(op, op.regions[b], "branch", shapes, captured, op.result_types.size() != 1, false));
-      computations.push_back(computation);
-      const std::string operand = fresh("branch_operand");
-      scope.lines.push_back(str_cat(operand, " = (", str_join(shapes, ", "), ") tuple(", str_join(values, ", "), ")"));
-      operands.push_back(operand);
-    }
-    const std::string selector = names[0];
-    if (name(op) == "vhlo.if_v1") {
-      if (op.regions.size() != 2) return error(op, "an if without two branches");
-      return define(scope, op, str_cat("conditional(", selector, ", ", operands[0], ", ", operands[1],
-                                       "), true_computation=", computations[0], ", false_computation=", computations[1]));
-    }
-    return define(scope, op, str_cat("conditional(", selector, ", ", str_join(operands, ", "), "), branch_computations={",
-                                     str_join(computations, ", "), "}"));
+  const std::string selector = names[0];
+  if (name(op) == "vhlo.if_v1") {
+    if (op.regions.size() != 2) return error(op, "an if without two branches");
+    return define(scope, op, str_cat("conditional(", selector, ", ", operands[0], ", ", operands[1],
+                                     "), true_computation=", computations[0], ", false_computation=", computations[1]));
   }
+  return define(scope, op, str_cat("conditional(", selector, ", ", str_join(operands, ", "), "), branch_computations={",
+                                   str_join(computations, ", "), "}"));
+}
 
-  const File& file_;
-  Symbols symbols_;
-  int64_t next_ = 0;
-  std::vector<std::string> computations_;
-  std::vector<HloText::Constant> constants_;
-  std::map<std::string, std::string> functions_;  // symbol -> computation name
-  std::vector<std::string> aliases_, donors_;
-  std::string entry_;
-};
+}  // namespace import_internal
 
-}  // namespace
 
-StatusOr<HloText> to_hlo_text(const File& file) { return Importer(file).run(); }
+StatusOr<HloText> to_hlo_text(const bytecode::File& file) { return import_internal::Importer(file).run(); }
 
 bool is_stablehlo(std::span<const uint8_t> bytes) { return bytecode::is_bytecode(bytes) || is_exported(bytes); }
 
@@ -1074,3 +420,4 @@ StatusOr<std::unique_ptr<Module>> read_vhlo(std::span<const uint8_t> bytes) {
 }
 
 }  // namespace insitu::stablehlo
+
