@@ -137,7 +137,9 @@ int pairing_rank(const Module& module, const Instruction* loop, int64_t xs, int6
     given = true;
     // the output ys's result becomes: the entry root's tuple operand that is that result
     const Instruction* output = alias.output_index.empty() ? root : nullptr;
-    if (root->opcode() == Opcode::kTuple && alias.output_index.size() == 1) output = root->operand(alias.output_index[0]);
+    if (root->opcode() == Opcode::kTuple && alias.output_index.size() == 1 && alias.output_index[0] >= 0 &&
+        alias.output_index[0] < root->operand_count())
+      output = root->operand(alias.output_index[0]);
     if (output == nullptr) continue;
     if (output->opcode() == Opcode::kGetTupleElement && output->operand(0) == loop && output->tuple_index == ys) return 0;
   }
