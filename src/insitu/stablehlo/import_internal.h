@@ -1,5 +1,6 @@
 // The importer's parts (import.h): import.cc writes the module, its functions, regions and
-// control flow; import_ops.cc writes each VHLO op's HLO. Not an API.
+// control flow; import_ops.cc writes each VHLO op's HLO, import_custom_call.cc custom calls.
+// Not an API.
 #pragma once
 
 #include <cstdint>
