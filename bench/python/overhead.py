@@ -1,10 +1,12 @@
 """Per-call overhead and the KV-cache update from Python, each against its baseline in the
 same run (bench/README.md has the figures and the command):
 
-  1. a tiny op (x + 1 on f32[4]): jax.jit vs insitu.jax.jit; torch eager vs torch.compile with
-     inductor vs torch.compile with insitu;
+  1. a tiny op (x + 1 on f32[4]): jax.jit vs insitu.jax.jit vs jax.jit on the insitu device (the
+     PJRT plugin, insitu.jax_plugin); torch eager vs torch.compile with inductor vs with insitu;
   2. a decode step (kv_cache_decode_step of the peer corpus: cache [2,L,H,T,D] donated, one
-     position written, attention over it): jax.jit vs insitu.jax.jit, both donating the cache;
+     position written, attention over it): jax.jit vs insitu.jax.jit vs jax.jit on the insitu
+     device, all donating the cache, and insitu's own C++ call of the same HLO (Executable from
+     Python, no JAX: the floor the plugin's dispatch is measured against);
      and one in torch (index_copy_ into the K and V caches, attention, projection): eager vs
      torch.compile with inductor vs with insitu, the caches mutated in place in all three;
   3. a KV-cache update from torch: cache.index_copy_(1, pos, kv) eagerly vs the same function
@@ -54,10 +56,13 @@ def main():
 
     import insitu
     import insitu.jax
+    import insitu.jax_plugin
     import insitu.torch
     import jax_programs
 
     insitu.default_threads = options.threads
+    insitu.jax_plugin.initialize()  # before JAX makes its backends; reads default_threads
+    device = jax.devices("insitu")[0]
     torch.set_num_threads(max(options.threads, 1))
     rows = []
 
@@ -69,8 +74,12 @@ def main():
     f = lambda x: x + 1.0  # noqa: E731
     jitted, ours = jax.jit(f), insitu.jax.jit(f)
     block = jax.block_until_ready
-    row("x + 1, f32[4]", "jax.jit", per_call(lambda: jitted(x), options.calls, options.repeats, block),
+    tiny = per_call(lambda: jitted(x), options.calls, options.repeats, block)
+    row("x + 1, f32[4]", "jax.jit", tiny,
         "insitu.jax.jit", per_call(lambda: ours(x), options.calls, options.repeats, block))
+    x_device = jax.device_put(x, device)
+    row("x + 1, f32[4]", "jax.jit", tiny, "jax.jit on insitu device",
+        per_call(lambda: jitted(x_device), options.calls, options.repeats, block))
     t = torch.ones(4)
     g = lambda t: t + 1.0  # noqa: E731
     eager = per_call(lambda: g(t), options.calls, options.repeats)
@@ -88,11 +97,14 @@ def main():
     args = [rng.standard_normal((2, layers, heads, length, dim)).astype(np.float32),
             rng.standard_normal((2, layers, heads, 1, dim)).astype(np.float32),
             rng.standard_normal((layers, heads, dim)).astype(np.float32), np.int32(7)]
-    for name, make in [("jax.jit", lambda: jax.jit(step, donate_argnums=(0,))),
-                       ("insitu.jax.jit", lambda: insitu.jax.jit(step, donate_argnums=(0,)))]:
+    decode_what = f"decode step, cache {2 * layers * heads * length * dim * 4 >> 20} MiB donated"
+    for name, make, where in [("jax.jit", lambda: jax.jit(step, donate_argnums=(0,)), None),
+                              ("insitu.jax.jit", lambda: insitu.jax.jit(step, donate_argnums=(0,)), None),
+                              ("jax.jit on insitu device", lambda: jax.jit(step, donate_argnums=(0,)), device)]:
         fn = make()
-        state = {"cache": jnp.asarray(args[0])}
-        new_kv, query, pos = (jnp.asarray(a) for a in args[1:])
+        put = (lambda a: jax.device_put(a, where)) if where is not None else jnp.asarray
+        state = {"cache": put(args[0]) * 1}  # an array the device computed (device_put may lend numpy's memory)
+        new_kv, query, pos = (put(a) for a in args[1:])
 
         def call():
             state["cache"], out = fn(state["cache"], new_kv, query, pos)
@@ -102,8 +114,21 @@ def main():
         if name == "jax.jit":
             baseline = value
         else:
-            row(f"decode step, cache {2 * layers * heads * length * dim * 4 >> 20} MiB donated", "jax.jit",
-                baseline, name, value)
+            row(decode_what, "jax.jit", baseline, name, value)
+        if where is not None:
+            plugin_decode = value
+    # insitu's own call of the same program (the HLO jax.jit lowers), from Python without JAX
+    lowered = jax.jit(step, donate_argnums=(0,)).lower(*[jnp.asarray(a) for a in args])
+    executable = insitu.compile(lowered.as_text(dialect="hlo"))
+    arrays = {"cache": args[0].copy()}  # donated: written in place, then insitu.Arrays
+    rest = [np.asarray(a) for a in args[1:]]
+
+    def native():
+        arrays["cache"], out = executable(arrays["cache"], *rest, donate=[0])
+        return out
+
+    row(decode_what, "insitu Executable (C++ call)", per_call(native, max(options.calls // 20, 20), options.repeats),
+        "jax.jit on insitu device", plugin_decode)
 
     # 2b. the decode step from torch: write position `pos` of the caches in place (index_copy_),
     # attend over them, project; eager vs inductor vs insitu, caches mutated in every one

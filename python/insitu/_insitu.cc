@@ -21,6 +21,9 @@
 #include "insitu/ir/verifier.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/plugins.h"
+#ifdef INSITU_HAVE_PJRT
+#include "insitu/pjrt/plugin.h"
+#endif
 #include "insitu/runtime/thread_pool.h"
 #include "insitu/stablehlo/import.h"
 
@@ -149,6 +152,10 @@ NB_MODULE(_insitu, m) {
   // and each executable's number for its `executable` attribute.
   m.def("_xla_ffi_handler", [] { return nb::capsule(xla_ffi_handler()); });
   cls.def("_ffi_id", &PyExecutable::ffi_id);
+#endif
+#ifdef INSITU_HAVE_PJRT
+  // The PJRT plugin's function table, for jax's register_plugin(c_api=...) (insitu.jax_plugin).
+  m.def("_pjrt_api", [] { return nb::capsule(static_cast<const void*>(ins::pjrt::api()), "pjrt_c_api"); });
 #endif
   // insitu.torch: run insitu's parallel loops on the OpenMP runtime at `path` (torch's libgomp,
   // already loaded by torch) instead of insitu's own workers; None: insitu's workers again.

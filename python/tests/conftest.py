@@ -6,6 +6,17 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
+# The insitu JAX device (test_pjrt.py), registered before any test makes JAX's backends, as the
+# jax_plugins entry point does in an installed package (CPU stays JAX's default device).
+try:
+    import jax  # noqa: F401
+except ImportError:
+    pass
+else:
+    import insitu.jax_plugin
+
+    insitu.jax_plugin.initialize()
+
 
 def assert_corpus_leaves_match(name, got, want):
     """A JAX corpus program's result leaves (bench/peers/jax_programs.py) against JAX's: same

@@ -98,6 +98,16 @@ Status Importer::default_accuracy(const Operation& op, uint64_t attribute) {
 
 Status Importer::emit(Scope& scope, const Operation& op) {
   const std::string full = name(op);
+  // Identities here: the casts XLA's serializer puts around an op of another dialect (VHLO types
+  // to builtin ones and back), and a Shardy sharding constraint (placement, on one device none).
+  if (full == "builtin.unrealized_conversion_cast" || full == "sdy.sharding_constraint") {
+    if (op.operands.size() != 1 || op.result_types.size() != 1 || !op.regions.empty())
+      return error(op, str_cat(full, " of ", op.operands.size(), " operands and ", op.result_types.size(),
+                               " results is not read"));
+    INSITU_ASSIGN_OR_RETURN(std::vector<std::string> names, operands(scope, op));
+    scope.names[{&op, 0}] = names[0];
+    return ok_status();
+  }
   if (!full.starts_with("vhlo.")) return error(op, str_cat(full, " is not read (insitu reads VHLO ops)"));
   const std::string op_name = full.substr(5);
   if (auto found = elementwise_ops().find(op_name); found != elementwise_ops().end()) {

@@ -1,0 +1,92 @@
+"""insitu as a JAX device: the PJRT plugin (src/insitu/pjrt/plugin.h), so plain ``jax.jit`` runs on insitu.
+
+After ``pip install .`` JAX finds the plugin through the ``jax_plugins`` entry point and calls
+:func:`initialize`; in a build tree (``PYTHONPATH=build/python``), call it before JAX makes its
+first array. Then::
+
+    dev = jax.devices("insitu")[0]          # CPU stays JAX's default device
+    x = jax.device_put(np.ones(4, np.float32), dev)
+    f = jax.jit(lambda c: c + 1, donate_argnums=0)
+    y = f(x)                                # runs on insitu; x's memory is y's, and x is deleted
+
+or ``JAX_PLATFORMS=insitu`` (or ``jax.config.update("jax_platforms", "insitu,cpu")``) to make it
+the default. What runs is the StableHLO JAX hands every plugin, read by insitu's own reader
+(no jaxlib API), compiled by insitu's pipeline and run by its runtime.
+
+What :func:`initialize` changes in JAX, all through private JAX APIs (no public hook exists):
+
+- ``"insitu"`` joins the platforms JAX writes donation for
+  (``jax._src.interpreters.mlir._platforms_with_donation``); without it JAX warns "Some donated
+  buffers were not usable" and sends no donation at all;
+- the CPU's own lowering rules (LAPACK calls for ``eigh``, ``lu``, ``cholesky`` ..., the CPU's dot
+  and convolution rules) serve ``"insitu"`` too, where insitu has none of its own;
+- ``pl.pallas_call`` lowers through insitu's Pallas rule (:mod:`insitu.pallas`), natively and in
+  place.
+"""
+from __future__ import annotations
+
+import logging
+
+__all__ = ["initialize", "available"]
+
+PLATFORM = "insitu"
+# Below the CPU's 0: JAX lists insitu but keeps the CPU as its default unless the user asks.
+PRIORITY = -1
+
+_initialized = False
+
+
+def available() -> bool:
+    """Whether this build of insitu carries the PJRT plugin (built against pjrt_c_api.h)."""
+    from insitu import _insitu
+
+    return hasattr(_insitu, "_pjrt_api")
+
+
+def _lend_cpu_rules(mlir):
+    """The CPU's platform-specific lowering rules for insitu, where insitu has none of its own."""
+    for primitive, entry in list(mlir._platform_specific_lowerings["cpu"].items()):
+        mlir._platform_specific_lowerings[PLATFORM].setdefault(primitive, entry)
+
+
+def _register_pallas(mlir):
+    try:
+        from jax._src.pallas.pallas_call import pallas_call_p
+    except ImportError:  # a jax without Pallas
+        return
+    from insitu import pallas
+
+    mlir.register_lowering(pallas_call_p, pallas._lowering_rule, platform=PLATFORM)
+
+
+def _client_options():
+    """The client's options, read when JAX makes the backend: insitu.default_threads then
+    (worker threads per call; 0: every core)."""
+    import insitu
+
+    return {"threads": int(insitu.default_threads)}
+
+
+def initialize():
+    """Registers the insitu device with JAX (the ``jax_plugins`` entry point calls this).
+
+    Idempotent. Must run before JAX initializes its backends (its first array or device
+    query); a later call registers nothing and says so in the log.
+    """
+    global _initialized
+    if _initialized:
+        return
+    if not available():
+        logging.getLogger(__name__).warning("insitu was built without its PJRT plugin (no pjrt_c_api.h at build time)")
+        return
+    from jax._src import xla_bridge
+    from jax._src.interpreters import mlir
+
+    from insitu import _insitu
+
+    if PLATFORM not in mlir._platforms_with_donation:
+        mlir._platforms_with_donation.append(PLATFORM)
+    _lend_cpu_rules(mlir)
+    xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, c_api=_insitu._pjrt_api(), options=_client_options)
+    _register_pallas(mlir)  # after register_plugin: JAX takes rules only for platforms it knows
+    _initialized = True
