@@ -18,9 +18,11 @@
 #include "_insitu.h"
 #include "insitu/cli.h"
 #include "insitu/ir/parser.h"
+#include "insitu/ir/printer.h"
 #include "insitu/ir/verifier.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/plugins.h"
+#include "insitu/run_command.h"
 #ifdef INSITU_HAVE_PJRT
 #include "insitu/pjrt/plugin.h"
 #endif
@@ -156,6 +158,20 @@ NB_MODULE(_insitu, m) {
 #ifdef INSITU_HAVE_PJRT
   // The PJRT plugin's function table, for jax's register_plugin(c_api=...) (insitu.jax_plugin).
   m.def("_pjrt_api", [] { return nb::capsule(static_cast<const void*>(ins::pjrt::api()), "pjrt_c_api"); });
+  // What insitu made of a program the plugin compiled, by its fingerprint: None, or a dict of
+  // its optimized HLO, explain (text, json) and its last call's stats (json).
+  m.def("_pjrt_program", [](const nb::bytes& fingerprint) -> nb::object {
+    std::optional<ins::pjrt::CompiledProgram> program =
+        ins::pjrt::compiled_program(std::string_view(fingerprint.c_str(), fingerprint.size()));
+    if (!program) return nb::none();
+    const ins::Executable& executable = *program->executable;
+    nb::dict out;
+    out["optimized_text"] = ins::print_module(executable.module());
+    out["explain_text"] = program->explanation_text;
+    out["explain_json"] = program->explanation_json;
+    out["stats_json"] = ins::cli::run_stats_json(executable, executable.last_stats()).dump();
+    return out;
+  });
 #endif
   // insitu.torch: run insitu's parallel loops on the OpenMP runtime at `path` (torch's libgomp,
   // already loaded by torch) instead of insitu's own workers; None: insitu's workers again.

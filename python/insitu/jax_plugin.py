@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 
-__all__ = ["initialize", "available"]
+__all__ = ["initialize", "available", "report"]
 
 PLATFORM = "insitu"
 # Below the CPU's 0: JAX lists insitu but keeps the CPU as its default unless the user asks.
@@ -57,6 +57,27 @@ def _register_pallas(mlir):
     from insitu import pallas
 
     mlir.register_lowering(pallas_call_p, pallas._lowering_rule, platform=PLATFORM)
+
+
+def report(compiled) -> dict:
+    """What insitu made of a program JAX compiled for the insitu device.
+
+    ``compiled``: ``jax.jit(f).lower(*args).compile()`` (JAX shares the executable with
+    ``jax.jit(f)(*args)``). Returns ``optimized_hlo`` (insitu's optimized module as HLO text:
+    ``compiled.as_text()`` shows the StableHLO JAX sent), ``explain`` (why each copy exists,
+    text), ``explain_json`` and ``stats`` (the last call's: ``bytes_copied``, ``bytes_written``,
+    ``peak_memory_bytes``, ...). Raises ValueError for a program not compiled by the plugin.
+    """
+    import json
+
+    from insitu import _insitu
+
+    executable = compiled.runtime_executable() if hasattr(compiled, "runtime_executable") else compiled
+    found = _insitu._pjrt_program(executable.fingerprint) if available() else None
+    if found is None:
+        raise ValueError("not a program compiled for the insitu device (jax.devices('insitu'))")
+    return {"optimized_hlo": found["optimized_text"], "explain": found["explain_text"],
+            "explain_json": json.loads(found["explain_json"]), "stats": json.loads(found["stats_json"])}
 
 
 def _client_options():

@@ -149,3 +149,19 @@ def test_compiled_program_reports_insitus_costs_and_memory(device):
     memory = compiled.memory_analysis()
     assert memory.alias_size_in_bytes == 256 * 64 * 4
     assert "dynamic_update_slice" in compiled.as_text() or "scatter" in compiled.as_text()
+
+
+def test_report_says_what_insitu_made_of_the_program(device):
+    update = jax.jit(lambda cache, row, pos: jax.lax.dynamic_update_slice(cache, row[None], (pos, 0)),
+                     donate_argnums=0)
+    cache = jax.device_put(np.zeros((512, 64), np.float32), device) * 1
+    row = jax.device_put(np.ones(64, np.float32), device)
+    compiled = update.lower(cache, row, 3).compile()
+    cache = update(cache, row, 3)
+    report = insitu.jax_plugin.report(compiled)
+    assert "dynamic-update-slice" in report["optimized_hlo"]
+    assert report["explain_json"]["copies"] == []
+    # the row (and a scalar of index arithmetic), not the 128 KiB cache
+    assert report["stats"]["bytes_copied"] == 0 and 64 * 4 <= report["stats"]["bytes_written"] < 64 * 4 + 64
+    with pytest.raises(ValueError, match="insitu device"):
+        insitu.jax_plugin.report(jax.jit(lambda a: a).lower(np.ones(2)).compile())

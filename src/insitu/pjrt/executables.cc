@@ -3,12 +3,15 @@
 // compiled program (outputs, costs, memory, its program back), and serialization for JAX's
 // persistent compilation cache.
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <string_view>
+#include <unordered_map>
 
 #include "insitu/ir/verifier.h"
 #include "insitu/passes/explain.h"
 #include "insitu/passes/optimize.h"
+#include "insitu/pjrt/plugin.h"
 #include "insitu/pjrt/plugin_internal.h"
 #include "insitu/stablehlo/import.h"
 #include "insitu/support/str.h"
@@ -30,6 +33,7 @@ struct Compiled {
   std::vector<const char*> output_memory_kinds;
   std::vector<size_t> output_memory_kind_sizes;
   std::string fingerprint;
+  std::string explanation_text, explanation_json;
   // GetCostAnalysis's properties (names point into static strings).
   std::vector<PJRT_NamedValue> costs;
   int64_t copies = 0, copied_bytes = 0, peak_memory_bytes = 0;
@@ -37,6 +41,16 @@ struct Compiled {
 };
 
 namespace {
+
+// The programs alive, by fingerprint (compiled_program's look-up).
+std::mutex registry_mutex;
+std::unordered_map<std::string, std::weak_ptr<const Compiled>> registry;
+
+void remember(const std::shared_ptr<const Compiled>& compiled) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  for (auto it = registry.begin(); it != registry.end();) it = it->second.expired() ? registry.erase(it) : std::next(it);
+  registry[compiled->fingerprint] = compiled;
+}
 
 constexpr std::string_view kSerializedMagic = "insitu PJRT executable 1\n";
 constexpr const char* kFile = "<StableHLO program>";
@@ -90,6 +104,8 @@ StatusOr<std::shared_ptr<Compiled>> compile(std::string program) {
   StatusOr<OptimizedModule> optimized = optimize_module(std::move(module));
   if (!optimized.ok()) return located(optimized.status());
   const Explanation explanation = explain_module(*optimized);
+  compiled->explanation_text = explanation_text(explanation);
+  compiled->explanation_json = explanation_json(explanation);
   compiled->copies = static_cast<int64_t>(explanation.copies.size());
   compiled->copied_bytes = explanation.copied_bytes();
   compiled->peak_memory_bytes = explanation.peak_memory_bytes.value_or(0);
@@ -120,6 +136,7 @@ StatusOr<std::shared_ptr<Compiled>> compile(std::string program) {
                      int64_value("insitu_bytes_copied", compiled->copied_bytes),
                      int64_value("insitu_peak_memory_bytes", compiled->peak_memory_bytes),
                      int64_value("bytes accessed", compiled->argument_bytes + compiled->output_bytes)};
+  remember(compiled);
   return compiled;
 }
 
@@ -379,6 +396,18 @@ PJRT_Error* executable_deserialize_and_load(PJRT_Executable_DeserializeAndLoad_A
 }
 
 }  // namespace
+
+std::optional<CompiledProgram> compiled_program(std::string_view fingerprint) {
+  std::shared_ptr<const Compiled> compiled;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    auto found = registry.find(std::string(fingerprint));
+    if (found != registry.end()) compiled = found->second.lock();
+  }
+  if (compiled == nullptr) return std::nullopt;
+  return CompiledProgram{std::shared_ptr<const Executable>(compiled, compiled->executable.get()),
+                         compiled->explanation_text, compiled->explanation_json};
+}
 
 void fill_executable_functions(PJRT_Api& api) {
   api.PJRT_Client_Compile = client_compile;

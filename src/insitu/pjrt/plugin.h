@@ -26,11 +26,28 @@
 // device, topologies, async transfers, send/recv callbacks, non-row-major layouts.
 #pragma once
 
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "insitu/runtime/executable.h"
+
 struct PJRT_Api;
 
 namespace insitu::pjrt {
 
 // The plugin's function table, the same for the process's life.
 const PJRT_Api* api();
+
+// What insitu made of a program the plugin compiled (and some executable of JAX's still holds),
+// found by the fingerprint the plugin gave it (PJRT_Executable_Fingerprint; in JAX,
+// compiled.runtime_executable().fingerprint): the executable (its optimized module, its last
+// call's stats) and explain's report. nullopt when no such program is alive.
+struct CompiledProgram {
+  std::shared_ptr<const Executable> executable;
+  std::string explanation_text, explanation_json;
+};
+std::optional<CompiledProgram> compiled_program(std::string_view fingerprint);
 
 }  // namespace insitu::pjrt
