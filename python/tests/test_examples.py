@@ -53,3 +53,9 @@ def test_pallas_decode_attention_writes_the_donated_caches_in_place():
     out = run_script("pallas_decode_attention.py")  # the script asserts its error and bytes itself
     assert "200 decode steps into a donated 8x1024x64 f32 KV cache" in out, out
     assert "pallas kernel decode_kernel (grid 8" in out and "in place" in out, out
+
+
+def test_seed_pallas_script_on_the_insitu_jax_device_updates_the_donated_buffer():
+    out = run_script("seed_pallas_jax_device.py")
+    assert out.count("on insitu:0; same buffer as x: True; x deleted: True; bytes copied: 0") == 3, out
+    assert "y = [2 2 2 2]" in out and "y = [2. 2. 2. 2.]" in out, out

@@ -12,6 +12,14 @@ insitu::StatusOr<insitu::BufferHandle> PJRT_Buffer::usable(const std::string& wh
   return handle;
 }
 
+void PJRT_Buffer::mark_deleted() {
+  insitu::BufferHandle dropped;  // freed after the lock is let go (an external owner's callback may run)
+  std::lock_guard<std::mutex> lock(mutex);
+  deleted = true;
+  dropped = std::move(handle);
+  handle = insitu::BufferHandle();
+}
+
 namespace insitu::pjrt {
 
 PJRT_Buffer* make_buffer(PJRT_Client* client, BufferHandle handle, bool host_immutable) {
@@ -197,11 +205,7 @@ PJRT_Error* buffer_memory(PJRT_Buffer_Memory_Args* args) {
   return nullptr;
 }
 PJRT_Error* buffer_delete(PJRT_Buffer_Delete_Args* args) {
-  BufferHandle dropped;  // freed outside the lock (an external owner's callback may run)
-  std::lock_guard<std::mutex> lock(args->buffer->mutex);
-  args->buffer->deleted = true;
-  dropped = std::move(args->buffer->handle);
-  args->buffer->handle = BufferHandle();
+  args->buffer->mark_deleted();
   return nullptr;
 }
 PJRT_Error* buffer_is_deleted(PJRT_Buffer_IsDeleted_Args* args) {

@@ -2,8 +2,10 @@
 // insitu's whole pipeline), execute (inline, donation as plugin.h says), what JAX asks of a
 // compiled program (outputs, costs, memory, its program back), and serialization for JAX's
 // persistent compilation cache.
+#include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -175,24 +177,29 @@ StatusOr<CallArguments> call_arguments(const Compiled& compiled, PJRT_Buffer* co
   const std::vector<Executable::Argument>& parameters = compiled.executable->arguments();
   if (count != parameters.size())
     return invalid_argument(str_cat("program ", compiled.name, " takes ", parameters.size(), " argument(s), got ", count));
-  std::set<int64_t> not_donatable;
-  if (options != nullptr)
-    for (size_t i = 0; i < options->num_non_donatable_input_indices; ++i)
-      not_donatable.insert(options->non_donatable_input_indices[i]);
+  const std::span<const int64_t> not_donatable =
+      options != nullptr && options->non_donatable_input_indices != nullptr
+          ? std::span<const int64_t>(options->non_donatable_input_indices, options->num_non_donatable_input_indices)
+          : std::span<const int64_t>();
+  const auto what = [&](size_t i) { return str_cat("argument ", i, " (", parameters[i].describe(), ")"); };
   CallArguments call;
+  call.handles.reserve(count);
+  call.donate.reserve(count);
   for (size_t i = 0; i < count; ++i) {
-    const std::string what = str_cat("argument ", i, " (", parameters[i].describe(), ")");
     PJRT_Buffer& buffer = *buffers[i];
     bool writable = false;
     BufferHandle handle;
     {
       std::lock_guard<std::mutex> lock(buffer.mutex);
-      if (buffer.deleted || buffer.handle.is_null()) return invalid_argument(what + " was deleted");
-      if (buffer.handle.is_donated()) return invalid_argument(what + " was donated to an earlier call");
+      if (buffer.deleted || buffer.handle.is_null()) return invalid_argument(what(i) + " was deleted");
+      if (buffer.handle.is_donated()) return invalid_argument(what(i) + " was donated to an earlier call");
       handle = buffer.handle;
-      writable = !buffer.host_immutable && buffer.external_references == 0;
+      // memory nobody else holds: not the host's lent immutable, not kept by an external
+      // reference (the pinned copy counts) nor by another buffer
+      writable = !buffer.host_immutable && buffer.handle.shared_buffer().use_count() == 1;
     }
-    const bool consume = compiled.consumed[i] && !not_donatable.contains(static_cast<int64_t>(i));
+    const bool consume = compiled.consumed[i] && std::find(not_donatable.begin(), not_donatable.end(),
+                                                           static_cast<int64_t>(i)) == not_donatable.end();
     if (consume && !writable) {
       INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> copy,
                               Buffer::allocate(handle.shape(), /*zero=*/false, "a donated argument's copy"));
@@ -226,13 +233,7 @@ PJRT_Error* loaded_execute(PJRT_LoadedExecutable_Execute_Args* args) {
   if (results->size() != compiled.outputs.size())
     return make_error(internal_error(str_cat("the program returned ", results->size(), " arrays, not ",
                                              compiled.outputs.size())));
-  for (PJRT_Buffer* buffer : call->consumed) {  // the caller's buffers the call consumed
-    BufferHandle dropped;
-    std::lock_guard<std::mutex> lock(buffer->mutex);
-    buffer->deleted = true;
-    dropped = std::move(buffer->handle);
-    buffer->handle = BufferHandle();
-  }
+  for (PJRT_Buffer* buffer : call->consumed) buffer->mark_deleted();  // the caller's buffers the call consumed
   for (size_t j = 0; j < results->size(); ++j) args->output_lists[0][j] = make_buffer(loaded.client, (*results)[j]);
   if (args->device_complete_events != nullptr) args->device_complete_events[0] = make_ready_event();
   return nullptr;

@@ -105,6 +105,9 @@ struct PJRT_Buffer {
   // The handle to compute with, or an error naming `what` when the buffer was deleted or
   // donated.
   insitu::StatusOr<insitu::BufferHandle> usable(const std::string& what) const;
+  // Deleted (PJRT_Buffer_Delete, or consumed by a call): the handle dropped, its memory freed
+  // once nothing else holds it.
+  void mark_deleted();
 };
 
 namespace insitu::pjrt {
