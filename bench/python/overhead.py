@@ -12,7 +12,8 @@ same run (bench/README.md has the figures and the command):
   3. a KV-cache update from torch: cache.index_copy_(1, pos, kv) eagerly vs the same function
      compiled with insitu (the cache is mutated, so written in place).
 
-Median of REPEATS rounds of CALLS calls each, in microseconds per call.
+Median of REPEATS rounds of CALLS calls each, in microseconds per call; the JAX rows' rounds
+alternate between the systems they compare.
 
     $(scripts/python-env)/bin/python bench/python/overhead.py [--threads N]
 (PYTHONPATH=build/python, or the package installed.)
@@ -41,6 +42,16 @@ def per_call(f, calls, repeats, sync=lambda r: None):
         sync(r)
         rounds.append((time.perf_counter() - start) / calls * 1e6)
     return statistics.median(rounds)
+
+
+def alternating(functions, calls, repeats):
+    """Median microseconds per call of each function, its rounds alternating with the others' so
+    that a slow moment of the machine hits them alike."""
+    times = {name: [] for name in functions}
+    for _ in range(repeats):
+        for name, f in functions.items():
+            times[name].append(per_call(f, calls, 1))
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def main():
@@ -74,12 +85,11 @@ def main():
     f = lambda x: x + 1.0  # noqa: E731
     jitted, ours = jax.jit(f), insitu.jax.jit(f)
     block = jax.block_until_ready
-    tiny = per_call(lambda: jitted(x), options.calls, options.repeats, block)
-    row("x + 1, f32[4]", "jax.jit", tiny,
-        "insitu.jax.jit", per_call(lambda: ours(x), options.calls, options.repeats, block))
     x_device = jax.device_put(x, device)
-    row("x + 1, f32[4]", "jax.jit", tiny, "jax.jit on insitu device",
-        per_call(lambda: jitted(x_device), options.calls, options.repeats, block))
+    tiny = alternating({"jax.jit": lambda: block(jitted(x)), "insitu.jax.jit": lambda: block(ours(x)),
+                        "jax.jit on insitu device": lambda: block(jitted(x_device))}, options.calls, options.repeats)
+    for name in ("insitu.jax.jit", "jax.jit on insitu device"):
+        row("x + 1, f32[4]", "jax.jit", tiny["jax.jit"], name, tiny[name])
     t = torch.ones(4)
     g = lambda t: t + 1.0  # noqa: E731
     eager = per_call(lambda: g(t), options.calls, options.repeats)
@@ -98,6 +108,7 @@ def main():
             rng.standard_normal((2, layers, heads, 1, dim)).astype(np.float32),
             rng.standard_normal((layers, heads, dim)).astype(np.float32), np.int32(7)]
     decode_what = f"decode step, cache {2 * layers * heads * length * dim * 4 >> 20} MiB donated"
+    calls = {}
     for name, make, where in [("jax.jit", lambda: jax.jit(step, donate_argnums=(0,)), None),
                               ("insitu.jax.jit", lambda: insitu.jax.jit(step, donate_argnums=(0,)), None),
                               ("jax.jit on insitu device", lambda: jax.jit(step, donate_argnums=(0,)), device)]:
@@ -106,17 +117,11 @@ def main():
         state = {"cache": put(args[0]) * 1}  # an array the device computed (device_put may lend numpy's memory)
         new_kv, query, pos = (put(a) for a in args[1:])
 
-        def call():
+        def call(fn=fn, state=state, new_kv=new_kv, query=query, pos=pos):
             state["cache"], out = fn(state["cache"], new_kv, query, pos)
-            return out
+            return block(out)
 
-        value = per_call(call, max(options.calls // 20, 20), options.repeats, block)
-        if name == "jax.jit":
-            baseline = value
-        else:
-            row(decode_what, "jax.jit", baseline, name, value)
-        if where is not None:
-            plugin_decode = value
+        calls[name] = call
     # insitu's own call of the same program (the HLO jax.jit lowers), from Python without JAX
     lowered = jax.jit(step, donate_argnums=(0,)).lower(*[jnp.asarray(a) for a in args])
     executable = insitu.compile(lowered.as_text(dialect="hlo"))
@@ -127,8 +132,12 @@ def main():
         arrays["cache"], out = executable(arrays["cache"], *rest, donate=[0])
         return out
 
-    row(decode_what, "insitu Executable (C++ call)", per_call(native, max(options.calls // 20, 20), options.repeats),
-        "jax.jit on insitu device", plugin_decode)
+    calls["insitu Executable (C++ call)"] = native
+    decode = alternating(calls, max(options.calls // 20, 20), options.repeats)
+    for name in ("insitu.jax.jit", "jax.jit on insitu device"):
+        row(decode_what, "jax.jit", decode["jax.jit"], name, decode[name])
+    row(decode_what, "insitu Executable (C++ call)", decode["insitu Executable (C++ call)"], "jax.jit on insitu device",
+        decode["jax.jit on insitu device"])
 
     # 2b. the decode step from torch: write position `pos` of the caches in place (index_copy_),
     # attend over them, project; eager vs inductor vs insitu, caches mutated in every one
