@@ -21,7 +21,9 @@ What :func:`initialize` changes in JAX, all through private JAX APIs (no public 
 - the CPU's own lowering rules (LAPACK calls for ``eigh``, ``lu``, ``cholesky`` ..., the CPU's dot
   and convolution rules) serve ``"insitu"`` too, where insitu has none of its own;
 - ``pl.pallas_call`` lowers through insitu's Pallas rule (:mod:`insitu.pallas`), natively and in
-  place.
+  place;
+- JAX's persistent compilation cache (``jax_compilation_cache_dir``), which JAX keeps to its own
+  platforms, serves insitu too.
 """
 from __future__ import annotations
 
@@ -88,6 +90,25 @@ def _client_options():
     return {"threads": int(insitu.default_threads)}
 
 
+def _allow_persistent_cache():
+    """JAX's persistent compilation cache for insitu programs: JAX keeps it to a list of its own
+    platforms (jax._src.compilation_cache.is_cache_used); insitu's executables serialize (the
+    program) and load again (compiled anew), so the cache applies to them as to the CPU's."""
+    from jax._src import compilation_cache
+
+    original = compilation_cache.is_cache_used
+    if getattr(original, "_insitu", False):
+        return
+
+    def is_cache_used(backend):
+        if getattr(backend, "platform", None) == PLATFORM:
+            return compilation_cache._is_cache_enabled()
+        return original(backend)
+
+    is_cache_used._insitu = True
+    compilation_cache.is_cache_used = is_cache_used
+
+
 def initialize():
     """Registers the insitu device with JAX (the ``jax_plugins`` entry point calls this).
 
@@ -108,6 +129,7 @@ def initialize():
     if PLATFORM not in mlir._platforms_with_donation:
         mlir._platforms_with_donation.append(PLATFORM)
     _lend_cpu_rules(mlir)
+    _allow_persistent_cache()
     xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, c_api=_insitu._pjrt_api(), options=_client_options)
     _register_pallas(mlir)  # after register_plugin: JAX takes rules only for platforms it knows
     _initialized = True

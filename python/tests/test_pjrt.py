@@ -165,3 +165,31 @@ def test_report_says_what_insitu_made_of_the_program(device):
     assert report["stats"]["bytes_copied"] == 0 and 64 * 4 <= report["stats"]["bytes_written"] < 64 * 4 + 64
     with pytest.raises(ValueError, match="insitu device"):
         insitu.jax_plugin.report(jax.jit(lambda a: a).lower(np.ones(2)).compile())
+
+
+def test_persistent_compilation_cache_serves_the_device(device, tmp_path):
+    from jax._src import compilation_cache, monitoring
+
+    events = []
+    listener = lambda name, **_: events.append(name)  # noqa: E731
+    monitoring.register_event_listener(listener)
+    settings = {"jax_compilation_cache_dir": str(tmp_path), "jax_persistent_cache_min_compile_time_secs": 0,
+                "jax_persistent_cache_min_entry_size_bytes": 0}
+    saved = {name: getattr(jax.config, name) for name in settings}
+    try:
+        for name, value in settings.items():
+            jax.config.update(name, value)
+        compilation_cache.reset_cache()
+        x = jax.device_put(np.arange(4, dtype=np.float32), device)
+        first = np.asarray(jax.jit(lambda a: a * 3 + 1)(x))
+        assert len(list(tmp_path.iterdir())) == 1 and "/jax/compilation_cache/cache_misses" in events
+        jax.clear_caches()
+        again = jax.jit(lambda a: a * 3 + 1)(x)  # loaded from the cache: the plugin deserializes it
+        assert "/jax/compilation_cache/cache_hits" in events
+        np.testing.assert_array_equal(np.asarray(again), first)
+        assert again.devices() == {device}
+    finally:
+        monitoring.unregister_event_listener(listener)
+        for name, value in saved.items():
+            jax.config.update(name, value)
+        compilation_cache.reset_cache()
