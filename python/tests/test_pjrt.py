@@ -36,10 +36,25 @@ def test_corpus_program_under_jax_jit(name, device):
     args = jax.tree_util.tree_map(np.asarray, args)
     cpu = jax.devices("cpu")[0]
     expected = jax.jit(function, **options)(*_put(args, cpu))
-    got = jax.jit(function, **options)(*_put(args, device))
+    # arrays the device computed (jnp.array copies): numpy memory device_put lends is never written
+    on_device = jax.tree_util.tree_map(lambda leaf: jnp.array(leaf, copy=True), _put(args, device))
+    donated = [leaf for i in _indices(options.get("donate_argnums", ()))
+               for leaf in jax.tree_util.tree_leaves(on_device[i]) if leaf.size]
+    pointers = [leaf.unsafe_buffer_pointer() for leaf in donated]
+    aliased = "tf.aliasing_output" in jax.jit(function, **options).lower(*on_device).as_text()
+    got = jax.jit(function, **options)(*on_device)
     for leaf in jax.tree_util.tree_leaves(got):
         assert leaf.devices() == {device}
     assert_corpus_leaves_match(name, jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected))
+    # a donated argument JAX aliased is consumed, and its memory is an output's
+    outputs = {leaf.unsafe_buffer_pointer() for leaf in jax.tree_util.tree_leaves(got) if leaf.size}
+    consumed = [pointer for leaf, pointer in zip(donated, pointers) if leaf.is_deleted()]
+    assert set(consumed) <= outputs
+    assert bool(consumed) == aliased
+
+
+def _indices(donate_argnums):
+    return (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
 
 
 def test_donated_argument_is_updated_in_its_own_buffer_and_deleted(device):
