@@ -7,7 +7,7 @@ Literal::Literal(const Shape& shape) : shape_(shape) {
     elements_.reserve(shape.tuple_size());
     for (const Shape& element : shape.tuple_shapes()) elements_.emplace_back(element);
   } else if (shape.is_array()) {
-    bytes_.assign(static_cast<size_t>(shape.byte_size()), 0);
+    bytes_ = decltype(bytes_)(static_cast<size_t>(shape.byte_size()));  // zeros, untouched until written
   }
 }
 

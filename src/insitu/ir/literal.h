@@ -7,9 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "insitu/ir/shape.h"
@@ -110,9 +113,34 @@ class Literal {
         << "literal of " << shape_.to_string() << " accessed as " << primitive_type_name(kTypeOf<T>);
   }
 
+  // An array's bytes, zero from calloc: a large literal's fresh pages are the system's zero
+  // pages, written only when the literal is (a constant read from a file is written once, not
+  // zero-filled first). Value-initialization leaves calloc's zeros, so the storage must never
+  // shrink and grow again (nothing here does: it is sized once, at construction).
+  template <typename T>
+  struct ZeroAllocator {
+    using value_type = T;
+    ZeroAllocator() = default;
+    template <typename U>
+    ZeroAllocator(const ZeroAllocator<U>&) {}  // NOLINT: rebinding
+    T* allocate(size_t count) {
+      void* memory = std::calloc(count == 0 ? 1 : count, sizeof(T));
+      if (memory == nullptr) throw std::bad_alloc();
+      return static_cast<T*>(memory);
+    }
+    void deallocate(T* memory, size_t) { std::free(memory); }
+    template <typename U>
+    void construct(U*) noexcept {}  // value-initialization: calloc's zeros are the value
+    template <typename U, typename... Args>
+    void construct(U* at, Args&&... args) {
+      ::new (static_cast<void*>(at)) U(std::forward<Args>(args)...);
+    }
+    bool operator==(const ZeroAllocator&) const { return true; }
+  };
+
   Shape shape_;
-  std::vector<uint8_t> bytes_;      // arrays
-  std::vector<Literal> elements_;   // tuples
+  std::vector<uint8_t, ZeroAllocator<uint8_t>> bytes_;  // arrays
+  std::vector<Literal> elements_;                       // tuples
 };
 
 }  // namespace insitu
