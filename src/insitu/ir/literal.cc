@@ -1,6 +1,39 @@
 #include "insitu/ir/literal.h"
 
+#include <sys/mman.h>
+
 namespace insitu {
+
+namespace {
+constexpr size_t kHugePage = size_t{2} << 20;
+}  // namespace
+
+void* Literal::allocate_zeroed(size_t bytes) {
+  if (bytes < kHugePage) {
+    void* memory = std::calloc(bytes == 0 ? 1 : bytes, 1);
+    if (memory == nullptr) throw std::bad_alloc();
+    return memory;
+  }
+  // a mapping of whole huge pages, aligned to one: map one page more, trim the slack
+  const size_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* mapped = ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) throw std::bad_alloc();
+  const auto start = reinterpret_cast<uintptr_t>(mapped);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) ::munmap(mapped, aligned - start);
+  if (const uintptr_t end = start + size + kHugePage; end > aligned + size)
+    ::munmap(reinterpret_cast<void*>(aligned + size), end - (aligned + size));
+  ::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);  // advice only: failure changes nothing
+  return reinterpret_cast<void*>(aligned);
+}
+
+void Literal::free_zeroed(void* memory, size_t bytes) {
+  if (bytes < kHugePage) {
+    std::free(memory);
+  } else {
+    ::munmap(memory, (bytes + kHugePage - 1) / kHugePage * kHugePage);
+  }
+}
 
 Literal::Literal(const Shape& shape) : shape_(shape) {
   if (shape.is_tuple()) {
