@@ -122,6 +122,24 @@ bool unit_broadcasts_to_reshapes(Computation& computation, NameTable& names) {
 // reads the same values), when the result keeps its dimension order (the free dimensions stay
 // in increasing order). JAX's gradients transpose a weight or an activation before a dot; the
 // CPU runtime would copy it, and the GEMM library reads either orientation in place.
+// A reshape of a reshape reads the first one's operand (a reshape keeps the elements' row-major
+// order, so two compose into one); a reshape then back to that operand's own shape is an identity
+// (forward_identities). StableHLO writes a bias's `b[None, None, :]` as a broadcast to [1,1,N]
+// (a reshape, once unit_broadcasts_to_reshapes ran) that a stretching broadcast_in_dim reshapes
+// back to [N]: left, each pair stays in the program as a view between the bias and its readers
+// (51 reshapes in the transformer training step read from its artifact; none from HLO text).
+bool compose_reshapes(Computation& computation) {
+  bool changed = false;
+  for (Instruction* instruction : computation.instructions()) {
+    if (instruction->opcode() != Opcode::kReshape || instruction->operand_count() != 1) continue;
+    Instruction* inner = instruction->operand(0);
+    if (inner->opcode() != Opcode::kReshape || inner->operand_count() != 1 || inner->has_control_edges()) continue;
+    instruction->replace_operand(0, inner->operand(0));
+    changed = true;
+  }
+  return changed;
+}
+
 bool fold_transposes_into_dots(Computation& computation) {
   bool changed = false;
   for (Instruction* dot : computation.instructions()) {
@@ -516,6 +534,7 @@ StatusOr<bool> simplify(Module& module) {
     changed |= forward_layout_copies_into_dots(*computation);
     changed |= compose_transposes(*computation);
     changed |= unit_broadcasts_to_reshapes(*computation, names);
+    changed |= compose_reshapes(*computation);
     changed |= forward_identities(*computation);
     changed |= fold_transposes_into_dots(*computation);
     changed |= fold_dots_into_transposes(*computation);

@@ -8,6 +8,10 @@
 // same shape, a full unit-stride slice (same dimensions, type and layout) are read through:
 // their users read the operand (JAX puts such broadcasts around every reduction).
 //
+// A reshape of a reshape reads the inner one's operand (reshapes compose), and so becomes an
+// identity when it gives back that operand's shape (StableHLO's `b[None, None, :]` broadcast then
+// stretched back to [N]).
+//
 // A transpose read by a dot is folded into the dot's dimension numbers when the result keeps
 // its dimension order (the dot reads the transpose's operand in place; the transpose dies).
 // A transpose of a 2-D dot's result is the dot with its operands swapped.
