@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <pjrt_c_api.h>
 
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -382,6 +383,50 @@ TEST_F(PjrtPlugin, SerializedExecutableLoadsAgain) {
   load.serialized_executable_size = 7;
   EXPECT_EQ(message_of(api().PJRT_Executable_DeserializeAndLoad(&load)),
             "not an executable insitu's PJRT plugin serialized");
+}
+
+TEST_F(PjrtPlugin, AnOlderHostsShorterStructsAreNeitherReadNorWrittenPastTheirEnd) {
+  PJRT_LoadedExecutable* executable = nullptr;
+  ASSERT_OK(compile(artifact("add_one.v1.22.0.mlirbc"), &executable));
+  auto get = args_of<PJRT_LoadedExecutable_GetExecutable_Args>();
+  get.loaded_executable = executable;
+  ASSERT_OK(api().PJRT_LoadedExecutable_GetExecutable(&get));
+  // memory stats as a host from before the host_* fields asks for them
+  auto stats = args_of<PJRT_Executable_GetCompiledMemoryStats_Args>();
+  stats.executable = get.executable;
+  stats.struct_size = offsetof(PJRT_Executable_GetCompiledMemoryStats_Args, host_generated_code_size_in_bytes);
+  stats.host_argument_size_in_bytes = -7;
+  stats.peak_memory_in_bytes = -7;
+  ASSERT_OK(api().PJRT_Executable_GetCompiledMemoryStats(&stats));
+  EXPECT_EQ(stats.argument_size_in_bytes, 16);
+  EXPECT_EQ(stats.alias_size_in_bytes, 16);
+  EXPECT_EQ(stats.host_argument_size_in_bytes, -7);
+  EXPECT_EQ(stats.peak_memory_in_bytes, -7);
+  auto destroy = args_of<PJRT_Executable_Destroy_Args>();
+  destroy.executable = get.executable;
+  ASSERT_OK(api().PJRT_Executable_Destroy(&destroy));
+  // execute options from before non_donatable_input_indices: the list is not read
+  const float data[4] = {1, 2, 3, 4};
+  PJRT_Buffer* x = from_host(data, PJRT_Buffer_Type_F32, {4}, PJRT_HostBufferSemantics_kImmutableOnlyDuringCall);
+  const int64_t garbage[1] = {0};
+  PJRT_ExecuteOptions options{};
+  options.struct_size = offsetof(PJRT_ExecuteOptions, non_donatable_input_indices);
+  options.non_donatable_input_indices = garbage;  // past the struct's end as its host sees it
+  options.num_non_donatable_input_indices = 1;
+  PJRT_Buffer* const* argument_list = &x;
+  PJRT_Buffer* result = nullptr;
+  PJRT_Buffer** output_list = &result;
+  auto args = args_of<PJRT_LoadedExecutable_Execute_Args>();
+  args.executable = executable;
+  args.options = &options;
+  args.argument_lists = &argument_list;
+  args.num_devices = 1;
+  args.num_args = 1;
+  args.output_lists = &output_list;
+  ASSERT_OK(api().PJRT_LoadedExecutable_Execute(&args));
+  buffers_.push_back(result);
+  EXPECT_TRUE(is_deleted(x));  // donated: the list was not honoured because it was not there
+  EXPECT_EQ(to_host(result, 4), (std::vector<float>{2, 3, 4, 5}));
 }
 
 TEST(PjrtLibrary, LoadsByPathWithTheSameTable) {

@@ -179,7 +179,8 @@ StatusOr<CallArguments> call_arguments(const Compiled& compiled, PJRT_Buffer* co
   if (count != parameters.size())
     return invalid_argument(str_cat("program ", compiled.name, " takes ", parameters.size(), " argument(s), got ", count));
   const std::span<const int64_t> not_donatable =
-      options != nullptr && options->non_donatable_input_indices != nullptr
+      options != nullptr && INSITU_PJRT_HAS(options, num_non_donatable_input_indices) &&
+              options->non_donatable_input_indices != nullptr
           ? std::span<const int64_t>(options->non_donatable_input_indices, options->num_non_donatable_input_indices)
           : std::span<const int64_t>();
   const auto what = [&](size_t i) { return str_cat("argument ", i, " (", parameters[i].describe(), ")"); };
@@ -219,7 +220,8 @@ PJRT_Error* loaded_execute(PJRT_LoadedExecutable_Execute_Args* args) {
   if (loaded.deleted.load()) return make_error(failed_precondition("the executable was deleted"));
   if (args->num_devices != 1)
     return make_error(unimplemented(str_cat("insitu's PJRT plugin runs on one device; the call names ", args->num_devices)));
-  if (args->execute_device != nullptr && args->execute_device != &loaded.client->device)
+  const PJRT_Device* device = INSITU_PJRT_HAS(args, execute_device) ? args->execute_device : nullptr;
+  if (device != nullptr && device != &loaded.client->device)
     return make_error(invalid_argument("the call names a device that is not insitu:0"));
   if (args->options != nullptr && (args->options->num_send_ops != 0 || args->options->num_recv_ops != 0))
     return make_error(unimplemented("insitu's PJRT plugin has no send/recv callbacks"));
@@ -363,12 +365,14 @@ PJRT_Error* executable_get_compiled_memory_stats(PJRT_Executable_GetCompiledMemo
   args->output_size_in_bytes = compiled.output_bytes;
   args->alias_size_in_bytes = compiled.alias_bytes;
   args->temp_size_in_bytes = compiled.temp_bytes;
-  args->host_generated_code_size_in_bytes = 0;
-  args->host_argument_size_in_bytes = 0;
-  args->host_output_size_in_bytes = 0;
-  args->host_alias_size_in_bytes = 0;
-  args->host_temp_size_in_bytes = 0;
-  args->peak_memory_in_bytes = compiled.peak_memory_bytes;
+  if (INSITU_PJRT_HAS(args, host_temp_size_in_bytes)) {  // fields a later API version added
+    args->host_generated_code_size_in_bytes = 0;
+    args->host_argument_size_in_bytes = 0;
+    args->host_output_size_in_bytes = 0;
+    args->host_alias_size_in_bytes = 0;
+    args->host_temp_size_in_bytes = 0;
+  }
+  if (INSITU_PJRT_HAS(args, peak_memory_in_bytes)) args->peak_memory_in_bytes = compiled.peak_memory_bytes;
   return nullptr;
 }
 

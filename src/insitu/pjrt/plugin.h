@@ -21,6 +21,10 @@
 // Calls run inline on the caller's thread, with the client's worker threads (create option
 // "threads", an integer; 0, the default: every core); every event comes back ready.
 //
+// A host built against an older header passes shorter argument structs: fields past a struct's
+// struct_size that later API versions added (the execute options' non_donatable list, the host_*
+// memory stats) are neither read nor written (INSITU_PJRT_HAS).
+//
 // Errors are insitu's located messages (Status::to_string), with the C API's codes. What the
 // plugin does not do is an UNIMPLEMENTED error naming the function, never a crash: more than one
 // device, topologies, async transfers, send/recv callbacks, non-row-major layouts.

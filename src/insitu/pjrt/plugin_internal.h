@@ -12,12 +12,14 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "insitu/runtime/executable.h"
@@ -125,6 +127,11 @@ struct PJRT_LoadedExecutable {
 };
 
 namespace insitu::pjrt {
+
+// Whether a host's `args` (its struct_size) has `field`: a host built against an older header
+// passes a shorter struct, whose later fields the plugin must neither read nor write.
+#define INSITU_PJRT_HAS(args, field) \
+  ((args)->struct_size >= offsetof(std::remove_pointer_t<decltype(args)>, field) + sizeof((args)->field))
 
 // A new error for `status` (not ok), its message as the CLI prints it.
 PJRT_Error* make_error(const Status& status);
