@@ -34,21 +34,6 @@ Cache& cache() {
   return *instance;
 }
 
-// Two 64-bit hashes of `text` (FNV-1a, and a multiply-xorshift over its bytes) as 32 hex
-// digits: a file name for the key.
-std::string hash_name(const std::string& text) {
-  uint64_t fnv = 14695981039346656037ull, mix = 0x9e3779b97f4a7c15ull;
-  for (unsigned char c : text) {
-    fnv = (fnv ^ c) * 1099511628211ull;
-    mix = (mix ^ c) * 0xbf58476d1ce4e5b9ull;
-    mix ^= mix >> 31;
-  }
-  char name[33];
-  std::snprintf(name, sizeof(name), "%016llx%016llx", static_cast<unsigned long long>(fnv),
-                static_cast<unsigned long long>(mix));
-  return name;
-}
-
 void remember(Cache& cache, const std::string& key, const std::string& ptx) {
   if (ptx.size() > kMemoryBytes || cache.ptx.count(key)) return;
   while (cache.bytes + ptx.size() > kMemoryBytes && !cache.order.empty()) {
@@ -77,7 +62,7 @@ StatusOr<std::string> cached_ptx(const std::string& source, const std::string& a
   const char* folder = std::getenv("INSITU_PTX_CACHE");
   fs::path file;
   if (folder != nullptr && *folder != '\0') {
-    file = fs::path(folder) / (hash_name(key) + ".ptx");
+    file = fs::path(folder) / (content_hash(key) + ".ptx");
     std::ifstream in(file, std::ios::binary);
     std::stringstream text;
     if (in) text << in.rdbuf();

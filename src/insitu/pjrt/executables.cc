@@ -28,7 +28,8 @@ struct Compiled {
   // Per argument (Executable::arguments() order): whether the program lets a call consume it
   // (an aliased or donor parameter: JAX donated it).
   std::vector<bool> consumed;
-  std::vector<Shape> outputs;  // the array leaves of the entry's result
+  // Per array leaf of the entry's result (the outputs): its type, rank, memory kind; and all
+  // their dimensions, one after the other.
   std::vector<PJRT_Buffer_Type> output_types;
   std::vector<int64_t> output_dims;
   std::vector<size_t> output_ranks;
@@ -56,14 +57,6 @@ void remember(const std::shared_ptr<const Compiled>& compiled) {
 
 constexpr std::string_view kSerializedMagic = "insitu PJRT executable 1\n";
 constexpr const char* kFile = "<StableHLO program>";
-
-std::string hex_fingerprint(std::string_view bytes) {
-  uint64_t hash = 1469598103934665603ull;  // FNV-1a 64
-  for (char c : bytes) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
-  return str_cat("insitu-0.1.0-", text);
-}
 
 PJRT_NamedValue int64_value(const char* name, int64_t value) {
   PJRT_NamedValue named{};
@@ -125,7 +118,6 @@ StatusOr<std::shared_ptr<Compiled>> compile(std::string program) {
   static constexpr char kDevice[] = "device";
   compiled->executable->module().entry()->root()->shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex&) {
     if (!leaf.is_array()) return;
-    compiled->outputs.push_back(leaf);
     compiled->output_types.push_back(buffer_type(leaf.element_type()));
     compiled->output_ranks.push_back(leaf.dimensions().size());
     compiled->output_dims.insert(compiled->output_dims.end(), leaf.dimensions().begin(), leaf.dimensions().end());
@@ -133,7 +125,7 @@ StatusOr<std::shared_ptr<Compiled>> compile(std::string program) {
     compiled->output_memory_kind_sizes.push_back(std::strlen(kDevice));
     compiled->output_bytes += leaf.byte_size();
   });
-  compiled->fingerprint = hex_fingerprint(compiled->program);
+  compiled->fingerprint = str_cat("insitu-0.1.0-", content_hash(compiled->program));
   // insitu's own figures under its own names (not XLA's "flops" or "bytes accessed", which
   // insitu does not count)
   compiled->costs = {int64_value("insitu_copies", compiled->copies),
@@ -233,9 +225,9 @@ PJRT_Error* loaded_execute(PJRT_LoadedExecutable_Execute_Args* args) {
   options.threads = loaded.client->threads;
   StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute(std::move(call->handles), options);
   if (!results.ok()) return make_error(located(results.status()));
-  if (results->size() != compiled.outputs.size())
+  if (results->size() != compiled.output_types.size())
     return make_error(internal_error(str_cat("the program returned ", results->size(), " arrays, not ",
-                                             compiled.outputs.size())));
+                                             compiled.output_types.size())));
   for (PJRT_Buffer* buffer : call->consumed) buffer->mark_deleted();  // the caller's buffers the call consumed
   for (size_t j = 0; j < results->size(); ++j) args->output_lists[0][j] = make_buffer(loaded.client, (*results)[j]);
   if (args->device_complete_events != nullptr) args->device_complete_events[0] = make_ready_event();
@@ -304,7 +296,7 @@ PJRT_Error* executable_num_partitions(PJRT_Executable_NumPartitions_Args* args) 
   return nullptr;
 }
 PJRT_Error* executable_num_outputs(PJRT_Executable_NumOutputs_Args* args) {
-  args->num_outputs = args->executable->compiled->outputs.size();
+  args->num_outputs = args->executable->compiled->output_types.size();
   return nullptr;
 }
 PJRT_Error* executable_size_of_generated_code(PJRT_Executable_SizeOfGeneratedCodeInBytes_Args* args) {
@@ -318,7 +310,7 @@ PJRT_Error* executable_get_cost_analysis(PJRT_Executable_GetCostAnalysis_Args* a
 }
 PJRT_Error* executable_output_memory_kinds(PJRT_Executable_OutputMemoryKinds_Args* args) {
   const Compiled& compiled = *args->executable->compiled;
-  args->num_outputs = compiled.outputs.size();
+  args->num_outputs = compiled.output_types.size();
   args->memory_kinds = compiled.output_memory_kinds.data();
   args->memory_kind_sizes = compiled.output_memory_kind_sizes.data();
   return nullptr;
@@ -331,7 +323,7 @@ PJRT_Error* executable_output_element_types(PJRT_Executable_OutputElementTypes_A
 }
 PJRT_Error* executable_output_dimensions(PJRT_Executable_OutputDimensions_Args* args) {
   const Compiled& compiled = *args->executable->compiled;
-  args->num_outputs = compiled.outputs.size();
+  args->num_outputs = compiled.output_types.size();
   args->dims = compiled.output_dims.data();
   args->dim_sizes = compiled.output_ranks.data();
   return nullptr;

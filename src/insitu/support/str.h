@@ -1,6 +1,8 @@
-// Small string helpers std lacks: str_cat, str_join.
+// Small string helpers std lacks: str_cat, str_join, content_hash.
 #pragma once
 
+#include <cstdint>
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -38,6 +40,21 @@ std::string str_join(const Range& range, std::string_view separator, Format form
     out += format(element);
   }
   return out;
+}
+
+// Two 64-bit hashes of `bytes` (FNV-1a, and a multiply-xorshift over its bytes) as 32 hex
+// digits: a name for content (the PTX cache's file names, the PJRT plugin's fingerprints).
+inline std::string content_hash(std::string_view bytes) {
+  uint64_t fnv = 14695981039346656037ull, mix = 0x9e3779b97f4a7c15ull;
+  for (unsigned char c : bytes) {
+    fnv = (fnv ^ c) * 1099511628211ull;
+    mix = (mix ^ c) * 0xbf58476d1ce4e5b9ull;
+    mix ^= mix >> 31;
+  }
+  char name[33];
+  std::snprintf(name, sizeof(name), "%016llx%016llx", static_cast<unsigned long long>(fnv),
+                static_cast<unsigned long long>(mix));
+  return name;
 }
 
 }  // namespace insitu
