@@ -33,18 +33,27 @@ def _plugin_artifact(function, args, version, **options):
     return _jax.mlir.serialize_portable_artifact(mlir.module_to_bytecode(lowered.compiler_ir("stablehlo")), version, True)
 
 
-@pytest.mark.parametrize("form", ["export", "1.16.3", "1.22.0"])
+def _text(function, args, **options):
+    """The StableHLO text jax.jit(function).lower(*args).as_text() prints."""
+    return jax.jit(function, **options).lower(*jax.tree_util.tree_map(jnp.asarray, args)).as_text()
+
+
+@pytest.mark.parametrize("form", ["export", "1.16.3", "1.22.0", "text"])
 @pytest.mark.parametrize("name", sorted(jax_programs.PROGRAMS))
 def test_corpus_program_from_its_vhlo_artifact(name, form):
-    """jax.export's artifact, and the plugin's at both versions JAX 0.12 sends (1.22.0 when the
-    plugin asks for the current one, 1.16.3 otherwise)."""
+    """jax.export's artifact, the plugin's at both versions JAX 0.12 sends (1.22.0 when the
+    plugin asks for the current one, 1.16.3 otherwise), and the StableHLO text JAX prints."""
     _, builder = jax_programs.PROGRAMS[name]
     function, args, options = builder()
     args = jax.tree_util.tree_map(np.asarray, args)
     expected = jax.jit(function, keep_unused=True, **options)(*jax.tree_util.tree_map(jnp.asarray, args))
-    artifact = (_artifact(function, args, keep_unused=True, **options) if form == "export"
-                else _plugin_artifact(function, args, form, keep_unused=True, **options))
-    assert artifact.startswith(b"ML\xefR") and (form == "export" or f"StableHLO_v{form}".encode() in artifact[:32])
+    if form == "text":
+        artifact = _text(function, args, keep_unused=True, **options)
+        assert artifact.startswith("module @")
+    else:
+        artifact = (_artifact(function, args, keep_unused=True, **options) if form == "export"
+                    else _plugin_artifact(function, args, form, keep_unused=True, **options))
+        assert artifact.startswith(b"ML\xefR") and (form == "export" or f"StableHLO_v{form}".encode() in artifact[:32])
     executable = insitu.compile(artifact)
     got = executable(*[np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(args)])
     assert_corpus_leaves_match(name, got if isinstance(got, tuple) else (got,), jax.tree_util.tree_leaves(expected))

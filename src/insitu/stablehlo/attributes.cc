@@ -106,14 +106,22 @@ Symbols::Symbols(const bytecode::File& file)
       attribute_busy_(file.attributes.size()),
       type_busy_(file.types.size()) {}
 
+Symbols::Symbols(const bytecode::File& file, const std::vector<Attribute>& attributes, const std::vector<Type>& types)
+    : Symbols(file) {
+  for (size_t i = 0; i < attributes.size() && i < attributes_.size(); ++i) attributes_[i] = std::make_unique<Attribute>(attributes[i]);
+  for (size_t i = 0; i < types.size() && i < types_.size(); ++i) types_[i] = std::make_unique<Type>(types[i]);
+}
+
 Status Symbols::attribute_error(uint64_t index, std::string message) const {
   const uint64_t offset = index < file_.attributes.size() ? file_.attributes[index].offset : 0;
-  return invalid_argument(str_cat("byte ", offset, ": attribute ", index, ": ", message));
+  if (!file_.text.empty()) return bytecode::located(file_, offset, std::move(message));
+  return bytecode::located(file_, offset, str_cat("attribute ", index, ": ", message));
 }
 
 Status Symbols::type_error(uint64_t index, std::string message) const {
   const uint64_t offset = index < file_.types.size() ? file_.types[index].offset : 0;
-  return invalid_argument(str_cat("byte ", offset, ": type ", index, ": ", message));
+  if (!file_.text.empty()) return bytecode::located(file_, offset, std::move(message));
+  return bytecode::located(file_, offset, str_cat("type ", index, ": ", message));
 }
 
 StatusOr<const Attribute*> Symbols::attribute(uint64_t index) {

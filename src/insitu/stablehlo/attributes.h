@@ -85,6 +85,8 @@ std::vector<bool> unpack_booleans(std::span<const uint8_t> data, int64_t count);
 class Symbols {
  public:
   explicit Symbols(const bytecode::File& file);
+  // A File read from text (text.h): its attributes and types are given decoded, one per entry.
+  Symbols(const bytecode::File& file, const std::vector<Attribute>& attributes, const std::vector<Type>& types);
   StatusOr<const Attribute*> attribute(uint64_t index);
   StatusOr<const Type*> type(uint64_t index);
   // "file:line" of a location attribute (through call sites, names and fused locations: the

@@ -292,6 +292,16 @@ bool is_bytecode(std::span<const uint8_t> bytes) {
   return bytes.size() >= 4 && std::equal(std::begin(kMagic), std::end(kMagic), bytes.begin());
 }
 
+Status located(const File& file, uint64_t offset, std::string message) {
+  if (file.text.empty()) return invalid_argument(str_cat("byte ", offset, ": ", message));
+  int line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < file.text.size(); ++i) {
+    if (file.text[i] == '\n') ++line, column = 1;
+    else ++column;
+  }
+  return invalid_argument(std::move(message), SourceLocation{line, column});
+}
+
 std::string operation_name(const File& file, const Operation& operation) {
   const OperationName& name = file.operation_names.at(operation.name);
   return str_cat(file.dialects.at(name.dialect).name, ".", name.name);

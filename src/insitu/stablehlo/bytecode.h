@@ -22,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "insitu/support/status.h"
@@ -98,7 +99,14 @@ struct File {
   std::vector<uint64_t> property_offsets;
   Block top;  // the top-level operations (one builtin.module)
   std::span<const uint8_t> bytes;  // the whole input, which the spans above point into
+  // When the File was read from StableHLO text (text.h): that text, and every offset above is a
+  // character offset into it (errors then name a line and column, not a byte).
+  std::string_view text;
 };
+
+// An error at `offset` of the file: "byte N: message", or for a File read from text the message
+// with the text's line and column as its location.
+Status located(const File& file, uint64_t offset, std::string message);
 
 // Whether `bytes` starts with the bytecode magic "ML\xefR".
 bool is_bytecode(std::span<const uint8_t> bytes);

@@ -74,6 +74,7 @@ std::string Importer::name(const Operation& op) const { return bytecode::operati
 
 Status Importer::error(const Operation& op, std::string message) {
   const std::string where = symbols_.source_location(op.location);
+  if (!file_.text.empty()) return bytecode::located(file_, op.offset, std::move(message));
   return invalid_argument(str_cat("byte ", op.offset, where.empty() ? "" : str_cat(" (", where, ")"), ": ", message));
 }
 
@@ -372,15 +373,14 @@ Status Importer::branches(Scope& scope, const Operation& op, const std::vector<s
 
 StatusOr<HloText> to_hlo_text(const bytecode::File& file) { return import_internal::Importer(file).run(); }
 
-bool is_stablehlo(std::span<const uint8_t> bytes) { return bytecode::is_bytecode(bytes) || is_exported(bytes); }
+bool is_stablehlo(std::span<const uint8_t> bytes) {
+  return bytecode::is_bytecode(bytes) || is_exported(bytes) || is_stablehlo_text(bytes);
+}
 
-StatusOr<std::unique_ptr<Module>> read_vhlo(std::span<const uint8_t> bytes) {
-  if (!bytecode::is_bytecode(bytes) && is_exported(bytes)) {
-    INSITU_ASSIGN_OR_RETURN(std::span<const uint8_t> module, read_exported(bytes));
-    return read_vhlo(module);  // (offsets in errors are then the module's own)
-  }
-  INSITU_ASSIGN_OR_RETURN(bytecode::File file, bytecode::read_file(bytes));
-  INSITU_ASSIGN_OR_RETURN(HloText hlo, to_hlo_text(file));
+namespace {
+
+// The HLO written parsed into a module, the constants' bytes copied in.
+StatusOr<std::unique_ptr<Module>> module_of(const HloText& hlo) {
   StatusOr<std::unique_ptr<Module>> module = parse_module(hlo.text);
   if (!module.ok()) {
     // the ops' types and attributes do not fit together (a hostile or corrupt file, or an op the
@@ -417,6 +417,24 @@ StatusOr<std::unique_ptr<Module>> read_vhlo(std::span<const uint8_t> bytes) {
     }
   }
   return module;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Module>> read_vhlo(std::span<const uint8_t> bytes) {
+  if (!bytecode::is_bytecode(bytes) && is_stablehlo_text(bytes)) {
+    const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    INSITU_ASSIGN_OR_RETURN(std::unique_ptr<TextFile> file, read_text(text));
+    INSITU_ASSIGN_OR_RETURN(HloText hlo, import_internal::Importer(*file).run());
+    return module_of(hlo);
+  }
+  if (!bytecode::is_bytecode(bytes) && is_exported(bytes)) {
+    INSITU_ASSIGN_OR_RETURN(std::span<const uint8_t> module, read_exported(bytes));
+    return read_vhlo(module);  // (offsets in errors are then the module's own)
+  }
+  INSITU_ASSIGN_OR_RETURN(bytecode::File file, bytecode::read_file(bytes));
+  INSITU_ASSIGN_OR_RETURN(HloText hlo, to_hlo_text(file));
+  return module_of(hlo);
 }
 
 }  // namespace insitu::stablehlo

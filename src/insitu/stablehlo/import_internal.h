@@ -11,6 +11,7 @@
 
 #include "insitu/stablehlo/attributes.h"
 #include "insitu/stablehlo/import.h"
+#include "insitu/stablehlo/text.h"
 #include "insitu/support/str.h"
 
 namespace insitu::stablehlo::import_internal {
@@ -37,6 +38,8 @@ struct Scope {
 class Importer {
  public:
   explicit Importer(const File& file) : file_(file), symbols_(file) {}
+  // A File read from text, with its attributes and types decoded (text.h).
+  explicit Importer(const TextFile& text) : file_(text.file), symbols_(text.file, text.attributes, text.types) {}
 
   StatusOr<HloText> run();
 
@@ -95,6 +98,10 @@ class Importer {
   Status default_accuracy(const Operation& op, uint64_t attribute);
 
   Status emit(Scope& scope, const Operation& op);
+
+  // The CHLO ops StableHLO text may hold (text.h): square, top_k, erf_inv (expanded as XLA does)
+  // and the elementwise functions insitu has as HLO ops.
+  Status chlo(Scope& scope, const Operation& op);
 
   // broadcast_in_dim may stretch an operand dimension of size 1 over a larger one (StableHLO's
   // implicit expansion, what keepdims reductions feed); HLO's broadcast maps dimensions of equal

@@ -108,6 +108,7 @@ Status Importer::emit(Scope& scope, const Operation& op) {
     scope.names[{&op, 0}] = names[0];
     return ok_status();
   }
+  if (full.starts_with("chlo.")) return chlo(scope, op);
   if (!full.starts_with("vhlo.")) return error(op, str_cat(full, " is not read (insitu reads VHLO ops)"));
   const std::string op_name = full.substr(5);
   if (auto found = elementwise_ops().find(op_name); found != elementwise_ops().end()) {
@@ -351,6 +352,59 @@ Status Importer::emit(Scope& scope, const Operation& op) {
   if (op_name == "while_v1") return while_loop(scope, op, names);
   if (op_name == "if_v1" || op_name == "case_v1") return branches(scope, op, names);
   return error(op, str_cat(full, " is not read by insitu yet"));
+}
+
+Status Importer::chlo(Scope& scope, const Operation& op) {
+  const std::string which = name(op).substr(5);
+  INSITU_ASSIGN_OR_RETURN(std::vector<std::string> names, operands(scope, op));
+  if (names.size() != 1 || op.result_types.empty()) return error(op, str_cat(name(op), " of other than one operand"));
+  const std::string& x = names[0];
+  static const std::map<std::string, std::string, std::less<>> kUnary = {
+      {"erf", "erf"}, {"sinh", "sinh"}, {"cosh", "cosh"}, {"tan", "tan"}, {"asin", "asin"}, {"acos", "acos"},
+      {"atan", "atan"}, {"asinh", "asinh"}, {"acosh", "acosh"}, {"atanh", "atanh"}};
+  if (which == "square") return define(scope, op, str_cat("multiply(", x, ", ", x, ")"));
+  if (auto found = kUnary.find(which); found != kUnary.end()) return define(scope, op, str_cat(found->second, "(", x, ")"));
+  if (which == "top_k") {
+    INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
+    INSITU_ASSIGN_OR_RETURN(int64_t k, symbols_.integer(p[0], "k"));
+    return define(scope, op, str_cat("topk(", x, "), k=", k, ", largest=true"));
+  }
+  if (which != "erf_inv") return error(op, str_cat(name(op), " is not read"));
+  // Giles' single-precision approximation (as XLA expands chlo.erf_inv): w = -log1p(-x*x); a
+  // degree-8 polynomial in w - 2.5 (w < 5) or sqrt(w) - 3, times x; +-inf at |x| = 1. f16 and
+  // bf16 are computed in f32.
+  StatusOr<Shape> result = symbols_.shape(op.result_types[0], "erf_inv");
+  if (!result.ok()) return error(op, result.status().message());
+  const PrimitiveType type = result->element_type();
+  if (type != PrimitiveType::kF32 && type != PrimitiveType::kF16 && type != PrimitiveType::kBF16)
+    return error(op, str_cat("chlo.erf_inv of ", primitive_type_name(type), " is not read (f32, f16 and bf16 are)"));
+  const std::string shape = Shape::array(PrimitiveType::kF32, result->dimensions()).to_string();
+  const std::string pred = Shape::array(PrimitiveType::kPred, result->dimensions()).to_string();
+  auto line = [&](const std::string& of, const std::string& expression) {
+    const std::string named = fresh("erf_inv");
+    scope.lines.push_back(str_cat(named, " = ", of, " ", expression));
+    return named;
+  };
+  auto splat = [&](std::string_view value) {
+    return line(shape, str_cat("broadcast(", line("f32[]", str_cat("constant(", value, ")")), "), dimensions={}"));
+  };
+  const std::string v = type == PrimitiveType::kF32 ? x : line(shape, str_cat("convert(", x, ")"));
+  const std::string w = line(shape, str_cat("negate(", line(shape, str_cat("log-plus-one(", line(shape, str_cat("multiply(", v, ", ", line(shape, str_cat("negate(", v, ")")), ")")), ")")), ")"));
+  const std::string small = line(pred, str_cat("compare(", w, ", ", splat("5"), "), direction=LT"));
+  const std::string t = line(shape, str_cat("select(", small, ", ", line(shape, str_cat("subtract(", w, ", ", splat("2.5"), ")")), ", ",
+                                            line(shape, str_cat("subtract(", line(shape, str_cat("sqrt(", w, ")")), ", ", splat("3"), ")")), ")"));
+  static const char* kSmall[] = {"2.81022636e-08", "3.43273939e-07", "-3.5233877e-06", "-4.39150654e-06", "0.00021858087",
+                                 "-0.00125372503", "-0.00417768164", "0.246640727", "1.50140941"};
+  static const char* kLarge[] = {"-0.000200214257", "0.000100950558", "0.00134934322", "-0.00367342844", "0.00573950773",
+                                 "-0.0076224613", "0.00943887047", "1.00167406", "2.83297682"};
+  auto coefficient = [&](int i) { return line(shape, str_cat("select(", small, ", ", splat(kSmall[i]), ", ", splat(kLarge[i]), ")")); };
+  std::string p = coefficient(0);
+  for (int i = 1; i < 9; ++i) p = line(shape, str_cat("add(", coefficient(i), ", ", line(shape, str_cat("multiply(", p, ", ", t, ")")), ")"));
+  const std::string finite = line(shape, str_cat("multiply(", p, ", ", v, ")"));
+  const std::string one = line(pred, str_cat("compare(", line(shape, str_cat("abs(", v, ")")), ", ", splat("1"), "), direction=EQ"));
+  const std::string chosen = str_cat("select(", one, ", ", line(shape, str_cat("multiply(", v, ", ", splat("inf"), ")")), ", ", finite, ")");
+  if (type == PrimitiveType::kF32) return define(scope, op, chosen);
+  return define(scope, op, str_cat("convert(", line(shape, chosen), ")"));
 }
 
 Status Importer::broadcast_in_dim(Scope& scope, const Operation& op, const std::string& args) {
