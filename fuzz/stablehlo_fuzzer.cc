@@ -1,5 +1,5 @@
 // libFuzzer target: the StableHLO reader (MLIR bytecode container, VHLO attributes and types,
-// the op mapping, jax.export's FlatBuffer) must never crash or read out of bounds, whatever the
+// the op mapping, jax.export's FlatBuffer, StableHLO text) must never crash or read out of bounds, whatever the
 // bytes; whatever it reads must verify and print.
 #include <cstdint>
 #include <cstdio>

@@ -43,10 +43,11 @@ _BYTECODE_MAGIC = b"ML\xefR"
 
 
 def _module_text(hlo):
-    """(text, name used in error locations) from module text, a path to a .hlo file, or StableHLO
-    as bytes or a path (.mlirbc: a VHLO artifact in MLIR bytecode, as JAX hands it to a PJRT
-    plugin; or a jax.export artifact, Exported.serialize()), which stays bytes."""
-    if isinstance(hlo, _os.PathLike) or (isinstance(hlo, str) and "\n" not in hlo and hlo.endswith((".hlo", ".mlirbc", ".jax_export"))):
+    """(text, name used in error locations) from module text (HLO, or StableHLO as
+    lowered.as_text() prints it), a path to a .hlo or .mlir file, or StableHLO as bytes or a path
+    (.mlirbc: a VHLO artifact in MLIR bytecode, as JAX hands it to a PJRT plugin; or a jax.export
+    artifact, Exported.serialize()), which stays bytes."""
+    if isinstance(hlo, _os.PathLike) or (isinstance(hlo, str) and "\n" not in hlo and hlo.endswith((".hlo", ".mlir", ".mlirbc", ".jax_export"))):
         path = _os.fspath(hlo)
         try:
             with open(path, "rb") as f:
@@ -117,8 +118,9 @@ class Executable:
 
 
 def compile(hlo, *, strict_donation: bool = False, max_memory_bytes: int = 0, device: str = "cpu") -> Executable:
-    """Parses, verifies and optimizes HLO text (XLA's format; or a path to a .hlo file), or a
-    VHLO artifact (MLIR bytecode as bytes or a .mlirbc path: StableHLO as JAX serializes it), and
+    """Parses, verifies and optimizes HLO text (XLA's format; or a path to a .hlo file), StableHLO
+    text (as jax.jit(f).lower(x).as_text() prints it; or a .mlir path), or a VHLO artifact (MLIR
+    bytecode as bytes or a .mlirbc path: StableHLO as JAX serializes it), and
     builds it for the runtime. strict_donation: a donated buffer that cannot be used is an
     error instead of a note in explain. max_memory_bytes: refuse a module whose peak is larger
     (0: what the machine has). device: "cpu", or "cuda" for GPU 0 (insitu.Error saying why

@@ -85,10 +85,12 @@ def test_bad_bytecode_is_a_located_error():
         insitu.compile(artifact[:4] + b"\x0b" + artifact[5:])
 
 
-def test_exported_decode_step_runs_from_the_cli_in_place(tmp_path, build_dir):
+@pytest.mark.parametrize("form", ["jax_export", "mlir"])
+def test_exported_decode_step_runs_from_the_cli_in_place(tmp_path, build_dir, form):
     """jax.export of a decode step (layers scanned with the caches as xs/ys, the state donated),
-    saved with Exported.serialize(), runs from `insitu run` with no Python: JAX's values, the
-    cache updated in place (0 bytes copied, far fewer written than the cache holds)."""
+    saved with Exported.serialize() (or its StableHLO text, lowered.as_text(), saved as .mlir),
+    runs from `insitu run` with no Python: JAX's values, the cache updated in place (0 bytes
+    copied, far fewer written than the cache holds)."""
     import json
     import subprocess
 
@@ -107,9 +109,12 @@ def test_exported_decode_step_runs_from_the_cli_in_place(tmp_path, build_dir):
     x = rng.standard_normal(width).astype(np.float32)
     pos = np.int32(3)
     args = (params, state, x, pos)
-    exported = export.export(jax.jit(spellings.scan_xs_ys, donate_argnums=1))(*jax.tree_util.tree_map(jnp.asarray, args))
-    artifact = tmp_path / "decode.jax_export"
-    artifact.write_bytes(exported.serialize())
+    jitted = jax.jit(spellings.scan_xs_ys, donate_argnums=1)
+    artifact = tmp_path / f"decode.{form}"
+    if form == "mlir":
+        artifact.write_text(jitted.lower(*jax.tree_util.tree_map(jnp.asarray, args)).as_text())
+    else:
+        artifact.write_bytes(export.export(jitted)(*jax.tree_util.tree_map(jnp.asarray, args)).serialize())
     expected = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(
         jax.jit(spellings.scan_xs_ys)(*jax.tree_util.tree_map(jnp.asarray, args)))]
 
@@ -168,3 +173,43 @@ def test_a_broadcast_stretching_a_unit_dimension():
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
     artifact = _artifact(f, (x,))
     np.testing.assert_allclose(np.asarray(insitu.compile(artifact)(x)), np.asarray(jax.jit(f)(x)), rtol=1e-6)
+
+
+def test_text_with_a_donated_cache_is_updated_in_place_from_a_path(tmp_path):
+    def step(cache, row, pos):
+        return cache.at[:, pos].set(row)
+
+    cache = np.zeros((4, 64, 8), np.float32)
+    row = np.ones((4, 8), np.float32)
+    path = tmp_path / "step.mlir"
+    path.write_text(_text(step, (cache, row, np.int32(5)), donate_argnums=0))
+    executable = insitu.compile(path)
+    assert executable.parameters[0]["aliased"]
+    out = executable(cache, row, np.int32(5), donate=[0])
+    np.testing.assert_array_equal(cache[:, 5], row)
+    assert np.asarray(out).__array_interface__["data"][0] == cache.__array_interface__["data"][0]
+    assert executable.stats["bytes_copied"] == 0
+
+
+def test_chlo_ops_in_text_give_jaxs_values():
+    """The CHLO ops JAX leaves in its text: erf_inv (expanded as XLA does), square, top_k, and
+    the elementwise functions insitu has as HLO ops (sinh, asin, ...)."""
+    x = np.linspace(-0.999, 0.999, 50, dtype=np.float32).reshape(5, 10)
+
+    def f(v):
+        values, indices = jax.lax.top_k(v, 3)
+        return (jax.scipy.special.erfinv(v), jnp.square(v), values, indices, jnp.sinh(v), jnp.arcsin(v),
+                jnp.arccosh(v + 2.0), jnp.arctanh(v * 0.5), jax.lax.erf(v))
+
+    text = _text(f, (x,))
+    assert "chlo.erf_inv" in text and "chlo.top_k" in text and "chlo.square" in text
+    got = insitu.compile(text)(x)
+    for g, w in zip(got, jax.jit(f)(x)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=2e-6)
+
+
+def test_bad_text_is_an_error_with_line_and_column():
+    text = _text(lambda a: a + 1, (np.zeros(4, np.float32),))
+    broken = text.replace("stablehlo.add", "stablehlo.addd", 1)
+    with pytest.raises(insitu.Error, match=r"<module>:\d+:\d+: .*stablehlo.addd"):
+        insitu.compile(broken)

@@ -82,6 +82,15 @@ int report_error(CliContext& context, const Status& status, const std::string& f
   return 1;
 }
 
+namespace {
+
+// What every subcommand's module argument may be.
+constexpr const char* kModuleHelp =
+    "HLO text (XLA's format), StableHLO text (.mlir, as jax.jit(f).lower(x).as_text() prints it), MLIR bytecode "
+    "(.mlirbc: a VHLO artifact, as JAX hands a PJRT plugin) or a jax.export artifact (Exported.serialize())";
+
+}  // namespace
+
 int run_insitu(const std::vector<std::string>& args, CliContext& context) {
   CLI::App app("insitu: a tensor compiler and runtime in which in-place updates are first class.", "insitu");
   app.set_version_flag("--version", "insitu " INSITU_VERSION);
@@ -89,7 +98,7 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
 
   RunOptions run;
   CLI::App* run_app = app.add_subcommand("run", "Run a module's entry computation and print its result.");
-  run_app->add_option("module", run.module_path, "HLO text file (XLA format), or MLIR bytecode (.mlirbc: a VHLO artifact, as jax.export writes it)")->required()->type_name("MODULE.hlo");
+  run_app->add_option("module", run.module_path, kModuleHelp)->required()->type_name("MODULE.hlo");
   run_app->add_option("--arg", run.arg_paths,
                       "A .npy file for the next entry-parameter leaf (tuple parameters flattened "
                       "depth-first); give one per leaf, or none for deterministic default values "
@@ -151,15 +160,18 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
 
   FmtOptions fmt;
   CLI::App* fmt_app = app.add_subcommand("fmt", "Parse, verify and print a module in canonical HLO text.");
-  fmt_app->add_option("module", fmt.module_path, "HLO text file (XLA format), or MLIR bytecode (.mlirbc: a VHLO artifact, as jax.export writes it)")->required()->type_name("MODULE.hlo");
+  fmt_app->add_option("module", fmt.module_path, kModuleHelp)->required()->type_name("MODULE.hlo");
   fmt_app->add_flag("--short", fmt.short_form, "Short form: bare names, no operand shapes");
+  fmt_app->add_option("--to", fmt.to, "What to print the module read as (hlo: HLO text, the only form written)")
+      ->check(CLI::IsMember({"hlo"}))
+      ->default_val("hlo");
   fmt_app->add_flag("--no-verify", fmt.no_verify,
                     "Parse and print without verifying, as XLA's parser does (a module a verifier would refuse "
                     "prints as written; run, opt and explain always verify)");
 
   OptOptions opt;
   CLI::App* opt_app = app.add_subcommand("opt", "Optimize a module (copies only where needed) and print it.");
-  opt_app->add_option("module", opt.module_path, "HLO text file (XLA format), or MLIR bytecode (.mlirbc: a VHLO artifact, as jax.export writes it)")->required()->type_name("MODULE.hlo");
+  opt_app->add_option("module", opt.module_path, kModuleHelp)->required()->type_name("MODULE.hlo");
   opt_app->add_option("--dump-to", opt.dump_to,
                       "Write XLA-style stage files (before/after optimizations, each pass, buffer assignment, "
                       "memory-usage report) into DIR")
@@ -186,7 +198,7 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
   CLI::App* explain_app =
       app.add_subcommand("explain", "Say why every copy of the optimized module exists, what aliases what, and "
                                     "why a donated buffer could not be used.");
-  explain_app->add_option("module", explain.module_path, "HLO text file (XLA format), or MLIR bytecode (.mlirbc: a VHLO artifact, as jax.export writes it)")
+  explain_app->add_option("module", explain.module_path, kModuleHelp)
       ->required()
       ->type_name("MODULE.hlo");
   explain_app->add_option("--plugin", explain.plugins, "Load a kernel plugin (.so); repeatable")

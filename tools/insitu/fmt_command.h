@@ -13,6 +13,7 @@ struct FmtOptions {
   std::string module_path;
   bool short_form = false;  // bare names, no operand shapes
   bool no_verify = false;   // parse and print only: a module a verifier would refuse prints too
+  std::string to = "hlo";   // the form printed: HLO text (StableHLO and bytecode input included)
 };
 
 int fmt_command(const FmtOptions& options, CliContext& context);

@@ -134,7 +134,12 @@ Status Importer::define(Scope& scope, const Operation& op, const std::string& ex
       shapes.push_back(std::move(shape));
     }
   }
-  const std::string base = name(op).substr(5);
+  // instructions are named after the op without its VHLO version ("add_v1" -> "add"), so a
+  // module read as text and as bytecode of either version names them alike
+  std::string base = name(op).substr(name(op).find('.') + 1);
+  if (const size_t v = base.rfind("_v"); v != std::string::npos && v + 2 < base.size() &&
+      base.find_first_not_of("0123456789", v + 2) == std::string::npos)
+    base.resize(v);
   if (shapes.size() == 1) {
     const std::string result = fresh(base);
     scope.lines.push_back(str_cat(result, " = ", shapes[0], " ", expression));

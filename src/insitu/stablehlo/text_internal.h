@@ -65,6 +65,19 @@ struct Parsed {
   std::deque<std::vector<uint8_t>> storage;  // the bytes dense attributes' spans point into
 };
 
+constexpr int kMaxNesting = 64;  // regions, attributes and types inside one another
+
+inline bool is_word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '$';
+}
+
+// Guards the depth of recursive constructs (a hostile text of 10^6 '[' stays an error).
+struct Nest {
+  explicit Nest(int& depth) : depth_(depth) { ++depth_; }
+  ~Nest() { --depth_; }
+  int& depth_;
+};
+
 // MLIR's text syntax over one module. Every error names the line and column where the text
 // stops making sense.
 class Parser {

@@ -83,10 +83,15 @@ Status Parser::custom(TextOp& op, const ResultNames& results) {
   const size_t at = op.offset;
   std::string name = op.name;
   auto named = [&](std::string key, uint64_t value) { op.attributes.emplace_back(std::move(key), value); };
-  auto list = [&](std::string key) -> Status {  // key = [1, 2]
+  auto list = [&](std::string key) -> Status {  // key = [1, 2] (or an attribute: #alias, array<i64: ...>)
     INSITU_RETURN_IF_ERROR(expect("="));
     skip_space();
     const size_t list_at = position();
+    if (!peek("[")) {
+      INSITU_ASSIGN_OR_RETURN(uint64_t value, attribute());
+      named(std::move(key), value);
+      return ok_status();
+    }
     INSITU_ASSIGN_OR_RETURN(std::vector<int64_t> values, integer_list());
     named(std::move(key), integers_attribute(values, list_at));
     return ok_status();
