@@ -213,3 +213,22 @@ def test_bad_text_is_an_error_with_line_and_column():
     broken = text.replace("stablehlo.add", "stablehlo.addd", 1)
     with pytest.raises(insitu.Error, match=r"<module>:\d+:\d+: .*stablehlo.addd"):
         insitu.compile(broken)
+
+
+def test_shardy_meshes_and_constraints_in_text_are_placement():
+    """sdy.mesh at the module's top and sdy.sharding_constraint (JAX writes one for a typed PRNG
+    key, and for with_sharding_constraint) place values on one device without changing them."""
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec
+
+    mesh = jax.make_mesh((1,), ("x",), axis_types=(AxisType.Auto,))
+
+    def f(x, key):
+        y = jax.lax.with_sharding_constraint(x * 2, NamedSharding(mesh, PartitionSpec("x")))
+        return y + jax.random.uniform(key, (4,))
+
+    x = np.arange(4, dtype=np.float32)
+    key = jax.random.key(0)
+    text = _text(f, (x, key))
+    assert "sdy.mesh" in text and "sdy.sharding_constraint" in text
+    got = insitu.compile(text)(x, np.asarray(jax.random.key_data(key)))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(jax.jit(f)(x, key)), rtol=1e-6)

@@ -454,6 +454,10 @@ StatusOr<uint64_t> Parser::hash_attribute(size_t at) {
     return found->second;
   }
   // an attribute of a dialect insitu does not read (Shardy's): kept, opaque, with its text
+  return opaque(at, str_cat("#", name, " (", name.substr(0, name.find('.')), " attribute)"));
+}
+
+StatusOr<uint64_t> Parser::opaque(size_t at, std::string description) {
   if (consume("<")) {
     int open = 1;
     while (position_ < text_.size() && open > 0) {
@@ -465,11 +469,11 @@ StatusOr<uint64_t> Parser::hash_attribute(size_t at) {
       open += c == '<' ? 1 : c == '>' && text_[position_ - 1] != '-' ? -1 : 0;
       ++position_;
     }
-    if (open != 0) return error_at(at, str_cat("#", name, "<...> that does not end"));
+    if (open != 0) return error_at(at, str_cat(description, ": <...> that does not end"));
   }
   Attribute opaque;
   opaque.kind = Attribute::Kind::kOpaque;
-  opaque.description = str_cat("#", name, " (", name.substr(0, name.find('.')), " attribute)");
+  opaque.description = std::move(description);
   opaque.text = std::string(text_.substr(at, position_ - at));
   return add_attribute(std::move(opaque), at);
 }

@@ -155,6 +155,8 @@ class Parser {
   StatusOr<uint64_t> hash_attribute(size_t at);
   Status struct_fields(Attribute& out, size_t at);
   StatusOr<uint64_t> number(size_t at);
+  // What an optional <...> from here holds, kept as text (an attribute of another dialect).
+  StatusOr<uint64_t> opaque(size_t at, std::string description);
   // text_vhlo.cc
   struct Built;
   Status convert(const TextOp& op, bytecode::Operation& out, Built& built);

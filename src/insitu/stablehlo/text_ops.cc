@@ -159,6 +159,23 @@ Status Parser::custom(TextOp& op, const ResultNames& results) {
     INSITU_ASSIGN_OR_RETURN(op.operands, value_uses());
     return finish();
   }
+  if (name == "sdy.mesh") {  // sdy.mesh @name = <...> {...}: where values would be placed
+    INSITU_RETURN_IF_ERROR(expect("@"));
+    word();
+    INSITU_RETURN_IF_ERROR(expect("="));
+    skip_space();
+    INSITU_ASSIGN_OR_RETURN(uint64_t mesh, opaque(position(), "a Shardy mesh"));
+    named("sdy.mesh", mesh);
+    return attribute_dictionary(op);
+  }
+  if (name == "sdy.sharding_constraint") {  // sdy.sharding_constraint %x <@mesh, [...]> : T
+    INSITU_ASSIGN_OR_RETURN(TextValue operand, value_use());
+    op.operands.push_back(operand);
+    skip_space();
+    INSITU_ASSIGN_OR_RETURN(uint64_t sharding, opaque(position(), "a Shardy sharding"));
+    named("sdy.sharding", sharding);
+    return finish();
+  }
   if (!name.starts_with("stablehlo."))
     return error_at(at, str_cat("'", name, "' is not an op insitu reads (StableHLO, CHLO and func ops are)"));
   const std::string base = name.substr(10);

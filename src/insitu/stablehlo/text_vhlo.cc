@@ -176,6 +176,10 @@ Status Parser::legalize(const TextOp& op, std::string& name, std::vector<uint64_
     given.erase("callee");
     return unknown(op.name);
   }
+  if (op.name.starts_with("sdy.")) {  // a mesh, a sharding constraint: placement (import.h)
+    name = op.name;
+    return unknown(op.name);
+  }
   if (op.name.starts_with("chlo.")) {
     name = op.name;
     if (op.name == "chlo.top_k") {
