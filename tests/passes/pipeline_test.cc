@@ -120,12 +120,13 @@ TEST(PipelineTest, OptimizationPipelineReadsAsTheDesignedStages) {
   EXPECT_EQ(names[1], "flatten-calls");
   EXPECT_EQ(names[2], "bitcast-lowering");
   EXPECT_EQ(names[3], "simplify");
-  EXPECT_EQ(names[4], "scan-in-place");
-  EXPECT_EQ(names[5], "slice-update-folding");
-  EXPECT_EQ(names[6], "layout-assignment");
-  EXPECT_EQ(names[7], "fusion");
-  EXPECT_EQ(names[8], "reshape-bitcasts");
-  EXPECT_EQ(names[9], "donor-matching");
+  EXPECT_EQ(names[4], "cse");
+  EXPECT_EQ(names[5], "scan-in-place");
+  EXPECT_EQ(names[6], "slice-update-folding");
+  EXPECT_EQ(names[7], "layout-assignment");
+  EXPECT_EQ(names[8], "fusion");
+  EXPECT_EQ(names[9], "reshape-bitcasts");
+  EXPECT_EQ(names[10], "donor-matching");
   EXPECT_NE(std::find(names.begin(), names.end(), "copy-insertion"), names.end());
 }
 

@@ -90,6 +90,15 @@ TEST(VhloImport, AnOpNotReadIsALocatedErrorNamingIt) {
       << module.status().message();
 }
 
+// Found by scripts/fuzz stablehlo: a constant whose (corrupted) op names operands, one of them a
+// constant read from outside the region, recursed through the importer until the stack ran out.
+TEST(VhloImport, AConstantWithOperandsIsAnErrorNotARecursion) {
+  const std::string bytes = load("fuzz_constant_with_operands.mlirbc");
+  StatusOr<std::unique_ptr<Module>> module = read_vhlo(bytes_of(bytes));
+  ASSERT_FALSE(module.ok());
+  EXPECT_NE(module.status().message().find("a constant with operands"), std::string::npos) << module.status().message();
+}
+
 // Any byte of an artifact changed: an error or a module, never a crash (the whole reader, not
 // only the container).
 TEST(VhloImport, CorruptedArtifactsNeverCrash) {

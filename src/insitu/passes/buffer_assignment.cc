@@ -329,13 +329,23 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
   for (Allocation& allocation : allocations) std::sort(allocation.values.begin(), allocation.values.end());
   // Views: a range of their (resolved) source's bytes; they hold no bytes of their own.
   assignment.views_.assign(dataflow.values().size(), false);
+  assignment.placed_for_.assign(dataflow.values().size(), nullptr);
   for (const BufferPlan& plan : plans) {
     if (plan.view_of < 0) continue;
-    const BufferPlan& source = plan.dynamic_view ? plan : plans[resolve(plan.view_of)];
-    const int64_t offset = plan.dynamic_view ? 0 : source.offset + plan.view_offset;
+    // a static view reads its source's bytes, through sources that are views or placed values
+    // themselves, up to a materialized buffer or a dynamic view's allocation
+    BufferId from = plan.view_of;
+    int64_t within = plan.view_offset;
+    while (!plan.dynamic_view && plans[from].view_of >= 0 && !plans[from].dynamic_view) {
+      within += plans[from].view_offset;
+      from = plans[from].view_of;
+    }
+    const BufferPlan& source = plan.dynamic_view ? plan : plans[resolve(from)];
+    const int64_t offset = plan.dynamic_view ? 0 : source.offset + within;
     for (ValueId id : plan.values) {
       assignment.slices_[id] = BufferSlice{source.allocation, offset, dataflow.value(id).shape.byte_size()};
-      assignment.views_[id] = true;
+      assignment.views_[id] = plan.placed_for == nullptr;
+      assignment.placed_for_[id] = plan.placed_for;
     }
   }
 

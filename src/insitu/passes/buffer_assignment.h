@@ -64,6 +64,11 @@ class BufferAssignment {
   // inside another value's, and the instruction moves no data. A dynamic-slice made a view
   // (its slice is in a kDynamicView allocation) only sets that allocation's base.
   bool is_view(ValueId value) const { return value >= 0 && value < static_cast<ValueId>(views_.size()) && views_[value]; }
+  // The dynamic-update-slice a value was computed in place for: the value's slice is the window
+  // that dynamic-update-slice writes (so it moves no data); nullptr for every other value.
+  const Instruction* placed_for(ValueId value) const {
+    return value >= 0 && value < static_cast<ValueId>(placed_for_.size()) ? placed_for_[value] : nullptr;
+  }
   // The slice at an instruction's leaf (through Dataflow::value_at).
   std::optional<BufferSlice> slice_at(const Instruction* instruction, const ShapeIndex& index = {}) const;
   const Dataflow& dataflow() const { return dataflow_; }
@@ -91,6 +96,7 @@ class BufferAssignment {
   std::vector<Allocation> allocations_;
   std::vector<std::optional<BufferSlice>> slices_;  // indexed by ValueId
   std::vector<bool> views_;                         // indexed by ValueId
+  std::vector<const Instruction*> placed_for_;      // indexed by ValueId
   int64_t peak_memory_bytes_ = 0;
   int64_t peak_time_ = 0;
   // Live-range section of the dump: each buffer live at the peak, counted once.

@@ -29,6 +29,10 @@ struct BufferPlan {
   // static views into that allocation.
   bool dynamic_view = false;
   bool lent = false;                    // some view reads its bytes
+  // Placed (place_updates): the value is computed straight into the window of view_of's bytes
+  // that a dynamic-update-slice (`placed_for`) then writes it to; not a view (its instruction
+  // computes), and that dynamic-update-slice moves no data.
+  const Instruction* placed_for = nullptr;
   int64_t allocation = -1;
   int64_t offset = 0;
 };
@@ -47,6 +51,14 @@ struct BufferPlan {
 // Either way the borrowed buffer must hold the same bytes until the borrower's last reader,
 // so its live range is extended to there; when something writes it in between (an in-place
 // update scheduled before the last reader), the borrower is materialized after all.
+// Then updates computed in place (place_updates): a dynamic-update-slice that writes, in place,
+// a value U into the window a dynamic-slice at the same starts read as a dynamic view (a
+// read-modify-write of one layer of a stack: Adam's m[i] -> m'[i], a scan's row of ys written
+// over its row of xs) gets U computed straight into that window, when U's instruction reads
+// the window's old bytes only element by element at the positions it writes, nothing else
+// reads them from U's time on, and nothing writes the stack again before U's last reader;
+// the dynamic-update-slice then moves no data (the update was written twice before: into a
+// temp, then copied into the stack).
 // Runs on freshly classified plans, before elementwise reuse and packing.
 void borrow_buffers(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "insitu/analysis/in_place.h"
 #include "insitu/passes/buffer_assignment_internal.h"
 
 namespace insitu::buffer_assignment_internal {
@@ -223,10 +224,141 @@ void borrow_broadcast_scalars(const Dataflow& dataflow, const LiveRanges& live, 
   }
 }
 
+// Instructions whose result is a structure or lives elsewhere by construction: never computed
+// into a window (a loop's or call's results are its state; a view or forward moves nothing).
+bool computes_its_result(const Instruction& instruction) {
+  if (!in_place_pairs(instruction).empty()) return false;
+  const Opcode opcode = instruction.opcode();
+  switch (opcode_kind(opcode)) {
+    case OpcodeKind::kUnary: case OpcodeKind::kBinary: case OpcodeKind::kElementwise: case OpcodeKind::kComputation:
+      return true;
+    case OpcodeKind::kDataMovement:
+      return opcode != Opcode::kGetTupleElement && opcode != Opcode::kTuple && opcode != Opcode::kBitcast &&
+             opcode != Opcode::kReshape && opcode != Opcode::kSlice && opcode != Opcode::kDynamicSlice &&
+             opcode != Opcode::kCopyStart && opcode != Opcode::kCopyDone;
+    case OpcodeKind::kControlFlow: return opcode == Opcode::kFusion;
+    default: return false;
+  }
+}
+
+// Whether some value of a buffer whose bytes are `owner`'s (owner itself, or a view whose chain
+// of sources reaches it) is read at a time in [from, to), other than by `allowed`.
+bool owner_read_between(const Dataflow& dataflow, const LiveRanges& live, const std::vector<BufferPlan>& plans,
+                        BufferId owner, int64_t from, int64_t to, const Instruction* allowed) {
+  for (BufferId b = 0; b < static_cast<BufferId>(plans.size()); ++b) {
+    BufferId at = b;
+    while (at != owner && plans[at].view_of >= 0) at = plans[at].view_of;
+    if (at != owner) continue;
+    for (ValueId id : plans[b].values)
+      for (const Use& use : dataflow.value(id).uses) {
+        const int64_t time = live.time(use.instruction);
+        if (use.instruction != allowed && time >= from && time < to) return true;
+      }
+  }
+  return false;
+}
+
+// Whether `instruction` reads its operand `number` element by element at the positions it writes
+// (so it may write its result over that operand: the in-place contract's kElementwise).
+bool reads_elementwise(const Instruction& instruction, int64_t number) {
+  for (const SharingPair& pair : operand_output_sharing(instruction))
+    if (pair.sharing == Sharing::kElementwise && pair.operand_number == number && pair.output_index.empty() &&
+        pair.operand_index.empty())
+      return true;
+  return false;
+}
+
+void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
+  for (const Instruction* update_slice : live.sequence()) {
+    if (update_slice->opcode() != Opcode::kDynamicUpdateSlice || update_slice->operand_count() < 2 ||
+        !update_slice->shape().is_array())
+      continue;
+    const Instruction* stack = update_slice->operand(0);
+    // the update, through reshapes that are views of it (a row [d] written as [1, d]), and the
+    // instruction that computes it
+    BufferId target = live.buffer_of(dataflow.value_at(update_slice->operand(1)));
+    int64_t last = 0;
+    bool read_in_place = true;
+    auto note_reads = [&](BufferId b) {
+      for (ValueId id : plans[b].values) {
+        read_in_place &= read_only_in_place(dataflow.value(id));
+        last = std::max(last, last_read(dataflow.value(id), live));
+      }
+    };
+    note_reads(target);
+    while (!plans[target].materialized && plans[target].view_of >= 0 && !plans[target].dynamic_view &&
+           plans[target].view_offset == 0 && plans[target].placed_for == nullptr) {
+      target = plans[target].view_of;
+      note_reads(target);
+    }
+    BufferPlan& plan = plans[target];
+    if (!plan.materialized || plan.kind != AllocationKind::kTemp || !plan.outputs.empty() || plan.values.size() != 1 ||
+        plan.lent || plan.view_of >= 0 || !read_in_place)
+      continue;
+    const Value& update_value = dataflow.value(plan.values[0]);
+    const Instruction* producer = update_value.defining.instruction;
+    if (!update_value.defining.index.empty() || !computes_its_result(*producer) ||
+        producer->shape().byte_size() != update_slice->operand(1)->shape().byte_size())
+      continue;
+    const Shape& update_shape = update_slice->operand(1)->shape();
+    // the stack is updated in place: its buffer holds the result
+    const BufferId owner = live.buffer_of(dataflow.value_at(stack));
+    if (live.buffer_of(dataflow.value_at(update_slice)) != owner || !plans[owner].materialized) continue;
+    // a dynamic-slice of the same stack at the same starts, of the update's size, read as a
+    // dynamic view: its allocation's base is the window, set before the producer runs
+    const Instruction* window = nullptr;
+    // (the same values: loop state is often read through a get-tuple-element per use)
+    auto same_value = [&](const Instruction* a, const Instruction* b) {
+      return a == b || (a->shape().is_array() && b->shape().is_array() && dataflow.value_at(a) == dataflow.value_at(b));
+    };
+    for (const Instruction* user : update_slice->parent()->instructions()) {
+      // (the same starts index the same window only in an operand of the same dimensions: the
+      // stack read through a reshape is indexed otherwise)
+      if (user->opcode() != Opcode::kDynamicSlice || !same_value(user->operand(0), stack) ||
+          user->operand(0)->shape().dimensions() != stack->shape().dimensions() ||
+          user->operand_count() != update_slice->operand_count() - 1 ||
+          user->dynamic_slice_sizes != update_shape.dimensions() ||
+          user->shape().element_type() != update_shape.element_type())
+        continue;
+      bool same_starts = true;
+      for (int64_t i = 1; i < user->operand_count(); ++i) same_starts &= same_value(user->operand(i), update_slice->operand(i + 1));
+      const BufferId view = live.buffer_of(dataflow.value_at(user));
+      if (same_starts && plans[view].dynamic_view && plans[view].view_of == owner) window = user;
+    }
+    if (window == nullptr || producer->shape().byte_size() != window->shape().byte_size()) continue;
+    const int64_t window_time = live.time(window), produced = live.time(producer), written = live.time(update_slice);
+    if (!(window_time < produced && produced < written)) continue;
+    // from the producer on, the window's old bytes are read by the producer alone, element by
+    // element where it writes (through the view or a view of it, at the window's start)
+    const BufferId view = live.buffer_of(dataflow.value_at(window));
+    bool safe = !owner_read_between(dataflow, live, plans, owner, produced, written, producer);
+    for (int64_t i = 0; safe && i < producer->operand_count(); ++i) {
+      BufferId read = live.buffer_of(dataflow.value_at(producer->operand(i)));
+      int64_t offset = 0;
+      while (read != view && read != owner && plans[read].view_of >= 0 && !plans[read].dynamic_view) {
+        offset += plans[read].view_offset;
+        read = plans[read].view_of;
+      }
+      if (read == owner) safe = false;  // the whole stack, or a static view of it
+      if (read == view && (offset != 0 || !reads_elementwise(*producer, i))) safe = false;
+    }
+    if (!safe) continue;
+    // after the update-slice, the window holds the update until the stack is written again
+    if (written_between(plans[owner], ValueId{-1}, written, last, live)) continue;
+    plan.materialized = false;
+    plan.view_of = view;
+    plan.view_offset = 0;
+    plan.placed_for = update_slice;
+    plans[owner].lent = true;
+    plans[owner].range.end = std::max(plans[owner].range.end, last);
+  }
+}
+
 }  // namespace
 
 void borrow_buffers(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
   borrow_views(dataflow, live, plans);
+  place_updates(dataflow, live, plans);
   borrow_broadcast_scalars(dataflow, live, plans);
 }
 

@@ -5,6 +5,7 @@
 #include "insitu/passes/scan_in_place.h"
 #include "insitu/passes/copy_elimination.h"
 #include "insitu/passes/copy_insertion.h"
+#include "insitu/passes/cse.h"
 #include "insitu/passes/schedule.h"
 #include "insitu/passes/donor_matching.h"
 #include "insitu/passes/flatten_calls.h"
@@ -82,6 +83,9 @@ constexpr PassEntry kPasses[] = {
     {"bitcast-lowering", "before simplify: bitcasts that reorder elements become transposes (data stays row-major)",
      plain<lower_bitcasts>},
     {"simplify", "tuple forwarding and dead code, so later analyses see values, not packing", plain<simplify>},
+    {"cse", "after simplify (values forwarded), before the passes that match values by identity (scan-in-place, "
+            "slice-update-folding, buffer assignment's windows): equal pure instructions become one",
+     plain<eliminate_common_subexpressions>},
     {"scan-in-place", "after simplify (calls inlined, tuples forwarded), before slice-update-folding: a scan's ys "
                       "written into its xs, which then folds as any block read and written back",
      plain<update_scans_in_place>},

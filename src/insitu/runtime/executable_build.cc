@@ -396,6 +396,11 @@ Status Executable::build() {
       }
       const RuntimeFamily family = runtime_family(opcode);
       if (family == RuntimeFamily::kForward || unmaterialized || view) continue;  // moves no data
+      // An update computed straight into the window this dynamic-update-slice writes (buffer
+      // assignment's placed values): the stack already holds it.
+      if (opcode == Opcode::kDynamicUpdateSlice &&
+          assignment_.placed_for(assignment_.dataflow().value_at(instruction->operand(1))) == instruction)
+        continue;
       if ((opcode == Opcode::kAllReduce || opcode == Opcode::kAllReduceStart) && native_all_reduce(*instruction, step)) {
         step.run = &Executor::run_all_reduce;
         program.steps.push_back(std::move(step));

@@ -111,6 +111,8 @@ StatusOr<std::string> Importer::value(Scope& scope, const Operation& op, const V
   if (found != scope.names.end()) return found->second;
   // a constant defined outside the region (shared by CSE): the computation gets its own copy
   if (operand.operation != nullptr && name(*operand.operation) == "vhlo.constant_v1") {
+    // (a constant has no operands: one that names some would recurse here, through itself)
+    if (!operand.operation->operands.empty()) return error(*operand.operation, "a constant with operands");
     INSITU_RETURN_IF_ERROR(emit(scope, *operand.operation));
     return scope.names.at(Scope::key(operand));
   }

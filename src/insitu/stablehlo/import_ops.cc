@@ -122,6 +122,7 @@ Status Importer::emit(Scope& scope, const Operation& op) {
   INSITU_ASSIGN_OR_RETURN(std::vector<std::string> names, operands(scope, op));
   const std::string args = str_join(names, ", ");
   if (op_name == "constant_v1") {
+    if (!op.operands.empty()) return error(op, "a constant with operands");
     INSITU_ASSIGN_OR_RETURN(std::vector<uint64_t> p, properties(op, 1));
     return constant(scope, op, p[0]);
   }
