@@ -122,6 +122,61 @@ TEST(PlacedUpdate, AWindowReadLaterStillHoldsItsOldValues) {
   EXPECT_GE(written, kStack);
 }
 
+// One row of the donated stack updated at a fixed index, written back by a dynamic-update-slice
+// of constant starts or by a scatter of one window (what slice-update-folding makes of
+// `.at[2].set`): `write_back` of `new` (f32[256]).
+std::string fixed_row(const std::string& write_back) {
+  return R"(
+HloModule fixed_row, input_output_alias={ {}: (0, {}, must-alias) }
+set {
+  old = f32[] parameter(0)
+  ROOT given = f32[] parameter(1)
+}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY main {
+  stack = f32[4,256] parameter(0)
+  grads = f32[4,256] parameter(1)
+  row = f32[1,256] slice(stack), slice={[2:3], [0:256]}
+  g = f32[1,256] slice(grads), slice={[2:3], [0:256]}
+  flat = f32[256] reshape(row)
+  gflat = f32[256] reshape(g)
+  two = f32[] constant(2)
+  twos = f32[256] broadcast(two), dimensions={}
+  scaled = f32[256] multiply(flat, twos)
+  new = f32[256] subtract(scaled, gflat)
+)" + write_back + "\n}";
+}
+
+TEST(PlacedUpdate, ARowWrittenAtAFixedIndexIsComputedIntoTheStack) {
+  constexpr int64_t kRow = 256 * 4;
+  // a dynamic-update-slice of constant starts
+  EXPECT_EQ(run_against_evaluator(fixed_row(R"(
+  wide = f32[1,256] reshape(new)
+  at = s32[] constant(2)
+  zero = s32[] constant(0)
+  ROOT out = f32[4,256] dynamic-update-slice(stack, wide, at, zero))")), kRow);
+  // a scatter of one window that sets
+  EXPECT_EQ(run_against_evaluator(fixed_row(R"(
+  at = s32[1] constant({2})
+  ROOT out = f32[4,256] scatter(stack, at, new), update_window_dims={0}, inserted_window_dims={0},
+      scatter_dims_to_operand_dims={0}, index_vector_dim=0, to_apply=set)")), kRow);
+  // one that adds keeps the old row's values: computed apart, then combined
+  EXPECT_EQ(run_against_evaluator(fixed_row(R"(
+  at = s32[1] constant({2})
+  ROOT out = f32[4,256] scatter(stack, at, new), update_window_dims={0}, inserted_window_dims={0},
+      scatter_dims_to_operand_dims={0}, index_vector_dim=0, to_apply=add)")), 2 * kRow);
+  // out of bounds, a scatter writes nothing, so the update is not placed (placed, it would
+  // overwrite row 2): computed into a temp (the scatter's count is its update's size)
+  EXPECT_EQ(run_against_evaluator(fixed_row(R"(
+  at = s32[1] constant({7})
+  ROOT out = f32[4,256] scatter(stack, at, new), update_window_dims={0}, inserted_window_dims={0},
+      scatter_dims_to_operand_dims={0}, index_vector_dim=0, to_apply=set)")), 2 * kRow);
+}
+
 // Found by the differential generator (seed 5035): the dynamic-slice read the stack through a
 // reshape to [1, 20], where the same starts name another window than the update's in [4, 5].
 TEST(PlacedUpdate, AWindowReadThroughAReshapeIsNotTheUpdatesWindow) {

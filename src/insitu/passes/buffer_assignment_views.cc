@@ -268,15 +268,76 @@ bool reads_elementwise(const Instruction& instruction, int64_t number) {
   return false;
 }
 
+// The element offset of the window an update writes at constant starts, when the window is one
+// contiguous run of the row-major stack: a dynamic-update-slice whose starts are constants
+// (clamped as it clamps them), or a scatter of one window that sets (its combiner returns the
+// update) at a constant index inside the stack (out of bounds, a scatter writes nothing);
+// nullopt otherwise.
+std::optional<int64_t> static_window(const Instruction& update) {
+  const Shape& stack = update.operand(0)->shape();
+  if (!stack.is_array() || !is_row_major(stack)) return std::nullopt;
+  const int64_t rank = stack.rank();
+  std::vector<int64_t> starts(static_cast<size_t>(rank), 0), sizes(static_cast<size_t>(rank), 1);
+  if (update.opcode() == Opcode::kDynamicUpdateSlice) {
+    const Shape& window = update.operand(1)->shape();
+    if (window.rank() != rank || update.operand_count() != rank + 2) return std::nullopt;
+    for (int64_t d = 0; d < rank; ++d) {
+      const Instruction* start = update.operand(d + 2);
+      if (start->opcode() != Opcode::kConstant || start->shape().rank() != 0) return std::nullopt;
+      sizes[d] = window.dimension(d);
+      starts[d] = std::clamp<int64_t>(start->literal.get_integer(0), 0, stack.dimension(d) - sizes[d]);
+    }
+  } else {
+    const ScatterDimensionNumbers& numbers = update.scatter_dimension_numbers;
+    const Instruction* indices = update.operand_count() == 3 ? update.operand(1) : nullptr;
+    const Computation* combiner = update.called_computations().size() == 1 ? update.called_computations()[0] : nullptr;
+    if (indices == nullptr || indices->opcode() != Opcode::kConstant || indices->shape().rank() > 1 ||
+        combiner == nullptr || combiner->parameter_count() != 2 || combiner->root() != combiner->parameter(1) ||
+        !numbers.input_batching_dims.empty() || numbers.index_vector_dim != 0)
+      return std::nullopt;  // one index: a scalar, or a vector along dimension 0
+    const int64_t count = indices->shape().rank() == 0 ? 1 : indices->shape().dimension(0);
+    const Shape& window = update.operand(2)->shape();
+    if (count != static_cast<int64_t>(numbers.scatter_dims_to_operand_dims.size()) ||
+        window.rank() != static_cast<int64_t>(numbers.update_window_dims.size()) ||
+        window.rank() + static_cast<int64_t>(numbers.inserted_window_dims.size()) != rank)
+      return std::nullopt;
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t d = numbers.scatter_dims_to_operand_dims[j];
+      if (d < 0 || d >= rank) return std::nullopt;
+      starts[d] = indices->literal.get_integer(j);
+    }
+    int64_t next = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      if (std::find(numbers.inserted_window_dims.begin(), numbers.inserted_window_dims.end(), d) ==
+          numbers.inserted_window_dims.end())
+        sizes[d] = window.dimension(next++);
+    for (int64_t d = 0; d < rank; ++d)
+      if (starts[d] < 0 || starts[d] + sizes[d] > stack.dimension(d)) return std::nullopt;
+  }
+  int64_t partial = 0;  // leading sizes 1, one partial dimension, full ones after it
+  while (partial < rank && sizes[partial] == 1) ++partial;
+  int64_t offset = 0, stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (d > partial && sizes[d] != stack.dimension(d)) return std::nullopt;
+    offset += starts[d] * stride;
+    stride *= stack.dimension(d);
+  }
+  return offset;
+}
+
 void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
   for (const Instruction* update_slice : live.sequence()) {
-    if (update_slice->opcode() != Opcode::kDynamicUpdateSlice || update_slice->operand_count() < 2 ||
-        !update_slice->shape().is_array())
+    const Opcode opcode = update_slice->opcode();
+    if ((opcode != Opcode::kDynamicUpdateSlice && opcode != Opcode::kScatter) || update_slice->operand_count() < 2 ||
+        !update_slice->shape().is_array() || (opcode == Opcode::kScatter && update_slice->operand_count() != 3))
       continue;
     const Instruction* stack = update_slice->operand(0);
+    const Instruction* update_operand = update_slice->operand(opcode == Opcode::kScatter ? 2 : 1);
+    const std::optional<int64_t> fixed = static_window(*update_slice);
+    if (opcode == Opcode::kScatter && !fixed) continue;
     // the update, through reshapes that are views of it (a row [d] written as [1, d]), and the
     // instruction that computes it
-    BufferId target = live.buffer_of(dataflow.value_at(update_slice->operand(1)));
+    BufferId target = live.buffer_of(dataflow.value_at(update_operand));
     int64_t last = 0;
     bool read_in_place = true;
     auto note_reads = [&](BufferId b) {
@@ -297,57 +358,69 @@ void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector
       continue;
     const Value& update_value = dataflow.value(plan.values[0]);
     const Instruction* producer = update_value.defining.instruction;
+    const Shape& update_shape = update_operand->shape();
     if (!update_value.defining.index.empty() || !computes_its_result(*producer) ||
-        producer->shape().byte_size() != update_slice->operand(1)->shape().byte_size())
+        producer->shape().byte_size() != update_shape.byte_size())
       continue;
-    const Shape& update_shape = update_slice->operand(1)->shape();
     // the stack is updated in place: its buffer holds the result
     const BufferId owner = live.buffer_of(dataflow.value_at(stack));
     if (live.buffer_of(dataflow.value_at(update_slice)) != owner || !plans[owner].materialized) continue;
-    // a dynamic-slice of the same stack at the same starts, of the update's size, read as a
-    // dynamic view: its allocation's base is the window, set before the producer runs
-    const Instruction* window = nullptr;
-    // (the same values: loop state is often read through a get-tuple-element per use)
-    auto same_value = [&](const Instruction* a, const Instruction* b) {
-      return a == b || (a->shape().is_array() && b->shape().is_array() && dataflow.value_at(a) == dataflow.value_at(b));
-    };
-    for (const Instruction* user : update_slice->parent()->instructions()) {
-      // (the same starts index the same window only in an operand of the same dimensions: the
-      // stack read through a reshape is indexed otherwise)
-      if (user->opcode() != Opcode::kDynamicSlice || !same_value(user->operand(0), stack) ||
-          user->operand(0)->shape().dimensions() != stack->shape().dimensions() ||
-          user->operand_count() != update_slice->operand_count() - 1 ||
-          user->dynamic_slice_sizes != update_shape.dimensions() ||
-          user->shape().element_type() != update_shape.element_type())
+    const int64_t produced = live.time(producer), written = live.time(update_slice);
+    // the stack's bytes are in place when the producer runs: nothing (a copy of the stack, a
+    // loop's state) fills the buffer between the producer and the update, over the window
+    if (produced >= written || written_between(plans[owner], ValueId{-1}, produced, written - 1, live)) continue;
+    // where the window lies: at a fixed offset in the stack's bytes, or in the dynamic view a
+    // dynamic-slice of the same stack at the same starts reads (its allocation's base, set
+    // before the producer runs)
+    BufferId view = -1;
+    const int64_t window_bytes = fixed ? *fixed * byte_width(update_shape.element_type()) : 0;
+    if (!fixed) {
+      const Instruction* window = nullptr;
+      // (the same values: loop state is often read through a get-tuple-element per use)
+      auto same_value = [&](const Instruction* a, const Instruction* b) {
+        return a == b || (a->shape().is_array() && b->shape().is_array() && dataflow.value_at(a) == dataflow.value_at(b));
+      };
+      for (const Instruction* user : update_slice->parent()->instructions()) {
+        // (the same starts index the same window only in an operand of the same dimensions: the
+        // stack read through a reshape is indexed otherwise)
+        if (user->opcode() != Opcode::kDynamicSlice || !same_value(user->operand(0), stack) ||
+            user->operand(0)->shape().dimensions() != stack->shape().dimensions() ||
+            user->operand_count() != update_slice->operand_count() - 1 ||
+            user->dynamic_slice_sizes != update_shape.dimensions() ||
+            user->shape().element_type() != update_shape.element_type())
+          continue;
+        bool same_starts = true;
+        for (int64_t i = 1; i < user->operand_count(); ++i) same_starts &= same_value(user->operand(i), update_slice->operand(i + 1));
+        const BufferId candidate = live.buffer_of(dataflow.value_at(user));
+        if (same_starts && plans[candidate].dynamic_view && plans[candidate].view_of == owner) window = user;
+      }
+      if (window == nullptr || update_shape.byte_size() != window->shape().byte_size() || live.time(window) >= produced)
         continue;
-      bool same_starts = true;
-      for (int64_t i = 1; i < user->operand_count(); ++i) same_starts &= same_value(user->operand(i), update_slice->operand(i + 1));
-      const BufferId view = live.buffer_of(dataflow.value_at(user));
-      if (same_starts && plans[view].dynamic_view && plans[view].view_of == owner) window = user;
+      view = live.buffer_of(dataflow.value_at(window));
     }
-    if (window == nullptr || producer->shape().byte_size() != window->shape().byte_size()) continue;
-    const int64_t window_time = live.time(window), produced = live.time(producer), written = live.time(update_slice);
-    if (!(window_time < produced && produced < written)) continue;
     // from the producer on, the window's old bytes are read by the producer alone, element by
-    // element where it writes (through the view or a view of it, at the window's start)
-    const BufferId view = live.buffer_of(dataflow.value_at(window));
+    // element where it writes (through the window's view, or a static view of the stack at the
+    // window's offset)
     bool safe = !owner_read_between(dataflow, live, plans, owner, produced, written, producer);
     for (int64_t i = 0; safe && i < producer->operand_count(); ++i) {
       BufferId read = live.buffer_of(dataflow.value_at(producer->operand(i)));
       int64_t offset = 0;
-      while (read != view && read != owner && plans[read].view_of >= 0 && !plans[read].dynamic_view) {
-        offset += plans[read].view_offset;
+      bool through_dynamic = false;  // a dynamic view on the way: an offset known only at run time
+      while (read != view && read != owner && plans[read].view_of >= 0) {
+        if (plans[read].dynamic_view) through_dynamic = true;
+        else offset += plans[read].view_offset;
         read = plans[read].view_of;
       }
-      if (read == owner) safe = false;  // the whole stack, or a static view of it
       if (read == view && (offset != 0 || !reads_elementwise(*producer, i))) safe = false;
+      if (read == owner && (!fixed || through_dynamic || offset != window_bytes || !reads_elementwise(*producer, i)))
+        safe = false;
     }
     if (!safe) continue;
-    // after the update-slice, the window holds the update until the stack is written again
+    // after the update, the window holds it until the stack is written again
     if (written_between(plans[owner], ValueId{-1}, written, last, live)) continue;
     plan.materialized = false;
-    plan.view_of = view;
-    plan.view_offset = 0;
+    plan.view_of = fixed ? owner : view;
+    plan.view_offset = window_bytes;
     plan.placed_for = update_slice;
     plans[owner].lent = true;
     plans[owner].range.end = std::max(plans[owner].range.end, last);

@@ -398,8 +398,9 @@ Status Executable::build() {
       if (family == RuntimeFamily::kForward || unmaterialized || view) continue;  // moves no data
       // An update computed straight into the window this dynamic-update-slice writes (buffer
       // assignment's placed values): the stack already holds it.
-      if (opcode == Opcode::kDynamicUpdateSlice &&
-          assignment_.placed_for(assignment_.dataflow().value_at(instruction->operand(1))) == instruction)
+      if ((opcode == Opcode::kDynamicUpdateSlice || (opcode == Opcode::kScatter && instruction->operand_count() == 3)) &&
+          assignment_.placed_for(assignment_.dataflow().value_at(instruction->operand(opcode == Opcode::kScatter ? 2 : 1))) ==
+              instruction)
         continue;
       if ((opcode == Opcode::kAllReduce || opcode == Opcode::kAllReduceStart) && native_all_reduce(*instruction, step)) {
         step.run = &Executor::run_all_reduce;
