@@ -18,7 +18,10 @@
 // slice (the runtime reads the scalar at each user), and a view (a reshape keeping row-major
 // order, a contiguous slice) read only by plain readers has a slice inside its operand's. The
 // borrowed buffer stays live to the borrower's last reader, and the borrower is materialized
-// after all when that buffer is written in between (an in-place update). Byte sizes are dense
+// after all when that buffer is written in between (an in-place update). And an update a
+// dynamic-update-slice (or a scatter of one window that sets) writes in place is computed
+// straight into its window of the stack when its producer reads that window only where it
+// writes it (placed_for; buffer_assignment_internal.h says when): the update then moves nothing. Byte sizes are dense
 // (tiles do not pad), as on XLA:CPU. peak_memory_bytes counts every live byte at the worst point of the
 // schedule, parameters included, a buffer shared by aliasing once.
 #pragma once
