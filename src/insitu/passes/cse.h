@@ -9,8 +9,10 @@
 // placed in the window a dynamic-slice at the same starts reads, slice-update-folding's read and
 // write-back of one block) then see one index, not two equal ones.
 //
-// Pure: elementwise, data-movement and computation ops (dot, reduce, sort, ...), constants and
-// iota; never a parameter, an instruction with a side effect or control edges, control flow
+// Merged: constants of any size, and computed values up to 64 bytes (indices, counters: a
+// larger value stays one per reader, since fusion computes each inside its reader where one
+// shared value would be materialized). Pure: elementwise, data-movement and computation ops
+// (dot, reduce, sort, ...), constants and iota; never a parameter, an instruction with a side effect or control edges, control flow
 // (while, conditional, call, custom-call, fusion), a collective or rng; nor a value a user
 // writes in place or carries as state (a tuple, while, conditional or call operand: merged,
 // two loop counters' initial 0 would need a copy each).
