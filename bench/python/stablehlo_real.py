@@ -1,5 +1,6 @@
 """The real-size programs of bench/peers (measure_xla.REAL) read by insitu.compile in each form JAX
-writes them in (issue 37): the jax.export artifact (MLIR bytecode), the StableHLO text
+writes them in (issue 37): the jax.export artifact (MLIR bytecode), the VHLO artifact XLA
+serializes for a PJRT plugin at 1.16.3 and 1.22.0 (jaxlib's private serializer), the StableHLO text
 `jax.jit(f).lower(x).as_text()` prints, and JAX's HLO text (the path insitu.jax.jit takes). Per
 program and form: the largest difference from jax.jit's values (relative to the largest value),
 compile seconds, the parameters JAX aliased (donated in the calls, as jax.jit's caller would),
@@ -16,6 +17,8 @@ from pathlib import Path
 import jax
 import numpy as np
 from jax import export
+from jax._src.interpreters import mlir
+from jax._src.lib import _jax
 
 import insitu
 
@@ -38,8 +41,12 @@ def main():
         jitted = jax.jit(function, keep_unused=True, **jit_options)
         want = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(jitted(*args))]
         lowered = jitted.lower(*args)
+        bytecode = mlir.module_to_bytecode(lowered.compiler_ir("stablehlo"))
         forms = {
             "jax.export": bytes(export.export(jitted)(*args).serialize()),
+            # what XLA serializes for a PJRT plugin at each version JAX 0.12 sends
+            "plugin 1.16.3": _jax.mlir.serialize_portable_artifact(bytecode, "1.16.3", True),
+            "plugin 1.22.0": _jax.mlir.serialize_portable_artifact(bytecode, "1.22.0", True),
             "StableHLO text": lowered.as_text(),
             "HLO text": lowered.as_text(dialect="hlo"),
         }
