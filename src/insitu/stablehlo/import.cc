@@ -386,6 +386,36 @@ bool is_stablehlo(std::span<const uint8_t> bytes) {
 
 namespace {
 
+// Each computation's instructions in the order XLA prints HLO (what the HLO path reads): from
+// each instruction no one reads (the root, dead code), in order, its operands depth first, then
+// it. StableHLO keeps the jaxpr's order, where a backward pass's `1 - t` sits right beside the
+// forward's `t`; passes that measure distances in program order (fusion's recompute of a value
+// read far away) then see the program as they see it from HLO.
+void order_as_xla_prints(Computation& computation) {
+  std::vector<Instruction*> order;
+  std::set<const Instruction*> placed;
+  for (Instruction* sink : computation.instructions()) {
+    if (!sink->users().empty() || !sink->control_successors().empty() || placed.count(sink)) continue;
+    std::vector<std::pair<Instruction*, size_t>> stack = {{sink, 0}};
+    placed.insert(sink);
+    while (!stack.empty()) {
+      auto& [instruction, next] = stack.back();
+      const size_t operands = static_cast<size_t>(instruction->operand_count());
+      if (next < operands + instruction->control_predecessors().size()) {
+        Instruction* before = next < operands ? instruction->operand(static_cast<int64_t>(next))
+                                              : instruction->control_predecessors()[next - operands];
+        ++next;
+        if (before->parent() == &computation && placed.insert(before).second) stack.emplace_back(before, 0);
+        continue;
+      }
+      order.push_back(instruction);
+      stack.pop_back();
+    }
+  }
+  // (a parameter no one reads is a sink too; every instruction is reached from one)
+  if (order.size() == static_cast<size_t>(computation.instruction_count())) computation.set_instruction_order(order);
+}
+
 // The HLO written parsed into a module, the constants' bytes copied in.
 StatusOr<std::unique_ptr<Module>> module_of(const HloText& hlo) {
   StatusOr<std::unique_ptr<Module>> module = parse_module(hlo.text);
@@ -423,6 +453,7 @@ StatusOr<std::unique_ptr<Module>> module_of(const HloText& hlo) {
       instruction->constant_value = ConstantValue::kWritten;
     }
   }
+  for (Computation* computation : (*module)->computations()) order_as_xla_prints(*computation);
   return module;
 }
 
