@@ -5,9 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <iterator>
-
+#include "test_data.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/printer.h"
 #include "insitu/ir/verifier.h"
@@ -16,15 +14,8 @@
 namespace insitu::stablehlo {
 namespace {
 
-std::string load(const std::string& name) {
-  std::ifstream in(std::string(INSITU_SOURCE_DIR) + "/tests/data/stablehlo/" + name, std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::span<const uint8_t> bytes_of(const std::string& text) {
-  return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
-}
+using testing_data::bytes_of;
+using testing_data::load;
 
 StatusOr<std::unique_ptr<Module>> read(const std::string& text) { return read_vhlo(bytes_of(text)); }
 

@@ -25,10 +25,7 @@ uint64_t Parser::integer_attribute(int64_t value, PrimitiveType type, size_t at)
   Attribute attribute;
   attribute.kind = Attribute::Kind::kInteger;
   attribute.integer = value;
-  Type element;
-  element.kind = Type::Kind::kElement;
-  element.element = type;
-  attribute.type = add_type(element, std::string(primitive_type_name(type)) + "#element");
+  attribute.type = element_type_index(type);
   return add_attribute(std::move(attribute), at);
 }
 
@@ -149,10 +146,7 @@ StatusOr<uint64_t> Parser::number(size_t at) {
   if (type == PrimitiveType::kF32 || type == PrimitiveType::kF64 || type == PrimitiveType::kF16 || type == PrimitiveType::kBF16) {
     Attribute attribute;
     attribute.kind = Attribute::Kind::kFloat;
-    Type element;
-    element.kind = Type::Kind::kElement;
-    element.element = type;
-    attribute.type = add_type(element, std::string(primitive_type_name(type)) + "#element");
+    attribute.type = element_type_index(type);
     const double value = hex ? 0 : std::strtod(token.c_str(), &stop);
     if (hex) attribute.bits = std::strtoull(token.c_str(), &stop, 16);
     else if (type == PrimitiveType::kF64) attribute.bits = std::bit_cast<uint64_t>(value);

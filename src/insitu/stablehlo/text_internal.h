@@ -115,6 +115,7 @@ class Parser {
   uint64_t type_attribute(uint64_t type, size_t at);
   uint64_t none_attribute(size_t at);  // a type attribute of `none` (an unset optional field)
   uint64_t tensor_type(PrimitiveType element, std::vector<int64_t> dimensions);
+  uint64_t element_type_index(PrimitiveType element);  // the type of one element (i32, f32, ...)
   const Type& type_at(uint64_t index) const { return parsed_.types[index]; }
   const Attribute& attribute_at(uint64_t index) const { return parsed_.attributes[index]; }
   StatusOr<std::vector<int64_t>> integer_list();  // [1, 2, 3]

@@ -42,6 +42,13 @@ uint64_t Parser::add_type(Type type, std::string key) {
   return found->second;
 }
 
+uint64_t Parser::element_type_index(PrimitiveType element) {
+  Type type;
+  type.kind = Type::Kind::kElement;
+  type.element = element;
+  return add_type(type, str_cat("element ", primitive_type_name(element)));
+}
+
 uint64_t Parser::tensor_type(PrimitiveType element, std::vector<int64_t> dimensions) {
   Type type;
   type.kind = Type::Kind::kTensor;
@@ -70,11 +77,9 @@ StatusOr<uint64_t> Parser::element_or_tensor(std::string_view name, size_t at) {
     INSITU_RETURN_IF_ERROR(expect("<"));
     const std::string_view part = word();
     INSITU_RETURN_IF_ERROR(expect(">"));
-    type.kind = Type::Kind::kElement;
-    if (part == "f32") type.element = PrimitiveType::kC64;
-    else if (part == "f64") type.element = PrimitiveType::kC128;
-    else return error_at(at, str_cat("complex<", part, "> is not a type insitu reads"));
-    return add_type(type, str_cat("complex<", part, ">"));
+    if (part == "f32") return element_type_index(PrimitiveType::kC64);
+    if (part == "f64") return element_type_index(PrimitiveType::kC128);
+    return error_at(at, str_cat("complex<", part, "> is not a type insitu reads"));
   }
   if (name == "none") {
     type.kind = Type::Kind::kNone;
@@ -82,9 +87,7 @@ StatusOr<uint64_t> Parser::element_or_tensor(std::string_view name, size_t at) {
   }
   std::optional<PrimitiveType> element = element_type(name);
   if (!element) return error_at(at, str_cat("'", name, "' is not a type insitu reads"));
-  type.kind = Type::Kind::kElement;
-  type.element = *element;
-  return add_type(type, std::string(name));
+  return element_type_index(*element);
 }
 
 StatusOr<uint64_t> Parser::type() {
