@@ -129,6 +129,39 @@ TEST(StablehloText, ErrorsNameTheLineAndColumn) {
   }
 }
 
+// Values insitu cannot honour are located errors, never wrapped or guessed; hostile sizes are
+// errors before anything is allocated (found by review: these threw or wrapped).
+TEST(StablehloText, ValuesOutOfRangeAndHostileSizesAreLocatedErrors) {
+  auto wrap = [](const std::string& op, const std::string& type) {
+    return "func.func @main(%a: tensor<4xf32>) -> " + type + " {\n  %0 = " + op + "\n  return %0 : " + type + "\n}\n";
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {wrap("stablehlo.constant dense<300> : tensor<i8>", "tensor<i8>"), "'300' does not fit s8"},
+      {wrap("stablehlo.constant dense<-1> : tensor<ui8>", "tensor<ui8>"), "'-1' does not fit u8"},
+      {wrap("stablehlo.constant dense<1.0e39> : tensor<f32>", "tensor<f32>"), "out of f32's range"},
+      {wrap("stablehlo.constant dense<[(1.0, 2.0), 3.0]> : tensor<2xcomplex<f32>>", "tensor<2xcomplex<f32>>"),
+       "do not fit its element type"},
+      {wrap("stablehlo.reduce_precision %a, format = e99999999999999999999m1 : tensor<4xf32>", "tensor<4xf32>"),
+       "is not a format eNmM"},
+      {wrap("\"chlo.top_k\"(%a) : (tensor<4xf32>) -> tensor<4xf32>", "tensor<4xf32>"), "chlo.top_k without its k"},
+      {wrap("\"stablehlo.iota\"() <{iota_dimension = 0 : i64, iota_dimension = 1 : i64}> : () -> tensor<4xf32>",
+            "tensor<4xf32>"),
+       "names 'iota_dimension' twice"},
+      {wrap("stablehlo.constant dense<0.0> : tensor<4294967296x4294967296xf32>", "tensor<4xf32>"), "too many elements"},
+      {wrap("\"stablehlo.reduce_window\"(%a, %a) <{window_dimensions = dense<1> : tensor<50000000000xi64>}> ({\n"
+            "  ^bb0(%p: tensor<f32>, %q: tensor<f32>):\n    stablehlo.return %p : tensor<f32>\n  }) : "
+            "(tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>",
+            "tensor<4xf32>"),
+       "a window of 50000000000 dimensions"},
+  };
+  for (const auto& [text, message] : cases) {
+    StatusOr<std::unique_ptr<Module>> module = read(text);
+    ASSERT_FALSE(module.ok()) << text;
+    EXPECT_NE(module.status().message().find(message), std::string::npos) << module.status().to_string();
+    EXPECT_TRUE(module.status().location().valid()) << module.status().to_string();
+  }
+}
+
 // A module read from StableHLO is in the order XLA prints HLO (each sink's operands depth first),
 // not the jaxpr's: passes that measure distances in program order see it as from HLO (the
 // transformer training step wrote 596 MB a step from its artifact, 566 MB now).

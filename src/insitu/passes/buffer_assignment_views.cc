@@ -335,22 +335,14 @@ void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector
     const Instruction* update_operand = update_slice->operand(opcode == Opcode::kScatter ? 2 : 1);
     const std::optional<int64_t> fixed = static_window(*update_slice);
     if (opcode == Opcode::kScatter && !fixed) continue;
-    // the update, through reshapes that are views of it (a row [d] written as [1, d]), and the
-    // instruction that computes it
-    BufferId target = live.buffer_of(dataflow.value_at(update_operand));
+    // the update and the instruction that computes it (a row-major reshape of it is a bitcast
+    // by now: the same value); a view of the update would read the window after it is written
+    const BufferId target = live.buffer_of(dataflow.value_at(update_operand));
     int64_t last = 0;
     bool read_in_place = true;
-    auto note_reads = [&](BufferId b) {
-      for (ValueId id : plans[b].values) {
-        read_in_place &= read_only_in_place(dataflow.value(id));
-        last = std::max(last, last_read(dataflow.value(id), live));
-      }
-    };
-    note_reads(target);
-    while (!plans[target].materialized && plans[target].view_of >= 0 && !plans[target].dynamic_view &&
-           plans[target].view_offset == 0 && plans[target].placed_for == nullptr) {
-      target = plans[target].view_of;
-      note_reads(target);
+    for (ValueId id : plans[target].values) {
+      read_in_place &= read_only_in_place(dataflow.value(id));
+      last = std::max(last, last_read(dataflow.value(id), live));
     }
     BufferPlan& plan = plans[target];
     if (!plan.materialized || plan.kind != AllocationKind::kTemp || !plan.outputs.empty() || plan.values.size() != 1 ||
@@ -359,8 +351,14 @@ void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector
     const Value& update_value = dataflow.value(plan.values[0]);
     const Instruction* producer = update_value.defining.instruction;
     const Shape& update_shape = update_operand->shape();
-    if (!update_value.defining.index.empty() || !computes_its_result(*producer) ||
-        producer->shape().byte_size() != update_shape.byte_size())
+    // every shape on the way row-major (the update-slice writes the update in the stack's
+    // order; a producer writing another layout would leave its bytes in another order), and
+    // a stack of at least one dimension (a scalar's bytes are what an unmaterialized broadcast
+    // reads at its users, borrow_broadcast_scalars)
+    if (!update_value.defining.index.empty() || !computes_its_result(*producer) || !producer->shape().is_array() ||
+        producer->shape().byte_size() != update_shape.byte_size() || !is_row_major(producer->shape()) ||
+        !is_row_major(update_shape) || !stack->shape().is_array() || !is_row_major(stack->shape()) ||
+        stack->shape().rank() == 0)
       continue;
     // the stack is updated in place: its buffer holds the result
     const BufferId owner = live.buffer_of(dataflow.value_at(stack));

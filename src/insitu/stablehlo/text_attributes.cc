@@ -13,6 +13,22 @@
 #include "insitu/support/str.h"
 
 namespace insitu::stablehlo::text_internal {
+namespace {
+
+// Whether an integer literal (its bits, and whether it was written negative) is a value of
+// `type`: MLIR refuses `300 : i8`; insitu does not wrap it.
+bool fits_integer(uint64_t bits, bool negative, PrimitiveType type) {
+  const int64_t width = bit_width(type);
+  const bool is_unsigned = type == PrimitiveType::kU8 || type == PrimitiveType::kU16 || type == PrimitiveType::kU32 ||
+                           type == PrimitiveType::kU64 || type == PrimitiveType::kU1 || type == PrimitiveType::kU2 ||
+                           type == PrimitiveType::kU4;
+  if (width >= 64) return !(is_unsigned && negative);
+  const auto value = static_cast<int64_t>(bits);
+  if (is_unsigned) return !negative && bits < (uint64_t{1} << width);
+  return value >= -(int64_t{1} << (width - 1)) && value < (int64_t{1} << (width - 1));
+}
+
+}  // namespace
 
 
 uint64_t Parser::add_attribute(Attribute attribute, size_t at) {
@@ -161,6 +177,9 @@ StatusOr<uint64_t> Parser::number(size_t at) {
   const int64_t value = hex ? static_cast<int64_t>(std::strtoull(token.c_str(), &stop, 16)) : std::strtoll(token.c_str(), &stop, 10);
   if (stop == nullptr || *stop != '\0' || errno == ERANGE) return error_at(at, str_cat("'", token, "' is not an integer"));
   if (type == PrimitiveType::kPred) return boolean_attribute(value != 0, at);
+  if (!is_integral(type)) return error_at(at, str_cat("'", token, "' is not a ", primitive_type_name(type)));
+  if (!hex && !fits_integer(static_cast<uint64_t>(value), value < 0, type))
+    return error_at(at, str_cat("'", token, "' does not fit ", primitive_type_name(type)));
   return integer_attribute(value, type, at);
 }
 
@@ -247,7 +266,7 @@ StatusOr<uint64_t> Parser::dense(size_t at) {
   INSITU_RETURN_IF_ERROR(expect("<"));
   std::vector<std::string> scalars;
   std::optional<std::string> hex;
-  bool complex_pairs = false;
+  bool complex_pairs = false, plain = false;  // (re, im) pairs; single numbers
   if (peek("\"")) {
     INSITU_ASSIGN_OR_RETURN(std::string text, string_literal());
     hex = std::move(text);
@@ -274,6 +293,7 @@ StatusOr<uint64_t> Parser::dense(size_t at) {
           ++position_;
         if (position_ == start) return error("expected a value in dense<...>");
         scalars.emplace_back(text_.substr(start, position_ - start));
+        plain = true;
       }
       while (open > 0 && consume("]")) --open;
       if (open < 0) return error("unbalanced ']' in dense<...>");
@@ -310,7 +330,8 @@ StatusOr<uint64_t> Parser::dense(size_t at) {
     return add_attribute(std::move(attribute), at);
   }
   const bool is_complex = element == PrimitiveType::kC64 || element == PrimitiveType::kC128;
-  if (is_complex != complex_pairs && !scalars.empty()) return error_at(at, "dense<...> whose values do not fit its element type");
+  if ((is_complex != complex_pairs || (complex_pairs && plain)) && !scalars.empty())
+    return error_at(at, "dense<...> whose values do not fit its element type");
   const size_t per_element = is_complex ? 2 : 1;
   const size_t values = scalars.size() / per_element;
   if (!scalars.empty() && values != 1 && static_cast<int64_t>(values) != count)
@@ -345,8 +366,15 @@ StatusOr<uint64_t> Parser::dense(size_t at) {
       bits = std::strtoull(s.c_str(), &stop, 16);
     } else if (is_integral(part)) {
       bits = s.starts_with("-") ? static_cast<uint64_t>(std::strtoll(s.c_str(), &stop, 10)) : std::strtoull(s.c_str(), &stop, 10);
+      if (errno != ERANGE && !fits_integer(bits, s.starts_with("-"), part))
+        return error_at(at, str_cat("'", s, "' does not fit ", primitive_type_name(part)));
     } else {
       const double value = std::strtod(s.c_str(), &stop);
+      if (std::isfinite(value) && part != PrimitiveType::kF64 &&
+          !std::isfinite(part == PrimitiveType::kF32 ? static_cast<double>(static_cast<float>(value))
+                         : part == PrimitiveType::kF16 ? static_cast<double>(Half::from_float(static_cast<float>(value)).to_float())
+                                                       : static_cast<double>(BFloat16::from_float(static_cast<float>(value)).to_float())))
+        return error_at(at, str_cat("'", s, "' is out of ", primitive_type_name(part), "'s range"));
       if (part == PrimitiveType::kF64) bits = std::bit_cast<uint64_t>(value);
       else if (part == PrimitiveType::kF32) bits = std::bit_cast<uint32_t>(static_cast<float>(value));
       else if (part == PrimitiveType::kF16) bits = Half::from_float(static_cast<float>(value)).bits;

@@ -53,12 +53,17 @@ Status Parser::convolution_dimensions(Attribute& fields) {
       do {
         skip_space();
         const std::string_view label = word();
-        if (label.size() == 1 && label[0] == kLabels[list][0]) first = position;
-        else if (label.size() == 1 && label[0] == kLabels[list][1]) second = position;
+        const bool is_first = label.size() == 1 && label[0] == kLabels[list][0];
+        const bool is_second = label.size() == 1 && label[0] == kLabels[list][1];
+        if ((is_first && first >= 0) || (is_second && second >= 0))
+          return error_at(at, str_cat("'", label, "' named twice in convolution dimension numbers"));
+        if (is_first) first = position;
+        else if (is_second) second = position;
         else if (!label.empty() && std::all_of(label.begin(), label.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-          const size_t k = std::stoul(std::string(label));
+          const size_t k = label.size() > 2 ? 99 : std::stoul(std::string(label));
           if (k > 16) return error_at(at, "a convolution of more than 16 spatial dimensions");
           if (spatial.size() <= k) spatial.resize(k + 1, -1);
+          if (spatial[k] >= 0) return error_at(at, str_cat("spatial dimension ", k, " named twice"));
           spatial[k] = position;
         } else {
           return error_at(at, str_cat("'", label, "' is not a convolution dimension label"));
@@ -500,10 +505,17 @@ Status Parser::custom(TextOp& op, const ResultNames& results) {
     const size_t format_at = position();
     const std::string format(word());
     const size_t m = format.find('m');
-    if (format.size() < 4 || format[0] != 'e' || m == std::string::npos || m < 2 || m + 1 >= format.size())
-      return error_at(format_at, str_cat("'", format, "' is not a format eNmM"));
-    named("exponent_bits", integer_attribute(std::stoll(format.substr(1, m - 1)), PrimitiveType::kS32, format_at));
-    named("mantissa_bits", integer_attribute(std::stoll(format.substr(m + 1)), PrimitiveType::kS32, format_at));
+    auto bits = [](std::string_view digits) -> int64_t {  // 1 to 3 digits, else -1
+      if (digits.empty() || digits.size() > 3) return -1;
+      for (char c : digits)
+        if (!std::isdigit(static_cast<unsigned char>(c))) return -1;
+      return std::stoll(std::string(digits));
+    };
+    const int64_t exponent = m == std::string::npos || format.empty() || format[0] != 'e' ? -1 : bits(std::string_view(format).substr(1, m - 1));
+    const int64_t mantissa = m == std::string::npos ? -1 : bits(std::string_view(format).substr(m + 1));
+    if (exponent < 1 || mantissa < 0) return error_at(format_at, str_cat("'", format, "' is not a format eNmM"));
+    named("exponent_bits", integer_attribute(exponent, PrimitiveType::kS32, format_at));
+    named("mantissa_bits", integer_attribute(mantissa, PrimitiveType::kS32, format_at));
     return finish();
   }
   if (base == "composite") {  // composite "name" %a, ... {composite_attributes = {..}, decomposition = @f} : (...) -> ...

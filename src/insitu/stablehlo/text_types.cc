@@ -161,7 +161,8 @@ StatusOr<uint64_t> Parser::type() {
   INSITU_RETURN_IF_ERROR(expect(">"));
   int64_t elements = 1;
   for (int64_t d : dimensions)
-    if (d > 0 && (elements *= d) > Symbols::kMaxElements) return error_at(at, "a tensor of too many elements");
+    if (d > 0 && (__builtin_mul_overflow(elements, d, &elements) || elements > Symbols::kMaxElements))
+      return error_at(at, "a tensor of too many elements");
   return add_type(std::move(tensor), key + ">");
 }
 

@@ -143,11 +143,12 @@ Status Parser::legalize(const TextOp& op, std::string& name, std::vector<uint64_
                         attribute.description != "stablehlo.result_accuracy";
     if (fields) {
       for (size_t i = 0; i + 1 < attribute.elements.size(); i += 2)
-        given[parsed_.attributes[attribute.elements[i]].text] = attribute.elements[i + 1];
+        if (!given.emplace(parsed_.attributes[attribute.elements[i]].text, attribute.elements[i + 1]).second)
+          return error_at(at, str_cat(op.name, " names '", parsed_.attributes[attribute.elements[i]].text, "' twice"));
     } else if (key.find('.') != std::string::npos) {
       discardable.emplace_back(key, value);
-    } else {
-      given[key] = value;
+    } else if (!given.emplace(key, value).second) {
+      return error_at(at, str_cat(op.name, " names '", key, "' twice"));
     }
   }
   auto unknown = [&](const std::string& op_name) -> Status {
@@ -183,8 +184,10 @@ Status Parser::legalize(const TextOp& op, std::string& name, std::vector<uint64_
   if (op.name.starts_with("chlo.")) {
     name = op.name;
     if (op.name == "chlo.top_k") {
-      properties.push_back(given.at("k"));
-      given.erase("k");
+      auto k = given.find("k");
+      if (k == given.end()) return error_at(at, "chlo.top_k without its k");
+      properties.push_back(k->second);
+      given.erase(k);
     }
     return unknown(op.name);
   }
@@ -260,6 +263,8 @@ Status Parser::legalize(const TextOp& op, std::string& name, std::vector<uint64_
       case Fill::kWindowOnes:
       case Fill::kWindowPadding: {
         if (window < 0) return error_at(at, str_cat(op.name, " without the window its ", property.name, " is sized by"));
+        const int64_t rank = op.operands.empty() ? 0 : static_cast<int64_t>(parsed_.types[type_of(op.operands[0])].dimensions.size());
+        if (window > rank) return error_at(at, str_cat(op.name, ": a window of ", window, " dimensions for an operand of ", rank));
         properties.push_back(integers_attribute(std::vector<int64_t>(static_cast<size_t>(window) * (property.fill == Fill::kWindowOnes ? 1 : 2),
                                                                      property.fill == Fill::kWindowOnes ? 1 : 0), at));
         break;
