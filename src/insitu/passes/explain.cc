@@ -85,7 +85,14 @@ Explanation explain_module(const Module& optimized) {
 Explanation explain_module(const OptimizedModule& optimized) {
   Explanation explanation = explain_module(*optimized.module);
   explanation.unused_donors = optimized.donors.unused;
-  if (optimized.buffers) explanation.peak_memory_bytes = optimized.buffers->peak_memory_bytes();
+  if (optimized.buffers) {
+    explanation.peak_memory_bytes = optimized.buffers->peak_memory_bytes();
+    const Dataflow& dataflow = optimized.buffers->dataflow();
+    for (ValueId id = 0; id < static_cast<ValueId>(dataflow.values().size()); ++id)
+      if (const Instruction* update = optimized.buffers->placed_for(id))
+        explanation.placed_updates.push_back(
+            {dataflow.value(id).defining.instruction, update, dataflow.value(id).shape.byte_size()});
+  }
   return explanation;
 }
 
@@ -104,6 +111,9 @@ std::string explanation_text(const Explanation& e) {
   for (const UnusedDonor& donor : e.unused_donors)
     out += str_cat("unused donor: parameter ", donor.parameter_number, " ", shape_index_to_string(donor.parameter_index),
                    ": ", donor_reason_name(donor.reason), "\n  ", donor.detail, "\n");
+  for (const PlacedUpdateExplanation& placed : e.placed_updates)
+    out += str_cat("in its window: %", placed.producer->name(), " (", placed.bytes, " bytes) is computed where %",
+                   placed.update->name(), " writes it, which then moves nothing\n");
   for (const KernelLoopExplanation& kernel : e.kernels) {
     out += str_cat("pallas kernel ", kernel.kernel, " (grid ", kernel.grid, ", loop %", kernel.loop->name(),
                    kernel.aliases.empty() ? std::string() : str_cat(", input->output aliases ", kernel.aliases), "): ");
@@ -139,6 +149,12 @@ std::string explanation_json(const Explanation& e) {
                                     {"parameter_index", nlohmann::json(donor.parameter_index)},
                                     {"reason", std::string(donor_reason_name(donor.reason))},
                                     {"detail", donor.detail}});
+  if (!e.placed_updates.empty()) {
+    out["placed_updates"] = nlohmann::json::array();
+    for (const PlacedUpdateExplanation& placed : e.placed_updates)
+      out["placed_updates"].push_back(
+          {{"producer", placed.producer->name()}, {"update", placed.update->name()}, {"bytes", placed.bytes}});
+  }
   if (!e.kernels.empty()) {
     out["pallas_kernels"] = nlohmann::json::array();
     for (const KernelLoopExplanation& kernel : e.kernels) {

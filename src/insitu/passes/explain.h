@@ -7,7 +7,8 @@
 // For each copy left in the module: its bytes (one execution), its reason code and the detail
 // sentence copy insertion recorded (ir/copy_reason.h). A copy without a recorded reason was
 // written in the input program: it is `user-copy`, whatever surface shows it. Then each
-// input/output alias and each donated buffer that could not be used, with its reason.
+// input/output alias and each donated buffer that could not be used, with its reason; each
+// update computed into the window its in-place write fills.
 #pragma once
 
 #include <optional>
@@ -33,6 +34,14 @@ struct KernelLoopExplanation {
   std::string kernel, grid, aliases;
   std::vector<const Instruction*> copies;  // empty: the kernel updates its arrays in place
 };
+// An update computed straight into the window of the stack an in-place dynamic-update-slice or
+// scatter writes it to (buffer assignment's placed values): that write then moves nothing.
+struct PlacedUpdateExplanation {
+  const Instruction* producer = nullptr;
+  const Instruction* update = nullptr;  // the dynamic-update-slice or scatter
+  int64_t bytes = 0;                    // not written a second time, per execution
+};
+
 struct Explanation {
   std::string module_name;
   std::vector<CopyExplanation> copies;  // every computation, in program order
@@ -40,6 +49,7 @@ struct Explanation {
   std::vector<UnusedDonor> unused_donors;
   std::vector<KernelLoopExplanation> kernels;  // every Pallas kernel's grid loop, in program order
   std::optional<int64_t> peak_memory_bytes;  // when buffers were assigned
+  std::vector<PlacedUpdateExplanation> placed_updates;  // when buffers were assigned, in value order
 
   int64_t copied_bytes() const;
 };
