@@ -146,6 +146,38 @@ TEST_F(CliTest, UnparseableModuleReportsLineAndColumn) {
   }
 }
 
+// StableHLO text (what jax.jit(f).lower(x).as_text() prints) is a module every command takes: fmt
+// prints it as HLO (--to hlo, the only form written), run runs it, and a bad op is an error at the
+// text's line and column.
+TEST_F(CliTest, StablehloTextRunsAndPrintsAsHlo) {
+  std::string module = write("step.mlir",
+                             "module @step {\n"
+                             "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+                             "    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>\n"
+                             "    return %0 : tensor<4xf32>\n"
+                             "  }\n"
+                             "}\n");
+  Result printed = insitu({"fmt", module, "--to", "hlo"});
+  EXPECT_EQ(printed.status, 0) << printed.err;
+  EXPECT_EQ(printed.out.rfind("HloModule step", 0), 0u) << printed.out;
+  EXPECT_NE(printed.out.find("add("), std::string::npos) << printed.out;
+  EXPECT_EQ(insitu({"fmt", module, "--to", "mlir"}).status, 1);
+  Result ran = insitu({"run", module});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.out.rfind("f32[4]", 0), 0u) << ran.out;
+  std::string bad = write("bad.mlir",
+                          "module {\n"
+                          "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+                          "    %0 = stablehlo.frobnicate %arg0 : tensor<4xf32>\n"
+                          "    return %0 : tensor<4xf32>\n"
+                          "  }\n"
+                          "}\n");
+  Result error = insitu({"run", bad});
+  EXPECT_EQ(error.status, 1);
+  EXPECT_EQ(error.err.rfind(bad + ":3:10: error: ", 0), 0u) << error.err;
+  EXPECT_NE(error.err.find("stablehlo.frobnicate"), std::string::npos) << error.err;
+}
+
 TEST_F(CliTest, WrongArgumentShapeNamesParameterAndShapes) {
   std::string module = write("m.hlo", kAddModule);
   std::string x = write_npy("x.npy", Literal(Shape::array(PrimitiveType::kF32, {2, 3})));
