@@ -12,7 +12,8 @@
 namespace insitu {
 namespace {
 
-// Arrays up to this size are merged (indices, counters, small masks). A larger computed value
+// Arrays up to this size are merged (indices, counters, small masks, the constants JAX writes
+// once per use; a weight is never hashed or compared here). A larger computed value
 // stays one per reader: fusion then computes each copy inside its reader's loop, where one
 // shared value would be materialized between them (insitu's fusion does not duplicate a
 // producer of several readers): merging the transformer training step's equal elementwise
@@ -21,9 +22,7 @@ constexpr int64_t kMaxMergedBytes = 64;
 
 bool is_pure(const Instruction& instruction) {
   if (instruction.has_control_edges() || has_side_effect(instruction)) return false;
-  if (instruction.opcode() != Opcode::kConstant &&
-      (!instruction.shape().is_array() || instruction.shape().byte_size() > kMaxMergedBytes))
-    return false;
+  if (!instruction.shape().is_array() || instruction.shape().byte_size() > kMaxMergedBytes) return false;
   const Opcode opcode = instruction.opcode();
   if (opcode == Opcode::kConstant) return instruction.constant_value == ConstantValue::kWritten;  // bytes known
   if (opcode == Opcode::kIota) return true;
