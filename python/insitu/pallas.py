@@ -176,6 +176,117 @@ def _eval_equation(eqn, values, closed):
     return outs if primitive.multiple_results else [outs]
 
 
+_PARALLEL_SEMANTICS = ("parallel", "core_parallel", "subcore_parallel")
+_MAX_CHECKED_BLOCKS = 1 << 16  # blocks of one array past which the independence check gives up
+
+
+def _declared_parallel(grid, grid_mapping, compiler_params):
+    """Per grid axis, whether the kernel declares it parallel (dimension_semantics; a vmapped
+    axis is parallel, as Mosaic makes it), or None when it declares nothing."""
+    semantics = getattr(compiler_params, "dimension_semantics", None)
+    if semantics is None:
+        return None
+    names = iter(getattr(s, "value", s) for s in semantics)
+    return [d in grid_mapping.vmapped_dims or next(names, "arbitrary") in _PARALLEL_SEMANTICS for d in range(len(grid))]
+
+
+def _block_starts(grid, grid_mapping, padded_shapes, block_shapes):
+    """Per ref, the start of its block at every grid step (row-major), an int64 array
+    [steps, rank], clamped as dynamic_slice clamps them; None when an index map reads
+    scalar-prefetch operands (their values are known only at run time)."""
+    import jax
+    import numpy as np
+    from jax._src import core as jax_core
+
+    indices = np.indices(grid).reshape(len(grid), -1).T.astype(np.int32)  # [steps, rank]
+    starts = []
+    for k, mapping in enumerate(grid_mapping.block_mappings):
+        jaxpr = mapping.index_map_jaxpr.jaxpr
+        extra = jaxpr.invars[len(grid):]
+        used = {v for eqn in jaxpr.eqns for v in eqn.invars if isinstance(v, jax_core.Var)}
+        used |= {v for v in jaxpr.outvars if isinstance(v, jax_core.Var)}
+        if any(v in used for v in extra):
+            return None
+        dummies = [np.zeros(getattr(v.aval, "inner_aval", v.aval).shape, getattr(v.aval, "inner_aval", v.aval).dtype)
+                   for v in extra]
+        at = jax.jit(jax.vmap(lambda index: jnp.stack([jnp.asarray(x, jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
+                                                      for x in mapping.compute_start_indices_interpret(
+                                                          tuple(index[d] for d in range(len(grid))), *dummies)])))
+        with jax.ensure_compile_time_eval():  # evaluated now, not traced into the kernel's lowering
+            found = np.asarray(at(indices), dtype=np.int64).reshape(len(indices), -1)
+        limit = np.asarray(padded_shapes[k], np.int64) - np.asarray(block_shapes[k], np.int64)
+        starts.append(np.clip(found, 0, np.maximum(limit, 0)))
+    return starts
+
+
+def _conflicts(boxes, outer):
+    """Whether two outer iterations touch one array's bytes where at least one of them writes:
+    `boxes` is a list of (starts [steps, rank], block shape, written) for the refs over it."""
+    import numpy as np
+
+    rows = []
+    for starts, shape, written in boxes:
+        keyed = np.concatenate([starts, np.broadcast_to(np.asarray(shape, np.int64), starts.shape),
+                                np.full((len(starts), 1), int(written)), outer[:, None]], axis=1)
+        rows.append(keyed)
+    rows = np.unique(np.concatenate(rows), axis=0)  # distinct (start, shape, written, outer)
+    rank = boxes[0][0].shape[1]
+    if len({tuple(shape) for _, shape, _ in boxes}) == 1:  # one block shape: blocks coincide or are apart
+        _, box = np.unique(rows[:, :rank], axis=0, return_inverse=True)
+        order = np.argsort(box.reshape(-1), kind="stable")
+        box, points, writes = box.reshape(-1)[order], rows[order, -1], rows[order, 2 * rank] == 1
+        first = np.flatnonzero(np.r_[True, box[1:] != box[:-1]])  # each block's first row
+        spread = np.minimum.reduceat(points, first) != np.maximum.reduceat(points, first)
+        return bool(np.any(np.logical_or.reduceat(writes, first) & spread))
+    if len(rows) > _MAX_CHECKED_BLOCKS // 8:
+        return True  # too many to compare pairwise: not proven
+    lo, size = rows[:, :rank], rows[:, rank:2 * rank]
+    hi = lo + size
+    overlap = np.all((lo[:, None, :] < hi[None, :, :]) & (lo[None, :, :] < hi[:, None, :]), axis=2)
+    either_writes = (rows[:, 2 * rank, None] == 1) | (rows[None, :, 2 * rank] == 1)
+    other = rows[:, -1, None] != rows[None, :, -1]
+    return bool(np.any(overlap & either_writes & other))
+
+
+def _independent_axes(grid, grid_mapping, compiler_params, block_shapes, padded_shapes, array_of, written, carried,
+                      has_scratch):
+    """(p, None) when the leading p >= 1 grid axes are independent: steps of different points of
+    those axes write disjoint blocks of every array and read no block another point writes
+    (index maps evaluated over the whole grid), so insitu may run those points on threads, each
+    point's steps in order; (0, why) otherwise. With scratch, only axes the kernel declares
+    parallel count (a worker's scratch persists across its own steps only, as on a TPU core)."""
+    import numpy as np
+
+    if any(not isinstance(d, int) for d in grid):
+        return 0, "its grid has a dynamic size"
+    steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
+    if steps < 2:
+        return 0, "its grid has one step"
+    if steps > _MAX_CHECKED_BLOCKS:
+        return 0, f"its grid has {steps} steps, more than insitu checks for independence ({_MAX_CHECKED_BLOCKS})"
+    declared = _declared_parallel(grid, grid_mapping, compiler_params)
+    limit = len(grid)
+    if has_scratch:
+        flags = declared or [d in grid_mapping.vmapped_dims for d in range(len(grid))]
+        limit = next((d for d, flag in enumerate(flags) if not flag), len(grid))
+        if limit == 0:
+            return 0, ("its scratch persists across grid steps and its first grid axis is not declared parallel "
+                       "(dimension_semantics)")
+    starts = _block_starts(grid, grid_mapping, padded_shapes, block_shapes)
+    if starts is None:
+        return 0, "its index maps read scalar-prefetch operands, known only at run time"
+    per_array = {a: [(starts[k], block_shapes[k], written[k]) for k in range(len(array_of)) if array_of[k] == a]
+                 for a in carried}
+    for p in range(limit, 0, -1):
+        points = int(np.prod(grid[:p], dtype=np.int64))
+        if points < 2:
+            break
+        outer = np.arange(steps, dtype=np.int64) // (steps // points)
+        if not any(_conflicts(boxes, outer) for boxes in per_array.values()):
+            return p, None
+    return 0, "two of its grid's leading points touch one block and at least one writes it"
+
+
 def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, compiler_params, cost_estimate,
                out_avals, metadata, name, **rest):
     """The pallas_call as a loop over its grid (see the module's text)."""
@@ -226,6 +337,9 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     carried = sorted({array_of[k] for k in range(input_count + output_count) if written[k]})
     scratch = [_uninitialized(a.shape, a.dtype) for a in scratch_avals]
     steps = functools.reduce(lambda a, b: a * b, grid, 1)
+    parallel_axes, in_order = _independent_axes(grid, grid_mapping, compiler_params, block_shapes,
+                                                [arrays[array_of[k]].shape for k in range(input_count + output_count)],
+                                                array_of, written, carried, bool(scratch))
 
     def step(i, state_values):
         from jax.experimental.xla_metadata import set_xla_metadata
@@ -268,7 +382,9 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
 
     with set_xla_metadata(insitu_pallas_kernel=_short_name({"name": name, "jaxpr": jaxpr}),
                           insitu_pallas_grid="x".join(str(d) if isinstance(d, int) else "?" for d in grid) or "()",
-                          insitu_pallas_aliases=",".join(f"{i}->{o}" for i, o in input_output_aliases)):
+                          insitu_pallas_aliases=",".join(f"{i}->{o}" for i, o in input_output_aliases),
+                          insitu_pallas_parallel=str(parallel_axes),
+                          **({"insitu_pallas_in_order": in_order} if in_order else {})):
         final = lax.fori_loop(jnp.int32(0), jnp.asarray(steps, jnp.int32), step,
                               tuple(arrays[a] for a in carried) + tuple(scratch))
     values = dict(zip(carried, final[:len(carried)]))

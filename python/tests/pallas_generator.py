@@ -566,7 +566,8 @@ def run_case(seed):
     for k, (original, copy) in enumerate(zip(args, copies)):
         if k not in case.donate_argnums and not np.array_equal(np.asarray(original), np.asarray(copy), equal_nan=True):
             return "modified-input", f"argument {k} (not donated) changed"
-    return "ok", ""
+    kernels = fn.executable(*args).stats.get("pallas_kernels", [])
+    return "ok", "parallel" if any(kernel["parallel_axes"] for kernel in kernels) else ""
 
 
 def main(argv=None):
@@ -582,11 +583,12 @@ def main(argv=None):
     if not options.seeds:
         parser.error("--seeds A:B or --describe SEED")
     start, stop = (int(v) for v in options.seeds.split(":"))
-    matched = failed = 0
+    matched = failed = parallel = 0
     for seed in range(start, stop):
         status, text = run_case(seed)
         if status == "ok":
             matched += 1
+            parallel += text == "parallel"
             if options.verbose:
                 print(f"seed {seed} ok", flush=True)
             continue
@@ -598,7 +600,8 @@ def main(argv=None):
         print(f"FAIL {status}: {description} || {text}", flush=True)
         if options.stop_on_failure:
             break
-    print(f"{matched + failed} kernels, {matched} matched, {failed} failed", flush=True)
+    print(f"{matched + failed} kernels, {matched} matched ({parallel} with grid steps on threads), {failed} failed",
+          flush=True)
     return 1 if failed else 0
 
 

@@ -254,14 +254,15 @@ nlohmann::json run_stats_json(const Executable& executable, const ExecutionStats
     json["copies_in_module"].push_back({{"name", copy.copy->name()}, {"reason", copy_reason_name(copy.reason)}});
   if (!stats.kernel_grids.empty()) {
     json["pallas_kernels"] = nlohmann::json::array();
-    for (const ExecutionStats::KernelGrid& grid : stats.kernel_grids)
+    for (const ExecutionStats::KernelGrid& grid : stats.kernel_grids) {
+      nlohmann::json axes = nlohmann::json::array();
+      for (int64_t axis = 0; axis < grid.parallel_axes; ++axis) axes.push_back(axis);
       json["pallas_kernels"].push_back(
           {{"name", grid.kernel}, {"grid", grid.grid}, {"aliases", grid.aliases}, {"runs", grid.runs},
            {"steps", grid.steps}, {"bytes_copied", grid.bytes_copied}, {"bytes_staged", grid.bytes_staged},
-           {"native", true},
-           {"parallel_axes", nlohmann::json::array()},
-           {"in_order_because", "insitu runs a kernel's grid steps in order, as one compiled loop (grid axes on "
-                                "threads are not built yet)"}});
+           {"native", true}, {"parallel_axes", axes},
+           {"in_order_because", grid.parallel_axes > 0 ? nlohmann::json(nullptr) : nlohmann::json(grid.in_order_because)}});
+    }
   }
   return json;
 }

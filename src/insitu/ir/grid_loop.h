@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "insitu/ir/instruction.h"
 
@@ -20,12 +21,21 @@ namespace insitu {
 inline constexpr std::string_view kGridKernelAttribute = "insitu_pallas_kernel";
 inline constexpr std::string_view kGridShapeAttribute = "insitu_pallas_grid";        // "8x8x8"
 inline constexpr std::string_view kGridAliasesAttribute = "insitu_pallas_aliases";  // "2->0,3->1" or ""
+// How many leading grid axes the lowering proved independent ("0".."rank"; analysis/parallel_grid.h),
+// and, when none, why (a sentence).
+inline constexpr std::string_view kGridParallelAttribute = "insitu_pallas_parallel";
+inline constexpr std::string_view kGridInOrderAttribute = "insitu_pallas_in_order";
 
 struct GridLoopInfo {
   std::string_view kernel;   // the kernel's name
   std::string_view grid;     // its grid, "8x8x8"
   std::string_view aliases;  // input_output_aliases, "input->output" pairs
+  std::string_view parallel;  // kGridParallelAttribute's value ("" when absent)
+  std::string_view in_order;  // kGridInOrderAttribute's value
 };
+
+// The grid's sizes ("8x8x8" -> {8, 8, 8}); nullopt when a size is not a number ("?": dynamic).
+std::optional<std::vector<int64_t>> grid_sizes(std::string_view grid);
 
 // The kernel `loop` runs the grid of, when `loop` is a while with a non-empty
 // kGridKernelAttribute.

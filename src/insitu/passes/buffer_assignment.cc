@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <variant>
 
 #include "insitu/analysis/buffer_facts.h"
 #include "insitu/analysis/in_place.h"
+#include "insitu/analysis/parallel_grid.h"
+#include "insitu/ir/grid_loop.h"
 #include "insitu/passes/buffer_assignment_internal.h"
 #include "insitu/support/str.h"
 
@@ -150,6 +154,67 @@ int64_t find_offset(std::vector<std::pair<int64_t, int64_t>> occupied, int64_t s
   return best >= 0 ? best : cursor;
 }
 
+
+// Every grid loop whose steps may run on threads (analysis/parallel_grid.h) and is not inside
+// another such loop, in module order.
+std::vector<std::pair<const Instruction*, ParallelGrid>> parallel_grid_loops(const Module& module) {
+  std::vector<std::pair<const Instruction*, ParallelGrid>> loops;
+  std::set<const Computation*> inside;  // computations some found loop runs
+  for (const Computation* computation : module.computations())
+    for (const Instruction* instruction : computation->instructions()) {
+      if (instruction->opcode() != Opcode::kWhile || !grid_loop_info(*instruction)) continue;
+      auto grid = parallel_grid(*instruction);
+      if (std::holds_alternative<ParallelGrid>(grid)) loops.emplace_back(instruction, std::get<ParallelGrid>(grid));
+    }
+  // drop a loop inside another's body (its steps then run on one worker of the outer loop)
+  for (const auto& [loop, grid] : loops) {
+    std::vector<const Computation*> pending(loop->called_computations().begin(), loop->called_computations().end());
+    while (!pending.empty()) {
+      const Computation* computation = pending.back();
+      pending.pop_back();
+      if (!inside.insert(computation).second) continue;
+      for (const Instruction* instruction : computation->instructions())
+        for (const Computation* callee : instruction->called_computations()) pending.push_back(callee);
+    }
+  }
+  std::erase_if(loops, [&](const auto& entry) { return inside.count(entry.first->parent()) > 0; });
+  return loops;
+}
+
+// The temp buffers only `loop` uses: every value of each is defined in a computation the loop
+// runs, or the buffer holds one of the loop's private state elements. Empty when a private
+// state element is not a plain temp (the loop then runs in order).
+std::vector<BufferId> loop_private_buffers(const Instruction& loop, const ParallelGrid& grid, const Dataflow& dataflow,
+                                           const LiveRanges& live, const std::vector<BufferPlan>& plans,
+                                           const std::vector<BufferId>& temps) {
+  std::set<const Computation*> inside;
+  std::vector<const Computation*> pending(loop.called_computations().begin(), loop.called_computations().end());
+  while (!pending.empty()) {
+    const Computation* computation = pending.back();
+    pending.pop_back();
+    if (!inside.insert(computation).second) continue;
+    for (const Instruction* instruction : computation->instructions())
+      for (const Computation* callee : instruction->called_computations()) pending.push_back(callee);
+  }
+  auto resolve = [&](BufferId b) {
+    while (plans[b].merged_into >= 0) b = plans[b].merged_into;
+    return b;
+  };
+  std::set<BufferId> state;
+  for (int64_t element : grid.private_state) {
+    const BufferId b = resolve(live.buffer_of(dataflow.value_at(loop.while_body()->parameter(0), {element})));
+    if (std::find(temps.begin(), temps.end(), b) == temps.end()) return {};
+    state.insert(b);
+  }
+  std::vector<BufferId> own;
+  for (BufferId b : temps) {
+    const bool all_inside = std::all_of(plans[b].values.begin(), plans[b].values.end(),
+                                        [&](ValueId id) { return inside.count(dataflow.value(id).computation()) > 0; });
+    if (all_inside || state.count(b) > 0) own.push_back(b);
+  }
+  return own;
+}
+
 }  // namespace
 
 std::optional<BufferSlice> BufferAssignment::slice(ValueId value) const {
@@ -280,9 +345,22 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
     plan.allocation = allocation.index;
     allocations.push_back(std::move(allocation));
   }
-  if (!temps.empty()) {
+  // Temps: one arena, except that each parallel grid loop's private buffers get an arena of
+  // the loop's own (each worker of the loop holds its own copy: analysis/parallel_grid.h).
+  std::vector<std::vector<BufferId>> arenas(1);
+  std::vector<const Instruction*> arena_loop(1, nullptr);
+  for (const auto& [loop, grid] : parallel_grid_loops(module)) {
+    std::vector<BufferId> own = loop_private_buffers(*loop, grid, dataflow, live, plans, temps);
+    if (own.empty()) continue;
+    for (BufferId b : own) temps.erase(std::find(temps.begin(), temps.end(), b));
+    arenas.push_back(std::move(own));
+    arena_loop.push_back(loop);
+  }
+  arenas[0] = temps;
+  for (size_t n = 0; n < arenas.size(); ++n) {
+    if (arenas[n].empty()) continue;
     // Greedy by size: biggest first, each at the best-fitting gap among buffers live with it.
-    std::vector<BufferId> by_size = temps;
+    std::vector<BufferId> by_size = arenas[n];
     std::stable_sort(by_size.begin(), by_size.end(), [&](BufferId a, BufferId b) {
       if (plans[a].size != plans[b].size) return plans[a].size > plans[b].size;
       return plans[a].range.start < plans[b].range.start;
@@ -290,6 +368,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
     Allocation arena;
     arena.index = static_cast<int64_t>(allocations.size());
     arena.kind = AllocationKind::kTemp;
+    arena.per_worker_of = arena_loop[n];
     std::vector<BufferId> placed;
     for (BufferId b : by_size) {
       std::vector<std::pair<int64_t, int64_t>> occupied;
@@ -300,6 +379,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
       arena.size = std::max(arena.size, plans[b].offset + plans[b].size);
       placed.push_back(b);
     }
+    if (arena_loop[n] != nullptr) assignment.per_worker_.emplace_back(arena_loop[n], arena.index);
     allocations.push_back(std::move(arena));
   }
 

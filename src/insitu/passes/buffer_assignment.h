@@ -10,6 +10,9 @@
 //   temp arena             one allocation holding every other value at an offset; values whose
 //                          live ranges do not overlap share bytes (liveness reuse); an
 //                          elementwise op may write into an operand that dies at it
+//   per-worker arenas      a parallel grid loop's private buffers (its body's values, its
+//                          counter and scratch: analysis/parallel_grid.h), packed the same way
+//                          in an allocation of its own, which each of its workers copies
 //   constants              read-only allocations holding literal data
 //
 // Values linked by must-share links (loop state, in-place pairs, conditional results,
@@ -48,6 +51,9 @@ struct Allocation {
   ShapeIndex parameter_index;     // kParameter
   ShapeIndex output_index;        // kOutput, or a kParameter aliased to an output
   bool maybe_live_out = false;    // holds (part of) the entry result
+  // kTemp: the parallel grid loop whose private buffers this arena holds (each of the loop's
+  // workers holds its own copy; analysis/parallel_grid.h); nullptr for the one shared arena.
+  const Instruction* per_worker_of = nullptr;
   std::vector<ValueId> values;    // the values assigned to it, by id
 };
 
@@ -75,6 +81,13 @@ class BufferAssignment {
   // The slice at an instruction's leaf (through Dataflow::value_at).
   std::optional<BufferSlice> slice_at(const Instruction* instruction, const ShapeIndex& index = {}) const;
   const Dataflow& dataflow() const { return dataflow_; }
+  // The allocation holding a parallel grid loop's private buffers (Allocation::per_worker_of),
+  // or -1 when the loop has none (its steps run in order).
+  int64_t per_worker_allocation(const Instruction* loop) const {
+    for (const auto& [owner, index] : per_worker_)
+      if (owner == loop) return index;
+    return -1;
+  }
   // The flattened schedule and live ranges the assignment was computed on.
   const LiveRanges& live_ranges() const { return live_ranges_; }
 
@@ -100,6 +113,7 @@ class BufferAssignment {
   std::vector<std::optional<BufferSlice>> slices_;  // indexed by ValueId
   std::vector<bool> views_;                         // indexed by ValueId
   std::vector<const Instruction*> placed_for_;      // indexed by ValueId
+  std::vector<std::pair<const Instruction*, int64_t>> per_worker_;  // (parallel grid loop, its allocation)
   int64_t peak_memory_bytes_ = 0;
   int64_t peak_time_ = 0;
   // Live-range section of the dump: each buffer live at the peak, counted once.

@@ -88,6 +88,8 @@ std::string allocation_short_string(const Allocation& allocation, const Dataflow
   }
   if (allocation.maybe_live_out) out += ", maybe-live-out";
   if (allocation.kind == AllocationKind::kTemp) out += ", preallocated-temp";
+  if (allocation.per_worker_of != nullptr)
+    out += str_cat(", one per worker of %", allocation.per_worker_of->name(), " (a parallel grid loop)");
   return out + ":\n";
 }
 

@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <unordered_set>
+#include <variant>
 
+#include "insitu/analysis/parallel_grid.h"
 #include "insitu/ir/copy_reason.h"
 #include "insitu/ir/grid_loop.h"
 #include "insitu/support/str.h"
@@ -42,6 +44,9 @@ std::vector<KernelLoopExplanation> explain_kernels(const Module& module, const s
       kernel.kernel = info->kernel;
       kernel.grid = info->grid;
       kernel.aliases = info->aliases;
+      std::variant<ParallelGrid, std::string> parallel = parallel_grid(*instruction);
+      if (const ParallelGrid* grid = std::get_if<ParallelGrid>(&parallel)) kernel.parallel_axes = grid->parallel_axes;
+      else kernel.in_order_because = std::get<std::string>(std::move(parallel));
       const std::unordered_set<const Computation*> inside = loop_computations(*instruction);
       const Instruction* state = instruction->operand(0);
       for (const CopyExplanation& copy : copies) {
@@ -118,12 +123,17 @@ std::string explanation_text(const Explanation& e) {
     out += str_cat("pallas kernel ", kernel.kernel, " (grid ", kernel.grid, ", loop %", kernel.loop->name(),
                    kernel.aliases.empty() ? std::string() : str_cat(", input->output aliases ", kernel.aliases), "): ");
     if (kernel.copies.empty()) {
-      out += "in place (no copy of its arrays or loop state)\n";
-      continue;
+      out += "in place (no copy of its arrays or loop state)";
+    } else {
+      out += str_cat(kernel.copies.size(), kernel.copies.size() == 1 ? " copy:" : " copies:");
+      for (const Instruction* copy : kernel.copies) out += str_cat(" %", copy->name());
+      out += " (their reasons above)";
     }
-    out += str_cat(kernel.copies.size(), kernel.copies.size() == 1 ? " copy:" : " copies:");
-    for (const Instruction* copy : kernel.copies) out += str_cat(" %", copy->name());
-    out += " (their reasons above)\n";
+    if (kernel.parallel_axes > 0)
+      out += str_cat("; grid ", kernel.parallel_axes == 1 ? "axis 0" : str_cat("axes 0-", kernel.parallel_axes - 1),
+                     " on threads\n");
+    else
+      out += str_cat("; steps in order: ", kernel.in_order_because, "\n");
   }
   return out;
 }
@@ -165,7 +175,10 @@ std::string explanation_json(const Explanation& e) {
                                        {"aliases", kernel.aliases},
                                        {"loop", kernel.loop->name()},
                                        {"in_place", kernel.copies.empty()},
-                                       {"copies", std::move(copies)}});
+                                       {"copies", std::move(copies)},
+                                       {"parallel_axes", kernel.parallel_axes},
+                                       {"in_order_because", kernel.parallel_axes > 0 ? nlohmann::json(nullptr)
+                                                                                     : nlohmann::json(kernel.in_order_because)}});
     }
   }
   return out.dump(2) + "\n";

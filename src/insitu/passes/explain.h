@@ -33,6 +33,9 @@ struct KernelLoopExplanation {
   const Instruction* loop = nullptr;
   std::string kernel, grid, aliases;
   std::vector<const Instruction*> copies;  // empty: the kernel updates its arrays in place
+  // Leading grid axes whose points may run on threads (analysis/parallel_grid.h), or 0 and why not.
+  int64_t parallel_axes = 0;
+  std::string in_order_because;
 };
 // An update computed straight into the window of the stack an in-place dynamic-update-slice or
 // scatter writes it to (buffer assignment's placed values): that write then moves nothing.
@@ -64,7 +67,8 @@ Explanation explain_module(const Module& optimized);
 // indented below), alias, unused donor and Pallas kernel ("in place" or its copies).
 std::string explanation_text(const Explanation& explanation);
 // {"copies", "peak_memory_bytes" (null without buffers), "aliases", "unused_donors"}, indented,
-// and "pallas_kernels": [{"name", "grid", "aliases", "loop", "in_place", "copies"}] when the module
+// and "pallas_kernels": [{"name", "grid", "aliases", "loop", "in_place", "copies", "parallel_axes",
+// "in_order_because"}] when the module
 // has any.
 std::string explanation_json(const Explanation& explanation);
 

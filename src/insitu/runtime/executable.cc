@@ -54,9 +54,11 @@ ExecutionStats LatestStats::read() const {
 
 Status Executable::set_shared_base(const Allocation& allocation, std::span<uint8_t*> bases, ArenaLease& arena) {
   if (allocation.kind == AllocationKind::kTemp) {
-    // Buffer assignment packs every temporary into one arena allocation (at most one).
-    INSITU_ASSIGN_OR_RETURN(arena.arena, take_arena(allocation.size));
-    bases[allocation.index] = arena.arena->data();
+    // The shared arena, or a parallel grid loop's per-worker one (the copy its steps use when
+    // they run in order; its workers take their own).
+    INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> taken, take_arena(allocation.size));
+    bases[allocation.index] = taken->data();
+    arena.arenas.push_back(std::move(taken));
   } else if (allocation.kind == AllocationKind::kConstant) {
     bases[allocation.index] = constant_buffers_[allocation.index]->data();
   } else if (allocation.kind != AllocationKind::kDynamicView) {  // a dynamic view's is set by its step
@@ -165,7 +167,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
       owned[i] = true;
     }
   }
-  ArenaLease arena{*this, nullptr};  // back to the idle cache however the call ends
+  ArenaLease arena{*this, {}};  // back to the idle cache however the call ends
   std::vector<std::shared_ptr<Buffer>> output_buffers(allocations.size());
   const Shape& result_shape = module_->entry()->root()->shape();
   for (const Allocation& allocation : allocations) {
@@ -204,6 +206,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute(std::vector<BufferHandle
     }
   }
   Executor executor(bases, pool, stats, options_.custom_calls, options.timeout_seconds, options.device);
+  executor.set_owner(this);
   if (options.profile) executor.enable_profile();
   const Program& entry = *entry_program_;
   INSITU_RETURN_IF_ERROR(executor.run(entry));
@@ -296,7 +299,7 @@ Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::sp
   std::span<uint8_t*> bases(allocations.size() > kInlineBases ? heap_bases.data() : inline_bases, allocations.size());
   std::fill(bases.begin(), bases.end(), nullptr);
   std::vector<std::shared_ptr<Buffer>> own;  // private copies and outputs not in the caller's memory
-  ArenaLease arena{*this, nullptr};
+  ArenaLease arena{*this, {}};
   for (const Allocation& allocation : allocations) {
     switch (allocation.kind) {
       case AllocationKind::kParameter: {
@@ -335,6 +338,7 @@ Status Executable::execute_borrowed(std::span<uint8_t* const> arguments, std::sp
       return internal_error(str_cat("buffer assignment allocation ", allocation.index, " has no memory"));
 
   Executor executor(bases, *pool, stats, options_.custom_calls, options.timeout_seconds, options.device);
+  executor.set_owner(this);
   if (options.profile) executor.enable_profile();
   INSITU_RETURN_IF_ERROR(executor.run(entry));
   if (options.profile) stats.step_times = executor.step_times();

@@ -94,6 +94,10 @@ struct ExecutionStats {
     int64_t steps = 0;
     int64_t bytes_copied = 0;
     int64_t bytes_staged = 0;  // block copies: ExecutionStats::bytes_staged while it ran
+    // Its last run: how many leading grid axes ran on the pool's threads (0: in order), and
+    // when none, why (analysis/parallel_grid.h; "it ran on one thread").
+    int64_t parallel_axes = 0;
+    std::string in_order_because;
   };
   std::vector<KernelGrid> kernel_grids;
   // With ExecuteOptions::profile: per instruction that ran as a step, its runs and seconds (a
@@ -266,14 +270,17 @@ class Executable {
     }
   };
   StatusOr<ThreadPool*> pool_for(int threads);
-  // A temp arena of at least `bytes` for one call (idle one or new), and its return.
+  // A temp arena of at least `bytes` for one call (the smallest idle one that fits, or new),
+  // and its return (thread-safe: a parallel grid loop's workers take theirs too).
   StatusOr<std::shared_ptr<Buffer>> take_arena(int64_t bytes);
   void return_arena(std::shared_ptr<Buffer> arena);
   // One call's temp arena, given back to the idle cache however the call ends.
   struct ArenaLease {
     Executable& owner;
-    std::shared_ptr<Buffer> arena;
-    ~ArenaLease() { owner.return_arena(std::move(arena)); }
+    std::vector<std::shared_ptr<Buffer>> arenas;
+    ~ArenaLease() {
+      for (std::shared_ptr<Buffer>& arena : arenas) owner.return_arena(std::move(arena));
+    }
   };
   // The base of a temp, constant or dynamic-view allocation, which execute and
   // execute_borrowed set alike (a dynamic view's is set later, by its step).

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <variant>
 
+#include "insitu/analysis/parallel_grid.h"
 #include "insitu/evaluator/collectives.h"
 #include "insitu/passes/bitcast_lowering.h"
 #include "insitu/runtime/executable.h"
@@ -32,6 +34,44 @@ using runtime_internal::leaves_overlap;
 using runtime_internal::staged_operands;
 
 namespace {
+
+// Sets step.parallel_grid, or step.in_order_because, for a grid loop's while step whose
+// callees are set (analysis/parallel_grid.h says when its steps may run on threads).
+void plan_parallel_grid(const Instruction& loop, const BufferAssignment& assignment, runtime_internal::Step& step) {
+  std::variant<ParallelGrid, std::string> found = parallel_grid(loop);
+  if (std::holds_alternative<std::string>(found)) {
+    step.in_order_because = std::get<std::string>(std::move(found));
+    return;
+  }
+  const ParallelGrid& grid = std::get<ParallelGrid>(found);
+  runtime_internal::ParallelGridPlan plan;
+  plan.parallel_axes = grid.parallel_axes;
+  plan.outer = grid.outer;
+  plan.inner = grid.steps / grid.outer;
+  plan.allocation = assignment.per_worker_allocation(&loop);
+  if (plan.allocation < 0) {
+    step.in_order_because = "buffer assignment could not give its counter and scratch memory of their own";
+    return;
+  }
+  plan.allocation_size = assignment.allocations()[plan.allocation].size;
+  const runtime_internal::Program& body = *step.callees[1];
+  for (int64_t element : grid.private_state) {
+    for (const runtime_internal::Leaf& leaf : body.parameters[0]) {
+      if (leaf.index.empty() || leaf.index[0] != element) continue;
+      if (leaf.allocation != plan.allocation || leaf.scalar) {
+        step.in_order_because = str_cat("its state element ", element, " is not in memory of the loop's own");
+        return;
+      }
+      plan.private_state.push_back(leaf);
+      if (element == grid.counter) plan.counter = leaf;
+    }
+  }
+  if (plan.counter.allocation < 0 || plan.counter.index.size() != 1) {
+    step.in_order_because = "its step counter has no memory of its own";
+    return;
+  }
+  step.parallel_grid = std::move(plan);
+}
 
 // Buffer assignment placed the result inside its operand's bytes: nothing to move.
 bool is_view_instruction(const BufferAssignment& assignment, const Instruction* instruction) {
@@ -434,6 +474,7 @@ Status Executable::build() {
                                     instruction->location());
             step.callees.push_back(it->second.get());
           }
+          if (step.grid_loop) plan_parallel_grid(*instruction, assignment_, step);
           break;
         case RuntimeFamily::kCustomCall: {
           const std::string& name = instruction->custom_call.target;
@@ -536,12 +577,15 @@ StatusOr<ThreadPool*> Executable::pool_for(int threads) {
 StatusOr<std::shared_ptr<Buffer>> Executable::take_arena(int64_t bytes) {
   {
     std::lock_guard<std::mutex> lock(pools_mutex_);
-    for (size_t i = 0; i < idle_arenas_.size(); ++i) {
-      if (idle_arenas_[i]->size_bytes() >= bytes) {
-        std::shared_ptr<Buffer> arena = std::move(idle_arenas_[i]);
-        idle_arenas_.erase(idle_arenas_.begin() + static_cast<std::ptrdiff_t>(i));
-        return arena;
-      }
+    size_t best = idle_arenas_.size();
+    for (size_t i = 0; i < idle_arenas_.size(); ++i)
+      if (idle_arenas_[i]->size_bytes() >= bytes &&
+          (best == idle_arenas_.size() || idle_arenas_[i]->size_bytes() < idle_arenas_[best]->size_bytes()))
+        best = i;
+    if (best < idle_arenas_.size()) {
+      std::shared_ptr<Buffer> arena = std::move(idle_arenas_[best]);
+      idle_arenas_.erase(idle_arenas_.begin() + static_cast<std::ptrdiff_t>(best));
+      return arena;
     }
   }
   return Buffer::allocate(Shape::array(PrimitiveType::kU8, {bytes}), /*zero=*/true, "the temporaries");

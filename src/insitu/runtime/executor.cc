@@ -404,6 +404,16 @@ Status Executor::run_while(const Step& step) {
   const Program& condition = *step.callees[0];
   const Program& body = *step.callees[1];
   const int64_t copied_before = stats_.bytes_copied, staged_before = stats_.bytes_staged;
+  if (step.parallel_grid) {
+    bool ran = false;
+    INSITU_RETURN_IF_ERROR(run_parallel_grid(step, ran));
+    if (ran) {
+      const ParallelGridPlan& plan = *step.parallel_grid;
+      record_grid_loop(step, plan.outer * plan.inner, stats_.bytes_copied - copied_before,
+                       stats_.bytes_staged - staged_before, plan.parallel_axes, "");
+      return ok_status();
+    }
+  }
   int64_t iterations = 0;
   move_leaves(step.operands[0], body.parameters[0]);
   move_leaves(step.operands[0], condition.parameters[0]);
@@ -418,11 +428,98 @@ Status Executor::run_while(const Step& step) {
   }
   move_leaves(body.parameters[0], step.outputs);
   if (step.grid_loop)
-    record_grid_loop(*step.grid_loop, iterations, stats_.bytes_copied - copied_before, stats_.bytes_staged - staged_before);
+    record_grid_loop(step, iterations, stats_.bytes_copied - copied_before, stats_.bytes_staged - staged_before, 0,
+                     step.parallel_grid ? "it ran on one thread" : step.in_order_because);
   return ok_status();
 }
 
-void Executor::record_grid_loop(const GridLoopInfo& loop, int64_t steps, int64_t bytes_copied, int64_t bytes_staged) {
+namespace {
+
+// Adds what a worker counted to the call's stats.
+void merge_stats(ExecutionStats& into, const ExecutionStats& from) {
+  into.copies_executed += from.copies_executed;
+  into.bytes_copied += from.bytes_copied;
+  into.bytes_written += from.bytes_written;
+  into.bytes_staged += from.bytes_staged;
+  into.fallback_ops_executed += from.fallback_ops_executed;
+  into.kernel_runs.insert(into.kernel_runs.end(), from.kernel_runs.begin(), from.kernel_runs.end());
+}
+
+}  // namespace
+
+Status Executor::run_parallel_grid(const Step& step, bool& ran) {
+  const ParallelGridPlan& plan = *step.parallel_grid;
+  const int64_t chunks = pool_.chunk_count(plan.outer);
+  if (chunks < 2 || owner_ == nullptr) return ok_status();
+  ran = true;
+  const Program& body = *step.callees[1];
+  move_leaves(step.operands[0], body.parameters[0]);  // the initial state (shared, and the private copy's source)
+  std::vector<Status> statuses(chunks);
+  std::vector<ExecutionStats> chunk_stats(chunks);
+  pool_.parallel_for(plan.outer, [&](int64_t begin, int64_t end) {
+    int64_t chunk = 0;  // the whole range when the pool ran it inline
+    for (int64_t c = 0; c < chunks; ++c)
+      if (ThreadPool::chunk_range(plan.outer, chunks, c) == std::pair(begin, end)) chunk = c;
+    statuses[chunk] = run_grid_chunk(step, begin * plan.inner, end * plan.inner, chunk_stats[chunk]);
+  });
+  for (int64_t c = 0; c < chunks; ++c) {
+    merge_stats(stats_, chunk_stats[c]);
+    INSITU_RETURN_IF_ERROR(statuses[c]);
+  }
+  move_leaves(body.parameters[0], step.outputs);  // shared leaves: the private ones are read by no one
+  return ok_status();
+}
+
+Status Executor::run_grid_chunk(const Step& step, int64_t first, int64_t last, ExecutionStats& stats) {
+  const ParallelGridPlan& plan = *step.parallel_grid;
+  const Program& body = *step.callees[1];
+  INSITU_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> memory, owner_->take_arena(plan.allocation_size));
+  struct Lease {
+    Executable* owner;
+    std::shared_ptr<Buffer>& memory;
+    ~Lease() { owner->return_arena(std::move(memory)); }
+  } lease{owner_, memory};
+  std::vector<uint8_t*> bases(bases_.begin(), bases_.end());
+  bases[plan.allocation] = memory->data();
+  for (const Leaf& leaf : plan.private_state) std::memcpy(bases[leaf.allocation] + leaf.offset, address(leaf), leaf.size);
+  Executor worker(bases, pool_, stats, custom_calls_, 0, device_);
+  worker.deadline_ = deadline_;
+  worker.timeout_seconds_ = timeout_seconds_;
+  worker.owner_ = owner_;
+  uint8_t* counter = worker.address(plan.counter);
+  const bool wide = plan.counter.shape->element_type() == PrimitiveType::kS64;
+  auto set_counter = [&](int64_t value) {
+    if (wide) std::memcpy(counter, &value, sizeof(value));
+    else {
+      const int32_t narrow = static_cast<int32_t>(value);
+      std::memcpy(counter, &narrow, sizeof(narrow));
+    }
+  };
+  auto counter_value = [&]() -> int64_t {
+    if (wide) {
+      int64_t value;
+      std::memcpy(&value, counter, sizeof(value));
+      return value;
+    }
+    int32_t value;
+    std::memcpy(&value, counter, sizeof(value));
+    return value;
+  };
+  set_counter(first);
+  for (int64_t i = first; i < last; ++i) {
+    INSITU_RETURN_IF_ERROR(worker.run(body));
+    if (deadline_) INSITU_RETURN_IF_ERROR(worker.check_deadline(*step.instruction));
+    worker.move_leaves(body.root, body.parameters[0]);
+  }
+  if (counter_value() != last)
+    return internal_error(str_cat("the grid loop %", step.instruction->name(), " ran steps ", first, "..", last,
+                                  " on a worker but its counter reads ", counter_value()));
+  return ok_status();
+}
+
+void Executor::record_grid_loop(const Step& step, int64_t steps, int64_t bytes_copied, int64_t bytes_staged,
+                                int64_t parallel_axes, std::string_view in_order_because) {
+  const GridLoopInfo& loop = *step.grid_loop;
   ExecutionStats::KernelGrid* entry = nullptr;
   for (ExecutionStats::KernelGrid& grid : stats_.kernel_grids)
     if (grid.kernel == loop.kernel && grid.grid == loop.grid && grid.aliases == loop.aliases) entry = &grid;
@@ -436,6 +533,8 @@ void Executor::record_grid_loop(const GridLoopInfo& loop, int64_t steps, int64_t
   entry->steps += steps;
   entry->bytes_copied += bytes_copied;
   entry->bytes_staged += bytes_staged;
+  entry->parallel_axes = parallel_axes;
+  entry->in_order_because = std::string(in_order_because);
 }
 
 Status Executor::run_conditional(const Step& step) {

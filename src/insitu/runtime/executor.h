@@ -31,6 +31,8 @@ class Executor {
   }
 
   Status run(const Program& program);
+  // Where a parallel grid loop's workers take their per-worker memory (Executable::take_arena).
+  void set_owner(Executable* owner) { owner_ = owner; }
   // Time every step from now on; step_times() gives what was timed, longest first.
   void enable_profile() { profile_ = true; }
   std::vector<ExecutionStats::StepTime> step_times() const;
@@ -99,7 +101,14 @@ class Executor {
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   double timeout_seconds_ = 0;
   // Adds one run of a Pallas kernel's grid loop to stats_.kernel_grids.
-  void record_grid_loop(const GridLoopInfo& loop, int64_t steps, int64_t bytes_copied, int64_t bytes_staged);
+  void record_grid_loop(const Step& step, int64_t steps, int64_t bytes_copied, int64_t bytes_staged,
+                        int64_t parallel_axes, std::string_view in_order_because);
+  // A grid loop's outer iterations in contiguous chunks on the pool's workers (program.h's
+  // ParallelGridPlan); false in `ran` when the pool would run one chunk (then nothing ran).
+  Status run_parallel_grid(const Step& step, bool& ran);
+  // Runs steps [first, last) of a parallel grid loop in a worker with its own per-worker memory.
+  Status run_grid_chunk(const Step& step, int64_t first, int64_t last, ExecutionStats& stats);
+  Executable* owner_ = nullptr;
   bool profile_ = false;
   std::unordered_map<const Instruction*, std::pair<int64_t, double>> profile_times_;  // runs, seconds
 };

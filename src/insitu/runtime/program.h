@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <optional>
+#include <string>
 
 #include "insitu/evaluator/custom_call_table.h"
 #include "insitu/ir/grid_loop.h"
@@ -47,6 +48,19 @@ struct Program;
 // are left out of the program.
 using StepRunner = Status (Executor::*)(const Step& step);
 
+// A grid loop whose outer iterations run on the pool's workers (analysis/parallel_grid.h): each
+// worker copies the private state into its own copy of the loop's per-worker allocation, sets
+// the counter to its first step and runs the body once per step of its chunk.
+struct ParallelGridPlan {
+  int64_t parallel_axes = 0;
+  int64_t outer = 0;            // independent outer iterations
+  int64_t inner = 0;            // steps per outer iteration
+  int64_t allocation = -1;      // the per-worker allocation (BufferAssignment::per_worker_allocation)
+  int64_t allocation_size = 0;  // its bytes
+  Leaf counter;                 // the body parameter's counter leaf
+  std::vector<Leaf> private_state;  // the body parameter's private leaves (counter included)
+};
+
 struct Step {
   const Instruction* instruction = nullptr;
   StepRunner run = nullptr;
@@ -62,6 +76,8 @@ struct Step {
   int64_t bytes_written = 0;  // what one run writes (ExecutionStats::bytes_written); callees count their own
   int64_t bytes_staged = 0;   // of those, a materialized (dynamic-)slice's (ExecutionStats::bytes_staged)
   std::optional<GridLoopInfo> grid_loop;  // a while that runs a Pallas kernel's grid (stats' kernel_grids)
+  std::optional<ParallelGridPlan> parallel_grid;  // a grid loop whose steps may run on threads
+  std::string in_order_because;                   // a grid loop's, when they may not
 };
 
 struct Program {
