@@ -170,6 +170,8 @@ def compare(name, runs, rounds, calls, view=lambda result: result):
     line += f"  | insitu/jnp {insitu_ms / medians['jnp']:.2f}x"
     if "interpret" in medians:
         line += f", interpret/insitu {medians['interpret'] / insitu_ms:.1f}x"
+    if "insitu-1t" in medians:
+        line += f", insitu 1 thread/{insitu.default_threads} {medians['insitu-1t'] / insitu_ms:.2f}x"
     if "memcpy" in medians:
         line += f", insitu/memcpy {insitu_ms / medians['memcpy']:.2f}x"
     print(line, flush=True)
@@ -189,25 +191,38 @@ def main():
     dot = jax.jit(lambda a, b: a @ b)
     for block, calls in ((512, 3), (128, 1)):
         native, interpreted = insitu.jax.jit(matmul(block, False)), jax.jit(matmul(block, True))
+        one = insitu.jax.jit(matmul(block, False), threads=1)
         compare(f"matmul-{block}", {"jnp": lambda: dot(x, y), "insitu": lambda: native(x, y),
-                                    "interpret": lambda: interpreted(x, y)}, options.rounds, calls)
+                                    "insitu-1t": lambda: one(x, y), "interpret": lambda: interpreted(x, y)},
+                options.rounds, calls)
     rows = jnp.asarray(rng.standard_normal((4096, 1024)), jnp.float32)
     for name, row_op, plain in (("layernorm-256", jnp_layernorm, jax.jit(jnp_layernorm)),
                                 ("softmax-256", jnp_softmax, jax.jit(lambda x: jax.nn.softmax(x, axis=-1)))):
         native, interpreted = insitu.jax.jit(by_rows(row_op, 256, False)), jax.jit(by_rows(row_op, 256, True))
-        compare(name, {"jnp": lambda: plain(rows), "insitu": lambda: native(rows),
+        one = insitu.jax.jit(by_rows(row_op, 256, False), threads=1)
+        compare(name, {"jnp": lambda: plain(rows), "insitu": lambda: native(rows), "insitu-1t": lambda: one(rows),
                        "interpret": lambda: interpreted(rows)}, options.rounds, 3)
     q = jnp.asarray(rng.standard_normal((8, 64)), jnp.float32)
     k, v = (jnp.asarray(rng.standard_normal((8, 4096, 64)), jnp.float32) for _ in range(2))
     native, interpreted = insitu.jax.jit(decode_attention(False)), jax.jit(decode_attention(True))
+    one = insitu.jax.jit(decode_attention(False), threads=1)
     plain = jax.jit(jnp_decode_attention)
     compare("decode-attention", {"jnp": lambda: plain(q, k, v), "insitu": lambda: native(q, k, v),
-                                 "interpret": lambda: interpreted(q, k, v)}, options.rounds, 5)
+                                 "insitu-1t": lambda: one(q, k, v), "interpret": lambda: interpreted(q, k, v)},
+            options.rounds, 5)
     q, k, v = (jnp.asarray(rng.standard_normal((8, 2048, 64)), jnp.float32) for _ in range(3))
     native, interpreted = insitu.jax.jit(flash_attention(False)), jax.jit(flash_attention(True))
+    one = insitu.jax.jit(flash_attention(False), threads=1)
     plain = jax.jit(jnp_attention)
     compare("flash-attention", {"jnp": lambda: plain(q, k, v), "insitu": lambda: native(q, k, v),
-                                "interpret": lambda: interpreted(q, k, v)}, options.rounds, 1)
+                                "insitu-1t": lambda: one(q, k, v), "interpret": lambda: interpreted(q, k, v)},
+            options.rounds, 1)
+    for label, fn, args in (("matmul-128", insitu.jax.jit(matmul(128, False)), (x, y)),
+                            ("flash-attention", native, (q, k, v))):
+        jax.block_until_ready(fn(*args))
+        (kernel,) = fn.executable(*args).stats["pallas_kernels"]
+        print(f"  {label} insitu: grid {kernel['grid']}, parallel axes {kernel['parallel_axes']}"
+              + (f" ({kernel['in_order_because']})" if kernel["in_order_because"] else ""))
     # the KV-cache chunk: each backend's 1 GiB cache is donated and fed back, as a decode loop does
     layers, positions, width, chunk = 16, 16384, 1024, 256
     caches = {label: jnp.zeros((layers, positions, width), jnp.float32) for label in ("jnp", "insitu", "interpret")}

@@ -25,8 +25,15 @@ body of the kernel (which interpret mode cannot lower on a CPU) read the grid st
 evaluated with its nested bodies traced again inside the step (_eval_retracing). What
 insitu cannot run is a located error naming the kernel: constants captured by the kernel,
 ``Element``/``BoundedSlice``/``Indirect`` block dimensions, mesh kernels, ragged blocks of an
-aliased pair. (The native grid executor with parallel axes on threads is the next step: issue
-34 of the tracker.)
+aliased pair.
+
+Grid steps on threads: the lowering evaluates every block's index map over the whole grid
+(_independent_axes) and finds the longest run of leading grid axes whose points are
+independent: no two points touch one block of an array where either writes it. The loop carries
+that count (``insitu_pallas_parallel``) or why there is none (``insitu_pallas_in_order``: index
+maps reading scalar prefetch, a dynamic grid, a block shared between points, scratch along an
+axis not declared ``"parallel"``); the runtime runs those points on its workers, each point's
+steps in order, each worker with its own scratch (src/insitu/analysis/parallel_grid.h).
 """
 from __future__ import annotations
 

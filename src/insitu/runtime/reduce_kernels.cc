@@ -86,6 +86,7 @@ struct ReducePlan final : KernelPlan {
 };
 
 constexpr int64_t kInnerBlock = 256;
+constexpr int64_t kLanes = 8;  // outputs summed side by side when the reduced elements are contiguous
 
 // The maximum (or minimum) of init and run[0..count) of f32, as the in-order fold computes it,
 // or nullopt when the run holds a NaN (the fold then decides which NaN wins). Without NaN the
@@ -238,7 +239,24 @@ Status reduce_kernel(const KernelCall& call) {
     return ok_status();
   run_range(call.pool, outputs, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, per_output)),
             [&](int64_t begin, int64_t end) {
-              for (int64_t o = begin; o < end; ++o) {
+              int64_t o = begin;
+              if (sum_in_double) {
+                // kLanes outputs at a time, each its own chain of double adds in its own order
+                // (the same sums bit for bit): one chain waits an add's latency per element.
+                for (; o + kLanes <= end; o += kLanes) {
+                  const T* rows[kLanes];
+                  double sums[kLanes];
+                  for (int64_t k = 0; k < kLanes; ++k) {
+                    rows[k] = input + base_of(o + k);
+                    sums[k] = static_cast<double>(to_compute(init));
+                  }
+                  for (int64_t r : walk.runs)
+                    for (int64_t i = 0; i < walk.run; ++i)
+                      for (int64_t k = 0; k < kLanes; ++k) sums[k] += static_cast<double>(to_compute(rows[k][r + i]));
+                  for (int64_t k = 0; k < kLanes; ++k) out[o + k] = store_double(sums[k]);
+                }
+              }
+              for (; o < end; ++o) {
                 const T* from = input + base_of(o);
                 if (sum_in_double) {
                   double sum = static_cast<double>(to_compute(init));
