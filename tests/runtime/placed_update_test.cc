@@ -177,6 +177,49 @@ TEST(PlacedUpdate, ARowWrittenAtAFixedIndexIsComputedIntoTheStack) {
       scatter_dims_to_operand_dims={0}, index_vector_dim=0, to_apply=set)")), 2 * kRow);
 }
 
+TEST(PlacedUpdate, AnUpdateNotReadingTheStackIsComputedInAWindowOfItsOwn) {
+  // the row is computed from the gradients alone (a KV row from a dot, a Pallas output block):
+  // no dynamic-slice reads its window, so the update's starts set one before it is computed
+  const int64_t written = run_against_evaluator(stack_loop(R"(
+  new = f32[1,256] multiply(g, g))"));
+  EXPECT_GE(written, kStack);
+  EXPECT_LT(written, kStack + 256) << "each row written once, into the stack";
+}
+
+TEST(PlacedUpdate, AnOwnWindowAtClampedStartsIsWhereTheUpdateLands) {
+  Compiled compiled = compile(R"(
+HloModule own_window, input_output_alias={ {}: (0, {}, must-alias) }
+ENTRY main {
+  p = f32[4,256] parameter(0)
+  g = f32[1,256] parameter(1)
+  i = s32[] parameter(2)
+  new = f32[1,256] multiply(g, g)
+  zero = s32[] constant(0)
+  ROOT out = f32[4,256] dynamic-update-slice(p, new, i, zero)
+})");
+  ASSERT_NE(compiled.executable, nullptr);
+  for (int32_t index : {0, 2, 3, 7, -1}) {
+    std::vector<Literal> arguments;
+    Literal stack(Shape::array(PrimitiveType::kF32, {4, 256}));
+    for (int64_t k = 0; k < 4 * 256; ++k) stack.data<float>()[k] = static_cast<float>(k % 17) - 8.5f;
+    Literal g(Shape::array(PrimitiveType::kF32, {1, 256}));
+    for (int64_t k = 0; k < 256; ++k) g.data<float>()[k] = static_cast<float>(k % 5) + 0.5f;
+    Literal at(Shape::array(PrimitiveType::kS32, {}));
+    at.data<int32_t>()[0] = index;
+    arguments.push_back(std::move(stack));
+    arguments.push_back(std::move(g));
+    arguments.push_back(std::move(at));
+    StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    ExecutionStats stats;
+    StatusOr<std::vector<BufferHandle>> results =
+        compiled.executable->execute(to_handles(arguments), {.donate = {true, false, false}, .stats = &stats});
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    EXPECT_TRUE(*(*results)[0].to_literal() == *expected) << "index " << index;
+    EXPECT_EQ(stats.bytes_written, 256 * 4) << "the row, computed where it lands";
+  }
+}
+
 // Found by the differential generator (seed 5035): the dynamic-slice read the stack through a
 // reshape to [1, 20], where the same starts name another window than the update's in [4, 5].
 TEST(PlacedUpdate, AWindowReadThroughAReshapeIsNotTheUpdatesWindow) {

@@ -410,6 +410,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
   // Views: a range of their (resolved) source's bytes; they hold no bytes of their own.
   assignment.views_.assign(dataflow.values().size(), false);
   assignment.placed_for_.assign(dataflow.values().size(), nullptr);
+  assignment.own_window_.assign(dataflow.values().size(), false);
   for (const BufferPlan& plan : plans) {
     if (plan.view_of < 0) continue;
     // a static view reads its source's bytes, through sources that are views or placed values
@@ -426,6 +427,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
       assignment.slices_[id] = BufferSlice{source.allocation, offset, dataflow.value(id).shape.byte_size()};
       assignment.views_[id] = plan.placed_for == nullptr;
       assignment.placed_for_[id] = plan.placed_for;
+      assignment.own_window_[id] = plan.placed_for != nullptr && plan.dynamic_view;
     }
   }
 

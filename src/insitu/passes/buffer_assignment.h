@@ -78,6 +78,12 @@ class BufferAssignment {
   const Instruction* placed_for(ValueId value) const {
     return value >= 0 && value < static_cast<ValueId>(placed_for_.size()) ? placed_for_[value] : nullptr;
   }
+  // A placed value whose window no dynamic-slice reads: its slice is in a kDynamicView
+  // allocation of its own, whose base the runtime sets from placed_for's starts before the
+  // value's instruction runs.
+  bool sets_own_window(ValueId value) const {
+    return value >= 0 && value < static_cast<ValueId>(own_window_.size()) && own_window_[value];
+  }
   // The slice at an instruction's leaf (through Dataflow::value_at).
   std::optional<BufferSlice> slice_at(const Instruction* instruction, const ShapeIndex& index = {}) const;
   const Dataflow& dataflow() const { return dataflow_; }
@@ -113,6 +119,7 @@ class BufferAssignment {
   std::vector<std::optional<BufferSlice>> slices_;  // indexed by ValueId
   std::vector<bool> views_;                         // indexed by ValueId
   std::vector<const Instruction*> placed_for_;      // indexed by ValueId
+  std::vector<bool> own_window_;                   // indexed by ValueId
   std::vector<std::pair<const Instruction*, int64_t>> per_worker_;  // (parallel grid loop, its allocation)
   int64_t peak_memory_bytes_ = 0;
   int64_t peak_time_ = 0;

@@ -58,7 +58,11 @@ struct BufferPlan {
 // the window's old bytes only element by element at the positions it writes, nothing else
 // reads them from U's time on, and nothing writes the stack again before U's last reader;
 // the dynamic-update-slice then moves no data (the update was written twice before: into a
-// temp, then copied into the stack).
+// temp, then copied into the stack). An update that does not read the stack at all (a KV row
+// from a dot, a Pallas output block) needs no dynamic-slice: with starts known before its
+// producer runs and a window contiguous wherever it starts, it gets a dynamic view of its own
+// (dynamic_view and placed_for both set), whose base the runtime sets from the update-slice's
+// starts just before the producer runs.
 // Runs on freshly classified plans, before elementwise reuse and packing.
 void borrow_buffers(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans);
 

@@ -19,20 +19,26 @@ bool is_row_major(const Shape& shape) {
   return std::is_sorted(order.rbegin(), order.rend());
 }
 
+// Whether a window of `window`'s dimensions is one contiguous run of the row-major `stack`
+// wherever it starts: sizes 1 up to one partial dimension, full sizes after it.
+bool contiguous_window(const Shape& stack, const Shape& window) {
+  if (!stack.is_array() || !window.is_array() || stack.rank() != window.rank() || window.byte_size() == 0 ||
+      !is_row_major(stack) || !is_row_major(window))
+    return false;
+  int64_t partial = 0;
+  while (partial < window.rank() && window.dimension(partial) == 1) ++partial;
+  for (int64_t d = partial + 1; d < window.rank(); ++d)
+    if (window.dimension(d) != stack.dimension(d)) return false;
+  return true;
+}
+
 // A dynamic-slice whose result is one contiguous run of its row-major operand whatever the
-// (clamped) starts: sizes 1 up to one partial dimension, full sizes after it.
+// (clamped) starts.
 bool is_contiguous_dynamic_slice(const Instruction& instruction) {
   if (instruction.opcode() != Opcode::kDynamicSlice || instruction.operand_count() < 1) return false;
   const Shape& to = instruction.shape();
   const Shape& from = instruction.operand(0)->shape();
-  if (!to.is_array() || !from.is_array() || to.element_type() != from.element_type() || to.byte_size() == 0 ||
-      to.rank() != from.rank() || !is_row_major(from) || !is_row_major(to))
-    return false;
-  int64_t partial = 0;
-  while (partial < to.rank() && to.dimension(partial) == 1) ++partial;
-  for (int64_t d = partial + 1; d < to.rank(); ++d)
-    if (to.dimension(d) != from.dimension(d)) return false;
-  return true;
+  return to.is_array() && from.is_array() && to.element_type() == from.element_type() && contiguous_window(from, to);
 }
 
 // Byte offset of the result in the operand's bytes when the instruction moves no data: a
@@ -371,6 +377,7 @@ void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector
     // dynamic-slice of the same stack at the same starts reads (its allocation's base, set
     // before the producer runs)
     BufferId view = -1;
+    bool own_window = false;  // a dynamic view of the stack at the update-slice's starts
     const int64_t window_bytes = fixed ? *fixed * byte_width(update_shape.element_type()) : 0;
     if (!fixed) {
       const Instruction* window = nullptr;
@@ -392,9 +399,23 @@ void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector
         const BufferId candidate = live.buffer_of(dataflow.value_at(user));
         if (same_starts && plans[candidate].dynamic_view && plans[candidate].view_of == owner) window = user;
       }
-      if (window == nullptr || update_shape.byte_size() != window->shape().byte_size() || live.time(window) >= produced)
-        continue;
-      view = live.buffer_of(dataflow.value_at(window));
+      if (window != nullptr) {
+        if (update_shape.byte_size() != window->shape().byte_size() || live.time(window) >= produced) continue;
+        view = live.buffer_of(dataflow.value_at(window));
+      } else {
+        // no dynamic-slice reads the window (the update does not read its old values: a KV
+        // row, a Pallas output block): the update-slice's starts set a window of its own, just
+        // before the producer runs, when they are known by then and the window is one
+        // contiguous run of the stack whatever they are
+        bool known = true;  // (a constant in read-only memory is known from the start)
+        for (int64_t i = 2; i < update_slice->operand_count(); ++i) {
+          const Instruction* start = update_slice->operand(i);
+          known &= live.time(start) < produced ||
+                   plans[live.buffer_of(dataflow.value_at(start))].kind == AllocationKind::kConstant;
+        }
+        if (!known || !contiguous_window(stack->shape(), update_shape)) continue;
+        own_window = true;
+      }
     }
     // from the producer on, the window's old bytes are read by the producer alone, element by
     // element where it writes (through the window's view, or a static view of the stack at the
@@ -417,8 +438,9 @@ void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector
     // after the update, the window holds it until the stack is written again
     if (written_between(plans[owner], ValueId{-1}, written, last, live)) continue;
     plan.materialized = false;
-    plan.view_of = fixed ? owner : view;
+    plan.view_of = fixed || own_window ? owner : view;
     plan.view_offset = window_bytes;
+    plan.dynamic_view = own_window;
     plan.placed_for = update_slice;
     plans[owner].lent = true;
     plans[owner].range.end = std::max(plans[owner].range.end, last);

@@ -129,7 +129,10 @@ SelectedKernel select_dynamic_slice(const Instruction& instruction, std::span<co
 
 int64_t dynamic_view_offset(const Instruction& instruction, std::span<const ArrayView> operands) {
   const Shape& shape = *operands[0].shape;
-  const kernels::IndexVector starts = kernels::read_starts(operands.subspan(1), shape, instruction.dynamic_slice_sizes);
+  const std::vector<int64_t>& sizes = instruction.opcode() == Opcode::kDynamicUpdateSlice
+                                          ? instruction.operand(1)->shape().dimensions()
+                                          : instruction.dynamic_slice_sizes;
+  const kernels::IndexVector starts = kernels::read_starts(operands.subspan(1), shape, sizes);
   const kernels::IndexVector strides = kernels::strides_of(shape.dimensions());
   int64_t offset = 0;
   for (size_t d = 0; d < starts.size(); ++d) offset += starts[d] * strides[d];

@@ -9,9 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <variant>
 
-#include "insitu/analysis/parallel_grid.h"
 #include "insitu/evaluator/collectives.h"
 #include "insitu/passes/bitcast_lowering.h"
 #include "insitu/runtime/executable.h"
@@ -35,43 +33,6 @@ using runtime_internal::staged_operands;
 
 namespace {
 
-// Sets step.parallel_grid, or step.in_order_because, for a grid loop's while step whose
-// callees are set (analysis/parallel_grid.h says when its steps may run on threads).
-void plan_parallel_grid(const Instruction& loop, const BufferAssignment& assignment, runtime_internal::Step& step) {
-  std::variant<ParallelGrid, std::string> found = parallel_grid(loop);
-  if (std::holds_alternative<std::string>(found)) {
-    step.in_order_because = std::get<std::string>(std::move(found));
-    return;
-  }
-  const ParallelGrid& grid = std::get<ParallelGrid>(found);
-  runtime_internal::ParallelGridPlan plan;
-  plan.parallel_axes = grid.parallel_axes;
-  plan.outer = grid.outer;
-  plan.inner = grid.steps / grid.outer;
-  plan.allocation = assignment.per_worker_allocation(&loop);
-  if (plan.allocation < 0) {
-    step.in_order_because = "buffer assignment could not give its counter and scratch memory of their own";
-    return;
-  }
-  plan.allocation_size = assignment.allocations()[plan.allocation].size;
-  const runtime_internal::Program& body = *step.callees[1];
-  for (int64_t element : grid.private_state) {
-    for (const runtime_internal::Leaf& leaf : body.parameters[0]) {
-      if (leaf.index.empty() || leaf.index[0] != element) continue;
-      if (leaf.allocation != plan.allocation || leaf.scalar) {
-        step.in_order_because = str_cat("its state element ", element, " is not in memory of the loop's own");
-        return;
-      }
-      plan.private_state.push_back(leaf);
-      if (element == grid.counter) plan.counter = leaf;
-    }
-  }
-  if (plan.counter.allocation < 0 || plan.counter.index.size() != 1) {
-    step.in_order_because = "its step counter has no memory of its own";
-    return;
-  }
-  step.parallel_grid = std::move(plan);
-}
 
 // Buffer assignment placed the result inside its operand's bytes: nothing to move.
 bool is_view_instruction(const BufferAssignment& assignment, const Instruction* instruction) {
@@ -420,6 +381,21 @@ Status Executable::build() {
                                      "element types of different widths or between different tiled layouts has no "
                                      "lowering (write a bitcast-convert or a transpose)"),
                              instruction->location());
+      }
+      // An update placed in a window of its own (buffer assignment's sets_own_window): the
+      // window's base, at its update-slice's starts, is set just before the update is computed.
+      if (instruction->shape().is_array() && assignment_.sets_own_window(assignment_.dataflow().value_at(instruction))) {
+        const Instruction* update = assignment_.placed_for(assignment_.dataflow().value_at(instruction));
+        Step window;
+        window.instruction = update;
+        window.run = &Executor::run_dynamic_view;
+        window.outputs = step.outputs;
+        for (int64_t i = 0; i < update->operand_count(); ++i) {
+          if (i == 1) continue;  // the update itself
+          INSITU_ASSIGN_OR_RETURN(std::vector<Leaf> leaves, builder.resolve_leaves(update->operand(i)));
+          window.operands.push_back(std::move(leaves));
+        }
+        program.steps.push_back(std::move(window));
       }
       const bool unmaterialized = step.outputs.size() == 1 && step.outputs[0].scalar;  // read as its scalar
       const bool view = instruction->shape().is_array() && is_view_instruction(assignment_, instruction);

@@ -127,7 +127,9 @@ SelectedKernel select_data_movement(const Instruction&, std::span<const ArrayVie
 SelectedKernel select_dynamic_slice(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // For a dynamic-slice that buffer assignment made a view (kDynamicView): the byte offset of its
 // result inside operand 0 for this call's start indices (clamped as XLA does). Pre:
-// select_dynamic_slice selects a kernel for the instruction.
+// select_dynamic_slice selects a kernel for the instruction. For a dynamic-update-slice whose
+// update buffer assignment placed in a window of its own (sets_own_window): the window's offset,
+// `operands` being the stack and the starts (the update left out).
 int64_t dynamic_view_offset(const Instruction& instruction, std::span<const ArrayView> operands);
 // dot_kernels.cc: any dimension numbers; f32 (and bf16/f16 converted to f32), integer dots;
 // operands read in place, on the GEMM library when large enough and readable in place, else in

@@ -13,6 +13,7 @@
 #include "insitu/evaluator/custom_call_table.h"
 #include "insitu/ir/grid_loop.h"
 #include "insitu/ir/instruction.h"
+#include "insitu/passes/buffer_assignment.h"
 #include "insitu/runtime/kernels.h"
 
 namespace insitu::runtime_internal {
@@ -79,6 +80,10 @@ struct Step {
   std::optional<ParallelGridPlan> parallel_grid;  // a grid loop whose steps may run on threads
   std::string in_order_because;                   // a grid loop's, when they may not
 };
+
+// Sets step.parallel_grid, or step.in_order_because, for a grid loop's while step whose callees
+// are set (analysis/parallel_grid.h says when its steps may run on threads).
+void plan_parallel_grid(const Instruction& loop, const BufferAssignment& assignment, Step& step);
 
 struct Program {
   const Computation* computation = nullptr;

@@ -1,0 +1,49 @@
+// plan_parallel_grid (program.h): whether a Pallas grid loop's steps run on the pool's workers,
+// decided once at Executable::create from analysis/parallel_grid.h and buffer assignment's
+// per-worker arena.
+#include <variant>
+
+#include "insitu/analysis/parallel_grid.h"
+#include "insitu/passes/buffer_assignment.h"
+#include "insitu/runtime/program.h"
+#include "insitu/support/str.h"
+
+namespace insitu::runtime_internal {
+
+void plan_parallel_grid(const Instruction& loop, const BufferAssignment& assignment, Step& step) {
+  std::variant<ParallelGrid, std::string> found = parallel_grid(loop);
+  if (std::holds_alternative<std::string>(found)) {
+    step.in_order_because = std::get<std::string>(std::move(found));
+    return;
+  }
+  const ParallelGrid& grid = std::get<ParallelGrid>(found);
+  ParallelGridPlan plan;
+  plan.parallel_axes = grid.parallel_axes;
+  plan.outer = grid.outer;
+  plan.inner = grid.steps / grid.outer;
+  plan.allocation = assignment.per_worker_allocation(&loop);
+  if (plan.allocation < 0) {
+    step.in_order_because = "buffer assignment could not give its counter and scratch memory of their own";
+    return;
+  }
+  plan.allocation_size = assignment.allocations()[plan.allocation].size;
+  const Program& body = *step.callees[1];
+  for (int64_t element : grid.private_state) {
+    for (const Leaf& leaf : body.parameters[0]) {
+      if (leaf.index.empty() || leaf.index[0] != element) continue;
+      if (leaf.allocation != plan.allocation || leaf.scalar) {
+        step.in_order_because = str_cat("its state element ", element, " is not in memory of the loop's own");
+        return;
+      }
+      plan.private_state.push_back(leaf);
+      if (element == grid.counter) plan.counter = leaf;
+    }
+  }
+  if (plan.counter.allocation < 0 || plan.counter.index.size() != 1) {
+    step.in_order_because = "its step counter has no memory of its own";
+    return;
+  }
+  step.parallel_grid = std::move(plan);
+}
+
+}  // namespace insitu::runtime_internal
