@@ -96,6 +96,17 @@ def _uninitialized(shape, dtype):
     return primitives.uninitialized_value(shape, dtype)
 
 
+UNREAD_MEMORY_TARGET = "insitu_unread_memory"  # src/insitu/ir/instruction.h: kUnreadMemoryTarget
+
+
+def _unread_memory(shape, dtype):
+    """An array whose every element is written before it is read: insitu's runtime writes nothing
+    to make it (its evaluator fills it with zeros)."""
+    import jax
+
+    return jax.ffi.ffi_call(UNREAD_MEMORY_TARGET, jax.ShapeDtypeStruct(tuple(shape), dtype))()
+
+
 def _padded(value, block_shape):
     """`value` padded at the end of each dimension to a whole number of blocks."""
     widths = [(0, -size % block) for size, block in zip(value.shape, block_shape)]
@@ -199,13 +210,16 @@ def _declared_parallel(grid, grid_mapping, compiler_params):
 
 def _block_starts(grid, grid_mapping, padded_shapes, block_shapes):
     """Per ref, the start of its block at every grid step (row-major), an int64 array
-    [steps, rank], clamped as dynamic_slice clamps them; None when an index map reads
-    scalar-prefetch operands (their values are known only at run time)."""
+    [steps, rank], clamped as dynamic_slice clamps them, or None for a ref whose index map reads
+    scalar-prefetch operands (their values are known only at run time). None for them all when
+    the grid has a dynamic size or more steps than insitu evaluates maps over."""
     import jax
     import numpy as np
     from jax._src import core as jax_core
 
-    indices = np.indices(grid).reshape(len(grid), -1).T.astype(np.int32)  # [steps, rank]
+    if any(not isinstance(d, int) for d in grid) or int(np.prod(grid, dtype=np.int64)) > _MAX_CHECKED_BLOCKS:
+        return None
+    indices = np.indices(grid).reshape(len(grid), -1).T.astype(np.int32) if grid else np.zeros((1, 0), np.int32)
     starts = []
     for k, mapping in enumerate(grid_mapping.block_mappings):
         jaxpr = mapping.index_map_jaxpr.jaxpr
@@ -213,7 +227,8 @@ def _block_starts(grid, grid_mapping, padded_shapes, block_shapes):
         used = {v for eqn in jaxpr.eqns for v in eqn.invars if isinstance(v, jax_core.Var)}
         used |= {v for v in jaxpr.outvars if isinstance(v, jax_core.Var)}
         if any(v in used for v in extra):
-            return None
+            starts.append(None)
+            continue
         dummies = [np.zeros(getattr(v.aval, "inner_aval", v.aval).shape, getattr(v.aval, "inner_aval", v.aval).dtype)
                    for v in extra]
         at = jax.jit(jax.vmap(lambda index: jnp.stack([jnp.asarray(x, jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
@@ -224,6 +239,36 @@ def _block_starts(grid, grid_mapping, padded_shapes, block_shapes):
         limit = np.asarray(padded_shapes[k], np.int64) - np.asarray(block_shapes[k], np.int64)
         starts.append(np.clip(found, 0, np.maximum(limit, 0)))
     return starts
+
+
+def _inputs_read(jaxpr):
+    """Per input of `jaxpr`, whether some output depends on it (an equation's outputs depend on
+    all its inputs: a cond or loop as a whole)."""
+    from jax._src import core as jax_core
+
+    depends = {v: {i} for i, v in enumerate(jaxpr.invars)}
+    for eqn in jaxpr.eqns:
+        on = set().union(*(depends.get(v, set()) for v in eqn.invars if isinstance(v, jax_core.Var)))
+        for v in eqn.outvars:
+            depends[v] = on
+    read = [False] * len(jaxpr.invars)
+    for v in jaxpr.outvars:
+        if isinstance(v, jax_core.Var):
+            for i in depends.get(v, ()):
+                read[i] = True
+    return read
+
+
+def _covers(starts, block_shape, padded_shape):
+    """Whether blocks of `block_shape` at `starts` (multiples of it, as Blocked index maps give)
+    cover every element of an array of `padded_shape` (a whole number of blocks)."""
+    import numpy as np
+
+    if starts is None or any(size % block for size, block in zip(padded_shape, block_shape)):
+        return False
+    blocks = int(np.prod([size // block for size, block in zip(padded_shape, block_shape)], dtype=np.int64))
+    aligned = np.all(starts % np.maximum(np.asarray(block_shape, np.int64), 1) == 0)
+    return bool(aligned) and len(np.unique(starts, axis=0)) == blocks
 
 
 def _conflicts(boxes, outer):
@@ -255,13 +300,13 @@ def _conflicts(boxes, outer):
     return bool(np.any(overlap & either_writes & other))
 
 
-def _independent_axes(grid, grid_mapping, compiler_params, block_shapes, padded_shapes, array_of, written, carried,
+def _independent_axes(grid, grid_mapping, compiler_params, starts, block_shapes, array_of, written, carried,
                       has_scratch):
     """(p, None) when the leading p >= 1 grid axes are independent: steps of different points of
     those axes write disjoint blocks of every array and read no block another point writes
-    (index maps evaluated over the whole grid), so insitu may run those points on threads, each
-    point's steps in order; (0, why) otherwise. With scratch, only axes the kernel declares
-    parallel count (a worker's scratch persists across its own steps only, as on a TPU core)."""
+    (`starts`: _block_starts), so insitu may run those points on threads, each point's steps in
+    order; (0, why) otherwise. With scratch, only axes the kernel declares parallel count (a
+    worker's scratch persists across its own steps only, as on a TPU core)."""
     import numpy as np
 
     if any(not isinstance(d, int) for d in grid):
@@ -269,7 +314,7 @@ def _independent_axes(grid, grid_mapping, compiler_params, block_shapes, padded_
     steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
     if steps < 2:
         return 0, "its grid has one step"
-    if steps > _MAX_CHECKED_BLOCKS:
+    if starts is None:
         return 0, f"its grid has {steps} steps, more than insitu checks for independence ({_MAX_CHECKED_BLOCKS})"
     declared = _declared_parallel(grid, grid_mapping, compiler_params)
     limit = len(grid)
@@ -279,11 +324,10 @@ def _independent_axes(grid, grid_mapping, compiler_params, block_shapes, padded_
         if limit == 0:
             return 0, ("its scratch persists across grid steps and its first grid axis is not declared parallel "
                        "(dimension_semantics)")
-    starts = _block_starts(grid, grid_mapping, padded_shapes, block_shapes)
-    if starts is None:
-        return 0, "its index maps read scalar-prefetch operands, known only at run time"
-    per_array = {a: [(starts[k], block_shapes[k], written[k]) for k in range(len(array_of)) if array_of[k] == a]
-                 for a in carried}
+    refs = [k for k in range(len(array_of)) if array_of[k] in carried]
+    if any(starts[k] is None for k in refs):
+        return 0, "the index maps of arrays it writes read scalar-prefetch operands, known only at run time"
+    per_array = {a: [(starts[k], block_shapes[k], written[k]) for k in refs if array_of[k] == a] for a in carried}
     for p in range(limit, 0, -1):
         points = int(np.prod(grid[:p], dtype=np.int64))
         if points < 2:
@@ -325,6 +369,20 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     ref_vars = jaxpr.invars[scalar_count:scalar_count + input_count + output_count]
     written = [var in written_vars for var in ref_vars]
 
+    # Each block's start at every step, where the index maps can be evaluated before the run.
+    shapes = [x.shape for x in inputs] + [tuple(aval.shape) for aval in out_avals]
+    padded_shapes = [tuple(-(-size // block) * block for size, block in zip(shape, block_shapes[k]))
+                     for k, shape in enumerate(shapes)]
+    starts = _block_starts(grid, grid_mapping, padded_shapes, block_shapes)
+    # An output whose block's old value no result of the kernel body depends on (every step
+    # writes the whole block, on every path, and reads none of it first), and whose blocks cover
+    # it, starts as memory no one reads; other outputs start as JAX defines them.
+    old_value_read = _inputs_read(body)
+
+    def unread(k):
+        return (starts is not None and written[k] and not old_value_read[scalar_count + k]
+                and _covers(starts[k], block_shapes[k], padded_shapes[k]))
+
     # Arrays: one per input and one per output not aliased to an input (an aliased output is
     # its input's array). array_of[k] for ref k among [*inputs, *outputs].
     aliased_input = {out: inp - scalar_count for inp, out in input_output_aliases}
@@ -339,14 +397,14 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
             array_of.append(aliased_input[o])
         else:
             array_of.append(len(arrays))
-            arrays.append(_padded(_uninitialized(aval.shape, aval.dtype), block_shapes[k]))
+            arrays.append(_unread_memory(padded_shapes[k], aval.dtype) if unread(k)
+                          else _padded(_uninitialized(aval.shape, aval.dtype), block_shapes[k]))
     # An array is carried through the loop when some ref over it is written.
     carried = sorted({array_of[k] for k in range(input_count + output_count) if written[k]})
     scratch = [_uninitialized(a.shape, a.dtype) for a in scratch_avals]
     steps = functools.reduce(lambda a, b: a * b, grid, 1)
-    parallel_axes, in_order = _independent_axes(grid, grid_mapping, compiler_params, block_shapes,
-                                                [arrays[array_of[k]].shape for k in range(input_count + output_count)],
-                                                array_of, written, carried, bool(scratch))
+    parallel_axes, in_order = _independent_axes(grid, grid_mapping, compiler_params, starts, block_shapes, array_of,
+                                                written, carried, bool(scratch))
 
     def step(i, state_values):
         from jax.experimental.xla_metadata import set_xla_metadata

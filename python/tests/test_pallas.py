@@ -410,3 +410,34 @@ def test_program_id_inside_a_when_branch_and_a_loop_body_reads_the_grid_step():
     x = jnp.arange(8, dtype=jnp.float32)
     expected = np.concatenate([np.arange(4) + 2 * (0 + 2), np.arange(4, 8) * 3 + 2 * (1 + 2)])
     np.testing.assert_array_equal(np.asarray(insitu.jax.jit(call)(x)), expected)
+
+
+def test_an_output_every_step_writes_whole_is_made_without_a_fill():
+    """Blocks that cover the output, each written whole on every path: the output starts as
+    memory no one reads (insitu_unread_memory, no fill pass); a block written only under pl.when
+    keeps what interpret mode gives the rest (NaN)."""
+    def whole(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0
+
+    def some(x_ref, o_ref):
+        @pl.when(pl.program_id(0) % 2 == 0)
+        def _():
+            o_ref[...] = x_ref[...] * 2.0
+
+    def make(kernel):
+        def build(interpret):
+            def call(x):
+                spec = pl.BlockSpec((4, x.shape[1]), lambda i: (i, 0))
+                return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(x.shape[0] // 4,),
+                                      in_specs=[spec], out_specs=spec, interpret=interpret)(x)
+            return call
+        return build
+
+    x = jnp.asarray(np.random.default_rng(4).standard_normal((16, 8)), jnp.float32)
+    _, executable = _both(make(whole), x)
+    assert "insitu_unread_memory" in insitu.jax.jit(make(whole)(False)).lower(x).as_text(dialect="hlo")
+    # the blocks and the grid's scalars, no fill
+    assert x.size * 4 <= executable.stats["bytes_written"] < x.size * 4 + 64, executable.stats
+    out, _ = _both(make(some), x)
+    assert np.isnan(np.asarray(out)[4:8]).all()
+    assert "insitu_unread_memory" not in insitu.jax.jit(make(some)(False)).lower(x).as_text(dialect="hlo")

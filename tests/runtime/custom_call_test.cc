@@ -2,6 +2,7 @@
 // parameter writes the caller's buffer once, with no copy; the same kernel on an undonated
 // parameter gets copy protection and leaves the input alone.
 #include "executable_test_util.h"
+#include "insitu/evaluator/evaluator.h"
 #include "insitu/runtime/kernels.h"
 
 namespace insitu {
@@ -10,6 +11,7 @@ namespace {
 using testing_runtime::compile;
 using testing_runtime::Compiled;
 using testing_runtime::read_text;
+using testing_runtime::to_handles;
 
 // result[i] += 1 over the (aliased, pre-filled) result: a mutating kernel.
 Status plus_one(const Instruction&, std::span<const Literal* const>, Literal& result) {
@@ -61,6 +63,57 @@ TEST(RuntimeCustomCall, UnregisteredTargetFailsCreateLocated) {
             std::string::npos)
       << compiled.create_status.to_string();
   EXPECT_TRUE(compiled.create_status.location().valid());
+}
+
+// insitu_unread_memory (ir/instruction.h): memory every element of which is written before it is
+// read, made without writing anything; the evaluator gives zeros, so only a module that writes
+// it all agrees with it.
+TEST(RuntimeCustomCall, UnreadMemoryIsWrittenOnlyByWhatFillsIt) {
+  Compiled compiled = compile(R"(
+HloModule unread
+ENTRY main {
+  x = f32[4,8] parameter(0)
+  i = s32[] parameter(1)
+  fresh = f32[8,8] custom-call(), custom_call_target="insitu_unread_memory", api_version=API_VERSION_TYPED_FFI
+  zero = s32[] constant(0)
+  four = s32[] constant(4)
+  top = f32[8,8] dynamic-update-slice(fresh, x, zero, zero)
+  negated = f32[4,8] negate(x)
+  ROOT both = f32[8,8] dynamic-update-slice(top, negated, four, zero)
+})");
+  ASSERT_NE(compiled.executable, nullptr);
+  std::vector<Literal> arguments;
+  Literal x(Shape::array(PrimitiveType::kF32, {4, 8}));
+  for (int64_t k = 0; k < 32; ++k) x.data<float>()[k] = static_cast<float>(k) - 3.5f;
+  Literal i(Shape::array(PrimitiveType::kS32, {}));
+  arguments.push_back(std::move(x));
+  arguments.push_back(std::move(i));
+  StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  ExecutionStats stats;
+  for (int round = 0; round < 3; ++round) {  // a reused arena holds the last call's values
+    StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute(to_handles(arguments), {.stats = &stats});
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    EXPECT_TRUE(*(*results)[0].to_literal() == *expected);
+  }
+  EXPECT_EQ(stats.bytes_written, 2 * 4 * 8 * 4) << "the two halves, no fill";
+  // given an operand, it is a located error
+  Compiled bad = compile(R"(
+HloModule bad
+ENTRY main {
+  x = f32[4] parameter(0)
+  ROOT y = f32[4] custom-call(x), custom_call_target="insitu_unread_memory"
+})", {}, /*expect_created=*/false);
+  if (bad.executable != nullptr) {
+    std::vector<Literal> one;
+    one.emplace_back(Shape::array(PrimitiveType::kF32, {4}));
+    StatusOr<std::vector<BufferHandle>> run = bad.executable->execute(to_handles(one), {});
+    ASSERT_FALSE(run.ok());
+    EXPECT_NE(run.status().message().find("takes no operands"), std::string::npos) << run.status().to_string();
+    EXPECT_TRUE(run.status().location().valid());
+  } else {
+    EXPECT_NE(bad.create_status.message().find("takes no operands"), std::string::npos) << bad.create_status.to_string();
+  }
 }
 
 // The table passed in is the only one consulted: an entry with a native binding there runs

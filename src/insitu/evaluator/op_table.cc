@@ -50,7 +50,8 @@ OpFunction op_function(Opcode opcode) {
 }  // namespace
 
 bool is_builtin_custom_call_target(std::string_view target) {
-  return target == "TopK" || is_lapack_target(target) || is_placement_annotation(target);
+  return target == "TopK" || target == kUnreadMemoryTarget || is_lapack_target(target) ||
+         is_placement_annotation(target);
 }
 
 bool has_op_function(Opcode opcode) { return op_function(opcode) != OpFunction::kNone; }
@@ -95,6 +96,13 @@ StatusOr<Literal> evaluate_custom_call(const Instruction& instruction, Operands 
                                       " takes one operand of its result's shape"),
                               instruction.location());
     return *operands[0];
+  }
+  if ((target == nullptr || !target->evaluate) && name == kUnreadMemoryTarget) {
+    if (!operands.empty() || !instruction.shape().is_array())
+      return invalid_argument(str_cat("custom-call %", instruction.name(), ": ", name,
+                                      " takes no operands and makes one array"),
+                              instruction.location());
+    return Literal(instruction.shape());  // no one reads it before it is written: zeros
   }
   if ((target == nullptr || !target->evaluate) && is_builtin_custom_call_target(name))
     return name == "TopK" ? evaluate_topk_custom_call(instruction, operands, runner)

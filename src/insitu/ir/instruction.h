@@ -42,6 +42,11 @@ struct CustomCallAttributes {
 // layout stays).
 bool is_placement_annotation(std::string_view target);
 
+// The custom-call target of an array whose every element is written before anything reads it
+// (insitu's Pallas lowering makes an output whose blocks cover it and whose ref the kernel never
+// reads so): no operands; the CPU runtime writes nothing to make it, the evaluator gives zeros.
+inline constexpr std::string_view kUnreadMemoryTarget = "insitu_unread_memory";
+
 // How much of a constant's value the HLO text gave. Only kWritten can be evaluated: XLA prints
 // large constants as `{...}` unless dumped with --xla_dump_large_constants, and its parser
 // reads a single scalar for an array as element 0 followed by zeros.

@@ -1,6 +1,7 @@
-// The builtin custom calls natively: the LAPACK targets (evaluator/lapack.h), planned once per
-// call site, one matrix of the batch per task, over the step's slices. An aliased output is
-// its operand's memory (each matrix is read whole before it is written).
+// The builtin custom calls natively: insitu_unread_memory (nothing to write) and the LAPACK
+// targets (evaluator/lapack.h), planned once per call site, one matrix of the batch per task,
+// over the step's slices. An aliased output is its operand's memory (each matrix is read whole
+// before it is written).
 #include "insitu/evaluator/lapack.h"
 #include "insitu/runtime/kernels.h"
 
@@ -28,6 +29,8 @@ Status lapack_kernel(const KernelCall& call) {
 
 SelectedKernel select_builtin_custom_call(const Instruction& call, std::span<const ArrayView> operands,
                                           std::span<const ArrayView> outputs) {
+  if (call.opcode() == Opcode::kCustomCall && call.custom_call.target == kUnreadMemoryTarget && operands.empty())
+    return NativeKernel{[](const KernelCall&) { return ok_status(); }, nullptr};  // nothing to write
   if (call.opcode() != Opcode::kCustomCall || !eval::is_lapack_target(call.custom_call.target)) return std::nullopt;
   std::vector<const Shape*> operand_shapes, output_shapes;
   for (const ArrayView& operand : operands) {

@@ -54,7 +54,8 @@ bool kernel_takes_overlap(const Instruction& instruction, size_t i, const Leaf& 
 int64_t bytes_written_by(const Step& step) {
   const Opcode opcode = step.instruction->opcode();
   if (opcode == Opcode::kWhile || opcode == Opcode::kCall || opcode == Opcode::kConditional ||
-      step.run == &Executor::run_dynamic_view)
+      step.run == &Executor::run_dynamic_view ||
+      (opcode == Opcode::kCustomCall && step.instruction->custom_call.target == kUnreadMemoryTarget))
     return 0;
   auto size_of = [](const std::vector<Leaf>& leaves) {
     int64_t bytes = 0;
