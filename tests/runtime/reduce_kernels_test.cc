@@ -125,7 +125,7 @@ TEST(RuntimeReduceKernel, FloatCombinersMatchEvaluator) {
 // anywhere (or as init) the in-order fold's, tails shorter than the lanes.
 TEST(RuntimeReduceKernel, F32MaxMinRunsMatchTheInOrderFold) {
   std::mt19937 rng(77);
-  for (int64_t length : {1, 7, 8, 13, 64, 1024})
+  for (int64_t length : {1, 7, 8, 13, 29, 64, 1024})
     for (const char* op : {"maximum", "minimum"})
       for (bool first : {true, false})
         for (int kind = 0; kind < 4; ++kind) {

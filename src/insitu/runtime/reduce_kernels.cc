@@ -105,13 +105,31 @@ std::optional<float> max_or_min_run(float init, const float* run, int64_t count)
   Vec acc = {run[0], run[0], run[0], run[0]};  // count > 0 (the caller's); not Vec{} + x: 0 + -0 is +0
   Bits nan = {}, zero = {};
   const Bits winning_zero = Bits{} + static_cast<int32_t>(kMaximum ? 0u : 0x80000000u);
+  auto take = [](Vec a, Vec x) { return kMaximum ? (a < x ? x : a) : (x < a ? x : a); };
   int64_t i = 0;
+  // four accumulators, so that each compare-select waits on the one four vectors back
+  Vec acc1 = acc, acc2 = acc, acc3 = acc;
+  for (; i + 4 * kWidth <= count; i += 4 * kWidth) {
+    Vec x0, x1, x2, x3;
+    std::memcpy(&x0, run + i, sizeof(Vec));
+    std::memcpy(&x1, run + i + kWidth, sizeof(Vec));
+    std::memcpy(&x2, run + i + 2 * kWidth, sizeof(Vec));
+    std::memcpy(&x3, run + i + 3 * kWidth, sizeof(Vec));
+    nan |= (x0 != x0) | (x1 != x1) | (x2 != x2) | (x3 != x3);
+    zero |= (__builtin_bit_cast(Bits, x0) == winning_zero) | (__builtin_bit_cast(Bits, x1) == winning_zero) |
+            (__builtin_bit_cast(Bits, x2) == winning_zero) | (__builtin_bit_cast(Bits, x3) == winning_zero);
+    acc = take(acc, x0);
+    acc1 = take(acc1, x1);
+    acc2 = take(acc2, x2);
+    acc3 = take(acc3, x3);
+  }
+  acc = take(take(acc, acc1), take(acc2, acc3));
   for (; i + kWidth <= count; i += kWidth) {
     Vec x;
     std::memcpy(&x, run + i, sizeof(Vec));
     nan |= x != x;
     zero |= __builtin_bit_cast(Bits, x) == winning_zero;
-    acc = kMaximum ? (acc < x ? x : acc) : (x < acc ? x : acc);
+    acc = take(acc, x);
   }
   bool saw_zero = false;
   for (int64_t lane = 0; lane < kWidth; ++lane) {
