@@ -52,26 +52,32 @@ std::optional<int64_t> integer_constant(const Instruction* instruction) {
 // Why an instruction the loop runs keeps its steps from running on threads: a
 // collective (every device's steps in one order), a custom call or another side effect.
 std::optional<std::string> blocks_parallel_steps(const Instruction& loop) {
-  std::vector<const Computation*> pending(loop.called_computations().begin(), loop.called_computations().end());
-  std::vector<const Computation*> seen;
-  while (!pending.empty()) {
-    const Computation* computation = pending.back();
-    pending.pop_back();
-    if (std::find(seen.begin(), seen.end(), computation) != seen.end()) continue;
-    seen.push_back(computation);
+  for (const Computation* computation : computations_run_by(loop))
     for (const Instruction* instruction : computation->instructions()) {
       const Opcode opcode = instruction->opcode();
       if (opcode_kind(opcode) == OpcodeKind::kCollective || opcode_has_side_effect(opcode) ||
           opcode == Opcode::kCustomCall)
         return str_cat("its body holds %", instruction->name(), " (", opcode_name(opcode),
                        "), which insitu runs in one order");
-      for (const Computation* callee : instruction->called_computations()) pending.push_back(callee);
     }
-  }
   return std::nullopt;
 }
 
 }  // namespace
+
+std::unordered_set<const Computation*> computations_run_by(const Instruction& instruction) {
+  std::unordered_set<const Computation*> seen;
+  std::vector<const Computation*> pending(instruction.called_computations().begin(),
+                                          instruction.called_computations().end());
+  while (!pending.empty()) {
+    const Computation* computation = pending.back();
+    pending.pop_back();
+    if (!seen.insert(computation).second) continue;
+    for (const Instruction* inner : computation->instructions())
+      for (const Computation* called : inner->called_computations()) pending.push_back(called);
+  }
+  return seen;
+}
 
 std::variant<ParallelGrid, std::string> parallel_grid(const Instruction& loop) {
   const std::optional<GridLoopInfo> info = grid_loop_info(loop);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -45,5 +46,9 @@ struct ParallelGrid {
 // explain). Requires a grid loop (grid_loop_info); looks at the loop's attributes, its counter
 // and its users only.
 std::variant<ParallelGrid, std::string> parallel_grid(const Instruction& loop);
+
+// The computations `instruction` runs: those it calls and those they call, transitively (a
+// loop's body and condition with everything inside them).
+std::unordered_set<const Computation*> computations_run_by(const Instruction& instruction);
 
 }  // namespace insitu

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_set>
 #include <variant>
 
 #include "insitu/analysis/buffer_facts.h"
@@ -159,7 +160,7 @@ int64_t find_offset(std::vector<std::pair<int64_t, int64_t>> occupied, int64_t s
 // another such loop, in module order.
 std::vector<std::pair<const Instruction*, ParallelGrid>> parallel_grid_loops(const Module& module) {
   std::vector<std::pair<const Instruction*, ParallelGrid>> loops;
-  std::set<const Computation*> inside;  // computations some found loop runs
+  std::unordered_set<const Computation*> inside;  // computations some found loop runs
   for (const Computation* computation : module.computations())
     for (const Instruction* instruction : computation->instructions()) {
       if (instruction->opcode() != Opcode::kWhile || !grid_loop_info(*instruction)) continue;
@@ -167,16 +168,7 @@ std::vector<std::pair<const Instruction*, ParallelGrid>> parallel_grid_loops(con
       if (std::holds_alternative<ParallelGrid>(grid)) loops.emplace_back(instruction, std::get<ParallelGrid>(grid));
     }
   // drop a loop inside another's body (its steps then run on one worker of the outer loop)
-  for (const auto& [loop, grid] : loops) {
-    std::vector<const Computation*> pending(loop->called_computations().begin(), loop->called_computations().end());
-    while (!pending.empty()) {
-      const Computation* computation = pending.back();
-      pending.pop_back();
-      if (!inside.insert(computation).second) continue;
-      for (const Instruction* instruction : computation->instructions())
-        for (const Computation* callee : instruction->called_computations()) pending.push_back(callee);
-    }
-  }
+  for (const auto& [loop, grid] : loops) inside.merge(computations_run_by(*loop));
   std::erase_if(loops, [&](const auto& entry) { return inside.count(entry.first->parent()) > 0; });
   return loops;
 }
@@ -187,15 +179,7 @@ std::vector<std::pair<const Instruction*, ParallelGrid>> parallel_grid_loops(con
 std::vector<BufferId> loop_private_buffers(const Instruction& loop, const ParallelGrid& grid, const Dataflow& dataflow,
                                            const LiveRanges& live, const std::vector<BufferPlan>& plans,
                                            const std::vector<BufferId>& temps) {
-  std::set<const Computation*> inside;
-  std::vector<const Computation*> pending(loop.called_computations().begin(), loop.called_computations().end());
-  while (!pending.empty()) {
-    const Computation* computation = pending.back();
-    pending.pop_back();
-    if (!inside.insert(computation).second) continue;
-    for (const Instruction* instruction : computation->instructions())
-      for (const Computation* callee : instruction->called_computations()) pending.push_back(callee);
-  }
+  const std::unordered_set<const Computation*> inside = computations_run_by(loop);
   auto resolve = [&](BufferId b) {
     while (plans[b].merged_into >= 0) b = plans[b].merged_into;
     return b;

@@ -16,20 +16,6 @@ namespace {
 
 std::string_view alias_kind_name(AliasKind kind) { return kind == AliasKind::kMustAlias ? "must-alias" : "may-alias"; }
 
-// The computations `loop` runs, its own and those they call, transitively.
-std::unordered_set<const Computation*> loop_computations(const Instruction& loop) {
-  std::unordered_set<const Computation*> seen;
-  std::vector<const Computation*> pending(loop.called_computations().begin(), loop.called_computations().end());
-  while (!pending.empty()) {
-    const Computation* computation = pending.back();
-    pending.pop_back();
-    if (!seen.insert(computation).second) continue;
-    for (const Instruction* instruction : computation->instructions())
-      for (const Computation* called : instruction->called_computations()) pending.push_back(called);
-  }
-  return seen;
-}
-
 // Each grid loop with the copies of arrays inside it or of its initial state (the while's
 // operand, or an element of the tuple it is). A scalar's copy (the step counter's initial
 // constant) is no block or array of the kernel's: left out.
@@ -47,7 +33,7 @@ std::vector<KernelLoopExplanation> explain_kernels(const Module& module, const s
       std::variant<ParallelGrid, std::string> parallel = parallel_grid(*instruction);
       if (const ParallelGrid* grid = std::get_if<ParallelGrid>(&parallel)) kernel.parallel_axes = grid->parallel_axes;
       else kernel.in_order_because = std::get<std::string>(std::move(parallel));
-      const std::unordered_set<const Computation*> inside = loop_computations(*instruction);
+      const std::unordered_set<const Computation*> inside = computations_run_by(*instruction);
       const Instruction* state = instruction->operand(0);
       for (const CopyExplanation& copy : copies) {
         if (copy.copy->shape().is_array() && copy.copy->shape().rank() == 0) continue;  // the step counter
