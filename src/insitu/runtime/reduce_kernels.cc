@@ -20,6 +20,7 @@
 // in the evaluator (fallback).
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -182,7 +183,9 @@ bool reduce_whole_run(const KernelCall& call, Opcode opcode, const T* from, int6
                             opcode == Opcode::kMinimum || opcode == Opcode::kAnd || opcode == Opcode::kOr;
     if (n < 2 * kParallelElements || !order_free) return false;
     const int64_t chunks = std::min<int64_t>(n / kParallelElements, 64);
-    std::vector<ComputeType<T>> partial(static_cast<size_t>(chunks));
+    // one element per chunk, each its own bytes (a std::vector<bool> packs the chunks of a pred
+    // reduction into one word, which two threads then wrote at once: ThreadSanitizer found it)
+    std::unique_ptr<ComputeType<T>[]> partial(new ComputeType<T>[static_cast<size_t>(chunks)]);
     run_range(call.pool, chunks, 1, [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c) {
         const int64_t first = n * c / chunks, last = n * (c + 1) / chunks;
@@ -190,7 +193,7 @@ bool reduce_whole_run(const KernelCall& call, Opcode opcode, const T* from, int6
       }
     });
     ComputeType<T> acc = to_compute(init);
-    for (const ComputeType<T>& value : partial) acc = combine(opcode, acc, value);
+    for (int64_t c = 0; c < chunks; ++c) acc = combine(opcode, acc, partial[c]);
     *out = to_stored<T>(acc);
     return true;
   }
