@@ -196,6 +196,7 @@ def _eval_equation(eqn, values, closed):
 
 _PARALLEL_SEMANTICS = ("parallel", "core_parallel", "subcore_parallel")
 _MAX_CHECKED_BLOCKS = 1 << 16  # blocks of one array past which the independence check gives up
+_MAX_PAIRWISE_BLOCKS = 1 << 11  # mixed block shapes compare all pairs: 2,048^2 x rank booleans at most
 
 
 def _declared_parallel(grid, grid_mapping, compiler_params):
@@ -273,7 +274,8 @@ def _covers(starts, block_shape, padded_shape):
 
 def _conflicts(boxes, outer):
     """Whether two outer iterations touch one array's bytes where at least one of them writes:
-    `boxes` is a list of (starts [steps, rank], block shape, written) for the refs over it."""
+    `boxes` is a list of (starts [steps, rank], block shape, written) for the refs over it. None
+    when the blocks have several shapes and are too many to compare pairwise."""
     import numpy as np
 
     rows = []
@@ -290,8 +292,8 @@ def _conflicts(boxes, outer):
         first = np.flatnonzero(np.r_[True, box[1:] != box[:-1]])  # each block's first row
         spread = np.minimum.reduceat(points, first) != np.maximum.reduceat(points, first)
         return bool(np.any(np.logical_or.reduceat(writes, first) & spread))
-    if len(rows) > _MAX_CHECKED_BLOCKS // 8:
-        return True  # too many to compare pairwise: not proven
+    if len(rows) > _MAX_PAIRWISE_BLOCKS:
+        return None  # too many to compare pairwise: not proven
     lo, size = rows[:, :rank], rows[:, rank:2 * rank]
     hi = lo + size
     overlap = np.all((lo[:, None, :] < hi[None, :, :]) & (lo[None, :, :] < hi[:, None, :]), axis=2)
@@ -328,13 +330,19 @@ def _independent_axes(grid, grid_mapping, compiler_params, starts, block_shapes,
     if any(starts[k] is None for k in refs):
         return 0, "the index maps of arrays it writes read scalar-prefetch operands, known only at run time"
     per_array = {a: [(starts[k], block_shapes[k], written[k]) for k in refs if array_of[k] == a] for a in carried}
+    unproven = False
     for p in range(limit, 0, -1):
         points = int(np.prod(grid[:p], dtype=np.int64))
         if points < 2:
             break
         outer = np.arange(steps, dtype=np.int64) // (steps // points)
-        if not any(_conflicts(boxes, outer) for boxes in per_array.values()):
+        found = [_conflicts(boxes, outer) for boxes in per_array.values()]
+        if not any(found) and None not in found:
             return p, None
+        unproven = unproven or (None in found and True not in found)
+    if unproven:
+        return 0, (f"an array it writes has blocks of several shapes, over {_MAX_PAIRWISE_BLOCKS} distinct ones: "
+                   "more than insitu compares pairwise")
     return 0, "two of its grid's leading points touch one block and at least one writes it"
 
 

@@ -202,3 +202,31 @@ def test_donated_in_place_kernel_on_threads_writes_its_own_buffer():
 
     kernel, _ = _run(make, X, donate=(0,))
     assert kernel["parallel_axes"] == [0] and kernel["bytes_copied"] == 0, kernel
+
+
+def _half_row_update(rows):
+    """Step i reads row i of x whole and writes its first half (x aliased to the output, the two
+    refs' blocks of different shapes): independent rows, proven by pairwise comparison."""
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[:, :8] * 2.0
+
+    def make(interpret):
+        def call(x):
+            return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(rows,),
+                                  in_specs=[pl.BlockSpec((1, 16), lambda i: (i, 0))],
+                                  out_specs=pl.BlockSpec((1, 8), lambda i: (i, 0)),
+                                  input_output_aliases={0: 0}, interpret=interpret)(x)
+        return call
+    return make
+
+
+def test_blocks_of_two_shapes_are_compared_pairwise_up_to_a_limit():
+    small = jnp.asarray(np.arange(64 * 16).reshape(64, 16), jnp.float32)
+    kernel, _ = _run(_half_row_update(64), small)
+    assert kernel["parallel_axes"] == [0], kernel
+    # 1,200 steps x 2 blocks: past the pairwise limit, so not proven and said so (not "touch one block")
+    large = jnp.asarray(np.arange(1200 * 16).reshape(1200, 16), jnp.float32)
+    kernel, explained = _run(_half_row_update(1200), large)
+    assert kernel["parallel_axes"] == [], kernel
+    assert "blocks of several shapes" in kernel["in_order_because"], kernel
+    assert "blocks of several shapes" in explained, explained

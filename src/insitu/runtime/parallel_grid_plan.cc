@@ -43,6 +43,12 @@ void plan_parallel_grid(const Instruction& loop, const BufferAssignment& assignm
     step.in_order_because = "its step counter has no memory of its own";
     return;
   }
+  // run_grid_chunk writes the counter as s32 or s64 (what JAX's loops count in)
+  const PrimitiveType counter_type = plan.counter.shape->element_type();
+  if (counter_type != PrimitiveType::kS32 && counter_type != PrimitiveType::kS64) {
+    step.in_order_because = str_cat("its step counter is ", primitive_type_name(counter_type), ", not s32 or s64");
+    return;
+  }
   step.parallel_grid = std::move(plan);
 }
 
