@@ -173,4 +173,47 @@ ENTRY main {
 }
 
 }  // namespace
+// Broadcasts constant along rows of at least 256 (a row's max, mean or sum stretched over it)
+// are read as a scalar per row: blocks never cross a row, rows shorter than a block (300), rows
+// of exactly two blocks (4096) and of a block and a tail (2500), over 2-D and 3-D results, in
+// single- and multi-output fusions. Bit for bit the evaluator's.
+TEST(RuntimeExecutable, RowConstantBroadcastsRunAsScalarsPerRow) {
+  testing_runtime::Compiled compiled = testing_runtime::compile(R"(
+HloModule rows
+ENTRY main {
+  a = f32[7,300] parameter(0)
+  a_max = f32[7] parameter(1)
+  b = f32[3,4096] parameter(2)
+  b_sum = f32[3] parameter(3)
+  c = f32[2,3,2500] parameter(4)
+  c_mean = f32[2,3] parameter(5)
+  c_scale = f32[2] parameter(6)
+  a_b = f32[7,300] broadcast(a_max), dimensions={0}
+  a_shifted = f32[7,300] subtract(a, a_b)
+  a_exp = f32[7,300] exponential(a_shifted)
+  b_b = f32[3,4096] broadcast(b_sum), dimensions={0}
+  b_div = f32[3,4096] divide(b, b_b)
+  b_neg = f32[3,4096] negate(b_div)
+  c_b = f32[2,3,2500] broadcast(c_mean), dimensions={0,1}
+  c_s = f32[2,3,2500] broadcast(c_scale), dimensions={0}
+  c_centred = f32[2,3,2500] subtract(c, c_b)
+  c_scaled = f32[2,3,2500] multiply(c_centred, c_s)
+  ROOT out = (f32[7,300], f32[7,300], f32[3,4096], f32[3,4096], f32[2,3,2500]) tuple(a_shifted, a_exp, b_div, b_neg, c_scaled)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  for (int threads : {1, 2, 3}) {
+    const std::vector<Literal> arguments = testing_runtime::make_arguments(*compiled.original, 5);
+    StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    ExecutionStats stats;
+    StatusOr<std::vector<BufferHandle>> results =
+        compiled.executable->execute(testing_runtime::to_handles(arguments), {.threads = threads, .stats = &stats});
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    ASSERT_EQ(results->size(), 5u);
+    for (size_t i = 0; i < 5; ++i)
+      EXPECT_TRUE(*(*results)[i].to_literal() == expected->element(i)) << "result " << i << " threads=" << threads;
+    EXPECT_EQ(stats.fallback_ops_executed, 0);
+  }
+}
+
 }  // namespace insitu

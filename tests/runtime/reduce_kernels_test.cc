@@ -7,6 +7,7 @@
 
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/parser.h"
+#include "insitu/runtime/cpu_level.h"
 #include "insitu/support/str.h"
 #include "kernel_test_util.h"
 
@@ -76,16 +77,26 @@ bool expect_reduce_matches_on(const std::string& text, Literal input, Literal in
   StatusOr<Literal> expected = evaluate_computation(*(*module)->entry(), pointers);
   EXPECT_TRUE(expected.ok()) << expected.status().to_string();
   if (!expected.ok()) return false;
-  for (int threads : {1, 2, 3}) {
-    ThreadPool pool(threads);
-    Literal out(reduce->shape());
-    std::memset(out.untyped_data(), 0x5a, static_cast<size_t>(out.size_bytes()));  // all written
-    std::vector<ArrayView> views = {ArrayView{static_cast<uint8_t*>(input.untyped_data()), &input.shape()},
-                                    view_of(init)};
-    if (!run_native_kernel(*reduce, views, view_of(out), pool)) return false;
-    EXPECT_TRUE(same_values(out, *expected)) << text << "threads=" << threads << "\nnative " << out.to_string()
-                                              << "\nexpected " << expected->to_string();
+  // every vector width this CPU has (the f32 row folds run per width), on 1-3 threads
+  for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2Fma, CpuLevel::kAvx512}) {
+    if (level > detected_cpu_level()) continue;
+    set_cpu_level_limit(level);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      Literal out(reduce->shape());
+      std::memset(out.untyped_data(), 0x5a, static_cast<size_t>(out.size_bytes()));  // all written
+      std::vector<ArrayView> views = {ArrayView{static_cast<uint8_t*>(input.untyped_data()), &input.shape()},
+                                      view_of(init)};
+      if (!run_native_kernel(*reduce, views, view_of(out), pool)) {
+        set_cpu_level_limit(CpuLevel::kAvx512);
+        return false;
+      }
+      EXPECT_TRUE(same_values(out, *expected)) << text << "threads=" << threads << " level "
+                                                << static_cast<int>(level) << "\nnative " << out.to_string()
+                                                << "\nexpected " << expected->to_string();
+    }
   }
+  set_cpu_level_limit(CpuLevel::kAvx512);
   return true;
 }
 
@@ -107,6 +118,8 @@ const std::vector<std::pair<Dimensions, Dimensions>> kShapes = {
     {{4, 0, 3}, {1}},        // empty reduced dimension: outputs are the init value
     {{900, 40}, {1}},        // big enough to split over threads, either way
     {{40, 900}, {0}},
+    {{37, 29}, {1}},         // f32 sums: 16 rows side by side twice, 5 after; 5 tail columns
+    {{6, 40, 5}, {0, 2}},    // rows of several runs, 16 side by side
     {{9}, {}},               // nothing reduced: each output folds one element
 };
 
@@ -124,11 +137,12 @@ TEST(RuntimeReduceKernel, FloatCombinersMatchEvaluator) {
 // value as the in-order fold, +0 over -0 (max) and -0 over +0 (min) whichever comes first, a NaN
 // anywhere (or as init) the in-order fold's, tails shorter than the lanes.
 TEST(RuntimeReduceKernel, F32MaxMinRunsMatchTheInOrderFold) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
   std::mt19937 rng(77);
   for (int64_t length : {1, 7, 8, 13, 29, 64, 1024})
     for (const char* op : {"maximum", "minimum"})
       for (bool first : {true, false})
-        for (int kind = 0; kind < 4; ++kind) {
+        for (int kind = 0; kind < 5; ++kind) {
           const int64_t rows = 12;
           Literal input(Shape::array(PrimitiveType::kF32, {rows, length}));
           std::span<float> values = input.data<float>();
@@ -138,6 +152,7 @@ TEST(RuntimeReduceKernel, F32MaxMinRunsMatchTheInOrderFold) {
             if (kind == 1) values[i] = rng() % 2 ? 0.0f : -0.0f;           // zeros of both signs
             if (kind == 2) values[i] = rng() % 3 ? -0.0f : -1.0f;          // -0 is the max
             if (kind == 3) values[i] = uniform(rng);                       // with NaNs, below
+            if (kind == 4) values[i] = rng() % 4 ? uniform(rng) : (rng() % 2 ? 1.0f : -1.0f) * kInf;  // +-inf
           }
           if (kind == 3)
             for (int64_t row = 0; row < rows; row += 2)

@@ -38,16 +38,22 @@ constexpr int64_t kBlock = 2048;
 constexpr size_t kMaxOutputs = 64;  // of a multi-output fusion run natively
 constexpr size_t kMaxBroadcastRank = 16;
 
-enum class NodeKind : uint8_t { kScalar, kBlock, kFull, kBroadcast, kOp };
+// A broadcast whose value is constant along the result's rows at least this long (a row's
+// mean, max or sum stretched over it) is read as a scalar per row rather than gathered.
+constexpr int64_t kMinRowScalar = 256;
+
+// kRowScalar: a broadcast constant along each row of the result, read as a scalar per row (the
+// blocks then never cross a row).
+enum class NodeKind : uint8_t { kScalar, kBlock, kFull, kBroadcast, kRowScalar, kOp };
 
 // One fused instruction and where its block of values comes from.
 struct Node {
   const Instruction* instruction = nullptr;
   NodeKind kind = NodeKind::kOp;
   const uint8_t* data = nullptr;        // kScalar constants: the element (operands bind per run)
-  int64_t parameter = -1;               // kScalar/kBlock/kFull/kBroadcast from a fusion parameter
+  int64_t parameter = -1;               // kScalar/kBlock/kFull/kBroadcast/kRowScalar from a fusion parameter
   int64_t width = 0;                    // bytes per element
-  std::vector<int64_t> source_strides;  // kBroadcast: source stride per result dimension (0: repeated)
+  std::vector<int64_t> source_strides;  // kBroadcast/kRowScalar: source stride per result dimension (0: repeated)
   std::vector<int> operands;            // kOp: node indices
   KernelFn run = nullptr;               // kOp: the elementwise kernel selected for its types
   int64_t scratch = -1;                 // kBroadcast/kOp (not the root): byte offset in the scratch
@@ -67,8 +73,12 @@ struct LoopFusion final : KernelPlan {
   int64_t scratch_bytes = 0;
   std::vector<int64_t> dimensions;     // the result's
   int64_t count = 0;                   // result elements
-  std::vector<Shape> block_shapes;     // per node: 1-D, kBlock long
-  std::vector<Shape> tail_shapes;      // per node: the last block's length
+  // With row scalars, blocks never cross a row: each row (the result's last dimension, `row`
+  // long) runs as pieces of at most kBlock. Without, row is 0 and blocks run kBlock apart.
+  int64_t row = 0;
+  int64_t block_length = 0;            // the length of every block but the tails
+  std::vector<Shape> block_shapes;     // per node: 1-D, block_length long
+  std::vector<Shape> tail_shapes;      // per node: the other length (the last block, a row's last piece)
 };
 
 namespace fusion_kernel {
@@ -86,7 +96,9 @@ bool select_op_kernels(Plan& plan) {
     ArrayView operand_views[3];
     for (size_t i = 0; i < node.operands.size(); ++i) {
       const int source = node.operands[i];
-      operand_views[i] = ArrayView{nullptr, &plan.block_shapes[source], plan.nodes[source].kind == NodeKind::kScalar};
+      const NodeKind kind = plan.nodes[source].kind;
+      operand_views[i] =
+          ArrayView{nullptr, &plan.block_shapes[source], kind == NodeKind::kScalar || kind == NodeKind::kRowScalar};
     }
     const ArrayView out{nullptr, &plan.block_shapes[n], false};
     SelectedKernel kernel = select_elementwise(*node.instruction,
@@ -160,7 +172,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
         const Shape& source_shape = instruction->operand(0)->shape();
         if (instruction->dimensions.size() != static_cast<size_t>(source_shape.rank())) return false;
         const std::vector<int64_t> strides = row_major_strides(source_shape.dimensions());
-        node.kind = NodeKind::kBroadcast;
+        node.kind = NodeKind::kBroadcast;  // kRowScalar when constant along long rows (below)
         node.parameter = from.parameter;
         node.source_strides.assign(dimensions.size(), 0);
         for (size_t i = 0; i < instruction->dimensions.size(); ++i) {
@@ -168,6 +180,9 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
           if (d < 0 || d >= static_cast<int64_t>(dimensions.size())) return false;
           if (source_shape.dimension(static_cast<int64_t>(i)) != 1) node.source_strides[d] += strides[i];  // 1: stretched
         }
+        if (!scalar_program && !dimensions.empty() && dimensions.back() >= kMinRowScalar &&
+            node.source_strides.back() == 0)
+          node.kind = NodeKind::kRowScalar;
         break;
       }
       default: {
@@ -192,9 +207,14 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
   }
   plan.dimensions = dimensions;
   plan.count = count;
-  const int64_t tail = plan.count % kBlock == 0 ? kBlock : plan.count % kBlock;
+  const bool row_scalars =
+      std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kRowScalar; });
+  plan.row = row_scalars ? dimensions.back() : 0;
+  const int64_t run = row_scalars ? plan.row : plan.count;  // what blocks tile
+  plan.block_length = std::min(kBlock, run);
+  const int64_t tail = run % kBlock == 0 ? plan.block_length : run % kBlock;
   for (const Node& node : plan.nodes) {
-    plan.block_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {kBlock}));
+    plan.block_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {plan.block_length}));
     plan.tail_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {tail}));
   }
   if (!select_op_kernels(plan)) return false;
@@ -247,7 +267,7 @@ class BlockRunner {
   const uint8_t* value(int n) const { return views_[n].data; }
 
   void run(int64_t begin, int64_t length) {
-    const std::vector<Shape>& shapes = length == kBlock ? plan_.block_shapes : plan_.tail_shapes;
+    const std::vector<Shape>& shapes = length == plan_.block_length ? plan_.block_shapes : plan_.tail_shapes;
     for (size_t n = 0; n < plan_.nodes.size(); ++n) {
       const Node& node = plan_.nodes[n];
       ArrayView& view = views_[n];
@@ -264,6 +284,10 @@ class BlockRunner {
         case NodeKind::kBroadcast:
           view.data = scratch_ + node.scratch;
           gather_broadcast(node, source, begin, length, plan_.dimensions, view.data);
+          break;
+        case NodeKind::kRowScalar:
+          view.data = const_cast<uint8_t*>(source) + source_offset(node, begin, plan_.dimensions) * node.width;
+          view.scalar = true;
           break;
         case NodeKind::kOp: {
           view.data = static_cast<int>(n) == plan_.root ? out_ + begin * node.width : scratch_ + node.scratch;
@@ -288,6 +312,16 @@ class BlockRunner {
   }
 
  private:
+  // The source element of a broadcast at result position `at`.
+  static int64_t source_offset(const Node& node, int64_t at, const std::vector<int64_t>& dimensions) {
+    int64_t source = 0;
+    for (size_t d = dimensions.size(); d-- > 0;) {
+      source += (at % dimensions[d]) * node.source_strides[d];
+      at /= dimensions[d];
+    }
+    return source;
+  }
+
   // The broadcast's elements at result positions [begin, begin + length), row-major, one run
   // of the innermost dimension at a time: a repeated element (stride 0), a contiguous copy
   // (stride 1), or a strided gather.
@@ -349,7 +383,9 @@ Status loop_fusion_kernel(const KernelCall& call) {
   const Plan& plan = static_cast<const Plan&>(*call.plan);
   const int64_t count = plan.count;
   if (count == 0) return ok_status();
-  const int64_t blocks = (count + kBlock - 1) / kBlock;
+  // blocks: kBlock apart, or each row's pieces (plan.row)
+  const int64_t pieces_per_row = plan.row > 0 ? (plan.row + kBlock - 1) / kBlock : 0;
+  const int64_t blocks = plan.row > 0 ? count / plan.row * pieces_per_row : (count + kBlock - 1) / kBlock;
   // A multi-output fusion's outputs, and which are written in place: not one whose memory an
   // op after its node reads by block (it was put over that operand), nor a second output of the
   // same node.
@@ -366,14 +402,20 @@ Status loop_fusion_kernel(const KernelCall& call) {
     });
     for (size_t j = 0; j < k; ++j) direct[k] &= plan.outputs[j] != plan.outputs[k];
   }
-  run_range(call.pool, blocks, std::max<int64_t>(1, kParallelElements / kBlock), [&](int64_t begin, int64_t end) {
-    BlockRunner runner(plan, call.operands, plan.root >= 0 ? call.out().data : nullptr, call.pool,
-                       std::span<uint8_t* const>(outs, output_count), direct);
-    for (int64_t block = begin; block < end; ++block) {
-      const int64_t first = block * kBlock;
-      runner.run(first, std::min(kBlock, count - first));
-    }
-  });
+  run_range(call.pool, blocks, std::max<int64_t>(1, kParallelElements / plan.block_length),
+            [&](int64_t begin, int64_t end) {
+              BlockRunner runner(plan, call.operands, plan.root >= 0 ? call.out().data : nullptr, call.pool,
+                                 std::span<uint8_t* const>(outs, output_count), direct);
+              for (int64_t block = begin; block < end; ++block) {
+                if (plan.row > 0) {
+                  const int64_t piece = block % pieces_per_row * kBlock;
+                  runner.run(block / pieces_per_row * plan.row + piece, std::min(kBlock, plan.row - piece));
+                } else {
+                  const int64_t first = block * kBlock;
+                  runner.run(first, std::min(kBlock, count - first));
+                }
+              }
+            });
   return ok_status();
 }
 

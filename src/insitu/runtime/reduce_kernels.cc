@@ -28,6 +28,7 @@
 #include "insitu/runtime/element_compute.h"
 #include "insitu/runtime/kernels.h"
 #include "insitu/runtime/reduce_internal.h"
+#include "insitu/runtime/reduce_rows_f32.h"
 
 namespace insitu {
 namespace kernels {
@@ -88,64 +89,6 @@ struct ReducePlan final : KernelPlan {
 
 constexpr int64_t kInnerBlock = 256;
 constexpr int64_t kLanes = 8;  // outputs summed side by side when the reduced elements are contiguous
-
-// The maximum (or minimum) of init and run[0..count) of f32, as the in-order fold computes it,
-// or nullopt when the run holds a NaN (the fold then decides which NaN wins). Without NaN the
-// fold's value does not depend on the order but for the sign of a zero result, which is +0
-// (max) or -0 (min) when any element is that zero. So the run is folded in 4-lane max/min
-// vectors (the in-order fold is a chain of dependent compare-selects: 30 us for the 12 x 1024
-// max of a softmax), noting whether the winning zero was seen; the lanes, that zero and the
-// tail are folded in order at the end. (16-byte vectors: wider ones are split element by
-// element for SSE2, the baseline this file is built for.)
-template <bool kMaximum>
-std::optional<float> max_or_min_run(float init, const float* run, int64_t count) {
-  using Vec = float __attribute__((vector_size(16)));
-  using Bits = int32_t __attribute__((vector_size(16)));
-  constexpr int64_t kWidth = 4;
-  auto fold = [](float acc, float x) { return kMaximum ? maximum_value(acc, x) : minimum_value(acc, x); };
-  Vec acc = {run[0], run[0], run[0], run[0]};  // count > 0 (the caller's); not Vec{} + x: 0 + -0 is +0
-  Bits nan = {}, zero = {};
-  const Bits winning_zero = Bits{} + static_cast<int32_t>(kMaximum ? 0u : 0x80000000u);
-  auto take = [](Vec a, Vec x) { return kMaximum ? (a < x ? x : a) : (x < a ? x : a); };
-  int64_t i = 0;
-  // four accumulators, so that each compare-select waits on the one four vectors back
-  Vec acc1 = acc, acc2 = acc, acc3 = acc;
-  for (; i + 4 * kWidth <= count; i += 4 * kWidth) {
-    Vec x0, x1, x2, x3;
-    std::memcpy(&x0, run + i, sizeof(Vec));
-    std::memcpy(&x1, run + i + kWidth, sizeof(Vec));
-    std::memcpy(&x2, run + i + 2 * kWidth, sizeof(Vec));
-    std::memcpy(&x3, run + i + 3 * kWidth, sizeof(Vec));
-    nan |= (x0 != x0) | (x1 != x1) | (x2 != x2) | (x3 != x3);
-    zero |= (__builtin_bit_cast(Bits, x0) == winning_zero) | (__builtin_bit_cast(Bits, x1) == winning_zero) |
-            (__builtin_bit_cast(Bits, x2) == winning_zero) | (__builtin_bit_cast(Bits, x3) == winning_zero);
-    acc = take(acc, x0);
-    acc1 = take(acc1, x1);
-    acc2 = take(acc2, x2);
-    acc3 = take(acc3, x3);
-  }
-  acc = take(take(acc, acc1), take(acc2, acc3));
-  for (; i + kWidth <= count; i += kWidth) {
-    Vec x;
-    std::memcpy(&x, run + i, sizeof(Vec));
-    nan |= x != x;
-    zero |= __builtin_bit_cast(Bits, x) == winning_zero;
-    acc = take(acc, x);
-  }
-  bool saw_zero = false;
-  for (int64_t lane = 0; lane < kWidth; ++lane) {
-    if (nan[lane] != 0) return std::nullopt;
-    saw_zero |= zero[lane] != 0;
-  }
-  float result = init;  // a NaN init stays: maximum_value and minimum_value return a NaN operand
-  for (int64_t lane = 0; lane < kWidth; ++lane) result = fold(result, acc[lane]);
-  if (saw_zero) result = fold(result, kMaximum ? 0.0f : -0.0f);
-  for (; i < count; ++i) {
-    if (std::isnan(run[i])) return std::nullopt;
-    result = fold(result, run[i]);
-  }
-  return result;
-}
 
 // The fold of n >= 1 integer (or pred) elements with the combiner fixed at compile time, so the
 // loop has no switch in it (and vectorizes).
@@ -261,6 +204,23 @@ Status reduce_kernel(const KernelCall& call) {
   run_range(call.pool, outputs, std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, per_output)),
             [&](int64_t begin, int64_t end) {
               int64_t o = begin;
+              if constexpr (std::is_same_v<T, float>) {
+                // kSummedRows f32 rows side by side at the CPU's vector width (reduce_rows_f32.h)
+                for (; sum_in_double && o + kSummedRows <= end; o += kSummedRows) {
+                  const float* rows[kSummedRows];
+                  const float* at[kSummedRows];
+                  double sums[kSummedRows];
+                  for (int64_t k = 0; k < kSummedRows; ++k) {
+                    rows[k] = input + base_of(o + k);
+                    sums[k] = static_cast<double>(init);
+                  }
+                  for (int64_t r : walk.runs) {
+                    for (int64_t k = 0; k < kSummedRows; ++k) at[k] = rows[k] + r;
+                    sum_rows_f32(at, walk.run, sums);
+                  }
+                  for (int64_t k = 0; k < kSummedRows; ++k) out[o + k] = store_double(sums[k]);
+                }
+              }
               if (sum_in_double) {
                 // kLanes outputs at a time, each its own chain of double adds in its own order
                 // (the same sums bit for bit): one chain waits an add's latency per element.
@@ -289,8 +249,7 @@ Status reduce_kernel(const KernelCall& call) {
                     if ((opcode == Opcode::kMaximum || opcode == Opcode::kMinimum) && walk.runs.size() == 1 &&
                         walk.run > 0) {
                       const std::optional<float> value =
-                          opcode == Opcode::kMaximum ? max_or_min_run<true>(init, from + walk.runs[0], walk.run)
-                                                     : max_or_min_run<false>(init, from + walk.runs[0], walk.run);
+                          max_or_min_run_f32(opcode == Opcode::kMaximum, init, from + walk.runs[0], walk.run);
                       if (value) {
                         out[o] = *value;
                         continue;
