@@ -173,7 +173,7 @@ ENTRY main {
 }
 
 }  // namespace
-// Broadcasts constant along rows of at least 256 (a row's max, mean or sum stretched over it)
+// Broadcasts constant along rows of at least 128 (a row's max, mean or sum stretched over it)
 // are read as a scalar per row: blocks never cross a row, rows shorter than a block (300), rows
 // of exactly two blocks (4096) and of a block and a tail (2500), over 2-D and 3-D results, in
 // single- and multi-output fusions. Bit for bit the evaluator's.

@@ -39,8 +39,9 @@ constexpr size_t kMaxOutputs = 64;  // of a multi-output fusion run natively
 constexpr size_t kMaxBroadcastRank = 16;
 
 // A broadcast whose value is constant along the result's rows at least this long (a row's
-// mean, max or sum stretched over it) is read as a scalar per row rather than gathered.
-constexpr int64_t kMinRowScalar = 256;
+// mean, max or sum stretched over it) is read as a scalar per row rather than gathered: each op
+// then runs once per row, so shorter rows would pay more in calls than the gather costs.
+constexpr int64_t kMinRowScalar = 128;
 
 // kRowScalar: a broadcast constant along each row of the result, read as a scalar per row (the
 // blocks then never cross a row).

@@ -145,6 +145,38 @@ struct Vectors<64> {
   using Bits = uint32_t __attribute__((vector_size(64)));
 };
 
+// A run's lanes as MaxOrMinRun keeps them: the max (min), the sum, the least flipped bits.
+// to_four() folds the halves together (max or min, sum, unsigned min) down to 16 bytes.
+template <bool kMaximum, int kBytes>
+struct Lanes {
+  typename Vectors<kBytes>::Float acc, poison;
+  typename Vectors<kBytes>::Bits zero;
+
+  [[gnu::always_inline]] inline Lanes<kMaximum, 16> to_four() const {
+    if constexpr (kBytes == 16) {
+      return *this;
+    } else {
+      using Float = typename Vectors<kBytes / 2>::Float;
+      using Bits = typename Vectors<kBytes / 2>::Bits;
+      constexpr size_t kHalf = kBytes / 2;
+      Float acc_low, acc_high, poison_low, poison_high;
+      Bits zero_low, zero_high;
+      std::memcpy(&acc_low, &acc, kHalf);
+      std::memcpy(&acc_high, reinterpret_cast<const char*>(&acc) + kHalf, kHalf);
+      std::memcpy(&poison_low, &poison, kHalf);
+      std::memcpy(&poison_high, reinterpret_cast<const char*>(&poison) + kHalf, kHalf);
+      std::memcpy(&zero_low, &zero, kHalf);
+      std::memcpy(&zero_high, reinterpret_cast<const char*>(&zero) + kHalf, kHalf);
+      Lanes<kMaximum, kBytes / 2> half;
+      if constexpr (kMaximum) half.acc = acc_low < acc_high ? acc_high : acc_low;
+      else half.acc = acc_high < acc_low ? acc_high : acc_low;
+      half.poison = poison_low + poison_high;
+      half.zero = zero_low < zero_high ? zero_low : zero_high;
+      return half.to_four();
+    }
+  }
+};
+
 // Without NaN the in-order max (min) fold's value does not depend on the order but for the
 // sign of a zero result, which is +0 (max) or -0 (min) when any element is that zero. So the run
 // folds in four accumulators of kBytes-wide vectors (the in-order fold is a chain of dependent
@@ -203,13 +235,15 @@ struct MaxOrMinRun {
       zero = note_zero(zero, x);
       acc = take(acc, x);
     }
+    // down to four lanes in vectors (a short row spent most of its time folding 16 lanes)
+    const Lanes<kMaximum, 16> four = Lanes<kMaximum, kBytes>{acc, poison, zero < zero1 ? zero : zero1}.to_four();
     bool saw_zero = false;
-    for (int64_t lane = 0; lane < kWidth; ++lane) {
-      if (poison[lane] != poison[lane]) return;
-      saw_zero |= zero[lane] == 0 || zero1[lane] == 0;
+    for (int64_t lane = 0; lane < 4; ++lane) {
+      if (four.poison[lane] != four.poison[lane]) return;
+      saw_zero |= four.zero[lane] == 0;
     }
     float value = init;  // a NaN init stays: maximum_value and minimum_value return a NaN operand
-    for (int64_t lane = 0; lane < kWidth; ++lane) value = fold(value, acc[lane]);
+    for (int64_t lane = 0; lane < 4; ++lane) value = fold(value, four.acc[lane]);
     if (saw_zero) value = fold(value, kMaximum ? 0.0f : -0.0f);
     for (; i < count; ++i) {
       if (std::isnan(run[i])) return;
