@@ -171,7 +171,7 @@ TEST(RuntimeDotKernel, EmptyAndZeroLengthContractionsMatchEvaluator) {
 }
 
 // Products large enough for the GEMM library, in every operand layout it reads in place (either
-// operand transposed, batch dimensions not leading) and one it cannot (two contracting
+// operand transposed, batch dimensions not leading, a transposed lhs copied to row-major) and one it cannot (two contracting
 // dimensions in an order that is not row-major in rhs: the kernel's own loop, nothing copied).
 TEST(RuntimeDotKernel, LibrarySizedProductsMatchEvaluatorWithinTolerance) {
   expect_native_matches({{96, 200}, {200, 130}, {96, 130}, {{}, {1}, {}, {0}}}, 31);
@@ -181,6 +181,9 @@ TEST(RuntimeDotKernel, LibrarySizedProductsMatchEvaluatorWithinTolerance) {
   expect_native_matches({{3, 40, 5, 64}, {5, 64, 3, 50}, {3, 5, 40, 50}, {{0, 2}, {3}, {2, 0}, {1}}}, 35);
   expect_native_matches({{1, 768}, {768, 2304}, {1, 768 * 3}, {{}, {1}, {}, {0}}}, 36);  // a decode matvec
   expect_native_matches({{16, 24, 30}, {30, 24, 40}, {16, 40}, {{}, {1, 2}, {}, {1, 0}}}, 37);
+  // a tall result (split by rows over threads) whose lhs is transposed with columns 2,100 apart:
+  // copied to row-major 512 rows at a time, a tail of 52
+  expect_native_matches({{40, 2100}, {40, 70}, {2100, 70}, {{}, {0}, {}, {0}}}, 39);
 }
 
 // bf16, f16 and 8-bit float operands into an f32 result at the library's size: converted to

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 #include "insitu/runtime/cpu_level.h"
 #include "insitu/support/check.h"
@@ -52,6 +53,8 @@ std::optional<GemmOperand> gemm_operand(std::span<const int64_t> row_offsets, st
 
 namespace {
 
+// Result rows go to the library in multiples of this when a tall result is split by rows.
+constexpr int64_t kRowQuantum = 16;
 // Result columns go to the library in multiples of this (whole vector registers).
 constexpr int64_t kColumnQuantum = 16;
 
@@ -72,10 +75,40 @@ class SingleThreadedLibrary {
 
 }  // namespace
 
+namespace {
+
+// A transposed lhs (column-major: the library packs it reading down columns, `leading` apart)
+// whose columns are at least this many elements apart is copied to row-major first,
+// kTransposedRows rows at a time. On huge pages (buffer.cc) a power-of-two column stride maps
+// every row of a column into a few cache sets: [8192, 512]^T x [512, 512] took 70 ms in the
+// library that way and 36 ms on 4 KiB pages (where torch's tensors live), twice torch's time
+// for that product of a transformer's backward. Copied, 37-50 ms beside the library's 54-60 on
+// 4 KiB pages in the same minutes.
+constexpr int64_t kTransposedCopyStride = 2048;
+constexpr int64_t kTransposedRows = 512;
+
+}  // namespace
+
 void gemm_on_this_thread(int64_t m, int64_t n, int64_t k, const float* a, const GemmOperand& a_layout, const float* b,
                          const GemmOperand& b_layout, float* c, int64_t ldc, bool accumulate) {
 #ifdef INSITU_HAVE_ONEDNN
   if (m <= 0 || n <= 0) return;
+  if (a_layout.transposed && a_layout.leading >= kTransposedCopyStride && n >= 64 && k > 0) {
+    thread_local std::vector<float> rows;
+    rows.resize(static_cast<size_t>(std::min(m, kTransposedRows) * k));
+    const GemmOperand row_major{false, k, k, 1};
+    for (int64_t first = 0; first < m; first += kTransposedRows) {
+      const int64_t count = std::min(kTransposedRows, m - first);
+      // eight columns of a at a time: eight streams read down, each row written eight at once
+      for (int64_t j0 = 0; j0 < k; j0 += 8) {
+        const int64_t width = std::min<int64_t>(8, k - j0);
+        for (int64_t i = 0; i < count; ++i)
+          for (int64_t j = 0; j < width; ++j) rows[i * k + j0 + j] = a[(j0 + j) * a_layout.leading + first + i];
+      }
+      gemm_on_this_thread(count, n, k, rows.data(), row_major, b, b_layout, c + first * ldc, ldc, accumulate);
+    }
+    return;
+  }
   SingleThreadedLibrary single_threaded;
   const dnnl_status_t status = dnnl_sgemm(a_layout.transposed ? 'T' : 'N', b_layout.transposed ? 'T' : 'N', m, n, k,
                                           1.0f, a, a_layout.leading, b, b_layout.leading, accumulate ? 1.0f : 0.0f,
@@ -340,9 +373,29 @@ void library_gemm(const GemmProblem& problem, const float* lhs, const float* rhs
   const int64_t batches = static_cast<int64_t>(problem.lhs_batch.size());
   const int64_t quanta = (problem.n + kColumnQuantum - 1) / kColumnQuantum;
   if (batches == 0 || quanta == 0 || problem.m == 0) return;
-  // Enough tasks for every thread: the batches, each cut into column blocks when there are
-  // fewer batches than threads.
+  // Enough tasks for every thread: the batches, each cut into row blocks (a result at least
+  // twice as tall as wide: each thread then reads its rows of the lhs once, where column blocks
+  // had every thread read the whole lhs) or column blocks when there are fewer batches than
+  // threads.
   const int64_t threads = pool.thread_count();
+  const int64_t row_quanta = (problem.m + kRowQuantum - 1) / kRowQuantum;
+  if (problem.m >= 2 * problem.n && threads > batches) {
+    const int64_t blocks = std::clamp<int64_t>((threads + batches - 1) / batches, 1, row_quanta);
+    pool.parallel_for(batches * blocks, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t batch = task / blocks, block = task % blocks;
+        const auto [first_quantum, last_quantum] = ThreadPool::chunk_range(row_quanta, blocks, block);
+        const int64_t first = first_quantum * kRowQuantum;
+        const int64_t rows = std::min(problem.m, last_quantum * kRowQuantum) - first;
+        if (rows <= 0) continue;
+        gemm_on_this_thread(rows, problem.n, problem.k,
+                            lhs + problem.lhs_batch[batch] + first * problem.lhs_layout.row_stride, problem.lhs_layout,
+                            rhs + problem.rhs_batch[batch], problem.rhs_layout,
+                            out + (batch * problem.m + first) * problem.n, problem.n);
+      }
+    });
+    return;
+  }
   const int64_t blocks = std::clamp<int64_t>((threads + batches - 1) / batches, 1, quanta);
   pool.parallel_for(batches * blocks, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
