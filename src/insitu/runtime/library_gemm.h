@@ -1,7 +1,8 @@
 // Dense f32 compute on a library made for it (issue 9): oneDNN's sgemm and convolution
 // primitive, which pick their kernels for the CPU they run on (AVX-512, AVX2, ...) at run time,
 // and insitu's own matrix-vector loops. The dot kernel (dot_kernels.cc) and the convolution
-// kernel (convolution_kernels.cc) call them; this is the one file that calls the library.
+// kernel (convolution_kernels.cc) call them; library_gemm.cc and library_convolution.cc are the
+// only files that call the library.
 //
 // Why oneDNN (bench/gemm_libraries_bench.cc, every Debian candidate in one run; figures in
 // bench/README.md): on this 2-core AVX-512 machine it was the fastest at 1024^3 (215-219
@@ -97,7 +98,7 @@ class LibraryConvolution {
   // output = convolution(input, kernel), on the pool's threads. Safe to call concurrently.
   void run(const float* input, const float* kernel, float* output, ThreadPool& pool) const;
   const std::string& implementation() const { return implementation_; }
-  struct Handles;  // the library's objects (library_gemm.cc)
+  struct Handles;  // the library's objects (library_convolution.cc)
 
  private:
   LibraryConvolution() = default;
