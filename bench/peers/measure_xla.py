@@ -45,7 +45,6 @@ COMPILE_REPS = int(os.environ.get("PEER_COMPILE_REPS", "5"))
 CALLS = int(os.environ.get("PEER_CALLS", "200"))
 LARGE_COMPILE_REPS = int(os.environ.get("PEER_LARGE_COMPILE_REPS", "10"))
 LARGE_CALLS = int(os.environ.get("PEER_LARGE_CALLS", "10"))
-GIB = 1 << 30
 
 
 def _setup_jax():
