@@ -39,7 +39,6 @@ a tolerance that grows with the number of terms summed.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 
 import numpy as np
@@ -51,39 +50,8 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from pallas_generator_kernel import (_BINARY, _COMPARE, _DTYPES, _FLOAT_BINARY, _FLOAT_UNARY, _INEXACT,  # noqa: E402,F401
-                                    _INT_BINARY, _INT_UNARY, _MOVING, _OP_CLASS, _PREFIX, _UNARY, CaseKernel)
-
-
-@dataclasses.dataclass
-class BodyDim:
-    """A dimension of the body's value: its block size, what moves its block (a parallel grid
-    axis ("par", a), the reduction axis ("red", a) or nothing ("whole",)) and, where the grid is
-    ragged along it, the array's extent."""
-    size: int
-    driver: tuple
-    ragged_extent: int | None = None
-
-
-@dataclasses.dataclass
-class Dim:
-    """One array dimension of an operand: block size (None: squeezed), extent, index map entry
-    ("const", c) or ("axis", a, how, offset) with how in id, rev, rot, clamp, shift, pref."""
-    block: int | None
-    extent: int
-    index: tuple
-
-
-@dataclasses.dataclass
-class Operand:
-    name: str
-    dtype: str
-    dims: list               # Dim per array dimension
-    present: list            # per reference body dim: "full", "one" (size 1) or "absent" (leading)
-    transposed: bool = False  # the two value dimensions are stored swapped (read back with .T)
-
-    @property
-    def shape(self):
-        return tuple(d.extent for d in self.dims)
+                                    _INT_BINARY, _INT_UNARY, _MOVING, _OP_CLASS, _PREFIX, _UNARY, BodyDim, CaseKernel,
+                                    Dim, Operand)
 
 
 class Case(CaseKernel):

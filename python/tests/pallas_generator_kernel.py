@@ -1,7 +1,10 @@
-"""The kernel half of pallas_generator.py: the op tables its random bodies draw from, and
-CaseKernel, which turns a Case's random choices (pallas_generator.Case) into the kernel body,
-its index maps, block specs and scratch, the pallas_call (wrapped in jnp code or vmap as chosen)
-and the one-line description `--describe` prints."""
+"""The kernel half of pallas_generator.py: the op tables its random bodies draw from, what a case
+is made of (BodyDim, Dim, Operand), and CaseKernel, which turns a Case's random choices
+(pallas_generator.Case) into the kernel body, its index maps, block specs and scratch, the
+pallas_call (wrapped in jnp code or vmap as chosen) and the one-line description `--describe`
+prints."""
+import dataclasses
+
 import numpy as np
 
 import jax
@@ -42,6 +45,40 @@ def _all(tests):
     for test in tests[1:]:
         result = jnp.logical_and(result, test)
     return result
+
+
+# ----- what a case is made of (pallas_generator.Case builds them) -----
+
+@dataclasses.dataclass
+class BodyDim:
+    """A dimension of the body's value: its block size, what moves its block (a parallel grid
+    axis ("par", a), the reduction axis ("red", a) or nothing ("whole",)) and, where the grid is
+    ragged along it, the array's extent."""
+    size: int
+    driver: tuple
+    ragged_extent: int | None = None
+
+
+@dataclasses.dataclass
+class Dim:
+    """One array dimension of an operand: block size (None: squeezed), extent, index map entry
+    ("const", c) or ("axis", a, how, offset) with how in id, rev, rot, clamp, shift, pref."""
+    block: int | None
+    extent: int
+    index: tuple
+
+
+@dataclasses.dataclass
+class Operand:
+    name: str
+    dtype: str
+    dims: list               # Dim per array dimension
+    present: list            # per reference body dim: "full", "one" (size 1) or "absent" (leading)
+    transposed: bool = False  # the two value dimensions are stored swapped (read back with .T)
+
+    @property
+    def shape(self):
+        return tuple(d.extent for d in self.dims)
 
 
 class CaseKernel:
