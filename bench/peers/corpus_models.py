@@ -1,6 +1,6 @@
 """The JAX corpus's programs added for jax 0.12 (issue 13): real-model shapes of code at small
 sizes (registered in jax_programs.PROGRAMS on import; jax_programs.py says what the corpus is)."""
-from jax_programs import _f32, _rng, program
+from jax_programs import _f32, _mlp, _mlp_params, _rng, program
 
 # --- programs added for jax 0.12 (issue 13): real-model shapes of code, small sizes ---------
 

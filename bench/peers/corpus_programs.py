@@ -1,6 +1,7 @@
 """The JAX corpus's programs of the first sessions and those insitu cannot run yet (registered
 in jax_programs.PROGRAMS on import; jax_programs.py says what the corpus is and how it is dumped)."""
-from jax_programs import _f32, _rng, at_index_add_fn, kv_cache_decode_loop_fn, kv_cache_decode_step_fn, program
+from jax_programs import (_f32, _mlp, _mlp_params, _rng, at_index_add_fn, kv_cache_decode_loop_fn,
+                          kv_cache_decode_step_fn, program)
 
 
 @program("KV-cache decode step: writes this step's key/value at `pos` (dynamic_update_slice) into "
@@ -149,19 +150,6 @@ def embedding_lookup():
     table = _f32(rng, 12, 6)
     ids = jnp.asarray([[1, 4, 1], [7, 0, 11]], jnp.int32)
     return (lambda table, ids: jnp.take(table, ids, axis=0)), (table, ids), {}
-
-
-def _mlp_params(rng):
-    return {"w1": _f32(rng, 8, 16) * 0.3, "b1": _f32(rng, 16) * 0.1,
-            "w2": _f32(rng, 16, 4) * 0.3, "b2": _f32(rng, 4) * 0.1}
-
-
-def _mlp(params, x):
-    import jax
-    import jax.numpy as jnp
-
-    hidden = jax.nn.relu(x @ params["w1"] + params["b1"])
-    return jnp.tanh(hidden @ params["w2"] + params["b2"])
 
 
 @program("two-layer MLP forward (matmul, bias, relu, tanh)")

@@ -82,6 +82,19 @@ def at_index_add_fn(x, i, v):
     return x.at[i].add(v)
 
 
+def _mlp_params(rng):
+    return {"w1": _f32(rng, 8, 16) * 0.3, "b1": _f32(rng, 16) * 0.1,
+            "w2": _f32(rng, 16, 4) * 0.3, "b2": _f32(rng, 4) * 0.1}
+
+
+def _mlp(params, x):
+    import jax
+    import jax.numpy as jnp
+
+    hidden = jax.nn.relu(x @ params["w1"] + params["b1"])
+    return jnp.tanh(hidden @ params["w2"] + params["b2"])
+
+
 # --- the programs -------------------------------------------------------------------------
 # Each returns (function, args tuple, jit keyword arguments). The function's __name__ becomes
 # the module name (jit_NAME), so it is set to the program's name.
