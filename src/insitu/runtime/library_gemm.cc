@@ -359,42 +359,33 @@ void library_gemm(const GemmProblem& problem, const float* lhs, const float* rhs
   if (problem.k > 0)
     if (std::optional<MatVec> matvec = plan_matvec(problem)) return run_matvec(problem, *matvec, lhs, rhs, out, pool);
   const int64_t batches = static_cast<int64_t>(problem.lhs_batch.size());
-  const int64_t quanta = (problem.n + kColumnQuantum - 1) / kColumnQuantum;
-  if (batches == 0 || quanta == 0 || problem.m == 0) return;
+  if (batches == 0 || problem.n == 0 || problem.m == 0) return;
   // Enough tasks for every thread: the batches, each cut into row blocks (a result at least
   // twice as tall as wide: each thread then reads its rows of the lhs once, where column blocks
   // had every thread read the whole lhs) or column blocks when there are fewer batches than
   // threads.
   const int64_t threads = pool.thread_count();
-  const int64_t row_quanta = (problem.m + kRowQuantum - 1) / kRowQuantum;
-  if (problem.m >= 2 * problem.n && threads > batches) {
-    const int64_t blocks = std::clamp<int64_t>((threads + batches - 1) / batches, 1, row_quanta);
-    pool.parallel_for(batches * blocks, [&](int64_t begin, int64_t end) {
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t batch = task / blocks, block = task % blocks;
-        const auto [first_quantum, last_quantum] = ThreadPool::chunk_range(row_quanta, blocks, block);
-        const int64_t first = first_quantum * kRowQuantum;
-        const int64_t rows = std::min(problem.m, last_quantum * kRowQuantum) - first;
-        if (rows <= 0) continue;
-        gemm_on_this_thread(rows, problem.n, problem.k,
-                            lhs + problem.lhs_batch[batch] + first * problem.lhs_layout.row_stride, problem.lhs_layout,
-                            rhs + problem.rhs_batch[batch], problem.rhs_layout,
-                            out + (batch * problem.m + first) * problem.n, problem.n);
-      }
-    });
-    return;
-  }
+  const bool by_rows = problem.m >= 2 * problem.n && threads > batches;
+  const int64_t quantum = by_rows ? kRowQuantum : kColumnQuantum;
+  const int64_t extent = by_rows ? problem.m : problem.n;
+  const int64_t quanta = (extent + quantum - 1) / quantum;
   const int64_t blocks = std::clamp<int64_t>((threads + batches - 1) / batches, 1, quanta);
   pool.parallel_for(batches * blocks, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t batch = task / blocks, block = task % blocks;
       const auto [first_quantum, last_quantum] = ThreadPool::chunk_range(quanta, blocks, block);
-      const int64_t first = first_quantum * kColumnQuantum;
-      const int64_t columns = std::min(problem.n, last_quantum * kColumnQuantum) - first;
-      if (columns <= 0) continue;
-      gemm_on_this_thread(problem.m, columns, problem.k, lhs + problem.lhs_batch[batch], problem.lhs_layout,
-                          rhs + problem.rhs_batch[batch] + first * problem.rhs_layout.column_stride, problem.rhs_layout,
-                          out + batch * problem.m * problem.n + first, problem.n);
+      const int64_t first = first_quantum * quantum;
+      const int64_t count = std::min(extent, last_quantum * quantum) - first;
+      if (count <= 0) continue;
+      const float* a = lhs + problem.lhs_batch[batch];
+      const float* b = rhs + problem.rhs_batch[batch];
+      float* c = out + batch * problem.m * problem.n;
+      if (by_rows)
+        gemm_on_this_thread(count, problem.n, problem.k, a + first * problem.lhs_layout.row_stride,
+                            problem.lhs_layout, b, problem.rhs_layout, c + first * problem.n, problem.n);
+      else
+        gemm_on_this_thread(problem.m, count, problem.k, a, problem.lhs_layout,
+                            b + first * problem.rhs_layout.column_stride, problem.rhs_layout, c + first, problem.n);
     }
   });
 }
