@@ -13,6 +13,9 @@
 // The vector helpers below are always inlined into their per-level variants, so no vector
 // crosses a call boundary: GCC's note that their ABI would change with AVX does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
+// GCC 12's _mm512_cvtps_pd starts from _mm512_undefined_pd(), which it then calls maybe
+// uninitialized (a false report in its own header).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace insitu::kernels {
 namespace {
