@@ -4,8 +4,10 @@
 // per-task scratch (in cache); the root writes straight into the result. Every op runs the
 // same native elementwise kernel as unfused (kernels.h), selected once at planning on 1-D
 // views of a block, so results are bit for bit the unfused ones (and the evaluator's). Blocks
-// are split over the pool. A rank-0 fusion whose ops fit scalar_program.cc's registers runs
-// as a register program instead.
+// are split over the pool. A broadcast constant along the result's rows (a row's max or mean
+// stretched over it, rows of at least kMinRowScalar) is read as a scalar per row, the kernels'
+// scalar-operand loop, instead of gathered into scratch; the blocks then never cross a row. A
+// rank-0 fusion whose ops fit scalar_program.cc's registers runs as a register program instead.
 //
 // A multi-output fusion (the root a tuple of ops, each of the result's dimensions; the fusion
 // pass makes them) writes each output the same way, block by block. An output may be written
