@@ -117,6 +117,54 @@ bool unit_broadcasts_to_reshapes(Computation& computation, NameTable& names) {
   return changed;
 }
 
+// A reshape that only puts leading unit dimensions on a transpose (torch's `k.transpose(0, 1)`
+// read as a batch of one: transpose then reshape to [1, ...]) becomes the transpose of the
+// reshaped operand, so that fold_transposes_into_dots meets the transpose at the dot: the decode
+// step's 24 per-layer caches [T, H, Dh] were each transposed to [H, T, Dh] (3 MB) every step.
+bool sink_unit_reshapes_below_transposes(Computation& computation, NameTable& names) {
+  bool changed = false;
+  for (Instruction* reshape : computation.instructions()) {
+    if (reshape->opcode() != Opcode::kReshape || reshape->operand_count() != 1 || reshape->has_control_edges()) continue;
+    Instruction* transpose = reshape->operand(0);
+    if (transpose->opcode() != Opcode::kTranspose || transpose->operand_count() != 1 ||
+        transpose->has_control_edges() || transpose->users().size() != 1)
+      continue;
+    const Shape& from = transpose->shape();
+    const Shape& to = reshape->shape();
+    const Shape& source = transpose->operand(0)->shape();
+    auto row_major = [](const Shape& shape) {
+      const std::vector<int64_t>& order = shape.layout().minor_to_major;
+      return shape.layout().tiles.empty() && std::is_sorted(order.rbegin(), order.rend());
+    };
+    if (!from.is_array() || !to.is_array() || !source.is_array() || !row_major(from) || !row_major(to) ||
+        !row_major(source) || to.rank() <= from.rank() || from.layout().memory_space != to.layout().memory_space ||
+        source.layout().memory_space != from.layout().memory_space)
+      continue;
+    const int64_t units = to.rank() - from.rank();
+    bool leading_units = true;
+    for (int64_t d = 0; d < to.rank(); ++d)
+      leading_units = leading_units && to.dimension(d) == (d < units ? 1 : from.dimension(d - units));
+    if (!leading_units) continue;
+    std::vector<int64_t> widened(static_cast<size_t>(units), 1), permutation;
+    for (int64_t d : source.dimensions()) widened.push_back(d);
+    for (int64_t d = 0; d < units; ++d) permutation.push_back(d);
+    for (int64_t d : transpose->dimensions) permutation.push_back(d + units);
+    Instruction* inner = insert_new_instruction(computation, reshape, names, Opcode::kReshape, reshape->name(),
+                                                Shape::array(source.element_type(), widened), {transpose->operand(0)});
+    Instruction* outer =
+        insert_new_instruction(computation, reshape, names, Opcode::kTranspose, transpose->name(), to, {inner});
+    outer->dimensions = std::move(permutation);
+    for (Instruction* made : {inner, outer}) {
+      made->metadata = reshape->metadata;
+      made->has_metadata = reshape->has_metadata;
+    }
+    reshape->replace_all_uses_with(outer);
+    if (computation.root() == reshape) computation.set_root(outer);
+    changed = true;
+  }
+  return changed;
+}
+
 // A dot operand that is a transpose is read untransposed: the dimension numbers name the
 // transpose's operand dimensions instead (a dot reads its operands by logical index, so it
 // reads the same values), when the result keeps its dimension order (the free dimensions stay
@@ -536,6 +584,7 @@ StatusOr<bool> simplify(Module& module) {
     changed |= unit_broadcasts_to_reshapes(*computation, names);
     changed |= compose_reshapes(*computation);
     changed |= forward_identities(*computation);
+    changed |= sink_unit_reshapes_below_transposes(*computation, names);
     changed |= fold_transposes_into_dots(*computation);
     changed |= fold_dots_into_transposes(*computation);
     changed |= remove_dead_code(*computation);
