@@ -13,7 +13,9 @@
 // stretched back to [N]).
 //
 // A transpose read by a dot is folded into the dot's dimension numbers when the result keeps
-// its dimension order (the dot reads the transpose's operand in place; the transpose dies).
+// its dimension order (the dot reads the transpose's operand in place; the transpose dies). A
+// reshape that only adds leading unit dimensions to a transpose is moved below it first (the
+// transpose of the reshaped operand), so that such a transpose reaches the dot.
 // A transpose of a 2-D dot's result is the dot with its operands swapped.
 //
 // A two-way conditional whose branches only move or fill values (parameter, tuple,
