@@ -78,6 +78,12 @@ bool forward_identities(Computation& computation) {
   return changed;
 }
 
+// An untiled row-major layout: a reshape of such an array keeps its bytes in place.
+bool row_major(const Shape& shape) {
+  const std::vector<int64_t>& order = shape.layout().minor_to_major;
+  return shape.layout().tiles.empty() && std::is_sorted(order.rbegin(), order.rend());
+}
+
 // A broadcast that only inserts dimensions of size 1 (its operand's dimensions in order, every
 // other result dimension 1, row-major both) moves no element: it is a reshape, which the passes
 // after see through (slice-update-folding's unit reshapes, views). StableHLO writes a scan's
@@ -89,10 +95,6 @@ bool unit_broadcasts_to_reshapes(Computation& computation, NameTable& names) {
       continue;
     const Shape& from = broadcast->operand(0)->shape();
     const Shape& to = broadcast->shape();
-    auto row_major = [](const Shape& shape) {
-      const std::vector<int64_t>& order = shape.layout().minor_to_major;
-      return shape.layout().tiles.empty() && std::is_sorted(order.rbegin(), order.rend());
-    };
     if (!from.is_array() || !to.is_array() || from.element_type() != to.element_type() || from.rank() == to.rank() ||
         static_cast<int64_t>(broadcast->dimensions.size()) != from.rank() || !row_major(from) || !row_major(to) ||
         from.layout().memory_space != to.layout().memory_space)
@@ -132,10 +134,6 @@ bool sink_unit_reshapes_below_transposes(Computation& computation, NameTable& na
     const Shape& from = transpose->shape();
     const Shape& to = reshape->shape();
     const Shape& source = transpose->operand(0)->shape();
-    auto row_major = [](const Shape& shape) {
-      const std::vector<int64_t>& order = shape.layout().minor_to_major;
-      return shape.layout().tiles.empty() && std::is_sorted(order.rbegin(), order.rend());
-    };
     if (!from.is_array() || !to.is_array() || !source.is_array() || !row_major(from) || !row_major(to) ||
         !row_major(source) || to.rank() <= from.rank() || from.layout().memory_space != to.layout().memory_space ||
         source.layout().memory_space != from.layout().memory_space)
