@@ -179,6 +179,37 @@ ENTRY main {
   expect_matches_evaluator_natively(compiled, 11);
 }
 
+// A fused chain whose scratch slots are reused once their values die, by values of the same
+// width only: f32 and f64 values and preds interleaved, a value kept from the first op to the
+// last (its slot never reused while live), and a multi-output fusion's middle output (kept until
+// the block ends and copied out). Several blocks and a short last one; bit for bit the evaluator's.
+TEST(RuntimeExecutable, FusedChainsReuseScratchSlotsOfDeadValues) {
+  testing_runtime::Compiled compiled = testing_runtime::compile(R"(
+HloModule slots
+ENTRY main {
+  x = f32[5,3001] parameter(0)
+  y = f32[5,3001] parameter(1)
+  half = f32[] constant(0.5)
+  h = f32[5,3001] broadcast(half), dimensions={}
+  early = f32[5,3001] multiply(x, h)
+  a1 = f32[5,3001] add(early, y)
+  a2 = f32[5,3001] multiply(a1, a1)
+  w1 = f64[5,3001] convert(a2)
+  w2 = f64[5,3001] multiply(w1, w1)
+  n1 = f32[5,3001] convert(w2)
+  c = pred[5,3001] compare(n1, a2), direction=GT
+  a3 = f32[5,3001] subtract(n1, y)
+  w3 = f64[5,3001] convert(a3)
+  w4 = f64[5,3001] add(w3, w2)
+  n2 = f32[5,3001] convert(w4)
+  s = f32[5,3001] select(c, n2, a3)
+  last = f32[5,3001] add(s, early)
+  ROOT out = (f32[5,3001], f64[5,3001], f32[5,3001]) tuple(a2, w4, last)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  expect_matches_evaluator_natively(compiled, 12);
+}
+
 }  // namespace
 // Broadcasts constant along rows of at least 128 (a row's max, mean or sum stretched over it)
 // are read as a scalar per row: blocks never cross a row, rows shorter than a block (300), rows

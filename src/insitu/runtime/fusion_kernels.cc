@@ -34,9 +34,14 @@
 namespace insitu {
 namespace fusion_kernel {
 
-// Elements per block: a block's values (8 KiB each for f32) stay in L1 across a chain's ops;
-// with 8192 an Adam step over 1024 x 1024 took 0.82 ms, with 2048 0.72 ms (2 threads).
+// Elements per block at most: with 8192 an Adam step over 1024 x 1024 took 0.82 ms, with 2048
+// 0.72 ms (2 threads).
 constexpr int64_t kBlock = 2048;
+// A block's live intermediates together take at most this many bytes, so that they stay in L1
+// across a chain's ops (scratch slots are reused once a value is dead): Adam's 16 ops kept 11
+// values of 8 KiB (88 KiB, in L2) and ran 1.5x slower than in 24 KiB of blocks of 512.
+constexpr int64_t kScratchBudget = 24 * 1024;
+constexpr int64_t kMinBlock = 256;
 constexpr size_t kMaxOutputs = 64;  // of a multi-output fusion run natively
 constexpr size_t kMaxBroadcastRank = 16;
 
@@ -60,6 +65,7 @@ struct Node {
   std::vector<int> operands;            // kOp: node indices
   KernelFn run = nullptr;               // kOp: the elementwise kernel selected for its types
   int64_t scratch = -1;                 // kBroadcast/kOp (not the root): byte offset in the scratch
+  int last_use = -1;                    // the last node reading this one (-1: none)
 };
 
 }  // namespace fusion_kernel
@@ -77,8 +83,9 @@ struct LoopFusion final : KernelPlan {
   std::vector<int64_t> dimensions;     // the result's
   int64_t count = 0;                   // result elements
   // With row scalars, blocks never cross a row: each row (the result's last dimension, `row`
-  // long) runs as pieces of at most kBlock. Without, row is 0 and blocks run kBlock apart.
+  // long) runs as pieces of at most `block`. Without, row is 0 and blocks run `block` apart.
   int64_t row = 0;
+  int64_t block = 0;                   // elements per block at most (the scratch's budget)
   int64_t block_length = 0;            // the length of every block but the tails
   std::vector<Shape> block_shapes;     // per node: 1-D, block_length long
   std::vector<Shape> tail_shapes;      // per node: the other length (the last block, a row's last piece)
@@ -112,6 +119,40 @@ bool select_op_kernels(Plan& plan) {
     node.run = kernel->run;
   }
   return true;
+}
+
+// Gives each kOp/kBroadcast node but the root a scratch slot, in bytes per element of a block
+// (BlockRunner's views start at slot times the block's length rounded up to 64): a slot is reused once its value's last
+// reader has run, by a later node of the same width (never by that reader itself, so no kernel
+// writes over an operand it reads). A scalar program's values and a multi-output fusion's
+// outputs (copied out after the block) keep their slots. Returns the scratch's bytes per element.
+int64_t assign_scratch_slots(Plan& plan, bool scalar_program) {
+  std::vector<std::pair<int64_t, int64_t>> free_slots;  // (width, slot)
+  const int root = static_cast<int>(plan.nodes.size()) - 1;
+  auto keeps = [&](int n) {
+    return scalar_program || std::find(plan.outputs.begin(), plan.outputs.end(), n) != plan.outputs.end();
+  };
+  for (int n = 0; n <= root; ++n) {
+    Node& node = plan.nodes[static_cast<size_t>(n)];
+    if ((node.kind == NodeKind::kOp || node.kind == NodeKind::kBroadcast) && (n != root || scalar_program)) {
+      auto reuse = std::find_if(free_slots.begin(), free_slots.end(),
+                                [&](const auto& slot) { return slot.first == node.width; });
+      if (reuse != free_slots.end()) {
+        node.scratch = reuse->second;
+        free_slots.erase(reuse);
+      } else {
+        node.scratch = plan.scratch_bytes;
+        plan.scratch_bytes += node.width;
+      }
+    }
+    for (int source : node.operands) {
+      const Node& from = plan.nodes[static_cast<size_t>(source)];
+      if (from.last_use == n && from.scratch >= 0 && !keeps(source) &&
+          std::none_of(free_slots.begin(), free_slots.end(), [&](const auto& slot) { return slot.second == from.scratch; }))
+        free_slots.emplace_back(from.width, from.scratch);
+    }
+  }
+  return plan.scratch_bytes;
 }
 
 // Plans `body` over a result of `dimensions` (`count` elements). A scalar program (the root a
@@ -200,11 +241,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
         break;
       }
     }
-    if ((node.kind == NodeKind::kOp || node.kind == NodeKind::kBroadcast) &&
-        (instruction != body.root() || scalar_program)) {
-      node.scratch = plan.scratch_bytes;
-      plan.scratch_bytes += (node.width * kBlock + 15) / 16 * 16;
-    }
+    for (int source : node.operands) plan.nodes[source].last_use = static_cast<int>(plan.nodes.size());
     index.emplace_back(instruction, static_cast<int>(plan.nodes.size()));
     plan.nodes.push_back(std::move(node));
   }
@@ -214,8 +251,14 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
       std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kRowScalar; });
   plan.row = row_scalars ? dimensions.back() : 0;
   const int64_t run = row_scalars ? plan.row : plan.count;  // what blocks tile
-  plan.block_length = std::min(kBlock, run);
-  const int64_t tail = run % kBlock == 0 ? plan.block_length : run % kBlock;
+  const int64_t bytes_per_element = assign_scratch_slots(plan, scalar_program);
+  plan.block = std::clamp(kScratchBudget / std::max<int64_t>(bytes_per_element, 1) / 64 * 64, kMinBlock, kBlock);
+  plan.block_length = std::min(plan.block, run);
+  const int64_t stride = (plan.block_length + 63) / 64 * 64;  // every slot 64-byte aligned
+  for (Node& node : plan.nodes)
+    if (node.scratch >= 0) node.scratch *= stride;
+  plan.scratch_bytes *= stride;
+  const int64_t tail = run % plan.block == 0 ? plan.block_length : run % plan.block;
   for (const Node& node : plan.nodes) {
     plan.block_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {plan.block_length}));
     plan.tail_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {tail}));
@@ -258,9 +301,9 @@ class BlockRunner {
               std::span<uint8_t* const> outs = {}, const bool* direct = nullptr)
       : plan_(plan), operands_(operands), out_(out), outs_(outs), direct_(direct), pool_(pool) {
     thread_local std::vector<uint64_t> scratch;
-    const size_t words = static_cast<size_t>((plan.scratch_bytes + 7) / 8 + 2);
+    const size_t words = static_cast<size_t>((plan.scratch_bytes + 7) / 8 + 10);
     if (scratch.size() < words) scratch.resize(words);
-    scratch_ = reinterpret_cast<uint8_t*>(scratch.data());
+    scratch_ = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
     thread_local std::vector<ArrayView> views;
     views.resize(plan.nodes.size());
     views_ = views.data();
@@ -386,9 +429,10 @@ Status loop_fusion_kernel(const KernelCall& call) {
   const Plan& plan = static_cast<const Plan&>(*call.plan);
   const int64_t count = plan.count;
   if (count == 0) return ok_status();
-  // blocks: kBlock apart, or each row's pieces (plan.row)
-  const int64_t pieces_per_row = plan.row > 0 ? (plan.row + kBlock - 1) / kBlock : 0;
-  const int64_t blocks = plan.row > 0 ? count / plan.row * pieces_per_row : (count + kBlock - 1) / kBlock;
+  // blocks: plan.block apart, or each row's pieces (plan.row)
+  const int64_t block_size = plan.block;
+  const int64_t pieces_per_row = plan.row > 0 ? (plan.row + block_size - 1) / block_size : 0;
+  const int64_t blocks = plan.row > 0 ? count / plan.row * pieces_per_row : (count + block_size - 1) / block_size;
   // A multi-output fusion's outputs, and which are written in place: not one whose memory an
   // op after its node reads by block (it was put over that operand), nor a second output of the
   // same node.
@@ -411,11 +455,11 @@ Status loop_fusion_kernel(const KernelCall& call) {
                                  std::span<uint8_t* const>(outs, output_count), direct);
               for (int64_t block = begin; block < end; ++block) {
                 if (plan.row > 0) {
-                  const int64_t piece = block % pieces_per_row * kBlock;
-                  runner.run(block / pieces_per_row * plan.row + piece, std::min(kBlock, plan.row - piece));
+                  const int64_t piece = block % pieces_per_row * block_size;
+                  runner.run(block / pieces_per_row * plan.row + piece, std::min(block_size, plan.row - piece));
                 } else {
-                  const int64_t first = block * kBlock;
-                  runner.run(first, std::min(kBlock, count - first));
+                  const int64_t first = block * block_size;
+                  runner.run(first, std::min(block_size, count - first));
                 }
               }
             });
