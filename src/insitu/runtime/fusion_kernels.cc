@@ -4,10 +4,11 @@
 // per-task scratch (in cache); the root writes straight into the result. Every op runs the
 // same native elementwise kernel as unfused (kernels.h), selected once at planning on 1-D
 // views of a block, so results are bit for bit the unfused ones (and the evaluator's). Blocks
-// are split over the pool. A broadcast constant along the result's rows (a row's max or mean
-// stretched over it, rows of at least kMinRowScalar) is read as a scalar per row, the kernels'
-// scalar-operand loop, instead of gathered into scratch; the blocks then never cross a row. A
-// rank-0 fusion whose ops fit scalar_program.cc's registers runs as a register program instead.
+// are split over the pool; while a block runs, the next block's operands are prefetched. A
+// broadcast constant along the result's rows (a row's max or mean stretched over it, rows of at
+// least kMinRowScalar) is read as a scalar per row, the kernels' scalar-operand loop, instead of
+// gathered into scratch; the blocks then never cross a row. A rank-0 fusion whose ops fit
+// scalar_program.cc's registers runs as a register program instead.
 //
 // A multi-output fusion (the root a tuple of ops, each of the result's dimensions; the fusion
 // pass makes them) writes each output the same way, block by block. An output may be written
@@ -44,6 +45,7 @@ constexpr int64_t kScratchBudget = 24 * 1024;
 constexpr int64_t kMinBlock = 256;
 constexpr size_t kMaxOutputs = 64;  // of a multi-output fusion run natively
 constexpr size_t kMaxBroadcastRank = 16;
+constexpr size_t kMaxPrefetchStreams = 16;  // operands BlockRunner prefetches at most
 
 // A broadcast whose value is constant along the result's rows at least this long (a row's
 // mean, max or sum stretched over it) is read as a scalar per row rather than gathered: each op
@@ -86,6 +88,7 @@ struct LoopFusion final : KernelPlan {
   // long) runs as pieces of at most `block`. Without, row is 0 and blocks run `block` apart.
   int64_t row = 0;
   int64_t block = 0;                   // elements per block at most (the scratch's budget)
+  int64_t ops = 0;                     // kOp nodes (a block's prefetches are spread over them)
   int64_t block_length = 0;            // the length of every block but the tails
   std::vector<Shape> block_shapes;     // per node: 1-D, block_length long
   std::vector<Shape> tail_shapes;      // per node: the other length (the last block, a row's last piece)
@@ -254,6 +257,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
   const int64_t bytes_per_element = assign_scratch_slots(plan, scalar_program);
   plan.block = std::clamp(kScratchBudget / std::max<int64_t>(bytes_per_element, 1) / 64 * 64, kMinBlock, kBlock);
   plan.block_length = std::min(plan.block, run);
+  plan.ops = std::count_if(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kOp; });
   const int64_t stride = (plan.block_length + 63) / 64 * 64;  // every slot 64-byte aligned
   for (Node& node : plan.nodes)
     if (node.scratch >= 0) node.scratch *= stride;
@@ -312,7 +316,26 @@ class BlockRunner {
   // The element of node n after run(0, 1) (a scalar program's outputs).
   const uint8_t* value(int n) const { return views_[n].data; }
 
+  // Runs the block [begin, begin + length). Each op of a block reads one operand at a time, so
+  // the hardware prefetcher alone keeps about one stream from memory in flight and the ops stall
+  // on it; instead the next block's operands (every kBlock node) are asked for a few lines per
+  // op, side by side, while this block's ops compute. Adam over 12x768x768 on two threads: 13.4
+  // -> 10 ms (one thread 24 -> 17 ms; fetching the whole next block at once gained nothing).
   void run(int64_t begin, int64_t length) {
+    const int64_t next = std::min(length, plan_.count - begin - length);
+    const uint8_t* starts[kMaxPrefetchStreams];
+    size_t streams = 0;
+    int64_t bytes = 0;
+    if (next > 0) {
+      for (const Node& node : plan_.nodes) {
+        if (node.kind != NodeKind::kBlock || streams == kMaxPrefetchStreams) continue;
+        starts[streams++] = operands_[node.parameter].data + (begin + length) * node.width;
+        bytes = std::max(bytes, next * node.width);
+      }
+    }
+    const int64_t ops = std::max<int64_t>(1, plan_.ops);
+    const int64_t per_op = (bytes / 64 + ops - 1) / ops * 64;
+    int64_t fetched = 0;
     const std::vector<Shape>& shapes = length == plan_.block_length ? plan_.block_shapes : plan_.tail_shapes;
     for (size_t n = 0; n < plan_.nodes.size(); ++n) {
       const Node& node = plan_.nodes[n];
@@ -336,6 +359,8 @@ class BlockRunner {
           view.scalar = true;
           break;
         case NodeKind::kOp: {
+          for (const int64_t stop = std::min(bytes, fetched + per_op); fetched < stop; fetched += 64)
+            for (size_t k = 0; k < streams; ++k) __builtin_prefetch(starts[k] + fetched, 0, 2);
           view.data = static_cast<int>(n) == plan_.root ? out_ + begin * node.width : scratch_ + node.scratch;
           for (size_t k = 0; k < outs_.size(); ++k)
             if (direct_[k] && plan_.outputs[k] == static_cast<int>(n)) view.data = outs_[k] + begin * node.width;
