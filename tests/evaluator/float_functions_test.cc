@@ -1,4 +1,4 @@
-// float_functions.h: the f32 exp, expm1, log, tanh and logistic that the evaluator and the
+// float_functions.h: the f32 exp, expm1, log, tanh, logistic and erf that the evaluator and the
 // runtime share, measured against the C library in double precision (correct to far below
 // an f32 ulp) over a sweep of the whole float line, and at the special values.
 #include "insitu/evaluator/float_functions.h"
@@ -74,6 +74,19 @@ TEST(FloatFunctions, LogisticIsWithinThreeUlps) {
   EXPECT_LE(m.worst, 3.0) << "at " << m.at;
 }
 
+TEST(FloatFunctions, ErfIsWithinTwoUlps) {
+  const Measured m = sweep([](float x) { return float_functions::erf(x); }, [](double x) { return std::erf(x); });
+  EXPECT_LE(m.worst, 2.0) << "at " << m.at;
+  // every float of [0.5, 4), where both of erf's pieces and their joint at 1 lie
+  Measured dense;
+  for (uint32_t bits = std::bit_cast<uint32_t>(0.5f); bits < std::bit_cast<uint32_t>(4.0f); ++bits) {
+    const float x = std::bit_cast<float>(bits);
+    const double error = ulp_error(float_functions::erf(x), std::erf(static_cast<double>(x)));
+    if (error > dense.worst) dense = {error, x};
+  }
+  EXPECT_LE(dense.worst, 2.0) << "at " << dense.at;
+}
+
 TEST(FloatFunctions, SpecialValuesFollowC) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -100,6 +113,14 @@ TEST(FloatFunctions, SpecialValuesFollowC) {
   EXPECT_TRUE(std::signbit(float_functions::tanh(-0.0f)));
   EXPECT_EQ(float_functions::tanh(0.0f), 0.0f);
   EXPECT_TRUE(std::isnan(float_functions::tanh(nan)));
+  EXPECT_EQ(float_functions::erf(inf), 1.0f);
+  EXPECT_EQ(float_functions::erf(-inf), -1.0f);
+  EXPECT_TRUE(std::signbit(float_functions::erf(-0.0f)));
+  EXPECT_EQ(float_functions::erf(0.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(float_functions::erf(nan)));
+  EXPECT_EQ(float_functions::erf(float_functions::kErfOne), 1.0f);
+  EXPECT_LT(float_functions::erf(std::nextafter(float_functions::kErfOne, 0.0f)), 1.0f);
+  EXPECT_TRUE(float_functions::erf(-1e-30f) < 0.0f && float_functions::erf(1e-45f) > 0.0f);
   EXPECT_EQ(float_functions::logistic(-inf), 0.0f);
   EXPECT_EQ(float_functions::logistic(inf), 1.0f);
   EXPECT_EQ(float_functions::logistic(0.0f), 0.5f);

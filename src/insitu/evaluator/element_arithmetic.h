@@ -101,7 +101,7 @@ inline T minimum_value(T lhs, T rhs) {
 }
 
 // Floating-point unary functions, one definition for the evaluator and the runtime kernels
-// (exp, expm1, log, tanh, logistic of f32: float_functions.h, vectorizable):
+// (exp, expm1, log, tanh, logistic, erf of f32: float_functions.h, vectorizable):
 // calls fn(function, std::bool_constant<complex too>) for `opcode`; false for other opcodes.
 template <typename Fn>
 bool with_float_unary(Opcode opcode, Fn&& fn) {
@@ -129,7 +129,7 @@ bool with_float_unary(Opcode opcode, Fn&& fn) {
     case Opcode::kLog1p: fn([](auto v) { return std::log1p(v); }, no{}); return true;
     case Opcode::kCbrt: fn([](auto v) { return std::cbrt(v); }, no{}); return true;
     case Opcode::kTan: fn([](auto v) { return std::tan(v); }, no{}); return true;
-    case Opcode::kErf: fn([](auto v) { return std::erf(v); }, no{}); return true;
+    case Opcode::kErf: fn([](auto v) { return erf_of(v); }, no{}); return true;
     case Opcode::kFloor: fn([](auto v) { return std::floor(v); }, no{}); return true;
     case Opcode::kCeil: fn([](auto v) { return std::ceil(v); }, no{}); return true;
     case Opcode::kRoundNearestAfz: fn([](auto v) { return std::round(v); }, no{}); return true;
