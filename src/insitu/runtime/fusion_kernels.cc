@@ -64,6 +64,7 @@ struct Node {
   int64_t parameter = -1;               // kScalar/kBlock/kFull/kBroadcast/kRowScalar from a fusion parameter
   int64_t width = 0;                    // bytes per element
   std::vector<int64_t> source_strides;  // kBroadcast/kRowScalar: source stride per result dimension (0: repeated)
+  bool per_row = false;                 // kRowScalar: the source holds one element per row, in row order
   std::vector<int> operands;            // kOp: node indices
   KernelFn run = nullptr;               // kOp: the elementwise kernel selected for its types
   int64_t scratch = -1;                 // kBroadcast/kOp (not the root): byte offset in the scratch
@@ -228,8 +229,16 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
           if (source_shape.dimension(static_cast<int64_t>(i)) != 1) node.source_strides[d] += strides[i];  // 1: stretched
         }
         if (!scalar_program && !dimensions.empty() && dimensions.back() >= kMinRowScalar &&
-            node.source_strides.back() == 0)
+            node.source_strides.back() == 0) {
           node.kind = NodeKind::kRowScalar;
+          // one source element per row, in row order: its offset is the row's number
+          int64_t rows_after = 1;
+          node.per_row = true;
+          for (size_t d = dimensions.size() - 1; d-- > 0;) {
+            node.per_row &= node.source_strides[d] == rows_after;
+            rows_after *= dimensions[d];
+          }
+        }
         break;
       }
       default: {
@@ -355,7 +364,8 @@ class BlockRunner {
           gather_broadcast(node, source, begin, length, plan_.dimensions, view.data);
           break;
         case NodeKind::kRowScalar:
-          view.data = const_cast<uint8_t*>(source) + source_offset(node, begin, plan_.dimensions) * node.width;
+          view.data = const_cast<uint8_t*>(source) +
+                      (node.per_row ? begin / plan_.row : source_offset(node, begin, plan_.dimensions)) * node.width;
           view.scalar = true;
           break;
         case NodeKind::kOp: {
