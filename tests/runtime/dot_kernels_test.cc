@@ -171,8 +171,9 @@ TEST(RuntimeDotKernel, EmptyAndZeroLengthContractionsMatchEvaluator) {
 }
 
 // Products large enough for the GEMM library, in every operand layout it reads in place (either
-// operand transposed, batch dimensions not leading, a transposed lhs copied to row-major) and one it cannot (two contracting
-// dimensions in an order that is not row-major in rhs: the kernel's own loop, nothing copied).
+// operand transposed, batch dimensions not leading, a transposed lhs copied to row-major) and one
+// it cannot (two contracting dimensions in an order that is not row-major in rhs: the kernel's
+// own loop, nothing copied).
 TEST(RuntimeDotKernel, LibrarySizedProductsMatchEvaluatorWithinTolerance) {
   expect_native_matches({{96, 200}, {200, 130}, {96, 130}, {{}, {1}, {}, {0}}}, 31);
   expect_native_matches({{200, 96}, {200, 130}, {96, 130}, {{}, {0}, {}, {0}}}, 32);  // lhs transposed
@@ -184,6 +185,8 @@ TEST(RuntimeDotKernel, LibrarySizedProductsMatchEvaluatorWithinTolerance) {
   // a tall result (split by rows over threads) whose lhs is transposed with columns 2,100 apart:
   // copied to row-major 512 rows at a time, a tail of 52
   expect_native_matches({{40, 2100}, {40, 70}, {2100, 70}, {{}, {0}, {}, {0}}}, 39);
+  // the same with a contracted length that is not a multiple of the 8 x 8 tiles the copy transposes
+  expect_native_matches({{43, 2101}, {43, 70}, {2101, 70}, {{}, {0}, {}, {0}}}, 40);
 }
 
 // bf16, f16 and 8-bit float operands into an f32 result at the library's size: converted to
