@@ -7,13 +7,15 @@ Every spelling is fn(params, m, v, grads, step) -> (params, m, v, step + 1) on p
 insitu.jax.jit, insitu's values checked against XLA's, and one line printed per spelling: values
 ok, insitu's bytes copied / staged / written for one step, and the median ms per step of each.
 The floor a step cannot go under: read params, m, v and grads, write params, m and v
-(7 x the state's bytes).
+(7 x the state's bytes), at the bandwidth a copy on `--threads` threads reaches in the same round
+(numpy's copyto of the state's bytes, one slice per thread: each byte read once and written once).
 
     $(scripts/python-env)/bin/python bench/python/optimizer_spellings.py [--size small|real]
         [--only NAME,...] [--threads 2] [--rounds 5] [--steps 3]
 """
 import argparse
 import statistics
+import threading
 import time
 
 import jax
@@ -156,6 +158,26 @@ SPELLINGS = {  # name: (function, stack -> its state form, its state form -> sta
 }
 
 
+def copy_bandwidth(nbytes, threads):
+    """Bytes read plus written per second by copies of nbytes on `threads` threads (best of 5)."""
+    source, target = np.ones(nbytes // 4, np.float32), np.zeros(nbytes // 4, np.float32)
+    bounds = np.linspace(0, source.size, threads + 1).astype(int)
+
+    def part(i):
+        np.copyto(target[bounds[i]:bounds[i + 1]], source[bounds[i]:bounds[i + 1]])
+
+    best = float("inf")
+    for _ in range(5):
+        workers = [threading.Thread(target=part, args=(i,)) for i in range(threads)]
+        start = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        best = min(best, time.perf_counter() - start)
+    return 2 * nbytes / best
+
+
 def measure(name, layers, d, options):
     fn, to_form, from_form = SPELLINGS[name]
     rng = np.random.default_rng(0)
@@ -164,6 +186,7 @@ def measure(name, layers, d, options):
     v0 = np.abs(v0)
     runners = {"xla": jax.jit(fn, donate_argnums=(0, 1, 2)), "insitu": insitu.jax.jit(fn, donate_argnums=(0, 1, 2))}
     state, results, times = {}, {}, {which: [] for which in runners}
+    bandwidths = []
     grads_form = to_form(jnp.asarray(grads))
     for which, run in runners.items():
         state[which] = tuple(to_form(jnp.asarray(a)) for a in (params0, m0, v0)) + (jnp.int32(0),)
@@ -172,6 +195,7 @@ def measure(name, layers, d, options):
         state[which] = out
     error = max(float(np.max(np.abs(a - b))) for a, b in zip(results["insitu"], results["xla"]))
     for _ in range(options.rounds + 1):
+        bandwidths.append(copy_bandwidth(params0.nbytes, options.threads))
         for which, run in runners.items():
             start = time.perf_counter()
             for _ in range(options.steps):
@@ -182,7 +206,8 @@ def measure(name, layers, d, options):
     stats = executable.stats
     return dict(name=name, ok=error <= 1e-6, error=error, copied=stats["bytes_copied"], staged=stats["bytes_staged"],
                 written=stats["bytes_written"], insitu_ms=statistics.median(times["insitu"][1:]),
-                xla_ms=statistics.median(times["xla"][1:]))
+                xla_ms=statistics.median(times["xla"][1:]),
+                floor_ms=7 * params0.nbytes / statistics.median(bandwidths[1:]) * 1e3)
 
 
 def main():
@@ -198,13 +223,15 @@ def main():
     state_bytes = layers * d * d * 4
     print(f"size {options.size}: {layers} layers of [{d}, {d}] f32, {state_bytes} bytes per state array; "
           f"floor 7 x that read or written a step; params, m, v donated; insitu threads {options.threads}")
-    print(f"{'spelling':<22}{'ok':<5}{'copied':>12}{'staged':>12}{'written':>12}{'insitu ms':>11}{'xla ms':>9}{'ratio':>7}")
+    print(f"{'spelling':<22}{'ok':<5}{'copied':>12}{'staged':>12}{'written':>12}{'insitu ms':>11}{'xla ms':>9}{'ratio':>7}"
+          f"{'floor ms':>10}{'/floor':>8}")
     ratios = []
     for name in (options.only.split(",") if options.only else SPELLINGS):
         row = measure(name, layers, d, options)
         ratios.append(row["insitu_ms"] / row["xla_ms"])
         print(f"{name:<22}{'yes' if row['ok'] else 'NO':<5}{row['copied']:>12}{row['staged']:>12}{row['written']:>12}"
-              f"{row['insitu_ms']:>11.3f}{row['xla_ms']:>9.3f}{ratios[-1]:>7.2f}"
+              f"{row['insitu_ms']:>11.3f}{row['xla_ms']:>9.3f}{ratios[-1]:>7.2f}{row['floor_ms']:>10.3f}"
+              f"{row['insitu_ms'] / row['floor_ms']:>8.2f}"
               + ("" if row["ok"] else f"  (max |insitu - xla| {row['error']:.1e})"), flush=True)
     print(f"median insitu/XLA time per step: {statistics.median(ratios):.2f}x")
 

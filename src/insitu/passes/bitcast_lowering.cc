@@ -156,10 +156,14 @@ StatusOr<bool> reshapes_to_bitcasts(Module& module) {
       // Only over a value its operand defines: one forwarded (a get-tuple-element, a bitcast)
       // may carry another layout where it is defined (a loop state in {0,1} read as {1,0}), and
       // copy insertion copies a value where it is defined: the bitcast would then read bytes
-      // in a layout that is not row-major.
-      const Opcode source = reshape->operand(0)->opcode();
-      if (source == Opcode::kGetTupleElement || source == Opcode::kBitcast || source == Opcode::kOptimizationBarrier ||
-          source == Opcode::kCopyDone || source == Opcode::kAddDependency)
+      // in a layout that is not row-major. A multi-output loop fusion's output is the exception:
+      // the fusion defines it, row-major (the get-tuple-element only names it).
+      const Instruction* operand = reshape->operand(0);
+      const Opcode source = operand->opcode();
+      const bool fusion_output = source == Opcode::kGetTupleElement && operand->operand(0)->opcode() == Opcode::kFusion &&
+                                 operand->operand(0)->fusion_kind == "kLoop";
+      if ((source == Opcode::kGetTupleElement && !fusion_output) || source == Opcode::kBitcast ||
+          source == Opcode::kOptimizationBarrier || source == Opcode::kCopyDone || source == Opcode::kAddDependency)
         continue;
       const std::string name = reshape->name();
       Instruction* bitcast = insert_new_instruction(*computation, reshape, names, Opcode::kBitcast, name,

@@ -68,11 +68,15 @@ std::optional<int64_t> view_offset_bytes(const Instruction& instruction) {
 }
 
 // Every reader of the value only reads it: no in-place write, no loop state, branch operand or
-// call boundary, no entry result (those need a buffer of the value's own).
+// call boundary, no entry result (those need a buffer of the value's own). (A get-tuple-element
+// of the multi-output fusion that defines the value only names it.)
 bool read_only_in_place(const Value& value) {
   for (const Position& position : value.positions) {
-    if (position.instruction != value.defining.instruction && position.instruction->opcode() != Opcode::kBitcast)
-      return false;
+    const Instruction* at = position.instruction;
+    const bool names_fused_output =
+        at->opcode() == Opcode::kGetTupleElement && at->operand(0) == value.defining.instruction &&
+        value.defining.instruction->opcode() == Opcode::kFusion;
+    if (at != value.defining.instruction && at->opcode() != Opcode::kBitcast && !names_fused_output) return false;
     if (position.instruction == position.instruction->parent()->root()) return false;
   }
   for (const Use& use : value.uses) {
@@ -265,10 +269,11 @@ bool owner_read_between(const Dataflow& dataflow, const LiveRanges& live, const 
 }
 
 // Whether `instruction` reads its operand `number` element by element at the positions it writes
-// (so it may write its result over that operand: the in-place contract's kElementwise).
-bool reads_elementwise(const Instruction& instruction, int64_t number) {
+// its output `output` (so it may write that output over the operand: the in-place contract's
+// kElementwise).
+bool reads_elementwise(const Instruction& instruction, int64_t number, const ShapeIndex& output) {
   for (const SharingPair& pair : operand_output_sharing(instruction))
-    if (pair.sharing == Sharing::kElementwise && pair.operand_number == number && pair.output_index.empty() &&
+    if (pair.sharing == Sharing::kElementwise && pair.operand_number == number && pair.output_index == output &&
         pair.operand_index.empty())
       return true;
   return false;
@@ -357,12 +362,18 @@ void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector
     const Value& update_value = dataflow.value(plan.values[0]);
     const Instruction* producer = update_value.defining.instruction;
     const Shape& update_shape = update_operand->shape();
+    // the producer's result, or one output of a multi-output fusion (its root tuple's element:
+    // the fusion kernel writes each output through its own address, block by block)
+    const bool fused_output = update_value.defining.index.size() == 1 && producer->opcode() == Opcode::kFusion &&
+                              producer->shape().is_tuple();
+    const Shape* produced_shape = producer->shape().subshape(update_value.defining.index);
     // every shape on the way row-major (the update-slice writes the update in the stack's
     // order; a producer writing another layout would leave its bytes in another order), and
     // a stack of at least one dimension (a scalar's bytes are what an unmaterialized broadcast
     // reads at its users, borrow_broadcast_scalars)
-    if (!update_value.defining.index.empty() || !computes_its_result(*producer) || !producer->shape().is_array() ||
-        producer->shape().byte_size() != update_shape.byte_size() || !is_row_major(producer->shape()) ||
+    if ((!update_value.defining.index.empty() && !fused_output) || produced_shape == nullptr ||
+        !computes_its_result(*producer) || !produced_shape->is_array() ||
+        produced_shape->byte_size() != update_shape.byte_size() || !is_row_major(*produced_shape) ||
         !is_row_major(update_shape) || !stack->shape().is_array() || !is_row_major(stack->shape()) ||
         stack->shape().rank() == 0)
       continue;
@@ -430,8 +441,8 @@ void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector
         else offset += plans[read].view_offset;
         read = plans[read].view_of;
       }
-      if (read == view && (offset != 0 || !reads_elementwise(*producer, i))) safe = false;
-      if (read == owner && (!fixed || through_dynamic || offset != window_bytes || !reads_elementwise(*producer, i)))
+      if (read == view && (offset != 0 || !reads_elementwise(*producer, i, update_value.defining.index))) safe = false;
+      if (read == owner && (!fixed || through_dynamic || offset != window_bytes || !reads_elementwise(*producer, i, update_value.defining.index)))
         safe = false;
     }
     if (!safe) continue;

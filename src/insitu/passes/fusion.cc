@@ -45,7 +45,38 @@ struct Group {
 // passes instead of ten. (A value read later by other ops stays a fusion of its own: made an
 // output, it would keep its inputs alive until the reader's fusion; a ResNet block's training
 // step peaked 12 MB higher that way.)
-Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>& taken) {
+// True if `user` only writes `value` into a stack the computation returns: a dynamic-update-
+// slice with `value` as its update (directly or through a reshape read by it alone) whose only
+// reader is `returned_by`, both after `after` (the fusion's root: the fusion is placed there).
+// A scan's body writes each layer's new m and v so; buffer assignment then computes the update
+// straight into the stack's window (place_updates), a fusion output as well as a single result,
+// and nothing reads it after the fusion but the update-slice.
+bool written_into_returned_stack(const Instruction& value, const Instruction& user, const Instruction& returned_by,
+                                 const Instruction& after, const std::unordered_map<const Instruction*, size_t>& position) {
+  if (position.at(&user) <= position.at(&after)) return false;
+  const Instruction* update = &user;
+  const Instruction* written = &value;
+  if (user.opcode() == Opcode::kReshape || user.opcode() == Opcode::kBitcast) {
+    if (user.users().size() != 1) return false;
+    written = &user;
+    update = user.users()[0];
+  }
+  // the stack comes from outside the fusion: not an op that could be (or become) one of its
+  // outputs, which the update would then be written into while the fusion writes it
+  const Instruction* stack = update->operand(0);
+  if (update->opcode() != Opcode::kDynamicUpdateSlice || update->operand_count() < 2 || update->operand(1) != written ||
+      stack == written || is_fusible_elementwise(*stack) || stack->opcode() == Opcode::kBroadcast ||
+      position.at(update) <= position.at(&after))
+    return false;
+  for (int64_t i = 2; i < update->operand_count(); ++i)
+    if (update->operand(i) == written) return false;
+  const auto& readers = update->users();
+  return !readers.empty() &&
+         std::all_of(readers.begin(), readers.end(), [&](const Instruction* reader) { return reader == &returned_by; });
+}
+
+Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>& taken,
+                 const std::unordered_map<const Instruction*, size_t>& position) {
   Group group{{root}, {}};
   std::vector<Instruction*>& members = group.members;
   std::unordered_set<const Instruction*> in_group = {root};
@@ -63,7 +94,8 @@ Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>
         const bool output = !only_members && is_fusible_elementwise(*operand) &&
                             returned_by->opcode() == Opcode::kTuple &&
                             std::all_of(users.begin(), users.end(), [&](const Instruction* user) {
-                              return in_group.count(user) || user == returned_by;
+                              return in_group.count(user) || user == returned_by ||
+                                     written_into_returned_stack(*operand, *user, *returned_by, *root, position);
                             });
         if (!only_members && !output) continue;
         members.push_back(operand);
@@ -311,17 +343,17 @@ StatusOr<bool> fuse(Module& module) {
     std::vector<Group> groups;
     std::unordered_set<const Instruction*> taken;
     const std::vector<Instruction*> order = computation->instructions();
+    std::unordered_map<const Instruction*, size_t> position;  // program order before any group was outlined
+    for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Instruction* instruction = *it;
       if (taken.count(instruction) || !is_fusible_elementwise(*instruction) || instruction->has_control_edges()) continue;
-      Group group = grow_group(instruction, taken);
+      Group group = grow_group(instruction, taken, position);
       if (group.members.size() < 2) continue;
       for (const Instruction* member : group.members) taken.insert(member);
       groups.push_back(std::move(group));
     }
     // in program order, so names count up along the program
-    std::unordered_map<const Instruction*, size_t> position;
-    for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
     std::vector<Instruction*> dead, copied_constants;
     for (auto it = groups.rbegin(); it != groups.rend(); ++it)
       outline(module, *computation, *it, names, computation_names, position, dead, copied_constants);

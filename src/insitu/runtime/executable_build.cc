@@ -383,13 +383,20 @@ Status Executable::build() {
                              instruction->location());
       }
       // An update placed in a window of its own (buffer assignment's sets_own_window): the
-      // window's base, at its update-slice's starts, is set just before the update is computed.
-      if (instruction->shape().is_array() && assignment_.sets_own_window(assignment_.dataflow().value_at(instruction))) {
-        const Instruction* update = assignment_.placed_for(assignment_.dataflow().value_at(instruction));
+      // window's base, at its update-slice's starts, is set just before the update is computed
+      // (for a multi-output fusion, each output's that is placed so).
+      const Shape& produced = instruction->shape();
+      const bool flat_tuple = produced.is_tuple() && std::all_of(produced.tuple_shapes().begin(),
+                                                                  produced.tuple_shapes().end(),
+                                                                  [](const Shape& leaf) { return leaf.is_array(); });
+      for (int64_t k = 0; k < (produced.is_array() ? 1 : flat_tuple ? produced.tuple_size() : 0); ++k) {
+        const ValueId placed = assignment_.dataflow().value_at(instruction, produced.is_array() ? ShapeIndex{} : ShapeIndex{k});
+        if (!assignment_.sets_own_window(placed)) continue;
+        const Instruction* update = assignment_.placed_for(placed);
         Step window;
         window.instruction = update;
         window.run = &Executor::run_dynamic_view;
-        window.outputs = step.outputs;
+        window.outputs = {step.outputs.at(static_cast<size_t>(k))};
         for (int64_t i = 0; i < update->operand_count(); ++i) {
           if (i == 1) continue;  // the update itself
           INSITU_ASSIGN_OR_RETURN(std::vector<Leaf> leaves, builder.resolve_leaves(update->operand(i)));
