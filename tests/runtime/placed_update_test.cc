@@ -290,17 +290,19 @@ TEST(PlacedUpdate, ALayersTwoUpdatesAreOneFusionWritingBothStacksInPlace) {
   EXPECT_LT(found.written, 2 * kStack + 256) << "each row of each stack written once, straight into the stack";
 }
 
-TEST(PlacedUpdate, AFusionOutputNotReadingItsWindowIsPlacedToo) {
-  // new_m does not read m's row (m is only written, so the loop may start from any bytes: it
-  // starts from a copy of the gradients, explain says loop-carried; not this change's copy).
-  // A fusion output in a window its update-slice's starts set (a scan's ys) is the JAX
-  // corpus's lstm_scan_grad (the fusion wrote through a null base before the runtime set each
-  // output's window).
+TEST(PlacedUpdate, AFusionOutputNotReadingItsWindowSetsAWindowOfItsOwn) {
+  // new_m does not read m's row: no dynamic-slice reads its window, so its update-slice's starts
+  // set one for it before the fusion runs (the runtime sets each output's window; with none
+  // set, the fusion wrote through a null base: the JAX corpus's lstm_scan_grad found it). m is
+  // only written; scan-in-place once paired it with the undonated gradients and copied them.
   const TwoStacks found = run_two_stacks(R"(
   new_m = f32[1,256] multiply(g, g)
   new_p = f32[1,256] subtract(p_row, new_m))");
   EXPECT_EQ(found.fusions, 1);
   EXPECT_EQ(found.placed, 2);
+  EXPECT_EQ(found.own_windows, 1);
+  EXPECT_EQ(found.copied, 0);
+  EXPECT_LT(found.written, 2 * kStack + 256);
 }
 
 TEST(PlacedUpdate, AnOwnWindowAtClampedStartsIsWhereTheUpdateLands) {

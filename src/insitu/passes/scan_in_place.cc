@@ -121,6 +121,17 @@ struct Scan {
   Instruction* peeled = nullptr;    // the peeled rows' last update (its base becomes xs), if any
 };
 
+// Whether `initial` is an entry parameter that the caller gives the program (donated, or aliased
+// to an output).
+bool given_parameter(const Module& module, const Instruction* initial) {
+  if (initial->opcode() != Opcode::kParameter || initial->parent() != module.entry()) return false;
+  for (const BufferDonor& donor : module.config().buffer_donors)
+    if (donor.parameter_number == initial->parameter_number) return true;
+  for (const InputOutputAlias& alias : module.config().input_output_alias)
+    if (alias.parameter_number == initial->parameter_number) return true;
+  return false;
+}
+
 // How well xs's buffer suits ys (lower is better): 0 when xs starts as the entry parameter
 // that the caller lets ys's result be written into (aliased to the output ys's result becomes),
 // 1 for any other value the program owns (a temporary, a donated or aliased parameter, loop
@@ -213,6 +224,10 @@ std::optional<Scan> match_scan(const Module& module, const Instruction* loop) {
         const int rank = pairing_rank(module, loop, xs, ys);
         if (rank < best_rank) best = std::move(scan), best_rank = rank;
       }
+      // an xs the caller still owns would be copied for the loop: not when ys starts in a
+      // parameter the caller gives, which takes the stack with no copy (explain called that copy
+      // a loop-carried one of the xs's parameter)
+      if (best && best_rank == 2 && given_parameter(module, loop->operand(0)->operand(ys))) continue;
       if (best) return best;
     }
   }

@@ -1,0 +1,217 @@
+// Planning of native kLoop fusions (fusion_plan.h).
+#include "insitu/runtime/fusion_plan.h"
+
+#include <algorithm>
+
+#include "insitu/evaluator/index_util.h"
+
+namespace insitu::fusion_kernel {
+namespace {
+
+// Selects each op's elementwise kernel on views of one block, as BlockRunner::run binds them
+// (a kScalar operand read as a scalar); the tail block's shorter views select the same kernel.
+// False if an op has no native kernel for its types. Elementwise kernels plan nothing.
+bool select_op_kernels(Plan& plan) {
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    Node& node = plan.nodes[n];
+    if (node.kind != NodeKind::kOp) continue;
+    ArrayView operand_views[3];
+    for (size_t i = 0; i < node.operands.size(); ++i) {
+      const int source = node.operands[i];
+      const NodeKind kind = plan.nodes[source].kind;
+      operand_views[i] =
+          ArrayView{nullptr, &plan.block_shapes[source], kind == NodeKind::kScalar || kind == NodeKind::kRowScalar};
+    }
+    const ArrayView out{nullptr, &plan.block_shapes[n], false};
+    SelectedKernel kernel = select_elementwise(*node.instruction,
+                                               std::span<const ArrayView>(operand_views, node.operands.size()),
+                                               std::span<const ArrayView>(&out, 1));
+    if (!kernel.has_value()) return false;
+    INSITU_CHECK(kernel->plan == nullptr) << "a fused op's kernel planned something BlockRunner does not keep";
+    node.run = kernel->run;
+  }
+  return true;
+}
+
+// Gives each kOp/kBroadcast node but the root a scratch slot, in bytes per element of a block
+// (BlockRunner's views start at slot times the block's length rounded up to 64): a slot is reused once its value's last
+// reader has run, by a later node of the same width (never by that reader itself, so no kernel
+// writes over an operand it reads). A scalar program's values and a multi-output fusion's
+// outputs (copied out after the block) keep their slots. Returns the scratch's bytes per element.
+int64_t assign_scratch_slots(Plan& plan, bool scalar_program) {
+  std::vector<std::pair<int64_t, int64_t>> free_slots;  // (width, slot)
+  const int root = static_cast<int>(plan.nodes.size()) - 1;
+  auto keeps = [&](int n) {
+    return scalar_program || std::find(plan.outputs.begin(), plan.outputs.end(), n) != plan.outputs.end();
+  };
+  for (int n = 0; n <= root; ++n) {
+    Node& node = plan.nodes[static_cast<size_t>(n)];
+    if ((node.kind == NodeKind::kOp || node.kind == NodeKind::kBroadcast) && (n != root || scalar_program)) {
+      auto reuse = std::find_if(free_slots.begin(), free_slots.end(),
+                                [&](const auto& slot) { return slot.first == node.width; });
+      if (reuse != free_slots.end()) {
+        node.scratch = reuse->second;
+        free_slots.erase(reuse);
+      } else {
+        node.scratch = plan.scratch_bytes;
+        plan.scratch_bytes += node.width;
+      }
+    }
+    for (int source : node.operands) {
+      const Node& from = plan.nodes[static_cast<size_t>(source)];
+      if (from.last_use == n && from.scratch >= 0 && !keeps(source) &&
+          std::none_of(free_slots.begin(), free_slots.end(), [&](const auto& slot) { return slot.second == from.scratch; }))
+        free_slots.emplace_back(from.width, from.scratch);
+    }
+  }
+  return plan.scratch_bytes;
+}
+
+}  // namespace
+
+// Plans `body` over a result of `dimensions` (`count` elements). A scalar program (the root a
+// tuple, or `scalar_program`) keeps every value in scratch and lists the root's nodes in
+// `outputs`; a fusion writes its root op straight into the result, a multi-output fusion each
+// op of its root tuple into its output (`outputs`, `read_after`).
+bool plan_computation(const Computation& body, std::span<const ArrayView> operands,
+                      const std::vector<int64_t>& dimensions, int64_t count, bool scalar_program, Plan& plan) {
+  std::vector<const Instruction*> order;
+  for (const Instruction* instruction : body.instructions()) order.push_back(instruction);
+  if (order.empty() || order.back() != body.root()) return false;
+  std::vector<std::pair<const Instruction*, int>> index;  // instruction -> node
+  auto node_of = [&](const Instruction* instruction) {
+    for (const auto& [key, value] : index)
+      if (key == instruction) return value;
+    return -1;
+  };
+  for (const Instruction* instruction : order) {
+    if (instruction->opcode() == Opcode::kTuple && instruction == body.root()) {
+      for (const Instruction* operand : instruction->operands()) {
+        const int source = node_of(operand);
+        if (source < 0 || plan.nodes[source].kind == NodeKind::kFull) return false;
+        if (!scalar_program && plan.nodes[source].kind != NodeKind::kOp) return false;
+        plan.outputs.push_back(source);
+      }
+      break;
+    }
+    Node node;
+    node.instruction = instruction;
+    const Shape& shape = instruction->shape();
+    if (!shape.is_array()) return false;
+    node.width = byte_width(shape.element_type());
+    switch (instruction->opcode()) {
+      case Opcode::kParameter: {
+        const int64_t number = instruction->parameter_number;
+        if (number < 0 || number >= static_cast<int64_t>(operands.size())) return false;
+        const ArrayView& operand = operands[number];
+        if (!operand.shape->is_array() || operand.type() != shape.element_type()) return false;
+        node.parameter = number;
+        if (operand.scalar || operand.shape->rank() == 0) node.kind = NodeKind::kScalar;
+        else node.kind = operand.shape->dimensions() == dimensions ? NodeKind::kBlock : NodeKind::kFull;
+        break;
+      }
+      case Opcode::kConstant:
+        if (shape.rank() != 0) return false;
+        node.kind = NodeKind::kScalar;
+        node.data = static_cast<const uint8_t*>(instruction->literal.untyped_data());
+        break;
+      case Opcode::kBroadcast: {
+        const int source = node_of(instruction->operand(0));
+        if (source < 0 || shape.dimensions() != dimensions) return false;
+        if (dimensions.size() > kMaxBroadcastRank) return false;  // gather_broadcast's position array
+        const Node& from = plan.nodes[source];
+        if (from.kind == NodeKind::kScalar) {
+          node.kind = NodeKind::kScalar;
+          node.data = from.data;
+          node.parameter = from.parameter;
+          break;
+        }
+        if (from.kind != NodeKind::kFull && from.kind != NodeKind::kBlock) return false;
+        const Shape& source_shape = instruction->operand(0)->shape();
+        if (instruction->dimensions.size() != static_cast<size_t>(source_shape.rank())) return false;
+        const std::vector<int64_t> strides = row_major_strides(source_shape.dimensions());
+        node.kind = NodeKind::kBroadcast;  // kRowScalar when constant along long rows (below)
+        node.parameter = from.parameter;
+        node.source_strides.assign(dimensions.size(), 0);
+        for (size_t i = 0; i < instruction->dimensions.size(); ++i) {
+          const int64_t d = instruction->dimensions[i];
+          if (d < 0 || d >= static_cast<int64_t>(dimensions.size())) return false;
+          if (source_shape.dimension(static_cast<int64_t>(i)) != 1) node.source_strides[d] += strides[i];  // 1: stretched
+        }
+        if (!scalar_program && !dimensions.empty() && dimensions.back() >= kMinRowScalar &&
+            node.source_strides.back() == 0) {
+          node.kind = NodeKind::kRowScalar;
+          // one source element per row, in row order: its offset is the row's number
+          int64_t rows_after = 1;
+          node.per_row = true;
+          for (size_t d = dimensions.size() - 1; d-- > 0;) {
+            node.per_row &= node.source_strides[d] == rows_after;
+            rows_after *= dimensions[d];
+          }
+        }
+        break;
+      }
+      default: {
+        if (!is_elementwise(instruction->opcode()) || shape.dimensions() != dimensions) return false;
+        if (instruction->operand_count() > 3) return false;  // BlockRunner's operand views
+        node.kind = NodeKind::kOp;
+        for (const Instruction* operand : instruction->operands()) {
+          const int source = node_of(operand);
+          if (source < 0 || plan.nodes[source].kind == NodeKind::kFull) return false;
+          node.operands.push_back(source);
+        }
+        break;
+      }
+    }
+    for (int source : node.operands) plan.nodes[source].last_use = static_cast<int>(plan.nodes.size());
+    index.emplace_back(instruction, static_cast<int>(plan.nodes.size()));
+    plan.nodes.push_back(std::move(node));
+  }
+  plan.dimensions = dimensions;
+  plan.count = count;
+  const bool row_scalars =
+      std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kRowScalar; });
+  plan.row = row_scalars ? dimensions.back() : 0;
+  const int64_t run = row_scalars ? plan.row : plan.count;  // what blocks tile
+  const int64_t bytes_per_element = assign_scratch_slots(plan, scalar_program);
+  plan.block = std::clamp(kScratchBudget / std::max<int64_t>(bytes_per_element, 1) / 64 * 64, kMinBlock, kBlock);
+  plan.block_length = std::min(plan.block, run);
+  plan.ops = std::count_if(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kOp; });
+  const int64_t stride = (plan.block_length + 63) / 64 * 64;  // every slot 64-byte aligned
+  for (Node& node : plan.nodes)
+    if (node.scratch >= 0) node.scratch *= stride;
+  plan.scratch_bytes *= stride;
+  const int64_t tail = run % plan.block == 0 ? plan.block_length : run % plan.block;
+  for (const Node& node : plan.nodes) {
+    plan.block_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {plan.block_length}));
+    plan.tail_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {tail}));
+  }
+  if (!select_op_kernels(plan)) return false;
+  if (scalar_program) {
+    if (plan.outputs.empty()) plan.outputs.push_back(static_cast<int>(plan.nodes.size()) - 1);
+    return true;
+  }
+  if (!plan.outputs.empty()) {  // multi-output
+    for (int output : plan.outputs) {
+      std::vector<int64_t> read;
+      for (size_t n = static_cast<size_t>(output) + 1; n < plan.nodes.size(); ++n) {
+        const Node& node = plan.nodes[n];
+        if (node.kind == NodeKind::kBroadcast) read.push_back(node.parameter);  // gathered here
+        for (int source : node.operands)
+          if (plan.nodes[source].parameter >= 0) read.push_back(plan.nodes[source].parameter);
+      }
+      plan.read_after.push_back(std::move(read));
+    }
+    return true;
+  }
+  plan.root = static_cast<int>(plan.nodes.size()) - 1;
+  return plan.nodes[plan.root].kind == NodeKind::kOp;
+}
+
+bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out, Plan& plan) {
+  if (fusion.called_computations().size() != 1 || !out.shape->is_array() || out.scalar) return false;
+  return plan_computation(*fusion.called_computations()[0], operands, out.shape->dimensions(), out.element_count(),
+                          /*scalar_program=*/false, plan);
+}
+
+}  // namespace insitu::fusion_kernel

@@ -1,0 +1,92 @@
+// The plan of a native kLoop fusion (fusion_kernels.cc runs it): one node per fused instruction
+// saying where its block of values comes from (a scalar, a block of an operand, a broadcast
+// gathered into scratch, a row scalar, or an op's elementwise kernel selected once here), the
+// scratch slot each intermediate takes (slots are reused once a value is dead, and a block's
+// live values fit kScratchBudget so that they stay in L1 across a chain's ops), and the blocks
+// the result is cut into (rows' pieces when a row scalar is read). Planned once per step at
+// Executable::create; fails (false) for anything the block runner cannot run, and the step
+// then runs the evaluator.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "insitu/ir/computation.h"
+#include "insitu/runtime/kernels.h"
+
+namespace insitu {
+namespace fusion_kernel {
+
+// Elements per block at most: with 8192 an Adam step over 1024 x 1024 took 0.82 ms, with 2048
+// 0.72 ms (2 threads).
+constexpr int64_t kBlock = 2048;
+// A block's live intermediates together take at most this many bytes, so that they stay in L1
+// across a chain's ops (scratch slots are reused once a value is dead): Adam's 16 ops kept 11
+// values of 8 KiB (88 KiB, in L2) and ran 1.5x slower than in 24 KiB of blocks of 512.
+constexpr int64_t kScratchBudget = 24 * 1024;
+constexpr int64_t kMinBlock = 256;
+constexpr size_t kMaxOutputs = 64;  // of a multi-output fusion run natively
+constexpr size_t kMaxBroadcastRank = 16;
+constexpr size_t kMaxPrefetchStreams = 16;  // operands BlockRunner prefetches at most
+
+// A broadcast whose value is constant along the result's rows at least this long (a row's
+// mean, max or sum stretched over it) is read as a scalar per row rather than gathered: each op
+// then runs once per row, so shorter rows would pay more in calls than the gather costs.
+constexpr int64_t kMinRowScalar = 128;
+
+// kRowScalar: a broadcast constant along each row of the result, read as a scalar per row (the
+// blocks then never cross a row).
+enum class NodeKind : uint8_t { kScalar, kBlock, kFull, kBroadcast, kRowScalar, kOp };
+
+// One fused instruction and where its block of values comes from.
+struct Node {
+  const Instruction* instruction = nullptr;
+  NodeKind kind = NodeKind::kOp;
+  const uint8_t* data = nullptr;        // kScalar constants: the element (operands bind per run)
+  int64_t parameter = -1;               // kScalar/kBlock/kFull/kBroadcast/kRowScalar from a fusion parameter
+  int64_t width = 0;                    // bytes per element
+  std::vector<int64_t> source_strides;  // kBroadcast/kRowScalar: source stride per result dimension (0: repeated)
+  bool per_row = false;                 // kRowScalar: the source holds one element per row, in row order
+  std::vector<int> operands;            // kOp: node indices
+  KernelFn run = nullptr;               // kOp: the elementwise kernel selected for its types
+  int64_t scratch = -1;                 // kBroadcast/kOp (not the root): byte offset in the scratch
+  int last_use = -1;                    // the last node reading this one (-1: none)
+};
+
+}  // namespace fusion_kernel
+
+// Built once per fusion step (Executable::create); runs bind the operands' addresses.
+struct LoopFusion final : KernelPlan {
+  using Node = fusion_kernel::Node;
+  std::vector<Node> nodes;
+  int root = -1;                       // the node written straight into the result; -1: none
+  std::vector<int> outputs;            // scalar programs and multi-output fusions: the root's nodes
+  // Multi-output fusions, per output: the parameters read after its node (by ops, through their
+  // block, scalar or broadcast nodes).
+  std::vector<std::vector<int64_t>> read_after;
+  int64_t scratch_bytes = 0;
+  std::vector<int64_t> dimensions;     // the result's
+  int64_t count = 0;                   // result elements
+  // With row scalars, blocks never cross a row: each row (the result's last dimension, `row`
+  // long) runs as pieces of at most `block`. Without, row is 0 and blocks run `block` apart.
+  int64_t row = 0;
+  int64_t block = 0;                   // elements per block at most (the scratch's budget)
+  int64_t ops = 0;                     // kOp nodes (a block's prefetches are spread over them)
+  int64_t block_length = 0;            // the length of every block but the tails
+  std::vector<Shape> block_shapes;     // per node: 1-D, block_length long
+  std::vector<Shape> tail_shapes;      // per node: the other length (the last block, a row's last piece)
+};
+
+namespace fusion_kernel {
+
+using Plan = LoopFusion;
+
+// Plans `body` over a result of `dimensions` (`count` elements): see fusion_plan.cc.
+bool plan_computation(const Computation& body, std::span<const ArrayView> operands,
+                      const std::vector<int64_t>& dimensions, int64_t count, bool scalar_program, Plan& plan);
+// Plans a kLoop fusion over its result `out`.
+bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out, Plan& plan);
+
+}  // namespace fusion_kernel
+}  // namespace insitu
