@@ -212,9 +212,11 @@ ENTRY main {
 
 }  // namespace
 // Broadcasts constant along rows of at least 128 (a row's max, mean or sum stretched over it)
-// are read as a scalar per row: blocks never cross a row, rows shorter than a block (300), rows
-// of exactly two blocks (4096) and of a block and a tail (2500), over 2-D and 3-D results, in
-// single- and multi-output fusions. Bit for bit the evaluator's.
+// are read as a scalar per row: rows shorter than a block (300, 200) run several whole rows a
+// block (the ops reading a row scalar once per row, a short last block), rows of exactly two
+// blocks (4096) and of a block and a tail (2500) run as pieces; 2-D and 3-D results, row scalars
+// with one source element per row and ones repeated across rows (c_scale, d_scale), single- and
+// multi-output fusions. Bit for bit the evaluator's.
 TEST(RuntimeExecutable, RowConstantBroadcastsRunAsScalarsPerRow) {
   testing_runtime::Compiled compiled = testing_runtime::compile(R"(
 HloModule rows
@@ -236,7 +238,12 @@ ENTRY main {
   c_s = f32[2,3,2500] broadcast(c_scale), dimensions={0}
   c_centred = f32[2,3,2500] subtract(c, c_b)
   c_scaled = f32[2,3,2500] multiply(c_centred, c_s)
-  ROOT out = (f32[7,300], f32[7,300], f32[3,4096], f32[3,4096], f32[2,3,2500]) tuple(a_shifted, a_exp, b_div, b_neg, c_scaled)
+  d = f32[3,5,200] parameter(7)
+  d_scale = f32[3] parameter(8)
+  d_s = f32[3,5,200] broadcast(d_scale), dimensions={0}
+  d_scaled = f32[3,5,200] multiply(d, d_s)
+  d_exp = f32[3,5,200] exponential(d_scaled)
+  ROOT out = (f32[7,300], f32[7,300], f32[3,4096], f32[3,4096], f32[2,3,2500], f32[3,5,200]) tuple(a_shifted, a_exp, b_div, b_neg, c_scaled, d_exp)
 })");
   ASSERT_TRUE(compiled.executable != nullptr);
   expect_matches_evaluator_natively(compiled, 5);

@@ -7,7 +7,9 @@
 // are split over the pool; while a block runs, the next block's operands are prefetched. A
 // broadcast constant along the result's rows (a row's max or mean stretched over it, rows of at
 // least kMinRowScalar) is read as a scalar per row, the kernels' scalar-operand loop, instead of
-// gathered into scratch; the blocks then never cross a row. A rank-0 fusion whose ops fit
+// gathered into scratch: a block then holds whole rows (the ops reading a row scalar run once
+// per row of it, the others once per block; the attention softmax's rows of 128 spent 15-20%
+// more time run a row a block) or a piece of one long row. A rank-0 fusion whose ops fit
 // scalar_program.cc's registers runs as a register program instead.
 //
 // A multi-output fusion (the root a tuple of ops, each of the result's dimensions; the fusion
@@ -127,6 +129,10 @@ class BlockRunner {
           ArrayView operand_views[3];
           const size_t arity = node.operands.size();
           for (size_t i = 0; i < arity; ++i) operand_views[i] = views_[node.operands[i]];
+          if (node.reads_row_scalar && length > plan_.row) {
+            run_per_row(node, begin, length, operand_views, view);
+            break;
+          }
           const KernelCall call{*node.instruction, nullptr, std::span<const ArrayView>(operand_views, arity),
                                 std::span<const ArrayView>(&view, 1), pool_};
           static_cast<void>(node.run(call));  // elementwise kernels cannot fail
@@ -143,6 +149,35 @@ class BlockRunner {
   }
 
  private:
+  // An op reading a row scalar over a block of whole rows: once per row, each row scalar read at
+  // its row, the other operands and the result a row further each time.
+  void run_per_row(const Node& node, int64_t begin, int64_t length, const ArrayView* block_views,
+                   const ArrayView& out) const {
+    const int64_t row = plan_.row;
+    const size_t arity = node.operands.size();
+    for (int64_t first = 0; first < length; first += row) {
+      ArrayView operand_views[3];
+      for (size_t i = 0; i < arity; ++i) {
+        const Node& from = plan_.nodes[node.operands[i]];
+        ArrayView& operand = operand_views[i];
+        operand = block_views[i];
+        if (from.kind == NodeKind::kRowScalar) {
+          const uint8_t* source = operands_[from.parameter].data;
+          const int64_t at = begin + first;
+          operand.data = const_cast<uint8_t*>(source) +
+                         (from.per_row ? at / row : source_offset(from, at, plan_.dimensions)) * from.width;
+        } else if (!operand.scalar) {
+          operand.data += first * from.width;
+          operand.shape = &plan_.row_shapes[node.operands[i]];
+        }
+      }
+      ArrayView result{out.data + first * node.width, &plan_.row_shapes[&node - plan_.nodes.data()], false};
+      const KernelCall call{*node.instruction, nullptr, std::span<const ArrayView>(operand_views, arity),
+                            std::span<const ArrayView>(&result, 1), pool_};
+      static_cast<void>(node.run(call));
+    }
+  }
+
   // The source element of a broadcast at result position `at`.
   static int64_t source_offset(const Node& node, int64_t at, const std::vector<int64_t>& dimensions) {
     int64_t source = 0;
@@ -214,10 +249,11 @@ Status loop_fusion_kernel(const KernelCall& call) {
   const Plan& plan = static_cast<const Plan&>(*call.plan);
   const int64_t count = plan.count;
   if (count == 0) return ok_status();
-  // blocks: plan.block apart, or each row's pieces (plan.row)
+  // blocks: plan.block apart (whole rows, when rows are shorter), or each long row's pieces
   const int64_t block_size = plan.block;
-  const int64_t pieces_per_row = plan.row > 0 ? (plan.row + block_size - 1) / block_size : 0;
-  const int64_t blocks = plan.row > 0 ? count / plan.row * pieces_per_row : (count + block_size - 1) / block_size;
+  const bool pieces = plan.row > block_size;
+  const int64_t pieces_per_row = pieces ? (plan.row + block_size - 1) / block_size : 0;
+  const int64_t blocks = pieces ? count / plan.row * pieces_per_row : (count + block_size - 1) / block_size;
   // A multi-output fusion's outputs, and which are written in place: not one whose memory an
   // op after its node reads by block (it was put over that operand), nor a second output of the
   // same node.
@@ -239,7 +275,7 @@ Status loop_fusion_kernel(const KernelCall& call) {
               BlockRunner runner(plan, call.operands, plan.root >= 0 ? call.out().data : nullptr, call.pool,
                                  std::span<uint8_t* const>(outs, output_count), direct);
               for (int64_t block = begin; block < end; ++block) {
-                if (plan.row > 0) {
+                if (pieces) {
                   const int64_t piece = block % pieces_per_row * block_size;
                   runner.run(block / pieces_per_row * plan.row + piece, std::min(block_size, plan.row - piece));
                 } else {

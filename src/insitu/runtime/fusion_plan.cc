@@ -172,9 +172,17 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
   const bool row_scalars =
       std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kRowScalar; });
   plan.row = row_scalars ? dimensions.back() : 0;
-  const int64_t run = row_scalars ? plan.row : plan.count;  // what blocks tile
   const int64_t bytes_per_element = assign_scratch_slots(plan, scalar_program);
   plan.block = std::clamp(kScratchBudget / std::max<int64_t>(bytes_per_element, 1) / 64 * 64, kMinBlock, kBlock);
+  // what blocks tile: the elements, a row's pieces, or whole rows (rows_per_block of them)
+  int64_t run = row_scalars ? plan.row : plan.count;
+  if (row_scalars && plan.row < plan.block) {
+    plan.rows_per_block = plan.block / plan.row;
+    plan.block = plan.rows_per_block * plan.row;
+    run = plan.count;
+  }
+  for (Node& node : plan.nodes)
+    for (int source : node.operands) node.reads_row_scalar |= plan.nodes[source].kind == NodeKind::kRowScalar;
   plan.block_length = std::min(plan.block, run);
   plan.ops = std::count_if(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kOp; });
   const int64_t stride = (plan.block_length + 63) / 64 * 64;  // every slot 64-byte aligned
@@ -185,6 +193,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
   for (const Node& node : plan.nodes) {
     plan.block_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {plan.block_length}));
     plan.tail_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {tail}));
+    plan.row_shapes.push_back(Shape::array(node.instruction->shape().element_type(), {std::max<int64_t>(plan.row, 1)}));
   }
   if (!select_op_kernels(plan)) return false;
   if (scalar_program) {

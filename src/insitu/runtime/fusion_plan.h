@@ -32,11 +32,12 @@ constexpr size_t kMaxPrefetchStreams = 16;  // operands BlockRunner prefetches a
 
 // A broadcast whose value is constant along the result's rows at least this long (a row's
 // mean, max or sum stretched over it) is read as a scalar per row rather than gathered: each op
-// then runs once per row, so shorter rows would pay more in calls than the gather costs.
+// reading it then runs once per row, so shorter rows would pay more in calls than the gather
+// costs.
 constexpr int64_t kMinRowScalar = 128;
 
-// kRowScalar: a broadcast constant along each row of the result, read as a scalar per row (the
-// blocks then never cross a row).
+// kRowScalar: a broadcast constant along each row of the result, read as a scalar per row (a
+// block then holds whole rows or a piece of one row).
 enum class NodeKind : uint8_t { kScalar, kBlock, kFull, kBroadcast, kRowScalar, kOp };
 
 // One fused instruction and where its block of values comes from.
@@ -48,6 +49,7 @@ struct Node {
   int64_t width = 0;                    // bytes per element
   std::vector<int64_t> source_strides;  // kBroadcast/kRowScalar: source stride per result dimension (0: repeated)
   bool per_row = false;                 // kRowScalar: the source holds one element per row, in row order
+  bool reads_row_scalar = false;        // kOp: an operand is a kRowScalar (runs once per row)
   std::vector<int> operands;            // kOp: node indices
   KernelFn run = nullptr;               // kOp: the elementwise kernel selected for its types
   int64_t scratch = -1;                 // kBroadcast/kOp (not the root): byte offset in the scratch
@@ -68,14 +70,18 @@ struct LoopFusion final : KernelPlan {
   int64_t scratch_bytes = 0;
   std::vector<int64_t> dimensions;     // the result's
   int64_t count = 0;                   // result elements
-  // With row scalars, blocks never cross a row: each row (the result's last dimension, `row`
-  // long) runs as pieces of at most `block`. Without, row is 0 and blocks run `block` apart.
+  // With row scalars, blocks never split a row across blocks unevenly: rows (the result's last
+  // dimension, `row` long) shorter than `block` run `rows_per_block` whole rows a block (an op
+  // reading a row scalar runs once per row of it, the others once per block); longer rows run
+  // as pieces of at most `block`. Without, row is 0 and blocks run `block` apart.
   int64_t row = 0;
+  int64_t rows_per_block = 1;
   int64_t block = 0;                   // elements per block at most (the scratch's budget)
   int64_t ops = 0;                     // kOp nodes (a block's prefetches are spread over them)
   int64_t block_length = 0;            // the length of every block but the tails
   std::vector<Shape> block_shapes;     // per node: 1-D, block_length long
   std::vector<Shape> tail_shapes;      // per node: the other length (the last block, a row's last piece)
+  std::vector<Shape> row_shapes;       // per node: 1-D, `row` long (ops run per row of a block of rows)
 };
 
 namespace fusion_kernel {
