@@ -62,26 +62,39 @@ ENTRY main {
 })";
 }
 
-// Runs with the stack donated: the evaluator's values; returns the bytes written.
-int64_t run_against_evaluator(const std::string& text) {
-  Compiled compiled = compile(text);
+// Runs `compiled` on f32[4,256] arguments, one per `donate` flag (those set donated), and
+// checks every result leaf against the evaluator's; the run's stats (bytes_written -1 when it
+// did not run).
+ExecutionStats execute_against_evaluator(const Compiled& compiled, const std::vector<bool>& donate) {
+  ExecutionStats stats;
+  stats.bytes_written = -1;
   EXPECT_NE(compiled.executable, nullptr);
-  if (compiled.executable == nullptr) return -1;
+  if (compiled.executable == nullptr) return stats;
   std::vector<Literal> arguments;
-  for (int a = 0; a < 2; ++a) {
+  for (size_t a = 0; a < donate.size(); ++a) {
     Literal literal(Shape::array(PrimitiveType::kF32, {4, 256}));
-    for (int64_t i = 0; i < 4 * 256; ++i) literal.data<float>()[i] = static_cast<float>((i * 7 + a * 3) % 13) - 6;
+    for (int64_t i = 0; i < 4 * 256; ++i)
+      literal.data<float>()[i] = static_cast<float>((i * 7 + static_cast<int64_t>(a) * 3) % 13) - 6;
     arguments.push_back(std::move(literal));
   }
   StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
   EXPECT_TRUE(expected.ok()) << expected.status().to_string();
-  ExecutionStats stats;
   StatusOr<std::vector<BufferHandle>> results =
-      compiled.executable->execute(to_handles(arguments), {.donate = {true, false}, .stats = &stats});
+      compiled.executable->execute(to_handles(arguments), {.donate = donate, .stats = &stats});
   EXPECT_TRUE(results.ok()) << results.status().to_string();
-  if (!results.ok() || !expected.ok()) return -1;
-  EXPECT_TRUE(*(*results)[0].to_literal() == *expected) << text;
-  EXPECT_EQ(stats.bytes_copied, 0);
+  if (!results.ok() || !expected.ok()) return stats;
+  std::vector<Literal> leaves;
+  flatten(*expected, leaves);
+  EXPECT_EQ(leaves.size(), results->size());
+  for (size_t k = 0; k < leaves.size() && k < results->size(); ++k)
+    EXPECT_TRUE(*(*results)[k].to_literal() == leaves[k]) << "result " << k;
+  return stats;
+}
+
+// Runs with the stack donated: the evaluator's values, 0 bytes copied; returns the bytes written.
+int64_t run_against_evaluator(const std::string& text) {
+  const ExecutionStats stats = execute_against_evaluator(compile(text), {true, false});
+  EXPECT_EQ(stats.bytes_copied, 0) << text;
   return stats.bytes_written;
 }
 
@@ -239,25 +252,8 @@ struct TwoStacks {
 // Runs two_stack_loop's module with m and p donated: the evaluator's values.
 TwoStacks run_two_stacks(const std::string& rows) {
   Compiled compiled = compile(two_stack_loop(rows));
-  EXPECT_NE(compiled.executable, nullptr);
-  if (compiled.executable == nullptr) return {};
-  std::vector<Literal> arguments;
-  for (int a = 0; a < 3; ++a) {
-    Literal literal(Shape::array(PrimitiveType::kF32, {4, 256}));
-    for (int64_t i = 0; i < 4 * 256; ++i) literal.data<float>()[i] = static_cast<float>((i * 5 + a * 3) % 11) - 5;
-    arguments.push_back(std::move(literal));
-  }
-  StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
-  EXPECT_TRUE(expected.ok()) << expected.status().to_string();
-  ExecutionStats stats;
-  StatusOr<std::vector<BufferHandle>> results =
-      compiled.executable->execute(to_handles(arguments), {.donate = {true, true, false}, .stats = &stats});
-  EXPECT_TRUE(results.ok()) << results.status().to_string();
-  if (!results.ok() || !expected.ok()) return {};
-  std::vector<Literal> leaves;
-  flatten(*expected, leaves);
-  for (size_t k = 0; k < leaves.size() && k < results->size(); ++k)
-    EXPECT_TRUE(*(*results)[k].to_literal() == leaves[k]) << "result " << k;
+  const ExecutionStats stats = execute_against_evaluator(compiled, {true, true, false});
+  if (stats.bytes_written < 0) return {};
   TwoStacks found{stats.bytes_written, stats.bytes_copied};
   const BufferAssignment& assignment = compiled.executable->assignment();
   for (const Computation* computation : compiled.optimized->computations()) {
