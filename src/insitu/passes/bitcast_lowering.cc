@@ -160,7 +160,8 @@ StatusOr<bool> reshapes_to_bitcasts(Module& module) {
       // the fusion defines it, row-major (the get-tuple-element only names it).
       const Instruction* operand = reshape->operand(0);
       const Opcode source = operand->opcode();
-      const bool fusion_output = source == Opcode::kGetTupleElement && operand->operand(0)->opcode() == Opcode::kFusion &&
+      const bool fusion_output = source == Opcode::kGetTupleElement &&
+                                 operand->operand(0)->opcode() == Opcode::kFusion &&
                                  operand->operand(0)->fusion_kind == "kLoop";
       if ((source == Opcode::kGetTupleElement && !fusion_output) || source == Opcode::kBitcast ||
           source == Opcode::kOptimizationBarrier || source == Opcode::kCopyDone || source == Opcode::kAddDependency)

@@ -441,9 +441,9 @@ void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector
         else offset += plans[read].view_offset;
         read = plans[read].view_of;
       }
-      if (read == view && (offset != 0 || !reads_elementwise(*producer, i, update_value.defining.index))) safe = false;
-      if (read == owner && (!fixed || through_dynamic || offset != window_bytes || !reads_elementwise(*producer, i, update_value.defining.index)))
-        safe = false;
+      const bool elementwise = reads_elementwise(*producer, i, update_value.defining.index);
+      if (read == view && (offset != 0 || !elementwise)) safe = false;
+      if (read == owner && (!fixed || through_dynamic || offset != window_bytes || !elementwise)) safe = false;
     }
     if (!safe) continue;
     // after the update, the window holds it until the stack is written again

@@ -36,6 +36,37 @@ struct Group {
   std::vector<Instruction*> extra_outputs;
 };
 
+// True if `user` only writes `value` into a stack the computation returns: a dynamic-update-
+// slice with `value` as its update (directly or through a reshape read by it alone) whose only
+// reader is `returned_by`, both after `after` (the fusion's root: the fusion is placed there).
+// A scan's body writes each layer's new m and v so; buffer assignment then computes the update
+// straight into the stack's window (place_updates), a fusion output as well as a single result,
+// and nothing reads it after the fusion but the update-slice.
+bool written_into_returned_stack(const Instruction& value, const Instruction& user, const Instruction& returned_by,
+                                 const Instruction& after,
+                                 const std::unordered_map<const Instruction*, size_t>& position) {
+  if (position.at(&user) <= position.at(&after)) return false;
+  const Instruction* update = &user;
+  const Instruction* written = &value;
+  if (user.opcode() == Opcode::kReshape || user.opcode() == Opcode::kBitcast) {
+    if (user.users().size() != 1) return false;
+    written = &user;
+    update = user.users()[0];
+  }
+  if (update->opcode() != Opcode::kDynamicUpdateSlice || update->operand_count() < 2 || update->operand(1) != written ||
+      position.at(update) <= position.at(&after))
+    return false;
+  // the stack comes from outside the fusion: not an op that could be (or become) one of its
+  // outputs, which the update would then be written into while the fusion writes it
+  const Instruction* stack = update->operand(0);
+  if (stack == written || is_fusible_elementwise(*stack) || stack->opcode() == Opcode::kBroadcast) return false;
+  for (int64_t i = 2; i < update->operand_count(); ++i)
+    if (update->operand(i) == written) return false;
+  const auto& readers = update->users();
+  return !readers.empty() &&
+         std::all_of(readers.begin(), readers.end(), [&](const Instruction* reader) { return reader == &returned_by; });
+}
+
 // The fusion grown from `root` backwards: root first, then producers whose users are all in it.
 // An elementwise op of the fusion's dimensions that the computation returns (its only other
 // reader is the computation's root tuple) joins too, as another output of the fusion: it lives
@@ -45,36 +76,6 @@ struct Group {
 // passes instead of ten. (A value read later by other ops stays a fusion of its own: made an
 // output, it would keep its inputs alive until the reader's fusion; a ResNet block's training
 // step peaked 12 MB higher that way.)
-// True if `user` only writes `value` into a stack the computation returns: a dynamic-update-
-// slice with `value` as its update (directly or through a reshape read by it alone) whose only
-// reader is `returned_by`, both after `after` (the fusion's root: the fusion is placed there).
-// A scan's body writes each layer's new m and v so; buffer assignment then computes the update
-// straight into the stack's window (place_updates), a fusion output as well as a single result,
-// and nothing reads it after the fusion but the update-slice.
-bool written_into_returned_stack(const Instruction& value, const Instruction& user, const Instruction& returned_by,
-                                 const Instruction& after, const std::unordered_map<const Instruction*, size_t>& position) {
-  if (position.at(&user) <= position.at(&after)) return false;
-  const Instruction* update = &user;
-  const Instruction* written = &value;
-  if (user.opcode() == Opcode::kReshape || user.opcode() == Opcode::kBitcast) {
-    if (user.users().size() != 1) return false;
-    written = &user;
-    update = user.users()[0];
-  }
-  // the stack comes from outside the fusion: not an op that could be (or become) one of its
-  // outputs, which the update would then be written into while the fusion writes it
-  const Instruction* stack = update->operand(0);
-  if (update->opcode() != Opcode::kDynamicUpdateSlice || update->operand_count() < 2 || update->operand(1) != written ||
-      stack == written || is_fusible_elementwise(*stack) || stack->opcode() == Opcode::kBroadcast ||
-      position.at(update) <= position.at(&after))
-    return false;
-  for (int64_t i = 2; i < update->operand_count(); ++i)
-    if (update->operand(i) == written) return false;
-  const auto& readers = update->users();
-  return !readers.empty() &&
-         std::all_of(readers.begin(), readers.end(), [&](const Instruction* reader) { return reader == &returned_by; });
-}
-
 Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>& taken,
                  const std::unordered_map<const Instruction*, size_t>& position) {
   Group group{{root}, {}};

@@ -23,9 +23,9 @@
 // fusion by a dynamic-update-slice that only the root tuple reads (after the fusion's root):
 // a scan's or fori_loop's per-layer m' and v', which buffer assignment then computes straight
 // into their stacks' windows. A fusion holds at least two instructions and at least one
-// elementwise op. Runs in the
-// entry and the computations control flow calls, after layout-assignment and before the
-// schedule and copy insertion, which then treat each fusion as one op reading all its operands.
+// elementwise op. Runs in the entry and the computations control flow calls, after
+// layout-assignment and before the schedule and copy insertion, which then treat each fusion
+// as one op reading all its operands.
 // Results are unchanged: the fused computation is the same ops on the same elements.
 //
 // Recomputing instead of keeping: before grouping, a big elementwise value (1 MiB or more)

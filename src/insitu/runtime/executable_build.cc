@@ -390,7 +390,8 @@ Status Executable::build() {
                                                                   produced.tuple_shapes().end(),
                                                                   [](const Shape& leaf) { return leaf.is_array(); });
       for (int64_t k = 0; k < (produced.is_array() ? 1 : flat_tuple ? produced.tuple_size() : 0); ++k) {
-        const ValueId placed = assignment_.dataflow().value_at(instruction, produced.is_array() ? ShapeIndex{} : ShapeIndex{k});
+        const ValueId placed =
+            assignment_.dataflow().value_at(instruction, produced.is_array() ? ShapeIndex{} : ShapeIndex{k});
         if (!assignment_.sets_own_window(placed)) continue;
         const Instruction* update = assignment_.placed_for(placed);
         Step window;
