@@ -179,6 +179,40 @@ ENTRY main {
   expect_matches_evaluator_natively(compiled, 11);
 }
 
+// Iotas inside a fusion, their indices computed per block: a causal mask from a row and a
+// column iota (s32, and u8 and s64 ones), over blocks of whole rows (130 long, read with a row
+// max) and over plain blocks (the last dimension 3000 long, two blocks and a tail). Bit for bit
+// the evaluator's; the iotas have no buffers of their own.
+TEST(RuntimeExecutable, IotasInsideFusionsMatchEvaluator) {
+  testing_runtime::Compiled compiled = testing_runtime::compile(R"(
+HloModule iotas
+ENTRY main {
+  x = f32[2,3,40,130] parameter(0)
+  m = f32[2,3,40] parameter(1)
+  y = f32[5,3000] parameter(2)
+  rows = s32[2,3,40,130] iota(), iota_dimension=2
+  cols = s32[2,3,40,130] iota(), iota_dimension=3
+  keep = pred[2,3,40,130] compare(cols, rows), direction=LE
+  ninf = f32[] constant(-inf)
+  nb = f32[2,3,40,130] broadcast(ninf), dimensions={}
+  masked = f32[2,3,40,130] select(keep, x, nb)
+  mb = f32[2,3,40,130] broadcast(m), dimensions={0,1,2}
+  shifted = f32[2,3,40,130] subtract(masked, mb)
+  e = f32[2,3,40,130] exponential(shifted)
+  small = u8[5,3000] iota(), iota_dimension=1
+  big = s64[5,3000] iota(), iota_dimension=0
+  small_f = f32[5,3000] convert(small)
+  big_f = f32[5,3000] convert(big)
+  sum = f32[5,3000] add(small_f, big_f)
+  z = f32[5,3000] multiply(y, sum)
+  ROOT out = (f32[2,3,40,130], f32[5,3000]) tuple(e, z)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  for (const Instruction* instruction : compiled.optimized->entry()->instructions())
+    EXPECT_NE(instruction->opcode(), Opcode::kIota) << instruction->name() << " was not fused";
+  expect_matches_evaluator_natively(compiled, 13);
+}
+
 // A fused chain whose scratch slots are reused once their values die, by values of the same
 // width only: f32 and f64 values and preds interleaved, a value kept from the first op to the
 // last (its slot never reused while live), and a multi-output fusion's middle output (kept until

@@ -26,6 +26,7 @@ bool may_join(const Instruction& candidate, const std::vector<int64_t>& dimensio
   if (candidate.opcode() == Opcode::kConstant) return shape.rank() == 0;
   if (shape.dimensions() != dimensions) return false;
   if (candidate.opcode() == Opcode::kBroadcast) return candidate.operand(0)->shape().is_array();
+  if (candidate.opcode() == Opcode::kIota) return is_integral(shape.element_type());  // computed per block
   return is_fusible_elementwise(candidate);
 }
 

@@ -10,9 +10,10 @@
 //
 // Rules: an instruction joins its consumer's fusion when it is an elementwise op with a native
 // kernel (unary, binary, compare, select, convert) of the fusion's dimensions, a broadcast into
-// them, or a scalar constant, and every user of it is already in the fusion (so nothing outside
-// reads a fused value and no cycle can form); it is not a computation root and has no control
-// edges. Scalar constants a fused op reads are copied into the fused computation (the original
+// them, an integer iota of them (a causal mask's row and column indices: computed per block,
+// never written out), or a scalar constant, and every user of it is already in the fusion (so
+// nothing outside reads a fused value and no cycle can form); it is not a computation root and
+// has no control edges. Scalar constants a fused op reads are copied into the fused computation (the original
 // stays for other readers, or goes as dead code). A broadcast of a scalar read by several
 // elementwise ops is first split, one copy per reader, so that each fuses (no full-size array of
 // one value is written). An elementwise value the computation returns, read by a chain and

@@ -1,9 +1,10 @@
 // Native kLoop fusion kernel of the CPU runtime: a fused computation of elementwise ops,
-// broadcasts and scalars (what the fusion pass builds, and many of XLA's loop fusions) runs
-// block by block over the result's elements. Each block's intermediates live in a small
-// per-task scratch (in cache); the root writes straight into the result. Every op runs the
-// same native elementwise kernel as unfused (kernels.h), selected once at planning on 1-D
-// views of a block, so results are bit for bit the unfused ones (and the evaluator's). Blocks
+// broadcasts, integer iotas and scalars (what the fusion pass builds, and many of XLA's loop
+// fusions) runs block by block over the result's elements. Each block's intermediates (an
+// iota's indices among them) live in a small per-task scratch (in cache); the root writes
+// straight into the result. Every op runs the same native elementwise kernel as unfused
+// (kernels.h), selected once at planning on 1-D views of a block, so results are bit for bit
+// the unfused ones (and the evaluator's). Blocks
 // are split over the pool; while a block runs, the next block's operands are prefetched. A
 // broadcast constant along the result's rows (a row's max or mean stretched over it, rows of at
 // least kMinRowScalar) is read as a scalar per row, the kernels' scalar-operand loop, instead of
@@ -28,6 +29,7 @@
 // leaves (a tuple) copied out.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "insitu/ir/computation.h"
@@ -113,6 +115,10 @@ class BlockRunner {
           view.data = scratch_ + node.scratch;
           gather_broadcast(node, source, begin, length, plan_.dimensions, view.data);
           break;
+        case NodeKind::kIota:
+          view.data = scratch_ + node.scratch;
+          fill_iota(node, begin, length, view.data);
+          break;
         case NodeKind::kRowScalar:
           view.data = const_cast<uint8_t*>(source) +
                       (node.per_row ? begin / plan_.row : source_offset(node, begin, plan_.dimensions)) * node.width;
@@ -175,6 +181,39 @@ class BlockRunner {
       const KernelCall call{*node.instruction, nullptr, std::span<const ArrayView>(operand_views, arity),
                             std::span<const ArrayView>(&result, 1), pool_};
       static_cast<void>(node.run(call));
+    }
+  }
+
+  // An iota's elements at result positions [begin, begin + length): the index along its
+  // dimension, in runs: a run of one value `stride` long, or (stride 1: the last dimension's
+  // index) a run counting up to the dimension's end; each run a loop the compiler vectorizes.
+  static void fill_iota(const Node& node, int64_t begin, int64_t length, uint8_t* to) {
+    const int64_t stride = node.iota_stride, size = node.iota_size;
+    auto fill = [&](auto* out) {
+      using T = std::remove_pointer_t<decltype(out)>;
+      int64_t index = begin / stride % size;
+      if (stride == 1) {
+        for (int64_t done = 0; done < length; index = 0) {
+          const int64_t run = std::min(length - done, size - index);
+          for (int64_t j = 0; j < run; ++j) out[done + j] = static_cast<T>(index + j);
+          done += run;
+        }
+        return;
+      }
+      int64_t within = begin % stride;
+      for (int64_t done = 0; done < length;) {
+        const int64_t run = std::min(length - done, stride - within);
+        std::fill(out + done, out + done + run, static_cast<T>(index));
+        done += run;
+        within = 0;
+        if (++index == size) index = 0;
+      }
+    };
+    switch (node.width) {
+      case 1: fill(reinterpret_cast<uint8_t*>(to)); break;
+      case 2: fill(reinterpret_cast<uint16_t*>(to)); break;
+      case 4: fill(reinterpret_cast<uint32_t*>(to)); break;
+      default: fill(reinterpret_cast<uint64_t*>(to)); break;
     }
   }
 

@@ -46,7 +46,8 @@ int64_t assign_scratch_slots(Plan& plan, bool scalar_program) {
   };
   for (int n = 0; n <= root; ++n) {
     Node& node = plan.nodes[static_cast<size_t>(n)];
-    if ((node.kind == NodeKind::kOp || node.kind == NodeKind::kBroadcast) && (n != root || scalar_program)) {
+    if ((node.kind == NodeKind::kOp || node.kind == NodeKind::kBroadcast || node.kind == NodeKind::kIota) &&
+        (n != root || scalar_program)) {
       auto reuse = std::find_if(free_slots.begin(), free_slots.end(),
                                 [&](const auto& slot) { return slot.first == node.width; });
       if (reuse != free_slots.end()) {
@@ -115,6 +116,17 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
         node.kind = NodeKind::kScalar;
         node.data = static_cast<const uint8_t*>(instruction->literal.untyped_data());
         break;
+      case Opcode::kIota: {
+        const int64_t d = instruction->iota_dimension;
+        if (!is_integral(shape.element_type()) || shape.element_type() == PrimitiveType::kPred ||
+            shape.dimensions() != dimensions || d < 0 || d >= static_cast<int64_t>(dimensions.size()))
+          return false;
+        node.kind = NodeKind::kIota;
+        node.iota_size = dimensions[d];
+        node.iota_stride = 1;
+        for (size_t e = static_cast<size_t>(d) + 1; e < dimensions.size(); ++e) node.iota_stride *= dimensions[e];
+        break;
+      }
       case Opcode::kBroadcast: {
         const int source = node_of(instruction->operand(0));
         if (source < 0 || shape.dimensions() != dimensions) return false;

@@ -38,7 +38,8 @@ constexpr int64_t kMinRowScalar = 128;
 
 // kRowScalar: a broadcast constant along each row of the result, read as a scalar per row (a
 // block then holds whole rows or a piece of one row).
-enum class NodeKind : uint8_t { kScalar, kBlock, kFull, kBroadcast, kRowScalar, kOp };
+// kIota: an integer iota, its block of indices computed into scratch.
+enum class NodeKind : uint8_t { kScalar, kBlock, kFull, kBroadcast, kRowScalar, kIota, kOp };
 
 // One fused instruction and where its block of values comes from.
 struct Node {
@@ -50,6 +51,8 @@ struct Node {
   std::vector<int64_t> source_strides;  // kBroadcast/kRowScalar: source stride per result dimension (0: repeated)
   bool per_row = false;                 // kRowScalar: the source holds one element per row, in row order
   bool reads_row_scalar = false;        // kOp: an operand is a kRowScalar (runs once per row)
+  int64_t iota_stride = 0;              // kIota: result elements per step of its index
+  int64_t iota_size = 0;                // kIota: the index's dimension's size
   std::vector<int> operands;            // kOp: node indices
   KernelFn run = nullptr;               // kOp: the elementwise kernel selected for its types
   int64_t scratch = -1;                 // kBroadcast/kOp (not the root): byte offset in the scratch
