@@ -58,8 +58,9 @@ TEST(RuntimeDataMovementKernels, TransposeMatchesEvaluator) {
   Instruction big(Opcode::kTranspose, "t", Shape::array(PrimitiveType::kS32, {300, 257}));
   big.dimensions = {1, 0};
   expect_native_matches(big, {random_literal(PrimitiveType::kS32, {257, 300}, rng)}, 4);
-  // Tiled (16 x 16): matrices whose sides are not multiples of 16, batched swaps of the last
-  // two dimensions, a leading dimension moved, 4- and 8-byte elements, 1-3 threads.
+  // Tiled (16 x 16; 4-byte elements 8 x 8 in registers, transpose_tiles.h): matrices whose sides
+  // are not multiples of 16 or 8, batched swaps of the last two dimensions, a leading dimension
+  // moved, 4- and 8-byte elements, 1-3 threads.
   struct Case {
     PrimitiveType type;
     std::vector<int64_t> from, permutation;

@@ -5,8 +5,10 @@
 // outputs split over the pool by rows; each row is written by exactly one chunk.
 #include <complex>
 
+#include "insitu/runtime/cpu_level.h"
 #include "insitu/runtime/element_compute.h"
 #include "insitu/runtime/row_walk.h"
+#include "insitu/runtime/transpose_tiles.h"
 
 namespace insitu {
 
@@ -83,9 +85,9 @@ Status broadcast_kernel(const KernelCall& call) {
 
 // A transpose whose output rows read their source with a stride while the next-to-last output
 // dimension is contiguous in the source (a matrix transpose, batched or not): 16 x 16 tiles, so
-// that each tile reads 16 source cache lines once instead of one line per element. `outer`
-// counts the output's leading dimensions (all but the last two), whose source offsets are
-// `outer_offset(o)`.
+// that each tile reads 16 source cache lines once instead of one line per element; 4-byte
+// elements 8 x 8 in vector registers (transpose_tiles.h). `outer` counts the output's leading
+// dimensions (all but the last two), whose source offsets are `outer_offset(o)`.
 template <typename T, typename OuterOffset>
 void transpose_tiled(ThreadPool& pool, const T* from, T* to, int64_t outer, int64_t rows, int64_t columns,
                      int64_t column_stride, OuterOffset outer_offset) {
@@ -98,6 +100,10 @@ void transpose_tiled(ThreadPool& pool, const T* from, T* to, int64_t outer, int6
                 const int64_t r1 = std::min(rows, r0 + kTile);
                 const T* source = from + outer_offset(o);
                 T* target = to + o * rows * columns;
+                if constexpr (sizeof(T) == 4) {  // target[r * columns + c] = source[r + c * column_stride]
+                  run_at_cpu_level<TransposeToRows>(source, column_stride, r0, r1 - r0, columns, target + r0 * columns);
+                  continue;
+                }
                 for (int64_t c0 = 0; c0 < columns; c0 += kTile) {
                   const int64_t c1 = std::min(columns, c0 + kTile);
                   for (int64_t r = r0; r < r1; ++r)

@@ -72,7 +72,8 @@ class BlockRunner {
   void run(int64_t begin, int64_t length) {
     const int64_t next = std::min(length, plan_.count - begin - length);
     const uint8_t* starts[kMaxPrefetchStreams];
-    size_t streams = 0;
+    uint8_t* writes[kMaxOutputs + 1];  // the outputs' next blocks, fetched for writing
+    size_t streams = 0, written = 0;
     int64_t bytes = 0;
     if (next > 0) {
       for (const Node& node : plan_.nodes) {
@@ -80,17 +81,12 @@ class BlockRunner {
         starts[streams++] = operands_[node.parameter].data + (begin + length) * node.width;
         bytes = std::max(bytes, next * node.width);
       }
-    }
-    // the outputs' next blocks too, for writing (their lines then need no read when stored)
-    uint8_t* writes[kMaxOutputs + 1];
-    size_t written = 0;
-    if (next > 0) {
       const int64_t width = plan_.root >= 0 ? plan_.nodes[plan_.root].width : 0;
       auto add_write = [&](uint8_t* at) {  // (an output over an operand is fetched already)
         if (std::find(starts, starts + streams, at) == starts + streams) writes[written++] = at;
       };
       if (out_ != nullptr && plan_.root >= 0) add_write(out_ + (begin + length) * width);
-      for (size_t k = 0; k < outs_.size() && written <= kMaxOutputs; ++k)
+      for (size_t k = 0; k < outs_.size(); ++k)
         if (direct_[k]) add_write(outs_[k] + (begin + length) * plan_.nodes[plan_.outputs[k]].width);
       if (written > 0) bytes = std::max(bytes, next * (width > 0 ? width : plan_.nodes[plan_.outputs[0]].width));
     }
@@ -120,8 +116,7 @@ class BlockRunner {
           fill_iota(node, begin, length, view.data);
           break;
         case NodeKind::kRowScalar:
-          view.data = const_cast<uint8_t*>(source) +
-                      (node.per_row ? begin / plan_.row : source_offset(node, begin, plan_.dimensions)) * node.width;
+          view.data = row_scalar_at(node, begin);
           view.scalar = true;
           break;
         case NodeKind::kOp: {
@@ -168,10 +163,7 @@ class BlockRunner {
         ArrayView& operand = operand_views[i];
         operand = block_views[i];
         if (from.kind == NodeKind::kRowScalar) {
-          const uint8_t* source = operands_[from.parameter].data;
-          const int64_t at = begin + first;
-          operand.data = const_cast<uint8_t*>(source) +
-                         (from.per_row ? at / row : source_offset(from, at, plan_.dimensions)) * from.width;
+          operand.data = row_scalar_at(from, begin + first);
         } else if (!operand.scalar) {
           operand.data += first * from.width;
           operand.shape = &plan_.row_shapes[node.operands[i]];
@@ -215,6 +207,12 @@ class BlockRunner {
       case 4: fill(reinterpret_cast<uint32_t*>(to)); break;
       default: fill(reinterpret_cast<uint64_t*>(to)); break;
     }
+  }
+
+  // A row scalar's element for the row holding result position `at`.
+  uint8_t* row_scalar_at(const Node& node, int64_t at) const {
+    const int64_t offset = node.per_row ? at / plan_.row : source_offset(node, at, plan_.dimensions);
+    return const_cast<uint8_t*>(operands_[node.parameter].data) + offset * node.width;
   }
 
   // The source element of a broadcast at result position `at`.

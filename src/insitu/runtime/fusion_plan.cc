@@ -33,21 +33,24 @@ bool select_op_kernels(Plan& plan) {
   return true;
 }
 
-// Gives each kOp/kBroadcast node but the root a scratch slot, in bytes per element of a block
-// (BlockRunner's views start at slot times the block's length rounded up to 64): a slot is reused once its value's last
-// reader has run, by a later node of the same width (never by that reader itself, so no kernel
-// writes over an operand it reads). A scalar program's values and a multi-output fusion's
-// outputs (copied out after the block) keep their slots. Returns the scratch's bytes per element.
+// Gives each kOp, kBroadcast and kIota node a scratch slot, in bytes per element of a block
+// (BlockRunner's views start at slot times the block's length rounded up to 64), but a single-
+// output fusion's root (written straight into the result): a slot is reused once its value's
+// last reader has run, by a later node of the same width (never by that reader itself, so no
+// kernel writes over an operand it reads). A scalar program's values and a multi-output
+// fusion's outputs (copied out after the block when not written in place) keep their slots.
+// Returns the scratch's bytes per element.
 int64_t assign_scratch_slots(Plan& plan, bool scalar_program) {
   std::vector<std::pair<int64_t, int64_t>> free_slots;  // (width, slot)
-  const int root = static_cast<int>(plan.nodes.size()) - 1;
+  const int nodes = static_cast<int>(plan.nodes.size());
+  const int root = !scalar_program && plan.outputs.empty() ? nodes - 1 : -1;
   auto keeps = [&](int n) {
     return scalar_program || std::find(plan.outputs.begin(), plan.outputs.end(), n) != plan.outputs.end();
   };
-  for (int n = 0; n <= root; ++n) {
+  for (int n = 0; n < nodes; ++n) {
     Node& node = plan.nodes[static_cast<size_t>(n)];
     if ((node.kind == NodeKind::kOp || node.kind == NodeKind::kBroadcast || node.kind == NodeKind::kIota) &&
-        (n != root || scalar_program)) {
+        n != root) {
       auto reuse = std::find_if(free_slots.begin(), free_slots.end(),
                                 [&](const auto& slot) { return slot.first == node.width; });
       if (reuse != free_slots.end()) {
@@ -118,8 +121,8 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
         break;
       case Opcode::kIota: {
         const int64_t d = instruction->iota_dimension;
-        if (!is_integral(shape.element_type()) || shape.element_type() == PrimitiveType::kPred ||
-            shape.dimensions() != dimensions || d < 0 || d >= static_cast<int64_t>(dimensions.size()))
+        if (!is_integral(shape.element_type()) || shape.dimensions() != dimensions || d < 0 ||
+            d >= static_cast<int64_t>(dimensions.size()))
           return false;
         node.kind = NodeKind::kIota;
         node.iota_size = dimensions[d];
@@ -171,6 +174,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
           const int source = node_of(operand);
           if (source < 0 || plan.nodes[source].kind == NodeKind::kFull) return false;
           node.operands.push_back(source);
+          node.reads_row_scalar |= plan.nodes[source].kind == NodeKind::kRowScalar;
         }
         break;
       }
@@ -193,8 +197,6 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
     plan.block = plan.rows_per_block * plan.row;
     run = plan.count;
   }
-  for (Node& node : plan.nodes)
-    for (int source : node.operands) node.reads_row_scalar |= plan.nodes[source].kind == NodeKind::kRowScalar;
   plan.block_length = std::min(plan.block, run);
   plan.ops = std::count_if(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kOp; });
   const int64_t stride = (plan.block_length + 63) / 64 * 64;  // every slot 64-byte aligned

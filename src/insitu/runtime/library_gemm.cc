@@ -8,6 +8,7 @@
 
 #include "insitu/runtime/cpu_level.h"
 #include "insitu/runtime/library_internal.h"
+#include "insitu/runtime/transpose_tiles.h"
 #include "insitu/support/check.h"
 
 #ifdef INSITU_HAVE_ONEDNN
@@ -75,46 +76,6 @@ namespace {
 constexpr int64_t kTransposedCopyStride = 2048;
 constexpr int64_t kTransposedRows = 512;
 
-using Float8 = float __attribute__((vector_size(32)));
-
-// rows[i * k + j] = a[j * leading + first + i] for i < count, j < k: a column-major lhs's rows
-// [first, first + count) copied row-major, 8 x 8 tiles transposed in vector registers (8 columns
-// read 8 elements at a time, 3 shuffle stages; a copy element by element took 2 of the 6 ms of
-// [2048, 512] = [512, 2048]^T x [512, 512]), the edges element by element.
-struct TransposeToRows {
-  [[gnu::always_inline]] static inline void run(const float* a, int64_t leading, int64_t first, int64_t count,
-                                                int64_t k, float* rows) {
-    const int64_t count8 = count - count % 8, k8 = k - k % 8;
-    for (int64_t j0 = 0; j0 < k8; j0 += 8) {
-      for (int64_t i0 = 0; i0 < count8; i0 += 8) {
-        Float8 r[8];
-        for (int c = 0; c < 8; ++c) __builtin_memcpy(&r[c], a + (j0 + c) * leading + first + i0, sizeof(Float8));
-        Float8 t[8], u[8];
-        for (int c = 0; c < 8; c += 2) {  // pairs of columns interleaved within 128-bit halves
-          t[c] = __builtin_shufflevector(r[c], r[c + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-          t[c + 1] = __builtin_shufflevector(r[c], r[c + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-        }
-        for (int c = 0; c < 8; c += 4) {  // then pairs of pairs
-          u[c] = __builtin_shufflevector(t[c], t[c + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-          u[c + 1] = __builtin_shufflevector(t[c], t[c + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-          u[c + 2] = __builtin_shufflevector(t[c + 1], t[c + 3], 0, 1, 8, 9, 4, 5, 12, 13);
-          u[c + 3] = __builtin_shufflevector(t[c + 1], t[c + 3], 2, 3, 10, 11, 6, 7, 14, 15);
-        }
-        for (int c = 0; c < 4; ++c) {  // then the halves: row c and row c + 4 of the tile
-          const Float8 low = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-          const Float8 high = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-          __builtin_memcpy(rows + (i0 + c) * k + j0, &low, sizeof(Float8));
-          __builtin_memcpy(rows + (i0 + c + 4) * k + j0, &high, sizeof(Float8));
-        }
-      }
-      for (int64_t i = count8; i < count; ++i)
-        for (int64_t j = j0; j < j0 + 8; ++j) rows[i * k + j] = a[j * leading + first + i];
-    }
-    for (int64_t j = k8; j < k; ++j)
-      for (int64_t i = 0; i < count; ++i) rows[i * k + j] = a[j * leading + first + i];
-  }
-};
-
 }  // namespace
 
 void gemm_on_this_thread(int64_t m, int64_t n, int64_t k, const float* a, const GemmOperand& a_layout, const float* b,
@@ -127,7 +88,8 @@ void gemm_on_this_thread(int64_t m, int64_t n, int64_t k, const float* a, const 
     const GemmOperand row_major{false, k, k, 1};
     for (int64_t first = 0; first < m; first += kTransposedRows) {
       const int64_t count = std::min(kTransposedRows, m - first);
-      run_at_cpu_level<TransposeToRows>(a, a_layout.leading, first, count, k, rows.data());
+      run_at_cpu_level<TransposeToRows>(reinterpret_cast<const uint32_t*>(a), a_layout.leading, first, count, k,
+                                        reinterpret_cast<uint32_t*>(rows.data()));
       gemm_on_this_thread(count, n, k, rows.data(), row_major, b, b_layout, c + first * ldc, ldc, accumulate);
     }
     return;
