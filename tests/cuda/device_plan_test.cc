@@ -16,6 +16,7 @@
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/module.h"
 #include "insitu/ir/parser.h"
+#include "insitu/passes/fusion.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/support/str.h"
 
@@ -256,6 +257,7 @@ TEST(CudaPlan, JaxCorpusPlansOrSaysWhatIsMissing) {
     ASSERT_TRUE(parsed.ok()) << entry.path();
     StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
     if (!optimized.ok()) continue;
+    unfuse_reductions(*optimized->module);  // as Executable::create_on_cuda does
     StatusOr<DevicePlan> plan = plan_for_cuda(*optimized->module->entry());
     if (!plan.ok()) {
       ++stopped;

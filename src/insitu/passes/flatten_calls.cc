@@ -17,9 +17,6 @@ std::unique_ptr<Instruction> clone_without_operands(const Instruction& original,
   return clone;
 }
 
-namespace {
-
-// Replaces `call` (a call or a fusion) by a copy of its callee's body placed right before it.
 void inline_call(Instruction* call, NameTable& names) {
   Computation* caller = call->parent();
   const Computation* callee = call->called_computations().at(0);
@@ -43,6 +40,8 @@ void inline_call(Instruction* call, NameTable& names) {
   call->replace_all_uses_with(result);
   caller->remove_instruction(call);
 }
+
+namespace {
 
 // An async chain (async-start, its updates, async-done: XLA's `op-start`/`op-done` pairs)
 // runs as a call of its computation where its last operand is bound (the start, or the update

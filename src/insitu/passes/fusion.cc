@@ -30,6 +30,36 @@ bool may_join(const Instruction& candidate, const std::vector<int64_t>& dimensio
   return is_fusible_elementwise(candidate);
 }
 
+// The longest row a reduce fusion reduces, in bytes: the runtime computes a chunk of whole rows
+// into per-thread scratch before folding it (runtime/fusion_kernels.cc).
+constexpr int64_t kMaxFusedRowBytes = 256 * 1024;
+
+// A reduce its input's elementwise producers may join (a kInput fusion): one input and a scalar
+// init, one array result, the input an elementwise op, the reduced dimensions the input's
+// trailing ones (rows of at most kMaxFusedRowBytes), at least one dimension kept. The runtime
+// computes the producers a chunk of rows at a time and folds each chunk with the reduce's own
+// kernel, so the input never reaches memory.
+bool is_fusible_row_reduce(const Instruction& reduce) {
+  if (reduce.opcode() != Opcode::kReduce || reduce.operand_count() != 2 || !reduce.shape().is_array() ||
+      reduce.has_control_edges() || has_side_effect(reduce))
+    return false;
+  const Instruction& input = *reduce.operand(0);
+  if (!is_fusible_elementwise(input) || input.has_control_edges() || !reduce.operand(1)->shape().is_array() ||
+      reduce.operand(1)->shape().rank() != 0)
+    return false;
+  const int64_t rank = input.shape().rank();
+  std::vector<int64_t> reduced = reduce.dimensions;
+  std::sort(reduced.begin(), reduced.end());
+  const int64_t count = static_cast<int64_t>(reduced.size());
+  if (count == 0 || count >= rank) return false;
+  int64_t row = 1;
+  for (int64_t i = 0; i < count; ++i) {
+    if (reduced[i] != rank - count + i) return false;
+    row *= input.shape().dimension(reduced[i]);
+  }
+  return row * byte_width(input.shape().element_type()) <= kMaxFusedRowBytes;
+}
+
 // A fusion: its instructions (the root first, then producers as they joined) and the producers
 // it also returns (multi-output), in the order they joined.
 struct Group {
@@ -77,12 +107,14 @@ bool written_into_returned_stack(const Instruction& value, const Instruction& us
 // passes instead of ten. (A value read later by other ops stays a fusion of its own: made an
 // output, it would keep its inputs alive until the reader's fusion; a ResNet block's training
 // step peaked 12 MB higher that way.)
+// A reduce root (is_fusible_row_reduce) grows over its input's dimensions, with no other outputs.
 Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>& taken,
                  const std::unordered_map<const Instruction*, size_t>& position) {
   Group group{{root}, {}};
   std::vector<Instruction*>& members = group.members;
   std::unordered_set<const Instruction*> in_group = {root};
-  const std::vector<int64_t>& dimensions = root->shape().dimensions();
+  const bool reduce = root->opcode() == Opcode::kReduce;
+  const std::vector<int64_t>& dimensions = (reduce ? root->operand(0) : root)->shape().dimensions();
   const Instruction* returned_by = root->parent()->root();
   for (bool grew = true; grew;) {
     grew = false;
@@ -93,7 +125,7 @@ Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>
         const auto& users = operand->users();
         const bool only_members =
             std::all_of(users.begin(), users.end(), [&](const Instruction* user) { return in_group.count(user); });
-        const bool output = !only_members && is_fusible_elementwise(*operand) &&
+        const bool output = !only_members && !reduce && is_fusible_elementwise(*operand) &&
                             returned_by->opcode() == Opcode::kTuple &&
                             std::all_of(users.begin(), users.end(), [&](const Instruction* user) {
                               return in_group.count(user) || user == returned_by ||
@@ -170,7 +202,7 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
 
   auto fusion = std::make_unique<Instruction>(Opcode::kFusion, names.unique("fusion"), shape);
   fusion->set_location(root->location());
-  fusion->fusion_kind = "kLoop";
+  fusion->fusion_kind = root->opcode() == Opcode::kReduce ? "kInput" : "kLoop";
   fusion->metadata = root->metadata;
   fusion->has_metadata = root->has_metadata;
   fusion->set_called_computations({body});
@@ -333,6 +365,20 @@ bool split_shared_scalar_broadcasts(Computation& computation, NameTable& names) 
   return changed;
 }
 
+bool unfuse_reductions(Module& module) {
+  NameTable names(module);
+  const std::unordered_set<const Computation*> reachable = reachable_computations(module);
+  bool changed = false;
+  for (Computation* computation : module.computations())
+    for (Instruction* instruction : computation->instructions())
+      if (instruction->opcode() == Opcode::kFusion && instruction->fusion_kind == "kInput") {
+        inline_call(instruction, names);
+        changed = true;
+      }
+  if (changed) remove_unreachable_computations(module, reachable);
+  return changed;
+}
+
 StatusOr<bool> fuse(Module& module) {
   if (module.entry() == nullptr) return failed_precondition("fusion needs a module with an entry computation");
   NameTable names(module);
@@ -349,9 +395,14 @@ StatusOr<bool> fuse(Module& module) {
     for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Instruction* instruction = *it;
-      if (taken.count(instruction) || !is_fusible_elementwise(*instruction) || instruction->has_control_edges()) continue;
+      if (taken.count(instruction) || instruction->has_control_edges()) continue;
+      const bool reduce = is_fusible_row_reduce(*instruction);
+      if (!reduce && !is_fusible_elementwise(*instruction)) continue;
       Group group = grow_group(instruction, taken, position);
       if (group.members.size() < 2) continue;
+      // a reduce fusion computes its input: that op must have joined
+      if (reduce && std::find(group.members.begin(), group.members.end(), instruction->operand(0)) == group.members.end())
+        continue;
       for (const Instruction* member : group.members) taken.insert(member);
       groups.push_back(std::move(group));
     }

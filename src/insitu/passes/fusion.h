@@ -29,6 +29,14 @@
 // as one op reading all its operands.
 // Results are unchanged: the fused computation is the same ops on the same elements.
 //
+// Reduce fusions (kind=kInput, XLA's name): a reduce of one input and a scalar init over the
+// input's trailing dimensions (rows of at most 256 KiB, at least one dimension kept), whose
+// input is an elementwise op, grows over its input's dimensions the same way, the reduce the
+// fused computation's root. The runtime computes the fused ops a chunk of whole rows at a time
+// into per-thread scratch and folds each chunk with the reduce's own kernel: a layer norm's
+// (x - mean)^2, a softmax's exp(x - max) read only by its sum, a log-softmax's, a backward's
+// sum(g * y) never reach memory. Values read by anything outside stay out (no extra outputs).
+//
 // Recomputing instead of keeping: before grouping, a big elementwise value (1 MiB or more)
 // whose users are all elementwise ops of its shape, some of them 16 or more instructions after
 // the others, is computed again just before those far users when that keeps no other input
@@ -45,5 +53,9 @@
 namespace insitu {
 
 StatusOr<bool> fuse(Module& module);
+
+// Inlines every reduce fusion (kind=kInput) back into its caller: for the CUDA plan, whose
+// kernels generate a fused loop or a reduce, not both in one.
+bool unfuse_reductions(Module& module);
 
 }  // namespace insitu

@@ -93,7 +93,9 @@ constexpr PassEntry kPasses[] = {
      "after simplify, before fusion: a block read out, updated and written back becomes one in-place update",
      plain<fold_slice_updates>},
     {"layout-assignment", "copies only where a custom call's layout constraint really differs", plain<assign_layouts>},
-    {"fusion", "elementwise chains with their broadcasts become kLoop fusions (one buffer, computed in cache)",
+    {"fusion",
+     "elementwise chains with their broadcasts become kLoop fusions (one buffer, computed in cache), a row "
+     "reduce of such a chain a kInput fusion (the chain never written)",
      plain<fuse>},
     {"reshape-bitcasts", "after fusion, before copies are decided: a row-major reshape is its operand's bytes",
      plain<reshapes_to_bitcasts>},

@@ -12,6 +12,7 @@
 
 #include "insitu/cuda/driver.h"
 #include "insitu/cuda/executor.h"
+#include "insitu/passes/fusion.h"
 #include "insitu/runtime/executable.h"
 #include "insitu/runtime/program.h"  // ~Executable destroys the programs
 #include "insitu/support/str.h"
@@ -66,6 +67,12 @@ Status check_device_options(const ExecuteOptions& options) {
 }  // namespace
 
 StatusOr<std::unique_ptr<Executable>> Executable::create_on_cuda(OptimizedModule optimized, ExecutableOptions options) {
+  // The CUDA plan generates a fused loop or a reduce, not both in one kernel: reduce fusions
+  // become their ops again, and the buffers are assigned on what runs.
+  if (unfuse_reductions(*optimized.module)) {
+    INSITU_ASSIGN_OR_RETURN(BufferAssignment buffers, assign_buffers(*optimized.module));
+    optimized.buffers = std::move(buffers);
+  }
   auto on_device = std::make_unique<OnDevice>();
   cuda::Device* device = options.cuda_device;
   if (device == nullptr) {

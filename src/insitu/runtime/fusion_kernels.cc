@@ -20,15 +20,20 @@
 // output is computed in scratch and copied out once the whole block has run (decided per call,
 // from the addresses).
 //
-// Anything else inside a fusion (a reduce, a broadcast of a computed value, an op without a
-// native kernel for its types) fails the planning: select_fusion selects nothing, and the
-// evaluator runs the whole fusion (fallback).
+// A reduce fusion (kind=kInput, a reduce of its input's trailing dimensions at the root: the
+// fusion pass's) computes its input a chunk of whole rows at a time into per-thread scratch and
+// folds each chunk with the reduce's own kernel (fusion_plan.h's ReduceFusion).
+//
+// Anything else inside a fusion (a reduce elsewhere, a broadcast of a computed value, an op
+// without a native kernel for its types) fails the planning: select_fusion selects nothing, and
+// the evaluator runs the whole fusion (fallback).
 //
 // The same planner runs scalar programs (sort comparators, reduce combiners with ops outside
 // the register set of scalar_program.cc): one element, every value in scratch, the root's
 // leaves (a tuple) copied out.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -58,6 +63,14 @@ class BlockRunner {
     views_ = views.data();
   }
 
+  // The root writes position p at buffer[p - first] from now on, not into the result, and the
+  // next block's root is not fetched for writing (a reduce fusion's chunk in scratch).
+  void root_to(uint8_t* buffer, int64_t first) {
+    out_ = buffer;
+    out_first_ = first;
+    prefetch_out_ = false;
+  }
+
   // The element of node n after run(0, 1) (a scalar program's outputs).
   const uint8_t* value(int n) const { return views_[n].data; }
 
@@ -85,7 +98,7 @@ class BlockRunner {
       auto add_write = [&](uint8_t* at) {  // (an output over an operand is fetched already)
         if (std::find(starts, starts + streams, at) == starts + streams) writes[written++] = at;
       };
-      if (out_ != nullptr && plan_.root >= 0) add_write(out_ + (begin + length) * width);
+      if (out_ != nullptr && plan_.root >= 0 && prefetch_out_) add_write(out_ + (begin + length) * width);
       for (size_t k = 0; k < outs_.size(); ++k)
         if (direct_[k]) add_write(outs_[k] + (begin + length) * plan_.nodes[plan_.outputs[k]].width);
       if (written > 0) bytes = std::max(bytes, next * (width > 0 ? width : plan_.nodes[plan_.outputs[0]].width));
@@ -124,7 +137,8 @@ class BlockRunner {
             for (size_t k = 0; k < streams; ++k) __builtin_prefetch(starts[k] + fetched, 0, 2);
             for (size_t k = 0; k < written; ++k) __builtin_prefetch(writes[k] + fetched, 1, 2);
           }
-          view.data = static_cast<int>(n) == plan_.root ? out_ + begin * node.width : scratch_ + node.scratch;
+          view.data =
+              static_cast<int>(n) == plan_.root ? out_ + (begin - out_first_) * node.width : scratch_ + node.scratch;
           for (size_t k = 0; k < outs_.size(); ++k)
             if (direct_[k] && plan_.outputs[k] == static_cast<int>(n)) view.data = outs_[k] + begin * node.width;
           ArrayView operand_views[3];
@@ -273,6 +287,8 @@ class BlockRunner {
   const Plan& plan_;
   std::span<const ArrayView> operands_;
   uint8_t* out_;
+  int64_t out_first_ = 0;
+  bool prefetch_out_ = true;
   std::span<uint8_t* const> outs_;
   const bool* direct_;
   ThreadPool& pool_;
@@ -280,17 +296,33 @@ class BlockRunner {
   ArrayView* views_ = nullptr;
 };
 
+// The blocks a plan runs: plan.block apart (whole rows, when rows are shorter), or each long
+// row's pieces.
+int64_t pieces_per_row(const Plan& plan) { return plan.row > plan.block ? (plan.row + plan.block - 1) / plan.block : 0; }
+
+int64_t block_count(const Plan& plan) {
+  const int64_t pieces = pieces_per_row(plan);
+  return pieces > 0 ? plan.count / plan.row * pieces : (plan.count + plan.block - 1) / plan.block;
+}
+
+void run_block(BlockRunner& runner, const Plan& plan, int64_t pieces, int64_t block) {
+  if (pieces > 0) {
+    const int64_t piece = block % pieces * plan.block;
+    runner.run(block / pieces * plan.row + piece, std::min(plan.block, plan.row - piece));
+  } else {
+    const int64_t first = block * plan.block;
+    runner.run(first, std::min(plan.block, plan.count - first));
+  }
+}
+
 // Blocks split over the pool; a block's ops run inline on its worker (a block is shorter than
 // kParallelElements).
 Status loop_fusion_kernel(const KernelCall& call) {
   const Plan& plan = static_cast<const Plan&>(*call.plan);
   const int64_t count = plan.count;
   if (count == 0) return ok_status();
-  // blocks: plan.block apart (whole rows, when rows are shorter), or each long row's pieces
-  const int64_t block_size = plan.block;
-  const bool pieces = plan.row > block_size;
-  const int64_t pieces_per_row = pieces ? (plan.row + block_size - 1) / block_size : 0;
-  const int64_t blocks = pieces ? count / plan.row * pieces_per_row : (count + block_size - 1) / block_size;
+  const int64_t pieces = pieces_per_row(plan);
+  const int64_t blocks = block_count(plan);
   // A multi-output fusion's outputs, and which are written in place: not one whose memory an
   // op after its node reads by block (it was put over that operand), nor a second output of the
   // same node.
@@ -311,17 +343,59 @@ Status loop_fusion_kernel(const KernelCall& call) {
             [&](int64_t begin, int64_t end) {
               BlockRunner runner(plan, call.operands, plan.root >= 0 ? call.out().data : nullptr, call.pool,
                                  std::span<uint8_t* const>(outs, output_count), direct);
-              for (int64_t block = begin; block < end; ++block) {
-                if (pieces) {
-                  const int64_t piece = block % pieces_per_row * block_size;
-                  runner.run(block / pieces_per_row * plan.row + piece, std::min(block_size, plan.row - piece));
-                } else {
-                  const int64_t first = block * block_size;
-                  runner.run(first, std::min(block_size, count - first));
-                }
-              }
+              for (int64_t block = begin; block < end; ++block) run_block(runner, plan, pieces, block);
             });
   return ok_status();
+}
+
+// Chunks of whole rows split over the pool: each computed block by block into the worker's
+// scratch, then folded by the reduce's kernel into its rows of the result (the pool is busy, so
+// that kernel runs inline).
+Status reduce_fusion_kernel(const KernelCall& call) {
+  const ReduceFusion& plan = static_cast<const ReduceFusion&>(*call.plan);
+  const Plan& loop = plan.loop;
+  if (plan.rows == 0) return ok_status();
+  const int64_t pieces = pieces_per_row(loop);
+  const int64_t blocks = block_count(loop);
+  // blocks per chunk: chunk_rows rows of pieces, or whole-row blocks (chunk_rows is a multiple)
+  const int64_t chunk_blocks = pieces > 0 ? plan.chunk_rows * pieces : plan.chunk_rows * plan.row / loop.block;
+  const int64_t chunks = (plan.rows + plan.chunk_rows - 1) / plan.chunk_rows;
+  const int64_t width = loop.nodes[loop.root].width;
+  const int64_t out_width = byte_width(call.out().type());
+  const uint8_t* init = plan.init != nullptr ? plan.init : call.operands[plan.init_parameter].data;
+  const Shape& init_shape = plan.reduce->operand(1)->shape();
+  const int64_t per_chunk = std::max<int64_t>(1, kParallelElements / (plan.chunk_rows * plan.row));
+  Status status = ok_status();
+  std::mutex failed;
+  run_range(call.pool, chunks, per_chunk, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<uint64_t> chunk_scratch;
+    const size_t words = static_cast<size_t>((plan.chunk_rows * plan.row * width + 7) / 8 + 8);
+    if (chunk_scratch.size() < words) chunk_scratch.resize(words);
+    uint8_t* chunk = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(chunk_scratch.data()) + 63) / 64 * 64);
+    for (int64_t c = begin; c < end; ++c) {
+      // a runner per chunk: a fold through a scalar program runs a BlockRunner of its own,
+      // which may move this thread's scratch and views
+      BlockRunner runner(loop, call.operands, nullptr, call.pool);
+      const int64_t first_row = c * plan.chunk_rows;
+      runner.root_to(chunk, first_row * plan.row);
+      for (int64_t block = c * chunk_blocks, last = std::min(blocks, (c + 1) * chunk_blocks); block < last; ++block)
+        run_block(runner, loop, pieces, block);
+      const bool tail = c == chunks - 1 && plan.rows % plan.chunk_rows != 0;
+      const ArrayView operands[2] = {ArrayView{chunk, tail ? &plan.tail_input : &plan.chunk_input, false},
+                                     ArrayView{const_cast<uint8_t*>(init), &init_shape, false}};
+      const ArrayView result{call.out().data + first_row * out_width, tail ? &plan.tail_output : &plan.chunk_output,
+                             false};
+      const KernelCall fold{*plan.reduce, plan.fold_plan.get(), operands, std::span<const ArrayView>(&result, 1),
+                            call.pool};
+      Status folded = plan.fold(fold);
+      if (!folded.ok()) {
+        std::lock_guard<std::mutex> lock(failed);
+        if (status.ok()) status = std::move(folded);
+        return;
+      }
+    }
+  });
+  return status;
 }
 
 constexpr size_t kMaxRegisterArguments = 16;
@@ -372,8 +446,87 @@ void run_scalar_program(const KernelPlan& plan, std::span<const uint8_t* const> 
   }
 }
 
+namespace {
+
+// Chunks of at least this many elements (and kSummedRows rows where rows allow), at most
+// kMaxChunkBytes of the input in scratch.
+constexpr int64_t kChunkElements = 16 * 1024;
+constexpr int64_t kChunkRows = 16;
+constexpr int64_t kMaxChunkBytes = 512 * 1024;
+
+// The reduce fusion (fusion_plan.h's ReduceFusion) of `fusion`, whose computation's root is a
+// reduce of one input over its trailing dimensions, or nothing (the evaluator runs it).
+SelectedKernel select_reduce_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
+                                    const ArrayView& out) {
+  const Computation& body = *fusion.called_computations()[0];
+  const Instruction* reduce = body.root();
+  if (reduce->operand_count() != 2 || !reduce->shape().is_array() || out.scalar || !out.shape->is_array()) return std::nullopt;
+  const Instruction* input = reduce->operand(0);
+  const Instruction* init = reduce->operand(1);
+  const Shape& input_shape = input->shape();
+  const int64_t rank = input_shape.rank();
+  std::vector<int64_t> reduced = reduce->dimensions;
+  std::sort(reduced.begin(), reduced.end());
+  const int64_t count = static_cast<int64_t>(reduced.size());
+  if (count == 0 || count >= rank || !init->shape().is_array() || init->shape().rank() != 0) return std::nullopt;
+  auto plan = std::make_unique<fusion_kernel::ReduceFusion>();
+  plan->reduce = reduce;
+  plan->row = 1;
+  for (int64_t i = 0; i < count; ++i) {
+    if (reduced[i] != rank - count + i) return std::nullopt;
+    plan->row *= input_shape.dimension(reduced[i]);
+  }
+  if (init->opcode() == Opcode::kConstant) {
+    plan->init = static_cast<const uint8_t*>(init->literal.untyped_data());
+  } else if (init->opcode() == Opcode::kParameter && init->parameter_number >= 0 &&
+             init->parameter_number < static_cast<int64_t>(operands.size()) && !operands[init->parameter_number].scalar) {
+    plan->init_parameter = init->parameter_number;
+  } else {
+    return std::nullopt;
+  }
+  plan->rows = out.element_count();
+  if (plan->row == 0 || plan->rows * plan->row != input_shape.element_count()) return std::nullopt;
+  if (!fusion_kernel::plan_computation(body, operands, input_shape.dimensions(), input_shape.element_count(),
+                                       /*scalar_program=*/false, plan->loop, input, plan->row))
+    return std::nullopt;
+  const LoopFusion& loop = plan->loop;
+  if (loop.root < 0 || loop.nodes[loop.root].instruction != input) return std::nullopt;
+  // chunk rows: enough elements (and rows side by side for the row sums), a whole number of
+  // the loop's blocks when they hold whole rows, scratch within bounds
+  const int64_t width = loop.nodes[loop.root].width;
+  int64_t rows = std::max(kChunkRows, (kChunkElements + plan->row - 1) / plan->row);
+  while (rows > 1 && rows * plan->row * width > kMaxChunkBytes) rows /= 2;
+  if (loop.row <= loop.block) rows = (rows + loop.rows_per_block - 1) / loop.rows_per_block * loop.rows_per_block;
+  plan->chunk_rows = std::min(rows, (plan->rows + loop.rows_per_block - 1) / loop.rows_per_block * loop.rows_per_block);
+  // a chunk's shapes keep the input's rank: leading dimensions 1, the last kept one the rows
+  auto chunk_shapes = [&](int64_t chunk_rows, Shape& chunk_input, Shape& chunk_output) {
+    std::vector<int64_t> dimensions(static_cast<size_t>(rank - count), 1);
+    dimensions.back() = chunk_rows;
+    chunk_output = Shape::array(out.type(), dimensions);
+    for (int64_t i = 0; i < count; ++i) dimensions.push_back(input_shape.dimension(reduced[i]));
+    chunk_input = Shape::array(input_shape.element_type(), dimensions);
+  };
+  chunk_shapes(plan->chunk_rows, plan->chunk_input, plan->chunk_output);
+  const int64_t tail_rows = plan->rows % plan->chunk_rows;
+  chunk_shapes(tail_rows == 0 ? plan->chunk_rows : tail_rows, plan->tail_input, plan->tail_output);
+  const ArrayView fold_operands[2] = {ArrayView{nullptr, &plan->chunk_input, false},
+                                      ArrayView{nullptr, &init->shape(), false}};
+  const ArrayView fold_output{nullptr, &plan->chunk_output, false};
+  SelectedKernel fold = select_reduce(*reduce, fold_operands, std::span<const ArrayView>(&fold_output, 1));
+  if (!fold.has_value()) return std::nullopt;
+  plan->fold = fold->run;
+  plan->fold_plan = std::move(fold->plan);
+  return NativeKernel{&fusion_kernel::reduce_fusion_kernel, std::move(plan)};
+}
+
+}  // namespace
+
 SelectedKernel select_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
                              std::span<const ArrayView> outputs) {
+  if (fusion.opcode() == Opcode::kFusion && fusion.fusion_output_to_operand_aliasing.empty() &&
+      fusion.called_computations().size() == 1 && fusion.called_computations()[0]->root() != nullptr &&
+      fusion.called_computations()[0]->root()->opcode() == Opcode::kReduce && outputs.size() == 1)
+    return select_reduce_fusion(fusion, operands, outputs[0]);
   // Array results, nothing updated in place (in-place fusions go to the evaluator directly,
   // without staging their aliased operand). Several: a tuple of arrays of one shape's dimensions.
   if (fusion.opcode() != Opcode::kFusion || !fusion.fusion_output_to_operand_aliasing.empty() ||

@@ -78,10 +78,19 @@ int64_t assign_scratch_slots(Plan& plan, bool scalar_program) {
 // `outputs`; a fusion writes its root op straight into the result, a multi-output fusion each
 // op of its root tuple into its output (`outputs`, `read_after`).
 bool plan_computation(const Computation& body, std::span<const ArrayView> operands,
-                      const std::vector<int64_t>& dimensions, int64_t count, bool scalar_program, Plan& plan) {
+                      const std::vector<int64_t>& dimensions, int64_t count, bool scalar_program, Plan& plan,
+                      const Instruction* last, int64_t reduced_row) {
   std::vector<const Instruction*> order;
-  for (const Instruction* instruction : body.instructions()) order.push_back(instruction);
-  if (order.empty() || order.back() != body.root()) return false;
+  for (const Instruction* instruction : body.instructions()) {
+    order.push_back(instruction);
+    if (instruction == last) break;
+  }
+  if (order.empty() || order.back() != (last != nullptr ? last : body.root())) return false;
+  // the trailing dimensions a row spans: the last one, or a reduce's reduced ones
+  size_t row_dimensions = 1;
+  for (int64_t length = dimensions.empty() ? 1 : dimensions.back(); length < reduced_row;)
+    length *= dimensions[dimensions.size() - ++row_dimensions];
+  const int64_t row_length = reduced_row > 0 ? reduced_row : dimensions.empty() ? 0 : dimensions.back();
   std::vector<std::pair<const Instruction*, int>> index;  // instruction -> node
   auto node_of = [&](const Instruction* instruction) {
     for (const auto& [key, value] : index)
@@ -153,13 +162,15 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
           if (d < 0 || d >= static_cast<int64_t>(dimensions.size())) return false;
           if (source_shape.dimension(static_cast<int64_t>(i)) != 1) node.source_strides[d] += strides[i];  // 1: stretched
         }
-        if (!scalar_program && !dimensions.empty() && dimensions.back() >= kMinRowScalar &&
-            node.source_strides.back() == 0) {
+        const size_t row_start = dimensions.size() - std::min(row_dimensions, dimensions.size());
+        if (!scalar_program && !dimensions.empty() && row_length >= kMinRowScalar &&
+            std::all_of(node.source_strides.begin() + static_cast<std::ptrdiff_t>(row_start),
+                        node.source_strides.end(), [](int64_t stride) { return stride == 0; })) {
           node.kind = NodeKind::kRowScalar;
           // one source element per row, in row order: its offset is the row's number
           int64_t rows_after = 1;
           node.per_row = true;
-          for (size_t d = dimensions.size() - 1; d-- > 0;) {
+          for (size_t d = row_start; d-- > 0;) {
             node.per_row &= node.source_strides[d] == rows_after;
             rows_after *= dimensions[d];
           }
@@ -187,12 +198,12 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
   plan.count = count;
   const bool row_scalars =
       std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kRowScalar; });
-  plan.row = row_scalars ? dimensions.back() : 0;
+  plan.row = row_scalars || reduced_row > 0 ? row_length : 0;
   const int64_t bytes_per_element = assign_scratch_slots(plan, scalar_program);
   plan.block = std::clamp(kScratchBudget / std::max<int64_t>(bytes_per_element, 1) / 64 * 64, kMinBlock, kBlock);
   // what blocks tile: the elements, a row's pieces, or whole rows (rows_per_block of them)
-  int64_t run = row_scalars ? plan.row : plan.count;
-  if (row_scalars && plan.row < plan.block) {
+  int64_t run = plan.row > 0 ? plan.row : plan.count;
+  if (plan.row > 0 && plan.row < plan.block) {
     plan.rows_per_block = plan.block / plan.row;
     plan.block = plan.rows_per_block * plan.row;
     run = plan.count;

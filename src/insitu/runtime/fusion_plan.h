@@ -91,9 +91,32 @@ namespace fusion_kernel {
 
 using Plan = LoopFusion;
 
-// Plans `body` over a result of `dimensions` (`count` elements): see fusion_plan.cc.
+// Plans `body` over a result of `dimensions` (`count` elements): see fusion_plan.cc. With
+// `last`, only the instructions up to it, `last` the root (a reduce fusion's input); with
+// `reduced_row` (the product of the trailing dimensions a reduce folds), blocks tile rows that
+// long (whole rows or a row's pieces), and a row scalar is constant along such a row.
 bool plan_computation(const Computation& body, std::span<const ArrayView> operands,
-                      const std::vector<int64_t>& dimensions, int64_t count, bool scalar_program, Plan& plan);
+                      const std::vector<int64_t>& dimensions, int64_t count, bool scalar_program, Plan& plan,
+                      const Instruction* last = nullptr, int64_t reduced_row = 0);
+// A reduce fusion (kind=kInput: the fusion pass's, a reduce of the trailing dimensions at its
+// root): the reduce's input planned as a loop fusion over the input's dimensions, computed a
+// chunk of whole rows at a time into per-thread scratch, each chunk then folded by the reduce's
+// own kernel (select_reduce on a chunk's shapes): bit for bit the unfused reduce of the unfused
+// loop, and the input never reaches memory.
+struct ReduceFusion final : KernelPlan {
+  Plan loop;                            // its root the reduce's input
+  const Instruction* reduce = nullptr;  // in the fused computation
+  KernelFn fold = nullptr;              // the reduce's kernel and plan, on a chunk
+  KernelPlanPtr fold_plan;
+  const uint8_t* init = nullptr;        // a constant init; null: fusion operand `init_parameter`
+  int64_t init_parameter = -1;
+  int64_t row = 0;                      // elements a reduce row holds
+  int64_t rows = 0;                     // reduce rows in all (the result's elements)
+  int64_t chunk_rows = 0;               // rows a chunk holds (a multiple of the loop's whole-row blocks)
+  Shape chunk_input, chunk_output;      // a chunk's shapes: the input's and the result's ranks
+  Shape tail_input, tail_output;        // the last chunk's
+};
+
 // Plans a kLoop fusion over its result `out`.
 bool plan_fusion(const Instruction& fusion, std::span<const ArrayView> operands, const ArrayView& out, Plan& plan);
 

@@ -1,0 +1,130 @@
+// Reduce fusions (kind=kInput, the fusion pass's): the fused elementwise input computed a chunk
+// of whole rows at a time into scratch and folded by the reduce's own kernel. Every case runs
+// natively (no evaluator fallback) on 1-3 threads and gives the evaluator's bits.
+#include <gtest/gtest.h>
+
+#include "executable_test_util.h"
+
+namespace insitu {
+namespace {
+
+int count_input_fusions(const Module& module) {
+  int fusions = 0;
+  for (const Instruction* instruction : module.entry()->instructions())
+    fusions += instruction->opcode() == Opcode::kFusion && instruction->fusion_kind == "kInput";
+  return fusions;
+}
+
+void expect_native_and_exact(const testing_runtime::Compiled& compiled, uint32_t seed) {
+  for (int threads : {1, 2, 3}) {
+    const std::vector<Literal> arguments = testing_runtime::make_arguments(*compiled.original, seed);
+    StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    ExecutionStats stats;
+    StatusOr<std::vector<BufferHandle>> results =
+        compiled.executable->execute(testing_runtime::to_handles(arguments), {.threads = threads, .stats = &stats});
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    ASSERT_EQ(static_cast<int64_t>(results->size()), expected->shape().tuple_size());
+    for (size_t i = 0; i < results->size(); ++i)
+      EXPECT_TRUE(*(*results)[i].to_literal() == expected->element(static_cast<int64_t>(i)))
+          << "result " << i << " threads=" << threads;
+    EXPECT_EQ(stats.fallback_ops_executed, 0) << "threads=" << threads;
+  }
+}
+
+// Row sums and maxima of fused inputs: rows shorter than a block (300: several rows a block,
+// 37 rows so the last chunk is short), rows of a block's pieces (5000), two reduced trailing
+// dimensions (a row of 6 x 70 whose row scalar is constant along the whole row, and one that
+// varies along it: gathered), a max with a NaN-aware fold, an s32 sum, an f16 sum (rounded per
+// step) and a combiner of two ops (max of |x|), run as a scalar program.
+TEST(RuntimeReduceFusion, RowsOfEveryLengthMatchTheEvaluator) {
+  testing_runtime::Compiled compiled = testing_runtime::compile(R"(
+HloModule reduce_fusions
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+add_s32 {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+max_abs {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, f32[] abs(b))
+}
+add_f16 {
+  a = f16[] parameter(0)
+  b = f16[] parameter(1)
+  ROOT s = f16[] add(a, b)
+}
+ENTRY main {
+  x = f32[37,300] parameter(0)
+  mean = f32[37] parameter(1)
+  y = f32[3,5000] parameter(2)
+  z = f32[4,6,70] parameter(3)
+  z_scale = f32[4] parameter(4)
+  z_column = f32[70] parameter(5)
+  i = s32[9,130] parameter(6)
+  h = f16[5,200] parameter(7)
+  zero = f32[] constant(0)
+  ninf = f32[] constant(-inf)
+  mb = f32[37,300] broadcast(mean), dimensions={0}
+  d = f32[37,300] subtract(x, mb)
+  dd = f32[37,300] multiply(d, d)
+  var = f32[37] reduce(dd, zero), dimensions={1}, to_apply=add
+  e = f32[3,5000] exponential(y)
+  e_max = f32[3] reduce(e, ninf), dimensions={1}, to_apply=max
+  zs = f32[4,6,70] broadcast(z_scale), dimensions={0}
+  zc = f32[4,6,70] broadcast(z_column), dimensions={2}
+  z1 = f32[4,6,70] multiply(z, zs)
+  z2 = f32[4,6,70] add(z1, zc)
+  z_sum = f32[4] reduce(z2, zero), dimensions={1,2}, to_apply=add
+  i2 = s32[9,130] multiply(i, i)
+  izero = s32[] constant(0)
+  i_sum = s32[9] reduce(i2, izero), dimensions={1}, to_apply=add_s32
+  hn = f16[5,200] negate(h)
+  hzero = f16[] constant(0)
+  h_sum = f16[5] reduce(hn, hzero), dimensions={1}, to_apply=add_f16
+  t = f32[37,300] tanh(x)
+  t_max = f32[37] reduce(t, zero), dimensions={1}, to_apply=max_abs
+  ROOT out = (f32[37], f32[3], f32[4], s32[9], f16[5], f32[37]) tuple(var, e_max, z_sum, i_sum, h_sum, t_max)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  EXPECT_EQ(count_input_fusions(*compiled.optimized), 6);
+  expect_native_and_exact(compiled, 21);
+}
+
+// A reduce fusion whose init is a parameter (not a constant), and long rows whose chunk holds
+// fewer than kSummedRows rows (8192 f32: 32 KiB a row): the scratch bound.
+TEST(RuntimeReduceFusion, ParameterInitAndLongRowsMatchTheEvaluator) {
+  testing_runtime::Compiled compiled = testing_runtime::compile(R"(
+HloModule long_rows
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[40,8192] parameter(0)
+  m = f32[40] parameter(1)
+  start = f32[] parameter(2)
+  mb = f32[40,8192] broadcast(m), dimensions={0}
+  e = f32[40,8192] exponential(f32[40,8192] subtract(x, mb))
+  s = f32[40] reduce(e, start), dimensions={1}, to_apply=add
+  ROOT out = (f32[40]) tuple(s)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  EXPECT_EQ(count_input_fusions(*compiled.optimized), 1);
+  expect_native_and_exact(compiled, 22);
+}
+
+}  // namespace
+}  // namespace insitu
