@@ -1,6 +1,7 @@
 #include "insitu/passes/fusion.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -313,6 +314,130 @@ bool recompute_far_values(Computation& computation, NameTable& names) {
   return changed;
 }
 
+// Ops cheap enough to compute once per reader instead of writing their value once (no
+// transcendental, no division): whole-array arithmetic a memory pass costs more than.
+bool is_cheap(const Instruction& instruction) {
+  switch (instruction.opcode()) {
+    case Opcode::kAdd: case Opcode::kSubtract: case Opcode::kMultiply: case Opcode::kNegate: case Opcode::kAbs:
+    case Opcode::kMaximum: case Opcode::kMinimum: case Opcode::kCompare: case Opcode::kSelect: case Opcode::kConvert:
+    case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor: case Opcode::kNot:
+      return is_fusible_elementwise(instruction);
+    case Opcode::kBroadcast:
+      return instruction.shape().is_array() && instruction.operand(0)->shape().is_array() && !has_side_effect(instruction);
+    default:
+      return false;
+  }
+}
+
+// Whether `user` would take `value` into its fusion: an elementwise op of its dimensions, or a
+// row reduce of it.
+bool fuses(const Instruction& user, const Instruction& value) {
+  if (user.has_control_edges()) return false;
+  if (is_fusible_row_reduce(user)) return user.operand(0) == &value && user.operand(1) != &value;
+  return is_fusible_elementwise(user) && user.shape().dimensions() == value.shape().dimensions();
+}
+
+// Readers of one cheap value at most this many (each computes it again) and this close in the
+// program (its inputs then live no longer than to the last of them).
+constexpr size_t kMaxCheapCopies = 4;
+
+// Would `operand` be computed inside a fusion of `value`'s dimensions (not read from memory)?
+bool fuses_into(const Instruction& operand, const Instruction& value) {
+  if (operand.opcode() == Opcode::kConstant) return false;  // a scalar is copied in, an array read
+  if (!operand.shape().is_array() || operand.shape().dimensions() != value.shape().dimensions()) return false;
+  return is_fusible_elementwise(operand) || operand.opcode() == Opcode::kBroadcast ||
+         (operand.opcode() == Opcode::kIota && is_integral(operand.shape().element_type()));
+}
+
+// What computing `value` again takes: `value` and the cheap values of its dimensions only it
+// needs (operands first, at most kRecomputeCone). False when an operand that only the cone reads
+// would fuse but is not cheap: copied, the cone would make it a value read from memory.
+bool cheap_cone(Instruction* value, std::vector<Instruction*>& cone) {
+  std::unordered_set<const Instruction*> members = {value};
+  std::vector<Instruction*> found = {value};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t m = 0; m < found.size(); ++m)
+      for (Instruction* operand : found[m]->operands()) {
+        if (members.count(operand) || !fuses_into(*operand, *value) || !is_cheap(*operand) ||
+            operand->has_control_edges())
+          continue;
+        const auto& users = operand->users();
+        if (!std::all_of(users.begin(), users.end(), [&](const Instruction* user) { return members.count(user); }))
+          continue;
+        if (found.size() >= kRecomputeCone) return false;
+        members.insert(operand);
+        found.push_back(operand);
+        grew = true;
+      }
+  }
+  for (const Instruction* member : found)
+    for (const Instruction* operand : member->operands()) {
+      if (members.count(operand) || !fuses_into(*operand, *value)) continue;
+      const auto& users = operand->users();
+      if (std::all_of(users.begin(), users.end(), [&](const Instruction* user) { return members.count(user); }))
+        return false;
+    }
+  // operands first
+  std::unordered_set<const Instruction*> placed;
+  std::function<void(Instruction*)> place = [&](Instruction* member) {
+    if (!placed.insert(member).second) return;
+    for (Instruction* operand : member->operands())
+      if (members.count(operand)) place(operand);
+    cone.push_back(member);
+  };
+  place(value);
+  return true;
+}
+
+// Gives each reader of a cheap value (is_cheap) its own copy when every reader would fuse it
+// (fuses) and they are close: each copy then joins its reader's fusion and the value is never
+// written. The cheap values it is computed from that only it reads are copied with it
+// (cheap_cone); a value it needs that is not cheap and read only by it stops the copy (it
+// would be written where it was fused). A log-softmax's logits + bias and logits - max, read by
+// the row max, the row sum of exp and the result, and a layer norm's x - mean, read by the
+// variance and the normalized output, stay in cache instead of taking a memory pass each way.
+// Values read by anything else (a dot, the root tuple) are left alone: computed twice, they
+// would be read twice as well. Consumers are visited first, so a value read by the copies of
+// its reader is copied in turn.
+bool duplicate_cheap_values(Computation& computation, NameTable& names) {
+  bool changed = false;
+  const std::vector<Instruction*> order = computation.instructions();
+  std::unordered_map<const Instruction*, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Instruction* value = *it;
+    if (!is_cheap(*value) || value->has_control_edges() || computation.root() == value) continue;
+    std::vector<Instruction*> users(value->users().begin(), value->users().end());
+    if (users.size() < 2 || users.size() > kMaxCheapCopies) continue;
+    if (!std::all_of(users.begin(), users.end(), [&](const Instruction* user) { return fuses(*user, *value); }))
+      continue;
+    // copies inserted earlier sit before their reader: their place is their reader's
+    auto place = [&](const Instruction* user) {
+      while (!position.count(user)) user = user->users()[0];
+      return position.at(user);
+    };
+    std::sort(users.begin(), users.end(), [&](const Instruction* a, const Instruction* b) { return place(a) < place(b); });
+    if (place(users.back()) - place(users.front()) >= kRecomputeDistance) continue;
+    std::vector<Instruction*> cone;
+    if (!cheap_cone(value, cone)) continue;
+    for (size_t u = 1; u < users.size(); ++u) {
+      std::unordered_map<const Instruction*, Instruction*> copies;
+      for (Instruction* original : cone) {
+        Instruction* copy = computation.insert_instruction_before(
+            clone_without_operands(*original, names.unique(original->name())), users[u]);
+        for (Instruction* operand : original->operands())
+          copy->append_operand(copies.count(operand) ? copies.at(operand) : operand);
+        copies[original] = copy;
+      }
+      for (int64_t i = 0; i < users[u]->operand_count(); ++i)
+        if (users[u]->operand(i) == value) users[u]->replace_operand(i, copies.at(value));
+    }
+    changed = true;
+  }
+  return changed;
+}
+
 // The entry and every computation reached from it through while/conditional/call.
 std::vector<Computation*> control_flow_computations(Module& module) {
   std::vector<Computation*> order;
@@ -388,6 +513,7 @@ StatusOr<bool> fuse(Module& module) {
   for (Computation* computation : control_flow_computations(module)) {
     changed |= recompute_far_values(*computation, names);
     changed |= split_shared_scalar_broadcasts(*computation, names);
+    changed |= duplicate_cheap_values(*computation, names);
     std::vector<Group> groups;
     std::unordered_set<const Instruction*> taken;
     const std::vector<Instruction*> order = computation->instructions();
