@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "executable_test_util.h"
+#include "insitu/analysis/in_place.h"
 
 namespace insitu {
 namespace {
@@ -124,6 +125,66 @@ ENTRY main {
   ASSERT_TRUE(compiled.executable != nullptr);
   EXPECT_EQ(count_input_fusions(*compiled.optimized), 1);
   expect_native_and_exact(compiled, 22);
+}
+
+// A softmax over rows of 300 (several a block) and of 5000 (a block's pieces): exp(x - max) is
+// the reduce fusion's second output, written where the division reads it and summed from there.
+TEST(RuntimeReduceFusion, InputAsSecondOutputMatchesTheEvaluator) {
+  testing_runtime::Compiled compiled = testing_runtime::compile(R"(
+HloModule softmax
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[37,300] parameter(0)
+  m = f32[37] parameter(1)
+  mb = f32[37,300] broadcast(m), dimensions={0}
+  e = f32[37,300] exponential(f32[37,300] subtract(x, mb))
+  zero = f32[] constant(0)
+  s = f32[37] reduce(e, zero), dimensions={1}, to_apply=add
+  sb = f32[37,300] broadcast(s), dimensions={0}
+  y = f32[37,300] divide(e, sb)
+  w = f32[3,5000] parameter(2)
+  we = f32[3,5000] exponential(w)
+  ws = f32[3] reduce(we, zero), dimensions={1}, to_apply=add
+  wb = f32[3,5000] broadcast(ws), dimensions={0}
+  wy = f32[3,5000] multiply(we, wb)
+  ROOT out = (f32[37,300], f32[3,5000], f32[37]) tuple(y, wy, s)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  EXPECT_EQ(count_input_fusions(*compiled.optimized), 2);
+  expect_native_and_exact(compiled, 23);
+}
+
+// The second output written over an operand that dies at the fusion (a transpose's result, read
+// only there): the in-place contract pairs them (writes_elementwise_at), the rows are computed over
+// the dot's values block by block and summed from there.
+TEST(RuntimeReduceFusion, InputOutputWrittenOverADyingOperandMatchesTheEvaluator) {
+  testing_runtime::Compiled compiled = testing_runtime::compile(R"(
+HloModule over_operand
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[700,64] parameter(0)
+  d = f32[64,700] transpose(x), dimensions={1,0}
+  t = f32[64,700] tanh(d)
+  zero = f32[] constant(0)
+  s = f32[64] reduce(t, zero), dimensions={1}, to_apply=add
+  ROOT out = (f32[64,700], f32[64]) tuple(t, s)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  ASSERT_EQ(count_input_fusions(*compiled.optimized), 1);
+  const Instruction* fusion = nullptr;
+  for (const Instruction* instruction : compiled.optimized->entry()->instructions())
+    if (instruction->opcode() == Opcode::kFusion) fusion = instruction;
+  EXPECT_TRUE(writes_elementwise_at(*fusion, {1}));
+  EXPECT_FALSE(writes_elementwise_at(*fusion, {0}));
+  expect_native_and_exact(compiled, 24);
 }
 
 }  // namespace

@@ -177,7 +177,7 @@ std::optional<std::string> BufferFacts::read_only_reason(ValueId origin) const {
 }
 
 bool BufferFacts::can_write_over(const Instruction* reader, ValueId operand_value, const ShapeIndex& result_index) const {
-  if (!writes_elementwise(*reader) && reader->opcode() != Opcode::kCopy) return false;
+  if (!writes_elementwise_at(*reader, result_index) && reader->opcode() != Opcode::kCopy) return false;
   const Shape* result = reader->shape().subshape(result_index);
   return result != nullptr && *result == value(operand_value).shape;
 }

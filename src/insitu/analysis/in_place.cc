@@ -84,6 +84,28 @@ bool writes_elementwise(const Instruction& instruction) {
   return true;
 }
 
+bool writes_elementwise_at(const Instruction& instruction, const ShapeIndex& output_index) {
+  if (writes_elementwise(instruction)) return true;
+  // a reduce fusion's second output: its input, computed elementwise (the reduce reads it there)
+  if (instruction.opcode() != Opcode::kFusion || instruction.fusion_kind != "kInput" ||
+      !instruction.fusion_output_to_operand_aliasing.empty() || instruction.called_computations().size() != 1 ||
+      output_index != ShapeIndex{1} || !instruction.shape().is_tuple() || instruction.shape().tuple_size() != 2)
+    return false;
+  const Computation& body = *instruction.called_computations()[0];
+  const Instruction* root = body.root();
+  if (root == nullptr || root->opcode() != Opcode::kTuple || root->operand_count() != 2 ||
+      root->operand(0)->opcode() != Opcode::kReduce || root->operand(0)->operand(0) != root->operand(1) ||
+      !is_elementwise(root->operand(1)->opcode()))
+    return false;
+  const int64_t bytes = root->operand(1)->shape().byte_size();
+  for (const Instruction* parameter : body.parameters()) {
+    if (parameter == nullptr || parameter->shape().byte_size() != bytes) continue;
+    for (const Instruction* user : parameter->users())
+      if (!is_elementwise(user->opcode())) return false;
+  }
+  return true;
+}
+
 std::vector<SharingPair> operand_output_sharing(const Instruction& instruction) {
   std::vector<SharingPair> pairs;
   for (InPlacePair& pair : in_place_pairs(instruction))
@@ -98,10 +120,10 @@ std::vector<SharingPair> operand_output_sharing(const Instruction& instruction) 
     }
     return pairs;
   }
-  if (!writes_elementwise(instruction)) return pairs;
   const bool tuple = shape.is_tuple();  // a multi-output fusion: each output
   for (int64_t k = 0; k < (tuple ? shape.tuple_size() : 1); ++k) {
     const ShapeIndex index = tuple ? ShapeIndex{k} : ShapeIndex{};
+    if (!writes_elementwise_at(instruction, index)) continue;
     const int64_t bytes = shape.subshape(index)->byte_size();
     for (int64_t i = 0; i < instruction.operand_count(); ++i) {
       const Shape& operand = instruction.operand(i)->shape();

@@ -62,4 +62,11 @@ std::vector<InPlacePair> in_place_pairs(const Instruction& instruction);
 // operand), so its result may be written over such an operand.
 bool writes_elementwise(const Instruction& instruction);
 
+// Whether output leaf `output_index` is written so (kElementwise pairs name it): every output of
+// an instruction that writes_elementwise, and a reduce fusion's second output, its input (the
+// root the tuple (reduce, input), the input an elementwise op, the fusion's parameters of its
+// size read only by elementwise ops: computed block by block where it is written, and folded
+// from there).
+bool writes_elementwise_at(const Instruction& instruction, const ShapeIndex& output_index);
+
 }  // namespace insitu

@@ -185,7 +185,7 @@ class DonorMatcher {
                            " on the custom-call (with a kernel that writes in place) would make the donor usable.",
                            xla_note);
         }
-        bool same_index = writes_elementwise(*writer) && donor_shape.layout().minor_to_major ==
+        bool same_index = writes_elementwise_at(*writer, result.defining.index) && donor_shape.layout().minor_to_major ==
                               result.shape.layout().minor_to_major &&
                           byte_width(donor_shape.element_type()) == byte_width(result.shape.element_type());
         if (same_index) continue;  // reads each element only where it writes it

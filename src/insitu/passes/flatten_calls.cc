@@ -17,7 +17,7 @@ std::unique_ptr<Instruction> clone_without_operands(const Instruction& original,
   return clone;
 }
 
-void inline_call(Instruction* call, NameTable& names) {
+Instruction* inline_call(Instruction* call, NameTable& names) {
   Computation* caller = call->parent();
   const Computation* callee = call->called_computations().at(0);
   std::unordered_map<const Instruction*, Instruction*> mapped;
@@ -39,6 +39,7 @@ void inline_call(Instruction* call, NameTable& names) {
   for (Instruction* successor : call->control_successors()) successor->add_control_predecessor(result);
   call->replace_all_uses_with(result);
   caller->remove_instruction(call);
+  return result;
 }
 
 namespace {

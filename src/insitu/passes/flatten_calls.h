@@ -35,9 +35,9 @@ StatusOr<bool> flatten_calls(Module& module);
 std::unique_ptr<Instruction> clone_without_operands(const Instruction& original, std::string name);
 
 // Replaces `call` (a call or a fusion) by a copy of its callee's body placed right before it,
-// named by `names`.
+// named by `names`; returns the copy of the callee's root.
 class NameTable;
-void inline_call(Instruction* call, NameTable& names);
+Instruction* inline_call(Instruction* call, NameTable& names);
 
 // flatten-calls' postcondition, as the precondition of a later pass: no `call`, and each while
 // condition/body and conditional branch called from one site. An error names the pass, the

@@ -108,7 +108,8 @@ bool written_into_returned_stack(const Instruction& value, const Instruction& us
 // passes instead of ten. (A value read later by other ops stays a fusion of its own: made an
 // output, it would keep its inputs alive until the reader's fusion; a ResNet block's training
 // step peaked 12 MB higher that way.)
-// A reduce root (is_fusible_row_reduce) grows over its input's dimensions, with no other outputs.
+// A reduce root (is_fusible_row_reduce) grows over its input's dimensions; its input, when read
+// after the reduce as well, is its one other output.
 Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>& taken,
                  const std::unordered_map<const Instruction*, size_t>& position) {
   Group group{{root}, {}};
@@ -126,16 +127,23 @@ Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>
         const auto& users = operand->users();
         const bool only_members =
             std::all_of(users.begin(), users.end(), [&](const Instruction* user) { return in_group.count(user); });
+        // a reduce's input read after it too: the fusion's second output (a softmax's exp(x - max),
+        // read by its sum and by the division)
+        const bool reduced_output =
+            !only_members && reduce && m == 0 && operand == root->operand(0) &&
+            std::all_of(users.begin(), users.end(), [&](const Instruction* user) {
+              return in_group.count(user) || position.at(user) > position.at(root);
+            });
         const bool output = !only_members && !reduce && is_fusible_elementwise(*operand) &&
                             returned_by->opcode() == Opcode::kTuple &&
                             std::all_of(users.begin(), users.end(), [&](const Instruction* user) {
                               return in_group.count(user) || user == returned_by ||
                                      written_into_returned_stack(*operand, *user, *returned_by, *root, position);
                             });
-        if (!only_members && !output) continue;
+        if (!only_members && !output && !reduced_output) continue;
         members.push_back(operand);
         in_group.insert(operand);
-        if (output) group.extra_outputs.push_back(operand);
+        if (output || reduced_output) group.extra_outputs.push_back(operand);
         grew = true;
       }
     }
@@ -331,9 +339,9 @@ bool is_cheap(const Instruction& instruction) {
 
 // Whether `user` would take `value` into its fusion: an elementwise op of its dimensions, or a
 // row reduce of it.
-bool fuses(const Instruction& user, const Instruction& value) {
+bool fuses(const Instruction& user, const Instruction& value, bool reduces) {
   if (user.has_control_edges()) return false;
-  if (is_fusible_row_reduce(user)) return user.operand(0) == &value && user.operand(1) != &value;
+  if (reduces && is_fusible_row_reduce(user)) return user.operand(0) == &value && user.operand(1) != &value;
   return is_fusible_elementwise(user) && user.shape().dimensions() == value.shape().dimensions();
 }
 
@@ -400,7 +408,7 @@ bool cheap_cone(Instruction* value, std::vector<Instruction*>& cone) {
 // Values read by anything else (a dot, the root tuple) are left alone: computed twice, they
 // would be read twice as well. Consumers are visited first, so a value read by the copies of
 // its reader is copied in turn.
-bool duplicate_cheap_values(Computation& computation, NameTable& names) {
+bool duplicate_cheap_values(Computation& computation, NameTable& names, bool reduces) {
   bool changed = false;
   const std::vector<Instruction*> order = computation.instructions();
   std::unordered_map<const Instruction*, size_t> position;
@@ -410,7 +418,7 @@ bool duplicate_cheap_values(Computation& computation, NameTable& names) {
     if (!is_cheap(*value) || value->has_control_edges() || computation.root() == value) continue;
     std::vector<Instruction*> users(value->users().begin(), value->users().end());
     if (users.size() < 2 || users.size() > kMaxCheapCopies) continue;
-    if (!std::all_of(users.begin(), users.end(), [&](const Instruction* user) { return fuses(*user, *value); }))
+    if (!std::all_of(users.begin(), users.end(), [&](const Instruction* user) { return fuses(*user, *value, reduces); }))
       continue;
     // copies inserted earlier sit before their reader: their place is their reader's
     auto place = [&](const Instruction* user) {
@@ -490,21 +498,10 @@ bool split_shared_scalar_broadcasts(Computation& computation, NameTable& names) 
   return changed;
 }
 
-bool unfuse_reductions(Module& module) {
-  NameTable names(module);
-  const std::unordered_set<const Computation*> reachable = reachable_computations(module);
-  bool changed = false;
-  for (Computation* computation : module.computations())
-    for (Instruction* instruction : computation->instructions())
-      if (instruction->opcode() == Opcode::kFusion && instruction->fusion_kind == "kInput") {
-        inline_call(instruction, names);
-        changed = true;
-      }
-  if (changed) remove_unreachable_computations(module, reachable);
-  return changed;
-}
+namespace {
 
-StatusOr<bool> fuse(Module& module) {
+// The fusion pass; reduce fusions only with `reduces`.
+StatusOr<bool> fuse_computations(Module& module, bool reduces) {
   if (module.entry() == nullptr) return failed_precondition("fusion needs a module with an entry computation");
   NameTable names(module);
   NameTable computation_names;
@@ -513,7 +510,7 @@ StatusOr<bool> fuse(Module& module) {
   for (Computation* computation : control_flow_computations(module)) {
     changed |= recompute_far_values(*computation, names);
     changed |= split_shared_scalar_broadcasts(*computation, names);
-    changed |= duplicate_cheap_values(*computation, names);
+    changed |= duplicate_cheap_values(*computation, names, reduces);
     std::vector<Group> groups;
     std::unordered_set<const Instruction*> taken;
     const std::vector<Instruction*> order = computation->instructions();
@@ -522,7 +519,7 @@ StatusOr<bool> fuse(Module& module) {
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Instruction* instruction = *it;
       if (taken.count(instruction) || instruction->has_control_edges()) continue;
-      const bool reduce = is_fusible_row_reduce(*instruction);
+      const bool reduce = reduces && is_fusible_row_reduce(*instruction);
       if (!reduce && !is_fusible_elementwise(*instruction)) continue;
       Group group = grow_group(instruction, taken, position);
       if (group.members.size() < 2) continue;
@@ -551,6 +548,39 @@ StatusOr<bool> fuse(Module& module) {
     changed |= !groups.empty();
   }
   return changed;
+}
+
+}  // namespace
+
+StatusOr<bool> fuse(Module& module) { return fuse_computations(module, /*reduces=*/true); }
+
+bool unfuse_reductions(Module& module) {
+  NameTable names(module);
+  const std::unordered_set<const Computation*> reachable = reachable_computations(module);
+  bool changed = false;
+  for (Computation* computation : module.computations())
+    for (Instruction* instruction : computation->instructions())
+      if (instruction->opcode() == Opcode::kFusion && instruction->fusion_kind == "kInput") {
+        Instruction* result = inline_call(instruction, names);
+        changed = true;
+        if (result->opcode() != Opcode::kTuple) continue;
+        // a reduce fusion with its input as a second output: each get-tuple-element reads the
+        // tuple's element itself
+        const std::vector<Instruction*> readers = result->users();
+        for (Instruction* reader : readers) {
+          if (reader->opcode() != Opcode::kGetTupleElement || reader->has_control_edges()) continue;
+          reader->replace_all_uses_with(result->operand(reader->tuple_index));
+          if (computation->root() == reader) computation->set_root(result->operand(reader->tuple_index));
+          computation->remove_instruction(reader);
+        }
+        if (result->users().empty() && computation->root() != result) computation->remove_instruction(result);
+      }
+  if (!changed) return false;
+  remove_unreachable_computations(module, reachable);
+  // the inlined chains become loop fusions again, their reduces plain reduces
+  StatusOr<bool> fused = fuse_computations(module, /*reduces=*/false);
+  INSITU_CHECK(fused.ok()) << fused.status().to_string();
+  return true;
 }
 
 }  // namespace insitu

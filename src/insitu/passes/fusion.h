@@ -35,7 +35,10 @@
 // fused computation's root. The runtime computes the fused ops a chunk of whole rows at a time
 // into per-thread scratch and folds each chunk with the reduce's own kernel: a layer norm's
 // (x - mean)^2, a softmax's exp(x - max) read only by its sum, a log-softmax's, a backward's
-// sum(g * y) never reach memory. Values read by anything outside stay out (no extra outputs).
+// sum(g * y) never reach memory. When the reduce's input is read after the reduce too (a
+// softmax's exp(x - max), read by its sum and by the division), it is the fusion's second
+// output (the root the tuple (reduce, input)): written once, summed while in cache. Other values
+// read outside stay out.
 //
 // Recomputing instead of keeping: before grouping, a big elementwise value (1 MiB or more)
 // whose users are all elementwise ops of its shape, some of them 16 or more instructions after

@@ -63,12 +63,13 @@ class BlockRunner {
     views_ = views.data();
   }
 
-  // The root writes position p at buffer[p - first] from now on, not into the result, and the
-  // next block's root is not fetched for writing (a reduce fusion's chunk in scratch).
-  void root_to(uint8_t* buffer, int64_t first) {
+  // The root writes position p at buffer[p - first] from now on, not into the result; the next
+  // block's root is fetched for writing only with `prefetch` (not a reduce fusion's chunk in
+  // scratch).
+  void root_to(uint8_t* buffer, int64_t first, bool prefetch) {
     out_ = buffer;
     out_first_ = first;
-    prefetch_out_ = false;
+    prefetch_out_ = prefetch;
   }
 
   // The element of node n after run(0, 1) (a scalar program's outputs).
@@ -369,15 +370,20 @@ Status reduce_fusion_kernel(const KernelCall& call) {
   std::mutex failed;
   run_range(call.pool, chunks, per_chunk, [&](int64_t begin, int64_t end) {
     thread_local std::vector<uint64_t> chunk_scratch;
-    const size_t words = static_cast<size_t>((plan.chunk_rows * plan.row * width + 7) / 8 + 8);
-    if (chunk_scratch.size() < words) chunk_scratch.resize(words);
-    uint8_t* chunk = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(chunk_scratch.data()) + 63) / 64 * 64);
+    uint8_t* chunk = nullptr;
+    if (!plan.input_output) {
+      const size_t words = static_cast<size_t>((plan.chunk_rows * plan.row * width + 7) / 8 + 8);
+      if (chunk_scratch.size() < words) chunk_scratch.resize(words);
+      chunk = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(chunk_scratch.data()) + 63) / 64 * 64);
+    }
     for (int64_t c = begin; c < end; ++c) {
       // a runner per chunk: a fold through a scalar program runs a BlockRunner of its own,
       // which may move this thread's scratch and views
       BlockRunner runner(loop, call.operands, nullptr, call.pool);
       const int64_t first_row = c * plan.chunk_rows;
-      runner.root_to(chunk, first_row * plan.row);
+      // the input computed into its output (and folded from there, in cache), or into scratch
+      if (plan.input_output) chunk = call.outputs[1].data + first_row * plan.row * width;
+      runner.root_to(chunk, first_row * plan.row, plan.input_output);
       for (int64_t block = c * chunk_blocks, last = std::min(blocks, (c + 1) * chunk_blocks); block < last; ++block)
         run_block(runner, loop, pieces, block);
       const bool tail = c == chunks - 1 && plan.rows % plan.chunk_rows != 0;
@@ -458,8 +464,12 @@ constexpr int64_t kMaxChunkBytes = 512 * 1024;
 // reduce of one input over its trailing dimensions, or nothing (the evaluator runs it).
 SelectedKernel select_reduce_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
                                     const ArrayView& out) {
+  // (a second output, the input, is computed where call.outputs[1] points: select_fusion
+  // checked that its shape is the input's)
   const Computation& body = *fusion.called_computations()[0];
   const Instruction* reduce = body.root();
+  const bool input_output = reduce->opcode() == Opcode::kTuple;  // (reduce, its input): checked by select_fusion
+  if (input_output) reduce = reduce->operand(0);
   if (reduce->operand_count() != 2 || !reduce->shape().is_array() || out.scalar || !out.shape->is_array()) return std::nullopt;
   const Instruction* input = reduce->operand(0);
   const Instruction* init = reduce->operand(1);
@@ -471,6 +481,7 @@ SelectedKernel select_reduce_fusion(const Instruction& fusion, std::span<const A
   if (count == 0 || count >= rank || !init->shape().is_array() || init->shape().rank() != 0) return std::nullopt;
   auto plan = std::make_unique<fusion_kernel::ReduceFusion>();
   plan->reduce = reduce;
+  plan->input_output = input_output;
   plan->row = 1;
   for (int64_t i = 0; i < count; ++i) {
     if (reduced[i] != rank - count + i) return std::nullopt;
@@ -524,9 +535,20 @@ SelectedKernel select_reduce_fusion(const Instruction& fusion, std::span<const A
 SelectedKernel select_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
                              std::span<const ArrayView> outputs) {
   if (fusion.opcode() == Opcode::kFusion && fusion.fusion_output_to_operand_aliasing.empty() &&
-      fusion.called_computations().size() == 1 && fusion.called_computations()[0]->root() != nullptr &&
-      fusion.called_computations()[0]->root()->opcode() == Opcode::kReduce && outputs.size() == 1)
-    return select_reduce_fusion(fusion, operands, outputs[0]);
+      fusion.called_computations().size() == 1 && fusion.called_computations()[0]->root() != nullptr) {
+    const Instruction* root = fusion.called_computations()[0]->root();
+    if (root->opcode() == Opcode::kReduce && outputs.size() == 1) return select_reduce_fusion(fusion, operands, outputs[0]);
+    // a reduce and its input, computed into the second output (row-major, its own memory)
+    if (root->opcode() == Opcode::kTuple && root->operand_count() == 2 && outputs.size() == 2 &&
+        root->operand(0)->opcode() == Opcode::kReduce && root->operand(0)->operand_count() == 2 &&
+        root->operand(1) == root->operand(0)->operand(0)) {
+      const ArrayView& input = outputs[1];
+      if (input.scalar || !input.shape->is_array() || input.shape->dimensions() != root->operand(1)->shape().dimensions() ||
+          input.type() != root->operand(1)->shape().element_type())
+        return std::nullopt;
+      return select_reduce_fusion(fusion, operands, outputs[0]);
+    }
+  }
   // Array results, nothing updated in place (in-place fusions go to the evaluator directly,
   // without staging their aliased operand). Several: a tuple of arrays of one shape's dimensions.
   if (fusion.opcode() != Opcode::kFusion || !fusion.fusion_output_to_operand_aliasing.empty() ||

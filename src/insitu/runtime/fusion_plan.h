@@ -106,6 +106,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
 struct ReduceFusion final : KernelPlan {
   Plan loop;                            // its root the reduce's input
   const Instruction* reduce = nullptr;  // in the fused computation
+  bool input_output = false;            // the input is the fusion's second output (computed there)
   KernelFn fold = nullptr;              // the reduce's kernel and plan, on a chunk
   KernelPlanPtr fold_plan;
   const uint8_t* init = nullptr;        // a constant init; null: fusion operand `init_parameter`
