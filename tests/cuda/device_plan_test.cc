@@ -257,7 +257,7 @@ TEST(CudaPlan, JaxCorpusPlansOrSaysWhatIsMissing) {
     ASSERT_TRUE(parsed.ok()) << entry.path();
     StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
     if (!optimized.ok()) continue;
-    unfuse_reductions(*optimized->module);  // as Executable::create_on_cuda does
+    inline_unlooped_fusions(*optimized->module);  // as Executable::create_on_cuda does
     StatusOr<DevicePlan> plan = plan_for_cuda(*optimized->module->entry());
     if (!plan.ok()) {
       ++stopped;

@@ -176,7 +176,7 @@ inline StatusOr<Loaded> load_text(const std::string& text) {
   INSITU_ASSIGN_OR_RETURN(std::unique_ptr<Module> parsed, parse_module(text));
   INSITU_ASSIGN_OR_RETURN(OptimizedModule optimized, optimize_module(std::move(parsed)));
   loaded.optimized = std::move(optimized.module);
-  unfuse_reductions(*loaded.optimized);  // as Executable::create_on_cuda does
+  inline_unlooped_fusions(*loaded.optimized);  // as Executable::create_on_cuda does
   return loaded;
 }
 

@@ -22,7 +22,7 @@ int opt_command(const OptOptions& options, CliContext& context) {
   StatusOr<OptimizedModule> optimized = optimize_module(std::move(module).value(), optimize);
   if (!optimized.ok()) return report_error(context, optimized.status(), options.module_path);
   if (options.device == "cuda") {
-    unfuse_reductions(*optimized->module);  // as Executable::create_on_cuda does
+    inline_unlooped_fusions(*optimized->module);  // as Executable::create_on_cuda does
     StatusOr<cuda::DevicePlan> plan = cuda::plan_for_cuda(*optimized->module->entry());
     if (!plan.ok()) return report_error(context, plan.status(), options.module_path);
     context.out << "CUDA plan of " << optimized->module->name() << ": " << plan->kernels << " kernels, " << plan->gemms

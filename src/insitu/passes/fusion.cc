@@ -1,16 +1,16 @@
 #include "insitu/passes/fusion.h"
 
 #include <algorithm>
-#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "insitu/passes/flatten_calls.h"
+#include "insitu/passes/fusion_internal.h"
 #include "insitu/passes/name_table.h"
 #include "insitu/passes/simplify.h"
 
 namespace insitu {
-namespace {
+namespace fusion_internal {
 
 bool is_fusible_elementwise(const Instruction& instruction) {
   const Opcode opcode = instruction.opcode();
@@ -60,6 +60,12 @@ bool is_fusible_row_reduce(const Instruction& reduce) {
   }
   return row * byte_width(input.shape().element_type()) <= kMaxFusedRowBytes;
 }
+
+}  // namespace fusion_internal
+
+namespace {
+
+using namespace fusion_internal;
 
 // A fusion: its instructions (the root first, then producers as they joined) and the producers
 // it also returns (multi-output), in the order they joined.
@@ -211,7 +217,7 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
 
   auto fusion = std::make_unique<Instruction>(Opcode::kFusion, names.unique("fusion"), shape);
   fusion->set_location(root->location());
-  fusion->fusion_kind = root->opcode() == Opcode::kReduce ? "kInput" : "kLoop";
+  fusion->fusion_kind = root->opcode() == Opcode::kReduce ? "kInput" : root->opcode() == Opcode::kDot ? "kCustom" : "kLoop";
   fusion->metadata = root->metadata;
   fusion->has_metadata = root->has_metadata;
   fusion->set_called_computations({body});
@@ -238,214 +244,6 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
   dead.insert(dead.end(), ordered.begin(), ordered.end());
 }
 
-// Recomputing instead of keeping (see fusion.h): an elementwise value of at least this many
-// bytes whose users are this many instructions apart or more.
-constexpr int64_t kRecomputeBytes = 1 << 20;
-constexpr size_t kRecomputeDistance = 16;
-
-// Whether reading `operand` at program position `at` keeps nothing alive longer than it is
-// anyway: a scalar constant, a broadcast of one, or a value something reads at `at` or later.
-bool read_anyway(const Instruction* operand, size_t at, const std::unordered_map<const Instruction*, size_t>& position) {
-  const Opcode opcode = operand->opcode();
-  if (opcode == Opcode::kConstant && operand->shape().rank() == 0) return true;
-  if (opcode == Opcode::kBroadcast && operand->operand(0)->opcode() == Opcode::kConstant &&
-      operand->operand(0)->shape().rank() == 0)
-    return true;
-  for (const Instruction* user : operand->users())
-    if (position.at(user) >= at) return true;
-  return false;
-}
-
-// What recomputing `value` at position `at` takes: `value` and the elementwise instructions of
-// its shape it reads that nothing else reads by then, operands first (at most kRecomputeCone);
-// false when some other input would have to stay alive until `at`.
-constexpr size_t kRecomputeCone = 8;
-bool recompute_cone(const Instruction* value, size_t at, const std::unordered_map<const Instruction*, size_t>& position,
-                    std::vector<const Instruction*>& cone) {
-  if (std::find(cone.begin(), cone.end(), value) != cone.end()) return true;
-  for (const Instruction* operand : value->operands()) {
-    if (read_anyway(operand, at, position)) continue;
-    if (!is_fusible_elementwise(*operand) || operand->has_control_edges() || cone.size() >= kRecomputeCone ||
-        operand->shape().dimensions() != value->shape().dimensions() || !recompute_cone(operand, at, position, cone))
-      return false;
-  }
-  cone.push_back(value);
-  return true;
-}
-
-// Gives each far user of a big elementwise value its own copy of the value's computation,
-// placed just before it, when recomputing there keeps no other input alive longer
-// (recompute_cone): the value then dies at its first user instead of living across the program
-// (a GELU's tanh from the forward pass to the backward one), and each copy fuses into its
-// user's loop. Repeats until nothing changes.
-bool recompute_far_values(Computation& computation, NameTable& names) {
-  bool changed = false;
-  for (bool again = true; again;) {
-    again = false;
-    const std::vector<Instruction*> order = computation.instructions();
-    std::unordered_map<const Instruction*, size_t> position;
-    for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
-    for (Instruction* value : order) {
-      if (!is_fusible_elementwise(*value) || value->has_control_edges() || computation.root() == value ||
-          value->shape().byte_size() < kRecomputeBytes || value->users().size() < 2)
-        continue;
-      std::vector<Instruction*> users(value->users().begin(), value->users().end());
-      std::sort(users.begin(), users.end(),  // users() lists each user once
-                [&](const Instruction* a, const Instruction* b) { return position.at(a) < position.at(b); });
-      const bool fusible_users = std::all_of(users.begin(), users.end(), [&](const Instruction* user) {
-        return is_fusible_elementwise(*user) && !user->has_control_edges() &&
-               user->shape().dimensions() == value->shape().dimensions();
-      });
-      if (!fusible_users || users.size() < 2) continue;
-      // The first far user (and the near ones after it) read one copy; the value itself then
-      // dies before them.
-      size_t far = 1;
-      while (far < users.size() && position.at(users[far]) - position.at(users[far - 1]) < kRecomputeDistance) ++far;
-      if (far == users.size()) continue;
-      std::vector<const Instruction*> cone;
-      if (!recompute_cone(value, position.at(users[far]), position, cone)) continue;
-      std::unordered_map<const Instruction*, Instruction*> copies;
-      for (const Instruction* original : cone) {
-        Instruction* copy = computation.insert_instruction_before(
-            clone_without_operands(*original, names.unique(original->name())), users[far]);
-        for (Instruction* operand : original->operands())
-          copy->append_operand(copies.count(operand) ? copies.at(operand) : operand);
-        copies[original] = copy;
-      }
-      for (size_t u = far; u < users.size(); ++u)
-        for (int64_t i = 0; i < users[u]->operand_count(); ++i)
-          if (users[u]->operand(i) == value) users[u]->replace_operand(i, copies.at(value));
-      again = changed = true;
-      break;  // positions moved: start over
-    }
-  }
-  return changed;
-}
-
-// Ops cheap enough to compute once per reader instead of writing their value once (no
-// transcendental, no division): whole-array arithmetic a memory pass costs more than.
-bool is_cheap(const Instruction& instruction) {
-  switch (instruction.opcode()) {
-    case Opcode::kAdd: case Opcode::kSubtract: case Opcode::kMultiply: case Opcode::kNegate: case Opcode::kAbs:
-    case Opcode::kMaximum: case Opcode::kMinimum: case Opcode::kCompare: case Opcode::kSelect: case Opcode::kConvert:
-    case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor: case Opcode::kNot:
-      return is_fusible_elementwise(instruction);
-    case Opcode::kBroadcast:
-      return instruction.shape().is_array() && instruction.operand(0)->shape().is_array() && !has_side_effect(instruction);
-    default:
-      return false;
-  }
-}
-
-// Whether `user` would take `value` into its fusion: an elementwise op of its dimensions, or a
-// row reduce of it.
-bool fuses(const Instruction& user, const Instruction& value, bool reduces) {
-  if (user.has_control_edges()) return false;
-  if (reduces && is_fusible_row_reduce(user)) return user.operand(0) == &value && user.operand(1) != &value;
-  return is_fusible_elementwise(user) && user.shape().dimensions() == value.shape().dimensions();
-}
-
-// Readers of one cheap value at most this many (each computes it again) and this close in the
-// program (its inputs then live no longer than to the last of them).
-constexpr size_t kMaxCheapCopies = 4;
-
-// Would `operand` be computed inside a fusion of `value`'s dimensions (not read from memory)?
-bool fuses_into(const Instruction& operand, const Instruction& value) {
-  if (operand.opcode() == Opcode::kConstant) return false;  // a scalar is copied in, an array read
-  if (!operand.shape().is_array() || operand.shape().dimensions() != value.shape().dimensions()) return false;
-  return is_fusible_elementwise(operand) || operand.opcode() == Opcode::kBroadcast ||
-         (operand.opcode() == Opcode::kIota && is_integral(operand.shape().element_type()));
-}
-
-// What computing `value` again takes: `value` and the cheap values of its dimensions only it
-// needs (operands first, at most kRecomputeCone). False when an operand that only the cone reads
-// would fuse but is not cheap: copied, the cone would make it a value read from memory.
-bool cheap_cone(Instruction* value, std::vector<Instruction*>& cone) {
-  std::unordered_set<const Instruction*> members = {value};
-  std::vector<Instruction*> found = {value};
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (size_t m = 0; m < found.size(); ++m)
-      for (Instruction* operand : found[m]->operands()) {
-        if (members.count(operand) || !fuses_into(*operand, *value) || !is_cheap(*operand) ||
-            operand->has_control_edges())
-          continue;
-        const auto& users = operand->users();
-        if (!std::all_of(users.begin(), users.end(), [&](const Instruction* user) { return members.count(user); }))
-          continue;
-        if (found.size() >= kRecomputeCone) return false;
-        members.insert(operand);
-        found.push_back(operand);
-        grew = true;
-      }
-  }
-  for (const Instruction* member : found)
-    for (const Instruction* operand : member->operands()) {
-      if (members.count(operand) || !fuses_into(*operand, *value)) continue;
-      const auto& users = operand->users();
-      if (std::all_of(users.begin(), users.end(), [&](const Instruction* user) { return members.count(user); }))
-        return false;
-    }
-  // operands first
-  std::unordered_set<const Instruction*> placed;
-  std::function<void(Instruction*)> place = [&](Instruction* member) {
-    if (!placed.insert(member).second) return;
-    for (Instruction* operand : member->operands())
-      if (members.count(operand)) place(operand);
-    cone.push_back(member);
-  };
-  place(value);
-  return true;
-}
-
-// Gives each reader of a cheap value (is_cheap) its own copy when every reader would fuse it
-// (fuses) and they are close: each copy then joins its reader's fusion and the value is never
-// written. The cheap values it is computed from that only it reads are copied with it
-// (cheap_cone); a value it needs that is not cheap and read only by it stops the copy (it
-// would be written where it was fused). A log-softmax's logits + bias and logits - max, read by
-// the row max, the row sum of exp and the result, and a layer norm's x - mean, read by the
-// variance and the normalized output, stay in cache instead of taking a memory pass each way.
-// Values read by anything else (a dot, the root tuple) are left alone: computed twice, they
-// would be read twice as well. Consumers are visited first, so a value read by the copies of
-// its reader is copied in turn.
-bool duplicate_cheap_values(Computation& computation, NameTable& names, bool reduces) {
-  bool changed = false;
-  const std::vector<Instruction*> order = computation.instructions();
-  std::unordered_map<const Instruction*, size_t> position;
-  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Instruction* value = *it;
-    if (!is_cheap(*value) || value->has_control_edges() || computation.root() == value) continue;
-    std::vector<Instruction*> users(value->users().begin(), value->users().end());
-    if (users.size() < 2 || users.size() > kMaxCheapCopies) continue;
-    if (!std::all_of(users.begin(), users.end(), [&](const Instruction* user) { return fuses(*user, *value, reduces); }))
-      continue;
-    // copies inserted earlier sit before their reader: their place is their reader's
-    auto place = [&](const Instruction* user) {
-      while (!position.count(user)) user = user->users()[0];
-      return position.at(user);
-    };
-    std::sort(users.begin(), users.end(), [&](const Instruction* a, const Instruction* b) { return place(a) < place(b); });
-    if (place(users.back()) - place(users.front()) >= kRecomputeDistance) continue;
-    std::vector<Instruction*> cone;
-    if (!cheap_cone(value, cone)) continue;
-    for (size_t u = 1; u < users.size(); ++u) {
-      std::unordered_map<const Instruction*, Instruction*> copies;
-      for (Instruction* original : cone) {
-        Instruction* copy = computation.insert_instruction_before(
-            clone_without_operands(*original, names.unique(original->name())), users[u]);
-        for (Instruction* operand : original->operands())
-          copy->append_operand(copies.count(operand) ? copies.at(operand) : operand);
-        copies[original] = copy;
-      }
-      for (int64_t i = 0; i < users[u]->operand_count(); ++i)
-        if (users[u]->operand(i) == value) users[u]->replace_operand(i, copies.at(value));
-    }
-    changed = true;
-  }
-  return changed;
-}
-
 // The entry and every computation reached from it through while/conditional/call.
 std::vector<Computation*> control_flow_computations(Module& module) {
   std::vector<Computation*> order;
@@ -469,36 +267,43 @@ std::vector<Computation*> control_flow_computations(Module& module) {
 }  // namespace
 
 
-// A broadcast of a scalar read by several elementwise ops gets one copy per reader, so each
-// joins its reader's fusion: a full-size array of one repeated value (an optimizer's beta,
-// read by the m and v updates) is then never written or read (4 MB each for a 1024 x 1024
-// layer). Readers of other kinds keep the original.
-bool split_shared_scalar_broadcasts(Computation& computation, NameTable& names) {
-  bool changed = false;
-  for (Instruction* broadcast : computation.instructions()) {
-    if (broadcast->opcode() != Opcode::kBroadcast || broadcast->operand(0)->shape().rank() != 0 ||
-        broadcast->has_control_edges() || computation.root() == broadcast || broadcast->users().size() < 2)
-      continue;
-    const std::vector<Instruction*> users(broadcast->users().begin(), broadcast->users().end());
-    auto fuses = [&](const Instruction* user) {
-      return is_fusible_elementwise(*user) && user->shape().dimensions() == broadcast->shape().dimensions();
-    };
-    // The original stays with the other readers, or with the first when every reader fuses.
-    const Instruction* keeper = std::all_of(users.begin(), users.end(), fuses) ? users[0] : nullptr;
-    for (Instruction* user : users) {
-      if (user == keeper || !fuses(user)) continue;
-      Instruction* copy = computation.insert_instruction_before(
-          clone_without_operands(*broadcast, names.unique(broadcast->name())), user);
-      copy->append_operand(broadcast->operand(0));
-      for (int64_t i = 0; i < user->operand_count(); ++i)
-        if (user->operand(i) == broadcast) user->replace_operand(i, copy);
-      changed = true;
-    }
-  }
-  return changed;
+namespace {
+
+// A dynamic-slice whose block is not one contiguous run of its operand's bytes (a [128, 128]
+// block of a [1024, 1024] matrix): buffer assignment cannot make it a view, so unfused it is
+// copied out.
+bool is_strided_slice(const Instruction& slice) {
+  if (slice.opcode() != Opcode::kDynamicSlice || !slice.shape().is_array() || slice.operand_count() < 1) return false;
+  const Shape& source = slice.operand(0)->shape();
+  if (!source.is_array() || source.rank() != slice.shape().rank()) return false;
+  int64_t d = 0;
+  while (d < source.rank() && slice.shape().dimension(d) == 1) ++d;  // leading unit dimensions
+  for (++d; d < source.rank(); ++d)
+    if (slice.shape().dimension(d) != source.dimension(d)) return true;  // a later one partial
+  return false;
 }
 
-namespace {
+// Groups of a dot and its operands that are strided dynamic-slices read by it alone (a Pallas
+// matmul's x and y blocks): the runtime's GEMM reads the blocks where they lie, with the
+// source's row length as its leading dimension (dot_kernels.cc, select_sliced_dot), instead of
+// copying each out first.
+std::vector<Group> sliced_dot_groups(Computation& computation, std::unordered_set<const Instruction*>& taken) {
+  std::vector<Group> groups;
+  for (Instruction* dot : computation.instructions()) {
+    if (dot->opcode() != Opcode::kDot || dot->operand_count() != 2 || dot->has_control_edges() ||
+        !dot->shape().is_array())
+      continue;
+    Group group{{dot}, {}};
+    for (Instruction* operand : dot->operands())
+      if (is_strided_slice(*operand) && !operand->has_control_edges() && operand->users().size() == 1 &&
+          computation.root() != operand && std::find(group.members.begin(), group.members.end(), operand) == group.members.end())
+        group.members.push_back(operand);
+    if (group.members.size() < 2) continue;
+    for (const Instruction* member : group.members) taken.insert(member);
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
 
 // The fusion pass; reduce fusions only with `reduces`.
 StatusOr<bool> fuse_computations(Module& module, bool reduces) {
@@ -511,8 +316,8 @@ StatusOr<bool> fuse_computations(Module& module, bool reduces) {
     changed |= recompute_far_values(*computation, names);
     changed |= split_shared_scalar_broadcasts(*computation, names);
     changed |= duplicate_cheap_values(*computation, names, reduces);
-    std::vector<Group> groups;
     std::unordered_set<const Instruction*> taken;
+    std::vector<Group> groups = reduces ? sliced_dot_groups(*computation, taken) : std::vector<Group>{};
     const std::vector<Instruction*> order = computation->instructions();
     std::unordered_map<const Instruction*, size_t> position;  // program order before any group was outlined
     for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
@@ -530,6 +335,9 @@ StatusOr<bool> fuse_computations(Module& module, bool reduces) {
       groups.push_back(std::move(group));
     }
     // in program order, so names count up along the program
+    std::sort(groups.begin(), groups.end(), [&](const Group& a, const Group& b) {
+      return position.at(a.members.front()) > position.at(b.members.front());
+    });
     std::vector<Instruction*> dead, copied_constants;
     for (auto it = groups.rbegin(); it != groups.rend(); ++it)
       outline(module, *computation, *it, names, computation_names, position, dead, copied_constants);
@@ -554,13 +362,13 @@ StatusOr<bool> fuse_computations(Module& module, bool reduces) {
 
 StatusOr<bool> fuse(Module& module) { return fuse_computations(module, /*reduces=*/true); }
 
-bool unfuse_reductions(Module& module) {
+bool inline_unlooped_fusions(Module& module) {
   NameTable names(module);
   const std::unordered_set<const Computation*> reachable = reachable_computations(module);
   bool changed = false;
   for (Computation* computation : module.computations())
     for (Instruction* instruction : computation->instructions())
-      if (instruction->opcode() == Opcode::kFusion && instruction->fusion_kind == "kInput") {
+      if (instruction->opcode() == Opcode::kFusion && instruction->fusion_kind != "kLoop") {
         Instruction* result = inline_call(instruction, names);
         changed = true;
         if (result->opcode() != Opcode::kTuple) continue;

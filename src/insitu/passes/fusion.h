@@ -40,6 +40,11 @@
 // output (the root the tuple (reduce, input)): written once, summed while in cache. Other values
 // read outside stay out.
 //
+// Sliced dots (kind=kCustom): a dot's operands that are strided dynamic-slices (blocks that are
+// not one contiguous run of their array, so buffer assignment cannot make them views) read by
+// the dot alone join it: the runtime's GEMM reads each block where it lies, the array's row
+// length its leading dimension (a Pallas matmul's x and y blocks are not copied out per step).
+//
 // Recomputing instead of keeping: before grouping, a big elementwise value (1 MiB or more)
 // whose users are all elementwise ops of its shape, some of them 16 or more instructions after
 // the others, is computed again just before those far users when that keeps no other input
@@ -57,8 +62,9 @@ namespace insitu {
 
 StatusOr<bool> fuse(Module& module);
 
-// Inlines every reduce fusion (kind=kInput) back into its caller: for the CUDA plan, whose
-// kernels generate a fused loop or a reduce, not both in one.
-bool unfuse_reductions(Module& module);
+// Inlines every fusion but the kLoop ones (reduce fusions, sliced dots) back into its caller
+// and fuses the inlined elementwise chains again as loops: for the CUDA plan, whose kernels
+// generate a fused loop, a reduce or a GEMM, not two in one.
+bool inline_unlooped_fusions(Module& module);
 
 }  // namespace insitu

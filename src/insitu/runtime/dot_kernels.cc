@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "insitu/evaluator/index_util.h"
+#include "insitu/ir/computation.h"
 #include "insitu/runtime/kernels.h"
 #include "insitu/runtime/library_gemm.h"
 
@@ -41,8 +42,10 @@ struct DotLayout {
 };
 
 // False when the dimension numbers do not fit the shapes (the fallback then reports the error).
+// Each operand's elements lie at its row-major strides, or at `lhs_at` / `rhs_at` (element
+// strides per dimension: a block read where it lies in a larger array).
 bool plan_layout(const Instruction& instruction, const Shape& lhs, const Shape& rhs, const Shape& out,
-                 DotLayout& layout) {
+                 DotLayout& layout, const Dimensions* lhs_at = nullptr, const Dimensions* rhs_at = nullptr) {
   const DotDimensionNumbers& numbers = instruction.dot_dimension_numbers;
   if (numbers.lhs_batch_dimensions.size() != numbers.rhs_batch_dimensions.size() ||
       numbers.lhs_contracting_dimensions.size() != numbers.rhs_contracting_dimensions.size())
@@ -60,8 +63,8 @@ bool plan_layout(const Instruction& instruction, const Shape& lhs, const Shape& 
       !mark(numbers.rhs_batch_dimensions, rhs.rank(), rhs_used) ||
       !mark(numbers.rhs_contracting_dimensions, rhs.rank(), rhs_used))
     return false;
-  const Dimensions lhs_strides = row_major_strides(lhs.dimensions());
-  const Dimensions rhs_strides = row_major_strides(rhs.dimensions());
+  const Dimensions lhs_strides = lhs_at != nullptr ? *lhs_at : row_major_strides(lhs.dimensions());
+  const Dimensions rhs_strides = rhs_at != nullptr ? *rhs_at : row_major_strides(rhs.dimensions());
   Dimensions result_dimensions;
 
   Dimensions batch_sizes, lhs_batch_strides, rhs_batch_strides;
@@ -321,8 +324,112 @@ Status dot_converted_kernel(const KernelCall& call) {
   return ok_status();
 }
 
+// A dot fusion whose operands are blocks of larger arrays (the fusion pass's kCustom fusion of a
+// dot and its strided dynamic-slices): each operand a fusion parameter read whole, or a
+// dynamic-slice of one at scalar index parameters, read where it lies.
+struct SlicedOperand {
+  int64_t source = -1;                 // the fusion parameter holding the array
+  std::vector<int64_t> starts;         // per dimension: the index parameter (a slice), or none
+  std::vector<int64_t> limits;         // per dimension: the largest start (dimension - slice size)
+  Dimensions strides;                  // the source's row-major element strides
+};
+
+struct SlicedDotPlan final : KernelPlan {
+  SlicedOperand operands[2];
+  DotPlan dot;                         // planned at the sources' strides
+  KernelFn run = nullptr;              // the dot's kernel on operand views of the blocks' first elements
+};
+
+// An index parameter's value as dynamic-slice reads it.
+int64_t read_index(const ArrayView& view) {
+  switch (view.type()) {
+    case PrimitiveType::kS32: return *reinterpret_cast<const int32_t*>(view.data);
+    case PrimitiveType::kS64: return *reinterpret_cast<const int64_t*>(view.data);
+    case PrimitiveType::kU32: return *reinterpret_cast<const uint32_t*>(view.data);
+    default: return static_cast<int64_t>(std::min<uint64_t>(*reinterpret_cast<const uint64_t*>(view.data), INT64_MAX));
+  }
+}
+
+Status sliced_dot_kernel(const KernelCall& call) {
+  const SlicedDotPlan& plan = static_cast<const SlicedDotPlan&>(*call.plan);
+  ArrayView views[2];
+  for (int k = 0; k < 2; ++k) {
+    const SlicedOperand& operand = plan.operands[k];
+    int64_t offset = 0;
+    for (size_t d = 0; d < operand.starts.size(); ++d)
+      if (operand.starts[d] >= 0)  // clamped as dynamic-slice clamps: the block stays inside
+        offset += std::clamp<int64_t>(read_index(call.operands[operand.starts[d]]), 0, operand.limits[d]) *
+                  operand.strides[d];
+    views[k] = call.operands[operand.source];
+    views[k].data += offset * byte_width(views[k].type());
+  }
+  const KernelCall dot{call.instruction, &plan.dot, std::span<const ArrayView>(views, 2), call.outputs, call.pool};
+  return plan.run(dot);
+}
+
 }  // namespace
 }  // namespace kernels
+
+SelectedKernel select_sliced_dot(const Instruction& fusion, std::span<const ArrayView> operands,
+                                 std::span<const ArrayView> outputs) {
+  const Instruction* dot = fusion.called_computations()[0]->root();
+  if (dot->opcode() != Opcode::kDot || dot->operand_count() != 2 || outputs.size() != 1 || outputs[0].scalar ||
+      !outputs[0].shape->is_array() || outputs[0].type() != PrimitiveType::kF32 || !kernels::library_gemm_available())
+    return std::nullopt;
+  for (const RawAttribute& attribute : dot->extra_attributes)
+    if (attribute.key == "algorithm") return std::nullopt;  // select_dot decides those
+  auto plan = std::make_unique<kernels::SlicedDotPlan>();
+  auto parameter_of = [&](const Instruction* instruction) -> int64_t {
+    if (instruction->opcode() != Opcode::kParameter || instruction->parameter_number < 0 ||
+        instruction->parameter_number >= static_cast<int64_t>(operands.size()))
+      return -1;
+    return instruction->parameter_number;
+  };
+  for (int k = 0; k < 2; ++k) {
+    const Instruction* operand = dot->operand(k);
+    kernels::SlicedOperand& sliced = plan->operands[k];
+    const Instruction* source = operand->opcode() == Opcode::kDynamicSlice ? operand->operand(0) : operand;
+    sliced.source = parameter_of(source);
+    if (sliced.source < 0) return std::nullopt;
+    const ArrayView& array = operands[sliced.source];
+    if (array.scalar || !array.shape->is_array() || array.type() != PrimitiveType::kF32 ||
+        array.shape->dimensions() != source->shape().dimensions())
+      return std::nullopt;
+    const int64_t rank = array.shape->rank();
+    sliced.strides = row_major_strides(array.shape->dimensions());
+    sliced.starts.assign(static_cast<size_t>(rank), -1);
+    sliced.limits.assign(static_cast<size_t>(rank), 0);
+    if (operand->opcode() != Opcode::kDynamicSlice) continue;
+    if (operand->operand_count() != rank + 1 || operand->shape().rank() != rank) return std::nullopt;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t index = parameter_of(operand->operand(d + 1));
+      if (index < 0 || !operands[index].shape->is_array() || operands[index].shape->rank() != 0 ||
+          !is_integral(operands[index].type()))
+        return std::nullopt;
+      sliced.starts[d] = index;
+      sliced.limits[d] = array.shape->dimension(d) - operand->shape().dimension(d);
+    }
+  }
+  kernels::DotPlan& planned = plan->dot;
+  planned.lhs = dot->operand(0)->shape();
+  planned.rhs = dot->operand(1)->shape();
+  if (planned.lhs.element_type() != PrimitiveType::kF32 || planned.rhs.element_type() != PrimitiveType::kF32 ||
+      !kernels::plan_layout(*dot, planned.lhs, planned.rhs, *outputs[0].shape, planned.layout,
+                            &plan->operands[0].strides, &plan->operands[1].strides))
+    return std::nullopt;
+  const kernels::DotLayout& layout = planned.layout;
+  const __int128 work = static_cast<__int128>(layout.lhs_batch.size()) * layout.lhs_free.size() *
+                        layout.rhs_free.size() * layout.lhs_step.size();
+  std::optional<kernels::GemmProblem> gemm;
+  if (work >= kernels::kLibraryGemmMinimumWork) gemm = kernels::plan_gemm(layout);
+  if (gemm) {
+    planned.gemm = std::move(*gemm);
+    plan->run = &kernels::dot_library_kernel;
+  } else {
+    plan->run = &kernels::dot_f32_kernel;  // the exact loops read the offsets as planned
+  }
+  return NativeKernel{&kernels::sliced_dot_kernel, std::move(plan)};
+}
 
 SelectedKernel select_dot(const Instruction& instruction, std::span<const ArrayView> operands,
                           std::span<const ArrayView> outputs) {

@@ -69,7 +69,7 @@ Status check_device_options(const ExecuteOptions& options) {
 StatusOr<std::unique_ptr<Executable>> Executable::create_on_cuda(OptimizedModule optimized, ExecutableOptions options) {
   // The CUDA plan generates a fused loop or a reduce, not both in one kernel: reduce fusions
   // become their ops again, and the buffers are assigned on what runs.
-  if (unfuse_reductions(*optimized.module)) {
+  if (inline_unlooped_fusions(*optimized.module)) {
     INSITU_ASSIGN_OR_RETURN(BufferAssignment buffers, assign_buffers(*optimized.module));
     optimized.buffers = std::move(buffers);
   }

@@ -538,6 +538,7 @@ SelectedKernel select_fusion(const Instruction& fusion, std::span<const ArrayVie
       fusion.called_computations().size() == 1 && fusion.called_computations()[0]->root() != nullptr) {
     const Instruction* root = fusion.called_computations()[0]->root();
     if (root->opcode() == Opcode::kReduce && outputs.size() == 1) return select_reduce_fusion(fusion, operands, outputs[0]);
+    if (root->opcode() == Opcode::kDot) return select_sliced_dot(fusion, operands, outputs);
     // a reduce and its input, computed into the second output (row-major, its own memory)
     if (root->opcode() == Opcode::kTuple && root->operand_count() == 2 && outputs.size() == 2 &&
         root->operand(0)->opcode() == Opcode::kReduce && root->operand(0)->operand_count() == 2 &&

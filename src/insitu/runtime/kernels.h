@@ -144,6 +144,9 @@ SelectedKernel select_select_and_scatter(const Instruction&, std::span<const Arr
 // fusion_kernels.cc: a kLoop fusion of elementwise ops, broadcasts and scalars, block by block
 // through the selected elementwise kernels (typed registers for a scalar chain).
 SelectedKernel select_fusion(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// A fusion of a dot and its strided dynamic-slice operands (kind=kCustom: passes/fusion.h): the
+// dot read where the blocks lie (dot_kernels.cc). select_fusion dispatches it.
+SelectedKernel select_sliced_dot(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // sort_kernels.cc: sort by a comparator planned as a scalar program (output i may be operand
 // i's memory); topk over the last dimension.
 SelectedKernel select_sort(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);

@@ -1,10 +1,14 @@
-// Reduce fusions (kind=kInput, the fusion pass's): the fused elementwise input computed a chunk
-// of whole rows at a time into scratch and folded by the reduce's own kernel. Every case runs
-// natively (no evaluator fallback) on 1-3 threads and gives the evaluator's bits.
+// The fusion pass's other kinds at run time. Reduce fusions (kind=kInput): the fused elementwise
+// input computed a chunk of whole rows at a time into scratch and folded by the reduce's own
+// kernel. Sliced dots (kind=kCustom): a dot reading its strided dynamic-slice blocks where they
+// lie. Every case runs natively (no evaluator fallback) and gives the evaluator's bits.
 #include <gtest/gtest.h>
+
+#include <array>
 
 #include "executable_test_util.h"
 #include "insitu/analysis/in_place.h"
+#include "insitu/support/str.h"
 
 namespace insitu {
 namespace {
@@ -185,6 +189,67 @@ ENTRY main {
   EXPECT_TRUE(writes_elementwise_at(*fusion, {1}));
   EXPECT_FALSE(writes_elementwise_at(*fusion, {0}));
   expect_native_and_exact(compiled, 24);
+}
+
+}  // namespace
+}  // namespace insitu
+
+namespace insitu {
+namespace {
+
+// A dot of two strided blocks (a [64, 32] block of a [256, 96] matrix and a [32, 48] block of a
+// [96, 160] one, at indices the runtime clamps as dynamic-slice does): one kCustom fusion whose
+// GEMM reads the blocks where they lie, no block copied. Values small integers, so every order
+// of the sums is exact and the result is the evaluator's bit for bit; starts out of range
+// (clamped) included.
+TEST(RuntimeSlicedDot, BlocksReadWhereTheyLieMatchTheEvaluator) {
+  // {x rows, x columns = y rows, y columns, block rows, block depth, block columns}: a GEMM on
+  // the library, and a product too small for it (the exact loops, at the sources' strides)
+  for (const std::array<int64_t, 6>& size : std::vector<std::array<int64_t, 6>>{{256, 96, 160, 64, 32, 48},
+                                                                                 {16, 12, 10, 8, 4, 6}}) {
+    const auto [xr, xc, yc, br, bk, bc] = size;
+    testing_runtime::Compiled compiled = testing_runtime::compile(str_cat(R"(
+HloModule sliced_dot
+ENTRY main {
+  x = f32[)", xr, ",", xc, R"(] parameter(0)
+  y = f32[)", xc, ",", yc, R"(] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  k = s32[] parameter(4)
+  a = f32[)", br, ",", bk, R"(] dynamic-slice(x, i, k), dynamic_slice_sizes={)", br, ",", bk, R"(}
+  b = f32[)", bk, ",", bc, R"(] dynamic-slice(y, k, j), dynamic_slice_sizes={)", bk, ",", bc, R"(}
+  d = f32[)", br, ",", bc, R"(] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT out = (f32[)", br, ",", bc, R"(]) tuple(d)
+})"));
+    ASSERT_TRUE(compiled.executable != nullptr);
+    int custom = 0, slices = 0;
+    for (const Instruction* instruction : compiled.optimized->entry()->instructions()) {
+      custom += instruction->opcode() == Opcode::kFusion && instruction->fusion_kind == "kCustom";
+      slices += instruction->opcode() == Opcode::kDynamicSlice;
+    }
+    EXPECT_EQ(custom, 1);
+    EXPECT_EQ(slices, 0);
+    auto integers = [](int64_t rows, int64_t columns, int seed) {
+      std::vector<float> values(static_cast<size_t>(rows * columns));
+      for (size_t e = 0; e < values.size(); ++e) values[e] = static_cast<float>(static_cast<int>((e * 7 + seed) % 9) - 4);
+      return Literal::from_values<float>({rows, columns}, values);
+    };
+    for (auto [i, j, k] : std::vector<std::array<int32_t, 3>>{{0, 0, 0}, {3, 5, 2}, {250, -3, 90}}) {
+      const std::vector<Literal> arguments = {integers(xr, xc, 1), integers(xc, yc, 2), Literal::scalar<int32_t>(i),
+                                              Literal::scalar<int32_t>(j), Literal::scalar<int32_t>(k)};
+      StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+      ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+      for (int threads : {1, 2}) {
+        ExecutionStats stats;
+        StatusOr<std::vector<BufferHandle>> results =
+            compiled.executable->execute(testing_runtime::to_handles(arguments), {.threads = threads, .stats = &stats});
+        ASSERT_TRUE(results.ok()) << results.status().to_string();
+        EXPECT_TRUE(*(*results)[0].to_literal() == expected->element(0)) << xr << ": " << i << " " << j << " " << k;
+        EXPECT_EQ(stats.fallback_ops_executed, 0);
+        EXPECT_EQ(stats.bytes_copied, 0);
+      }
+    }
+  }
 }
 
 }  // namespace
