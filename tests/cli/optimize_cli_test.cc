@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "insitu/cli.h"
+#include "insitu/passes/pipeline.h"
+#include "insitu/support/str.h"
 
 namespace insitu {
 namespace {
@@ -64,6 +66,22 @@ TEST(OptimizeCliTest, OptDumpsXlaStageFiles) {
   std::stringstream text;
   text << report.rdbuf();
   EXPECT_EQ(text.str().rfind("Total bytes used: ", 0), 0u) << text.str();
+}
+
+// `opt --passes=help` needs no module: one line per pass of the pipeline's table, in order, each
+// saying why the pass sits where it does.
+TEST(OptimizeCliTest, PassesHelpListsThePipelineTable) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"opt", "--passes=help"}, std::vector<std::string>{"opt", "--passes", "help"}}) {
+    Output result = insitu_command(args, "");
+    ASSERT_EQ(result.status, 0) << result.err;
+    size_t at = 0;
+    for (const std::string_view name : optimization_pass_names()) {
+      const size_t line = result.out.find(str_cat("\n  ", name, ": "), at);
+      ASSERT_NE(line, std::string::npos) << name << " missing or out of order:\n" << result.out;
+      at = line + 1;
+    }
+  }
 }
 
 TEST(OptimizeCliTest, ExplainJsonHasTheContractFields) {

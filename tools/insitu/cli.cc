@@ -189,7 +189,7 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
   opt_app
       ->add_option("--passes", opt.passes,
                    str_cat("Run only these passes, in this order, and print the module after them (no buffer "
-                           "assignment). Passes: ",
+                           "assignment); --passes=help says what each does. Passes: ",
                            str_join(optimization_pass_names(), ",")))
       ->delimiter(',')
       ->type_name("A,B,...");
@@ -207,6 +207,15 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
   CLI::Option* json_flag = explain_app->add_flag("--json", explain.json, "JSON: copies, peak_memory_bytes, aliases, unused_donors");
   explain_app->add_flag("--dot", explain.dot, "Graphviz: copies in red with their reasons, aliased parameters marked")
       ->excludes(json_flag);
+
+  // `insitu opt --passes=help`: the pass table, one line per pass with why it sits where it does
+  // (no module needed).
+  if (args.size() > 1 && args[1] == "opt")
+    for (size_t i = 2; i < args.size(); ++i)
+      if (args[i] == "--passes=help" || (args[i] == "--passes" && i + 1 < args.size() && args[i + 1] == "help")) {
+        context.out << describe_optimization_passes();
+        return 0;
+      }
 
   // CLI11 would call an unknown word a stray positional; name it instead.
   if (args.size() > 1 && !args[1].empty() && args[1][0] != '-' && args[1] != "run" && args[1] != "fmt" &&

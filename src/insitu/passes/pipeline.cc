@@ -94,8 +94,9 @@ constexpr PassEntry kPasses[] = {
      plain<fold_slice_updates>},
     {"layout-assignment", "copies only where a custom call's layout constraint really differs", plain<assign_layouts>},
     {"fusion",
-     "elementwise chains with their broadcasts become kLoop fusions (one buffer, computed in cache), a row "
-     "reduce of such a chain a kInput fusion (the chain never written)",
+     "after layout-assignment, before copies are decided: elementwise chains with their broadcasts become kLoop "
+     "fusions (one buffer, computed in cache), a row reduce of such a chain a kInput fusion (the chain never "
+     "written), a dot with its strided block operands a kCustom fusion (blocks read where they lie)",
      plain<fuse>},
     {"reshape-bitcasts", "after fusion, before copies are decided: a row-major reshape is its operand's bytes",
      plain<reshapes_to_bitcasts>},
@@ -109,6 +110,12 @@ constexpr PassEntry kPasses[] = {
 };
 
 }  // namespace
+
+std::string describe_optimization_passes() {
+  std::string text = "The optimization passes, in pipeline order (then buffer assignment):\n";
+  for (const PassEntry& entry : kPasses) text += str_cat("  ", entry.name, ": ", entry.why, "\n");
+  return text;
+}
 
 std::vector<std::string_view> optimization_pass_names() {
   std::vector<std::string_view> names;

@@ -53,12 +53,13 @@ struct PassResults {
 };
 
 // The optimization passes in order, from one table (pipeline.cc, which says why each sits
-// where it does): flatten-calls, bitcast-lowering, simplify, layout-assignment, fusion,
-// donor-matching, schedule, copy-insertion, copy-elimination. Buffer assignment is not a
-// module pass: it is computed from the optimized module afterwards. `results`, when given,
-// must outlive the passes.
+// where it does; describe_optimization_passes prints it). Buffer assignment is not a module
+// pass: it is computed from the optimized module afterwards. `results`, when given, must
+// outlive the passes.
 std::vector<std::unique_ptr<Pass>> optimization_passes(PassResults* results = nullptr);
 std::vector<std::string_view> optimization_pass_names();
+// The table as text (`insitu opt --passes=help`): one line per pass, "name: why", in order.
+std::string describe_optimization_passes();
 // The named passes of that table in the order given (`insitu opt --passes=a,b`, per-pass
 // tests); an unknown name is an error listing the valid ones. A pass whose precondition an
 // earlier one establishes says which to run first.
