@@ -117,25 +117,6 @@ ENTRY main {
   }
 }
 
-// Every result of the compiled module, on 1-3 threads, bit for bit the evaluator's on the same
-// arguments (made from `seed`), with no op run by the fallback.
-void expect_matches_evaluator_natively(const testing_runtime::Compiled& compiled, uint32_t seed) {
-  for (int threads : {1, 2, 3}) {
-    const std::vector<Literal> arguments = testing_runtime::make_arguments(*compiled.original, seed);
-    StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
-    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-    ExecutionStats stats;
-    StatusOr<std::vector<BufferHandle>> results =
-        compiled.executable->execute(testing_runtime::to_handles(arguments), {.threads = threads, .stats = &stats});
-    ASSERT_TRUE(results.ok()) << results.status().to_string();
-    ASSERT_EQ(static_cast<int64_t>(results->size()), expected->shape().tuple_size());
-    for (size_t i = 0; i < results->size(); ++i)
-      EXPECT_TRUE(*(*results)[i].to_literal() == expected->element(static_cast<int64_t>(i)))
-          << "result " << i << " threads=" << threads;
-    EXPECT_EQ(stats.fallback_ops_executed, 0);
-  }
-}
-
 // Loop fusion over several 8192-element blocks and a short last one, split over threads: every
 // kind of broadcast the fused kernel gathers (a repeated element per row, a contiguous row,
 // runs that cross two dimensions, a scalar), compare/select/convert inside, and a fusion writing its
@@ -176,7 +157,7 @@ ENTRY main {
   for (const Instruction* instruction : compiled.optimized->entry()->instructions())
     fusions += instruction->opcode() == Opcode::kFusion;
   EXPECT_GE(fusions, 1);
-  expect_matches_evaluator_natively(compiled, 11);
+  testing_runtime::expect_matches_evaluator_natively(compiled, 11);
 }
 
 // Iotas inside a fusion, their indices computed per block: a causal mask from a row and a
@@ -210,7 +191,7 @@ ENTRY main {
   ASSERT_TRUE(compiled.executable != nullptr);
   for (const Instruction* instruction : compiled.optimized->entry()->instructions())
     EXPECT_NE(instruction->opcode(), Opcode::kIota) << instruction->name() << " was not fused";
-  expect_matches_evaluator_natively(compiled, 13);
+  testing_runtime::expect_matches_evaluator_natively(compiled, 13);
 }
 
 // A fused chain whose scratch slots are reused once their values die, by values of the same
@@ -241,7 +222,7 @@ ENTRY main {
   ROOT out = (f32[5,3001], f64[5,3001], f32[5,3001]) tuple(a2, w4, last)
 })");
   ASSERT_TRUE(compiled.executable != nullptr);
-  expect_matches_evaluator_natively(compiled, 12);
+  testing_runtime::expect_matches_evaluator_natively(compiled, 12);
 }
 
 }  // namespace
@@ -280,7 +261,7 @@ ENTRY main {
   ROOT out = (f32[7,300], f32[7,300], f32[3,4096], f32[3,4096], f32[2,3,2500], f32[3,5,200]) tuple(a_shifted, a_exp, b_div, b_neg, c_scaled, d_exp)
 })");
   ASSERT_TRUE(compiled.executable != nullptr);
-  expect_matches_evaluator_natively(compiled, 5);
+  testing_runtime::expect_matches_evaluator_natively(compiled, 5);
 }
 
 }  // namespace insitu

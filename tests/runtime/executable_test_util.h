@@ -98,4 +98,23 @@ inline std::string read_text(const std::string& path) {
   return text.str();
 }
 
+// Every result of the compiled module, on 1-3 threads, bit for bit the evaluator's on the same
+// arguments (made from `seed`), with no op run by the fallback.
+inline void expect_matches_evaluator_natively(const Compiled& compiled, uint32_t seed) {
+  for (int threads : {1, 2, 3}) {
+    const std::vector<Literal> arguments = make_arguments(*compiled.original, seed);
+    StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    ExecutionStats stats;
+    StatusOr<std::vector<BufferHandle>> results =
+        compiled.executable->execute(to_handles(arguments), {.threads = threads, .stats = &stats});
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    ASSERT_EQ(static_cast<int64_t>(results->size()), expected->shape().tuple_size());
+    for (size_t i = 0; i < results->size(); ++i)
+      EXPECT_TRUE(*(*results)[i].to_literal() == expected->element(static_cast<int64_t>(i)))
+          << "result " << i << " threads=" << threads;
+    EXPECT_EQ(stats.fallback_ops_executed, 0);
+  }
+}
+
 }  // namespace insitu::testing_runtime

@@ -20,23 +20,6 @@ int count_input_fusions(const Module& module) {
   return fusions;
 }
 
-void expect_native_and_exact(const testing_runtime::Compiled& compiled, uint32_t seed) {
-  for (int threads : {1, 2, 3}) {
-    const std::vector<Literal> arguments = testing_runtime::make_arguments(*compiled.original, seed);
-    StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
-    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-    ExecutionStats stats;
-    StatusOr<std::vector<BufferHandle>> results =
-        compiled.executable->execute(testing_runtime::to_handles(arguments), {.threads = threads, .stats = &stats});
-    ASSERT_TRUE(results.ok()) << results.status().to_string();
-    ASSERT_EQ(static_cast<int64_t>(results->size()), expected->shape().tuple_size());
-    for (size_t i = 0; i < results->size(); ++i)
-      EXPECT_TRUE(*(*results)[i].to_literal() == expected->element(static_cast<int64_t>(i)))
-          << "result " << i << " threads=" << threads;
-    EXPECT_EQ(stats.fallback_ops_executed, 0) << "threads=" << threads;
-  }
-}
-
 // Row sums and maxima of fused inputs: rows shorter than a block (300: several rows a block,
 // 37 rows so the last chunk is short), rows of a block's pieces (5000), two reduced trailing
 // dimensions (a row of 6 x 70 whose row scalar is constant along the whole row, and one that
@@ -104,7 +87,7 @@ ENTRY main {
 })");
   ASSERT_TRUE(compiled.executable != nullptr);
   EXPECT_EQ(count_input_fusions(*compiled.optimized), 6);
-  expect_native_and_exact(compiled, 21);
+  testing_runtime::expect_matches_evaluator_natively(compiled, 21);
 }
 
 // A reduce fusion whose init is a parameter (not a constant), and long rows whose chunk holds
@@ -128,7 +111,7 @@ ENTRY main {
 })");
   ASSERT_TRUE(compiled.executable != nullptr);
   EXPECT_EQ(count_input_fusions(*compiled.optimized), 1);
-  expect_native_and_exact(compiled, 22);
+  testing_runtime::expect_matches_evaluator_natively(compiled, 22);
 }
 
 // A softmax over rows of 300 (several a block) and of 5000 (a block's pieces): exp(x - max) is
@@ -159,7 +142,7 @@ ENTRY main {
 })");
   ASSERT_TRUE(compiled.executable != nullptr);
   EXPECT_EQ(count_input_fusions(*compiled.optimized), 2);
-  expect_native_and_exact(compiled, 23);
+  testing_runtime::expect_matches_evaluator_natively(compiled, 23);
 }
 
 // The second output written over an operand that dies at the fusion (a transpose's result, read
@@ -188,7 +171,7 @@ ENTRY main {
     if (instruction->opcode() == Opcode::kFusion) fusion = instruction;
   EXPECT_TRUE(writes_elementwise_at(*fusion, {1}));
   EXPECT_FALSE(writes_elementwise_at(*fusion, {0}));
-  expect_native_and_exact(compiled, 24);
+  testing_runtime::expect_matches_evaluator_natively(compiled, 24);
 }
 
 }  // namespace
