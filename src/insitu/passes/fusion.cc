@@ -283,15 +283,21 @@ bool is_strided_slice(const Instruction& slice) {
   return false;
 }
 
-// Groups of a dot and its operands that are strided dynamic-slices read by it alone (a Pallas
-// matmul's x and y blocks): the runtime's GEMM reads the blocks where they lie, with the
+// Groups of an f32 dot and its operands that are strided dynamic-slices read by it alone (a
+// Pallas matmul's x and y blocks): the runtime's GEMM reads the blocks where they lie, with the
 // source's row length as its leading dimension (dot_kernels.cc, select_sliced_dot), instead of
 // copying each out first.
 std::vector<Group> sliced_dot_groups(Computation& computation, std::unordered_set<const Instruction*>& taken) {
   std::vector<Group> groups;
   for (Instruction* dot : computation.instructions()) {
+    // f32 without an algorithm= only: what the runtime's sliced dot runs (other dots run
+    // unfused, natively)
     if (dot->opcode() != Opcode::kDot || dot->operand_count() != 2 || dot->has_control_edges() ||
-        !dot->shape().is_array())
+        !dot->shape().is_array() || dot->shape().element_type() != PrimitiveType::kF32 ||
+        dot->operand(0)->shape().element_type() != PrimitiveType::kF32 ||
+        dot->operand(1)->shape().element_type() != PrimitiveType::kF32 ||
+        std::any_of(dot->extra_attributes.begin(), dot->extra_attributes.end(),
+                    [](const RawAttribute& attribute) { return attribute.key == "algorithm"; }))
       continue;
     Group group{{dot}, {}};
     for (Instruction* operand : dot->operands())

@@ -40,7 +40,7 @@
 // output (the root the tuple (reduce, input)): written once, summed while in cache. Other values
 // read outside stay out.
 //
-// Sliced dots (kind=kCustom): a dot's operands that are strided dynamic-slices (blocks that are
+// Sliced dots (kind=kCustom): an f32 dot's operands that are strided dynamic-slices (blocks that are
 // not one contiguous run of their array, so buffer assignment cannot make them views) read by
 // the dot alone join it: the runtime's GEMM reads each block where it lies, the array's row
 // length its leading dimension (a Pallas matmul's x and y blocks are not copied out per step).

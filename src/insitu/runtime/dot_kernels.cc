@@ -374,7 +374,7 @@ SelectedKernel select_sliced_dot(const Instruction& fusion, std::span<const Arra
                                  std::span<const ArrayView> outputs) {
   const Instruction* dot = fusion.called_computations()[0]->root();
   if (dot->opcode() != Opcode::kDot || dot->operand_count() != 2 || outputs.size() != 1 || outputs[0].scalar ||
-      !outputs[0].shape->is_array() || outputs[0].type() != PrimitiveType::kF32 || !kernels::library_gemm_available())
+      !outputs[0].shape->is_array() || outputs[0].type() != PrimitiveType::kF32)
     return std::nullopt;
   for (const RawAttribute& attribute : dot->extra_attributes)
     if (attribute.key == "algorithm") return std::nullopt;  // select_dot decides those
@@ -421,7 +421,7 @@ SelectedKernel select_sliced_dot(const Instruction& fusion, std::span<const Arra
   const __int128 work = static_cast<__int128>(layout.lhs_batch.size()) * layout.lhs_free.size() *
                         layout.rhs_free.size() * layout.lhs_step.size();
   std::optional<kernels::GemmProblem> gemm;
-  if (work >= kernels::kLibraryGemmMinimumWork) gemm = kernels::plan_gemm(layout);
+  if (work >= kernels::kLibraryGemmMinimumWork && kernels::library_gemm_available()) gemm = kernels::plan_gemm(layout);
   if (gemm) {
     planned.gemm = std::move(*gemm);
     plan->run = &kernels::dot_library_kernel;
