@@ -28,6 +28,12 @@
 // values in whatever layout they have, so a layout ignored anywhere changes the values. Loop
 // and branch state keeps its slots' layouts; entry results may have non-default layouts.
 //
+// Reductions (issue 34's fusions): half the programs end with one or two reduces of an
+// elementwise chain (exp, squares, the mix's ops) over the trailing dimension (sometimes the
+// leading one, or all), with add or maximum, some read again after the reduce, as more
+// outputs. They draw from a stream of their own after every other choice, so the rest of each
+// seed's program is unchanged.
+//
 // Randomness comes only from SplitMix64 below (std:: distributions differ between standard
 // libraries), so the same seed gives the same text everywhere.
 #pragma once

@@ -85,6 +85,7 @@ class Generator {
     return scope.values[rng_.uniform(0, size - 1)];
   }
 
+  void emit_reductions(Scope& entry, std::vector<Value>& outputs);
   std::string constant_scalar(Scope& scope, Type type);
   Value broadcast_constant(Scope& scope, Type type, const std::vector<int64_t>& dims);
   Value value_like(Scope& scope, Type type, const std::vector<int64_t>& dims);
