@@ -187,18 +187,21 @@ namespace {
 // (clamped) included.
 TEST(RuntimeSlicedDot, BlocksReadWhereTheyLieMatchTheEvaluator) {
   // {x rows, x columns = y rows, y columns, block rows, block depth, block columns}: a GEMM on
-  // the library, and a product too small for it (the exact loops, at the sources' strides)
+  // the library with s32 starts, and a product too small for it (the exact loops, at the
+  // sources' strides) with s16 starts
   for (const std::array<int64_t, 6>& size : std::vector<std::array<int64_t, 6>>{{256, 96, 160, 64, 32, 48},
                                                                                  {16, 12, 10, 8, 4, 6}}) {
     const auto [xr, xc, yc, br, bk, bc] = size;
+    const bool narrow = xr < 100;  // the small product's starts are s16 (read at their width)
+    const std::string index_type = narrow ? "s16" : "s32";
     testing_runtime::Compiled compiled = testing_runtime::compile(str_cat(R"(
 HloModule sliced_dot
 ENTRY main {
   x = f32[)", xr, ",", xc, R"(] parameter(0)
   y = f32[)", xc, ",", yc, R"(] parameter(1)
-  i = s32[] parameter(2)
-  j = s32[] parameter(3)
-  k = s32[] parameter(4)
+  i = )", index_type, R"([] parameter(2)
+  j = )", index_type, R"([] parameter(3)
+  k = )", index_type, R"([] parameter(4)
   a = f32[)", br, ",", bk, R"(] dynamic-slice(x, i, k), dynamic_slice_sizes={)", br, ",", bk, R"(}
   b = f32[)", bk, ",", bc, R"(] dynamic-slice(y, k, j), dynamic_slice_sizes={)", bk, ",", bc, R"(}
   d = f32[)", br, ",", bc, R"(] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
@@ -218,8 +221,10 @@ ENTRY main {
       return Literal::from_values<float>({rows, columns}, values);
     };
     for (auto [i, j, k] : std::vector<std::array<int32_t, 3>>{{0, 0, 0}, {3, 5, 2}, {250, -3, 90}}) {
-      const std::vector<Literal> arguments = {integers(xr, xc, 1), integers(xc, yc, 2), Literal::scalar<int32_t>(i),
-                                              Literal::scalar<int32_t>(j), Literal::scalar<int32_t>(k)};
+      auto start = [&](int32_t value) {
+        return narrow ? Literal::scalar<int16_t>(static_cast<int16_t>(value)) : Literal::scalar<int32_t>(value);
+      };
+      const std::vector<Literal> arguments = {integers(xr, xc, 1), integers(xc, yc, 2), start(i), start(j), start(k)};
       StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
       ASSERT_TRUE(expected.ok()) << expected.status().to_string();
       for (int threads : {1, 2}) {

@@ -24,6 +24,7 @@
 
 #include "insitu/evaluator/index_util.h"
 #include "insitu/ir/computation.h"
+#include "insitu/runtime/index_read.h"
 #include "insitu/runtime/kernels.h"
 #include "insitu/runtime/library_gemm.h"
 
@@ -340,16 +341,6 @@ struct SlicedDotPlan final : KernelPlan {
   KernelFn run = nullptr;              // the dot's kernel on operand views of the blocks' first elements
 };
 
-// An index parameter's value as dynamic-slice reads it.
-int64_t read_index(const ArrayView& view) {
-  switch (view.type()) {
-    case PrimitiveType::kS32: return *reinterpret_cast<const int32_t*>(view.data);
-    case PrimitiveType::kS64: return *reinterpret_cast<const int64_t*>(view.data);
-    case PrimitiveType::kU32: return *reinterpret_cast<const uint32_t*>(view.data);
-    default: return static_cast<int64_t>(std::min<uint64_t>(*reinterpret_cast<const uint64_t*>(view.data), INT64_MAX));
-  }
-}
-
 Status sliced_dot_kernel(const KernelCall& call) {
   const SlicedDotPlan& plan = static_cast<const SlicedDotPlan&>(*call.plan);
   ArrayView views[2];
@@ -358,7 +349,7 @@ Status sliced_dot_kernel(const KernelCall& call) {
     int64_t offset = 0;
     for (size_t d = 0; d < operand.starts.size(); ++d)
       if (operand.starts[d] >= 0)  // clamped as dynamic-slice clamps: the block stays inside
-        offset += std::clamp<int64_t>(read_index(call.operands[operand.starts[d]]), 0, operand.limits[d]) *
+        offset += std::clamp<int64_t>(read_index(call.operands[operand.starts[d]], 0), 0, operand.limits[d]) *
                   operand.strides[d];
     views[k] = call.operands[operand.source];
     views[k].data += offset * byte_width(views[k].type());

@@ -464,8 +464,6 @@ constexpr int64_t kMaxChunkBytes = 512 * 1024;
 // reduce of one input over its trailing dimensions, or nothing (the evaluator runs it).
 SelectedKernel select_reduce_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
                                     const ArrayView& out) {
-  // (a second output, the input, is computed where call.outputs[1] points: select_fusion
-  // checked that its shape is the input's)
   const Computation& body = *fusion.called_computations()[0];
   const Instruction* reduce = body.root();
   const bool input_output = reduce->opcode() == Opcode::kTuple;  // (reduce, its input): checked by select_fusion
