@@ -71,10 +71,7 @@ void Computation::remove_instructions(const std::vector<Instruction*>& instructi
 void Computation::detach(Instruction* instruction) {
   INSITU_CHECK(instruction->users().empty()) << "removing " << instruction->name() << " which has users";
   INSITU_CHECK(instruction != root_) << "removing the root " << instruction->name();
-  for (int64_t i = 0; i < instruction->operand_count(); ++i) {
-    auto& users = instruction->operand(i)->users_;
-    users.erase(std::remove(users.begin(), users.end(), instruction), users.end());
-  }
+  for (Instruction* operand : instruction->operands_) operand->remove_user(instruction);
   for (Instruction* predecessor : instruction->control_predecessors_) {
     auto& successors = predecessor->control_successors_;
     successors.erase(std::remove(successors.begin(), successors.end(), instruction), successors.end());

@@ -11,17 +11,41 @@ void add_unique(std::vector<Instruction*>& list, Instruction* instruction) {
   if (std::find(list.begin(), list.end(), instruction) == list.end()) list.push_back(instruction);
 }
 
-void remove_one(std::vector<Instruction*>& list, Instruction* instruction) {
-  auto it = std::find(list.begin(), list.end(), instruction);
-  if (it != list.end()) list.erase(it);
+}  // namespace
+
+void Instruction::add_user(Instruction* user) {
+  if (user_index_ == nullptr) {
+    add_unique(users_, user);
+    if (users_.size() <= kIndexedUsers) return;
+    user_index_ = std::make_unique<std::unordered_map<Instruction*, size_t>>();
+    for (size_t i = 0; i < users_.size(); ++i) user_index_->emplace(users_[i], i);
+    return;
+  }
+  if (user_index_->emplace(user, users_.size()).second) users_.push_back(user);
 }
 
-}  // namespace
+void Instruction::remove_user(Instruction* user) {
+  if (user_index_ == nullptr) {
+    auto it = std::find(users_.begin(), users_.end(), user);
+    if (it != users_.end()) users_.erase(it);
+    return;
+  }
+  auto it = user_index_->find(user);
+  if (it == user_index_->end()) return;
+  const size_t slot = it->second;
+  user_index_->erase(it);
+  if (slot + 1 != users_.size()) {
+    users_[slot] = users_.back();
+    (*user_index_)[users_[slot]] = slot;
+  }
+  users_.pop_back();
+  if (users_.size() <= kIndexedUsers / 2) user_index_.reset();
+}
 
 void Instruction::append_operand(Instruction* operand) {
   INSITU_CHECK(operand != nullptr) << "null operand for " << name_;
   operands_.push_back(operand);
-  add_unique(operand->users_, this);
+  operand->add_user(this);
 }
 
 void Instruction::replace_operand(int64_t i, Instruction* new_operand) {
@@ -29,8 +53,8 @@ void Instruction::replace_operand(int64_t i, Instruction* new_operand) {
   operands_[i] = new_operand;
   // `this` stays a user of old_operand while another operand slot still refers to it.
   if (std::find(operands_.begin(), operands_.end(), old_operand) == operands_.end())
-    remove_one(old_operand->users_, this);
-  add_unique(new_operand->users_, this);
+    old_operand->remove_user(this);
+  new_operand->add_user(this);
 }
 
 void Instruction::replace_all_uses_with(Instruction* replacement) {

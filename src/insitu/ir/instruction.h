@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "insitu/ir/attributes.h"
@@ -130,8 +131,11 @@ class Instruction : public InstructionAttributes {
   void append_operand(Instruction* operand);
   // Replaces operand i; keeps user lists right.
   void replace_operand(int64_t i, Instruction* new_operand);
-  // Distinct users, in the order they first became users.
+  // Distinct users, in the order they became users; except that when a user of an instruction
+  // with more than kIndexedUsers users goes, the last user takes its place (as in XLA), so that
+  // adding and removing a user stays O(1) for a value read by 100,000 instructions.
   const std::vector<Instruction*>& users() const { return users_; }
+  static constexpr size_t kIndexedUsers = 32;
   // Makes every user of this instruction (and the parent's root, if this is it) use
   // `replacement` instead.
   void replace_all_uses_with(Instruction* replacement);
@@ -169,8 +173,14 @@ class Instruction : public InstructionAttributes {
   Shape shape_;
   Computation* parent_ = nullptr;
   SourceLocation location_;
+  void add_user(Instruction* user);
+  void remove_user(Instruction* user);  // a no-op where `user` is not one
+
   std::vector<Instruction*> operands_;
   std::vector<Instruction*> users_;
+  // Each user's position in users_: built when users_ grows past kIndexedUsers, dropped when it
+  // shrinks to half that.
+  std::unique_ptr<std::unordered_map<Instruction*, size_t>> user_index_;
   std::vector<Instruction*> control_predecessors_;
   std::vector<Instruction*> control_successors_;
   std::vector<Computation*> called_computations_;

@@ -29,12 +29,12 @@ SourceLocation location_of(const Instruction& instruction) {
 // parser renames instructions that reuse a name from another computation, which is why its
 // verifier can demand module-wide uniqueness; insitu's parser keeps the names as written.)
 Status check_names_unique(const Module& module) {
-  std::unordered_set<std::string> computations;
+  std::unordered_set<std::string_view> computations;
   for (const Computation* computation : module.computations()) {
     if (!computations.insert(computation->name()).second)
       return invalid_argument(str_cat("computation name %", computation->name(), " is used twice; rename one"),
                               computation->location());
-    std::unordered_set<std::string> instructions;
+    std::unordered_set<std::string_view> instructions(computation->instruction_count());
     for (const Instruction* instruction : computation->instructions()) {
       if (!instructions.insert(instruction->name()).second) {
         return invalid_argument(str_cat("instruction name %", instruction->name(), " is used twice in %",
@@ -46,7 +46,9 @@ Status check_names_unique(const Module& module) {
   return ok_status();
 }
 
-Status check_computation_structure(const Module& module, const Computation& computation) {
+// `in_module`: the module's computations, which a called computation must be one of.
+Status check_computation_structure(const Module& module, const std::unordered_set<const Computation*>& in_module,
+                                   const Computation& computation) {
   std::vector<Instruction*> order = computation.instructions();
   if (computation.root() == nullptr)
     return invalid_argument(str_cat("computation %", computation.name(), " has no ROOT instruction"), computation.location());
@@ -70,6 +72,7 @@ Status check_computation_structure(const Module& module, const Computation& comp
   }
   // Operands are defined earlier in the same computation (a topological order).
   std::unordered_set<const Instruction*> defined;
+  defined.reserve(order.size());
   for (const Instruction* instruction : order) {
     for (const Instruction* operand : instruction->operands()) {
       if (operand->parent() != &computation) {
@@ -91,8 +94,7 @@ Status check_computation_structure(const Module& module, const Computation& comp
                                 location_of(*instruction));
     }
     for (const Computation* called : instruction->called_computations()) {
-      const auto all = module.computations();
-      if (called == nullptr || std::find(all.begin(), all.end(), called) == all.end())
+      if (called == nullptr || !in_module.count(called))
         return invalid_argument(str_cat("%", instruction->name(), " calls a computation that is not in the module"),
                                 location_of(*instruction));
       if (called == module.entry())
@@ -177,8 +179,10 @@ Status verify_module(const Module& module) {
   if (module.entry() == nullptr)
     return invalid_argument(str_cat("module ", module.name(), " has no ENTRY computation; mark one with ENTRY"));
   INSITU_RETURN_IF_ERROR(check_names_unique(module));
-  for (const Computation* computation : module.computations())
-    INSITU_RETURN_IF_ERROR(check_computation_structure(module, *computation));
+  const std::vector<Computation*> computations = module.computations();
+  const std::unordered_set<const Computation*> in_module(computations.begin(), computations.end());
+  for (const Computation* computation : computations)
+    INSITU_RETURN_IF_ERROR(check_computation_structure(module, in_module, *computation));
   INSITU_RETURN_IF_ERROR(check_call_graph_acyclic(module));
   for (const Computation* computation : module.computations())
     for (const Instruction* instruction : computation->instructions()) {

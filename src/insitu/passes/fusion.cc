@@ -194,7 +194,8 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
       mapped[operand] = body->add_instruction(std::move(parameter));
       operands.push_back(operand);
     }
-    Instruction* copy = body->add_instruction(clone_without_operands(*instruction, names.unique(instruction->name())));
+    // Every member dies with the outlining, so its copy takes its name: still unique in the module.
+    Instruction* copy = body->add_instruction(clone_without_operands(*instruction, instruction->name()));
     for (Instruction* operand : instruction->operands()) copy->append_operand(mapped.at(operand));
     mapped[instruction] = copy;
   }

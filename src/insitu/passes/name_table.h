@@ -14,15 +14,15 @@ namespace insitu {
 class NameTable {
  public:
   NameTable() = default;
-  // Every instruction name in the module.
-  explicit NameTable(const Module& module) {
-    for (const Computation* computation : module.computations())
-      for (const Instruction* instruction : computation->instructions()) add(instruction->name());
-  }
+  // Every instruction name in the module, read when the first fresh name is asked for (a pass
+  // that names nothing never pays for a 100,000-instruction module's names). The module must
+  // outlive the table.
+  explicit NameTable(const Module& module) : module_(&module) {}
   void add(const std::string& name) { used_.insert(name); }
   // `base` itself when unused, otherwise stem.1, stem.2, ... where stem is `base` without a
   // numeric suffix ("n.1" -> "n.2", not "n.1.1").
   std::string unique(const std::string& base) {
+    if (module_ != nullptr) read_module();
     if (used_.insert(base).second) return base;
     std::string stem = base;
     size_t dot = stem.rfind('.');
@@ -37,6 +37,15 @@ class NameTable {
   }
 
  private:
+  void read_module() {
+    for (const Computation* computation : module_->computations()) {
+      used_.reserve(used_.size() + computation->instruction_count());
+      for (const Instruction* instruction : computation->instructions()) used_.insert(instruction->name());
+    }
+    module_ = nullptr;
+  }
+
+  const Module* module_ = nullptr;  // names not read yet
   std::unordered_set<std::string> used_;
   std::unordered_map<std::string, int64_t> next_suffix_;
 };

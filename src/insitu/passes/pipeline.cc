@@ -40,7 +40,7 @@ StatusOr<bool> Pipeline::run(Module& module) {
     if (!pass_changed.ok())
       return pass_changed.status().with_context(str_cat("in pass ", pass.name()));
     changed |= *pass_changed;
-    if (options_.verify_each) {
+    if (options_.verify_each && *pass_changed) {
       Status verified = verify_module(module);
       if (!verified.ok())
         return internal_error(str_cat("the module is invalid after pass ", pass.name(),

@@ -5,7 +5,8 @@
 //   StatusOr<bool> changed = pipeline.run(module);
 //
 // The verifier runs on the input (an invalid input is the caller's error, located in its text)
-// and after each pass (verify_each, on by default); a failure after a pass is reported as an
+// and after each pass that changed the module (verify_each, on by default; a pass that says it
+// changed nothing left the verified module as it was); a failure after a pass is reported as an
 // error naming the pass that broke the module, so a bad pass is found at once instead of as a
 // confusing failure three passes later. `after_pass` sees the module after every pass (stage
 // dumps: `opt --dump-to`).

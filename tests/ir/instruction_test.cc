@@ -1,0 +1,79 @@
+// Operand and user lists (ir/instruction.h): every user once, whatever the operand count; a value
+// read by many instructions keeps its list right through adds, operand swaps and removals (past
+// kIndexedUsers the list is indexed, and a removed user's slot takes the last user).
+#include "insitu/ir/instruction.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "insitu/ir/computation.h"
+#include "insitu/support/str.h"
+
+namespace insitu {
+namespace {
+
+Instruction* add_parameter(Computation& computation, int64_t number) {
+  auto parameter = std::make_unique<Instruction>(Opcode::kParameter, str_cat("p", number),
+                                                 Shape::array(PrimitiveType::kF32, {4}));
+  parameter->parameter_number = number;
+  return computation.add_instruction(std::move(parameter));
+}
+
+Instruction* add_sum(Computation& computation, const std::string& name, Instruction* a, Instruction* b) {
+  auto sum = std::make_unique<Instruction>(Opcode::kAdd, name, Shape::array(PrimitiveType::kF32, {4}));
+  sum->append_operand(a);
+  sum->append_operand(b);
+  return computation.add_instruction(std::move(sum));
+}
+
+bool holds(const std::vector<Instruction*>& list, const Instruction* instruction) {
+  return std::find(list.begin(), list.end(), instruction) != list.end();
+}
+
+TEST(InstructionTest, AUserReadingAnOperandTwiceIsListedOnce) {
+  Computation computation("c");
+  Instruction* p = add_parameter(computation, 0);
+  Instruction* twice = add_sum(computation, "twice", p, p);
+  computation.set_root(twice);
+  EXPECT_EQ(p->users(), std::vector<Instruction*>{twice});
+  twice->replace_operand(0, add_parameter(computation, 1));
+  EXPECT_EQ(p->users(), std::vector<Instruction*>{twice});  // still read through operand 1
+}
+
+TEST(InstructionTest, AValueReadByThousandsKeepsItsUsersThroughReplacementsAndRemovals) {
+  Computation computation("c");
+  Instruction* y = add_parameter(computation, 0);
+  Instruction* other = add_parameter(computation, 1);
+  std::vector<Instruction*> sums;
+  Instruction* x = add_parameter(computation, 2);
+  for (int i = 0; i < 2000; ++i) {
+    x = add_sum(computation, str_cat("s", i), x, y);
+    x->append_operand(y);  // a repeated operand adds no second entry
+    sums.push_back(x);
+  }
+  computation.set_root(x);
+  ASSERT_EQ(y->users().size(), sums.size());
+  EXPECT_EQ(y->users(), sums);  // in the order they became users while nothing was removed
+
+  // Every other sum reads `other` instead: gone from y's list, each exactly once in other's.
+  for (size_t i = 0; i < sums.size(); i += 2) sums[i]->replace_operand(1, other), sums[i]->replace_operand(2, other);
+  EXPECT_EQ(y->users().size(), sums.size() / 2);
+  EXPECT_EQ(other->users().size(), sums.size() / 2);
+  for (size_t i = 0; i < sums.size(); ++i) {
+    EXPECT_EQ(holds(y->users(), sums[i]), i % 2 == 1) << i;
+    EXPECT_EQ(holds(other->users(), sums[i]), i % 2 == 0) << i;
+  }
+
+  // Removing the chain from its end leaves y's list empty, through the indexed and the plain list.
+  computation.set_root(sums.front());
+  for (size_t i = sums.size(); i-- > 1;) {
+    computation.remove_instructions({sums[i]});
+    EXPECT_EQ(y->users().size() + other->users().size(), i) << i;
+  }
+  EXPECT_TRUE(y->users().empty());
+  EXPECT_EQ(other->users(), std::vector<Instruction*>{sums.front()});
+}
+
+}  // namespace
+}  // namespace insitu
