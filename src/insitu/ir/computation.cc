@@ -58,7 +58,7 @@ void Computation::remove_instruction(Instruction* instruction) {
 }
 
 void Computation::remove_instructions(const std::vector<Instruction*>& instructions) {
-  std::unordered_set<const Instruction*> removed;
+  std::unordered_set<const Instruction*> removed(instructions.size());
   for (Instruction* instruction : instructions) {
     detach(instruction);  // its users, in the batch, came before it and are detached already
     removed.insert(instruction);

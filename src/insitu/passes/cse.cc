@@ -98,18 +98,35 @@ std::vector<Instruction*> operands_first(const Computation& computation) {
   return order;
 }
 
+// A cheap hash of what key_of prints (opcode, operands, dimensions): key_of, which prints, runs
+// only for instructions that share one (a 100,000-instruction chain prints none).
+size_t cheap_hash(const Instruction& instruction) {
+  size_t hash = static_cast<size_t>(instruction.opcode());
+  for (const Instruction* operand : instruction.operands()) hash = hash * 1000003u ^ std::hash<const void*>()(operand);
+  for (int64_t d : instruction.shape().dimensions()) hash = hash * 31u + static_cast<size_t>(d);
+  return hash;
+}
+
 bool eliminate_in(Computation& computation) {
   bool changed = false;
-  std::unordered_map<std::string, std::vector<Instruction*>> seen;
+  std::unordered_map<size_t, std::vector<Instruction*>> seen;  // by cheap_hash, in program order
+  std::unordered_map<const Instruction*, std::string> keys;
+  auto key = [&](const Instruction* instruction) -> const std::string& {
+    auto [it, inserted] = keys.try_emplace(instruction);
+    if (inserted) it->second = key_of(*instruction);
+    return it->second;
+  };
   std::vector<Instruction*> dead;
   for (Instruction* instruction : operands_first(computation)) {
     if (!is_pure(*instruction) || written_by_a_user(*instruction)) continue;
-    std::vector<Instruction*>& same = seen[key_of(*instruction)];
+    std::vector<Instruction*>& alike = seen[cheap_hash(*instruction)];
     Instruction* first = nullptr;
-    for (Instruction* candidate : same)
-      if (instruction->opcode() != Opcode::kConstant || same_constant(*candidate, *instruction)) first = candidate;
+    for (Instruction* candidate : alike)
+      if (key(candidate) == key(instruction) &&
+          (instruction->opcode() != Opcode::kConstant || same_constant(*candidate, *instruction)))
+        first = candidate;
     if (first == nullptr) {
-      same.push_back(instruction);
+      alike.push_back(instruction);
       continue;
     }
     instruction->replace_all_uses_with(first);

@@ -177,7 +177,7 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
   auto fused = std::make_unique<Computation>(computation_names.unique("fused_computation"));
   fused->set_location(root->location());
   Computation* body = module.add_computation_before(std::move(fused), &computation);
-  std::unordered_map<const Instruction*, Instruction*> mapped;
+  std::unordered_map<const Instruction*, Instruction*> mapped(2 * group.size());
   std::vector<Instruction*> operands;  // the fusion's operands, in order of first use
   for (Instruction* instruction : ordered) {
     for (Instruction* operand : instruction->operands()) {
@@ -323,10 +323,10 @@ StatusOr<bool> fuse_computations(Module& module, bool reduces) {
     changed |= recompute_far_values(*computation, names);
     changed |= split_shared_scalar_broadcasts(*computation, names);
     changed |= duplicate_cheap_values(*computation, names, reduces);
-    std::unordered_set<const Instruction*> taken;
+    std::unordered_set<const Instruction*> taken(computation->instruction_count());
     std::vector<Group> groups = reduces ? sliced_dot_groups(*computation, taken) : std::vector<Group>{};
     const std::vector<Instruction*> order = computation->instructions();
-    std::unordered_map<const Instruction*, size_t> position;  // program order before any group was outlined
+    std::unordered_map<const Instruction*, size_t> position(order.size());  // program order before any group was outlined
     for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Instruction* instruction = *it;
