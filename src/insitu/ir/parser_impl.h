@@ -52,7 +52,8 @@ class Parser {
     return peek(ahead).kind == TokenKind::kIdent && peek(ahead).text == text;
   }
   bool accept(TokenKind kind);
-  // Consumes a token of `kind` or fails with "expected <what>".
+  // Consumes a token of `kind` or fails with "expected <what>". A `what` that costs a str_cat
+  // is built on failure only: `if (!accept(kind)) return error_expected(str_cat(...))`.
   Status expect(TokenKind kind, std::string_view what);
   Status error_at(const Token& token, std::string message) const;
   // "expected X, found Y" at the current token; "truncated input: expected X at end of file"

@@ -73,7 +73,7 @@ Status Parser::parse_instruction(Scope& scope, bool& saw_root) {
   if (scope.names.count(name.name) != 0)
     return error_at(name_token, str_cat("duplicate instruction name %", name.name, " in computation %",
                                         computation.name()));
-  INSITU_RETURN_IF_ERROR(expect(TokenKind::kEqual, str_cat("'=' after %", name.name)));
+  if (!accept(TokenKind::kEqual)) return error_expected(str_cat("'=' after %", name.name));
   INSITU_ASSIGN_OR_RETURN(Instruction * added,
                           parse_instruction_rhs(scope, name.name, name_token, /*allow_attributes=*/true));
   scope.names[name.name] = added;
@@ -255,8 +255,8 @@ StatusOr<Instruction*> Parser::tuple_element_operand(Scope& scope, Instruction* 
 }
 
 Status Parser::parse_operands(Instruction& instruction, Scope& scope) {
-  INSITU_RETURN_IF_ERROR(
-      expect(TokenKind::kLparen, str_cat("'(' to start the operands of ", opcode_name(instruction.opcode()))));
+  if (!accept(TokenKind::kLparen))
+    return error_expected(str_cat("'(' to start the operands of ", opcode_name(instruction.opcode())));
   if (accept(TokenKind::kRparen)) return ok_status();
   do {
     // operand ::= shape? name ('#' index)*  |  shape? opcode(operands)   (a nested instruction)

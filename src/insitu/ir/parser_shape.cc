@@ -123,7 +123,7 @@ StatusOr<Shape> Parser::parse_shape(int depth) {
     return error_expected("a shape");
   }
   next();
-  INSITU_RETURN_IF_ERROR(expect(TokenKind::kLsquare, str_cat("'[' after ", type_token.text)));
+  if (!accept(TokenKind::kLsquare)) return error_expected(str_cat("'[' after ", type_token.text));
   if (*type == PrimitiveType::kToken) {
     INSITU_RETURN_IF_ERROR(expect(TokenKind::kRsquare, "']': token shapes have no dimensions"));
     return Shape::token();
