@@ -84,6 +84,28 @@ TEST(OptimizeCliTest, PassesHelpListsThePipelineTable) {
   }
 }
 
+// `opt --time-passes`: the module on stdout as without it; on stderr a row per pass of the
+// table, in order, after the input's verification, then buffer assignment and the total.
+TEST(OptimizeCliTest, TimePassesWritesARowPerPassToStderr) {
+  Output plain = insitu_command({"opt", "m.hlo"}, kDonatedUpdate);
+  Output timed = insitu_command({"opt", "m.hlo", "--time-passes"}, kDonatedUpdate);
+  ASSERT_EQ(timed.status, 0) << timed.err;
+  EXPECT_EQ(timed.out, plain.out);
+  std::vector<std::string> rows = {"verify-input"};
+  for (const std::string_view name : optimization_pass_names()) rows.emplace_back(name);
+  rows.insert(rows.end(), {"assign-buffers", "total"});
+  size_t at = timed.err.find('\n');
+  ASSERT_NE(at, std::string::npos) << timed.err;
+  for (const std::string& row : rows) {
+    ASSERT_EQ(timed.err.compare(at + 1, row.size() + 1, row + " "), 0) << row << " expected at:\n" << timed.err.substr(at + 1);
+    at = timed.err.find('\n', at + 1);
+  }
+  EXPECT_EQ(at, timed.err.size() - 1) << timed.err;  // nothing after the total
+  // the dynamic-update-slice's donor became an alias: donor matching changed the module
+  EXPECT_NE(timed.err.find("donor-matching "), std::string::npos);
+  EXPECT_TRUE(timed.err.find("yes\n", timed.err.find("donor-matching ")) < timed.err.find("schedule ")) << timed.err;
+}
+
 TEST(OptimizeCliTest, ExplainJsonHasTheContractFields) {
   Output result = insitu_command({"explain", "m.hlo", "--json"}, kDonatedUpdate);
   ASSERT_EQ(result.status, 0) << result.err;

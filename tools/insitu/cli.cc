@@ -193,6 +193,8 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
                            str_join(optimization_pass_names(), ",")))
       ->delimiter(',')
       ->type_name("A,B,...");
+  opt_app->add_flag("--time-passes", opt.time_passes,
+                    "Write each pass's seconds (and its verification's) to stderr, then buffer assignment's");
 
   ExplainOptions explain;
   CLI::App* explain_app =

@@ -21,6 +21,7 @@ int opt_command(const OptOptions& options, CliContext& context) {
   optimize.passes = options.passes;
   StatusOr<OptimizedModule> optimized = optimize_module(std::move(module).value(), optimize);
   if (!optimized.ok()) return report_error(context, optimized.status(), options.module_path);
+  if (options.time_passes) context.err << pass_timing_table(optimized->pass_timings);
   if (options.device == "cuda") {
     inline_unlooped_fusions(*optimized->module);  // as Executable::create_on_cuda does
     StatusOr<cuda::DevicePlan> plan = cuda::plan_for_cuda(*optimized->module->entry());

@@ -48,23 +48,22 @@ StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const 
   Status dump_status;
   PipelineOptions pipeline_options;
   pipeline_options.verify_each = options.verify_each;
-  auto pass_start = std::chrono::steady_clock::now();
+  const Pipeline* running = nullptr;  // the pipeline below, whose timings after_pass reads
   if (dumping || options.on_pass_done) {
     pipeline_options.after_pass = [&](int index, std::string_view pass, const Module& stage) {
-      const auto pass_end = std::chrono::steady_clock::now();
-      if (options.on_pass_done) options.on_pass_done(pass, std::chrono::duration<double>(pass_end - pass_start).count());
-      if (!dumping) {
-        pass_start = std::chrono::steady_clock::now();
-        return;
+      if (options.on_pass_done) {
+        const PassTiming& timing = running->timings().back();
+        options.on_pass_done(pass, timing.seconds + timing.verify_seconds);
       }
+      if (!dumping) return;
       char number[16];
       std::snprintf(number, sizeof(number), "%04d", index + 1);
       Status status = write_dump(options.dump_to, str_cat(prefix, ".", number, ".after_", pass, ".txt"), print_module(stage));
       if (dump_status.ok()) dump_status = status;
-      pass_start = std::chrono::steady_clock::now();  // dumping is not the next pass's time
     };
   }
   Pipeline pipeline(std::move(pipeline_options));
+  running = &pipeline;
   PassResults pass_results;
   if (options.passes.empty()) {
     for (auto& pass : optimization_passes(&pass_results)) pipeline.add(std::move(pass));
@@ -76,6 +75,7 @@ StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const 
   INSITU_RETURN_IF_ERROR(dump_status);
 
   OptimizedModule result;
+  result.pass_timings = pipeline.timings();
   // Donor matching's own result; without that pass, what an earlier run recorded in the module.
   if (pass_results.donor_matching) {
     result.donors = std::move(*pass_results.donor_matching);
@@ -94,8 +94,11 @@ StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const 
                                     "): ", donor.detail),
                             module->header_attribute_location("buffer_donor"));
   }
+  const auto assign_start = std::chrono::steady_clock::now();
   INSITU_ASSIGN_OR_RETURN(BufferAssignment buffers, assign_buffers(*module));
   result.buffers.emplace(std::move(buffers));
+  result.pass_timings.push_back(
+      {"assign-buffers", std::chrono::duration<double>(std::chrono::steady_clock::now() - assign_start).count(), 0, true});
   result.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (dumping) {
     INSITU_RETURN_IF_ERROR(write_dump(options.dump_to, prefix + ".after_optimizations.txt", print_module(*module)));

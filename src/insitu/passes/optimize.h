@@ -16,6 +16,7 @@
 
 #include "insitu/passes/buffer_assignment.h"
 #include "insitu/passes/donor_matching.h"
+#include "insitu/passes/pipeline.h"
 
 namespace insitu {
 
@@ -39,6 +40,8 @@ struct OptimizedModule {
   // its reason. (The module records the unused ones too, for explain on re-parsed text.)
   DonorMatchingResult donors;
   double compile_seconds = 0;
+  // The pipeline's timings, then "assign-buffers" (where it ran): `insitu opt --time-passes`.
+  std::vector<PassTiming> pass_timings;
 };
 
 StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const OptimizeOptions& options = {});

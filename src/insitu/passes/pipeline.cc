@@ -1,5 +1,8 @@
 #include "insitu/passes/pipeline.h"
 
+#include <chrono>
+#include <cstdio>
+
 #include "insitu/ir/verifier.h"
 #include "insitu/passes/bitcast_lowering.h"
 #include "insitu/passes/scan_in_place.h"
@@ -30,18 +33,45 @@ std::vector<std::string_view> Pipeline::pass_names() const {
   return names;
 }
 
+std::string pass_timing_table(std::span<const PassTiming> timings) {
+  std::string out = "pass                       seconds    verify  changed\n";
+  double total = 0;
+  char line[128];
+  for (const PassTiming& timing : timings) {
+    std::snprintf(line, sizeof(line), "%-24s %9.4f %9.4f  %s\n", timing.pass.c_str(), timing.seconds, timing.verify_seconds,
+                  timing.changed ? "yes" : "no");
+    out += line;
+    total += timing.seconds + timing.verify_seconds;
+  }
+  std::snprintf(line, sizeof(line), "%-24s %9.4f\n", "total", total);
+  return out + line;
+}
+
 StatusOr<bool> Pipeline::run(Module& module) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  timings_.clear();
   // An invalid input is the caller's error, located in its text, not a pass's bug.
-  if (options_.verify_each) INSITU_RETURN_IF_ERROR(verify_module(module));
+  if (options_.verify_each) {
+    const auto start = Clock::now();
+    Status verified = verify_module(module);
+    timings_.push_back({"verify-input", 0, seconds_since(start), false});
+    INSITU_RETURN_IF_ERROR(verified);
+  }
   bool changed = false;
   for (size_t i = 0; i < passes_.size(); ++i) {
     Pass& pass = *passes_[i];
+    auto start = Clock::now();
     StatusOr<bool> pass_changed = pass.run(module);
+    PassTiming& timing = timings_.emplace_back(PassTiming{std::string(pass.name()), seconds_since(start), 0, false});
     if (!pass_changed.ok())
       return pass_changed.status().with_context(str_cat("in pass ", pass.name()));
     changed |= *pass_changed;
+    timing.changed = *pass_changed;
     if (options_.verify_each && *pass_changed) {
+      start = Clock::now();
       Status verified = verify_module(module);
+      timing.verify_seconds = seconds_since(start);
       if (!verified.ok())
         return internal_error(str_cat("the module is invalid after pass ", pass.name(),
                                       " (a bug in that pass): ", verified.message()),

@@ -25,6 +25,18 @@
 
 namespace insitu {
 
+// Where a pipeline's time went: one entry per pass run, in order (`insitu opt --time-passes`).
+struct PassTiming {
+  std::string pass;            // its name in the pass table ("verify-input" for the check before)
+  double seconds = 0;          // the pass itself
+  double verify_seconds = 0;   // the verifier after it (0 where it changed nothing)
+  bool changed = false;
+};
+
+// The timings as a table: a row per entry (pass, seconds, verify seconds, changed), then the
+// total.
+std::string pass_timing_table(std::span<const PassTiming> timings);
+
 struct PipelineOptions {
   bool verify_each = true;
   // Called after every pass with its 0-based position, its name and the module it produced.
@@ -41,9 +53,13 @@ class Pipeline {
   StatusOr<bool> run(Module& module);
 
   std::vector<std::string_view> pass_names() const;
+  // The last run's timings: the input's verification, then every pass that ran (up to the
+  // failing one).
+  const std::vector<PassTiming>& timings() const { return timings_; }
 
  private:
   PipelineOptions options_;
+  std::vector<PassTiming> timings_;
   std::vector<std::unique_ptr<Pass>> passes_;
 };
 
