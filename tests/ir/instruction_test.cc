@@ -75,5 +75,34 @@ TEST(InstructionTest, AValueReadByThousandsKeepsItsUsersThroughReplacementsAndRe
   EXPECT_EQ(other->users(), std::vector<Instruction*>{sums.front()});
 }
 
+std::vector<std::string> names(const Computation& computation) {
+  std::vector<std::string> out;
+  for (const Instruction* instruction : computation.instructions()) out.push_back(instruction->name());
+  return out;
+}
+
+// The instruction list (each instruction holds its own position): inserting before one, removing
+// some, reordering, each keeping the others' order.
+TEST(InstructionTest, ComputationOrderThroughInsertsRemovalsAndReordering) {
+  Computation computation("c");
+  Instruction* p0 = add_parameter(computation, 0);
+  Instruction* p1 = add_parameter(computation, 1);
+  Instruction* a = add_sum(computation, "a", p0, p1);
+  Instruction* b = add_sum(computation, "b", a, p1);
+  computation.set_root(b);
+  auto made = std::make_unique<Instruction>(Opcode::kAdd, "m", Shape::array(PrimitiveType::kF32, {4}));
+  made->append_operand(p0);
+  made->append_operand(p0);
+  Instruction* m = computation.insert_instruction_before(std::move(made), a);
+  EXPECT_EQ(names(computation), (std::vector<std::string>{"p0", "p1", "m", "a", "b"}));
+  computation.set_instruction_order({p1, p0, m, a, b});
+  EXPECT_EQ(names(computation), (std::vector<std::string>{"p1", "p0", "m", "a", "b"}));
+  computation.remove_instructions({m, m});  // listed twice: removed once
+  EXPECT_EQ(names(computation), (std::vector<std::string>{"p1", "p0", "a", "b"}));
+  EXPECT_EQ(p0->users(), std::vector<Instruction*>{a});
+  EXPECT_EQ(computation.instruction_count(), 4);
+  EXPECT_EQ(computation.find_instruction("a"), a);
+}
+
 }  // namespace
 }  // namespace insitu

@@ -23,52 +23,34 @@ Instruction* Computation::insert_instruction_before(std::unique_ptr<Instruction>
   }
   auto position = instructions_.end();
   if (before != nullptr) {
-    position = std::find_if(instructions_.begin(), instructions_.end(),
-                            [&](const auto& i) { return i.get() == before; });
-    INSITU_CHECK(position != instructions_.end()) << before->name() << " is not in " << name_;
+    INSITU_CHECK(before->parent_ == this) << before->name() << " is not in " << name_;
+    position = before->position_;
   }
-  instructions_.insert(position, std::move(instruction));
+  raw->position_ = instructions_.insert(position, std::move(instruction));
   return raw;
 }
 
 void Computation::insert_instructions_before(std::vector<std::unique_ptr<Instruction>> instructions,
                                              Instruction* before) {
-  auto position = instructions_.end();
-  if (before != nullptr) {
-    position = std::find_if(instructions_.begin(), instructions_.end(),
-                            [&](const auto& i) { return i.get() == before; });
-    INSITU_CHECK(position != instructions_.end()) << before->name() << " is not in " << name_;
-  }
-  for (const std::unique_ptr<Instruction>& instruction : instructions) {
-    instruction->parent_ = this;
-    if (instruction->opcode() == Opcode::kParameter && instruction->parameter_number >= 0) {
-      const auto number = static_cast<size_t>(instruction->parameter_number);
-      if (parameters_.size() <= number) parameters_.resize(number + 1, nullptr);
-      parameters_[number] = instruction.get();
-    }
-  }
-  instructions_.insert(position, std::make_move_iterator(instructions.begin()),
-                       std::make_move_iterator(instructions.end()));
+  for (std::unique_ptr<Instruction>& instruction : instructions) insert_instruction_before(std::move(instruction), before);
 }
 
 void Computation::remove_instruction(Instruction* instruction) {
   detach(instruction);
-  instructions_.erase(std::find_if(instructions_.begin(), instructions_.end(),
-                                   [&](const auto& i) { return i.get() == instruction; }));
+  instructions_.erase(instruction->position_);
 }
 
 void Computation::remove_instructions(const std::vector<Instruction*>& instructions) {
   std::unordered_set<const Instruction*> removed(instructions.size());
-  for (Instruction* instruction : instructions) {
-    detach(instruction);  // its users, in the batch, came before it and are detached already
-    removed.insert(instruction);
-  }
-  instructions_.erase(std::remove_if(instructions_.begin(), instructions_.end(),
-                                     [&](const auto& i) { return removed.count(i.get()) != 0; }),
-                      instructions_.end());
+  // its users, in the batch, came before it and are detached already
+  for (Instruction* instruction : instructions)
+    if (removed.insert(instruction).second) detach(instruction);
+  for (Instruction* instruction : instructions)
+    if (removed.erase(instruction) != 0) instructions_.erase(instruction->position_);
 }
 
 void Computation::detach(Instruction* instruction) {
+  INSITU_CHECK(instruction->parent_ == this) << "removing " << instruction->name() << ", which is not in " << name_;
   INSITU_CHECK(instruction->users().empty()) << "removing " << instruction->name() << " which has users";
   INSITU_CHECK(instruction != root_) << "removing the root " << instruction->name();
   for (Instruction* operand : instruction->operands_) operand->remove_user(instruction);
@@ -95,18 +77,13 @@ std::vector<Instruction*> Computation::instructions() const {
 
 void Computation::set_instruction_order(const std::vector<Instruction*>& order) {
   INSITU_CHECK(order.size() == instructions_.size()) << "reordering " << name_ << ": wrong instruction count";
-  std::unordered_map<const Instruction*, size_t> slot;  // where each instruction is now
-  slot.reserve(instructions_.size());
-  for (size_t i = 0; i < instructions_.size(); ++i) slot[instructions_[i].get()] = i;
-  std::vector<std::unique_ptr<Instruction>> reordered;
-  reordered.reserve(instructions_.size());
+  std::unordered_set<const Instruction*> placed;
+  placed.reserve(order.size());
   for (Instruction* instruction : order) {
-    auto it = slot.find(instruction);
-    INSITU_CHECK(it != slot.end() && instructions_[it->second] != nullptr)
+    INSITU_CHECK(instruction->parent_ == this && placed.insert(instruction).second)
         << "reordering " << name_ << ": %" << instruction->name() << " is missing or listed twice";
-    reordered.push_back(std::move(instructions_[it->second]));
+    instructions_.splice(instructions_.end(), instructions_, instruction->position_);  // to the back, in order
   }
-  instructions_ = std::move(reordered);
 }
 
 Instruction* Computation::find_instruction(std::string_view name) const {

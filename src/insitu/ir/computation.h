@@ -73,7 +73,10 @@ class Computation {
   // first half: the caller erases it from instructions_).
   void detach(Instruction* instruction);
 
-  std::vector<std::unique_ptr<Instruction>> instructions_;
+  // Instructions in program order, a list so that inserting before one and removing one take
+  // O(1) (each instruction holds its own position: a pass outlining thousands of fusions into a
+  // 30,000-instruction computation was quadratic in a vector).
+  InstructionList instructions_;
   std::vector<Instruction*> parameters_;  // indexed by parameter number
   Instruction* root_ = nullptr;
 };

@@ -8,6 +8,7 @@
 // order), so real dumps round-trip even when they carry attributes insitu ignores.
 #pragma once
 
+#include <list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,9 @@
 namespace insitu {
 
 class Computation;
+class Instruction;
+// A computation's instructions in program order (Computation::instructions_).
+using InstructionList = std::list<std::unique_ptr<Instruction>>;
 
 // custom-call's attributes.
 struct CustomCallAttributes {
@@ -184,6 +188,7 @@ class Instruction : public InstructionAttributes {
   std::vector<Instruction*> control_predecessors_;
   std::vector<Instruction*> control_successors_;
   std::vector<Computation*> called_computations_;
+  InstructionList::iterator position_;  // in parent_'s list, while it has a parent
 };
 
 // Whether `instruction` is a scalar integer constant equal to `value` (a start index, a loop
