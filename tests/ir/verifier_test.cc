@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "insitu/ir/parser.h"
+#include "insitu/support/str.h"
 
 namespace insitu {
 namespace {
@@ -282,6 +283,29 @@ TEST_F(VerifierStructureTest, OperandFromAnotherComputation) {
   entry_->set_root(add(entry_, Opcode::kCopy, "c", f32x4(), {q}));
   EXPECT_EQ(verify_module(module_).to_string(),
             "error: %c uses %q from another computation (%other); pass values to called computations as operands");
+}
+
+// The second of two instructions of one name is the one named (parsed text never gets here:
+// the parser refuses the name first).
+TEST_F(VerifierStructureTest, DuplicateInstructionName) {
+  Instruction* p = add(entry_, Opcode::kParameter, "p", f32x4(), {}, 0);
+  Instruction* twin = add(entry_, Opcode::kNegate, "t", f32x4(), {p});
+  add(entry_, Opcode::kNegate, "a", f32x4(), {twin});
+  entry_->set_root(add(entry_, Opcode::kNegate, "t", f32x4(), {twin}));
+  EXPECT_EQ(verify_module(module_).to_string(), "error: instruction name %t is used twice in %e; rename one");
+}
+
+// A computation longer than the verifier searches (32 instructions) is checked the same way.
+TEST_F(VerifierStructureTest, OperandDefinedLaterInALongComputation) {
+  Instruction* value = add(entry_, Opcode::kParameter, "p", f32x4(), {}, 0);
+  for (int i = 0; i < 40; ++i) value = add(entry_, Opcode::kNegate, str_cat("n", i), f32x4(), {value});
+  auto later = std::make_unique<Instruction>(Opcode::kNegate, "later", f32x4());
+  later->append_operand(value);
+  Instruction* user = add(entry_, Opcode::kCopy, "user", f32x4(), {later.get()});
+  entry_->add_instruction(std::move(later));
+  entry_->set_root(user);
+  EXPECT_EQ(verify_module(module_).to_string(),
+            "error: %user uses %later before it is defined; instructions must come after their operands");
 }
 
 TEST_F(VerifierStructureTest, DuplicateComputationName) {

@@ -30,18 +30,24 @@ SourceLocation location_of(const Instruction& instruction) {
 // verifier can demand module-wide uniqueness; insitu's parser keeps the names as written.)
 Status check_names_unique(const Module& module) {
   std::unordered_set<std::string_view> computations;
+  std::vector<std::string_view> names;
   for (const Computation* computation : module.computations()) {
     if (!computations.insert(computation->name()).second)
       return invalid_argument(str_cat("computation name %", computation->name(), " is used twice; rename one"),
                               computation->location());
-    std::unordered_set<std::string_view> instructions(computation->instruction_count());
-    for (const Instruction* instruction : computation->instructions()) {
-      if (!instructions.insert(instruction->name()).second) {
-        return invalid_argument(str_cat("instruction name %", instruction->name(), " is used twice in %",
-                                        computation->name(), "; rename one"),
-                                location_of(*instruction));
-      }
-    }
+    // sorted names side by side (no hash set per computation: a fused module has thousands)
+    const std::vector<Instruction*> order = computation->instructions();
+    names.clear();
+    for (const Instruction* instruction : order) names.push_back(instruction->name());
+    std::sort(names.begin(), names.end());
+    const auto twice = std::adjacent_find(names.begin(), names.end());
+    if (twice == names.end()) continue;
+    // the second instruction of that name, in program order, is the one to rename
+    const auto first = std::find_if(order.begin(), order.end(), [&](const Instruction* i) { return i->name() == *twice; });
+    const Instruction* second = *std::find_if(first + 1, order.end(), [&](const Instruction* i) { return i->name() == *twice; });
+    return invalid_argument(str_cat("instruction name %", second->name(), " is used twice in %", computation->name(),
+                                    "; rename one"),
+                            location_of(*second));
   }
   return ok_status();
 }
@@ -71,9 +77,13 @@ Status check_computation_structure(const Module& module, const std::unordered_se
                               computation.location());
   }
   // Operands are defined earlier in the same computation (a topological order).
+  // A short computation (a fused module has thousands) searches what came before; a long one hashes.
+  const bool short_one = order.size() <= 32;
   std::unordered_set<const Instruction*> defined;
-  defined.reserve(order.size());
-  for (const Instruction* instruction : order) {
+  if (!short_one) defined.reserve(order.size());
+  for (size_t position = 0; position < order.size(); ++position) {
+    const Instruction* instruction = order[position];
+    const auto before = order.begin() + static_cast<std::ptrdiff_t>(position);
     for (const Instruction* operand : instruction->operands()) {
       if (operand->parent() != &computation) {
         return invalid_argument(str_cat("%", instruction->name(), " uses %", operand->name(), " from another computation (%",
@@ -81,7 +91,7 @@ Status check_computation_structure(const Module& module, const std::unordered_se
                                         "); pass values to called computations as operands"),
                                 location_of(*instruction));
       }
-      if (!defined.count(operand)) {
+      if (short_one ? std::find(order.begin(), before, operand) == before : !defined.count(operand)) {
         return invalid_argument(str_cat("%", instruction->name(), " uses %", operand->name(),
                                         " before it is defined; instructions must come after their operands"),
                                 location_of(*instruction));
@@ -102,7 +112,7 @@ Status check_computation_structure(const Module& module, const std::unordered_se
                                         "; call a separate computation"),
                                 location_of(*instruction));
     }
-    defined.insert(instruction);
+    if (!short_one) defined.insert(instruction);
   }
   return ok_status();
 }
