@@ -35,12 +35,19 @@ Status check_names_unique(const Module& module) {
     if (!computations.insert(computation->name()).second)
       return invalid_argument(str_cat("computation name %", computation->name(), " is used twice; rename one"),
                               computation->location());
-    // sorted names side by side (no hash set per computation: a fused module has thousands)
+    // a short computation's names sorted side by side (a fused module has thousands: no hash set
+    // each), a long one's hashed (sorting 100,000 "add.N" compares long prefixes)
     const std::vector<Instruction*> order = computation->instructions();
     names.clear();
     for (const Instruction* instruction : order) names.push_back(instruction->name());
-    std::sort(names.begin(), names.end());
-    const auto twice = std::adjacent_find(names.begin(), names.end());
+    auto twice = names.end();
+    if (names.size() <= 64) {
+      std::sort(names.begin(), names.end());
+      twice = std::adjacent_find(names.begin(), names.end());
+    } else {
+      std::unordered_set<std::string_view> seen(names.size());
+      twice = std::find_if(names.begin(), names.end(), [&](std::string_view name) { return !seen.insert(name).second; });
+    }
     if (twice == names.end()) continue;
     // the second instruction of that name, in program order, is the one to rename
     const auto first = std::find_if(order.begin(), order.end(), [&](const Instruction* i) { return i->name() == *twice; });
