@@ -108,8 +108,13 @@ const std::vector<std::pair<ShapeIndex, ValueId>>& Dataflow::leaf_values(const I
 Dataflow Dataflow::compute(const Module& module) {
   Dataflow dataflow;
   dataflow.computations_ = control_flow_computations(module);
+  // each computation's instructions listed once for the passes below
+  std::vector<std::vector<Instruction*>> orders;
   size_t instructions = 0;
-  for (const Computation* computation : dataflow.computations_) instructions += computation->instruction_count();
+  for (const Computation* computation : dataflow.computations_) {
+    orders.push_back(computation->instructions());
+    instructions += orders.back().size();
+  }
   dataflow.leaves_.reserve(instructions);
   dataflow.values_.reserve(instructions);
 
@@ -129,8 +134,8 @@ Dataflow Dataflow::compute(const Module& module) {
   };
 
   // Values at every leaf.
-  for (const Computation* computation : dataflow.computations_) {
-    for (const Instruction* instruction : computation->instructions()) {
+  for (const std::vector<Instruction*>& order : orders) {
+    for (const Instruction* instruction : order) {
       Leaves leaves;
       switch (instruction->opcode()) {
         case Opcode::kTuple:
@@ -167,8 +172,8 @@ Dataflow Dataflow::compute(const Module& module) {
   }
 
   // Positions and uses.
-  for (const Computation* computation : dataflow.computations_) {
-    for (const Instruction* instruction : computation->instructions()) {
+  for (const std::vector<Instruction*>& order : orders) {
+    for (const Instruction* instruction : order) {
       for (const auto& [index, value] : dataflow.leaf_values(instruction))
         dataflow.values_[value].positions.push_back({instruction, index});
       if (is_forwarder(instruction->opcode())) continue;
@@ -188,8 +193,8 @@ Dataflow Dataflow::compute(const Module& module) {
   auto link_leaves = [&](const Instruction* from, const Instruction* to, LinkKind kind, const Instruction* at) {
     for (const auto& [index, value] : dataflow.leaf_values(to)) link(dataflow.value_at(from, index), value, kind, at);
   };
-  for (const Computation* computation : dataflow.computations_) {
-    for (const Instruction* instruction : computation->instructions()) {
+  for (const std::vector<Instruction*>& order : orders) {
+    for (const Instruction* instruction : order) {
       switch (instruction->opcode()) {
         case Opcode::kWhile: {
           const Computation* condition = instruction->while_condition();
