@@ -49,6 +49,13 @@ void Computation::remove_instructions(const std::vector<Instruction*>& instructi
     if (removed.erase(instruction) != 0) instructions_.erase(instruction->position_);
 }
 
+void Computation::move_instruction_to(Instruction* instruction, Computation& to) {
+  INSITU_CHECK(instruction->parent_ == this && instruction->opcode() != Opcode::kParameter)
+      << "moving %" << instruction->name() << " out of " << name_;
+  to.instructions_.splice(to.instructions_.end(), instructions_, instruction->position_);
+  instruction->parent_ = &to;
+}
+
 void Computation::detach(Instruction* instruction) {
   INSITU_CHECK(instruction->parent_ == this) << "removing " << instruction->name() << ", which is not in " << name_;
   INSITU_CHECK(instruction->users().empty()) << "removing " << instruction->name() << " which has users";

@@ -35,14 +35,17 @@ class Computation {
   Instruction* add_instruction(std::unique_ptr<Instruction> instruction);
   // Inserts `instruction` right before `before` in program order.
   Instruction* insert_instruction_before(std::unique_ptr<Instruction> instruction, Instruction* before);
-  // Inserts `instructions`, in their order, right before `before` (at the end when null): one
-  // insertion for a batch (inserting n one by one before the same point costs n times the size).
+  // Inserts `instructions`, in their order, right before `before` (at the end when null).
   void insert_instructions_before(std::vector<std::unique_ptr<Instruction>> instructions, Instruction* before);
   // Removes an instruction that has no users and is not the root.
   void remove_instruction(Instruction* instruction);
-  // Removes a batch in one pass (one at a time costs the computation's size each): none is the
-  // root, and every user of each is in the batch, after it (a fused group in reverse order).
+  // Removes a batch: none is the root, and every user of each is in the batch, before it (a
+  // fused group in reverse order). An instruction listed twice is removed once.
   void remove_instructions(const std::vector<Instruction*>& instructions);
+  // Moves `instruction`, a non-parameter, with its operands and users as they are, to the end
+  // of `to`: the caller makes both valid again (an outliner first makes its operands `to`'s
+  // parameters and moves its users with it; it re-roots this computation if it was the root).
+  void move_instruction_to(Instruction* instruction, Computation& to);
 
   // Program order.
   std::vector<Instruction*> instructions() const;

@@ -157,65 +157,44 @@ Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>
   return group;
 }
 
-// Replaces the group (in `computation`) by one fusion instruction calling a new computation.
-// A fusion with extra outputs returns the tuple (root, extra outputs...); each one's readers
-// read its get-tuple-element.
-// Outlines one group into a fusion placed at its root. Its members, now read only by each other,
-// go to `dead` (the caller removes every group's at once: one pass over the computation instead
-// of one per group), the scalar constants copied into the body to `copied_constants`.
-// `position`: program order of the computation's instructions before any group was outlined.
+// Replaces the group (in `computation`) by one fusion instruction, placed at its root, calling a
+// new computation into which the members move (not copied: an outlined 100,000-op chain built
+// and freed as many instructions). A fusion with extra outputs returns the tuple (root, extra
+// outputs...); each one's readers outside read its get-tuple-element. Scalar constants the group
+// reads are copied into the body and go to `copied_constants` (the caller removes those nothing
+// reads any more). `position`: program order of the computation before any group was outlined.
 void outline(Module& module, Computation& computation, const Group& fused_group, NameTable& names,
              NameTable& computation_names, const std::unordered_map<const Instruction*, size_t>& position,
-             std::vector<Instruction*>& dead, std::vector<Instruction*>& copied_constants) {
+             std::vector<Instruction*>& copied_constants) {
   const std::vector<Instruction*>& group = fused_group.members;
   std::unordered_set<const Instruction*> members(group.begin(), group.end());
   std::vector<Instruction*> ordered(group.begin(), group.end());  // program order
   std::sort(ordered.begin(), ordered.end(),
             [&](const Instruction* a, const Instruction* b) { return position.at(a) < position.at(b); });
   Instruction* root = group.front();
+  auto copied_in = [](const Instruction& operand) {  // (as XLA fuses constants): no operand, no buffer
+    return operand.opcode() == Opcode::kConstant && operand.shape().is_array() && operand.shape().rank() == 0;
+  };
 
-  auto fused = std::make_unique<Computation>(computation_names.unique("fused_computation"));
-  fused->set_location(root->location());
-  Computation* body = module.add_computation_before(std::move(fused), &computation);
-  std::unordered_map<const Instruction*, Instruction*> mapped(2 * group.size());
-  std::vector<Instruction*> operands;  // the fusion's operands, in order of first use
-  for (Instruction* instruction : ordered) {
-    for (Instruction* operand : instruction->operands()) {
-      if (members.count(operand) || mapped.count(operand)) continue;
-      if (operand->opcode() == Opcode::kConstant && operand->shape().is_array() && operand->shape().rank() == 0) {
-        // a scalar constant is copied in (as XLA fuses constants): no operand, no buffer
-        mapped[operand] = body->add_instruction(clone_without_operands(*operand, names.unique(operand->name())));
-        copied_constants.push_back(operand);
-        continue;
-      }
-      auto parameter = std::make_unique<Instruction>(Opcode::kParameter, names.unique(str_cat("param_", operands.size())),
-                                                     operand->shape());
-      parameter->parameter_number = static_cast<int64_t>(operands.size());
-      mapped[operand] = body->add_instruction(std::move(parameter));
-      operands.push_back(operand);
-    }
-    // Every member dies with the outlining, so its copy takes its name: still unique in the module.
-    Instruction* copy = body->add_instruction(clone_without_operands(*instruction, instruction->name()));
-    for (Instruction* operand : instruction->operands()) copy->append_operand(mapped.at(operand));
-    mapped[instruction] = copy;
-  }
+  // The fusion's operands: what the members read from outside, in order of first use.
+  std::vector<Instruction*> operands;
+  std::unordered_map<const Instruction*, int64_t> parameter_of(2 * group.size());
+  for (const Instruction* instruction : ordered)
+    for (Instruction* operand : instruction->operands())
+      if (!members.count(operand) && !copied_in(*operand) && parameter_of.emplace(operand, operands.size()).second)
+        operands.push_back(operand);
+
   std::vector<Instruction*> outputs = {root};
   outputs.insert(outputs.end(), fused_group.extra_outputs.begin(), fused_group.extra_outputs.end());
   Shape shape = root->shape();
-  if (outputs.size() == 1) {
-    body->set_root(mapped.at(root));
-  } else {
+  if (outputs.size() > 1) {
     std::vector<Shape> shapes;
-    auto tuple = std::make_unique<Instruction>(Opcode::kTuple, names.unique("tuple"), Shape());
-    for (Instruction* output : outputs) {
-      shapes.push_back(output->shape());
-      tuple->append_operand(mapped.at(output));
-    }
+    for (const Instruction* output : outputs) shapes.push_back(output->shape());
     shape = Shape::tuple(shapes);
-    tuple->set_shape(shape);
-    body->set_root(body->add_instruction(std::move(tuple)));
   }
-
+  auto fused = std::make_unique<Computation>(computation_names.unique("fused_computation"));
+  fused->set_location(root->location());
+  Computation* body = module.add_computation_before(std::move(fused), &computation);
   auto fusion = std::make_unique<Instruction>(Opcode::kFusion, names.unique("fusion"), shape);
   fusion->set_location(root->location());
   fusion->fusion_kind = root->opcode() == Opcode::kReduce ? "kInput" : root->opcode() == Opcode::kDot ? "kCustom" : "kLoop";
@@ -224,6 +203,8 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
   fusion->set_called_computations({body});
   for (Instruction* operand : operands) fusion->append_operand(operand);
   Instruction* placed = computation.insert_instruction_before(std::move(fusion), root);
+
+  // Readers outside read the fusion (or its elements) from now on.
   if (outputs.size() == 1) {
     root->replace_all_uses_with(placed);
     if (computation.root() == root) computation.set_root(placed);
@@ -242,7 +223,36 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
       if (computation.root() == outputs[i]) computation.set_root(read);
     }
   }
-  dead.insert(dead.end(), ordered.begin(), ordered.end());
+
+  // The members move into the body in program order, each after the parameters and constants
+  // it reads first; what they read from outside becomes those.
+  std::unordered_map<const Instruction*, Instruction*> inside(2 * group.size());
+  for (Instruction* instruction : ordered) {
+    for (int64_t i = 0; i < instruction->operand_count(); ++i) {
+      Instruction* operand = instruction->operand(i);
+      if (members.count(operand)) continue;
+      auto [it, first] = inside.try_emplace(operand, nullptr);
+      if (first && copied_in(*operand)) {
+        it->second = body->add_instruction(clone_without_operands(*operand, names.unique(operand->name())));
+        copied_constants.push_back(operand);
+      } else if (first) {
+        const int64_t number = parameter_of.at(operand);
+        auto parameter = std::make_unique<Instruction>(Opcode::kParameter, names.unique(str_cat("param_", number)),
+                                                       operand->shape());
+        parameter->parameter_number = number;
+        it->second = body->add_instruction(std::move(parameter));
+      }
+      instruction->replace_operand(i, it->second);
+    }
+    computation.move_instruction_to(instruction, *body);
+  }
+  if (outputs.size() == 1) {
+    body->set_root(root);
+  } else {
+    auto tuple = std::make_unique<Instruction>(Opcode::kTuple, names.unique("tuple"), shape);
+    for (Instruction* output : outputs) tuple->append_operand(output);
+    body->set_root(body->add_instruction(std::move(tuple)));
+  }
 }
 
 // The entry and every computation reached from it through while/conditional/call.
@@ -345,13 +355,9 @@ StatusOr<bool> fuse_computations(Module& module, bool reduces) {
     std::sort(groups.begin(), groups.end(), [&](const Group& a, const Group& b) {
       return position.at(a.members.front()) > position.at(b.members.front());
     });
-    std::vector<Instruction*> dead, copied_constants;
+    std::vector<Instruction*> copied_constants;
     for (auto it = groups.rbegin(); it != groups.rend(); ++it)
-      outline(module, *computation, *it, names, computation_names, position, dead, copied_constants);
-    // users before their operands: the members in reverse program order
-    std::sort(dead.begin(), dead.end(),
-              [&](const Instruction* a, const Instruction* b) { return position.at(a) > position.at(b); });
-    computation->remove_instructions(dead);
+      outline(module, *computation, *it, names, computation_names, position, copied_constants);
     // constants copied in that nothing outside reads any more
     std::sort(copied_constants.begin(), copied_constants.end());
     copied_constants.erase(std::unique(copied_constants.begin(), copied_constants.end()), copied_constants.end());
