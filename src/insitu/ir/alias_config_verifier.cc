@@ -85,33 +85,34 @@ Status verify_input_output_alias(const Module& module) {
   std::map<std::pair<int64_t, ShapeIndex>, ShapeIndex> parameter_users;  // parameter leaf -> output
   std::map<ShapeIndex, std::pair<int64_t, ShapeIndex>> output_sources;    // output -> parameter leaf
   for (const InputOutputAlias& alias : module.config().input_output_alias) {
-    std::string output = shape_index_to_string(alias.output_index);
+    // the texts of messages, built only for one
+    auto output = [&] { return shape_index_to_string(alias.output_index); };
+    auto parameter = [&] { return parameter_text(alias.parameter_number, alias.parameter_index); };
     const Shape* output_leaf = result.subshape(alias.output_index);
     if (output_leaf == nullptr) {
-      return header_error(module, "input_output_alias", str_cat("input_output_alias: output ", output, " does not exist in the entry result ",
+      return header_error(module, "input_output_alias", str_cat("input_output_alias: output ", output(), " does not exist in the entry result ",
                                           result.to_string(false), "; use an index of the result"));
     }
     if (!output_leaf->is_array()) {
-      return header_error(module, "input_output_alias", str_cat("input_output_alias: output ", output, " is ", output_leaf->to_string(false),
+      return header_error(module, "input_output_alias", str_cat("input_output_alias: output ", output(), " is ", output_leaf->to_string(false),
                                           "; only array leaves can alias, name a leaf index"));
     }
     INSITU_ASSIGN_OR_RETURN(const Shape* parameter_leaf_shape,
                             parameter_leaf(module, "input_output_alias", alias.parameter_number, alias.parameter_index, parameters));
-    std::string parameter = parameter_text(alias.parameter_number, alias.parameter_index);
     if (output_leaf->byte_size() != parameter_leaf_shape->byte_size()) {
-      return header_error(module, "input_output_alias", str_cat("input_output_alias: output ", output, " (", leaf_text(*output_leaf),
-                                          ") cannot alias ", parameter, " (", leaf_text(*parameter_leaf_shape),
+      return header_error(module, "input_output_alias", str_cat("input_output_alias: output ", output(), " (", leaf_text(*output_leaf),
+                                          ") cannot alias ", parameter(), " (", leaf_text(*parameter_leaf_shape),
                                           "): aliased buffers must have equal byte sizes"));
     }
     auto key = std::make_pair(alias.parameter_number, alias.parameter_index);
     if (auto it = parameter_users.find(key); it != parameter_users.end()) {
-      return header_error(module, "input_output_alias", str_cat("input_output_alias: ", parameter, " is aliased to outputs ",
-                                          shape_index_to_string(it->second), " and ", output,
+      return header_error(module, "input_output_alias", str_cat("input_output_alias: ", parameter(), " is aliased to outputs ",
+                                          shape_index_to_string(it->second), " and ", output(),
                                           "; a parameter buffer can back only one output, remove one alias"));
     }
     if (auto it = output_sources.find(alias.output_index); it != output_sources.end()) {
-      return header_error(module, "input_output_alias", str_cat("input_output_alias: output ", output, " is aliased twice (",
-                                          parameter_text(it->second.first, it->second.second), " and ", parameter,
+      return header_error(module, "input_output_alias", str_cat("input_output_alias: output ", output(), " is aliased twice (",
+                                          parameter_text(it->second.first, it->second.second), " and ", parameter(),
                                           "); remove one alias"));
     }
     parameter_users[key] = alias.output_index;
@@ -124,8 +125,8 @@ Status verify_input_output_alias(const Module& module) {
               ? interface.parameter_shapes[alias.parameter_number].subshape(alias.parameter_index)
               : nullptr;
       if (interface_output != nullptr && interface_parameter != nullptr && !(*interface_output == *interface_parameter)) {
-        return header_error(module, "input_output_alias", str_cat("input_output_alias: must-alias output ", output, " (",
-                                            interface_output->to_string(), ") and ", parameter, " (",
+        return header_error(module, "input_output_alias", str_cat("input_output_alias: must-alias output ", output(), " (",
+                                            interface_output->to_string(), ") and ", parameter(), " (",
                                             interface_parameter->to_string(),
                                             ") must have identical shapes, layouts and memory spaces; make them agree or use may-alias"));
       }
