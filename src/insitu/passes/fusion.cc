@@ -275,11 +275,6 @@ std::vector<Computation*> control_flow_computations(Module& module) {
   return order;
 }
 
-}  // namespace
-
-
-namespace {
-
 // A dynamic-slice whose block is not one contiguous run of its operand's bytes (a [128, 128]
 // block of a [1024, 1024] matrix): buffer assignment cannot make it a view, so unfused it is
 // copied out.

@@ -284,6 +284,16 @@ struct DotPlan final : KernelPlan {
 const DotPlan& dot_plan(const KernelCall& call) { return static_cast<const DotPlan&>(*call.plan); }
 
 // f32 x f32 -> f32, operands read in place.
+// The library GEMM for a layout worth one (a library built, work >= kLibraryGemmMinimumWork), or
+// none: the exact loops then.
+std::optional<GemmProblem> worth_library_gemm(const DotLayout& layout) {
+  if (!library_gemm_available()) return std::nullopt;
+  const __int128 work = static_cast<__int128>(layout.lhs_batch.size()) * layout.lhs_free.size() *
+                        layout.rhs_free.size() * layout.lhs_step.size();  // 128 bits: cannot overflow
+  if (work < kLibraryGemmMinimumWork) return std::nullopt;
+  return plan_gemm(layout);
+}
+
 Status dot_f32_kernel(const KernelCall& call) {
   run_dot_f32(dot_plan(call).layout, call.operands[0], call.operands[1], call.out(), call.pool);
   return ok_status();
@@ -408,12 +418,7 @@ SelectedKernel select_sliced_dot(const Instruction& fusion, std::span<const Arra
       !kernels::plan_layout(*dot, planned.lhs, planned.rhs, *outputs[0].shape, planned.layout,
                             &plan->operands[0].strides, &plan->operands[1].strides))
     return std::nullopt;
-  const kernels::DotLayout& layout = planned.layout;
-  const __int128 work = static_cast<__int128>(layout.lhs_batch.size()) * layout.lhs_free.size() *
-                        layout.rhs_free.size() * layout.lhs_step.size();
-  std::optional<kernels::GemmProblem> gemm;
-  if (work >= kernels::kLibraryGemmMinimumWork && kernels::library_gemm_available()) gemm = kernels::plan_gemm(layout);
-  if (gemm) {
+  if (std::optional<kernels::GemmProblem> gemm = kernels::worth_library_gemm(planned.layout)) {
     planned.gemm = std::move(*gemm);
     plan->run = &kernels::dot_library_kernel;
   } else {
@@ -443,17 +448,11 @@ SelectedKernel select_dot(const Instruction& instruction, std::span<const ArrayV
     return t == PrimitiveType::kF32 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF16 ||
            (is_narrow(t) && is_floating(t));
   };
-  if (type == PrimitiveType::kF32 && kernels::library_gemm_available() && float_operand(operands[0].type()) &&
-      float_operand(operands[1].type())) {
-    const kernels::DotLayout& layout = plan->layout;
-    const __int128 work = static_cast<__int128>(layout.lhs_batch.size()) * layout.lhs_free.size() *
-                          layout.rhs_free.size() * layout.lhs_step.size();  // 128 bits: cannot overflow
-    if (work >= kernels::kLibraryGemmMinimumWork) {
-      if (std::optional<kernels::GemmProblem> gemm = kernels::plan_gemm(layout)) {
-        plan->gemm = std::move(*gemm);
-        return NativeKernel{f32_operands ? &kernels::dot_library_kernel : &kernels::dot_library_converted_kernel,
-                            std::move(plan)};
-      }
+  if (type == PrimitiveType::kF32 && float_operand(operands[0].type()) && float_operand(operands[1].type())) {
+    if (std::optional<kernels::GemmProblem> gemm = kernels::worth_library_gemm(plan->layout)) {
+      plan->gemm = std::move(*gemm);
+      return NativeKernel{f32_operands ? &kernels::dot_library_kernel : &kernels::dot_library_converted_kernel,
+                          std::move(plan)};
     }
   }
   if (type == PrimitiveType::kF32 && f32_operands) return NativeKernel{&kernels::dot_f32_kernel, std::move(plan)};
