@@ -137,9 +137,14 @@ TEST(RuntimeElementwiseKernels, SelectMatchesEvaluator) {
     Instruction op(Opcode::kSelect, "op", Shape::array(type, {5, 40}));
     expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng), random_literal(type, {5, 40}, rng),
                                   random_literal(type, {5, 40}, rng)});
-    // Scalar pred (allowed by select itself) and a scalar-broadcast on_false.
-    expect_same_as_evaluator(op, {Literal::scalar(true), random_literal(type, {5, 40}, rng),
-                                  random_literal(type, {5, 40}, rng)});
+    // Scalar pred (allowed by select itself; one operand copied whole) either way, a scalar
+    // chosen operand (filled), and a scalar-broadcast on_false.
+    for (bool pick : {true, false}) {
+      expect_same_as_evaluator(op, {Literal::scalar(pick), random_literal(type, {5, 40}, rng),
+                                    random_literal(type, {5, 40}, rng)});
+      expect_same_as_evaluator(op, {Literal::scalar(pick), random_literal(type, {}, rng), random_literal(type, {}, rng)},
+                               {false, true, true});
+    }
     expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng),
                                   random_literal(type, {5, 40}, rng), random_literal(type, {}, rng)},
                              {false, false, true});
@@ -150,6 +155,26 @@ TEST(RuntimeElementwiseKernels, SelectMatchesEvaluator) {
     expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng), random_literal(type, {}, rng),
                                   random_literal(type, {}, rng)},
                              {false, true, true});
+  }
+}
+
+// `where(ok, new, old)` written over old (an optimizer step skipped unless its gradients are
+// finite, its state donated): a false pred leaves old as it is, a true one copies new over it.
+TEST(RuntimeElementwiseKernels, SelectByAScalarPredOverItsOperand) {
+  Instruction op(Opcode::kSelect, "op", Shape::array(PrimitiveType::kF32, {3000}));
+  ThreadPool pool(2);
+  for (bool pick : {false, true}) {
+    Literal pred = Literal::scalar(pick);
+    Literal fresh(Shape::array(PrimitiveType::kF32, {3000}));
+    Literal state(Shape::array(PrimitiveType::kF32, {3000}));
+    for (int64_t i = 0; i < 3000; ++i) {
+      fresh.data<float>()[i] = static_cast<float>(i);
+      state.data<float>()[i] = -static_cast<float>(i);
+    }
+    const Literal before = state;
+    const std::vector<ArrayView> operands = {view_of(pred), view_of(fresh), view_of(state)};
+    ASSERT_TRUE(run_native_kernel(op, operands, view_of(state), pool));
+    EXPECT_TRUE(state == (pick ? fresh : before)) << pick;
   }
 }
 

@@ -1,6 +1,6 @@
 // The fusion pass's other kinds at run time. Reduce fusions (kind=kInput): the fused elementwise
 // input computed a chunk of whole rows at a time into scratch and folded by the reduce's own
-// kernel. Sliced dots (kind=kCustom): a dot reading its strided dynamic-slice blocks where they
+// kernel, or, every dimension reduced, a sum block at a time and folded to partials. Sliced dots (kind=kCustom): a dot reading its strided dynamic-slice blocks where they
 // lie. Every case runs natively (no evaluator fallback) and gives the evaluator's bits.
 #include <gtest/gtest.h>
 
@@ -172,6 +172,95 @@ ENTRY main {
   EXPECT_TRUE(writes_elementwise_at(*fusion, {1}));
   EXPECT_FALSE(writes_elementwise_at(*fusion, {0}));
   testing_runtime::expect_matches_evaluator_natively(compiled, 24);
+}
+
+// Whole reduces (every dimension reduced) of fused inputs, split into sum blocks
+// (evaluator/sum_order.h): a squared deviation from row means (a broadcast along rows > 128, planned flat: no
+// row scalars) over 4 blocks, the last short; 18 full f32 blocks (a group of 16 and a short one
+// on one thread); `all(isfinite)` and `any(x > 1.99)` over preds; an s32 sum and maximum; f64
+// and bf16 sums; a whole softmax whose exp is the second output, with a parameter init.
+TEST(RuntimeReduceFusion, WholeReducesMatchTheEvaluator) {
+  testing_runtime::Compiled compiled = testing_runtime::compile(R"(
+HloModule whole_reduces
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+add_f64 {
+  a = f64[] parameter(0)
+  b = f64[] parameter(1)
+  ROOT s = f64[] add(a, b)
+}
+add_bf16 {
+  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  ROOT s = bf16[] add(b, a)
+}
+all {
+  a = pred[] parameter(0)
+  b = pred[] parameter(1)
+  ROOT r = pred[] and(a, b)
+}
+any {
+  a = pred[] parameter(0)
+  b = pred[] parameter(1)
+  ROOT r = pred[] or(a, b)
+}
+add_s32 {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+max_s32 {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT m = s32[] maximum(a, b)
+}
+ENTRY main {
+  g = f32[3,70000] parameter(0)
+  m = f32[3] parameter(1)
+  big = f32[18,65536] parameter(2)
+  i = s32[300,300] parameter(3)
+  h = f64[140000] parameter(4)
+  b = bf16[140000] parameter(5)
+  w = f32[2,70000] parameter(6)
+  start = f32[] parameter(7)
+  zero = f32[] constant(0)
+  mb = f32[3,70000] broadcast(m), dimensions={0}
+  d = f32[3,70000] subtract(g, mb)
+  sq = f32[3,70000] multiply(d, d)
+  norm = f32[] reduce(sq, zero), dimensions={0,1}, to_apply=add
+  big2 = f32[18,65536] multiply(big, big)
+  big_sum = f32[] reduce(big2, zero), dimensions={0,1}, to_apply=add
+  finite = pred[3,70000] is-finite(g)
+  true = pred[] constant(true)
+  ok = pred[] reduce(finite, true), dimensions={0,1}, to_apply=all
+  limit = f32[3,70000] broadcast(f32[] constant(1.99)), dimensions={}
+  gt = pred[3,70000] compare(g, limit), direction=GT
+  false = pred[] constant(false)
+  some = pred[] reduce(gt, false), dimensions={0,1}, to_apply=any
+  i2 = s32[300,300] multiply(i, i)
+  izero = s32[] constant(0)
+  i_sum = s32[] reduce(i2, izero), dimensions={0,1}, to_apply=add_s32
+  i3 = s32[300,300] subtract(i, i2)
+  imin = s32[] constant(-2147483648)
+  i_max = s32[] reduce(i3, imin), dimensions={0,1}, to_apply=max_s32
+  hn = f64[140000] negate(h)
+  hzero = f64[] constant(0)
+  h_sum = f64[] reduce(hn, hzero), dimensions={0}, to_apply=add_f64
+  bn = bf16[140000] negate(b)
+  bzero = bf16[] constant(0)
+  b_sum = bf16[] reduce(bn, bzero), dimensions={0}, to_apply=add_bf16
+  e = f32[2,70000] exponential(w)
+  e_sum = f32[] reduce(e, start), dimensions={0,1}, to_apply=add
+  eb = f32[2,70000] broadcast(e_sum), dimensions={}
+  y = f32[2,70000] divide(e, eb)
+  ROOT out = (f32[], f32[], pred[], pred[], s32[], s32[], f64[], bf16[], f32[2,70000]) tuple(norm, big_sum, ok, some, i_sum, i_max, h_sum, b_sum, y)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  EXPECT_EQ(count_input_fusions(*compiled.optimized), 9);
+  testing_runtime::expect_matches_evaluator_natively(compiled, 25);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <bit>
 
 #include "insitu/evaluator/evaluator.h"
+#include "insitu/evaluator/sum_order.h"
 #include "insitu/ir/parser.h"
 #include "insitu/runtime/cpu_level.h"
 #include "insitu/support/str.h"
@@ -131,6 +132,74 @@ TEST(RuntimeReduceKernel, FloatCombinersMatchEvaluator) {
         for (const auto& [input, reduced] : kShapes)
           EXPECT_TRUE(expect_reduce_matches(reduce_module(t.name, input, reduced, op, first), t.type, input, seed++))
               << t.name << " " << op;
+}
+
+// Floating sums of more than kSumBlock elements per output (evaluator/sum_order.h): whole
+// arrays, rows, columns (the innermost dimension kept) and rows of several runs, blocks of full
+// length and a short last one, more blocks than one 16-row group.
+// Finite values in [-4, 4) (random_literal's NaNs and infinities would make every long sum NaN,
+// which any order matches).
+Literal finite_literal(PrimitiveType type, const Dimensions& dims, std::mt19937& rng) {
+  Literal literal(Shape::array(type, dims));
+  std::uniform_real_distribution<double> real(-4.0, 4.0);
+  dispatch_element_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      for (T& value : literal.data<T>()) value = static_cast<T>(real(rng));
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      for (T& value : literal.data<T>()) value = T::from_float(static_cast<float>(real(rng)));
+    }
+  });
+  return literal;
+}
+
+TEST(RuntimeReduceKernel, FloatSumsOfManyBlocksMatchEvaluator) {
+  const std::vector<std::pair<Dimensions, Dimensions>> shapes = {
+      {{3 * kSumBlock + 123}, {0}},  // whole, a short last block
+      {{2, 2 * kSumBlock}, {1}},     // rows of exactly two blocks
+      {{3, kSumBlock + 1}, {1}},     // one element past a block
+      {{kSumBlock + 9, 3}, {0}},     // columns: the innermost dimension kept
+      {{3, 2, 40000}, {0, 2}},       // rows of several runs: blocks across runs
+      {{40, 5000}, {0, 1}},          // whole over two dimensions
+  };
+  std::mt19937 rng(900);
+  for (const TypeCase& t : kFloatTypes)
+    for (bool first : {true, false})
+      for (const auto& [input, reduced] : shapes)
+        EXPECT_TRUE(expect_reduce_matches_on(reduce_module(t.name, input, reduced, "add", first),
+                                             finite_literal(t.type, input, rng), finite_literal(t.type, {}, rng)))
+            << t.name << " " << dims_text(input);
+  const Dimensions many = {20 * kSumBlock + 7};  // more full blocks than a group of 16 per worker
+  EXPECT_TRUE(expect_reduce_matches_on(reduce_module("f32", many, {0}, "add", true),
+                                       finite_literal(PrimitiveType::kF32, many, rng),
+                                       finite_literal(PrimitiveType::kF32, {}, rng)));
+}
+
+// The order itself: block 0 from init, later blocks from -0.0, added in order. 2^53 then 2^16
+// ones sums to 2^53 + 2^16 in blocks (one chain would lose every one: 2^53 + 1 rounds to 2^53);
+// -0.0 everywhere stays -0.0 (a later block started from +0.0 would make it +0.0).
+TEST(RuntimeReduceKernel, FloatSumsAddBlocksInOrder) {
+  const Dimensions dims = {2 * kSumBlock};
+  const std::string text = reduce_module("f64", dims, {0}, "add", true);
+  Literal input(Shape::array(PrimitiveType::kF64, dims));
+  double* x = input.data<double>().data();
+  for (int64_t i = 0; i < 2 * kSumBlock; ++i) x[i] = i == 0 ? 9007199254740992.0 : i < kSumBlock ? 0.0 : 1.0;
+  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
+  ASSERT_TRUE(module.ok());
+  Literal zero = Literal::scalar<double>(0);
+  std::vector<const Literal*> operands = {&input, &zero};
+  StatusOr<Literal> sum = evaluate_computation(*(*module)->entry(), operands);
+  ASSERT_TRUE(sum.ok()) << sum.status().to_string();
+  EXPECT_EQ(sum->get_double(0), 9007199254740992.0 + 65536.0);
+  EXPECT_TRUE(expect_reduce_matches_on(text, input, zero));
+
+  for (int64_t i = 0; i < 2 * kSumBlock; ++i) x[i] = -0.0;
+  Literal negative_zero = Literal::scalar<double>(-0.0);
+  operands = {&input, &negative_zero};
+  sum = evaluate_computation(*(*module)->entry(), operands);
+  ASSERT_TRUE(sum.ok());
+  EXPECT_TRUE(std::signbit(sum->get_double(0)));
+  EXPECT_TRUE(expect_reduce_matches_on(text, input, negative_zero));
 }
 
 // f32 maximum and minimum over contiguous runs fold in lanes when the run holds no NaN: the same

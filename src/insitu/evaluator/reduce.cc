@@ -8,7 +8,8 @@
 //                  elements of the reduced dimensions, walked in the input's layout order
 //                  (row-major for the default layout), as XLA's evaluator walks them. Like
 //                  XLA's evaluator, a single floating reduce whose to_apply is a plain scalar
-//                  add sums in double and rounds once.
+//                  add sums in double and rounds once, in blocks of kSumBlock elements
+//                  (sum_order.h).
 //   reduce-window  every output element starts from the init values and folds the window
 //                  positions in row-major order; positions that fall into padding or into a
 //                  base-dilation hole are skipped (the init value is the only "padding").
@@ -17,6 +18,7 @@
 #include "insitu/evaluator/apply_util.h"
 #include "insitu/evaluator/index_util.h"
 #include "insitu/evaluator/ops.h"
+#include "insitu/evaluator/sum_order.h"
 
 namespace insitu::eval {
 namespace {
@@ -210,11 +212,18 @@ StatusOr<Literal> evaluate_reduce(const Instruction& instruction, Operands opera
                                          });
         };
         if (sum_in_double) {
-          double sum = split.inits[0]->get_double(0);
+          // block 0 from init into `sum`, each later block from -0.0 into `block` (sum_order.h)
+          double sum = split.inits[0]->get_double(0), block = -0.0;
+          int64_t count = 0;
           INSITU_RETURN_IF_ERROR(walk([&](int64_t linear) {
-            sum += split.inputs[0]->get_double(linear);
+            if (count >= kSumBlock && count % kSumBlock == 0) {
+              if (count > kSumBlock) sum += block;
+              block = -0.0;
+            }
+            (count++ < kSumBlock ? sum : block) += split.inputs[0]->get_double(linear);
             return ok_status();
           }));
+          if (count > kSumBlock) sum += block;
           store_double(*leaves[0], output_linear, sum);
           return ok_status();
         }

@@ -20,9 +20,9 @@ namespace {
 // values cost 41 MB more written a step.
 constexpr int64_t kMaxMergedBytes = 64;
 
-bool is_pure(const Instruction& instruction) {
+bool is_pure(const Instruction& instruction, bool any_size) {
   if (instruction.has_control_edges() || has_side_effect(instruction)) return false;
-  if (!instruction.shape().is_array() || instruction.shape().byte_size() > kMaxMergedBytes) return false;
+  if (!instruction.shape().is_array() || (!any_size && instruction.shape().byte_size() > kMaxMergedBytes)) return false;
   const Opcode opcode = instruction.opcode();
   if (opcode == Opcode::kConstant) return instruction.constant_value == ConstantValue::kWritten;  // bytes known
   if (opcode == Opcode::kIota) return true;
@@ -107,7 +107,7 @@ size_t cheap_hash(const Instruction& instruction) {
   return hash;
 }
 
-bool eliminate_in(Computation& computation) {
+bool eliminate_in(Computation& computation, bool any_size) {
   bool changed = false;
   std::unordered_map<size_t, std::vector<Instruction*>> seen;  // by cheap_hash, in program order
   std::unordered_map<const Instruction*, std::string> keys;
@@ -118,7 +118,7 @@ bool eliminate_in(Computation& computation) {
   };
   std::vector<Instruction*> dead;
   for (Instruction* instruction : operands_first(computation)) {
-    if (!is_pure(*instruction) || written_by_a_user(*instruction)) continue;
+    if (!is_pure(*instruction, any_size) || written_by_a_user(*instruction)) continue;
     std::vector<Instruction*>& alike = seen[cheap_hash(*instruction)];
     Instruction* first = nullptr;
     for (Instruction* candidate : alike)
@@ -142,8 +142,10 @@ bool eliminate_in(Computation& computation) {
 
 StatusOr<bool> eliminate_common_subexpressions(Module& module) {
   bool changed = false;
-  for (Computation* computation : module.computations()) changed |= eliminate_in(*computation);
+  for (Computation* computation : module.computations()) changed |= eliminate_in(*computation, /*any_size=*/false);
   return changed;
 }
+
+bool merge_equal_values(Computation& fused) { return eliminate_in(fused, /*any_size=*/true); }
 
 }  // namespace insitu

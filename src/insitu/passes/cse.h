@@ -32,4 +32,9 @@ namespace insitu {
 
 StatusOr<bool> eliminate_common_subexpressions(Module& module);
 
+// The same within one fused computation, for values of any size: there every value lives in the
+// loop's block, so one of two equal values is only less work (fusion merges the copies that
+// siblings grown together each brought). True if it changed the computation.
+bool merge_equal_values(Computation& fused);
+
 }  // namespace insitu

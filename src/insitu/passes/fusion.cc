@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "insitu/passes/cse.h"
 #include "insitu/passes/flatten_calls.h"
 #include "insitu/passes/fusion_internal.h"
 #include "insitu/passes/name_table.h"
@@ -16,7 +17,7 @@ bool is_fusible_elementwise(const Instruction& instruction) {
   const Opcode opcode = instruction.opcode();
   if (!instruction.shape().is_array() || has_side_effect(instruction)) return false;
   return is_elementwise_unary(opcode) || is_elementwise_binary(opcode) || opcode == Opcode::kSelect ||
-         opcode == Opcode::kConvert;
+         opcode == Opcode::kConvert || opcode == Opcode::kIsFinite;
 }
 
 // May `candidate` be computed inside a fusion whose result has `dimensions`?
@@ -35,12 +36,46 @@ bool may_join(const Instruction& candidate, const std::vector<int64_t>& dimensio
 // into per-thread scratch before folding it (runtime/fusion_kernels.cc).
 constexpr int64_t kMaxFusedRowBytes = 256 * 1024;
 
+namespace {
+
+// A whole reduce whose runtime kernel splits it into blocks without changing its value
+// (runtime/reduce_fusion_kernels.cc): a floating sum (evaluator/sum_order.h fixes its blocks),
+// or an integer fold by an associative and commutative op (add, multiply, maximum, minimum, and,
+// or over s32, s64, u32, u64; and, or over pred).
+bool splits_exactly(const Instruction& reduce, PrimitiveType type) {
+  if (reduce.called_computations().size() != 1) return false;
+  const Computation& combiner = *reduce.called_computations()[0];
+  const Instruction* root = combiner.root();
+  if (combiner.parameter_count() != 2 || root == nullptr || root->operand_count() != 2 ||
+      root->operand(0)->opcode() != Opcode::kParameter || root->operand(1)->opcode() != Opcode::kParameter ||
+      root->operand(0) == root->operand(1) || combiner.instruction_count() != 3 || root->shape() != Shape::scalar(type))
+    return false;
+  const Opcode op = root->opcode();
+  switch (type) {
+    case PrimitiveType::kF32:
+    case PrimitiveType::kF64:
+    case PrimitiveType::kF16:
+    case PrimitiveType::kBF16: return op == Opcode::kAdd;
+    case PrimitiveType::kPred: return op == Opcode::kAnd || op == Opcode::kOr;
+    case PrimitiveType::kS32:
+    case PrimitiveType::kS64:
+    case PrimitiveType::kU32:
+    case PrimitiveType::kU64:
+      return op == Opcode::kAdd || op == Opcode::kMultiply || op == Opcode::kMaximum || op == Opcode::kMinimum ||
+             op == Opcode::kAnd || op == Opcode::kOr;
+    default: return false;
+  }
+}
+
+}  // namespace
+
 // A reduce its input's elementwise producers may join (a kInput fusion): one input and a scalar
-// init, one array result, the input an elementwise op, the reduced dimensions the input's
-// trailing ones (rows of at most kMaxFusedRowBytes), at least one dimension kept. The runtime
-// computes the producers a chunk of rows at a time and folds each chunk with the reduce's own
-// kernel, so the input never reaches memory.
-bool is_fusible_row_reduce(const Instruction& reduce) {
+// init, one array result, the input an elementwise op, and either the reduced dimensions the
+// input's trailing ones (rows of at most kMaxFusedRowBytes) with at least one kept, or every
+// dimension reduced by a combiner that splits exactly (a global norm's sum, `all(isfinite(g))`).
+// The runtime computes the producers a piece at a time and folds each piece with the reduce's
+// own order, so the input never reaches memory.
+bool is_fusible_reduce(const Instruction& reduce) {
   if (reduce.opcode() != Opcode::kReduce || reduce.operand_count() != 2 || !reduce.shape().is_array() ||
       reduce.has_control_edges() || has_side_effect(reduce))
     return false;
@@ -52,12 +87,13 @@ bool is_fusible_row_reduce(const Instruction& reduce) {
   std::vector<int64_t> reduced = reduce.dimensions;
   std::sort(reduced.begin(), reduced.end());
   const int64_t count = static_cast<int64_t>(reduced.size());
-  if (count == 0 || count >= rank) return false;
+  if (count == 0 || count > rank) return false;
   int64_t row = 1;
   for (int64_t i = 0; i < count; ++i) {
     if (reduced[i] != rank - count + i) return false;
     row *= input.shape().dimension(reduced[i]);
   }
+  if (count == rank) return splits_exactly(reduce, input.shape().element_type());
   return row * byte_width(input.shape().element_type()) <= kMaxFusedRowBytes;
 }
 
@@ -72,6 +108,7 @@ using namespace fusion_internal;
 struct Group {
   std::vector<Instruction*> members;
   std::vector<Instruction*> extra_outputs;
+  bool joint = false;  // grown with sibling outputs (returned_siblings)
 };
 
 // True if `user` only writes `value` into a stack the computation returns: a dynamic-update-
@@ -114,13 +151,16 @@ bool written_into_returned_stack(const Instruction& value, const Instruction& us
 // passes instead of ten. (A value read later by other ops stays a fusion of its own: made an
 // output, it would keep its inputs alive until the reader's fusion; a ResNet block's training
 // step peaked 12 MB higher that way.)
-// A reduce root (is_fusible_row_reduce) grows over its input's dimensions; its input, when read
-// after the reduce as well, is its one other output.
+// A reduce root (is_fusible_reduce) grows over its input's dimensions; its input, when read
+// after the reduce as well, is its one other output. An elementwise root may grow together with
+// `siblings` (returned_siblings), each another output.
 Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>& taken,
-                 const std::unordered_map<const Instruction*, size_t>& position) {
-  Group group{{root}, {}};
+                 const std::unordered_map<const Instruction*, size_t>& position,
+                 const std::vector<Instruction*>& siblings = {}) {
+  Group group{{root}, siblings};
   std::vector<Instruction*>& members = group.members;
-  std::unordered_set<const Instruction*> in_group = {root};
+  members.insert(members.end(), siblings.begin(), siblings.end());
+  std::unordered_set<const Instruction*> in_group(members.begin(), members.end());
   const bool reduce = root->opcode() == Opcode::kReduce;
   const std::vector<int64_t>& dimensions = (reduce ? root->operand(0) : root)->shape().dimensions();
   const Instruction* returned_by = root->parent()->root();
@@ -155,6 +195,80 @@ Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>
     }
   }
   return group;
+}
+
+// Outputs of a group grown with its siblings at most (the runtime's multi-output loop runs up to
+// 64; each output is another stream written per block).
+constexpr size_t kMaxJointOutputs = 16;
+// A sibling this far before the root at most (program order): the fusion is placed at the root,
+// so the sibling's other inputs live until then.
+constexpr size_t kMaxSiblingDistance = 32;
+
+// Elementwise values the computation only returns, before the group's root, computed through
+// elementwise ops of the root's dimensions from an array of those dimensions the group reads:
+// outputs to grow together with the root (sibling outputs), so that what they share is read
+// once and, computed, joins and never reaches memory. An optimizer step skipped unless its
+// gradients are finite returns select(ok, p', p), select(ok, m', m) and select(ok, v', v), where
+// p' reads m' and v': one loop instead of three. At most kMaxSeen values visited per search;
+// siblings at most kMaxSiblingDistance before the root.
+std::vector<Instruction*> returned_siblings(const Group& group, const std::unordered_set<const Instruction*>& taken,
+                                            const std::unordered_map<const Instruction*, size_t>& position) {
+  constexpr size_t kMaxSeen = 64;
+  const Instruction* root = group.members.front();
+  const Instruction* returned_by = root->parent()->root();
+  std::vector<Instruction*> found;
+  // (scalars stay apart: a loop's counter + 1 is what the grid and loop analyses look for)
+  if (returned_by->opcode() != Opcode::kTuple || root->shape().rank() == 0) return found;
+  const std::unordered_set<const Instruction*> members(group.members.begin(), group.members.end());
+  const std::vector<int64_t>& dimensions = root->shape().dimensions();
+  std::vector<Instruction*> pending;
+  std::unordered_set<const Instruction*> seen;
+  for (const Instruction* member : group.members)
+    for (Instruction* operand : member->operands())
+      if (!members.count(operand) && operand->shape().is_array() && operand->shape().dimensions() == dimensions &&
+          seen.insert(operand).second)
+        pending.push_back(operand);
+  while (!pending.empty() && seen.size() < kMaxSeen) {
+    const Instruction* value = pending.back();
+    pending.pop_back();
+    for (Instruction* user : value->users()) {
+      if (members.count(user) || taken.count(user) || user == returned_by || !is_fusible_elementwise(*user) ||
+          user->has_control_edges() || user->shape().dimensions() != dimensions || !seen.insert(user).second)
+        continue;
+      const auto& readers = user->users();
+      const bool returned_only = !readers.empty() && std::all_of(readers.begin(), readers.end(), [&](const Instruction* reader) {
+        return reader == returned_by;
+      });
+      if (returned_only && position.at(user) < position.at(root) &&
+          position.at(root) - position.at(user) <= kMaxSiblingDistance)
+        found.push_back(user);
+      else if (!returned_only) pending.push_back(user);
+    }
+  }
+  return found;
+}
+
+// True if a value the group reads from outside depends on one of its members (a sibling output
+// read something computed from the group): the fusion would read its own result. Only values
+// after the group's first member can depend on one.
+bool reads_own_result(const Group& group, const std::unordered_map<const Instruction*, size_t>& position) {
+  const std::unordered_set<const Instruction*> members(group.members.begin(), group.members.end());
+  size_t first = position.at(group.members.front());
+  for (const Instruction* member : group.members) first = std::min(first, position.at(member));
+  std::vector<const Instruction*> pending;
+  std::unordered_set<const Instruction*> seen;
+  for (const Instruction* member : group.members)
+    for (const Instruction* operand : member->operands())
+      if (!members.count(operand) && position.at(operand) > first && seen.insert(operand).second) pending.push_back(operand);
+  while (!pending.empty()) {
+    const Instruction* value = pending.back();
+    pending.pop_back();
+    for (const Instruction* operand : value->operands()) {
+      if (members.count(operand)) return true;
+      if (position.at(operand) > first && seen.insert(operand).second) pending.push_back(operand);
+    }
+  }
+  return false;
 }
 
 // Replaces the group (in `computation`) by one fusion instruction, placed at its root, calling a
@@ -253,6 +367,9 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
     for (Instruction* output : outputs) tuple->append_operand(output);
     body->set_root(body->add_instruction(std::move(tuple)));
   }
+  // siblings grown together may each have had their own copy of a value they share
+  // (duplicate_cheap_values, recompute_far_values): in one loop, one is enough
+  if (fused_group.joint) merge_equal_values(*body);
 }
 
 // The entry and every computation reached from it through while/conditional/call.
@@ -336,9 +453,21 @@ StatusOr<bool> fuse_computations(Module& module, bool reduces) {
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Instruction* instruction = *it;
       if (taken.count(instruction) || instruction->has_control_edges()) continue;
-      const bool reduce = reduces && is_fusible_row_reduce(*instruction);
+      const bool reduce = reduces && is_fusible_reduce(*instruction);
       if (!reduce && !is_fusible_elementwise(*instruction)) continue;
       Group group = grow_group(instruction, taken, position);
+      // grown again with the returned values that share its computed inputs, while it finds more
+      // (and never reading its own result)
+      std::vector<Instruction*> siblings;
+      for (int round = 0; !reduce && round < 4; ++round) {
+        std::vector<Instruction*> more = returned_siblings(group, taken, position);
+        if (more.empty()) break;
+        siblings.insert(siblings.end(), more.begin(), more.end());
+        Group joint = grow_group(instruction, taken, position, siblings);
+        if (joint.extra_outputs.size() > kMaxJointOutputs || reads_own_result(joint, position)) break;
+        group = std::move(joint);
+        group.joint = true;
+      }
       if (group.members.size() < 2) continue;
       // a reduce fusion computes its input: that op must have joined
       if (reduce && std::find(group.members.begin(), group.members.end(), instruction->operand(0)) == group.members.end())

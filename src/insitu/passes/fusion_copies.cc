@@ -112,10 +112,10 @@ bool is_cheap(const Instruction& instruction) {
 }
 
 // Whether `user` would take `value` into its fusion: an elementwise op of its dimensions, or a
-// row reduce of it.
+// reduce of it.
 bool fuses(const Instruction& user, const Instruction& value, bool reduces) {
   if (user.has_control_edges()) return false;
-  if (reduces && is_fusible_row_reduce(user)) return user.operand(0) == &value && user.operand(1) != &value;
+  if (reduces && is_fusible_reduce(user)) return user.operand(0) == &value && user.operand(1) != &value;
   return is_fusible_elementwise(user) && user.shape().dimensions() == value.shape().dimensions();
 }
 

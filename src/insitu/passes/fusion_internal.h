@@ -7,12 +7,12 @@
 
 namespace insitu::fusion_internal {
 
-// An elementwise op with a native kernel (unary, binary, select, convert) of an array result,
+// An elementwise op with a native kernel (unary, binary, select, convert, is-finite) of an array result,
 // without a side effect: what a loop fusion computes.
 bool is_fusible_elementwise(const Instruction& instruction);
 
 // A reduce its input's elementwise producers may join (a kInput fusion): see fusion.cc.
-bool is_fusible_row_reduce(const Instruction& reduce);
+bool is_fusible_reduce(const Instruction& reduce);
 
 // The pre-steps of grouping, each true when it changed the computation (fusion.h says why):
 // far readers of a big elementwise value compute it again; a scalar broadcast gets one copy per

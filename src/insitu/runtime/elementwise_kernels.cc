@@ -7,6 +7,7 @@
 // computed independently, so the split cannot change a result. Semantics are the reference
 // evaluator's (elementwise_binary.cc, elementwise_unary.cc, elementwise_compare.cc), checked
 // bit for bit in tests/runtime/kernels_test.cc.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -387,9 +388,21 @@ Status select_words_kernel(const KernelCall& call) {
   const Word* f = reinterpret_cast<const Word*>(on_false.data);
   Word* o = reinterpret_cast<Word*>(out.data);
   const bool p_scalar = pred.scalar || pred.shape->rank() == 0;
+  if (p_scalar) {
+    // one predicate for every element (`where(all_finite, new, old)` over a whole state): the
+    // chosen operand's elements, copied (nothing to do where the result is written over it)
+    const bool pick = *reinterpret_cast<const uint8_t*>(p) != 0;
+    const Word* from = pick ? t : f;
+    const bool from_scalar = pick ? on_true.scalar : on_false.scalar;
+    if (!from_scalar && from == o) return ok_status();
+    run_range(call.pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+      if (from_scalar) std::fill(o + begin, o + end, from[0]);
+      else std::memcpy(o + begin, from + begin, static_cast<size_t>(end - begin) * sizeof(Word));
+    });
+    return ok_status();
+  }
   run_range(call.pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
-    if (p_scalar) select_words<Word, 0>(p, t, f, o, on_true.scalar, on_false.scalar, begin, end);
-    else select_words<Word, 1>(p, t, f, o, on_true.scalar, on_false.scalar, begin, end);
+    select_words<Word, 1>(p, t, f, o, on_true.scalar, on_false.scalar, begin, end);
   });
   return ok_status();
 }

@@ -2,6 +2,7 @@
 #include "insitu/runtime/fusion_plan.h"
 
 #include <algorithm>
+#include <bit>
 #include <unordered_map>
 
 #include "insitu/evaluator/index_util.h"
@@ -80,7 +81,7 @@ int64_t assign_scratch_slots(Plan& plan, bool scalar_program) {
 // op of its root tuple into its output (`outputs`, `read_after`).
 bool plan_computation(const Computation& body, std::span<const ArrayView> operands,
                       const std::vector<int64_t>& dimensions, int64_t count, bool scalar_program, Plan& plan,
-                      const Instruction* last, int64_t reduced_row) {
+                      const Instruction* last, int64_t reduced_row, bool flat) {
   std::vector<const Instruction*> order;
   for (const Instruction* instruction : body.instructions()) {
     order.push_back(instruction);
@@ -91,7 +92,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
   size_t row_dimensions = 1;
   for (int64_t length = dimensions.empty() ? 1 : dimensions.back(); length < reduced_row;)
     length *= dimensions[dimensions.size() - ++row_dimensions];
-  const int64_t row_length = reduced_row > 0 ? reduced_row : dimensions.empty() ? 0 : dimensions.back();
+  const int64_t row_length = flat ? 0 : reduced_row > 0 ? reduced_row : dimensions.empty() ? 0 : dimensions.back();
   // instruction -> node (a map: a chain of 10^5 ops planned in quadratic time took seconds)
   std::unordered_map<const Instruction*, int> index;
   auto node_of = [&](const Instruction* instruction) {
@@ -202,6 +203,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
   plan.row = row_scalars || reduced_row > 0 ? row_length : 0;
   const int64_t bytes_per_element = assign_scratch_slots(plan, scalar_program);
   plan.block = std::clamp(kScratchBudget / std::max<int64_t>(bytes_per_element, 1) / 64 * 64, kMinBlock, kBlock);
+  if (flat) plan.block = std::bit_floor(static_cast<uint64_t>(plan.block));
   // what blocks tile: the elements, a row's pieces, or whole rows (rows_per_block of them)
   int64_t run = plan.row > 0 ? plan.row : plan.count;
   if (plan.row > 0 && plan.row < plan.block) {

@@ -94,10 +94,12 @@ using Plan = LoopFusion;
 // Plans `body` over a result of `dimensions` (`count` elements): see fusion_plan.cc. With
 // `last`, only the instructions up to it, `last` the root (a reduce fusion's input); with
 // `reduced_row` (the product of the trailing dimensions a reduce folds), blocks tile rows that
-// long (whole rows or a row's pieces), and a row scalar is constant along such a row.
+// long (whole rows or a row's pieces), and a row scalar is constant along such a row. `flat`:
+// blocks of a power of two tile the elements, no row scalars (a whole reduce: its sum blocks of
+// kSumBlock elements are then whole blocks).
 bool plan_computation(const Computation& body, std::span<const ArrayView> operands,
                       const std::vector<int64_t>& dimensions, int64_t count, bool scalar_program, Plan& plan,
-                      const Instruction* last = nullptr, int64_t reduced_row = 0);
+                      const Instruction* last = nullptr, int64_t reduced_row = 0, bool flat = false);
 // A reduce fusion (kind=kInput: the fusion pass's, a reduce of the trailing dimensions at its
 // root): the reduce's input planned as a loop fusion over the input's dimensions, computed a
 // chunk of whole rows at a time into per-thread scratch, each chunk then folded by the reduce's
@@ -116,6 +118,23 @@ struct ReduceFusion final : KernelPlan {
   int64_t chunk_rows = 0;               // rows a chunk holds (a multiple of the loop's whole-row blocks)
   Shape chunk_input, chunk_output;      // a chunk's shapes: the input's and the result's ranks
   Shape tail_input, tail_output;        // the last chunk's
+};
+
+// A whole reduce fusion (every dimension of the input reduced, kind=kInput: the fusion pass makes
+// one for a floating sum, or an integer or pred fold by an associative and commutative op): the
+// input planned flat, computed kSumBlock elements at a time (a "sum block", whole loop blocks);
+// each sum block folds to a partial and the partials fold in order. A floating sum is
+// evaluator/sum_order.h's: block 0 from init, the others from -0.0, in double (f32 blocks 16 side
+// by side, their loop blocks computed in step); an integer fold is exact in any grouping. Bit
+// for bit the unfused reduce, and the input never reaches memory.
+struct WholeReduceFusion final : KernelPlan {
+  Plan loop;                            // flat, its root the reduce's input
+  const Instruction* reduce = nullptr;  // in the fused computation
+  Opcode combiner = Opcode::kAdd;
+  bool sum = false;                     // a floating sum in double (else an integer or pred fold)
+  bool input_output = false;            // the input is the fusion's second output (computed there)
+  const uint8_t* init = nullptr;        // a constant init; null: fusion operand `init_parameter`
+  int64_t init_parameter = -1;
 };
 
 // Plans a kLoop fusion over its result `out`.

@@ -73,6 +73,48 @@ inline ComputeType<T> fold_step(bool accumulator_first, Opcode opcode, ComputeTy
   else return value;
 }
 
+// The fold of n >= 1 integer (or pred) elements with the combiner fixed at compile time, so the
+// loop has no switch in it (and vectorizes).
+template <typename T, Opcode kOp>
+ComputeType<T> fold_run(const T* from, int64_t n) {
+  if constexpr (std::is_same_v<T, bool>) {
+    // preds through their bytes (any nonzero byte true): and/min and or/max as byte ands and
+    // ors, which vectorize
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(from);
+    uint8_t acc = bytes[0] != 0;
+    if constexpr (kOp == Opcode::kAnd || kOp == Opcode::kMinimum) {
+      for (int64_t i = 1; i < n; ++i) acc &= static_cast<uint8_t>(bytes[i] != 0);
+      return acc != 0;
+    } else if constexpr (kOp == Opcode::kOr || kOp == Opcode::kMaximum) {
+      for (int64_t i = 1; i < n; ++i) acc |= static_cast<uint8_t>(bytes[i] != 0);
+      return acc != 0;
+    }
+  }
+  ComputeType<T> acc = to_compute(from[0]);
+  for (int64_t i = 1; i < n; ++i) acc = combine(kOp, acc, to_compute(from[i]));
+  return acc;
+}
+
+template <typename T>
+ComputeType<T> fold_run(Opcode opcode, const T* from, int64_t n) {
+  switch (opcode) {
+    case Opcode::kAdd: return fold_run<T, Opcode::kAdd>(from, n);
+    case Opcode::kMultiply: return fold_run<T, Opcode::kMultiply>(from, n);
+    case Opcode::kMaximum: return fold_run<T, Opcode::kMaximum>(from, n);
+    case Opcode::kMinimum: return fold_run<T, Opcode::kMinimum>(from, n);
+    case Opcode::kAnd: return fold_run<T, Opcode::kAnd>(from, n);
+    case Opcode::kOr: return fold_run<T, Opcode::kOr>(from, n);
+    default: INSITU_UNREACHABLE("whole-run reduce of " << opcode_name(opcode)); return {};
+  }
+}
+
+// Converts a double sum to T, rounding once.
+template <typename T>
+T store_double(double sum) {
+  if constexpr (kIsSmallFloat<T>) return T::from_float(static_cast<float>(sum));
+  else return static_cast<T>(sum);
+}
+
 // What the program kernels of reduce and reduce-window need of their N inputs, N scalar inits
 // and N results (at most 8, each element at most 8 bytes: the accumulators' size); false
 // otherwise. Fills each init's (and result's) and each input's element width.

@@ -11,7 +11,8 @@
 // element starts from the init value and folds the reduced elements in row-major order,
 // acc = op(acc, x) (or op(x, acc) when to_apply names its parameters the other way round);
 // f16/bf16 round after every op; integers wrap; a floating add sums in double and rounds once,
-// as XLA's evaluator does. Only the order in which output elements are visited changes: when
+// as XLA's evaluator does, in blocks of kSumBlock elements (evaluator/sum_order.h): an output
+// of more than that sums its blocks side by side and on every worker (sum_in_blocks). Only the order in which output elements are visited changes: when
 // the innermost dimension is kept, a block of neighbouring outputs is folded together, step by
 // step, so the input is read contiguously.
 // Any other combiner (argmax's (value, index) pair, several inputs) that plans as a scalar
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "insitu/evaluator/index_util.h"
+#include "insitu/evaluator/sum_order.h"
 #include "insitu/runtime/element_compute.h"
 #include "insitu/runtime/kernels.h"
 #include "insitu/runtime/reduce_internal.h"
@@ -90,28 +92,6 @@ struct ReducePlan final : KernelPlan {
 constexpr int64_t kInnerBlock = 256;
 constexpr int64_t kLanes = 8;  // outputs summed side by side when the reduced elements are contiguous
 
-// The fold of n >= 1 integer (or pred) elements with the combiner fixed at compile time, so the
-// loop has no switch in it (and vectorizes).
-template <typename T, Opcode kOp>
-ComputeType<T> fold_run(const T* from, int64_t n) {
-  ComputeType<T> acc = to_compute(from[0]);
-  for (int64_t i = 1; i < n; ++i) acc = combine(kOp, acc, to_compute(from[i]));
-  return acc;
-}
-
-template <typename T>
-ComputeType<T> fold_run(Opcode opcode, const T* from, int64_t n) {
-  switch (opcode) {
-    case Opcode::kAdd: return fold_run<T, Opcode::kAdd>(from, n);
-    case Opcode::kMultiply: return fold_run<T, Opcode::kMultiply>(from, n);
-    case Opcode::kMaximum: return fold_run<T, Opcode::kMaximum>(from, n);
-    case Opcode::kMinimum: return fold_run<T, Opcode::kMinimum>(from, n);
-    case Opcode::kAnd: return fold_run<T, Opcode::kAnd>(from, n);
-    case Opcode::kOr: return fold_run<T, Opcode::kOr>(from, n);
-    default: INSITU_UNREACHABLE("whole-run reduce of " << opcode_name(opcode)); return {};
-  }
-}
-
 // A whole reduction of one contiguous run of integers or preds (`all(isfinite(x))`, a count):
 // their combiners (wrapping add and multiply, and, or, max, min) are associative and
 // commutative, so chunks fold in parallel and their results fold after: the same value as one
@@ -142,6 +122,75 @@ bool reduce_whole_run(const KernelCall& call, Opcode opcode, const T* from, int6
   }
 }
 
+// start + the elements [first, last) of one output's walk (`from`: its first element), in double,
+// in order.
+template <typename T>
+double sum_walk(const T* from, const ReduceWalk& walk, int64_t first, int64_t last, double start) {
+  double sum = start;
+  for (int64_t e = first; e < last;) {
+    const int64_t run = e / walk.run, at = e % walk.run;
+    const int64_t length = std::min(walk.run - at, last - e);
+    const T* elements = from + walk.runs[static_cast<size_t>(run)] + at;
+    for (int64_t i = 0; i < length; ++i) sum += static_cast<double>(to_compute(elements[i]));
+    e += length;
+  }
+  return sum;
+}
+
+// A floating sum of more than kSumBlock elements per output (inner dimension reduced): each
+// block's sum is a task, block 0's from init and the others' from -0.0; f32 blocks of full
+// length within one run go kSummedRows side by side (a short group repeats its first row and
+// drops those sums); then each output adds its blocks' sums in order and rounds once
+// (evaluator/sum_order.h).
+template <typename T, typename BaseOf>
+void sum_in_blocks(const KernelCall& call, const ReduceWalk& walk, const T* input, T init, T* out, int64_t outputs,
+                   int64_t per_output, const BaseOf& base_of) {
+  const int64_t blocks = (per_output + kSumBlock - 1) / kSumBlock;
+  const int64_t tasks = outputs * blocks;
+  std::unique_ptr<double[]> partial(new double[static_cast<size_t>(tasks)]);
+  const double first_start = static_cast<double>(to_compute(init));
+  run_range(call.pool, tasks, 2, [&](int64_t begin, int64_t end) {
+    int64_t t = begin;
+    if constexpr (std::is_same_v<T, float>) {
+      const bool contiguous = walk.runs.size() == 1;
+      while (contiguous && t < end) {
+        const float* rows[kSummedRows];
+        double sums[kSummedRows];
+        int64_t group[kSummedRows];
+        int64_t count = 0;
+        for (; t < end && count < kSummedRows; ++t) {
+          const int64_t block = t % blocks;
+          if ((block + 1) * kSumBlock > per_output) {  // the short last block: on its own
+            const int64_t o = t / blocks;
+            partial[t] = sum_walk(input + base_of(o), walk, block * kSumBlock, per_output, block == 0 ? first_start : -0.0);
+            continue;
+          }
+          rows[count] = input + base_of(t / blocks) + walk.runs[0] + block * kSumBlock;
+          sums[count] = block == 0 ? first_start : -0.0;
+          group[count++] = t;
+        }
+        if (count == 0) break;
+        for (int64_t k = count; k < kSummedRows; ++k) {
+          rows[k] = rows[0];
+          sums[k] = 0.0;
+        }
+        sum_rows_f32(rows, kSumBlock, sums);
+        for (int64_t k = 0; k < count; ++k) partial[group[k]] = sums[k];
+      }
+    }
+    for (; t < end; ++t) {
+      const int64_t o = t / blocks, block = t % blocks;
+      partial[t] = sum_walk(input + base_of(o), walk, block * kSumBlock, std::min(per_output, (block + 1) * kSumBlock),
+                            block == 0 ? first_start : -0.0);
+    }
+  });
+  for (int64_t o = 0; o < outputs; ++o) {
+    double sum = partial[o * blocks];
+    for (int64_t block = 1; block < blocks; ++block) sum += partial[o * blocks + block];
+    out[o] = store_double<T>(sum);
+  }
+}
+
 template <typename T>
 Status reduce_kernel(const KernelCall& call) {
   using C = ComputeType<T>;
@@ -164,10 +213,6 @@ Status reduce_kernel(const KernelCall& call) {
   const Opcode opcode = plan.combiner.opcode;
   const bool first = plan.combiner.accumulator_first;
   auto step = [&](C acc, C x) -> C { return fold_step<T>(first, opcode, acc, x); };
-  auto store_double = [](double sum) -> T {
-    if constexpr (kIsSmallFloat<T>) return T::from_float(static_cast<float>(sum));
-    else return static_cast<T>(sum);
-  };
   const int64_t per_output = static_cast<int64_t>(walk.runs.size()) * walk.run;
   if (walk.inner > 1) {
     // The last dimension is kept: fold a block of neighbouring outputs step by step.
@@ -176,7 +221,7 @@ Status reduce_kernel(const KernelCall& call) {
     run_range(call.pool, rows * blocks,
               std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, per_output * kInnerBlock)),
               [&](int64_t begin, int64_t end) {
-                double sums[kInnerBlock];
+                double sums[kInnerBlock], later[kInnerBlock];
                 C accs[kInnerBlock];
                 for (int64_t task = begin; task < end; ++task) {
                   const int64_t row = task / blocks, block = task % blocks;
@@ -184,10 +229,21 @@ Status reduce_kernel(const KernelCall& call) {
                   const int64_t width = std::min(kInnerBlock, walk.inner - block * kInnerBlock);
                   const T* from = input + base_of(first_out);
                   if (sum_in_double) {
+                    // block 0 into sums from init, each later block into `later` from -0.0,
+                    // then added (evaluator/sum_order.h)
+                    const int64_t count = static_cast<int64_t>(walk.runs.size());
                     for (int64_t j = 0; j < width; ++j) sums[j] = static_cast<double>(to_compute(init));
-                    for (int64_t r : walk.runs)
-                      for (int64_t j = 0; j < width; ++j) sums[j] += static_cast<double>(to_compute(from[r + j]));
-                    for (int64_t j = 0; j < width; ++j) out[first_out + j] = store_double(sums[j]);
+                    for (int64_t e = 0; e < count; e += kSumBlock) {
+                      double* into = e == 0 ? sums : later;
+                      if (e > 0) std::fill(later, later + width, -0.0);
+                      for (int64_t i = e, last = std::min(count, e + kSumBlock); i < last; ++i) {
+                        const T* at = from + walk.runs[static_cast<size_t>(i)];
+                        for (int64_t j = 0; j < width; ++j) into[j] += static_cast<double>(to_compute(at[j]));
+                      }
+                      if (e > 0)
+                        for (int64_t j = 0; j < width; ++j) sums[j] += later[j];
+                    }
+                    for (int64_t j = 0; j < width; ++j) out[first_out + j] = store_double<T>(sums[j]);
                   } else {
                     for (int64_t j = 0; j < width; ++j) accs[j] = to_compute(init);
                     for (int64_t r : walk.runs)
@@ -196,6 +252,10 @@ Status reduce_kernel(const KernelCall& call) {
                   }
                 }
               });
+    return ok_status();
+  }
+  if (sum_in_double && per_output > kSumBlock) {
+    sum_in_blocks<T>(call, walk, input, init, out, outputs, per_output, base_of);
     return ok_status();
   }
   if (outputs == 1 && walk.runs.size() == 1 && walk.run > 0 && !sum_in_double &&
@@ -218,7 +278,7 @@ Status reduce_kernel(const KernelCall& call) {
                     for (int64_t k = 0; k < kSummedRows; ++k) at[k] = rows[k] + r;
                     sum_rows_f32(at, walk.run, sums);
                   }
-                  for (int64_t k = 0; k < kSummedRows; ++k) out[o + k] = store_double(sums[k]);
+                  for (int64_t k = 0; k < kSummedRows; ++k) out[o + k] = store_double<T>(sums[k]);
                 }
               }
               if (sum_in_double) {
@@ -234,7 +294,7 @@ Status reduce_kernel(const KernelCall& call) {
                   for (int64_t r : walk.runs)
                     for (int64_t i = 0; i < walk.run; ++i)
                       for (int64_t k = 0; k < kLanes; ++k) sums[k] += static_cast<double>(to_compute(rows[k][r + i]));
-                  for (int64_t k = 0; k < kLanes; ++k) out[o + k] = store_double(sums[k]);
+                  for (int64_t k = 0; k < kLanes; ++k) out[o + k] = store_double<T>(sums[k]);
                 }
               }
               for (; o < end; ++o) {
@@ -243,7 +303,7 @@ Status reduce_kernel(const KernelCall& call) {
                   double sum = static_cast<double>(to_compute(init));
                   for (int64_t r : walk.runs)
                     for (int64_t i = 0; i < walk.run; ++i) sum += static_cast<double>(to_compute(from[r + i]));
-                  out[o] = store_double(sum);
+                  out[o] = store_double<T>(sum);
                 } else {
                   if constexpr (std::is_same_v<T, float>) {
                     if ((opcode == Opcode::kMaximum || opcode == Opcode::kMinimum) && walk.runs.size() == 1 &&
