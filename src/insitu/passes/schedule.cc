@@ -26,8 +26,15 @@ std::vector<WriteEvent> write_events(const BufferFacts& facts, const Computation
     for (ValueId member : facts.group(facts.origin(value))) events.push_back({writer, member});
   };
   for (const Instruction* instruction : computation->instructions()) {
-    for (const InPlacePair& pair : in_place_pairs(*instruction))
-      overwrite_group(instruction, facts.value_at(instruction->operand(pair.operand_number), pair.operand_index));
+    for (const InPlacePair& pair : in_place_pairs(*instruction)) {
+      const ValueId target = facts.value_at(instruction->operand(pair.operand_number), pair.operand_index);
+      overwrite_group(instruction, target);
+      // a copy the input wrote to be updated (XLA's modules copy a cache before updating it):
+      // its source's readers run first too, so copy elimination may update the source instead
+      const Instruction* definer = facts.defining_instruction(facts.origin(target));
+      if (definer->opcode() == Opcode::kCopy && definer->operand(0)->shape().is_array())
+        overwrite_group(instruction, facts.value_at(definer->operand(0), {}));
+    }
     if (instruction->opcode() == Opcode::kWhile) {
       for (const auto& [index, value] : facts.dataflow().leaf_values(instruction->operand(0)))
         if (facts.loop_writes_leaf(instruction, index)) overwrite_group(instruction, value);

@@ -6,6 +6,7 @@
 
 #include "insitu/passes/flatten_calls.h"
 #include "insitu/passes/name_table.h"
+#include "insitu/passes/simplify_internal.h"
 
 namespace insitu {
 namespace {
@@ -577,6 +578,7 @@ StatusOr<bool> simplify(Module& module) {
     changed |= conditionals_to_selects(*computation, names);
     changed |= forward_tuple_elements(*computation);
     changed |= fold_integer_scalars(*computation, names);
+    changed |= simplify_internal::fold_slices_of_updates(*computation);
     changed |= forward_layout_copies_into_dots(*computation);
     changed |= compose_transposes(*computation);
     changed |= unit_broadcasts_to_reshapes(*computation, names);

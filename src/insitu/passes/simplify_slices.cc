@@ -1,0 +1,75 @@
+// simplify's slice rewrites (simplify.h): a slice of a dynamic-update-slice whose start indices
+// are constants reads the operand or the update directly.
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "insitu/passes/simplify_internal.h"
+
+namespace insitu::simplify_internal {
+namespace {
+
+// The update's window of a dynamic-update-slice with constant start indices, each clamped as
+// the op clamps it (to [0, dimension - update dimension]); nothing when a start is computed.
+std::optional<std::vector<int64_t>> constant_window(const Instruction& update_slice) {
+  const Shape& operand = update_slice.operand(0)->shape();
+  const Shape& update = update_slice.operand(1)->shape();
+  if (!operand.is_array() || !update.is_array() || update_slice.operand_count() != 2 + operand.rank()) return std::nullopt;
+  std::vector<int64_t> starts;
+  for (int64_t d = 0; d < operand.rank(); ++d) {
+    const Instruction& start = *update_slice.operand(2 + d);
+    if (start.opcode() != Opcode::kConstant || !start.shape().is_array() || start.shape().rank() != 0 ||
+        !is_integral(start.shape().element_type()))
+      return std::nullopt;
+    const int64_t value = start.literal.get_integer(0);
+    starts.push_back(std::clamp<int64_t>(value, 0, operand.dimension(d) - update.dimension(d)));
+  }
+  return starts;
+}
+
+// The last index a slice dimension reads (its limit exclusive, in steps of its stride).
+int64_t last_read(const SliceDimension& s) { return s.start + (s.limit - s.start - 1) / s.stride * s.stride; }
+
+// Rewrites `slice` to read the update-slice's operand or update, when it may.
+bool fold(Instruction& slice) {
+  Instruction* update_slice = slice.operand(0);
+  if (update_slice->opcode() != Opcode::kDynamicUpdateSlice || slice.has_control_edges()) return false;
+  const std::optional<std::vector<int64_t>> window = constant_window(*update_slice);
+  if (!window || slice.slice.size() != window->size()) return false;
+  const Shape& update = update_slice->operand(1)->shape();
+  bool misses = false, inside = true;
+  for (size_t d = 0; d < window->size(); ++d) {
+    const SliceDimension& s = slice.slice[d];
+    if (s.limit <= s.start || s.stride < 1) return false;  // (an empty slice: left alone)
+    const int64_t first = (*window)[d], last = first + update.dimension(static_cast<int64_t>(d)) - 1;
+    // no index read in [first, last]: the first read index at or after `first` is past `last`
+    const int64_t next = s.start >= first ? s.start : s.start + (first - s.start + s.stride - 1) / s.stride * s.stride;
+    misses |= next > last || next > last_read(s);
+    inside &= s.start >= first && last_read(s) <= last;
+  }
+  if (misses) {
+    slice.replace_operand(0, update_slice->operand(0));
+    return true;
+  }
+  if (!inside) return false;
+  for (size_t d = 0; d < window->size(); ++d) {
+    SliceDimension& s = slice.slice[d];
+    const int64_t last = last_read(s);
+    s.start -= (*window)[d];
+    s.limit = last - (*window)[d] + 1;  // the same indices, within the update
+  }
+  slice.replace_operand(0, update_slice->operand(1));
+  return true;
+}
+
+}  // namespace
+
+bool fold_slices_of_updates(Computation& computation) {
+  bool changed = false;
+  for (Instruction* instruction : computation.instructions())
+    if (instruction->opcode() == Opcode::kSlice)
+      while (fold(*instruction)) changed = true;  // a chain of updates, each missed in turn
+  return changed;
+}
+
+}  // namespace insitu::simplify_internal
