@@ -1,5 +1,6 @@
 // eliminate_copies: try removing each plain copy on a clone; keep the removal when the
-// copy-insertion rules still hold (see copy_elimination.h).
+// copy-insertion rules still hold (see copy_elimination.h); then pairs of copies chained through
+// in-place updates.
 #include "insitu/passes/copy_elimination.h"
 
 #include "insitu/passes/copy_insertion_internal.h"
@@ -50,13 +51,32 @@ bool keeps_read_only_output(const Module& module, const Instruction* copy) {
   return true;
 }
 
-// The violation removing `copy` would cause, if any.
-std::optional<copy_insertion::CopyFix> violation_without(const Module& module, const Instruction* copy) {
+// The violation removing `copies` would cause, if any.
+std::optional<copy_insertion::CopyFix> violation_without(const Module& module,
+                                                         std::initializer_list<const Instruction*> copies) {
   std::unique_ptr<Module> trial = module.clone();
-  forward_copy(trial->find_computation(copy->parent()->name())->find_instruction(copy->name()));
+  for (const Instruction* copy : copies)
+    forward_copy(trial->find_computation(copy->parent()->name())->find_instruction(copy->name()));
   Dataflow dataflow = Dataflow::compute(*trial);
   BufferFacts facts(*trial, dataflow);
   return copy_insertion::find_violation(facts);
+}
+
+// The plain copy that `copy`'s operand updates in place, through at most a few in-place writes
+// (copy A; dynamic-update-slice of A; copy B of that): XLA's module of a layer-by-layer cache
+// update copies the cache before each write, and each of two such copies is kept by the other
+// (the aliased output receives its value from the one left), so only both go together.
+Instruction* copy_updated_by(Instruction* copy) {
+  Instruction* value = copy->operand(0);
+  for (int step = 0; step < 8; ++step) {
+    if (value->opcode() == Opcode::kCopy && value->shape() == value->operand(0)->shape() &&
+        value->control_predecessors().empty() && value->control_successors().empty())
+      return step == 0 ? nullptr : value;
+    const std::vector<InPlacePair> pairs = in_place_pairs(*value);
+    if (pairs.size() != 1 || !pairs[0].operand_index.empty()) return nullptr;
+    value = value->operand(pairs[0].operand_number);
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -68,7 +88,7 @@ StatusOr<bool> eliminate_copies(Module& module) {
     // Removing one candidate leaves the others in place (forward_copy deletes only that copy).
     for (Instruction* copy : candidate_copies(module)) {
       if (keeps_read_only_output(module, copy)) continue;
-      std::optional<copy_insertion::CopyFix> violation = violation_without(module, copy);
+      std::optional<copy_insertion::CopyFix> violation = violation_without(module, {copy});
       if (!violation) {
         forward_copy(copy);
         progress = changed = true;
@@ -80,6 +100,17 @@ StatusOr<bool> eliminate_copies(Module& module) {
                                                       violation->detail);
         changed = true;
       }
+    }
+    // no copy goes alone: a copy and the copy it updates, together
+    for (Instruction* copy : progress ? std::vector<Instruction*>{} : candidate_copies(module)) {
+      Instruction* updated = copy_updated_by(copy);
+      if (updated == nullptr || keeps_read_only_output(module, copy) || keeps_read_only_output(module, updated) ||
+          violation_without(module, {copy, updated}))
+        continue;
+      forward_copy(copy);
+      forward_copy(updated);
+      progress = changed = true;
+      break;  // the candidates changed
     }
   }
   return changed;

@@ -18,8 +18,8 @@
 // transpose of the reshaped operand), so that such a transpose reaches the dot.
 // A transpose of a 2-D dot's result is the dot with its operands swapped.
 //
-// A slice of a dynamic-update-slice whose start indices are constants reads the update-slice's
-// operand when it misses the update's window (in some dimension it reads no index inside it),
+// A slice that alone reads a dynamic-update-slice whose start indices are constants reads the
+// update-slice's operand when it misses the update's window (in some dimension it reads no index inside it),
 // and the update when it lies inside the window (simplify_slices.cc): XLA's optimized modules
 // slice the next layer out of the cache after writing this one (slice(dus(cache, row, 0..)),
 // [1:2]), which kept the old cache alive past its in-place update and cost a copy of it.

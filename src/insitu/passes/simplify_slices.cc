@@ -33,7 +33,12 @@ int64_t last_read(const SliceDimension& s) { return s.start + (s.limit - s.start
 // Rewrites `slice` to read the update-slice's operand or update, when it may.
 bool fold(Instruction& slice) {
   Instruction* update_slice = slice.operand(0);
-  if (update_slice->opcode() != Opcode::kDynamicUpdateSlice || slice.has_control_edges()) return false;
+  // only an update-slice the slice alone reads (it then dies): one that goes on to be updated
+  // further is a chain slice-update-folding reads in place, layer after layer, and a slice
+  // moved to an older version of it would have to be staged before that version is overwritten
+  if (update_slice->opcode() != Opcode::kDynamicUpdateSlice || slice.has_control_edges() ||
+      update_slice->users().size() != 1 || update_slice->parent()->root() == update_slice)
+    return false;
   const std::optional<std::vector<int64_t>> window = constant_window(*update_slice);
   if (!window || slice.slice.size() != window->size()) return false;
   const Shape& update = update_slice->operand(1)->shape();
