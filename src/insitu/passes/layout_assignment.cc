@@ -289,11 +289,38 @@ std::string explain_donation_copy(const Module& module, const Instruction& copy)
   return "";
 }
 
-// A copy written in the input gets its provenance.
+// Whether two layouts of an array of `dimensions` place its bytes alike: the same order of the
+// dimensions longer than 1 (where a dimension of size 1 sits changes nothing).
+bool same_bytes(const std::vector<int64_t>& dimensions, const Layout& a, const Layout& b) {
+  if (a.memory_space != b.memory_space || a.minor_to_major.size() != b.minor_to_major.size()) return false;
+  auto order = [&](const Layout& layout) {
+    std::vector<int64_t> kept;
+    for (int64_t d : layout.minor_to_major)
+      if (d < 0 || d >= static_cast<int64_t>(dimensions.size()) || dimensions[static_cast<size_t>(d)] != 1)
+        kept.push_back(d);
+    return kept;
+  };
+  return order(a) == order(b);
+}
+
+// A copy written in the input gets its provenance. A copy of a bitcast that only moves a
+// dimension of size 1 in the layout (XLA writes [2,1,8]{2,0,1} -> {2,1,0}) copies nothing that
+// moves: the bitcast takes the copy's layout and the copy is a plain one, which copy
+// elimination removes.
 bool record_input_copies(const Module& module, Computation& computation) {
   bool changed = false;
   for (Instruction* copy : computation.instructions()) {
     if (copy->opcode() != Opcode::kCopy || copy->frontend_attribute(kCopyReasonAttribute)) continue;
+    Instruction* source = copy->operand(0);
+    if (source->opcode() == Opcode::kBitcast && source->shape().is_array() && copy->shape().is_array() &&
+        source->shape().dimensions() == copy->shape().dimensions() &&
+        source->shape().element_type() == copy->shape().element_type() &&
+        source->shape().layout().minor_to_major != copy->shape().layout().minor_to_major &&
+        same_bytes(copy->shape().dimensions(), source->shape().layout(), copy->shape().layout()) &&
+        computation.root() != source) {
+      source->mutable_shape().set_layout(copy->shape().layout());
+      changed = true;
+    }
     const Shape& from = copy->operand(0)->shape();
     const Shape& to = copy->shape();
     std::string subject = str_cat("copy %", copy->name(), " of %", copy->operand(0)->name());

@@ -242,11 +242,19 @@ bool schedule_computation(Computation* computation, const BufferFacts& facts) {
   const std::vector<Instruction*> original = computation->instructions();
   Graph graph(original);
   for (const WriteEvent& event : write_events(facts, computation)) {
+    // Y -> X only where X does not already (or through this edge would) come before Y.
+    auto read_first = [&](const Instruction* reader) {
+      if (reader == event.writer || !graph.contains(reader)) return;
+      if (!graph.reaches(graph.index(event.writer), graph.index(reader))) graph.add_edge(reader, event.writer);
+    };
     for (const Use& use : facts.value(event.old_value).uses) {
-      if (use.instruction == event.writer || !graph.contains(use.instruction)) continue;
-      // Y -> X only where X does not already (or through this edge would) come before Y.
-      if (!graph.reaches(graph.index(event.writer), graph.index(use.instruction)))
-        graph.add_edge(use.instruction, event.writer);
+      read_first(use.instruction);
+      // the readers of a plain copy of the old value too (XLA's modules copy a weight the
+      // optimizer then updates in place, and the backward pass's dots read the copy): copy
+      // elimination may let them read the value itself
+      const Instruction* copy = use.instruction;
+      if (copy->opcode() == Opcode::kCopy && copy->shape() == copy->operand(0)->shape() && copy->parent() == computation)
+        for (const Instruction* reader : copy->users()) read_first(reader);
     }
   }
   std::vector<int64_t> waiting = graph.predecessor_counts();

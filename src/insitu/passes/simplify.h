@@ -24,6 +24,11 @@
 // slice the next layer out of the cache after writing this one (slice(dus(cache, row, 0..)),
 // [1:2]), which kept the old cache alive past its in-place update and cost a copy of it.
 //
+// A copy of a transpose that only changes its layout (XLA's modules write a transpose as a
+// layout, [64,32,32,16]{0,2,1,3}, and the data movement as a copy to {3,2,1,0}) is one transpose
+// of the same operand computed in the copy's layout: the program's transpose, not a copy, and
+// one pass over the data instead of two.
+//
 // A two-way conditional whose branches only move or fill values (parameter, tuple,
 // get-tuple-element, constant, broadcast, iota; at most 16 instructions) is a select of the two
 // branch results (the predicate broadcast to each leaf's shape): pl.when's zero-init of an

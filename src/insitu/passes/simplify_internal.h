@@ -1,13 +1,19 @@
-// Internal to simplify (simplify.cc runs every rewrite; simplify_slices.cc holds the slice
-// rewrites): each function rewrites one computation and returns true if it changed it.
+// Internal to simplify (simplify.cc runs every rewrite; simplify_movement.cc holds the slice and
+// layout-copy rewrites): each function rewrites one computation and returns true if it changed
+// it.
 #pragma once
 
 #include "insitu/ir/computation.h"
+#include "insitu/passes/name_table.h"
 
 namespace insitu::simplify_internal {
 
 // slice(dynamic-update-slice(x, u, constant starts)) reads x where the slice misses the update's
 // window and u where it lies inside it: see simplify.h.
 bool fold_slices_of_updates(Computation& computation);
+
+// copy(transpose(x)) that only changes the transpose's layout is one transpose of x computed in
+// the copy's layout: see simplify.h.
+bool fold_layout_copies_into_transposes(Computation& computation, NameTable& names);
 
 }  // namespace insitu::simplify_internal

@@ -1,9 +1,11 @@
-// simplify's slice rewrites (simplify.h): a slice of a dynamic-update-slice whose start indices
-// are constants reads the operand or the update directly.
+// simplify's data-movement rewrites (simplify.h): a slice of a dynamic-update-slice whose start
+// indices are constants reads the operand or the update directly; a copy that only changes the
+// layout of a transpose is the transpose computed in that layout.
 #include <algorithm>
 #include <optional>
 #include <vector>
 
+#include "insitu/passes/flatten_calls.h"
 #include "insitu/passes/simplify_internal.h"
 
 namespace insitu::simplify_internal {
@@ -74,6 +76,27 @@ bool fold_slices_of_updates(Computation& computation) {
   for (Instruction* instruction : computation.instructions())
     if (instruction->opcode() == Opcode::kSlice)
       while (fold(*instruction)) changed = true;  // a chain of updates, each missed in turn
+  return changed;
+}
+
+bool fold_layout_copies_into_transposes(Computation& computation, NameTable& names) {
+  bool changed = false;
+  for (Instruction* copy : computation.instructions()) {
+    if (copy->opcode() != Opcode::kCopy || copy->has_control_edges() || !copy->shape().is_array()) continue;
+    const Instruction* transpose = copy->operand(0);
+    if (transpose->opcode() != Opcode::kTranspose || !transpose->shape().is_array() ||
+        transpose->shape().dimensions() != copy->shape().dimensions() ||
+        transpose->shape().element_type() != copy->shape().element_type() ||
+        transpose->shape().layout().memory_space != copy->shape().layout().memory_space)
+      continue;
+    std::unique_ptr<Instruction> direct = clone_without_operands(*transpose, names.unique(transpose->name()));
+    direct->mutable_shape() = copy->shape();
+    direct->append_operand(transpose->operand(0));
+    Instruction* placed = computation.insert_instruction_before(std::move(direct), copy);
+    copy->replace_all_uses_with(placed);
+    if (computation.root() == copy) computation.set_root(placed);
+    changed = true;  // (dead code then removes the copy, and the first transpose if nothing else reads it)
+  }
   return changed;
 }
 
