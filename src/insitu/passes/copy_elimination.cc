@@ -86,7 +86,8 @@ StatusOr<bool> eliminate_copies(Module& module) {
   for (bool progress = true; progress;) {
     progress = false;
     // Removing one candidate leaves the others in place (forward_copy deletes only that copy).
-    for (Instruction* copy : candidate_copies(module)) {
+    const std::vector<Instruction*> candidates = candidate_copies(module);
+    for (Instruction* copy : candidates) {
       if (keeps_read_only_output(module, copy)) continue;
       std::optional<copy_insertion::CopyFix> violation = violation_without(module, {copy});
       if (!violation) {
@@ -101,8 +102,8 @@ StatusOr<bool> eliminate_copies(Module& module) {
         changed = true;
       }
     }
-    // no copy goes alone: a copy and the copy it updates, together
-    for (Instruction* copy : progress ? std::vector<Instruction*>{} : candidate_copies(module)) {
+    // no copy goes alone (so every candidate is still there): a copy and the copy it updates
+    for (Instruction* copy : progress ? std::vector<Instruction*>{} : candidates) {
       Instruction* updated = copy_updated_by(copy);
       if (updated == nullptr || keeps_read_only_output(module, copy) || keeps_read_only_output(module, updated) ||
           violation_without(module, {copy, updated}))
