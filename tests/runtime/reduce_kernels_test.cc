@@ -124,19 +124,6 @@ const std::vector<std::pair<Dimensions, Dimensions>> kShapes = {
     {{9}, {}},               // nothing reduced: each output folds one element
 };
 
-TEST(RuntimeReduceKernel, FloatCombinersMatchEvaluator) {
-  uint32_t seed = 1;
-  for (const TypeCase& t : kFloatTypes)
-    for (const char* op : {"add", "multiply", "maximum", "minimum"})
-      for (bool first : {true, false})
-        for (const auto& [input, reduced] : kShapes)
-          EXPECT_TRUE(expect_reduce_matches(reduce_module(t.name, input, reduced, op, first), t.type, input, seed++))
-              << t.name << " " << op;
-}
-
-// Floating sums of more than kSumBlock elements per output (evaluator/sum_order.h): whole
-// arrays, rows, columns (the innermost dimension kept) and rows of several runs, blocks of full
-// length and a short last one, more blocks than one 16-row group.
 // Finite values in [-4, 4) (random_literal's NaNs and infinities would make every long sum NaN,
 // which any order matches).
 Literal finite_literal(PrimitiveType type, const Dimensions& dims, std::mt19937& rng) {
@@ -153,6 +140,28 @@ Literal finite_literal(PrimitiveType type, const Dimensions& dims, std::mt19937&
   return literal;
 }
 
+TEST(RuntimeReduceKernel, FloatCombinersMatchEvaluator) {
+  uint32_t seed = 1;
+  for (const TypeCase& t : kFloatTypes)
+    for (const char* op : {"add", "multiply", "maximum", "minimum"})
+      for (bool first : {true, false})
+        for (const auto& [input, reduced] : kShapes)
+          EXPECT_TRUE(expect_reduce_matches(reduce_module(t.name, input, reduced, op, first), t.type, input, seed++))
+              << t.name << " " << op;
+  // and the sums on finite data (random_literal's NaNs and infinities make a sum of more than a
+  // few elements NaN, which any order matches)
+  std::mt19937 rng(77);
+  for (const TypeCase& t : kFloatTypes)
+    for (bool first : {true, false})
+      for (const auto& [input, reduced] : kShapes)
+        EXPECT_TRUE(expect_reduce_matches_on(reduce_module(t.name, input, reduced, "add", first),
+                                             finite_literal(t.type, input, rng), finite_literal(t.type, {}, rng)))
+            << t.name << " add, finite";
+}
+
+// Floating sums of more than kSumBlock elements per output (evaluator/sum_order.h): whole
+// arrays, rows, columns (the innermost dimension kept) and rows of several runs, blocks of full
+// length and a short last one, more blocks than one 16-row group.
 TEST(RuntimeReduceKernel, FloatSumsOfManyBlocksMatchEvaluator) {
   const std::vector<std::pair<Dimensions, Dimensions>> shapes = {
       {{3 * kSumBlock + 123}, {0}},  // whole, a short last block
