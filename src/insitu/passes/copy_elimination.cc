@@ -22,9 +22,7 @@ std::vector<Instruction*> candidate_copies(const Module& module) {
   Dataflow dataflow = Dataflow::compute(module);
   for (const Computation* computation : dataflow.analyzed_computations())
     for (Instruction* instruction : computation->instructions())
-      if (instruction->opcode() == Opcode::kCopy && instruction->shape() == instruction->operand(0)->shape() &&
-          instruction->control_predecessors().empty() && instruction->control_successors().empty())
-        out.push_back(instruction);
+      if (is_plain_copy(*instruction)) out.push_back(instruction);
   return out;
 }
 
@@ -69,9 +67,7 @@ std::optional<copy_insertion::CopyFix> violation_without(const Module& module,
 Instruction* copy_updated_by(Instruction* copy) {
   Instruction* value = copy->operand(0);
   for (int step = 0; step < 8; ++step) {
-    if (value->opcode() == Opcode::kCopy && value->shape() == value->operand(0)->shape() &&
-        value->control_predecessors().empty() && value->control_successors().empty())
-      return step == 0 ? nullptr : value;
+    if (is_plain_copy(*value)) return step == 0 ? nullptr : value;
     const std::vector<InPlacePair> pairs = in_place_pairs(*value);
     if (pairs.size() != 1 || !pairs[0].operand_index.empty()) return nullptr;
     value = value->operand(pairs[0].operand_number);
@@ -80,6 +76,11 @@ Instruction* copy_updated_by(Instruction* copy) {
 }
 
 }  // namespace
+
+bool is_plain_copy(const Instruction& instruction) {
+  return instruction.opcode() == Opcode::kCopy && instruction.shape() == instruction.operand(0)->shape() &&
+         !instruction.has_control_edges();
+}
 
 StatusOr<bool> eliminate_copies(Module& module) {
   bool changed = false;

@@ -20,4 +20,9 @@ namespace insitu {
 
 StatusOr<bool> eliminate_copies(Module& module);
 
+// A copy copy elimination may remove: it changes neither layout nor memory space (the same
+// shape as its operand) and has no control edges. The schedule orders such a copy's readers as
+// readers of its source, so that removing it needs no reordering.
+bool is_plain_copy(const Instruction& instruction);
+
 }  // namespace insitu

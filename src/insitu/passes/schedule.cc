@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "insitu/analysis/buffer_facts.h"
+#include "insitu/passes/copy_elimination.h"
 #include "insitu/passes/flatten_calls.h"
 
 namespace insitu {
@@ -32,7 +33,7 @@ std::vector<WriteEvent> write_events(const BufferFacts& facts, const Computation
       // a copy the input wrote to be updated (XLA's modules copy a cache before updating it):
       // its source's readers run first too, so copy elimination may update the source instead
       const Instruction* definer = facts.defining_instruction(facts.origin(target));
-      if (definer->opcode() == Opcode::kCopy && definer->operand(0)->shape().is_array())
+      if (is_plain_copy(*definer) && definer->shape().is_array())
         overwrite_group(instruction, facts.value_at(definer->operand(0), {}));
     }
     if (instruction->opcode() == Opcode::kWhile) {
@@ -252,9 +253,8 @@ bool schedule_computation(Computation* computation, const BufferFacts& facts) {
       // the readers of a plain copy of the old value too (XLA's modules copy a weight the
       // optimizer then updates in place, and the backward pass's dots read the copy): copy
       // elimination may let them read the value itself
-      const Instruction* copy = use.instruction;
-      if (copy->opcode() == Opcode::kCopy && copy->shape() == copy->operand(0)->shape() && copy->parent() == computation)
-        for (const Instruction* reader : copy->users()) read_first(reader);
+      if (is_plain_copy(*use.instruction))
+        for (const Instruction* reader : use.instruction->users()) read_first(reader);
     }
   }
   std::vector<int64_t> waiting = graph.predecessor_counts();

@@ -112,7 +112,7 @@ Status whole_reduce_fusion_kernel(const KernelCall& call) {
       Partial acc[kGroup] = {};
       bool started[kGroup] = {};  // block 0 starts from init; a later integer fold from its first piece
       for (int64_t k = 0; k < group; ++k) {
-        started[k] = kSum || first + k == 0;
+        started[k] = first + k == 0;  // (read by the integer fold only)
         if constexpr (kSum) acc[k] = first + k == 0 ? static_cast<double>(to_compute(init)) : -0.0;
         else acc[k] = to_compute(init);
       }

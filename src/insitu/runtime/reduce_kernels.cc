@@ -12,9 +12,10 @@
 // acc = op(acc, x) (or op(x, acc) when to_apply names its parameters the other way round);
 // f16/bf16 round after every op; integers wrap; a floating add sums in double and rounds once,
 // as XLA's evaluator does, in blocks of kSumBlock elements (evaluator/sum_order.h): an output
-// of more than that sums its blocks side by side and on every worker (sum_in_blocks). Only the order in which output elements are visited changes: when
-// the innermost dimension is kept, a block of neighbouring outputs is folded together, step by
-// step, so the input is read contiguously.
+// of more than that sums its blocks side by side and on every worker (sum_in_blocks). Only the
+// order in which output elements are visited changes: when the innermost dimension is kept, a
+// block of neighbouring outputs is folded together, step by step, so the input is read
+// contiguously.
 // Any other combiner (argmax's (value, index) pair, several inputs) that plans as a scalar
 // program runs as that program (the reduce program kernel), element by element in the same
 // order: no double sums there, as in the evaluator's fold through to_apply. Other reduces run
