@@ -13,10 +13,13 @@
 namespace insitu {
 namespace {
 
+// In any computation: a row fusion (kind=kCustom, passes/row_fusion.h) holds the reduce
+// fusions of a softmax or a layer norm.
 int count_input_fusions(const Module& module) {
   int fusions = 0;
-  for (const Instruction* instruction : module.entry()->instructions())
-    fusions += instruction->opcode() == Opcode::kFusion && instruction->fusion_kind == "kInput";
+  for (const Computation* computation : module.computations())
+    for (const Instruction* instruction : computation->instructions())
+      fusions += instruction->opcode() == Opcode::kFusion && instruction->fusion_kind == "kInput";
   return fusions;
 }
 

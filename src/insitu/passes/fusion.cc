@@ -103,13 +103,6 @@ namespace {
 
 using namespace fusion_internal;
 
-// A fusion: its instructions (the root first, then producers as they joined) and the producers
-// it also returns (multi-output), in the order they joined.
-struct Group {
-  std::vector<Instruction*> members;
-  std::vector<Instruction*> extra_outputs;
-  bool joint = false;  // grown with sibling outputs (returned_siblings)
-};
 
 // True if `user` only writes `value` into a stack the computation returns: a dynamic-update-
 // slice with `value` as its update (directly or through a reshape read by it alone) whose only
@@ -271,6 +264,10 @@ bool reads_own_result(const Group& group, const std::unordered_map<const Instruc
   return false;
 }
 
+}  // namespace
+
+namespace fusion_internal {
+
 // Replaces the group (in `computation`) by one fusion instruction, placed at its root, calling a
 // new computation into which the members move (not copied: an outlined 100,000-op chain built
 // and freed as many instructions). A fusion with extra outputs returns the tuple (root, extra
@@ -279,7 +276,7 @@ bool reads_own_result(const Group& group, const std::unordered_map<const Instruc
 // reads any more). `position`: program order of the computation before any group was outlined.
 void outline(Module& module, Computation& computation, const Group& fused_group, NameTable& names,
              NameTable& computation_names, const std::unordered_map<const Instruction*, size_t>& position,
-             std::vector<Instruction*>& copied_constants) {
+             std::vector<Instruction*>& copied_constants, std::string_view kind) {
   const std::vector<Instruction*>& group = fused_group.members;
   std::unordered_set<const Instruction*> members(group.begin(), group.end());
   std::vector<Instruction*> ordered(group.begin(), group.end());  // program order
@@ -311,7 +308,10 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
   Computation* body = module.add_computation_before(std::move(fused), &computation);
   auto fusion = std::make_unique<Instruction>(Opcode::kFusion, names.unique("fusion"), shape);
   fusion->set_location(root->location());
-  fusion->fusion_kind = root->opcode() == Opcode::kReduce ? "kInput" : root->opcode() == Opcode::kDot ? "kCustom" : "kLoop";
+  fusion->fusion_kind = !kind.empty()                       ? std::string(kind)
+                        : root->opcode() == Opcode::kReduce ? "kInput"
+                        : root->opcode() == Opcode::kDot    ? "kCustom"
+                                                            : "kLoop";
   fusion->metadata = root->metadata;
   fusion->has_metadata = root->has_metadata;
   fusion->set_called_computations({body});
@@ -391,6 +391,10 @@ std::vector<Computation*> control_flow_computations(Module& module) {
   }
   return order;
 }
+
+}  // namespace fusion_internal
+
+namespace {
 
 // A dynamic-slice whose block is not one contiguous run of its operand's bytes (a [128, 128]
 // block of a [1024, 1024] matrix): buffer assignment cannot make it a view, so unfused it is
@@ -503,23 +507,29 @@ bool inline_unlooped_fusions(Module& module) {
   NameTable names(module);
   const std::unordered_set<const Computation*> reachable = reachable_computations(module);
   bool changed = false;
-  for (Computation* computation : module.computations())
-    for (Instruction* instruction : computation->instructions())
-      if (instruction->opcode() == Opcode::kFusion && instruction->fusion_kind != "kLoop") {
-        Instruction* result = inline_call(instruction, names);
-        changed = true;
-        if (result->opcode() != Opcode::kTuple) continue;
-        // a reduce fusion with its input as a second output: each get-tuple-element reads the
-        // tuple's element itself
-        const std::vector<Instruction*> readers = result->users();
-        for (Instruction* reader : readers) {
-          if (reader->opcode() != Opcode::kGetTupleElement || reader->has_control_edges()) continue;
-          reader->replace_all_uses_with(result->operand(reader->tuple_index));
-          if (computation->root() == reader) computation->set_root(result->operand(reader->tuple_index));
-          computation->remove_instruction(reader);
+  // again while one inlined brings more (a row fusion's reduce fusions)
+  for (bool inlined = true; inlined;) {
+    inlined = false;
+    const std::unordered_set<const Computation*> live = reachable_computations(module);
+    for (Computation* computation : module.computations())
+      for (Instruction* instruction : live.count(computation) ? computation->instructions() : std::vector<Instruction*>{})
+        if (instruction->opcode() == Opcode::kFusion && instruction->fusion_kind != "kLoop") {
+          inlined = true;
+          Instruction* result = inline_call(instruction, names);
+          changed = true;
+          if (result->opcode() != Opcode::kTuple) continue;
+          // a reduce fusion with its input as a second output: each get-tuple-element reads the
+          // tuple's element itself
+          const std::vector<Instruction*> readers = result->users();
+          for (Instruction* reader : readers) {
+            if (reader->opcode() != Opcode::kGetTupleElement || reader->has_control_edges()) continue;
+            reader->replace_all_uses_with(result->operand(reader->tuple_index));
+            if (computation->root() == reader) computation->set_root(result->operand(reader->tuple_index));
+            computation->remove_instruction(reader);
+          }
+          if (result->users().empty() && computation->root() != result) computation->remove_instruction(result);
         }
-        if (result->users().empty() && computation->root() != result) computation->remove_instruction(result);
-      }
+  }
   if (!changed) return false;
   remove_unreachable_computations(module, reachable);
   // the inlined chains become loop fusions again, their reduces plain reduces

@@ -45,6 +45,9 @@
 // the dot alone join it: the runtime's GEMM reads each block where it lies, the array's row
 // length its leading dimension (a Pallas matmul's x and y blocks are not copied out per step).
 //
+// Row fusions (kind=kCustom too, their root not a dot) are row-fusion's (passes/row_fusion.h): it
+// runs after this pass and groups the fusions and reduces of one row computation.
+//
 // Recomputing instead of keeping: before grouping, a big elementwise value (1 MiB or more)
 // whose users are all elementwise ops of its shape, some of them 16 or more instructions after
 // the others, is computed again just before those far users when that keeps no other input
@@ -62,7 +65,8 @@ namespace insitu {
 
 StatusOr<bool> fuse(Module& module);
 
-// Inlines every fusion but the kLoop ones (reduce fusions, sliced dots) back into its caller
+// Inlines every fusion but the kLoop ones (reduce fusions, sliced dots, row fusions and the
+// reduce fusions they hold) back into its caller
 // and fuses the inlined elementwise chains again as loops: for the CUDA plan, whose kernels
 // generate a fused loop, a reduce or a GEMM, not two in one.
 bool inline_unlooped_fusions(Module& module);

@@ -2,7 +2,11 @@
 // their own copies of values before grouping): what both need.
 #pragma once
 
-#include "insitu/ir/computation.h"
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "insitu/ir/module.h"
 #include "insitu/passes/name_table.h"
 
 namespace insitu::fusion_internal {
@@ -21,5 +25,27 @@ bool is_fusible_reduce(const Instruction& reduce);
 bool recompute_far_values(Computation& computation, NameTable& names);
 bool split_shared_scalar_broadcasts(Computation& computation, NameTable& names);
 bool duplicate_cheap_values(Computation& computation, NameTable& names, bool reduces);
+
+// A fusion: its instructions (the root first, then producers as they joined) and the producers
+// it also returns (multi-output), in the order they joined.
+struct Group {
+  std::vector<Instruction*> members;
+  std::vector<Instruction*> extra_outputs;
+  bool joint = false;  // grown with sibling outputs (returned_siblings)
+};
+
+// Replaces the group (in `computation`) by one fusion instruction placed at its root (group
+// members first), calling a new computation into which the members move; extra outputs make
+// the fusion a tuple whose readers outside read get-tuple-elements. Scalar constants the group
+// reads are copied in and listed in `copied_constants` (the caller removes the unread ones).
+// `position`: program order before any group was outlined. `kind`: the fusion kind, or empty
+// for the root's (kInput for a reduce, kCustom for a dot, else kLoop).
+void outline(Module& module, Computation& computation, const Group& fused_group, NameTable& names,
+             NameTable& computation_names, const std::unordered_map<const Instruction*, size_t>& position,
+             std::vector<Instruction*>& copied_constants, std::string_view kind = {});
+
+// The entry and every computation reached from it through while/conditional/call: where
+// fusions are made.
+std::vector<Computation*> control_flow_computations(Module& module);
 
 }  // namespace insitu::fusion_internal

@@ -13,6 +13,7 @@
 #include "insitu/passes/donor_matching.h"
 #include "insitu/passes/flatten_calls.h"
 #include "insitu/passes/fusion.h"
+#include "insitu/passes/row_fusion.h"
 #include "insitu/passes/layout_assignment.h"
 #include "insitu/passes/loop_peeling.h"
 #include "insitu/passes/slice_update_folding.h"
@@ -130,6 +131,11 @@ constexpr PassEntry kPasses[] = {
      plain<fuse>},
     {"reshape-bitcasts", "after fusion, before copies are decided: a row-major reshape is its operand's bytes",
      plain<reshapes_to_bitcasts>},
+    {"row-fusion",
+     "after reshape-bitcasts (a [rows] value and its [rows, 1] bitcast are one), before copies are decided: the "
+     "reduces and fusions of one row computation (a layer norm, a softmax) become one kCustom fusion the runtime "
+     "runs a chunk of rows at a time, each chunk through every member in cache",
+     plain<fuse_rows>},
     {"donor-matching", "buffer_donor -> input_output_alias before copies are decided (by dataflow, then by size)",
      match_donors_pass},
     {"schedule", "readers of a buffer's old value before its in-place writer: copy insertion reads this order",

@@ -131,6 +131,7 @@ SelectedKernel select_fusion(const Instruction& fusion, std::span<const ArrayVie
   if (fusion.opcode() == Opcode::kFusion && fusion.fusion_output_to_operand_aliasing.empty() &&
       fusion.called_computations().size() == 1 && fusion.called_computations()[0]->root() != nullptr) {
     const Instruction* root = fusion.called_computations()[0]->root();
+    if (fusion.fusion_kind == "kCustom" && root->opcode() != Opcode::kDot) return select_row_fusion(fusion, operands, outputs);
     if (root->opcode() == Opcode::kReduce && outputs.size() == 1) return fusion_kernel::select_reduce_fusion(fusion, operands, outputs[0]);
     if (root->opcode() == Opcode::kDot) return select_sliced_dot(fusion, operands, outputs);
     // a reduce and its input, computed into the second output (row-major, its own memory)

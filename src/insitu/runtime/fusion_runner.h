@@ -43,6 +43,11 @@ class BlockRunner {
     prefetch_out_ = prefetch;
   }
 
+  // No operand or output of a later block is fetched ahead: a row fusion's members read rows the
+  // member before them just touched (in cache), and its first reads a chunk the hardware
+  // prefetcher streams alone.
+  void no_prefetch() { prefetch_ = false; }
+
   // The element of node n after run(0, 1) (a scalar program's outputs).
   const uint8_t* value(int n) const { return views_[n].data; }
 
@@ -55,7 +60,14 @@ class BlockRunner {
   // cache reads it first): the Pallas layer norm, whose last fusion writes the result rows,
   // 7.7-9.5 -> 5.8-6.9 ms on one thread.
   void run(int64_t begin, int64_t length) {
-    const int64_t next = std::min(length, plan_.count - begin - length);
+    run(begin, length, length == plan_.block_length ? plan_.block_shapes : plan_.tail_shapes);
+  }
+
+  // The same over a block of any length up to block_length (whole rows, or a piece of one long
+  // row, when the plan reads row scalars), `shapes` its nodes' 1-D shapes of that length: a row
+  // fusion runs its members a chunk of rows at a time (row_fusion_kernels.cc).
+  void run(int64_t begin, int64_t length, const std::vector<Shape>& shapes) {
+    const int64_t next = prefetch_ ? std::min(length, plan_.count - begin - length) : 0;
     const uint8_t* starts[kMaxPrefetchStreams];
     uint8_t* writes[kMaxOutputs + 1];  // the outputs' next blocks, fetched for writing
     size_t streams = 0, written = 0;
@@ -78,7 +90,6 @@ class BlockRunner {
     const int64_t ops = std::max<int64_t>(1, plan_.ops);
     const int64_t per_op = (bytes / 64 + ops - 1) / ops * 64;
     int64_t fetched = 0;
-    const std::vector<Shape>& shapes = length == plan_.block_length ? plan_.block_shapes : plan_.tail_shapes;
     for (size_t n = 0; n < plan_.nodes.size(); ++n) {
       const Node& node = plan_.nodes[n];
       ArrayView& view = views_[n];
@@ -261,6 +272,7 @@ class BlockRunner {
   uint8_t* out_;
   int64_t out_first_ = 0;
   bool prefetch_out_ = true;
+  bool prefetch_ = true;
   std::span<uint8_t* const> outs_;
   const bool* direct_;
   ThreadPool& pool_;
@@ -286,6 +298,15 @@ inline void run_block(BlockRunner& runner, const Plan& plan, int64_t pieces, int
     runner.run(first, std::min(plan.block, plan.count - first));
   }
 }
+
+// A reduce fusion's rows a chunk holds (a row fusion runs its members a whole number of them at
+// a time), or 0 when `plan` is not a ReduceFusion.
+int64_t reduce_fusion_chunk_rows(const KernelPlan& plan);
+
+// Runs the reduce fusion `call` (its plan a ReduceFusion) over rows [first_row, end_row) only,
+// both on its chunks' boundaries (end_row may be the last row), on the calling thread and
+// without fetching ahead (no_prefetch): a row fusion's chunk.
+Status run_reduce_fusion_rows(const KernelCall& call, int64_t first_row, int64_t end_row);
 
 // The reduce fusion of `fusion` (its computation's root a reduce, or a tuple of a reduce and its
 // input computed into `out`'s second output): reduce_fusion_kernels.cc; nothing when it does not

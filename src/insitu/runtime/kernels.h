@@ -147,6 +147,9 @@ SelectedKernel select_fusion(const Instruction&, std::span<const ArrayView>, std
 // A fusion of a dot and its strided dynamic-slice operands (kind=kCustom: passes/fusion.h): the
 // dot read where the blocks lie (dot_kernels.cc). select_fusion dispatches it.
 SelectedKernel select_sliced_dot(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// row_fusion_kernels.cc: a row fusion (kind=kCustom, not a dot: passes/row_fusion.h), a chunk of
+// rows at a time through its members' kernels.
+SelectedKernel select_row_fusion(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // sort_kernels.cc: sort by a comparator planned as a scalar program (output i may be operand
 // i's memory); topk over the last dimension.
 SelectedKernel select_sort(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);

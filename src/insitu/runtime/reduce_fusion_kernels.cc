@@ -28,13 +28,11 @@ namespace {
 
 using kernels::kSummedRows;
 
-// Chunks of whole rows split over the pool: each computed block by block into the worker's
-// scratch, then folded by the reduce's kernel into its rows of the result (the pool is busy, so
-// that kernel runs inline).
-Status reduce_fusion_kernel(const KernelCall& call) {
-  const ReduceFusion& plan = static_cast<const ReduceFusion&>(*call.plan);
+// One chunk of whole rows, computed block by block into the worker's scratch (or the fusion's
+// second output; the next blocks fetched ahead with `prefetch`), then folded by the reduce's kernel into its rows of the result (the pool is
+// busy, so that kernel runs inline).
+Status run_chunk(const ReduceFusion& plan, const KernelCall& call, int64_t c, bool prefetch) {
   const Plan& loop = plan.loop;
-  if (plan.rows == 0) return ok_status();
   const int64_t pieces = pieces_per_row(loop);
   const int64_t blocks = block_count(loop);
   // blocks per chunk: chunk_rows rows of pieces, or whole-row blocks (chunk_rows is a multiple)
@@ -44,35 +42,44 @@ Status reduce_fusion_kernel(const KernelCall& call) {
   const int64_t out_width = byte_width(call.out().type());
   const uint8_t* init = plan.init != nullptr ? plan.init : call.operands[plan.init_parameter].data;
   const Shape& init_shape = plan.reduce->operand(1)->shape();
+  thread_local std::vector<uint64_t> chunk_scratch;
+  uint8_t* chunk = nullptr;
+  const int64_t first_row = c * plan.chunk_rows;
+  if (plan.input_output) {  // the input computed into its output (and folded from there, in cache)
+    chunk = call.outputs[1].data + first_row * plan.row * width;
+  } else {
+    const size_t words = static_cast<size_t>((plan.chunk_rows * plan.row * width + 7) / 8 + 8);
+    if (chunk_scratch.size() < words) chunk_scratch.resize(words);
+    chunk = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(chunk_scratch.data()) + 63) / 64 * 64);
+  }
+  {
+    // a runner per chunk: a fold through a scalar program runs a BlockRunner of its own, which
+    // may move this thread's scratch and views
+    BlockRunner runner(loop, call.operands, nullptr, call.pool);
+    if (!prefetch) runner.no_prefetch();
+    runner.root_to(chunk, first_row * plan.row, plan.input_output);
+    for (int64_t block = c * chunk_blocks, last = std::min(blocks, (c + 1) * chunk_blocks); block < last; ++block)
+      run_block(runner, loop, pieces, block);
+  }
+  const bool tail = c == chunks - 1 && plan.rows % plan.chunk_rows != 0;
+  const ArrayView operands[2] = {ArrayView{chunk, tail ? &plan.tail_input : &plan.chunk_input, false},
+                                 ArrayView{const_cast<uint8_t*>(init), &init_shape, false}};
+  const ArrayView result{call.out().data + first_row * out_width, tail ? &plan.tail_output : &plan.chunk_output, false};
+  const KernelCall fold{*plan.reduce, plan.fold_plan.get(), operands, std::span<const ArrayView>(&result, 1), call.pool};
+  return plan.fold(fold);
+}
+
+// Chunks split over the pool.
+Status reduce_fusion_kernel(const KernelCall& call) {
+  const ReduceFusion& plan = static_cast<const ReduceFusion&>(*call.plan);
+  if (plan.rows == 0) return ok_status();
+  const int64_t chunks = (plan.rows + plan.chunk_rows - 1) / plan.chunk_rows;
   const int64_t per_chunk = std::max<int64_t>(1, kParallelElements / (plan.chunk_rows * plan.row));
   Status status = ok_status();
   std::mutex failed;
   run_range(call.pool, chunks, per_chunk, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<uint64_t> chunk_scratch;
-    uint8_t* chunk = nullptr;
-    if (!plan.input_output) {
-      const size_t words = static_cast<size_t>((plan.chunk_rows * plan.row * width + 7) / 8 + 8);
-      if (chunk_scratch.size() < words) chunk_scratch.resize(words);
-      chunk = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(chunk_scratch.data()) + 63) / 64 * 64);
-    }
     for (int64_t c = begin; c < end; ++c) {
-      // a runner per chunk: a fold through a scalar program runs a BlockRunner of its own,
-      // which may move this thread's scratch and views
-      BlockRunner runner(loop, call.operands, nullptr, call.pool);
-      const int64_t first_row = c * plan.chunk_rows;
-      // the input computed into its output (and folded from there, in cache), or into scratch
-      if (plan.input_output) chunk = call.outputs[1].data + first_row * plan.row * width;
-      runner.root_to(chunk, first_row * plan.row, plan.input_output);
-      for (int64_t block = c * chunk_blocks, last = std::min(blocks, (c + 1) * chunk_blocks); block < last; ++block)
-        run_block(runner, loop, pieces, block);
-      const bool tail = c == chunks - 1 && plan.rows % plan.chunk_rows != 0;
-      const ArrayView operands[2] = {ArrayView{chunk, tail ? &plan.tail_input : &plan.chunk_input, false},
-                                     ArrayView{const_cast<uint8_t*>(init), &init_shape, false}};
-      const ArrayView result{call.out().data + first_row * out_width, tail ? &plan.tail_output : &plan.chunk_output,
-                             false};
-      const KernelCall fold{*plan.reduce, plan.fold_plan.get(), operands, std::span<const ArrayView>(&result, 1),
-                            call.pool};
-      Status folded = plan.fold(fold);
+      Status folded = run_chunk(plan, call, c, /*prefetch=*/true);
       if (!folded.ok()) {
         std::lock_guard<std::mutex> lock(failed);
         if (status.ok()) status = std::move(folded);
@@ -82,7 +89,6 @@ Status reduce_fusion_kernel(const KernelCall& call) {
   });
   return status;
 }
-
 
 // Sum blocks split over the pool, each worker a contiguous range of them: f32 sums kSummedRows
 // blocks at a time (the group's loop blocks computed in step into scratch rows, then summed side
@@ -233,6 +239,18 @@ constexpr int64_t kChunkRows = 16;
 constexpr int64_t kMaxChunkBytes = 512 * 1024;
 
 }  // namespace
+
+int64_t reduce_fusion_chunk_rows(const KernelPlan& plan) {
+  const auto* rows = dynamic_cast<const ReduceFusion*>(&plan);
+  return rows != nullptr ? rows->chunk_rows : 0;
+}
+
+Status run_reduce_fusion_rows(const KernelCall& call, int64_t first_row, int64_t end_row) {
+  const ReduceFusion& plan = static_cast<const ReduceFusion&>(*call.plan);
+  for (int64_t c = first_row / plan.chunk_rows; c * plan.chunk_rows < end_row; ++c)
+    INSITU_RETURN_IF_ERROR(run_chunk(plan, call, c, /*prefetch=*/false));
+  return ok_status();
+}
 
 // A reduce of its input's trailing dimensions (ReduceFusion) or of all of them
 // (WholeReduceFusion).
