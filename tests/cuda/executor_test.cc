@@ -305,5 +305,55 @@ TEST(CudaExecutor, KvCacheDecodeStepRunsOnTheGpu) {
   }
 }
 
+// A layer norm the CPU pipeline groups into a row fusion (passes/row_fusion.h): the CUDA plan
+// inlines it and the reduce fusion it holds (inline_unlooped_fusions), so its members run as the
+// plan's own reduces and loops, and the result is the evaluator's.
+TEST(CudaExecutor, RowFusionsRunAsTheirMembers) {
+  EmulatedDevice device;
+  const std::string text = R"(
+HloModule layer_norm
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[64,256] parameter(0)
+  zero = f32[] constant(0)
+  count = f32[] constant(256)
+  n = f32[64] broadcast(count), dimensions={}
+  s = f32[64] reduce(x, zero), dimensions={1}, to_apply=add
+  mean = f32[64] divide(s, n)
+  mb = f32[64,256] broadcast(mean), dimensions={0}
+  d = f32[64,256] subtract(x, mb)
+  dd = f32[64,256] multiply(d, d)
+  v = f32[64] reduce(dd, zero), dimensions={1}, to_apply=add
+  r = f32[64] rsqrt(f32[64] divide(v, n))
+  rb = f32[64,256] broadcast(r), dimensions={0}
+  y = f32[64,256] multiply(d, rb)
+  ROOT t = (f32[64,256], f32[64]) tuple(y, mean)
+}
+)";
+  StatusOr<std::unique_ptr<Module>> parsed = parse_module(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
+  ASSERT_TRUE(optimized.ok()) << optimized.status().to_string();
+  auto kinds = [](const Module& module, const char* kind) {
+    int count = 0;
+    for (const Instruction* instruction : module.entry()->instructions())
+      count += instruction->opcode() == Opcode::kFusion && instruction->fusion_kind == kind;
+    return count;
+  };
+  EXPECT_EQ(kinds(*optimized->module, "kCustom"), 1);  // the CPU's row fusion
+  StatusOr<OnDevice> on = compile_on(device, text);
+  ASSERT_TRUE(on.ok()) << on.status().to_string();
+  for (const DeviceStep& step : on->executable->plan().steps)
+    EXPECT_FALSE(step.instruction->opcode() == Opcode::kFusion && step.instruction->fusion_kind != "kLoop")
+        << step.instruction->name();
+  StatusOr<BothResults> run = run_both(*on, random_arguments(*on->written, 9));
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  EXPECT_EQ(differs(run->actual, run->expected), "");
+}
+
 }  // namespace
 }  // namespace insitu::cuda
