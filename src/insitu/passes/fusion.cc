@@ -392,6 +392,16 @@ std::vector<Computation*> control_flow_computations(Module& module) {
   return order;
 }
 
+void remove_unread_constants(Computation& computation, std::vector<Instruction*>& copied_constants) {
+  std::sort(copied_constants.begin(), copied_constants.end());
+  copied_constants.erase(std::unique(copied_constants.begin(), copied_constants.end()), copied_constants.end());
+  std::vector<Instruction*> unread;
+  for (Instruction* constant : copied_constants)
+    if (constant->users().empty() && computation.root() != constant && constant->control_successors().empty())
+      unread.push_back(constant);
+  computation.remove_instructions(unread);
+}
+
 }  // namespace fusion_internal
 
 namespace {
@@ -486,14 +496,7 @@ StatusOr<bool> fuse_computations(Module& module, bool reduces) {
     std::vector<Instruction*> copied_constants;
     for (auto it = groups.rbegin(); it != groups.rend(); ++it)
       outline(module, *computation, *it, names, computation_names, position, copied_constants);
-    // constants copied in that nothing outside reads any more
-    std::sort(copied_constants.begin(), copied_constants.end());
-    copied_constants.erase(std::unique(copied_constants.begin(), copied_constants.end()), copied_constants.end());
-    std::vector<Instruction*> unread;
-    for (Instruction* constant : copied_constants)
-      if (constant->users().empty() && computation->root() != constant && constant->control_successors().empty())
-        unread.push_back(constant);
-    computation->remove_instructions(unread);
+    remove_unread_constants(*computation, copied_constants);
     changed |= !groups.empty();
   }
   return changed;

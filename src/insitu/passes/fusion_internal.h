@@ -44,6 +44,10 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
              NameTable& computation_names, const std::unordered_map<const Instruction*, size_t>& position,
              std::vector<Instruction*>& copied_constants, std::string_view kind = {});
 
+// Removes the scalar constants outline copied into fused bodies (`copied_constants`, in any
+// order, repeats allowed) that nothing in `computation` reads any more.
+void remove_unread_constants(Computation& computation, std::vector<Instruction*>& copied_constants);
+
 // The entry and every computation reached from it through while/conditional/call: where
 // fusions are made.
 std::vector<Computation*> control_flow_computations(Module& module);

@@ -229,13 +229,7 @@ StatusOr<bool> fuse_rows(Module& module) {
     std::vector<Instruction*> copied_constants;
     for (const Group& group : groups)
       outline(module, *computation, group, names, computation_names, position, copied_constants, "kCustom");
-    std::sort(copied_constants.begin(), copied_constants.end());
-    copied_constants.erase(std::unique(copied_constants.begin(), copied_constants.end()), copied_constants.end());
-    std::vector<Instruction*> unread;
-    for (Instruction* constant : copied_constants)
-      if (constant->users().empty() && computation->root() != constant && constant->control_successors().empty())
-        unread.push_back(constant);
-    computation->remove_instructions(unread);
+    remove_unread_constants(*computation, copied_constants);
     changed |= !groups.empty();
   }
   return changed;
