@@ -24,25 +24,26 @@ using F8 = float __attribute__((vector_size(32)));
 using D8 = double __attribute__((vector_size(64)));
 using I8 = int32_t __attribute__((vector_size(32)));
 
-// r[j][k] <- r[k][j]: 8 rows of 8 floats to 8 columns (unpack, 2-float shuffle, 128-bit halves).
-[[gnu::always_inline]] inline void transpose8(F8* r) {
+// Columns i..i+7 of rows[0..7], transposed: r[j] holds column i + j, lane k row k. Each register
+// starts as two 128-bit loads, rows k and k + 4 (the second an insert from memory, off the
+// shuffle port), so only the 4 x 4 transposes within 128-bit lanes shuffle: 16 shuffles for the
+// 64 floats where loading rows whole and transposing 8 x 8 took 24 (the row sums ran on the
+// shuffle port, with the conversions to double).
+[[gnu::always_inline]] inline void load_transposed8(const float* const* rows, int64_t i, F8* r) {
   constexpr I8 kLow = {0, 8, 1, 9, 4, 12, 5, 13}, kHigh = {2, 10, 3, 11, 6, 14, 7, 15};
   constexpr I8 kPairLow = {0, 1, 8, 9, 4, 5, 12, 13}, kPairHigh = {2, 3, 10, 11, 6, 7, 14, 15};
-  constexpr I8 kHalfLow = {0, 1, 2, 3, 8, 9, 10, 11}, kHalfHigh = {4, 5, 6, 7, 12, 13, 14, 15};
-  F8 t[8], u[8];
-  for (int k = 0; k < 8; k += 2) {
-    t[k] = __builtin_shuffle(r[k], r[k + 1], kLow);
-    t[k + 1] = __builtin_shuffle(r[k], r[k + 1], kHigh);
-  }
-  for (int k = 0; k < 8; k += 4) {
-    u[k] = __builtin_shuffle(t[k], t[k + 2], kPairLow);       // columns 0 and 4 of rows k..k+3
-    u[k + 1] = __builtin_shuffle(t[k], t[k + 2], kPairHigh);  // 1 and 5
-    u[k + 2] = __builtin_shuffle(t[k + 1], t[k + 3], kPairLow);
-    u[k + 3] = __builtin_shuffle(t[k + 1], t[k + 3], kPairHigh);
-  }
-  for (int j = 0; j < 4; ++j) {
-    r[j] = __builtin_shuffle(u[j], u[j + 4], kHalfLow);
-    r[j + 4] = __builtin_shuffle(u[j], u[j + 4], kHalfHigh);
+  for (int half = 0; half < 2; ++half) {  // columns 0-3, then 4-7
+    F8 t[4];
+    for (int k = 0; k < 4; ++k) {
+      std::memcpy(&t[k], rows[k] + i + 4 * half, 16);
+      std::memcpy(reinterpret_cast<char*>(&t[k]) + 16, rows[k + 4] + i + 4 * half, 16);
+    }
+    const F8 a0 = __builtin_shuffle(t[0], t[1], kLow), a1 = __builtin_shuffle(t[0], t[1], kHigh);
+    const F8 a2 = __builtin_shuffle(t[2], t[3], kLow), a3 = __builtin_shuffle(t[2], t[3], kHigh);
+    r[4 * half] = __builtin_shuffle(a0, a2, kPairLow);
+    r[4 * half + 1] = __builtin_shuffle(a0, a2, kPairHigh);
+    r[4 * half + 2] = __builtin_shuffle(a1, a3, kPairLow);
+    r[4 * half + 3] = __builtin_shuffle(a1, a3, kPairHigh);
   }
 }
 
@@ -60,12 +61,8 @@ struct SumRows {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
       F8 a[8], b[8];
-      for (int k = 0; k < 8; ++k) {
-        std::memcpy(&a[k], rows[k] + i, sizeof(F8));
-        std::memcpy(&b[k], rows[8 + k] + i, sizeof(F8));
-      }
-      transpose8(a);
-      transpose8(b);
+      load_transposed8(rows, i, a);
+      load_transposed8(rows + 8, i, b);
       for (int j = 0; j < 8; ++j) {
         low += __builtin_convertvector(a[j], D8);
         high += __builtin_convertvector(b[j], D8);
@@ -87,21 +84,20 @@ struct SumRows {
 #if defined(__x86_64__) && defined(__GNUC__)
 #define INSITU_AVX512 __attribute__((target("avx512f")))
 
-INSITU_AVX512 [[gnu::always_inline]] inline void transpose8_intrinsics(__m256* r) {
-  __m256 t[8], u[8];
-  for (int k = 0; k < 8; k += 2) {
-    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-  }
-  for (int k = 0; k < 8; k += 4) {
-    u[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
-    u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xee);
-    u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
-    u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xee);
-  }
-  for (int j = 0; j < 4; ++j) {
-    r[j] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x20);
-    r[j + 4] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x31);
+// load_transposed8 in intrinsics (the insert folds the second load).
+INSITU_AVX512 [[gnu::always_inline]] inline void load_transposed8_intrinsics(const float* const* rows, int64_t i,
+                                                                           __m256* r) {
+  for (int half = 0; half < 2; ++half) {
+    __m256 t[4];
+    for (int k = 0; k < 4; ++k)
+      t[k] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(rows[k] + i + 4 * half)),
+                                  _mm_loadu_ps(rows[k + 4] + i + 4 * half), 1);
+    const __m256 a0 = _mm256_unpacklo_ps(t[0], t[1]), a1 = _mm256_unpackhi_ps(t[0], t[1]);
+    const __m256 a2 = _mm256_unpacklo_ps(t[2], t[3]), a3 = _mm256_unpackhi_ps(t[2], t[3]);
+    r[4 * half] = _mm256_shuffle_ps(a0, a2, 0x44);
+    r[4 * half + 1] = _mm256_shuffle_ps(a0, a2, 0xee);
+    r[4 * half + 2] = _mm256_shuffle_ps(a1, a3, 0x44);
+    r[4 * half + 3] = _mm256_shuffle_ps(a1, a3, 0xee);
   }
 }
 
@@ -110,12 +106,8 @@ INSITU_AVX512 void sum_rows_avx512(const float* const* rows, int64_t n, double* 
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 a[8], b[8];
-    for (int k = 0; k < 8; ++k) {
-      a[k] = _mm256_loadu_ps(rows[k] + i);
-      b[k] = _mm256_loadu_ps(rows[8 + k] + i);
-    }
-    transpose8_intrinsics(a);
-    transpose8_intrinsics(b);
+    load_transposed8_intrinsics(rows, i, a);
+    load_transposed8_intrinsics(rows + 8, i, b);
     for (int j = 0; j < 8; ++j) {
       low = _mm512_add_pd(low, _mm512_cvtps_pd(a[j]));
       high = _mm512_add_pd(high, _mm512_cvtps_pd(b[j]));
