@@ -103,7 +103,6 @@ namespace {
 
 using namespace fusion_internal;
 
-
 // True if `user` only writes `value` into a stack the computation returns: a dynamic-update-
 // slice with `value` as its update (directly or through a reshape read by it alone) whose only
 // reader is `returned_by`, both after `after` (the fusion's root: the fusion is placed there).
@@ -268,12 +267,6 @@ bool reads_own_result(const Group& group, const std::unordered_map<const Instruc
 
 namespace fusion_internal {
 
-// Replaces the group (in `computation`) by one fusion instruction, placed at its root, calling a
-// new computation into which the members move (not copied: an outlined 100,000-op chain built
-// and freed as many instructions). A fusion with extra outputs returns the tuple (root, extra
-// outputs...); each one's readers outside read its get-tuple-element. Scalar constants the group
-// reads are copied into the body and go to `copied_constants` (the caller removes those nothing
-// reads any more). `position`: program order of the computation before any group was outlined.
 void outline(Module& module, Computation& computation, const Group& fused_group, NameTable& names,
              NameTable& computation_names, const std::unordered_map<const Instruction*, size_t>& position,
              std::vector<Instruction*>& copied_constants, std::string_view kind) {
@@ -372,7 +365,6 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
   if (fused_group.joint) merge_equal_values(*body);
 }
 
-// The entry and every computation reached from it through while/conditional/call.
 std::vector<Computation*> control_flow_computations(Module& module) {
   std::vector<Computation*> order;
   std::unordered_set<const Computation*> seen;

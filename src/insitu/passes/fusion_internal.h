@@ -35,8 +35,9 @@ struct Group {
 };
 
 // Replaces the group (in `computation`) by one fusion instruction placed at its root (group
-// members first), calling a new computation into which the members move; extra outputs make
-// the fusion a tuple whose readers outside read get-tuple-elements. Scalar constants the group
+// members first), calling a new computation into which the members move (not copied: an
+// outlined 100,000-op chain built and freed as many instructions); extra outputs make the
+// fusion a tuple whose readers outside read get-tuple-elements. Scalar constants the group
 // reads are copied in and listed in `copied_constants` (the caller removes the unread ones).
 // `position`: program order before any group was outlined. `kind`: the fusion kind, or empty
 // for the root's (kInput for a reduce, kCustom for a dot, else kLoop).

@@ -26,6 +26,9 @@ constexpr int64_t kBlock = 2048;
 // values of 8 KiB (88 KiB, in L2) and ran 1.5x slower than in 24 KiB of blocks of 512.
 constexpr int64_t kScratchBudget = 24 * 1024;
 constexpr int64_t kMinBlock = 256;
+// A reduce fusion's chunk (or a row fusion's, where no reduce fusion sets it) holds at least
+// this many elements: rows computed and folded (or run through every member) at a time.
+constexpr int64_t kChunkElements = 16 * 1024;
 constexpr size_t kMaxOutputs = 64;  // of a multi-output fusion run natively
 constexpr size_t kMaxBroadcastRank = 16;
 constexpr size_t kMaxPrefetchStreams = 16;  // operands BlockRunner prefetches at most

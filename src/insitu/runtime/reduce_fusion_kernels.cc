@@ -232,9 +232,8 @@ SelectedKernel select_whole_reduce_fusion(const Computation& body, const Instruc
   return NativeKernel{run, std::move(plan)};
 }
 
-// Chunks of at least this many elements (and kSummedRows rows where rows allow), at most
+// Chunks of at least kChunkElements elements (and kSummedRows rows where rows allow), at most
 // kMaxChunkBytes of the input in scratch.
-constexpr int64_t kChunkElements = 16 * 1024;
 constexpr int64_t kChunkRows = 16;
 constexpr int64_t kMaxChunkBytes = 512 * 1024;
 

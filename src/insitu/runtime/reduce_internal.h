@@ -108,7 +108,8 @@ ComputeType<T> fold_run(Opcode opcode, const T* from, int64_t n) {
   }
 }
 
-// Converts a double sum to T, rounding once.
+// Converts a double sum to T as the evaluator stores it (evaluator/reduce.cc): one rounding, a
+// 16-bit float's through float.
 template <typename T>
 T store_double(double sum) {
   if constexpr (kIsSmallFloat<T>) return T::from_float(static_cast<float>(sum));

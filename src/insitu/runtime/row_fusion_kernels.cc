@@ -34,8 +34,10 @@ namespace {
 
 using fusion_kernel::BlockRunner;
 
-// Rows per chunk when no reduce fusion sets it: about this many elements of the widest value.
-constexpr int64_t kChunkElements = 16 * 1024;
+using fusion_kernel::kChunkElements;
+// Elements per row are estimated as 4-byte ones (the pass groups f32 rows): a chunk's size and
+// its share of the pool.
+constexpr int64_t kElementBytes = 4;
 
 // Where one value of the body lives while a chunk runs.
 enum class Home : uint8_t { kOperand, kConstant, kOutput, kScratch };
@@ -309,7 +311,7 @@ std::unique_ptr<RowFusion> plan_row_fusion(const Instruction& fusion, std::span<
   // the chunk: a whole number of every reduce fusion's chunks, else about kChunkElements of the
   // widest value
   int64_t widest = 1;
-  for (const Value& value : plan->values) widest = std::max(widest, value.row_bytes / 4);
+  for (const Value& value : plan->values) widest = std::max(widest, value.row_bytes / kElementBytes);
   int64_t chunk = 0;
   for (const Member& member : plan->members) {
     if (member.kind != MemberKind::kReduceFusion) continue;
@@ -321,7 +323,7 @@ std::unique_ptr<RowFusion> plan_row_fusion(const Instruction& fusion, std::span<
   const int64_t tail_rows = plan->rows % plan->chunk_rows == 0 ? plan->chunk_rows : plan->rows % plan->chunk_rows;
 
   for (Member& member : plan->members) {
-    for (int v : member.results) plan->row_elements += plan->values[static_cast<size_t>(v)].row_bytes / 4;
+    for (int v : member.results) plan->row_elements += plan->values[static_cast<size_t>(v)].row_bytes / kElementBytes;
     if (member.kind == MemberKind::kReduce) {
       const Instruction& reduce = *member.instruction;
       chunk_shapes(reduce, plan->chunk_rows, member.chunk_input, member.chunk_output);
