@@ -16,6 +16,7 @@
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/module.h"
 #include "insitu/ir/parser.h"
+#include "insitu/passes/explain.h"
 #include "insitu/passes/fusion.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/support/str.h"
@@ -245,7 +246,8 @@ ENTRY e {
 }
 
 // Every corpus module, optimized by insitu: planned in full (its kernels compile for sm_90), or
-// stopped at a located error naming the first op without a CUDA form.
+// stopped at a located error naming the first op without a CUDA form. A planned module's memory
+// is the buffer assignment explain --device cuda reports: the same allocations, the same peak.
 TEST(CudaPlan, JaxCorpusPlansOrSaysWhatIsMissing) {
   int planned = 0, stopped = 0;
   std::map<std::string, int> missing;  // op -> modules stopped there
@@ -257,8 +259,8 @@ TEST(CudaPlan, JaxCorpusPlansOrSaysWhatIsMissing) {
     ASSERT_TRUE(parsed.ok()) << entry.path();
     StatusOr<OptimizedModule> optimized = optimize_module(std::move(parsed).value());
     if (!optimized.ok()) continue;
-    inline_unlooped_fusions(*optimized->module);  // as Executable::create_on_cuda does
-    StatusOr<DevicePlan> plan = plan_for_cuda(*optimized->module->entry());
+    ASSERT_TRUE(retarget_for_cuda(*optimized).ok()) << entry.path();  // as Executable::create_on_cuda does
+    StatusOr<DevicePlan> plan = plan_for_cuda(*optimized->module, *optimized->buffers);
     if (!plan.ok()) {
       ++stopped;
       const std::string& message = plan.status().message();
@@ -270,6 +272,17 @@ TEST(CudaPlan, JaxCorpusPlansOrSaysWhatIsMissing) {
       continue;
     }
     ++planned;
+    const Explanation explained = explain_module(*optimized);
+    ASSERT_TRUE(explained.peak_memory_bytes.has_value()) << entry.path();
+    EXPECT_EQ(plan->planned_peak_bytes, *explained.peak_memory_bytes) << entry.path();
+    ASSERT_EQ(plan->allocations.size(), optimized->buffers->allocations().size()) << entry.path();
+    for (size_t a = 0; a < plan->allocations.size(); ++a)
+      EXPECT_EQ(plan->allocations[a].size, optimized->buffers->allocations()[a].size) << entry.path() << " allocation " << a;
+    // A plan made on its own assignment (as CudaExecutable::create makes it) is the same plan.
+    StatusOr<DevicePlan> again = plan_for_cuda(*optimized->module);
+    ASSERT_TRUE(again.ok()) << entry.path() << ": " << again.status().to_string();
+    EXPECT_EQ(again->planned_peak_bytes, plan->planned_peak_bytes) << entry.path();
+    EXPECT_EQ(describe(*again), describe(*plan)) << entry.path();
     if (!cuda_available()) continue;
     StatusOr<std::string> ptx = compile_to_ptx(plan->source, entry.path().filename().string() + ".cu");
     EXPECT_TRUE(ptx.ok()) << entry.path() << ": " << ptx.status().to_string();

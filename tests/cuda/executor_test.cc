@@ -26,7 +26,7 @@ void corpus_modules_agree(Device& device, int minimum) {
     StatusOr<Loaded> loaded = load(entry.path() / "before_optimizations.hlo");
     if (!loaded.ok()) continue;  // a module for several devices does not optimize alone
     const std::unique_ptr<Module>& written = loaded->written;
-    StatusOr<DevicePlan> plan = plan_for_cuda(*loaded->optimized->entry());
+    StatusOr<DevicePlan> plan = plan_for_cuda(*loaded->optimized);
     if (!plan.ok()) {
       ++unplanned;
       continue;

@@ -209,6 +209,12 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
   CLI::Option* json_flag = explain_app->add_flag("--json", explain.json, "JSON: copies, peak_memory_bytes, aliases, unused_donors");
   explain_app->add_flag("--dot", explain.dot, "Graphviz: copies in red with their reasons, aliased parameters marked")
       ->excludes(json_flag);
+  explain_app
+      ->add_option("--device", explain.device,
+                   "cpu (default), or cuda: the module as the CUDA device runs it (its reduce fusions inlined) and "
+                   "its buffers as the device holds them (peak memory the device's)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->type_name("DEVICE");
 
   // `insitu opt --passes=help`: the pass table, one line per pass with why it sits where it does
   // (no module needed).

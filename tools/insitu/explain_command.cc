@@ -6,6 +6,7 @@
 #include "insitu/module_loader.h"
 #include "insitu/opt_command.h"
 #include "insitu/passes/explain.h"
+#include "insitu/passes/optimize.h"
 #include "insitu/plugins.h"
 #include "insitu/support/str.h"
 
@@ -68,6 +69,9 @@ int explain_command(const ExplainOptions& options, CliContext& context) {
   if (!module.ok()) return report_error(context, module.status(), options.module_path);
   StatusOr<OptimizedModule> optimized = optimize_module(std::move(module).value());
   if (!optimized.ok()) return report_error(context, optimized.status(), options.module_path);
+  if (options.device == "cuda")
+    if (Status status = retarget_for_cuda(*optimized); !status.ok())
+      return report_error(context, status, options.module_path);
   const Explanation explanation = explain_module(*optimized);
   if (options.json) {
     context.out << explanation_json(explanation);

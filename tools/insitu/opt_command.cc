@@ -4,7 +4,6 @@
 #include "insitu/cuda/device_plan.h"
 #include "insitu/ir/printer.h"
 #include "insitu/module_loader.h"
-#include "insitu/passes/fusion.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/plugins.h"
 
@@ -23,11 +22,13 @@ int opt_command(const OptOptions& options, CliContext& context) {
   if (!optimized.ok()) return report_error(context, optimized.status(), options.module_path);
   if (options.time_passes) context.err << pass_timing_table(optimized->pass_timings);
   if (options.device == "cuda") {
-    inline_unlooped_fusions(*optimized->module);  // as Executable::create_on_cuda does
-    StatusOr<cuda::DevicePlan> plan = cuda::plan_for_cuda(*optimized->module->entry());
+    if (Status status = retarget_for_cuda(*optimized); !status.ok())  // as Executable::create_on_cuda does
+      return report_error(context, status, options.module_path);
+    StatusOr<cuda::DevicePlan> plan = cuda::plan_for_cuda(*optimized->module, *optimized->buffers);
     if (!plan.ok()) return report_error(context, plan.status(), options.module_path);
     context.out << "CUDA plan of " << optimized->module->name() << ": " << plan->kernels << " kernels, " << plan->gemms
-                << " GEMMs, " << plan->copies << " device copies\n"
+                << " GEMMs, " << plan->copies << " device copies, peak memory " << plan->planned_peak_bytes
+                << " bytes\n"
                 << cuda::describe(*plan);
     if (!cuda::cuda_available()) {
       context.out << "(not compiled: this insitu was built without NVRTC)\n";

@@ -35,6 +35,7 @@ int opt_command(const OptOptions& options, CliContext& context);
 struct ExplainOptions {
   std::string module_path;
   std::vector<std::string> plugins;
+  std::string device = "cpu";  // cuda: the module and buffers as the CUDA device runs them
   bool json = false;
   bool dot = false;
 };

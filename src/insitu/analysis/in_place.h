@@ -15,8 +15,9 @@
 //                 the result in a dying operand's buffer; kernels allow that exact overlap.
 //   kSameSlot     sort: result i may be written over operand i (the kernel permutes in place).
 //
-// (The CUDA plan still keeps rules of its own: cuda/device_plan.cc and cuda/executor.cc; the
-// structure issue moves them here with CUDA onto buffer assignment's plan.)
+// The CUDA plan asks through buffer assignment: it runs the assignment's slices
+// (cuda/device_plan.h) and checks that every output it finds over an operand is a pair its
+// kernel takes.
 #pragma once
 
 #include <cstdint>

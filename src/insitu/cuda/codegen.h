@@ -63,16 +63,16 @@ struct GeneratedKernel {
 // The kernel of a kLoop fusion (its called computation), named `name`. Arrays are indexed in
 // logical row-major order; a parameter of another shape than the result is read through its
 // broadcasts, by index.
-// written_operand >= 0: the output is written over that operand's memory (an operand of the
-// output's shape, which each thread reads only at its own element, before it writes): that
-// pointer and the output's are not __restrict__.
+// written_operands: the operands an output is written over (each of the output's shape, which
+// each thread reads only at its own element, before it writes any output): those pointers and
+// the outputs' are not __restrict__.
 StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name,
-                                                      int64_t written_operand = -1);
+                                                      const std::vector<int64_t>& written_operands = {});
 
 // The kernel of one elementwise op, broadcast, iota, convert, compare or select outside any
 // fusion, as a fusion of that op alone (same signature: its operands, then the result).
 StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::string& name,
-                                             int64_t written_operand = -1);
+                                             const std::vector<int64_t>& written_operands = {});
 // A scalar computation (a reduce's or sort's to_apply: every value rank 0) as a __device__
 // function `name`(T0 p0, ..., R0* out0, ...) writing its root (each element of a root tuple),
 // computed as generate_elementwise_kernel computes an element; errors name `user`.

@@ -6,7 +6,6 @@
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
-#include "insitu/evaluator/apply_util.h"
 #include "insitu/passes/bitcast_lowering.h"
 #include "insitu/support/str.h"
 
@@ -14,179 +13,6 @@ namespace insitu::cuda {
 namespace {
 
 using detail::refuse;
-using detail::strides_of;
-
-// The free (neither batch nor contracting) dimensions of a dot operand, when they are
-// consecutive: one row-major block of `size` elements per batch and contracted index, starting
-// at dimension `first` and ending at `last` (-1: none). `consecutive` is false when another
-// dimension splits them.
-struct FreeDimensions {
-  int64_t first = -1, last = -1, size = 1;
-  bool consecutive = true;
-};
-FreeDimensions free_dimensions(const Shape& operand, const std::vector<int64_t>& batch,
-                               const std::vector<int64_t>& contracting) {
-  FreeDimensions free;
-  for (int64_t d = 0; d < operand.rank(); ++d) {
-    if (std::count(batch.begin(), batch.end(), d) || std::count(contracting.begin(), contracting.end(), d)) continue;
-    if (free.first < 0) free.first = d;
-    else if (d != free.last + 1) free.consecutive = false;
-    free.last = d;
-    free.size *= operand.dimension(d);
-  }
-  return free;
-}
-
-}  // namespace
-
-namespace {
-
-// A matrix rows x cols inside an operand, element (r, c) at r * row_stride + c * col_stride, as
-// a GEMM takes it: row-major with leading dimension `ld`, or stored transposed (cols x rows);
-// nullopt where neither dimension has unit stride.
-struct StoredMatrix {
-  bool transposed = false;
-  int64_t ld = 1;
-};
-std::optional<StoredMatrix> stored_matrix(int64_t rows, int64_t row_stride, int64_t cols, int64_t col_stride) {
-  if (cols == 1 || col_stride == 1) return StoredMatrix{false, rows == 1 ? cols : row_stride};
-  if (rows == 1 || row_stride == 1) return StoredMatrix{true, col_stride};
-  return std::nullopt;
-}
-
-}  // namespace
-
-StatusOr<GemmCall> plan_gemm(const Instruction& dot) {
-  const Shape& lhs = dot.operand(0)->shape();
-  const Shape& rhs = dot.operand(1)->shape();
-  const Shape& out = dot.shape();
-  if (lhs.element_type() != out.element_type() || rhs.element_type() != out.element_type() ||
-      (out.element_type() != PrimitiveType::kF32 && out.element_type() != PrimitiveType::kF64))
-    return refuse(dot, "a GEMM of other types than f32 x f32 -> f32 or f64 is not planned yet");
-  if (eval::find_own_attribute(dot, "algorithm") != nullptr)  // the evaluator rounds the operands first
-    return refuse(dot, "a dot with algorithm= (operands rounded to another precision) is not planned yet");
-  const DotDimensionNumbers& numbers = dot.dot_dimension_numbers;
-  // Several contracting dimensions side by side in both operands, paired in the same order,
-  // are one of their product (a weight gradient's [B, T, D] x [B, T, F] contracting B and T).
-  const std::vector<int64_t>& lhs_contracting = numbers.lhs_contracting_dimensions;
-  const std::vector<int64_t>& rhs_contracting = numbers.rhs_contracting_dimensions;
-  if (lhs_contracting.empty()) return refuse(dot, "a dot contracting no dimension (an outer product) is not planned yet");
-  for (size_t i = 1; i < lhs_contracting.size(); ++i)
-    if (lhs_contracting[i] != lhs_contracting[i - 1] + 1 || rhs_contracting[i] != rhs_contracting[i - 1] + 1)
-      return refuse(dot, "contracting dimensions that are not side by side, in the same order in both operands, are "
-                         "not planned yet");
-  // Several free dimensions side by side are one, of their product (a dense layer's [B, T, D]
-  // x [D, F] is an M = B * T GEMM): row-major, they are one block, and the result lists them
-  // in order after the batch dimensions.
-  const FreeDimensions lhs_free =
-      free_dimensions(lhs, numbers.lhs_batch_dimensions, numbers.lhs_contracting_dimensions);
-  const FreeDimensions rhs_free =
-      free_dimensions(rhs, numbers.rhs_batch_dimensions, numbers.rhs_contracting_dimensions);
-  if (!lhs_free.consecutive || !rhs_free.consecutive)
-    return refuse(dot, "an operand whose free dimensions a batch or contracting dimension splits is not planned yet");
-  const std::vector<int64_t> lhs_strides = strides_of(lhs.dimensions()), rhs_strides = strides_of(rhs.dimensions());
-  const std::vector<int64_t> out_strides = strides_of(out.dimensions());
-  const int64_t lhs_k = lhs_contracting.back(), rhs_k = rhs_contracting.back();  // the innermost: its stride
-  GemmCall call;
-  call.type = out.element_type();
-  for (int64_t d : lhs_contracting) call.k *= lhs.dimension(d);
-  call.m = lhs_free.size;
-  call.n = rhs_free.size;
-  // A free block's row stride is its innermost dimension's (its dimensions are side by side).
-  auto block_stride = [](const FreeDimensions& free, const std::vector<int64_t>& strides) {
-    return free.last < 0 ? int64_t{1} : strides[free.last];
-  };
-  const std::optional<StoredMatrix> a =
-      stored_matrix(call.m, block_stride(lhs_free, lhs_strides), call.k, lhs_strides[lhs_k]);
-  const std::optional<StoredMatrix> b =
-      stored_matrix(call.k, rhs_strides[rhs_k], call.n, block_stride(rhs_free, rhs_strides));
-  if (!a || !b) return refuse(dot, "an operand whose matrix has no dimension of unit stride is not planned yet");
-  call.transpose_a = a->transposed;
-  call.lda = a->ld;
-  call.transpose_b = b->transposed;
-  call.ldb = b->ld;
-  call.ldc = call.n;  // the result is [batch..., m block, n block], row-major
-  // Batch dimensions, in the result's order, folded where each one's strides are the next one's
-  // times its extent (in A, B and C alike); the innermost group is the GEMM's batch, the others
-  // are calls of their own (GemmCall::outer).
-  call.stride_a = call.m * call.k;
-  call.stride_b = call.k * call.n;
-  call.stride_c = call.m * call.n;
-  std::vector<GemmCall::Outer> groups;
-  for (size_t i = 0; i < numbers.lhs_batch_dimensions.size(); ++i) {
-    const int64_t extent = out.dimension(static_cast<int64_t>(i));
-    if (extent == 1) continue;
-    const GemmCall::Outer next{extent, lhs_strides[numbers.lhs_batch_dimensions[i]],
-                               rhs_strides[numbers.rhs_batch_dimensions[i]], out_strides[i]};
-    if (!groups.empty()) {
-      GemmCall::Outer& group = groups.back();
-      if (group.stride_a == next.stride_a * extent && group.stride_b == next.stride_b * extent &&
-          group.stride_c == next.stride_c * extent) {
-        group = {group.count * extent, next.stride_a, next.stride_b, next.stride_c};
-        continue;
-      }
-    }
-    groups.push_back(next);
-  }
-  if (!groups.empty()) {
-    call.batch = groups.back().count;
-    call.stride_a = groups.back().stride_a;
-    call.stride_b = groups.back().stride_b;
-    call.stride_c = groups.back().stride_c;
-    groups.pop_back();
-    call.outer = std::move(groups);
-  }
-  return call;
-}
-
-std::vector<GemmOffsets> gemm_offsets(const GemmCall& call) {
-  std::vector<GemmOffsets> offsets = {GemmOffsets{}};
-  for (const GemmCall::Outer& outer : call.outer) {
-    std::vector<GemmOffsets> next;
-    for (const GemmOffsets& base : offsets)
-      for (int64_t i = 0; i < outer.count; ++i)
-        next.push_back({base.a + i * outer.stride_a, base.b + i * outer.stride_b, base.c + i * outer.stride_c});
-    offsets = std::move(next);
-  }
-  return offsets;
-}
-
-CublasGemm cublas_gemm(const GemmCall& g) {
-  CublasGemm c;
-  c.transpose_first = g.transpose_b;  // B stored k x n row-major is B^T column-major: no op
-  c.transpose_second = g.transpose_a;
-  c.m = g.n;
-  c.n = g.m;
-  c.k = g.k;
-  c.ld_first = g.ldb;
-  c.ld_second = g.lda;
-  c.ld_out = g.ldc;
-  c.stride_first = g.stride_b;
-  c.stride_second = g.stride_a;
-  c.stride_out = g.stride_c;
-  c.batch = g.batch;
-  return c;
-}
-
-std::optional<CublasGemv> cublas_gemv(const GemmCall& call) {
-  const CublasGemm g = cublas_gemm(call);
-  if (g.n != 1) return std::nullopt;
-  CublasGemv v;
-  // op(first) is m x k: stored m x k (no transpose) or k x m (transposed), ld_first apart.
-  v.transpose = g.transpose_first;
-  v.rows = g.transpose_first ? g.k : g.m;
-  v.cols = g.transpose_first ? g.m : g.k;
-  v.ld = g.ld_first;
-  // op(second) is the k x 1 column: stored as a column (consecutive) or as a row, ld_second apart.
-  v.incx = g.transpose_second ? g.ld_second : 1;
-  v.stride_matrix = g.stride_first;
-  v.stride_x = g.stride_second;
-  v.stride_y = g.stride_out;
-  v.batch = g.batch;
-  return v;
-}
-
-namespace {
 
 // The elements of a kernel's output: of each array of a tuple (a multi-output fusion's, a
 // variadic reduce's: one shape's dimensions), or of the array.
@@ -194,9 +20,75 @@ int64_t output_elements(const Shape& shape) {
   return shape.is_tuple() ? (shape.tuple_size() > 0 ? shape.tuple_shape(0).element_count() : 0) : shape.element_count();
 }
 
+// Where the buffer assignment put each value a step reads or writes, and what a kernel may
+// take: the one memory plan (passes/buffer_assignment.h), read, never decided again here.
+class Memory {
+ public:
+  explicit Memory(const BufferAssignment& buffers) : buffers_(buffers) {}
+
+  StatusOr<DeviceSlice> at(const Instruction& instruction, const ShapeIndex& index = {}) const {
+    const std::optional<BufferSlice> slice = buffers_.slice_at(&instruction, index);
+    if (!slice)
+      return internal_error(str_cat("buffer assignment gave %", instruction.name(), shape_index_to_string(index),
+                                    " no memory the CUDA device can point at"),
+                            instruction.location());
+    return DeviceSlice{slice->allocation, slice->offset};
+  }
+  bool is_view(const Instruction& instruction) const {
+    return buffers_.is_view(buffers_.dataflow().value_at(&instruction));
+  }
+  // The operands' slices (each an array), then the outputs' (the array, or each array of a tuple).
+  Status operands(const Instruction& instruction, std::vector<DeviceSlice>& pointers) const {
+    for (const Instruction* operand : instruction.operands()) {
+      if (!operand->shape().is_array())
+        return refuse(instruction, str_cat("operand %", operand->name(), " is not an array: not planned"));
+      INSITU_ASSIGN_OR_RETURN(DeviceSlice slice, at(*operand));
+      pointers.push_back(slice);
+    }
+    return ok_status();
+  }
+  Status outputs(const Instruction& instruction, std::vector<DeviceSlice>& pointers) const {
+    const Shape& shape = instruction.shape();
+    for (int64_t k = 0; k < (shape.is_tuple() ? shape.tuple_size() : 1); ++k) {
+      INSITU_ASSIGN_OR_RETURN(DeviceSlice slice, at(instruction, shape.is_tuple() ? ShapeIndex{k} : ShapeIndex{}));
+      pointers.push_back(slice);
+    }
+    return ok_status();
+  }
+  // The operands an output of `instruction` is written over (the same memory, start and size),
+  // given its pointers (operands, then outputs). Any other overlap of an output with an operand
+  // is an error: no kernel here reads an operand that its output partly covers.
+  StatusOr<std::vector<int64_t>> written_over(const Instruction& instruction,
+                                              const std::vector<DeviceSlice>& pointers) const {
+    std::vector<int64_t> written;
+    const Shape& shape = instruction.shape();
+    const size_t operand_count = static_cast<size_t>(instruction.operand_count());
+    for (size_t o = operand_count; o < pointers.size(); ++o) {
+      const Shape& out = shape.is_tuple() ? shape.tuple_shape(static_cast<int64_t>(o - operand_count)) : shape;
+      for (size_t k = 0; k < operand_count; ++k) {
+        const int64_t bytes = instruction.operand(static_cast<int64_t>(k))->shape().byte_size();
+        const DeviceSlice& a = pointers[k];
+        const DeviceSlice& b = pointers[o];
+        if (a.allocation != b.allocation || a.offset + bytes <= b.offset || b.offset + out.byte_size() <= a.offset)
+          continue;
+        if (a.offset != b.offset || bytes != out.byte_size())
+          return internal_error(str_cat("buffer assignment put an output of %", instruction.name(), " over part of operand ",
+                                        k, ": no CUDA kernel reads that"),
+                                instruction.location());
+        if (std::find(written.begin(), written.end(), static_cast<int64_t>(k)) == written.end())
+          written.push_back(static_cast<int64_t>(k));
+      }
+    }
+    return written;
+  }
+
+ private:
+  const BufferAssignment& buffers_;
+};
+
 // A custom-call's step: the registered kernel's CUDA body behind a generated wrapper.
-Status plan_custom_call(const Instruction& call, const CustomCallTable& table, const std::string& name, DeviceStep& step,
-                        DevicePlan& plan) {
+Status plan_custom_call(const Instruction& call, const CustomCallTable& table, const Memory& memory,
+                        const std::string& name, DeviceStep& step, DevicePlan& plan) {
   const CustomCallTarget* target = table.find(call.custom_call.target);
   if (target == nullptr || !target->grid_layout)
     return refuse(call, str_cat("custom_call_target \"", call.custom_call.target,
@@ -207,20 +99,34 @@ Status plan_custom_call(const Instruction& call, const CustomCallTable& table, c
   for (int64_t o = 0; o < (result.is_tuple() ? result.tuple_size() : 1); ++o)
     outputs.push_back(result.is_tuple() ? &result.tuple_shape(o) : &result);
   INSITU_ASSIGN_OR_RETURN(KernelGridLayout grid, target->grid_layout(call, operands, outputs));
-  // The call's aliases must be the kernel's (a pair the call does not alias is copied in).
-  step.output_operand.assign(outputs.size(), -1);
-  step.copy_in.assign(outputs.size(), false);
-  for (const auto& [i, o] : grid.input_output_aliases) {
-    step.output_operand[static_cast<size_t>(o)] = i;
-    step.copy_in[static_cast<size_t>(o)] = true;
-  }
+  // The call's aliases must be the kernel's; a pair the kernel updates that the call does not
+  // alias starts as a copy of the operand in the output's memory.
+  std::vector<int64_t> output_operand(outputs.size(), -1);
+  std::vector<bool> aliased(outputs.size(), false);
+  for (const auto& [i, o] : grid.input_output_aliases) output_operand[static_cast<size_t>(o)] = i;
   for (const OutputOperandAlias& alias : call.custom_call.output_to_operand_aliasing) {
     const int64_t o = alias.output_index.empty() ? 0 : alias.output_index[0];
     if (!alias.operand_index.empty() || o < 0 || o >= static_cast<int64_t>(outputs.size()) ||
-        step.output_operand[static_cast<size_t>(o)] != alias.operand_number)
+        output_operand[static_cast<size_t>(o)] != alias.operand_number)
       return refuse(call, str_cat("the call aliases output ", o, " to operand ", alias.operand_number,
                                   ", which the kernel does not update in place"));
-    step.copy_in[static_cast<size_t>(o)] = false;
+    aliased[static_cast<size_t>(o)] = true;
+  }
+  INSITU_RETURN_IF_ERROR(memory.operands(call, step.pointers));
+  INSITU_RETURN_IF_ERROR(memory.outputs(call, step.pointers));
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const int64_t i = output_operand[o];
+    DeviceSlice& out = step.pointers[call.operands().size() + o];
+    if (i < 0) continue;
+    DeviceSlice& in = step.pointers[static_cast<size_t>(i)];
+    if (aliased[o] && !(in == out))
+      return internal_error(str_cat("buffer assignment did not put output ", o, " of %", call.name(), " in operand ", i,
+                                    ", which the call aliases"),
+                            call.location());
+    if (!aliased[o]) {
+      step.copy_in.push_back({in, out, outputs[o]->byte_size()});
+      in = out;  // the kernel reads and writes one buffer
+    }
   }
   INSITU_ASSIGN_OR_RETURN(CustomKernelLaunch launch, generate_custom_kernel(call, grid, name));
   if (std::find(plan.custom_bodies.begin(), plan.custom_bodies.end(), grid.cuda_function) == plan.custom_bodies.end()) {
@@ -237,56 +143,44 @@ Status plan_custom_call(const Instruction& call, const CustomCallTable& table, c
   return ok_status();
 }
 
-// The entry's elementwise kernels that may write their output over an operand, by instruction:
-// an output the module aliases to a parameter (input_output_alias: the caller donates it)
-// whose producer is a single-output fusion or elementwise op that reads that parameter, of the
-// output's dimensions and byte size, at each element's own index, and is its only reader. Then
-// no copy and no new block: the donated memory is the result, as on the CPU.
-std::unordered_map<const Instruction*, int64_t> entry_writes_in_place(const Computation& entry) {
-  std::unordered_map<const Instruction*, int64_t> written;
-  if (entry.parent() == nullptr) return written;
-  const Instruction* root = entry.root();
-  for (const InputOutputAlias& alias : entry.parent()->config().input_output_alias) {
-    if (!alias.parameter_index.empty() || alias.output_index.size() > 1) continue;
-    const Instruction* producer = root;
-    if (root->shape().is_tuple()) {
-      if (root->opcode() != Opcode::kTuple || alias.output_index.size() != 1) continue;
-      producer = root->operand(alias.output_index[0]);
-    } else if (!alias.output_index.empty()) {
-      continue;
-    }
-    const Instruction* parameter = entry.parameter(alias.parameter_number);
-    const Shape& out = producer->shape();
-    if (parameter == nullptr || !out.is_array() || parameter->users().size() != 1 || parameter->users()[0] != producer)
-      continue;
-    if (producer->opcode() != Opcode::kFusion && !is_op_kernel_opcode(producer->opcode())) continue;
-    if (producer->opcode() == Opcode::kFusion) {
-      const Computation* fused = producer->to_apply();
-      if (fused == nullptr || fused->root()->shape().is_tuple()) continue;
-    }
-    const Shape& read = parameter->shape();
-    if (!read.is_array() || read.dimensions() != out.dimensions() || read.byte_size() != out.byte_size()) continue;
-    for (int64_t k = 0; k < producer->operand_count(); ++k)
-      if (producer->operand(k) == parameter) written[producer] = k;
-  }
-  return written;
+// A step whose value is another's memory, or a copy into its own: a view (the same bytes in its
+// operand's memory, or the same memory) runs nothing; else the bytes are copied.
+Status plan_same_bytes(const Instruction& instruction, const Memory& memory, DeviceStep& step, DevicePlan& plan) {
+  INSITU_ASSIGN_OR_RETURN(DeviceSlice from, memory.at(*instruction.operand(0)));
+  INSITU_ASSIGN_OR_RETURN(DeviceSlice to, memory.at(instruction));
+  if (from == to || memory.is_view(instruction)) return ok_status();
+  step.kind = StepKind::kCopy;
+  step.pointers = {from, to};
+  step.bytes = instruction.shape().byte_size();
+  ++plan.copies;
+  return ok_status();
 }
 
-// The steps of one computation; kernels go into `plan`'s shared source. `in_place`: the
-// entry's (entry_writes_in_place), else null.
+// That the nested computation's `at` leaves are where the buffer assignment put `outer`'s (a
+// loop's state, a branch's result: dataflow's must-share links), as the host-driven steps need.
+Status check_shared(const Instruction& outer, const Instruction& at, const Memory& memory) {
+  Status status;
+  outer.shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex& index) {
+    if (!status.ok() || !leaf.is_array()) return;
+    StatusOr<DeviceSlice> a = memory.at(outer, index), b = memory.at(at, index);
+    if (!a.ok()) status = a.status();
+    else if (!b.ok()) status = b.status();
+    else if (!(*a == *b))
+      status = internal_error(str_cat("buffer assignment put %", at.name(), shape_index_to_string(index),
+                                      " elsewhere than %", outer.name(), "'s, which it must share"),
+                              outer.location());
+  });
+  return status;
+}
+
+// The steps of one computation; kernels go into `plan`'s shared source.
 StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, const CustomCallTable& custom_calls,
-                                             DevicePlan& plan,
-                                             const std::unordered_map<const Instruction*, int64_t>* in_place = nullptr) {
+                                             const Memory& memory, DevicePlan& plan) {
   std::vector<DeviceStep> steps;
   for (const Instruction* instruction : computation.instructions()) {
     DeviceStep step;
     step.instruction = instruction;
     const std::string name = str_cat("k", plan.kernels);
-    auto written_operand = [&](const Instruction* producer) -> int64_t {
-      if (in_place == nullptr) return -1;
-      auto found = in_place->find(producer);
-      return found == in_place->end() ? -1 : found->second;
-    };
     StatusOr<GeneratedKernel> kernel = GeneratedKernel{};
     auto add_kernel = [&](int64_t threads) {
       step.kind = StepKind::kKernel;
@@ -295,25 +189,54 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
       plan.source += kernel->source;
       ++plan.kernels;
     };
+    // The pointers of a kernel that reads its operands and writes its outputs, none over another
+    // (`over`: an output may be written over an operand it reads elementwise: step.written_over).
+    auto take_pointers = [&](bool over) -> Status {
+      INSITU_RETURN_IF_ERROR(memory.operands(*instruction, step.pointers));
+      INSITU_RETURN_IF_ERROR(memory.outputs(*instruction, step.pointers));
+      INSITU_ASSIGN_OR_RETURN(step.written_over, memory.written_over(*instruction, step.pointers));
+      if (!over && !step.written_over.empty())
+        return internal_error(str_cat("buffer assignment put the output of %", instruction->name(), " over operand ",
+                                      step.written_over[0], ", which its CUDA kernel does not read elementwise"),
+                              instruction->location());
+      return ok_status();
+    };
     switch (instruction->opcode()) {
       case Opcode::kParameter:
-      case Opcode::kConstant:  // uploaded when the executable is made
       case Opcode::kTuple:
       case Opcode::kGetTupleElement:
-        break;
-      case Opcode::kReshape:  // logical row-major in and out: the same bytes
       case Opcode::kOptimizationBarrier:  // its operand, unchanged (a scheduling fence only)
         break;
+      case Opcode::kConstant: {  // uploaded when the executable is made; copied where it is loop state
+        if (!instruction->shape().is_array())
+          return unimplemented(str_cat("a tuple constant on the CUDA device: %", instruction->name()),
+                               instruction->location());
+        INSITU_ASSIGN_OR_RETURN(DeviceSlice to, memory.at(*instruction));
+        if (plan.allocations.at(static_cast<size_t>(to.allocation)).kind == AllocationKind::kConstant) {
+          plan.constants.emplace_back(instruction, to);
+          break;
+        }
+        step.kind = StepKind::kCopy;
+        step.pointers = {DeviceSlice{}, to};
+        step.from_constant = instruction;
+        step.bytes = instruction->shape().byte_size();
+        break;
+      }
       case Opcode::kBitcast:  // the same bytes where it is a reshape of the logical order
         if (!is_row_major_reshape(*instruction) && !(instruction->operand(0)->shape() == instruction->shape()))
           return refuse(*instruction, "a bitcast that is not a reshape of the logical row-major order (a transpose, or "
                                       "element types of different widths) moves bytes: not planned");
         break;
+      case Opcode::kReshape:  // logical row-major in and out: the same bytes
+        INSITU_RETURN_IF_ERROR(plan_same_bytes(*instruction, memory, step, plan));
+        break;
       case Opcode::kCopy:  // a layout is metadata: a copy of the bytes, whatever its layouts
-        step.kind = StepKind::kCopy;
-        ++plan.copies;
+        if (!instruction->shape().is_array())
+          return refuse(*instruction, "a copy of a tuple is not planned yet");
+        INSITU_RETURN_IF_ERROR(plan_same_bytes(*instruction, memory, step, plan));
         break;
       case Opcode::kDot: {
+        INSITU_RETURN_IF_ERROR(take_pointers(false));
         StatusOr<GemmCall> call = plan_gemm(*instruction);
         if (!call.ok()) {  // no GEMM form: a kernel summing each output element
           kernel = generate_dot_kernel(*instruction, name);
@@ -322,7 +245,7 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
           break;
         }
         step.gemm = *call;
-        // Runs as a generated kernel (step.kernel) until cuBLAS is wired in.
+        // Runs as a generated kernel (step.kernel) where the device has no GEMM library.
         const GeneratedKernel gemm = generate_gemm_kernel(step.gemm, str_cat("g", plan.gemms++));
         step.kind = StepKind::kGemm;
         step.kernel = gemm.name;
@@ -332,23 +255,34 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
       }
       case Opcode::kWhile:
       case Opcode::kConditional: {
-        step.kind = instruction->opcode() == Opcode::kWhile ? StepKind::kWhile : StepKind::kConditional;
+        const bool loop = instruction->opcode() == Opcode::kWhile;
+        step.kind = loop ? StepKind::kWhile : StepKind::kConditional;
         for (const Computation* called : instruction->called_computations()) {
-          INSITU_ASSIGN_OR_RETURN(std::vector<DeviceStep> nested, plan_steps(*called, custom_calls, plan));
+          INSITU_ASSIGN_OR_RETURN(std::vector<DeviceStep> nested, plan_steps(*called, custom_calls, memory, plan));
           step.nested.push_back(std::move(nested));
+          if (!loop || called == instruction->while_body())
+            INSITU_RETURN_IF_ERROR(check_shared(*instruction, *called->root(), memory));
         }
+        if (loop) {
+          INSITU_RETURN_IF_ERROR(check_shared(*instruction, *instruction->while_body()->parameter(0), memory));
+          INSITU_RETURN_IF_ERROR(check_shared(*instruction, *instruction->while_condition()->parameter(0), memory));
+        }
+        INSITU_ASSIGN_OR_RETURN(DeviceSlice read_back, memory.at(loop ? *instruction->while_condition()->root()
+                                                                      : *instruction->operand(0)));
+        step.pointers = {read_back};
         break;
       }
       case Opcode::kCustomCall:
-        INSITU_RETURN_IF_ERROR(plan_custom_call(*instruction, custom_calls, name, step, plan));
+        INSITU_RETURN_IF_ERROR(plan_custom_call(*instruction, custom_calls, memory, name, step, plan));
         break;
       case Opcode::kFusion:
-        step.write_over = written_operand(instruction);
-        kernel = generate_elementwise_kernel(*instruction, name, step.write_over);
+        INSITU_RETURN_IF_ERROR(take_pointers(true));
+        kernel = generate_elementwise_kernel(*instruction, name, step.written_over);
         if (!kernel.ok()) return kernel.status();
         add_kernel(output_elements(instruction->shape()));
         break;
       case Opcode::kReduce: {
+        INSITU_RETURN_IF_ERROR(take_pointers(false));
         INSITU_ASSIGN_OR_RETURN(std::optional<SplitReduce> split, generate_split_reduce(*instruction, name));
         if (split) {  // long rows: partials in scratch, then folded
           kernel = split->partial;
@@ -365,11 +299,29 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         break;
       }
       case Opcode::kDynamicUpdateSlice:
-        kernel = generate_dynamic_update_slice_kernel(*instruction, name);
+      case Opcode::kScatter: {  // in place: the result is operand 0's memory (the kernel's first pointer)
+        INSITU_RETURN_IF_ERROR(memory.operands(*instruction, step.pointers));
+        INSITU_ASSIGN_OR_RETURN(DeviceSlice result, memory.at(*instruction));
+        if (!instruction->shape().is_array() || !(result == step.pointers.at(0)))
+          return internal_error(str_cat("buffer assignment did not put %", instruction->name(),
+                                        " in its operand 0's memory, which it updates in place"),
+                                instruction->location());
+        if (instruction->opcode() == Opcode::kDynamicUpdateSlice) {
+          kernel = generate_dynamic_update_slice_kernel(*instruction, name);
+          if (!kernel.ok()) return kernel.status();
+          add_kernel(instruction->operand(1)->shape().element_count());
+          break;
+        }
+        kernel = generate_scatter_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
-        add_kernel(instruction->operand(1)->shape().element_count());
+        int64_t window = 1;  // one thread per window element
+        for (int64_t d : instruction->scatter_dimension_numbers.update_window_dims)
+          window *= instruction->operand(2)->shape().dimension(d);
+        add_kernel(window);
         break;
+      }
       case Opcode::kSort: {
+        INSITU_RETURN_IF_ERROR(take_pointers(false));
         INSITU_ASSIGN_OR_RETURN(std::optional<StagedSort> staged, generate_staged_sort(*instruction, name));
         if (staged) {  // long rows: a network of compare-exchange stages over a permutation
           kernel = staged->setup;
@@ -391,6 +343,7 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         break;
       }
       case Opcode::kTopk: {
+        INSITU_RETURN_IF_ERROR(take_pointers(false));
         kernel = generate_topk_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
         const Shape& input = instruction->operand(0)->shape();  // one thread per row
@@ -399,11 +352,13 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         break;
       }
       case Opcode::kSelectAndScatter:
+        INSITU_RETURN_IF_ERROR(take_pointers(false));
         kernel = generate_select_and_scatter_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->shape().element_count());
         break;
       case Opcode::kConvolution: {
+        INSITU_RETURN_IF_ERROR(take_pointers(false));
         INSITU_ASSIGN_OR_RETURN(std::optional<ConvolutionGemm> as_gemm, generate_convolution_gemm(*instruction, name));
         if (as_gemm) {  // the input's patches and the kernel packed into scratch, then one GEMM
           step.kind = StepKind::kGemm;
@@ -429,64 +384,47 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
         break;
       }
       case Opcode::kPad:
+        INSITU_RETURN_IF_ERROR(take_pointers(false));
         kernel = generate_pad_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->shape().element_count());
         break;
       case Opcode::kReduceWindow:
+        INSITU_RETURN_IF_ERROR(take_pointers(false));
         kernel = generate_reduce_window_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->shape().element_count());
         break;
       case Opcode::kGather:
+        INSITU_RETURN_IF_ERROR(take_pointers(false));
         kernel = generate_gather_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->shape().element_count());
         break;
-      case Opcode::kScatter: {
-        kernel = generate_scatter_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        int64_t window = 1;  // one thread per window element
-        for (int64_t d : instruction->scatter_dimension_numbers.update_window_dims)
-          window *= instruction->operand(2)->shape().dimension(d);
-        add_kernel(window);
-        break;
-      }
       case Opcode::kSlice:
+        if (memory.is_view(*instruction)) break;  // its bytes in its operand's
+        [[fallthrough]];
       case Opcode::kDynamicSlice:
       case Opcode::kTranspose:
       case Opcode::kReverse:
       case Opcode::kConcatenate:
+        INSITU_RETURN_IF_ERROR(take_pointers(false));
         kernel = generate_data_movement_kernel(*instruction, name);
         if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->shape().element_count());
         break;
       default:
-        step.write_over = written_operand(instruction);
-        kernel = generate_op_kernel(*instruction, name, step.write_over);
-        if (!kernel.ok() && is_op_kernel_opcode(instruction->opcode())) return kernel.status();  // why, for this op
-        if (!kernel.ok())
+        if (!is_op_kernel_opcode(instruction->opcode()))
           return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
-                                      "broadcasts, iotas, reduces, reduce-windows, select-and-scatters, pads, sorts, topks, convolutions, "
-                                      "data movement, "
-                                      "dynamic-update-slices, "
-                                      "gathers, scatters, "
-                                      "dots, "
-                                      "copies, "
-                                      "views, while loops and conditionals)");
+                                      "broadcasts, iotas, reduces, reduce-windows, select-and-scatters, pads, sorts, "
+                                      "topks, convolutions, data movement, dynamic-update-slices, gathers, scatters, "
+                                      "dots, copies, views, while loops and conditionals)");
+        INSITU_RETURN_IF_ERROR(take_pointers(true));
+        kernel = generate_op_kernel(*instruction, name, step.written_over);
+        if (!kernel.ok()) return kernel.status();
         add_kernel(instruction->shape().element_count());
     }
     steps.push_back(std::move(step));
-  }
-  std::unordered_map<const Instruction*, size_t> position;
-  for (size_t s = 0; s < steps.size(); ++s) position.emplace(steps[s].instruction, s);
-  for (size_t s = 0; s < steps.size(); ++s) {
-    const Instruction* value = steps[s].instruction;
-    if (value == computation.root()) continue;
-    size_t last = s;
-    for (const Instruction* user : value->users())
-      if (auto found = position.find(user); found != position.end()) last = std::max(last, found->second);
-    steps[last].last_read.push_back(value);
   }
   return steps;
 }
@@ -498,7 +436,7 @@ void describe_steps(const std::vector<DeviceStep>& steps, const std::string& ind
       case StepKind::kNone: break;
       case StepKind::kKernel:
         text += str_cat(name, "kernel ", step.kernel, ", ", step.threads, " threads");
-        if (step.write_over >= 0) text += str_cat(", in place over operand ", step.write_over);
+        for (int64_t k : step.written_over) text += str_cat(", in place over operand ", k);
         if (!step.stage.empty())
           text += str_cat(", then ", step.stage, " ", step.stages.size(), " times, ", step.stage_threads,
                           " threads each");
@@ -508,7 +446,7 @@ void describe_steps(const std::vector<DeviceStep>& steps, const std::string& ind
         text += "\n";
         break;
       case StepKind::kCopy:
-        text += str_cat(name, "device copy, ", step.instruction->shape().byte_size(), " bytes\n");
+        text += str_cat(name, "device copy, ", step.bytes, " bytes\n");
         break;
       case StepKind::kGemm: {
         const GemmCall& g = step.gemm;
@@ -540,13 +478,62 @@ void describe_steps(const std::vector<DeviceStep>& steps, const std::string& ind
 
 }  // namespace
 
-StatusOr<DevicePlan> plan_for_cuda(const Computation& entry, const CustomCallTable* custom_calls) {
+StatusOr<DevicePlan> plan_for_cuda(const Module& module, const BufferAssignment& buffers,
+                                   const CustomCallTable* custom_calls) {
+  const Computation& entry = *module.entry();
   DevicePlan plan;
   plan.source = kernel_prelude();
-  const std::unordered_map<const Instruction*, int64_t> in_place = entry_writes_in_place(entry);
+  plan.planned_peak_bytes = buffers.peak_memory_bytes();
+  // Parameter leaves in the order the caller passes them: depth-first over the parameters.
+  std::vector<std::pair<int64_t, ShapeIndex>> argument_leaves;
+  for (const Instruction* parameter : entry.parameters())
+    parameter->shape().for_each_leaf([&](const Shape&, const ShapeIndex& index) {
+      argument_leaves.emplace_back(parameter->parameter_number, index);
+    });
+  for (const Allocation& allocation : buffers.allocations()) {
+    DeviceAllocation& held = plan.allocations.emplace_back();
+    held.kind = allocation.kind;
+    held.size = allocation.size;
+    if (allocation.kind == AllocationKind::kParameter) {
+      const auto leaf = std::find(argument_leaves.begin(), argument_leaves.end(),
+                                  std::make_pair(allocation.parameter_number, allocation.parameter_index));
+      held.argument_leaf = leaf - argument_leaves.begin();
+    } else if (allocation.kind == AllocationKind::kDynamicView ||
+               (allocation.kind == AllocationKind::kTemp && allocation.per_worker_of != nullptr)) {
+      return internal_error("a buffer assignment the CUDA device cannot hold (dynamic views or per-worker arenas: "
+                            "assign with BufferAssignmentOptions::for_cuda)",
+                            module.location());
+    }
+  }
+  const Memory memory(buffers);
   INSITU_ASSIGN_OR_RETURN(plan.steps, plan_steps(entry, custom_calls != nullptr ? *custom_calls : CustomCallTable::global(),
-                                                 plan, &in_place));
+                                                 memory, plan));
+  Status results;
+  entry.root()->shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex& index) {
+    if (!results.ok()) return;
+    if (!leaf.is_array()) {
+      results = unimplemented(str_cat("a token in %", entry.root()->name(), " on the CUDA device"), entry.root()->location());
+      return;
+    }
+    StatusOr<DeviceSlice> slice = memory.at(*entry.root(), index);
+    if (!slice.ok()) {
+      results = slice.status();
+    } else if (plan.allocations.at(static_cast<size_t>(slice->allocation)).kind == AllocationKind::kOutput &&
+               slice->offset != 0) {  // the caller receives the output's block itself
+      results = internal_error(str_cat("result leaf ", shape_index_to_string(index), " is not at the start of its output "
+                                       "allocation"),
+                               entry.root()->location());
+    } else {
+      plan.results.push_back(*slice);
+    }
+  });
+  INSITU_RETURN_IF_ERROR(results);
   return plan;
+}
+
+StatusOr<DevicePlan> plan_for_cuda(const Module& module, const CustomCallTable* custom_calls) {
+  INSITU_ASSIGN_OR_RETURN(BufferAssignment buffers, assign_buffers(module, BufferAssignmentOptions::for_cuda()));
+  return plan_for_cuda(module, buffers, custom_calls);
 }
 
 std::string describe(const DevicePlan& plan) {

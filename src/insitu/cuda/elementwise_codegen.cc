@@ -299,7 +299,7 @@ namespace {
 // (`fusion`: where errors about the whole point).
 StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape& result_shape, const Instruction& fusion,
                                             const std::string& name, bool device_function = false,
-                                            int64_t written_operand = -1) {
+                                            const std::vector<int64_t>& written_operands = {}) {
   std::vector<const Shape*> results;
   if (result_shape.is_array()) {
     results.push_back(&result_shape);
@@ -326,7 +326,8 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
     INSITU_ASSIGN_OR_RETURN(std::string type, cuda_type(*parameter, parameter->shape().element_type()));
     if (device_function && parameter->shape().rank() != 0)
       return refuse(*parameter, "a computation over arrays, not scalars, as a device function");
-    const char* restrict = p == written_operand ? "* " : "* __restrict__ ";  // written over: aliased
+    const bool written = std::find(written_operands.begin(), written_operands.end(), p) != written_operands.end();
+    const char* restrict = written ? "* " : "* __restrict__ ";  // written over: aliased
     params[p] = device_function ? str_cat("const ", type, " p", p, ", ") : str_cat("const ", type, restrict, "p", p, ", ");
   }
   std::unordered_map<const Instruction*, std::string> values;  // instruction -> C++ expression/variable
@@ -480,7 +481,7 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
     if (!values.count(roots[k])) return refuse(*roots[k], "the fusion's root is not computed elementwise");
     INSITU_ASSIGN_OR_RETURN(std::string out_type, cuda_type(fusion, results[k]->element_type()));
     const std::string out = results.size() > 1 ? str_cat("out", k) : "out";
-    signature += str_cat(out_type, written_operand >= 0 ? "* " : "* __restrict__ ", out, ", ");
+    signature += str_cat(out_type, !written_operands.empty() ? "* " : "* __restrict__ ", out, ", ");
     stores += str_cat("    ", out, device_function ? "[0]" : "[i]", " = ", values.at(roots[k]), ";\n");
   }
   GeneratedKernel kernel;
@@ -507,11 +508,11 @@ StatusOr<GeneratedKernel> generate_scalar_function(const Computation& computatio
 }
 
 StatusOr<GeneratedKernel> generate_elementwise_kernel(const Instruction& fusion, const std::string& name,
-                                                      int64_t written_operand) {
+                                                      const std::vector<int64_t>& written_operands) {
   if (fusion.opcode() != Opcode::kFusion || fusion.called_computations().empty())
     return refuse(fusion, "not a fusion");
   StatusOr<GeneratedKernel> kernel =
-      generate_for_body(*fusion.to_apply(), fusion.shape(), fusion, name, /*device_function=*/false, written_operand);
+      generate_for_body(*fusion.to_apply(), fusion.shape(), fusion, name, /*device_function=*/false, written_operands);
   if (!kernel.ok()) return kernel.status().with_location(fusion.location());  // where a fused op has none
   return kernel;
 }
@@ -522,7 +523,8 @@ bool is_op_kernel_opcode(Opcode opcode) {
          opcode == Opcode::kSelect || opcode == Opcode::kCompare || opcode == Opcode::kClamp || opcode == Opcode::kIsFinite;
 }
 
-StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::string& name, int64_t written_operand) {
+StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::string& name,
+                                             const std::vector<int64_t>& written_operands) {
   const Opcode opcode = op.opcode();
   if (!is_op_kernel_opcode(opcode)) return refuse(op, "no CUDA form for this op yet");
   // The op alone, as a computation of one parameter per operand.
@@ -537,7 +539,7 @@ StatusOr<GeneratedKernel> generate_op_kernel(const Instruction& op, const std::s
     copy->append_operand(body.add_instruction(std::move(parameter)));
   }
   body.set_root(body.add_instruction(std::move(copy)));
-  return generate_for_body(body, op.shape(), op, name, /*device_function=*/false, written_operand);
+  return generate_for_body(body, op.shape(), op, name, /*device_function=*/false, written_operands);
 }
 
 #ifdef INSITU_HAVE_NVRTC

@@ -1,23 +1,12 @@
 #include "insitu/cuda/executor.h"
 
 #include <algorithm>
-#include <functional>
 #include <unordered_map>
 
 #include "insitu/support/str.h"
 
 namespace insitu::cuda {
 namespace {
-
-// A value on the device: one pointer per leaf of its shape, depth-first.
-using Leaves = std::vector<DevicePointer>;
-
-// The range of `tuple`'s leaves that element `index` holds.
-std::pair<size_t, size_t> element_leaves(const Shape& tuple, int64_t index) {
-  size_t first = 0;
-  for (int64_t i = 0; i < index; ++i) first += static_cast<size_t>(tuple.tuple_shape(i).leaf_count());
-  return {first, first + static_cast<size_t>(tuple.tuple_shape(index).leaf_count())};
-}
 
 void literal_leaves(const Literal& literal, std::vector<const Literal*>& leaves) {
   if (!literal.shape().is_tuple()) {
@@ -32,8 +21,8 @@ void literal_leaves(const Literal& literal, std::vector<const Literal*>& leaves)
 struct CudaExecutable::Run {
   CudaExecutable& executable;
   CudaStats& stats;
+  std::vector<DevicePointer> bases;  // per allocation of the plan: where it lies for this run
   std::unordered_map<DevicePointer, int64_t> in_use;  // the pool blocks this run holds: their bytes
-  std::unordered_map<DevicePointer, int64_t> holders;  // per pointer: the live values holding it
   int64_t held_bytes = 0;
 
   ~Run() {  // whatever the run still holds goes back to the pool, however it ends
@@ -41,6 +30,7 @@ struct CudaExecutable::Run {
   }
 
   StatusOr<DevicePointer> allocate(int64_t bytes) {
+    bytes = std::max<int64_t>(bytes, 1);  // an empty array still has an address
     INSITU_ASSIGN_OR_RETURN(DevicePointer block, executable.take_block(bytes, stats));
     in_use.emplace(block, bytes);
     held_bytes += bytes;
@@ -56,19 +46,6 @@ struct CudaExecutable::Run {
       in_use.erase(found);
     }
   }
-  void hold(const Leaves& value) {
-    for (DevicePointer pointer : value) ++holders[pointer];
-  }
-  // A value is dead: a block no live value holds goes back to the pool (a parameter's or a
-  // constant's memory is not the run's, and stays).
-  void drop(const Leaves& value) {
-    for (DevicePointer pointer : value) {
-      auto holder = holders.find(pointer);
-      if (holder == holders.end() || --holder->second > 0) continue;
-      holders.erase(holder);
-      give_back(pointer);
-    }
-  }
   // `pointer` back to the pool now, when it is one of this run's blocks.
   void give_back(DevicePointer pointer) {
     if (auto block = in_use.find(pointer); block != in_use.end()) {
@@ -76,6 +53,32 @@ struct CudaExecutable::Run {
       executable.give_back_block(pointer, block->second);
       in_use.erase(block);
     }
+  }
+  DevicePointer at(const DeviceSlice& slice) const {
+    return bases.at(static_cast<size_t>(slice.allocation)) + static_cast<uint64_t>(slice.offset);
+  }
+
+  // Every allocation's base: the parameters' are the caller's leaves, the constants' uploaded at
+  // create, the outputs' and the temp arena's blocks of the pool for this run.
+  Status bind(std::span<const DevicePointer> argument_leaves) {
+    const std::vector<DeviceAllocation>& allocations = executable.plan_.allocations;
+    bases.assign(allocations.size(), 0);
+    for (size_t a = 0; a < allocations.size(); ++a) {
+      switch (allocations[a].kind) {
+        case AllocationKind::kParameter:
+          bases[a] = argument_leaves[static_cast<size_t>(allocations[a].argument_leaf)];
+          break;
+        case AllocationKind::kConstant: bases[a] = executable.constant_blocks_.at(a); break;
+        case AllocationKind::kOutput:
+        case AllocationKind::kTemp: {
+          if (allocations[a].kind == AllocationKind::kTemp && allocations[a].size == 0) break;  // nothing to hold
+          INSITU_ASSIGN_OR_RETURN(bases[a], allocate(allocations[a].size));
+          break;
+        }
+        case AllocationKind::kDynamicView: break;  // not in a CUDA plan (plan_for_cuda refuses it)
+      }
+    }
+    return ok_status();
   }
 
   // `kernel` over `count` threads with `pointers`, then `numbers`, then the thread count.
@@ -149,171 +152,69 @@ struct CudaExecutable::Run {
     return status;
   }
 
-  // Runs `steps` (a computation's) with `parameters` bound (held by the caller); returns the
-  // root's leaves, held once for the caller (who drops them when done).
-  StatusOr<Leaves> run(const Computation& computation, const std::vector<DeviceStep>& steps,
-                       const std::vector<Leaves>& parameters) {
-    std::unordered_map<const Instruction*, Leaves> values;
-    struct Release {  // on failure too: the values still live are dropped
-      Run& run;
-      std::unordered_map<const Instruction*, Leaves>& values;
-      ~Release() {
-        for (const auto& [instruction, value] : values) run.drop(value);
-      }
-    } release{*this, values};
-    auto leaves = [&](const Instruction* instruction) -> const Leaves& { return values.at(instruction); };
+  // Runs `steps` (a computation's): every value is where the plan's buffer assignment put it,
+  // so a step is its kind and its pointers; loops and conditionals read a few bytes back.
+  Status run(const std::vector<DeviceStep>& steps) {
     for (const DeviceStep& step : steps) {
-      const Instruction& instruction = *step.instruction;
-      Leaves result;
-      bool held = false;  // a nested run's result comes held already
-      switch (instruction.opcode()) {
-        case Opcode::kParameter: result = parameters.at(static_cast<size_t>(instruction.parameter_number)); break;
-        case Opcode::kConstant: result = {executable.constants_.at(&instruction)}; break;
-        case Opcode::kTuple:
-          for (const Instruction* operand : instruction.operands()) {
-            const Leaves& part = leaves(operand);
-            result.insert(result.end(), part.begin(), part.end());
-          }
-          break;
-        case Opcode::kGetTupleElement: {
-          const auto [first, last] = element_leaves(instruction.operand(0)->shape(), instruction.tuple_index);
-          const Leaves& whole = leaves(instruction.operand(0));
-          result.assign(whole.begin() + static_cast<int64_t>(first), whole.begin() + static_cast<int64_t>(last));
-          break;
-        }
-        case Opcode::kBitcast:
-        case Opcode::kReshape:
-        case Opcode::kOptimizationBarrier: result = leaves(instruction.operand(0)); break;
-        default: break;
-      }
       switch (step.kind) {
         case StepKind::kNone: break;
         case StepKind::kCopy: {
-          const int64_t bytes = instruction.shape().byte_size();
-          INSITU_ASSIGN_OR_RETURN(DevicePointer to, allocate(bytes));
-          INSITU_RETURN_IF_ERROR(executable.device_.copy_on_device(to, leaves(instruction.operand(0)).at(0), bytes));
-          stats.bytes_copied_on_device += bytes;
-          result = {to};
+          const DevicePointer from = step.from_constant != nullptr ? executable.constant_copies_.at(step.from_constant)
+                                                                  : at(step.pointers.at(0));
+          INSITU_RETURN_IF_ERROR(executable.device_.copy_on_device(at(step.pointers.at(1)), from, step.bytes));
+          if (step.from_constant == nullptr) stats.bytes_copied_on_device += step.bytes;  // a constant is written, not copied
           break;
         }
         case StepKind::kKernel:
         case StepKind::kGemm: {
+          for (const DeviceStep::CopyIn& copy : step.copy_in) {  // a custom kernel's output starts as its operand
+            INSITU_RETURN_IF_ERROR(executable.device_.copy_on_device(at(copy.to), at(copy.from), copy.bytes));
+            stats.bytes_copied_on_device += copy.bytes;
+          }
           std::vector<DevicePointer> pointers;
-          if (instruction.opcode() == Opcode::kDynamicUpdateSlice || instruction.opcode() == Opcode::kScatter) {
-            for (const Instruction* operand : instruction.operands()) pointers.push_back(leaves(operand).at(0));
-            result = {pointers[0]};  // in place: the operand's memory
-          } else if (instruction.opcode() == Opcode::kCustomCall) {
-            pointers.push_back(executable.grid_tables_.at(&instruction));
-            for (const Instruction* operand : instruction.operands()) pointers.push_back(leaves(operand).at(0));
-            const Shape& shape = instruction.shape();
-            for (size_t o = 0; o < step.output_operand.size(); ++o) {
-              const Shape& leaf = shape.is_tuple() ? shape.tuple_shape(static_cast<int64_t>(o)) : shape;
-              const int64_t operand = step.output_operand[o];
-              DevicePointer out = operand >= 0 ? pointers[1 + static_cast<size_t>(operand)] : 0;
-              if (operand < 0 || step.copy_in[o]) {  // a fresh output; an updated one starts as its operand
-                INSITU_ASSIGN_OR_RETURN(out, allocate(leaf.byte_size()));
-                if (operand >= 0) {
-                  INSITU_RETURN_IF_ERROR(
-                      executable.device_.copy_on_device(out, pointers[1 + static_cast<size_t>(operand)], leaf.byte_size()));
-                  stats.bytes_copied_on_device += leaf.byte_size();
-                  pointers[1 + static_cast<size_t>(operand)] = out;  // the kernel reads and writes one buffer
-                }
-              }
-              pointers.push_back(out);
-              result.push_back(out);
-            }
-          } else {
-            for (const Instruction* operand : instruction.operands()) pointers.push_back(leaves(operand).at(0));
-            const Shape& shape = instruction.shape();  // a multi-output fusion: one array per output
-            if (step.write_over >= 0) {  // the donated operand's memory (entry_writes_in_place)
-              pointers.push_back(pointers.at(static_cast<size_t>(step.write_over)));
-              result.push_back(pointers.back());
-            }
-            for (int64_t k = 0; k < (step.write_over >= 0 ? 0 : shape.is_tuple() ? shape.tuple_size() : 1); ++k) {
-              INSITU_ASSIGN_OR_RETURN(DevicePointer out,
-                                      allocate((shape.is_tuple() ? shape.tuple_shape(k) : shape).byte_size()));
-              pointers.push_back(out);
-              result.push_back(out);
-            }
-          }
+          if (!step.grid_table.empty()) pointers.push_back(executable.grid_tables_.at(step.instruction));
+          for (const DeviceSlice& slice : step.pointers) pointers.push_back(at(slice));
           if (step.kind == StepKind::kGemm) {
-            INSITU_RETURN_IF_ERROR(run_gemm(step, pointers));
-            break;
-          }
-          if (!step.stage.empty()) {
+            INSITU_RETURN_IF_ERROR(run_gemm(step, std::move(pointers)));
+          } else if (!step.stage.empty()) {
             INSITU_RETURN_IF_ERROR(launch_staged(step, pointers));
-            break;
-          }
-          if (!step.finish.empty()) {
+          } else if (!step.finish.empty()) {
             INSITU_RETURN_IF_ERROR(launch_split(step, pointers));
-            break;
+          } else {
+            INSITU_RETURN_IF_ERROR(launch(step.kernel, step.threads, std::move(pointers)));
           }
-          INSITU_RETURN_IF_ERROR(launch(step.kernel, step.threads, std::move(pointers)));
           break;
         }
-        case StepKind::kWhile: {
-          Leaves state = leaves(instruction.operand(0));
-          hold(state);  // the loop's own hold on its state, iteration after iteration
-          struct Holding {
-            Run& run;
-            Leaves& value;
-            bool owned = true;
-            ~Holding() {
-              if (owned) run.drop(value);
-            }
-          } holding{*this, state};
-          const Computation& condition = *instruction.while_condition();
-          const Computation& body = *instruction.while_body();
+        case StepKind::kWhile:
           while (true) {
-            INSITU_ASSIGN_OR_RETURN(Leaves pred, run(condition, step.nested[0], {state}));
+            INSITU_RETURN_IF_ERROR(run(step.nested[0]));
             bool more = false;
-            Status fetched = executable.device_.copy_to_host(&more, pred.at(0), 1);
-            drop(pred);
-            INSITU_RETURN_IF_ERROR(fetched);
+            INSITU_RETURN_IF_ERROR(executable.device_.copy_to_host(&more, at(step.pointers.at(0)), 1));
             stats.bytes_to_host += 1;
             if (!more) break;
-            INSITU_ASSIGN_OR_RETURN(Leaves next, run(body, step.nested[1], {state}));
-            drop(state);
-            state = std::move(next);
+            INSITU_RETURN_IF_ERROR(run(step.nested[1]));
           }
-          holding.owned = false;
-          result = std::move(state);
-          held = true;
           break;
-        }
         case StepKind::kConditional: {
-          const Instruction& selector = *instruction.operand(0);
+          const Shape& selector = step.instruction->operand(0)->shape();
           int64_t branch = 0;
-          if (selector.shape().element_type() == PrimitiveType::kPred) {
+          if (selector.element_type() == PrimitiveType::kPred) {
             bool value = false;
-            INSITU_RETURN_IF_ERROR(executable.device_.copy_to_host(&value, leaves(&selector).at(0), 1));
+            INSITU_RETURN_IF_ERROR(executable.device_.copy_to_host(&value, at(step.pointers.at(0)), 1));
             branch = value ? 0 : 1;  // true_computation first
           } else {
             int32_t value = 0;
-            INSITU_RETURN_IF_ERROR(executable.device_.copy_to_host(&value, leaves(&selector).at(0), 4));
+            INSITU_RETURN_IF_ERROR(executable.device_.copy_to_host(&value, at(step.pointers.at(0)), 4));
             const int64_t branches = static_cast<int64_t>(step.nested.size());
             branch = value < 0 || value >= branches ? branches - 1 : value;  // XLA: out of range is the last
           }
-          stats.bytes_to_host += selector.shape().byte_size();
-          const Computation& called = *instruction.called_computations().at(static_cast<size_t>(branch));
-          INSITU_ASSIGN_OR_RETURN(result, run(called, step.nested[static_cast<size_t>(branch)],
-                                              {leaves(instruction.operand(1 + branch))}));
-          held = true;
+          stats.bytes_to_host += selector.byte_size();
+          INSITU_RETURN_IF_ERROR(run(step.nested.at(static_cast<size_t>(branch))));
           break;
         }
       }
-      if (!held) hold(result);
-      values[&instruction] = std::move(result);
-      for (const Instruction* dead : step.last_read) {  // queued after their last reader
-        auto value = values.find(dead);
-        if (value == values.end()) continue;
-        drop(value->second);
-        values.erase(value);
-      }
     }
-    Leaves root = values.at(computation.root());
-    hold(root);  // the caller's; ~Release drops this run's own
-    return root;
+    return ok_status();
   }
 };
 
@@ -321,7 +222,10 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr
                                                                  const CustomCallTable* custom_calls) {
   std::unique_ptr<CudaExecutable> executable(new CudaExecutable(std::move(module), device));
   const Computation& entry = *executable->module_->entry();
-  INSITU_ASSIGN_OR_RETURN(executable->plan_, plan_for_cuda(entry, custom_calls));
+  INSITU_ASSIGN_OR_RETURN(BufferAssignment buffers,
+                          assign_buffers(*executable->module_, BufferAssignmentOptions::for_cuda()));
+  INSITU_ASSIGN_OR_RETURN(executable->plan_, plan_for_cuda(*executable->module_, buffers, custom_calls));
+  executable->buffers_ = std::make_unique<BufferAssignment>(std::move(buffers));
   Status leaves;
   auto array_leaves = [&](const Instruction& instruction, std::vector<Shape>& out) {
     instruction.shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex&) {
@@ -334,7 +238,25 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr
   array_leaves(*entry.root(), executable->result_leaves_);
   INSITU_RETURN_IF_ERROR(leaves);
   INSITU_ASSIGN_OR_RETURN(executable->kernels_, device.load(executable->plan_.source));
-  // The constants the plan's steps read (a fusion's are literals in its kernel).
+  // The constant allocations, filled once; a constant the assignment put in a buffer of its own
+  // (a loop's initial state, written by the loop) is uploaded apart and copied there per run.
+  const DevicePlan& plan = executable->plan_;
+  for (size_t a = 0; a < plan.allocations.size(); ++a) {
+    if (plan.allocations[a].kind != AllocationKind::kConstant) continue;
+    INSITU_ASSIGN_OR_RETURN(DevicePointer block, device.allocate(std::max<int64_t>(plan.allocations[a].size, 1)));
+    executable->constant_blocks_.emplace(a, block);
+  }
+  auto check_written = [](const Instruction& constant) -> Status {
+    if (constant.constant_value != ConstantValue::kWritten)
+      return invalid_argument(str_cat("constant %", constant.name(), " has no value in the text"), constant.location());
+    return ok_status();
+  };
+  for (const auto& [constant, slice] : plan.constants) {
+    INSITU_RETURN_IF_ERROR(check_written(*constant));
+    const DevicePointer to = executable->constant_blocks_.at(static_cast<size_t>(slice.allocation)) +
+                             static_cast<uint64_t>(slice.offset);
+    INSITU_RETURN_IF_ERROR(device.copy_to_device(to, constant->literal.untyped_data(), constant->literal.size_bytes()));
+  }
   std::vector<const std::vector<DeviceStep>*> pending = {&executable->plan_.steps};
   while (!pending.empty()) {
     const std::vector<DeviceStep>& steps = *pending.back();
@@ -348,23 +270,20 @@ StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr
         executable->grid_tables_.emplace(instruction, pointer);
         INSITU_RETURN_IF_ERROR(device.copy_to_device(pointer, step.grid_table.data(), bytes));
       }
-      if (instruction->opcode() != Opcode::kConstant) continue;
-      if (!instruction->shape().is_array())
-        return unimplemented(str_cat("a tuple constant on the CUDA device: %", instruction->name()), instruction->location());
-      if (instruction->constant_value != ConstantValue::kWritten)
-        return invalid_argument(str_cat("constant %", instruction->name(), " has no value in the text"),
-                                instruction->location());
-      INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, device.allocate(instruction->literal.size_bytes()));
-      executable->constants_.emplace(instruction, pointer);
-      INSITU_RETURN_IF_ERROR(
-          device.copy_to_device(pointer, instruction->literal.untyped_data(), instruction->literal.size_bytes()));
+      if (step.from_constant == nullptr) continue;
+      INSITU_RETURN_IF_ERROR(check_written(*step.from_constant));
+      const int64_t bytes = step.from_constant->literal.size_bytes();
+      INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, device.allocate(std::max<int64_t>(bytes, 1)));
+      executable->constant_copies_.emplace(step.from_constant, pointer);
+      INSITU_RETURN_IF_ERROR(device.copy_to_device(pointer, step.from_constant->literal.untyped_data(), bytes));
     }
   }
   return executable;
 }
 
 CudaExecutable::~CudaExecutable() {
-  for (const auto& [instruction, pointer] : constants_) (void)device_.free(pointer);
+  for (const auto& [allocation, pointer] : constant_blocks_) (void)device_.free(pointer);
+  for (const auto& [instruction, pointer] : constant_copies_) (void)device_.free(pointer);
   for (const auto& [instruction, pointer] : grid_tables_) (void)device_.free(pointer);
   for (const auto& [bytes, blocks] : free_blocks_)
     for (DevicePointer block : blocks) (void)device_.free(block);
@@ -404,67 +323,38 @@ void CudaExecutable::give_back_block(DevicePointer block, int64_t bytes) {
 
 StatusOr<std::vector<DevicePointer>> CudaExecutable::run_entry(Run& run,
                                                                std::span<const DevicePointer> argument_leaves) {
-  const Computation& entry = *module_->entry();
-  std::vector<Leaves> parameters;
-  size_t next = 0;
-  for (int64_t p = 0; p < entry.parameter_count(); ++p) {
-    const int64_t count = entry.parameter(p)->shape().leaf_count();
-    if (next + static_cast<size_t>(count) > argument_leaves.size())
-      return invalid_argument(str_cat("the module's parameters have more leaves than the ", argument_leaves.size(),
-                                      " given"));
-    parameters.emplace_back(argument_leaves.begin() + static_cast<int64_t>(next),
-                            argument_leaves.begin() + static_cast<int64_t>(next + static_cast<size_t>(count)));
-    next += static_cast<size_t>(count);
-  }
-  if (next != argument_leaves.size())
-    return invalid_argument(str_cat("the module's parameters have ", next, " leaves, got ", argument_leaves.size()));
-  return run.run(entry, plan_.steps, parameters);
+  if (argument_leaves.size() != parameter_leaves_.size())
+    return invalid_argument(str_cat("the module's parameters have ", parameter_leaves_.size(), " leaves, got ",
+                                    argument_leaves.size()));
+  INSITU_RETURN_IF_ERROR(run.bind(argument_leaves));
+  INSITU_RETURN_IF_ERROR(run.run(plan_.steps));
+  std::vector<DevicePointer> result;
+  for (const DeviceSlice& slice : plan_.results) result.push_back(run.at(slice));
+  return result;
 }
 
 StatusOr<std::vector<DevicePointer>> CudaExecutable::run_on_device(std::span<const DevicePointer> argument_leaves,
                                                                    CudaStats* stats) {
   CudaStats local;
   CudaStats& counted = stats != nullptr ? *stats : local;
-  const Computation& entry = *module_->entry();
   Run run{*this, counted};
-  INSITU_ASSIGN_OR_RETURN(Leaves result, run_entry(run, argument_leaves));
-  // Result leaves the run allocated become the caller's; a constant's (the executable keeps it)
-  // is copied out so every pointer returned is the caller's to free or already the caller's.
-  for (DevicePointer& leaf : result) {
-    const auto constant = std::find_if(constants_.begin(), constants_.end(),
-                                       [&](const auto& entry) { return entry.second == leaf; });
-    if (constant == constants_.end()) continue;
-    const int64_t bytes = constant->first->literal.size_bytes();
-    INSITU_ASSIGN_OR_RETURN(DevicePointer copy, run.allocate(bytes));
-    INSITU_RETURN_IF_ERROR(device_.copy_on_device(copy, leaf, bytes));
-    counted.bytes_copied_on_device += bytes;
-    leaf = copy;
-  }
-  // A donated parameter is its aliased output's memory, as the caller was promised: where the
-  // plan computed that output elsewhere (the parameter was read after its producer, say), it is
-  // copied over, counted.
-  const Shape& root = entry.root()->shape();
-  for (const InputOutputAlias& alias : module_->config().input_output_alias) {
-    if (!alias.parameter_index.empty() || alias.output_index.size() > 1 ||
-        entry.parameter(alias.parameter_number)->shape().leaf_count() != 1)
-      continue;
-    size_t out = 0, argument = 0;
-    if (!alias.output_index.empty()) {
-      if (!root.is_tuple()) continue;
-      for (int64_t k = 0; k < alias.output_index[0]; ++k) out += static_cast<size_t>(root.tuple_shape(k).leaf_count());
-      if (!root.tuple_shape(alias.output_index[0]).is_array()) continue;
-    } else if (!root.is_array()) {
-      continue;
+  INSITU_ASSIGN_OR_RETURN(std::vector<DevicePointer> result, run_entry(run, argument_leaves));
+  // An output allocation becomes the caller's (an aliased output is the donated argument's own
+  // memory already); a constant's (the executable keeps it) is copied out, so every pointer
+  // returned is the caller's to free or already the caller's.
+  for (size_t j = 0; j < result.size(); ++j) {
+    const DeviceAllocation& allocation = plan_.allocations.at(static_cast<size_t>(plan_.results[j].allocation));
+    if (allocation.kind == AllocationKind::kOutput) {
+      run.hand_over(result[j]);
+    } else if (allocation.kind == AllocationKind::kConstant) {
+      const int64_t bytes = result_leaves_[j].byte_size();
+      INSITU_ASSIGN_OR_RETURN(DevicePointer copy, run.allocate(bytes));
+      INSITU_RETURN_IF_ERROR(device_.copy_on_device(copy, result[j], bytes));
+      counted.bytes_copied_on_device += bytes;
+      run.hand_over(copy);
+      result[j] = copy;
     }
-    for (int64_t p = 0; p < alias.parameter_number; ++p)
-      argument += static_cast<size_t>(entry.parameter(p)->shape().leaf_count());
-    if (out >= result.size() || result[out] == argument_leaves[argument]) continue;
-    const int64_t bytes = entry.parameter(alias.parameter_number)->shape().byte_size();
-    INSITU_RETURN_IF_ERROR(device_.copy_on_device(argument_leaves[argument], result[out], bytes));
-    counted.bytes_copied_on_device += bytes;
-    result[out] = argument_leaves[argument];
   }
-  for (DevicePointer leaf : result) run.hand_over(leaf);  // not back to the pool with the run's temps
   // Every queued kernel has finished (a failure is this call's) when the pointers are returned.
   INSITU_RETURN_IF_ERROR(device_.synchronize());
   return result;
@@ -481,7 +371,7 @@ Status CudaExecutable::run_host(std::span<const uint8_t* const> arguments, std::
     return invalid_argument(str_cat("the module's result has ", result_leaves_.size(), " leaves, got memory for ",
                                     results.size()));
   Run run{*this, counted};  // every block it takes, arguments included, goes back to the pool at the end
-  Leaves argument_leaves;
+  std::vector<DevicePointer> argument_leaves;
   for (size_t i = 0; i < arguments.size(); ++i) {
     const int64_t bytes = parameter_leaves_[i].byte_size();
     INSITU_ASSIGN_OR_RETURN(DevicePointer pointer, run.allocate(bytes));
@@ -489,9 +379,9 @@ Status CudaExecutable::run_host(std::span<const uint8_t* const> arguments, std::
     counted.bytes_to_device += bytes;
     argument_leaves.push_back(pointer);
   }
-  // The argument blocks are this run's own copies: an aliased output needs no copy over its
-  // parameter's block, it is read back from wherever it was computed.
-  INSITU_ASSIGN_OR_RETURN(Leaves result, run_entry(run, argument_leaves));
+  // The argument blocks are this run's own copies: an aliased output is read back from its
+  // parameter's block, where it was computed.
+  INSITU_ASSIGN_OR_RETURN(std::vector<DevicePointer> result, run_entry(run, argument_leaves));
   for (size_t j = 0; j < results.size(); ++j) {
     const int64_t bytes = result_leaves_[j].byte_size();
     INSITU_RETURN_IF_ERROR(device_.copy_to_host(results[j], result.at(j), bytes));  // waits for the queue

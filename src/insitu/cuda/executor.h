@@ -1,16 +1,16 @@
 // Runs an optimized module on a CUDA device (issue 12): its plan (device_plan.h) step by step,
 // on a Device (the real one through the driver, or an emulated one in tests).
 //
-// Device memory: every value the plan computes gets a block of its own, from the executable's
-// pool of blocks (by size); a block goes back to the pool after the value's last reader (and
-// every view of it) has been queued, so later steps of the same run, and later runs, reuse it:
-// a warm run allocates nothing from the device. (Launches are queued in one order, so reuse
-// after the last reader is queued is safe.) Views (reshape, bitcast, tuple and
-// get-tuple-element) share their operand's memory; a dynamic-update-slice or scatter writes its
-// operand's memory in place (copy insertion left a copy before it wherever the old value is
-// read later, as the CPU runtime relies on too). Kernels and GEMMs are queued, and a run waits
-// once, at its end. GEMMs run on the device's library (cuBLAS through the driver) or, where it
-// has none, as the plan's generated kernel. While loops and
+// Device memory is the plan's buffer assignment (device_plan.h), the CPU runtime's plan made
+// with what the device can do: a run binds each allocation to device memory (a parameter's is
+// the caller's leaf, a constant's was uploaded at create, each output's and the one temp arena
+// are blocks of the executable's pool, by size: a warm run allocates nothing from the device)
+// and every step's pointers are offsets into those. In-place updates (dynamic-update-slice,
+// scatter, an aliasing custom kernel, an elementwise result over an operand that dies there or
+// a donated parameter), views and the reuse of dead values' bytes are the assignment's, decided
+// once for both devices; copies run only where the assignment's module has them. Kernels and
+// GEMMs are queued, and a run waits once, at its end. GEMMs run on the device's library (cuBLAS
+// through the driver) or, where it has none, as the plan's generated kernel. While loops and
 // conditionals are driven by the host: after the condition's steps the pred (or branch index)
 // is copied back, a few bytes per iteration. A registered kernel's custom-call runs its CUDA
 // body with each aliased output in its operand's memory (in place), its grid's table uploaded
@@ -38,7 +38,7 @@ struct CudaStats {
   int64_t bytes_to_host = 0;    // results, and each loop's pred / conditional's index
   int64_t bytes_copied_on_device = 0;
   int64_t device_bytes_allocated = 0;  // new device memory this run took (0 once the pool is warm)
-  int64_t peak_device_bytes = 0;       // the most pool memory the run held at once
+  int64_t peak_device_bytes = 0;       // the most pool memory the run held at once (the arena whole)
 };
 
 class CudaExecutable {
@@ -57,10 +57,9 @@ class CudaExecutable {
 
   // The same on memory already on the device: one pointer per entry parameter leaf (depth-first),
   // the caller's. A parameter the module aliases to an output (input_output_alias: the caller
-  // donated it) is updated in place and returned as that output, the same pointer: written by
-  // its producer where the plan could (a dynamic-update-slice, a scatter, an aliasing kernel, an
-  // elementwise kernel reading it last), else copied over at the end (in bytes_copied_on_device).
-  // The others are only read. Returns one pointer per result leaf: the aliased parameters' own, or new
+  // donated it) is that output's memory, returned as it, the same pointer: its producer writes
+  // there (the assignment put it there; copy insertion copied first where the old value is
+  // still read after). The others are only read. Returns one pointer per result leaf: the aliased parameters' own, or new
   // allocations the caller now owns (free them with the device, or give them back to this
   // executable's pool with release_result, so the next run reuses them). Nothing crosses to the
   // host but the loops' preds and the conditionals' branch indices.
@@ -80,6 +79,8 @@ class CudaExecutable {
   Status release_result(DevicePointer result);
 
   const DevicePlan& plan() const { return plan_; }
+  // The buffer assignment the plan runs on (BufferAssignmentOptions::for_cuda): explain's.
+  const BufferAssignment& buffers() const { return *buffers_; }
   const Module& module() const { return *module_; }
   Device& device() const { return device_; }
   // The entry's parameter leaves and result leaves, depth-first (all arrays: create refuses tokens).
@@ -103,7 +104,9 @@ class CudaExecutable {
   std::mutex pool_mutex_;
   std::unordered_map<int64_t, std::vector<DevicePointer>> free_blocks_;  // by byte size
   std::unordered_map<DevicePointer, int64_t> results_out_;  // pool blocks run_on_device returned: bytes
-  std::unordered_map<const Instruction*, DevicePointer> constants_;    // uploaded at create
+  std::unique_ptr<BufferAssignment> buffers_;  // the plan's memory (assign_buffers, for_cuda)
+  std::unordered_map<size_t, DevicePointer> constant_blocks_;          // constant allocations, filled at create
+  std::unordered_map<const Instruction*, DevicePointer> constant_copies_;  // constants copied per run
   std::unordered_map<const Instruction*, DevicePointer> grid_tables_;  // custom-calls': likewise
 };
 

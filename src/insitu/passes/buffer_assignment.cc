@@ -217,7 +217,7 @@ int64_t BufferAssignment::temp_bytes() const {
   return bytes;
 }
 
-StatusOr<BufferAssignment> assign_buffers(const Module& module) {
+StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssignmentOptions& options) {
   if (module.entry() == nullptr || module.entry()->root() == nullptr)
     return invalid_argument("buffer assignment needs a module with an entry computation", module.location());
   BufferAssignment assignment(Dataflow::compute(module));
@@ -240,11 +240,11 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
       continue;
     }
     INSITU_RETURN_IF_ERROR(classify(module, dataflow, plan));
-    if (plan.kind == AllocationKind::kTemp && plan.values.size() == 1 &&
+    if (options.scalar_broadcasts_read_in_place && plan.kind == AllocationKind::kTemp && plan.values.size() == 1 &&
         is_unmaterialized_scalar_broadcast(dataflow.value(plan.values[0])))
       plan.materialized = false;
   }
-  buffer_assignment_internal::borrow_buffers(dataflow, live, plans);
+  buffer_assignment_internal::borrow_buffers(dataflow, live, options, plans);
   auto resolve = [&](BufferId b) {
     while (plans[b].merged_into >= 0) b = plans[b].merged_into;
     return b;
@@ -281,6 +281,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
     std::vector<ShapeIndex> merged;
     for (const SharingPair& pair : operand_output_sharing(*instruction)) {
       if (pair.sharing == Sharing::kMust || !pair.operand_index.empty()) continue;
+      if (pair.sharing == Sharing::kSameSlot && !options.sort_in_place) continue;
       if (std::find(merged.begin(), merged.end(), pair.output_index) != merged.end()) continue;
       const BufferId result = live.buffer_of(dataflow.value_at(instruction, pair.output_index));
       if (try_merge(result, *instruction->shape().subshape(pair.output_index), instruction->operand(pair.operand_number),
@@ -334,6 +335,7 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module) {
   std::vector<std::vector<BufferId>> arenas(1);
   std::vector<const Instruction*> arena_loop(1, nullptr);
   for (const auto& [loop, grid] : parallel_grid_loops(module)) {
+    if (!options.per_worker_arenas) break;
     std::vector<BufferId> own = loop_private_buffers(*loop, grid, dataflow, live, plans, temps);
     if (own.empty()) continue;
     for (BufferId b : own) temps.erase(std::find(temps.begin(), temps.end(), b));

@@ -64,6 +64,19 @@ struct BufferSlice {
   bool operator==(const BufferSlice&) const = default;
 };
 
+// What the device that runs the assignment's program can read and write beyond plain slices,
+// so that one assignment serves the CPU runtime (every ability) and the CUDA plan (a device
+// whose kernels take a pointer per array, with starts known only on the device): each false
+// ability materializes what it would have borrowed.
+struct BufferAssignmentOptions {
+  bool scalar_broadcasts_read_in_place = true;  // a scalar broadcast's users read its scalar
+  bool dynamic_views = true;   // a dynamic-slice read where it lies, based at run time by the host
+  bool placed_updates = true;  // an update computed in its window of the stack (place_updates)
+  bool sort_in_place = true;   // a sort's result i over its dying operand i (kSameSlot)
+  bool per_worker_arenas = true;  // parallel grid loops' private buffers, one copy per worker
+  static BufferAssignmentOptions for_cuda() { return {false, false, false, false, false}; }
+};
+
 class BufferAssignment {
  public:
   const std::vector<Allocation>& allocations() const { return allocations_; }
@@ -110,7 +123,7 @@ class BufferAssignment {
   std::string memory_usage_report() const;
 
  private:
-  friend StatusOr<BufferAssignment> assign_buffers(const Module& module);
+  friend StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssignmentOptions& options);
   explicit BufferAssignment(Dataflow dataflow) : dataflow_(std::move(dataflow)) {}
 
   Dataflow dataflow_;
@@ -128,6 +141,6 @@ class BufferAssignment {
 };
 
 // Requires a module after copy insertion (every must-share link legal on its schedule).
-StatusOr<BufferAssignment> assign_buffers(const Module& module);
+StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssignmentOptions& options = {});
 
 }  // namespace insitu

@@ -63,7 +63,9 @@ struct BufferPlan {
 // producer runs and a window contiguous wherever it starts, it gets a dynamic view of its own
 // (dynamic_view and placed_for both set), whose base the runtime sets from the update-slice's
 // starts just before the producer runs.
-// Runs on freshly classified plans, before elementwise reuse and packing.
-void borrow_buffers(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans);
+// Runs on freshly classified plans, before elementwise reuse and packing; what `options` rules
+// out stays materialized.
+void borrow_buffers(const Dataflow& dataflow, const LiveRanges& live, const BufferAssignmentOptions& options,
+                    std::vector<BufferPlan>& plans);
 
 }  // namespace insitu::buffer_assignment_internal

@@ -168,7 +168,7 @@ std::optional<int64_t> borrowable_until(const Dataflow& dataflow, const LiveRang
   return last;
 }
 
-void borrow_views(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
+void borrow_views(const Dataflow& dataflow, const LiveRanges& live, bool dynamic_views, std::vector<BufferPlan>& plans) {
   for (const Instruction* instruction : live.sequence()) {
     const Opcode opcode = instruction->opcode();
     if ((opcode != Opcode::kReshape && opcode != Opcode::kSlice && opcode != Opcode::kDynamicSlice) ||
@@ -179,6 +179,7 @@ void borrow_views(const Dataflow& dataflow, const LiveRanges& live, std::vector<
     const std::optional<int64_t> until = borrowable_until(dataflow, live, plan, id);
     if (!until) continue;
     const bool dynamic = is_contiguous_dynamic_slice(*instruction);
+    if (dynamic && !dynamic_views) continue;
     std::optional<int64_t> offset = dynamic ? std::optional<int64_t>(0) : view_offset_bytes(*instruction);
     if (!offset) continue;
     const ValueId source_value = dataflow.value_at(instruction->operand(0));
@@ -460,9 +461,10 @@ void place_updates(const Dataflow& dataflow, const LiveRanges& live, std::vector
 
 }  // namespace
 
-void borrow_buffers(const Dataflow& dataflow, const LiveRanges& live, std::vector<BufferPlan>& plans) {
-  borrow_views(dataflow, live, plans);
-  place_updates(dataflow, live, plans);
+void borrow_buffers(const Dataflow& dataflow, const LiveRanges& live, const BufferAssignmentOptions& options,
+                    std::vector<BufferPlan>& plans) {
+  borrow_views(dataflow, live, options.dynamic_views, plans);
+  if (options.placed_updates) place_updates(dataflow, live, plans);
   borrow_broadcast_scalars(dataflow, live, plans);
 }
 

@@ -7,6 +7,7 @@
 
 #include "insitu/ir/printer.h"
 #include "insitu/ir/verifier.h"
+#include "insitu/passes/fusion.h"
 #include "insitu/passes/pipeline.h"
 #include "insitu/support/str.h"
 
@@ -109,6 +110,14 @@ StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const 
   }
   result.module = std::move(module);
   return result;
+}
+
+Status retarget_for_cuda(OptimizedModule& optimized) {
+  inline_unlooped_fusions(*optimized.module);
+  INSITU_ASSIGN_OR_RETURN(BufferAssignment buffers,
+                          assign_buffers(*optimized.module, BufferAssignmentOptions::for_cuda()));
+  optimized.buffers = std::move(buffers);
+  return ok_status();
 }
 
 }  // namespace insitu

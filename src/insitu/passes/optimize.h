@@ -46,6 +46,13 @@ struct OptimizedModule {
 
 StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const OptimizeOptions& options = {});
 
+// The optimized module as the CUDA device runs it: its unlooped fusions inlined (the device
+// generates a fused loop or a reduce, not both in one kernel: fusion.h inline_unlooped_fusions)
+// and its buffers assigned with what the device can do (BufferAssignmentOptions::for_cuda):
+// the memory plan cuda/device_plan.h runs, so explain and `insitu opt --device cuda` say what
+// the device holds.
+Status retarget_for_cuda(OptimizedModule& optimized);
+
 // "module_0001.jit_f" with the characters XLA replaces in dump names (/ \ [ ] space) made '_'.
 std::string dump_file_prefix(const Module& module, int module_number);
 

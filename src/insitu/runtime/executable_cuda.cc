@@ -44,11 +44,12 @@ std::string Executable::device_name() const {
 
 namespace {
 
-// What a call on the device adds to ExecutionStats.
-ExecutionStats device_stats(const cuda::CudaStats& counted) {
+// What a call on the device adds to ExecutionStats; the peak is the plan's (the buffer
+// assignment's, as on the CPU and in explain), not the pool's (which holds the arena whole).
+ExecutionStats device_stats(const cuda::CudaStats& counted, int64_t planned_peak) {
   ExecutionStats stats;
   stats.bytes_copied = counted.bytes_copied_on_device;
-  stats.peak_memory_bytes = counted.peak_device_bytes;
+  stats.peak_memory_bytes = planned_peak;
   stats.bytes_to_device = counted.bytes_to_device;
   stats.bytes_to_host = counted.bytes_to_host;
   stats.kernels_launched = counted.kernels_launched;
@@ -68,11 +69,10 @@ Status check_device_options(const ExecuteOptions& options) {
 
 StatusOr<std::unique_ptr<Executable>> Executable::create_on_cuda(OptimizedModule optimized, ExecutableOptions options) {
   // The CUDA plan generates a fused loop or a reduce, not both in one kernel: reduce fusions
-  // become their ops again, and the buffers are assigned on what runs.
-  if (inline_unlooped_fusions(*optimized.module)) {
-    INSITU_ASSIGN_OR_RETURN(BufferAssignment buffers, assign_buffers(*optimized.module));
-    optimized.buffers = std::move(buffers);
-  }
+  // become their ops again, and the device executable assigns the buffers on what runs, with
+  // what the device can do (BufferAssignmentOptions::for_cuda); that assignment is this
+  // executable's too, so explain and the stats give the device's plan.
+  inline_unlooped_fusions(*optimized.module);
   auto on_device = std::make_unique<OnDevice>();
   cuda::Device* device = options.cuda_device;
   if (device == nullptr) {
@@ -83,7 +83,7 @@ StatusOr<std::unique_ptr<Executable>> Executable::create_on_cuda(OptimizedModule
   INSITU_ASSIGN_OR_RETURN(on_device->executable,
                           cuda::CudaExecutable::create(std::move(optimized.module), *device, options.custom_calls));
   const Module& module = on_device->executable->module();
-  std::unique_ptr<Executable> executable(new Executable(module, std::move(*optimized.buffers), options));
+  std::unique_ptr<Executable> executable(new Executable(module, on_device->executable->buffers(), options));
   executable->describe_arguments();
   const std::vector<Shape>& results = on_device->executable->result_leaves();
   executable->result_count_ = results.size();
@@ -131,7 +131,7 @@ StatusOr<std::vector<BufferHandle>> Executable::execute_on_cuda(std::vector<std:
   reservations.commit();
   std::vector<BufferHandle> handles;
   for (std::shared_ptr<Buffer>& result : results) handles.emplace_back(std::move(result));
-  ExecutionStats stats = device_stats(counted);
+  ExecutionStats stats = device_stats(counted, assignment_.peak_memory_bytes());
   finish_call(stats, options, start);
   return handles;
 }
@@ -146,7 +146,7 @@ Status Executable::execute_borrowed_on_cuda(std::span<uint8_t* const> arguments,
     std::lock_guard<std::mutex> lock(on_device_->calls);
     INSITU_RETURN_IF_ERROR(on_device_->executable->run_host(argument_bytes, results, &counted));
   }
-  ExecutionStats stats = device_stats(counted);
+  ExecutionStats stats = device_stats(counted, assignment_.peak_memory_bytes());
   finish_call(stats, options, start);
   return ok_status();
 }
