@@ -152,7 +152,8 @@ Status plan_same_bytes(const Instruction& instruction, const Memory& memory, Dev
   step.kind = StepKind::kCopy;
   step.pointers = {from, to};
   step.bytes = instruction.shape().byte_size();
-  ++plan.copies;
+  step.counted = instruction.opcode() == Opcode::kCopy;
+  plan.copies += step.counted;
   return ok_status();
 }
 
@@ -446,7 +447,8 @@ void describe_steps(const std::vector<DeviceStep>& steps, const std::string& ind
         text += "\n";
         break;
       case StepKind::kCopy:
-        text += str_cat(name, "device copy, ", step.bytes, " bytes\n");
+        text += str_cat(name, step.counted ? "device copy, " : step.from_constant ? "constant written, " : "bytes moved, ",
+                        step.bytes, " bytes\n");
         break;
       case StepKind::kGemm: {
         const GemmCall& g = step.gemm;

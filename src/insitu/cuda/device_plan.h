@@ -88,6 +88,9 @@ struct DeviceStep {
   std::vector<DeviceSlice> pointers;
   const Instruction* from_constant = nullptr;  // kCopy of a constant the assignment put in a buffer
   int64_t bytes = 0;                           // kCopy
+  // kCopy: a copy instruction's, counted in bytes_copied_on_device as the CPU counts copies (a
+  // reshape's bytes moved, or a constant written, are the op's own work, not a copy).
+  bool counted = false;
   std::string kernel;   // kKernel: the __global__ function
   int64_t threads = 0;  // kKernel: one per output element (per update element, in place)
   // kKernel of a split reduce (generate_split_reduce): `kernel` writes partials into a scratch
@@ -145,7 +148,7 @@ struct DevicePlan {
   std::vector<std::string> custom_bodies;  // registered kernels' CUDA functions in `source`
   int64_t kernels = 0;  // generated kernels (k0, k1, ...)
   int64_t gemms = 0;    // GEMM steps (their kernels g0, g1, ...)
-  int64_t copies = 0;   // device copy steps, loop bodies and branches included
+  int64_t copies = 0;   // copy instructions run as device copies, loop bodies and branches included
   // Memory, as the buffer assignment planned it (the CPU runtime's plan, made with what the
   // device can do: BufferAssignmentOptions::for_cuda).
   std::vector<DeviceAllocation> allocations;  // by the assignment's allocation index

@@ -162,7 +162,7 @@ struct CudaExecutable::Run {
           const DevicePointer from = step.from_constant != nullptr ? executable.constant_copies_.at(step.from_constant)
                                                                   : at(step.pointers.at(0));
           INSITU_RETURN_IF_ERROR(executable.device_.copy_on_device(at(step.pointers.at(1)), from, step.bytes));
-          if (step.from_constant == nullptr) stats.bytes_copied_on_device += step.bytes;  // a constant is written, not copied
+          if (step.counted) stats.bytes_copied_on_device += step.bytes;
           break;
         }
         case StepKind::kKernel:
