@@ -16,13 +16,12 @@
 #include <string>
 
 #include "_insitu.h"
-#include "insitu/cli.h"
 #include "insitu/ir/parser.h"
 #include "insitu/ir/printer.h"
 #include "insitu/ir/verifier.h"
 #include "insitu/passes/optimize.h"
-#include "insitu/plugins.h"
-#include "insitu/run_command.h"
+#include "insitu/kernel/plugin.h"
+#include "insitu/runtime/stats_json.h"
 #ifdef INSITU_HAVE_PJRT
 #include "insitu/pjrt/plugin.h"
 #endif
@@ -31,15 +30,10 @@
 
 namespace insitu::python {
 
-// The located message the CLI prints for a status, without its "insitu: error: " prefix.
+// The located message the CLI prints for a status (`FILE:LINE:COLUMN: error: ...` where the
+// status has a place in `file`), without the CLI's "insitu: error: " prefix.
 std::string status_text(const Status& status, const std::string& file) {
-  std::ostringstream out, err;
-  cli::CliContext context{out, err};
-  cli::report_error(context, status, file);
-  std::string text = err.str();
-  if (text.starts_with("insitu: error: ")) text = text.substr(15);
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
+  return status.location().valid() && !file.empty() ? status.to_string(file) : status.message();
 }
 [[noreturn]] void raise(const Status& status, const std::string& file) {
   throw StatusError(status_text(status, file));
@@ -169,7 +163,7 @@ NB_MODULE(_insitu, m) {
     out["optimized_text"] = ins::print_module(executable.module());
     out["explain_text"] = program->explanation_text;
     out["explain_json"] = program->explanation_json;
-    out["stats_json"] = ins::cli::run_stats_json(executable, executable.last_stats()).dump();
+    out["stats_json"] = ins::run_stats_json(executable, executable.last_stats()).dump();
     return out;
   });
 #endif
@@ -195,6 +189,6 @@ NB_MODULE(_insitu, m) {
     return true;
   }, nb::arg("path").none());
   m.def("_load_plugin", [](const std::string& path) {
-    if (ins::Status status = ins::cli::load_plugin(path); !status.ok()) raise(status);
+    if (ins::Status status = ins::load_plugin(path); !status.ok()) raise(status);
   });
 }

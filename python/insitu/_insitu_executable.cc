@@ -8,7 +8,7 @@
 
 #include "_insitu.h"
 #include "insitu/ir/printer.h"
-#include "insitu/run_command.h"
+#include "insitu/runtime/stats_json.h"
 
 namespace insitu::python {
 
@@ -56,7 +56,7 @@ std::string PyExecutable::stats_json() const {
   const int threads = last_threads_.load(std::memory_order_acquire);
   if (threads < 0) return "null";
   const ExecutionStats stats = executable_->last_stats();
-  nlohmann::json json = cli::run_stats_json(*executable_, stats);
+  nlohmann::json json = run_stats_json(*executable_, stats);
   json["argument_bytes_copied"] = last_argument_bytes_copied_.load(std::memory_order_relaxed);
   json["compile_seconds"] = compile_seconds_;
   json["unused_donors"] = unused_donors_;

@@ -1,5 +1,5 @@
 // Tests for binding `insitu run` arguments: parameter leaves, default values, .npy checks.
-#include "insitu/arguments.h"
+#include "cli/arguments.h"
 
 #include <gtest/gtest.h>
 

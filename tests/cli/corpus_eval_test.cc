@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "insitu/arguments.h"
+#include "cli/arguments.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/parser.h"
 #include "insitu/ir/verifier.h"

@@ -17,7 +17,7 @@
 #include <optional>
 #include <thread>
 
-#include "insitu/arguments.h"
+#include "cli/arguments.h"
 #include "insitu/evaluator/collectives.h"
 #include "insitu/ir/parser.h"
 #include "insitu/ir/verifier.h"

@@ -28,7 +28,7 @@
 #include <map>
 #include <sstream>
 
-#include "insitu/arguments.h"
+#include "cli/arguments.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/npy.h"
 #include "insitu/ir/parser.h"

@@ -1,6 +1,6 @@
 // Tests for how `insitu run` prints results: small values as Literal::to_string, large arrays
 // abbreviated as numpy does.
-#include "insitu/literal_format.h"
+#include "cli/literal_format.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "insitu/cli.h"
+#include "cli/cli.h"
 #include "insitu/passes/pipeline.h"
 #include "insitu/support/str.h"
 

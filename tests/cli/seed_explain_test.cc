@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "insitu/cli.h"
+#include "cli/cli.h"
 
 namespace insitu {
 namespace {

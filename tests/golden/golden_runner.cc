@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "file_check.h"
-#include "insitu/cli.h"
+#include "cli/cli.h"
 
 namespace insitu::golden {
 namespace {

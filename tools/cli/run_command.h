@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "insitu/cli.h"
+#include "cli/cli.h"
 #include "insitu/runtime/executable.h"
 
 namespace insitu::cli {
@@ -44,10 +44,5 @@ struct RunOptions {
 };
 
 int run_command(const RunOptions& options, CliContext& context);
-
-// The run fields of --stats (DESIGN.md's CLI contract) for one call of `executable`:
-// copies_executed, bytes_copied, bytes_written, peak_memory_bytes, run_seconds, fallback_ops_executed, and
-// copies_in_module (each copy's name and reason). The Python package's Executable.stats too.
-nlohmann::json run_stats_json(const Executable& executable, const ExecutionStats& stats);
 
 }  // namespace insitu::cli

@@ -1,8 +1,8 @@
-#include "insitu/fmt_command.h"
+#include "cli/fmt_command.h"
 
 #include "insitu/ir/printer.h"
 #include "insitu/ir/verifier.h"
-#include "insitu/module_loader.h"
+#include "cli/module_loader.h"
 
 namespace insitu::cli {
 

@@ -1,4 +1,4 @@
-#include "insitu/plugins.h"
+#include "insitu/kernel/plugin.h"
 
 #include <dlfcn.h>
 
@@ -7,7 +7,7 @@
 
 #include "insitu/kernel/registry.h"
 
-namespace insitu::cli {
+namespace insitu {
 
 Status load_plugin(const std::string& path) {
   std::string resolved = path;
@@ -42,4 +42,4 @@ Status load_plugin(const std::string& path) {
   return ok_status();
 }
 
-}  // namespace insitu::cli
+}  // namespace insitu

@@ -1,6 +1,6 @@
 // Command-line parsing with CLI11 (Debian's libcli11-dev): subcommands, --help everywhere,
 // typed and validated options, without hand-rolled argv handling.
-#include "insitu/cli.h"
+#include "cli/cli.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -12,10 +12,10 @@
 #include <limits>
 #include <sstream>
 
-#include "insitu/fmt_command.h"
-#include "insitu/opt_command.h"
+#include "cli/fmt_command.h"
+#include "cli/opt_command.h"
 #include "insitu/passes/pipeline.h"
-#include "insitu/run_command.h"
+#include "cli/run_command.h"
 #include "insitu/runtime/thread_pool.h"
 #include "insitu/support/str.h"
 

@@ -1,4 +1,4 @@
-#include "insitu/module_loader.h"
+#include "cli/module_loader.h"
 
 #include "insitu/ir/parser.h"
 #include "insitu/ir/verifier.h"

@@ -1,7 +1,7 @@
 #include "insitu/evaluator/element_arithmetic.h"
-#include "insitu/arguments.h"
+#include "cli/arguments.h"
 
-#include "insitu/cli.h"
+#include "cli/cli.h"
 #include "insitu/ir/npy.h"
 #include "insitu/runtime/buffer.h"
 #include "insitu/support/str.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "insitu/cli.h"
+#include "cli/cli.h"
 
 namespace insitu::cli {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "insitu/cli.h"
+#include "cli/cli.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);

@@ -2,7 +2,7 @@
 // ranks one line per innermost row, "  { 1, 2, 3 }", nested braces on their own lines; tuple
 // values on one line) and only adds the "..." entries, so an abbreviated value reads like a
 // full one.
-#include "insitu/literal_format.h"
+#include "cli/literal_format.h"
 
 #include <functional>
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "insitu/cli.h"
+#include "cli/cli.h"
 
 namespace insitu::cli {
 

@@ -1,11 +1,11 @@
-#include "insitu/opt_command.h"
+#include "cli/opt_command.h"
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/device_plan.h"
 #include "insitu/ir/printer.h"
-#include "insitu/module_loader.h"
+#include "cli/module_loader.h"
 #include "insitu/passes/optimize.h"
-#include "insitu/plugins.h"
+#include "insitu/kernel/plugin.h"
 
 namespace insitu::cli {
 

@@ -3,11 +3,11 @@
 #include <map>
 
 #include "insitu/ir/copy_reason.h"
-#include "insitu/module_loader.h"
-#include "insitu/opt_command.h"
+#include "cli/module_loader.h"
+#include "cli/opt_command.h"
 #include "insitu/passes/explain.h"
 #include "insitu/passes/optimize.h"
-#include "insitu/plugins.h"
+#include "insitu/kernel/plugin.h"
 #include "insitu/support/str.h"
 
 namespace insitu::cli {

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "insitu/cli.h"
+#include "cli/cli.h"
 #include "insitu/ir/module.h"
 
 namespace insitu::cli {
