@@ -6,7 +6,6 @@
 
 #include "insitu/cuda/codegen.h"
 #include "insitu/cuda/codegen_internal.h"
-#include "insitu/passes/bitcast_lowering.h"
 #include "insitu/support/str.h"
 
 namespace insitu::cuda {

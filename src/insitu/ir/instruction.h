@@ -195,4 +195,10 @@ class Instruction : public InstructionAttributes {
 // bound, a step).
 bool is_integer_constant(const Instruction& instruction, int64_t value);
 
+// Whether `bitcast` (a bitcast or reshape) moves no element in row-major data: equal element
+// types and both layouts row-major on the dimensions larger than 1 (so it is a reshape of the
+// values). Passes lower bitcasts by it (passes/bitcast_lowering.h); the runtimes run one that
+// satisfies it as a view.
+bool is_row_major_reshape(const Instruction& bitcast);
+
 }  // namespace insitu

@@ -100,21 +100,6 @@ class Lowering {
 
 }  // namespace
 
-bool is_row_major_reshape(const Instruction& bitcast) {
-  const Shape& from = bitcast.operand(0)->shape();
-  const Shape& to = bitcast.shape();
-  if (!from.is_array() || !to.is_array()) return true;
-  auto row_major = [](const Shape& shape) {
-    // Dimensions of size 1 do not affect the order of elements; compare the others only.
-    std::vector<int64_t> order;
-    for (int64_t d : shape.layout().minor_to_major)
-      if (shape.dimension(d) != 1) order.push_back(d);
-    return std::is_sorted(order.rbegin(), order.rend());
-  };
-  return from.element_type() == to.element_type() && from.layout().tiles.empty() && to.layout().tiles.empty() &&
-         row_major(from) && row_major(to);
-}
-
 namespace {
 
 // The computations fusions call: they run as one unit, layouts and reshapes inside them too.

@@ -17,7 +17,7 @@
 // Left alone, and refused when an Executable is built: a bitcast between element types of
 // different widths or between different tiled layouts.
 //
-// Post: every remaining top-level bitcast satisfies is_row_major_reshape, or is one of the two
+// Post: every remaining top-level bitcast satisfies is_row_major_reshape (ir/instruction.h), or is one of the two
 // refused kinds.
 #pragma once
 
@@ -38,9 +38,5 @@ StatusOr<bool> lower_bitcasts(Module& module);
 // bitcast, whose layout where it is defined may differ). Runs after fusion (fused computations
 // keep their reshapes) and before donor matching.
 StatusOr<bool> reshapes_to_bitcasts(Module& module);
-
-// Whether `bitcast` moves no element in row-major data: equal element types and both layouts
-// row-major on the dimensions larger than 1 (so the bitcast is a reshape of the values).
-bool is_row_major_reshape(const Instruction& bitcast);
 
 }  // namespace insitu

@@ -11,7 +11,6 @@
 #include <map>
 
 #include "insitu/evaluator/collectives.h"
-#include "insitu/passes/bitcast_lowering.h"
 #include "insitu/runtime/executable.h"
 #include "insitu/runtime/executor.h"
 #include "insitu/runtime/fallback_kernels.h"
