@@ -217,16 +217,19 @@ int64_t BufferAssignment::temp_bytes() const {
   return bytes;
 }
 
-StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssignmentOptions& options) {
-  if (module.entry() == nullptr || module.entry()->root() == nullptr)
-    return invalid_argument("buffer assignment needs a module with an entry computation", module.location());
-  BufferAssignment assignment(Dataflow::compute(module));
-  const Dataflow& dataflow = assignment.dataflow_;
-  assignment.live_ranges_ = LiveRanges::compute(module, dataflow);
-  const LiveRanges& live = assignment.live_ranges_;
-  const int64_t end_time = live.schedule_end_time();
+namespace {
 
-  // Classify every buffer.
+// The buffer a merged buffer's bytes are in (elementwise reuse chains).
+BufferId resolved(const std::vector<BufferPlan>& plans, BufferId b) {
+  while (plans[b].merged_into >= 0) b = plans[b].merged_into;
+  return b;
+}
+
+// Phase 1: every buffer of the live ranges, classified (parameter, constant, output, temp; tokens
+// and, where the device reads them in place, scalar broadcasts unmaterialized); an error when the
+// module still needs copy insertion.
+StatusOr<std::vector<BufferPlan>> classify_buffers(const Module& module, const Dataflow& dataflow,
+                                                   const LiveRanges& live, const BufferAssignmentOptions& options) {
   std::vector<BufferPlan> plans(live.buffer_count());
   for (BufferId b = 0; b < live.buffer_count(); ++b) {
     BufferPlan& plan = plans[b];
@@ -244,26 +247,28 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssi
         is_unmaterialized_scalar_broadcast(dataflow.value(plan.values[0])))
       plan.materialized = false;
   }
-  buffer_assignment_internal::borrow_buffers(dataflow, live, options, plans);
-  auto resolve = [&](BufferId b) {
-    while (plans[b].merged_into >= 0) b = plans[b].merged_into;
-    return b;
-  };
+  return plans;
+}
+
+// Phase 3, elementwise reuse: the result takes the bytes of an operand buffer that dies right
+// there (same size and layout, so every element is read before it is overwritten). When the
+// result is an entry output, the dying temp moves into the output's buffer instead (the last
+// fusion of a softmax writes over the exponentials it reads, in the caller's buffer). A sort's
+// result i may take its operand i the same way (the runtime permutes each slice through a
+// copy), where the device allows it. What may share memory is the in-place contract's
+// (analysis/in_place.h): each output leaf takes the first operand, in operand order, that it may
+// be written over and that dies there.
+void merge_elementwise(const Dataflow& dataflow, const LiveRanges& live, const BufferAssignmentOptions& options,
+                       std::vector<BufferPlan>& plans) {
   auto is_plain_temp = [&](BufferId b) {
     return plans[b].materialized && plans[b].kind == AllocationKind::kTemp && plans[b].merged_into < 0;
   };
-
-  // Elementwise reuse: the result takes the bytes of an operand buffer that dies right there
-  // (same size and layout, so every element is read before it is overwritten). When the result
-  // is an entry output, the dying temp moves into the output's buffer instead (the last fusion
-  // of a softmax writes over the exponentials it reads, in the caller's buffer). A sort's result
-  // i may take its operand i the same way (the runtime permutes each slice through a copy).
   auto try_merge = [&](BufferId result, const Shape& result_shape, const Instruction* operand, int64_t now) {
     const bool into_output = plans[result].materialized && plans[result].kind == AllocationKind::kOutput &&
                              plans[result].merged_into < 0;
     if ((!is_plain_temp(result) && !into_output) || plans[result].range.start != now) return false;
     if (!operand->shape().is_array() || !same_layout_and_size(operand->shape(), result_shape)) return false;
-    const BufferId source = resolve(live.buffer_of(dataflow.value_at(operand)));
+    const BufferId source = resolved(plans, live.buffer_of(dataflow.value_at(operand)));
     if (source == result || !is_plain_temp(source) || plans[source].range.end != now) return false;
     if (plans[source].lent) return false;  // a view may still read it at other offsets
     if (plans[source].size != plans[result].size) return false;
@@ -274,8 +279,6 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssi
     for (ValueId id : plans[from].values) plans[into].values.push_back(id);
     return true;
   };
-  // What may share memory is the in-place contract's (analysis/in_place.h): each output leaf
-  // takes the first operand, in operand order, that it may be written over and that dies there.
   for (const Instruction* instruction : live.sequence()) {
     const int64_t now = live.time(instruction);
     std::vector<ShapeIndex> merged;
@@ -289,10 +292,13 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssi
         merged.push_back(pair.output_index);
     }
   }
+}
 
-  // Allocations: parameters (by number), constants, outputs (by index), then the temp arena.
+// The buffers that hold bytes of their own, in allocation order: parameters (by number),
+// constants, outputs (by index), then temps.
+std::vector<BufferId> materialized_order(const std::vector<BufferPlan>& plans) {
   std::vector<BufferId> order;
-  for (BufferId b = 0; b < live.buffer_count(); ++b)
+  for (BufferId b = 0; b < static_cast<BufferId>(plans.size()); ++b)
     if (plans[b].materialized && plans[b].merged_into < 0) order.push_back(b);
   auto rank = [&](BufferId b) {
     const BufferPlan& plan = plans[b];
@@ -307,7 +313,19 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssi
     return std::make_tuple(4, b, ShapeIndex{});
   };
   std::stable_sort(order.begin(), order.end(), [&](BufferId a, BufferId b) { return rank(a) < rank(b); });
-  std::vector<Allocation>& allocations = assignment.allocations_;
+  return order;
+}
+
+// Phase 4, allocations: one per parameter leaf, constant and output buffer; the temps packed into
+// one arena, each parallel grid loop's private buffers into an arena of the loop's own (each
+// worker holds its own copy: analysis/parallel_grid.h) where the device has them; a dynamic
+// view an allocation each (no bytes: the runtime sets its base). Sets each plan's allocation
+// and offset; `per_worker` gets (loop, its arena).
+std::vector<Allocation> allocate(const Module& module, const Dataflow& dataflow, const LiveRanges& live,
+                                 const BufferAssignmentOptions& options, const std::vector<BufferId>& order,
+                                 std::vector<BufferPlan>& plans,
+                                 std::vector<std::pair<const Instruction*, int64_t>>& per_worker) {
+  std::vector<Allocation> allocations;
   std::vector<BufferId> temps;
   for (BufferId b : order) {
     BufferPlan& plan = plans[b];
@@ -330,8 +348,6 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssi
     plan.allocation = allocation.index;
     allocations.push_back(std::move(allocation));
   }
-  // Temps: one arena, except that each parallel grid loop's private buffers get an arena of
-  // the loop's own (each worker of the loop holds its own copy: analysis/parallel_grid.h).
   std::vector<std::vector<BufferId>> arenas(1);
   std::vector<const Instruction*> arena_loop(1, nullptr);
   for (const auto& [loop, grid] : parallel_grid_loops(module)) {
@@ -365,11 +381,9 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssi
       arena.size = std::max(arena.size, plans[b].offset + plans[b].size);
       placed.push_back(b);
     }
-    if (arena_loop[n] != nullptr) assignment.per_worker_.emplace_back(arena_loop[n], arena.index);
+    if (arena_loop[n] != nullptr) per_worker.emplace_back(arena_loop[n], arena.index);
     allocations.push_back(std::move(arena));
   }
-
-  // Dynamic views: an allocation each, whose base the runtime sets (no bytes of their own).
   for (BufferPlan& plan : plans) {
     if (!plan.dynamic_view) continue;
     Allocation allocation;
@@ -380,70 +394,115 @@ StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssi
     plan.offset = 0;
     allocations.push_back(std::move(allocation));
   }
+  return allocations;
+}
 
-  // Slices.
-  assignment.slices_.assign(dataflow.values().size(), std::nullopt);
+// Phase 5: every value's slice. A materialized buffer's values at its offset; a view's (and a
+// placed update's) a range of its resolved source's bytes, through sources that are views or
+// placed values themselves, up to a materialized buffer or a dynamic view's allocation.
+struct Slices {
+  std::vector<std::optional<BufferSlice>> slices;
+  std::vector<bool> views, own_window;
+  std::vector<const Instruction*> placed_for;
+};
+Slices record_slices(const Dataflow& dataflow, const std::vector<BufferId>& order, const std::vector<BufferPlan>& plans,
+                     std::vector<Allocation>& allocations) {
+  const size_t values = dataflow.values().size();
+  Slices out{std::vector<std::optional<BufferSlice>>(values), std::vector<bool>(values, false),
+             std::vector<bool>(values, false), std::vector<const Instruction*>(values, nullptr)};
   for (BufferId b : order) {
     const BufferPlan& plan = plans[b];
     for (ValueId id : plan.values) {
       const Shape& shape = dataflow.value(id).shape;
       if (!shape.is_array()) continue;
-      assignment.slices_[id] = BufferSlice{plan.allocation, plan.offset, shape.byte_size()};
+      out.slices[id] = BufferSlice{plan.allocation, plan.offset, shape.byte_size()};
       allocations[plan.allocation].values.push_back(id);
     }
   }
   for (Allocation& allocation : allocations) std::sort(allocation.values.begin(), allocation.values.end());
-  // Views: a range of their (resolved) source's bytes; they hold no bytes of their own.
-  assignment.views_.assign(dataflow.values().size(), false);
-  assignment.placed_for_.assign(dataflow.values().size(), nullptr);
-  assignment.own_window_.assign(dataflow.values().size(), false);
   for (const BufferPlan& plan : plans) {
     if (plan.view_of < 0) continue;
-    // a static view reads its source's bytes, through sources that are views or placed values
-    // themselves, up to a materialized buffer or a dynamic view's allocation
     BufferId from = plan.view_of;
     int64_t within = plan.view_offset;
     while (!plan.dynamic_view && plans[from].view_of >= 0 && !plans[from].dynamic_view) {
       within += plans[from].view_offset;
       from = plans[from].view_of;
     }
-    const BufferPlan& source = plan.dynamic_view ? plan : plans[resolve(from)];
+    const BufferPlan& source = plan.dynamic_view ? plan : plans[resolved(plans, from)];
     const int64_t offset = plan.dynamic_view ? 0 : source.offset + within;
     for (ValueId id : plan.values) {
-      assignment.slices_[id] = BufferSlice{source.allocation, offset, dataflow.value(id).shape.byte_size()};
-      assignment.views_[id] = plan.placed_for == nullptr;
-      assignment.placed_for_[id] = plan.placed_for;
-      assignment.own_window_[id] = plan.placed_for != nullptr && plan.dynamic_view;
+      out.slices[id] = BufferSlice{source.allocation, offset, dataflow.value(id).shape.byte_size()};
+      out.views[id] = plan.placed_for == nullptr;
+      out.placed_for[id] = plan.placed_for;
+      out.own_window[id] = plan.placed_for != nullptr && plan.dynamic_view;
     }
   }
+  return out;
+}
 
-  // Peak: parameters and constants live for the whole program, everything else over its range.
+// Phase 6, the peak: parameters and constants live for the whole program, everything else over
+// its range; the time of the first peak and the buffers live then (each once: its first value,
+// its bytes).
+struct Peak {
+  int64_t bytes = 0, time = 0;
+  std::vector<std::pair<ValueId, int64_t>> buffers;
+};
+Peak peak_of(const LiveRanges& live, const std::vector<BufferId>& order, const std::vector<BufferPlan>& plans) {
   auto whole_program = [](const BufferPlan& plan) {
     return plan.kind == AllocationKind::kParameter || plan.kind == AllocationKind::kConstant;
   };
   std::map<int64_t, int64_t> deltas;  // time -> change in live bytes
   for (BufferId b : order) {
     const BufferPlan& plan = plans[b];
-    const TimeInterval range = whole_program(plan) ? TimeInterval{0, end_time} : plan.range;
+    const TimeInterval range = whole_program(plan) ? TimeInterval{0, live.schedule_end_time()} : plan.range;
     deltas[range.start] += plan.size;
     deltas[range.end + 1] -= plan.size;
   }
+  Peak peak;
   int64_t live_bytes = 0;
   for (const auto& [time, delta] : deltas) {
     live_bytes += delta;
-    if (live_bytes > assignment.peak_memory_bytes_) {
-      assignment.peak_memory_bytes_ = live_bytes;
-      assignment.peak_time_ = time;
+    if (live_bytes > peak.bytes) {
+      peak.bytes = live_bytes;
+      peak.time = time;
     }
   }
   for (BufferId b : order) {
     const BufferPlan& plan = plans[b];
-    if (whole_program(plan) || (plan.range.start <= assignment.peak_time_ && assignment.peak_time_ <= plan.range.end))
-      assignment.peak_buffers_.emplace_back(
+    if (whole_program(plan) || (plan.range.start <= peak.time && peak.time <= plan.range.end))
+      peak.buffers.emplace_back(
           plan.parameter != nullptr ? plan.parameter->id : *std::min_element(plan.values.begin(), plan.values.end()),
           plan.size);
   }
-  std::sort(assignment.peak_buffers_.begin(), assignment.peak_buffers_.end());
+  std::sort(peak.buffers.begin(), peak.buffers.end());
+  return peak;
+}
+
+}  // namespace
+
+// The phases, in order: classify, borrow (views, placed updates, scalar broadcasts:
+// buffer_assignment_views.cc), merge elementwise, allocate and pack, record slices, peak.
+StatusOr<BufferAssignment> assign_buffers(const Module& module, const BufferAssignmentOptions& options) {
+  if (module.entry() == nullptr || module.entry()->root() == nullptr)
+    return invalid_argument("buffer assignment needs a module with an entry computation", module.location());
+  BufferAssignment assignment(Dataflow::compute(module));
+  const Dataflow& dataflow = assignment.dataflow_;
+  assignment.live_ranges_ = LiveRanges::compute(module, dataflow);
+  const LiveRanges& live = assignment.live_ranges_;
+  INSITU_ASSIGN_OR_RETURN(std::vector<BufferPlan> plans, classify_buffers(module, dataflow, live, options));
+  buffer_assignment_internal::borrow_buffers(dataflow, live, options, plans);
+  merge_elementwise(dataflow, live, options, plans);
+  const std::vector<BufferId> order = materialized_order(plans);
+  assignment.allocations_ = allocate(module, dataflow, live, options, order, plans, assignment.per_worker_);
+  Slices slices = record_slices(dataflow, order, plans, assignment.allocations_);
+  assignment.slices_ = std::move(slices.slices);
+  assignment.views_ = std::move(slices.views);
+  assignment.placed_for_ = std::move(slices.placed_for);
+  assignment.own_window_ = std::move(slices.own_window);
+  Peak peak = peak_of(live, order, plans);
+  assignment.peak_memory_bytes_ = peak.bytes;
+  assignment.peak_time_ = peak.time;
+  assignment.peak_buffers_ = std::move(peak.buffers);
   return assignment;
 }
 
