@@ -173,6 +173,298 @@ Status check_shared(const Instruction& outer, const Instruction& at, const Memor
   return status;
 }
 
+StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, const CustomCallTable& custom_calls,
+                                             const Memory& memory, DevicePlan& plan);
+
+// One instruction's step, as its runtime family's planner makes it (planner_of: the device's
+// kernel table, keyed like the CPU's kernel_table.cc by opcode.def's fourth column).
+struct StepPlanner {
+  const Instruction& instruction;
+  const CustomCallTable& custom_calls;
+  const Memory& memory;
+  DevicePlan& plan;
+  DeviceStep& step;
+  std::string name;  // the next generated kernel's
+
+  Opcode opcode() const { return instruction.opcode(); }
+  // `kernel` (generated) as the step, over `threads` threads.
+  Status add(const StatusOr<GeneratedKernel>& kernel, int64_t threads) {
+    if (!kernel.ok()) return kernel.status();
+    step.kind = StepKind::kKernel;
+    step.kernel = kernel->name;
+    step.threads = threads;
+    plan.source += kernel->source;
+    ++plan.kernels;
+    return ok_status();
+  }
+  // The pointers of a kernel that reads its operands and writes its outputs, none over another
+  // (`over`: an output may be written over an operand it reads elementwise: step.written_over).
+  Status take_pointers(bool over) {
+    INSITU_RETURN_IF_ERROR(memory.operands(instruction, step.pointers));
+    INSITU_RETURN_IF_ERROR(memory.outputs(instruction, step.pointers));
+    INSITU_ASSIGN_OR_RETURN(step.written_over, memory.written_over(instruction, step.pointers));
+    if (!over && !step.written_over.empty())
+      return internal_error(str_cat("buffer assignment put the output of %", instruction.name(), " over operand ",
+                                    step.written_over[0], ", which its CUDA kernel does not read elementwise"),
+                            instruction.location());
+    return ok_status();
+  }
+  int64_t elements() const { return instruction.shape().element_count(); }
+};
+
+// kForward: parameters, tuples and their elements, bitcasts that keep the bytes, barriers.
+Status plan_forward(StepPlanner& p) {
+  if (p.opcode() == Opcode::kBitcast && !is_row_major_reshape(p.instruction) &&
+      !(p.instruction.operand(0)->shape() == p.instruction.shape()))
+    return refuse(p.instruction, "a bitcast that is not a reshape of the logical row-major order (a transpose, or "
+                                 "element types of different widths) moves bytes: not planned");
+  return ok_status();
+}
+
+// kConstant: uploaded when the executable is made; copied in where it is loop state.
+Status plan_constant(StepPlanner& p) {
+  if (!p.instruction.shape().is_array())
+    return unimplemented(str_cat("a tuple constant on the CUDA device: %", p.instruction.name()), p.instruction.location());
+  INSITU_ASSIGN_OR_RETURN(DeviceSlice to, p.memory.at(p.instruction));
+  if (p.plan.allocations.at(static_cast<size_t>(to.allocation)).kind == AllocationKind::kConstant) {
+    p.plan.constants.emplace_back(&p.instruction, to);
+    return ok_status();
+  }
+  p.step.kind = StepKind::kCopy;
+  p.step.pointers = {DeviceSlice{}, to};
+  p.step.from_constant = &p.instruction;
+  p.step.bytes = p.instruction.shape().byte_size();
+  return ok_status();
+}
+
+// kCopy: a layout is metadata, so a copy of the bytes, whatever its layouts.
+Status plan_copy(StepPlanner& p) {
+  if (!p.instruction.shape().is_array()) return refuse(p.instruction, "a copy of a tuple is not planned yet");
+  return plan_same_bytes(p.instruction, p.memory, p.step, p.plan);
+}
+
+// kWhile and kConditional: each called computation planned in turn, driven by the host.
+Status plan_control_flow(StepPlanner& p) {
+  const Instruction& instruction = p.instruction;
+  const bool loop = p.opcode() == Opcode::kWhile;
+  p.step.kind = loop ? StepKind::kWhile : StepKind::kConditional;
+  for (const Computation* called : instruction.called_computations()) {
+    INSITU_ASSIGN_OR_RETURN(std::vector<DeviceStep> nested, plan_steps(*called, p.custom_calls, p.memory, p.plan));
+    p.step.nested.push_back(std::move(nested));
+    if (!loop || called == instruction.while_body())
+      INSITU_RETURN_IF_ERROR(check_shared(instruction, *called->root(), p.memory));
+  }
+  if (loop) {
+    INSITU_RETURN_IF_ERROR(check_shared(instruction, *instruction.while_body()->parameter(0), p.memory));
+    INSITU_RETURN_IF_ERROR(check_shared(instruction, *instruction.while_condition()->parameter(0), p.memory));
+  }
+  INSITU_ASSIGN_OR_RETURN(DeviceSlice read_back,
+                          p.memory.at(loop ? *instruction.while_condition()->root() : *instruction.operand(0)));
+  p.step.pointers = {read_back};
+  return ok_status();
+}
+
+Status plan_custom(StepPlanner& p) {
+  return plan_custom_call(p.instruction, p.custom_calls, p.memory, p.name, p.step, p.plan);
+}
+
+// kElementwise: one thread per element, its output possibly over an operand it reads there.
+Status plan_elementwise(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(p.take_pointers(true));
+  return p.add(generate_op_kernel(p.instruction, p.name, p.step.written_over), p.elements());
+}
+
+// kFusion: a loop fusion, elementwise over its output (the others were inlined for the device).
+Status plan_fusion(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(p.take_pointers(true));
+  return p.add(generate_elementwise_kernel(p.instruction, p.name, p.step.written_over),
+               output_elements(p.instruction.shape()));
+}
+
+// kDataMovement: reshapes keep the bytes, a slice may be a view; broadcasts and iotas are
+// elementwise kernels; the rest move data a thread per output element.
+Status plan_data_movement(StepPlanner& p) {
+  switch (p.opcode()) {
+    case Opcode::kReshape: return plan_same_bytes(p.instruction, p.memory, p.step, p.plan);
+    case Opcode::kBroadcast:
+    case Opcode::kIota: return plan_elementwise(p);
+    case Opcode::kPad:
+      INSITU_RETURN_IF_ERROR(p.take_pointers(false));
+      return p.add(generate_pad_kernel(p.instruction, p.name), p.elements());
+    case Opcode::kSlice:
+      if (p.memory.is_view(p.instruction)) return ok_status();  // its bytes in its operand's
+      [[fallthrough]];
+    default:
+      INSITU_RETURN_IF_ERROR(p.take_pointers(false));
+      return p.add(generate_data_movement_kernel(p.instruction, p.name), p.elements());
+  }
+}
+
+// An in-place update (dynamic-update-slice, scatter): the result is operand 0's memory, the
+// kernel's first pointer; the kernel takes the operands only.
+Status take_in_place_pointers(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(p.memory.operands(p.instruction, p.step.pointers));
+  INSITU_ASSIGN_OR_RETURN(DeviceSlice result, p.memory.at(p.instruction));
+  if (!p.instruction.shape().is_array() || !(result == p.step.pointers.at(0)))
+    return internal_error(str_cat("buffer assignment did not put %", p.instruction.name(),
+                                  " in its operand 0's memory, which it updates in place"),
+                          p.instruction.location());
+  return ok_status();
+}
+
+// kDynamicSlice: a dynamic-slice moves its window; a dynamic-update-slice writes its update in
+// place, a thread per update element.
+Status plan_dynamic_slice(StepPlanner& p) {
+  if (p.opcode() == Opcode::kDynamicSlice) {
+    INSITU_RETURN_IF_ERROR(p.take_pointers(false));
+    return p.add(generate_data_movement_kernel(p.instruction, p.name), p.elements());
+  }
+  INSITU_RETURN_IF_ERROR(take_in_place_pointers(p));
+  return p.add(generate_dynamic_update_slice_kernel(p.instruction, p.name),
+               p.instruction.operand(1)->shape().element_count());
+}
+
+// kScatter: in place, a thread per update window element.
+Status plan_scatter(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(take_in_place_pointers(p));
+  int64_t window = 1;
+  for (int64_t d : p.instruction.scatter_dimension_numbers.update_window_dims)
+    window *= p.instruction.operand(2)->shape().dimension(d);
+  return p.add(generate_scatter_kernel(p.instruction, p.name), window);
+}
+
+// kDot: a GEMM where the dot maps to one (cuBLAS, else the generated GEMM kernel), else a
+// kernel summing each output element.
+Status plan_dot(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(p.take_pointers(false));
+  StatusOr<GemmCall> call = plan_gemm(p.instruction);
+  if (!call.ok()) {
+    StatusOr<GeneratedKernel> kernel = generate_dot_kernel(p.instruction, p.name);
+    if (!kernel.ok()) return call.status();
+    return p.add(kernel, p.elements());
+  }
+  p.step.gemm = *call;
+  const GeneratedKernel gemm = generate_gemm_kernel(p.step.gemm, str_cat("g", p.plan.gemms++));
+  p.step.kind = StepKind::kGemm;
+  p.step.kernel = gemm.name;
+  p.step.threads = p.elements();
+  p.plan.source += gemm.source;
+  return ok_status();
+}
+
+// kReduce: a thread per output element, or long rows split into partials folded after.
+Status plan_reduce(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(p.take_pointers(false));
+  const int64_t outputs = output_elements(p.instruction.shape());
+  INSITU_ASSIGN_OR_RETURN(std::optional<SplitReduce> split, generate_split_reduce(p.instruction, p.name));
+  if (!split) return p.add(generate_reduce_kernel(p.instruction, p.name), outputs);
+  INSITU_RETURN_IF_ERROR(p.add(split->partial, outputs * split->partials));
+  p.plan.source += split->finish.source;
+  p.step.finish = split->finish.name;
+  p.step.finish_threads = outputs;
+  p.step.scratch_bytes = split->scratch_bytes;
+  return ok_status();
+}
+
+Status plan_reduce_window(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(p.take_pointers(false));
+  return p.add(generate_reduce_window_kernel(p.instruction, p.name), p.elements());
+}
+
+Status plan_select_and_scatter(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(p.take_pointers(false));
+  return p.add(generate_select_and_scatter_kernel(p.instruction, p.name), p.elements());
+}
+
+Status plan_gather(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(p.take_pointers(false));
+  return p.add(generate_gather_kernel(p.instruction, p.name), p.elements());
+}
+
+// kSort: a thread per row, or long rows through a network of compare-exchange stages over a
+// permutation in scratch.
+Status plan_sort(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(p.take_pointers(false));
+  INSITU_ASSIGN_OR_RETURN(std::optional<StagedSort> staged, generate_staged_sort(p.instruction, p.name));
+  if (!staged) {
+    const Shape& keys = p.instruction.operand(0)->shape();
+    const int64_t length = keys.dimension(p.instruction.dimensions.at(0));
+    return p.add(generate_sort_kernel(p.instruction, p.name), length == 0 ? 0 : keys.element_count() / length);
+  }
+  INSITU_RETURN_IF_ERROR(p.add(staged->setup, staged->rows * staged->padded));
+  p.plan.source += staged->stage.source + staged->finish.source;
+  p.step.stage = staged->stage.name;
+  p.step.stage_threads = staged->rows * staged->padded / 2;
+  p.step.stages = staged->stages;
+  p.step.finish = staged->finish.name;
+  p.step.finish_threads = staged->rows * staged->length;
+  p.step.scratch_bytes = staged->scratch_bytes;
+  return ok_status();
+}
+
+// kTopk: a thread per row.
+Status plan_topk(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(p.take_pointers(false));
+  const Shape& input = p.instruction.operand(0)->shape();
+  const int64_t length = input.dimensions().back();
+  return p.add(generate_topk_kernel(p.instruction, p.name), length == 0 ? 0 : input.element_count() / length);
+}
+
+// kConvolution: the input's patches and the kernel packed into scratch, then one GEMM (the
+// outputs whose window touches padding computed again after it), else a direct kernel.
+Status plan_convolution(StepPlanner& p) {
+  INSITU_RETURN_IF_ERROR(p.take_pointers(false));
+  INSITU_ASSIGN_OR_RETURN(std::optional<ConvolutionGemm> as_gemm, generate_convolution_gemm(p.instruction, p.name));
+  if (!as_gemm) return p.add(generate_convolution_kernel(p.instruction, p.name), p.elements());
+  DeviceStep& step = p.step;
+  step.kind = StepKind::kGemm;
+  step.gemm = as_gemm->gemm;
+  step.packs = {{as_gemm->patches.name, as_gemm->gemm.m * as_gemm->gemm.k, as_gemm->patch_bytes},
+                {as_gemm->weights.name, as_gemm->gemm.k * as_gemm->gemm.n, as_gemm->weight_bytes}};
+  const GeneratedKernel gemm = generate_gemm_kernel(step.gemm, str_cat("g", p.plan.gemms++));
+  step.kernel = gemm.name;
+  step.threads = p.elements();
+  p.plan.source += as_gemm->patches.source + as_gemm->weights.source + gemm.source;
+  p.plan.kernels += 2;
+  if (!as_gemm->border.name.empty()) {
+    step.finish = as_gemm->border.name;
+    step.finish_threads = p.elements();
+    p.plan.source += as_gemm->border.source;
+    ++p.plan.kernels;
+  }
+  return ok_status();
+}
+
+using FamilyPlanner = Status (*)(StepPlanner&);
+
+// The device's kernel table: a planner per runtime family (opcode.def's fourth column); null
+// where the device has no form for the family yet. A new opcode of a family is a case in that
+// family's planner (or none, when the family's kernels take it as they are).
+FamilyPlanner planner_of(RuntimeFamily family) {
+  switch (family) {
+    case RuntimeFamily::kForward: return &plan_forward;
+    case RuntimeFamily::kConstant: return &plan_constant;
+    case RuntimeFamily::kCopy: return &plan_copy;
+    case RuntimeFamily::kWhile:
+    case RuntimeFamily::kConditional: return &plan_control_flow;
+    case RuntimeFamily::kCustomCall: return &plan_custom;
+    case RuntimeFamily::kElementwise: return &plan_elementwise;
+    case RuntimeFamily::kDataMovement: return &plan_data_movement;
+    case RuntimeFamily::kDynamicSlice: return &plan_dynamic_slice;
+    case RuntimeFamily::kDot: return &plan_dot;
+    case RuntimeFamily::kReduce: return &plan_reduce;
+    case RuntimeFamily::kReduceWindow: return &plan_reduce_window;
+    case RuntimeFamily::kSelectAndScatter: return &plan_select_and_scatter;
+    case RuntimeFamily::kFusion: return &plan_fusion;
+    case RuntimeFamily::kSort: return &plan_sort;
+    case RuntimeFamily::kTopk: return &plan_topk;
+    case RuntimeFamily::kGather: return &plan_gather;
+    case RuntimeFamily::kScatter: return &plan_scatter;
+    case RuntimeFamily::kConvolution: return &plan_convolution;
+    default: return nullptr;  // kCall (flattened before), kCopyStart, kLinalg, kFft, kRngBitGenerator, kNone
+  }
+}
+
 // The steps of one computation; kernels go into `plan`'s shared source.
 StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, const CustomCallTable& custom_calls,
                                              const Memory& memory, DevicePlan& plan) {
@@ -180,304 +472,21 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
   for (const Instruction* instruction : computation.instructions()) {
     DeviceStep step;
     step.instruction = instruction;
-    const std::string name = str_cat("k", plan.kernels);
-    StatusOr<GeneratedKernel> kernel = GeneratedKernel{};
-    auto add_kernel = [&](int64_t threads) {
-      step.kind = StepKind::kKernel;
-      step.kernel = kernel->name;
-      step.threads = threads;
-      plan.source += kernel->source;
-      ++plan.kernels;
-    };
-    // The pointers of a kernel that reads its operands and writes its outputs, none over another
-    // (`over`: an output may be written over an operand it reads elementwise: step.written_over).
-    auto take_pointers = [&](bool over) -> Status {
-      INSITU_RETURN_IF_ERROR(memory.operands(*instruction, step.pointers));
-      INSITU_RETURN_IF_ERROR(memory.outputs(*instruction, step.pointers));
-      INSITU_ASSIGN_OR_RETURN(step.written_over, memory.written_over(*instruction, step.pointers));
-      if (!over && !step.written_over.empty())
-        return internal_error(str_cat("buffer assignment put the output of %", instruction->name(), " over operand ",
-                                      step.written_over[0], ", which its CUDA kernel does not read elementwise"),
-                              instruction->location());
-      return ok_status();
-    };
-    switch (instruction->opcode()) {
-      case Opcode::kParameter:
-      case Opcode::kTuple:
-      case Opcode::kGetTupleElement:
-      case Opcode::kOptimizationBarrier:  // its operand, unchanged (a scheduling fence only)
-        break;
-      case Opcode::kConstant: {  // uploaded when the executable is made; copied where it is loop state
-        if (!instruction->shape().is_array())
-          return unimplemented(str_cat("a tuple constant on the CUDA device: %", instruction->name()),
-                               instruction->location());
-        INSITU_ASSIGN_OR_RETURN(DeviceSlice to, memory.at(*instruction));
-        if (plan.allocations.at(static_cast<size_t>(to.allocation)).kind == AllocationKind::kConstant) {
-          plan.constants.emplace_back(instruction, to);
-          break;
-        }
-        step.kind = StepKind::kCopy;
-        step.pointers = {DeviceSlice{}, to};
-        step.from_constant = instruction;
-        step.bytes = instruction->shape().byte_size();
-        break;
-      }
-      case Opcode::kBitcast:  // the same bytes where it is a reshape of the logical order
-        if (!is_row_major_reshape(*instruction) && !(instruction->operand(0)->shape() == instruction->shape()))
-          return refuse(*instruction, "a bitcast that is not a reshape of the logical row-major order (a transpose, or "
-                                      "element types of different widths) moves bytes: not planned");
-        break;
-      case Opcode::kReshape:  // logical row-major in and out: the same bytes
-        INSITU_RETURN_IF_ERROR(plan_same_bytes(*instruction, memory, step, plan));
-        break;
-      case Opcode::kCopy:  // a layout is metadata: a copy of the bytes, whatever its layouts
-        if (!instruction->shape().is_array())
-          return refuse(*instruction, "a copy of a tuple is not planned yet");
-        INSITU_RETURN_IF_ERROR(plan_same_bytes(*instruction, memory, step, plan));
-        break;
-      case Opcode::kDot: {
-        INSITU_RETURN_IF_ERROR(take_pointers(false));
-        StatusOr<GemmCall> call = plan_gemm(*instruction);
-        if (!call.ok()) {  // no GEMM form: a kernel summing each output element
-          kernel = generate_dot_kernel(*instruction, name);
-          if (!kernel.ok()) return call.status();
-          add_kernel(instruction->shape().element_count());
-          break;
-        }
-        step.gemm = *call;
-        // Runs as a generated kernel (step.kernel) where the device has no GEMM library.
-        const GeneratedKernel gemm = generate_gemm_kernel(step.gemm, str_cat("g", plan.gemms++));
-        step.kind = StepKind::kGemm;
-        step.kernel = gemm.name;
-        step.threads = instruction->shape().element_count();
-        plan.source += gemm.source;
-        break;
-      }
-      case Opcode::kWhile:
-      case Opcode::kConditional: {
-        const bool loop = instruction->opcode() == Opcode::kWhile;
-        step.kind = loop ? StepKind::kWhile : StepKind::kConditional;
-        for (const Computation* called : instruction->called_computations()) {
-          INSITU_ASSIGN_OR_RETURN(std::vector<DeviceStep> nested, plan_steps(*called, custom_calls, memory, plan));
-          step.nested.push_back(std::move(nested));
-          if (!loop || called == instruction->while_body())
-            INSITU_RETURN_IF_ERROR(check_shared(*instruction, *called->root(), memory));
-        }
-        if (loop) {
-          INSITU_RETURN_IF_ERROR(check_shared(*instruction, *instruction->while_body()->parameter(0), memory));
-          INSITU_RETURN_IF_ERROR(check_shared(*instruction, *instruction->while_condition()->parameter(0), memory));
-        }
-        INSITU_ASSIGN_OR_RETURN(DeviceSlice read_back, memory.at(loop ? *instruction->while_condition()->root()
-                                                                      : *instruction->operand(0)));
-        step.pointers = {read_back};
-        break;
-      }
-      case Opcode::kCustomCall:
-        INSITU_RETURN_IF_ERROR(plan_custom_call(*instruction, custom_calls, memory, name, step, plan));
-        break;
-      case Opcode::kFusion:
-        INSITU_RETURN_IF_ERROR(take_pointers(true));
-        kernel = generate_elementwise_kernel(*instruction, name, step.written_over);
-        if (!kernel.ok()) return kernel.status();
-        add_kernel(output_elements(instruction->shape()));
-        break;
-      case Opcode::kReduce: {
-        INSITU_RETURN_IF_ERROR(take_pointers(false));
-        INSITU_ASSIGN_OR_RETURN(std::optional<SplitReduce> split, generate_split_reduce(*instruction, name));
-        if (split) {  // long rows: partials in scratch, then folded
-          kernel = split->partial;
-          add_kernel(output_elements(instruction->shape()) * split->partials);
-          plan.source += split->finish.source;
-          step.finish = split->finish.name;
-          step.finish_threads = output_elements(instruction->shape());
-          step.scratch_bytes = split->scratch_bytes;
-          break;
-        }
-        kernel = generate_reduce_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        add_kernel(output_elements(instruction->shape()));
-        break;
-      }
-      case Opcode::kDynamicUpdateSlice:
-      case Opcode::kScatter: {  // in place: the result is operand 0's memory (the kernel's first pointer)
-        INSITU_RETURN_IF_ERROR(memory.operands(*instruction, step.pointers));
-        INSITU_ASSIGN_OR_RETURN(DeviceSlice result, memory.at(*instruction));
-        if (!instruction->shape().is_array() || !(result == step.pointers.at(0)))
-          return internal_error(str_cat("buffer assignment did not put %", instruction->name(),
-                                        " in its operand 0's memory, which it updates in place"),
-                                instruction->location());
-        if (instruction->opcode() == Opcode::kDynamicUpdateSlice) {
-          kernel = generate_dynamic_update_slice_kernel(*instruction, name);
-          if (!kernel.ok()) return kernel.status();
-          add_kernel(instruction->operand(1)->shape().element_count());
-          break;
-        }
-        kernel = generate_scatter_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        int64_t window = 1;  // one thread per window element
-        for (int64_t d : instruction->scatter_dimension_numbers.update_window_dims)
-          window *= instruction->operand(2)->shape().dimension(d);
-        add_kernel(window);
-        break;
-      }
-      case Opcode::kSort: {
-        INSITU_RETURN_IF_ERROR(take_pointers(false));
-        INSITU_ASSIGN_OR_RETURN(std::optional<StagedSort> staged, generate_staged_sort(*instruction, name));
-        if (staged) {  // long rows: a network of compare-exchange stages over a permutation
-          kernel = staged->setup;
-          add_kernel(staged->rows * staged->padded);
-          plan.source += staged->stage.source + staged->finish.source;
-          step.stage = staged->stage.name;
-          step.stage_threads = staged->rows * staged->padded / 2;
-          step.stages = staged->stages;
-          step.finish = staged->finish.name;
-          step.finish_threads = staged->rows * staged->length;
-          step.scratch_bytes = staged->scratch_bytes;
-          break;
-        }
-        kernel = generate_sort_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        const Shape& keys = instruction->operand(0)->shape();  // one thread per row
-        const int64_t length = keys.dimension(instruction->dimensions.at(0));
-        add_kernel(length == 0 ? 0 : keys.element_count() / length);
-        break;
-      }
-      case Opcode::kTopk: {
-        INSITU_RETURN_IF_ERROR(take_pointers(false));
-        kernel = generate_topk_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        const Shape& input = instruction->operand(0)->shape();  // one thread per row
-        const int64_t length = input.dimensions().back();
-        add_kernel(length == 0 ? 0 : input.element_count() / length);
-        break;
-      }
-      case Opcode::kSelectAndScatter:
-        INSITU_RETURN_IF_ERROR(take_pointers(false));
-        kernel = generate_select_and_scatter_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        add_kernel(instruction->shape().element_count());
-        break;
-      case Opcode::kConvolution: {
-        INSITU_RETURN_IF_ERROR(take_pointers(false));
-        INSITU_ASSIGN_OR_RETURN(std::optional<ConvolutionGemm> as_gemm, generate_convolution_gemm(*instruction, name));
-        if (as_gemm) {  // the input's patches and the kernel packed into scratch, then one GEMM
-          step.kind = StepKind::kGemm;
-          step.gemm = as_gemm->gemm;
-          step.packs = {{as_gemm->patches.name, as_gemm->gemm.m * as_gemm->gemm.k, as_gemm->patch_bytes},
-                        {as_gemm->weights.name, as_gemm->gemm.k * as_gemm->gemm.n, as_gemm->weight_bytes}};
-          const GeneratedKernel gemm = generate_gemm_kernel(step.gemm, str_cat("g", plan.gemms++));
-          step.kernel = gemm.name;
-          step.threads = instruction->shape().element_count();
-          plan.source += as_gemm->patches.source + as_gemm->weights.source + gemm.source;
-          plan.kernels += 2;
-          if (!as_gemm->border.name.empty()) {  // the outputs whose window touches padding, again
-            step.finish = as_gemm->border.name;
-            step.finish_threads = instruction->shape().element_count();
-            plan.source += as_gemm->border.source;
-            ++plan.kernels;
-          }
-          break;
-        }
-        kernel = generate_convolution_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        add_kernel(instruction->shape().element_count());
-        break;
-      }
-      case Opcode::kPad:
-        INSITU_RETURN_IF_ERROR(take_pointers(false));
-        kernel = generate_pad_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        add_kernel(instruction->shape().element_count());
-        break;
-      case Opcode::kReduceWindow:
-        INSITU_RETURN_IF_ERROR(take_pointers(false));
-        kernel = generate_reduce_window_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        add_kernel(instruction->shape().element_count());
-        break;
-      case Opcode::kGather:
-        INSITU_RETURN_IF_ERROR(take_pointers(false));
-        kernel = generate_gather_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        add_kernel(instruction->shape().element_count());
-        break;
-      case Opcode::kSlice:
-        if (memory.is_view(*instruction)) break;  // its bytes in its operand's
-        [[fallthrough]];
-      case Opcode::kDynamicSlice:
-      case Opcode::kTranspose:
-      case Opcode::kReverse:
-      case Opcode::kConcatenate:
-        INSITU_RETURN_IF_ERROR(take_pointers(false));
-        kernel = generate_data_movement_kernel(*instruction, name);
-        if (!kernel.ok()) return kernel.status();
-        add_kernel(instruction->shape().element_count());
-        break;
-      default:
-        if (!is_op_kernel_opcode(instruction->opcode()))
-          return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
-                                      "broadcasts, iotas, reduces, reduce-windows, select-and-scatters, pads, sorts, "
-                                      "topks, convolutions, data movement, dynamic-update-slices, gathers, scatters, "
-                                      "dots, copies, views, while loops and conditionals)");
-        INSITU_RETURN_IF_ERROR(take_pointers(true));
-        kernel = generate_op_kernel(*instruction, name, step.written_over);
-        if (!kernel.ok()) return kernel.status();
-        add_kernel(instruction->shape().element_count());
-    }
+    const FamilyPlanner planner = planner_of(runtime_family(instruction->opcode()));
+    if (planner == nullptr)
+      return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
+                                  "broadcasts, iotas, reduces, reduce-windows, select-and-scatters, pads, sorts, "
+                                  "topks, convolutions, data movement, dynamic-update-slices, gathers, scatters, "
+                                  "dots, copies, views, while loops and conditionals)");
+    StepPlanner planning{*instruction, custom_calls, memory, plan, step, str_cat("k", plan.kernels)};
+    INSITU_RETURN_IF_ERROR(planner(planning));
     steps.push_back(std::move(step));
   }
   return steps;
 }
 
-void describe_steps(const std::vector<DeviceStep>& steps, const std::string& indent, std::string& text) {
-  for (const DeviceStep& step : steps) {
-    const std::string name = str_cat(indent, "%", step.instruction->name(), ": ");
-    switch (step.kind) {
-      case StepKind::kNone: break;
-      case StepKind::kKernel:
-        text += str_cat(name, "kernel ", step.kernel, ", ", step.threads, " threads");
-        for (int64_t k : step.written_over) text += str_cat(", in place over operand ", k);
-        if (!step.stage.empty())
-          text += str_cat(", then ", step.stage, " ", step.stages.size(), " times, ", step.stage_threads,
-                          " threads each");
-        if (!step.finish.empty())
-          text += str_cat(", then ", step.finish, ", ", step.finish_threads, " threads (", step.scratch_bytes,
-                          step.stage.empty() ? " bytes of partials)" : " bytes of scratch)");
-        text += "\n";
-        break;
-      case StepKind::kCopy:
-        text += str_cat(name, step.counted ? "device copy, " : step.from_constant ? "constant written, " : "bytes moved, ",
-                        step.bytes, " bytes\n");
-        break;
-      case StepKind::kGemm: {
-        const GemmCall& g = step.gemm;
-        const size_t calls = gemm_offsets(g).size();
-        text += str_cat(name, "gemm ", primitive_type_name(g.type), " batch ", g.batch, " m ", g.m, " n ", g.n, " k ",
-                        g.k, g.transpose_a ? " A^T" : "", g.transpose_b ? " B^T" : "",
-                        calls > 1 ? str_cat(", ", calls, " calls") : "");
-        for (const DeviceStep::Pack& pack : step.packs)
-          text += str_cat(pack.kernel == step.packs.front().kernel ? ", after " : " and ", pack.kernel, " (",
-                          pack.threads, " threads, ", pack.bytes, " bytes)");
-        if (!step.finish.empty()) text += str_cat(", then ", step.finish, " (", step.finish_threads, " threads)");
-        text += "\n";
-        break;
-      }
-      case StepKind::kWhile:
-      case StepKind::kConditional: {
-        const bool loop = step.kind == StepKind::kWhile;
-        text += str_cat(name, loop ? "while, driven by the host (reads the condition's pred back)\n"
-                                   : "conditional, driven by the host (reads the branch index back)\n");
-        for (size_t k = 0; k < step.nested.size(); ++k) {
-          text += str_cat(indent, "  ", loop ? (k == 0 ? "condition" : "body") : str_cat("branch ", k), ":\n");
-          describe_steps(step.nested[k], indent + "    ", text);
-        }
-        break;
-      }
-    }
-  }
-}
-
 }  // namespace
+
 
 StatusOr<DevicePlan> plan_for_cuda(const Module& module, const BufferAssignment& buffers,
                                    const CustomCallTable* custom_calls) {
@@ -535,12 +544,6 @@ StatusOr<DevicePlan> plan_for_cuda(const Module& module, const BufferAssignment&
 StatusOr<DevicePlan> plan_for_cuda(const Module& module, const CustomCallTable* custom_calls) {
   INSITU_ASSIGN_OR_RETURN(BufferAssignment buffers, assign_buffers(module, BufferAssignmentOptions::for_cuda()));
   return plan_for_cuda(module, buffers, custom_calls);
-}
-
-std::string describe(const DevicePlan& plan) {
-  std::string text;
-  describe_steps(plan.steps, "", text);
-  return text;
 }
 
 }  // namespace insitu::cuda
