@@ -84,6 +84,11 @@ int report_error(CliContext& context, const Status& status, const std::string& f
 
 namespace {
 
+// `--device cpu|cuda` (cpu the default) of a subcommand, saying what cuda means there.
+void add_device_option(CLI::App& app, std::string& device, const std::string& help) {
+  app.add_option("--device", device, help)->check(CLI::IsMember({"cpu", "cuda"}))->type_name("DEVICE");
+}
+
 // What every subcommand's module argument may be.
 constexpr const char* kModuleHelp =
     "HLO text (XLA's format), StableHLO text (.mlir, as jax.jit(f).lower(x).as_text() prints it), MLIR bytecode "
@@ -149,12 +154,9 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
       ->check(CLI::Range(1, ThreadPool::kMaxThreads))
       ->type_name("N");
   run_app->add_flag("--reference", run.reference, "Run the reference evaluator instead of the optimized runtime");
-  run_app
-      ->add_option("--device", run.device,
-                   "cpu (default), or cuda: the optimized module on GPU 0 (arguments copied in and results out, "
-                   "counted in --stats)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->type_name("DEVICE");
+  add_device_option(*run_app, run.device,
+                    "cpu (default), or cuda: the optimized module on GPU 0 (arguments copied in and results out, "
+                    "counted in --stats)");
   run_app->add_flag("--check-races", run.check_races, "Report kernel grid steps that race on a buffer");
   run_app->add_flag("--strict-donation", run.strict_donation, "Make an unusable donated buffer an error");
 
@@ -180,12 +182,9 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
       ->allow_extra_args(false)
       ->type_name("LIB.so");
   opt_app->add_flag("--strict-donation", opt.strict_donation, "Make an unusable donated buffer an error");
-  opt_app
-      ->add_option("--device", opt.device,
-                   "cpu (default) prints the optimized module; cuda prints its plan for the GPU (kernels, GEMMs, "
-                   "copies) or names the first op without a CUDA form")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->type_name("DEVICE");
+  add_device_option(*opt_app, opt.device,
+                    "cpu (default) prints the optimized module; cuda prints its plan for the GPU (kernels, GEMMs, "
+                    "copies) or names the first op without a CUDA form");
   opt_app
       ->add_option("--passes", opt.passes,
                    str_cat("Run only these passes, in this order, and print the module after them (no buffer "
@@ -209,12 +208,9 @@ int run_insitu(const std::vector<std::string>& args, CliContext& context) {
   CLI::Option* json_flag = explain_app->add_flag("--json", explain.json, "JSON: copies, peak_memory_bytes, aliases, unused_donors");
   explain_app->add_flag("--dot", explain.dot, "Graphviz: copies in red with their reasons, aliased parameters marked")
       ->excludes(json_flag);
-  explain_app
-      ->add_option("--device", explain.device,
-                   "cpu (default), or cuda: the module as the CUDA device runs it (its reduce fusions inlined) and "
-                   "its buffers as the device holds them (peak memory the device's)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->type_name("DEVICE");
+  add_device_option(*explain_app, explain.device,
+                    "cpu (default), or cuda: the module as the CUDA device runs it (its reduce fusions inlined) and "
+                    "its buffers as the device holds them (peak memory the device's)");
 
   // `insitu opt --passes=help`: the pass table, one line per pass with why it sits where it does
   // (no module needed).
