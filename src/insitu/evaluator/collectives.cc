@@ -84,25 +84,7 @@ StatusOr<int64_t> one_dimension(const Instruction& instruction, const Literal& o
 
 }  // namespace
 
-bool is_collective_opcode(Opcode opcode) {
-  switch (opcode) {
-    case Opcode::kAllReduce:
-    case Opcode::kAllReduceStart:
-    case Opcode::kAllReduceDone:
-    case Opcode::kAllGather:
-    case Opcode::kAllGatherStart:
-    case Opcode::kAllGatherDone:
-    case Opcode::kReduceScatter:
-    case Opcode::kAllToAll:
-    case Opcode::kCollectivePermute:
-    case Opcode::kCollectivePermuteStart:
-    case Opcode::kCollectivePermuteDone:
-    case Opcode::kCollectiveBroadcast:
-    case Opcode::kReplicaId:
-    case Opcode::kPartitionId: return true;
-    default: return false;
-  }
-}
+bool is_collective_opcode(Opcode opcode) { return runtime_family(opcode) == RuntimeFamily::kCollective; }
 
 StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<const Literal* const> operands,
                                       const DeviceContext* device, ComputationRunner& runner) {

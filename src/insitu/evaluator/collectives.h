@@ -170,7 +170,7 @@ class InProcessCommunicator final : public Communicator {
 // device (a module whose grid is 1 x 1, every group just this device).
 StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<const Literal* const> operands,
                                       const DeviceContext* device, eval::ComputationRunner& runner);
-bool is_collective_opcode(Opcode opcode);  // what evaluate_collective runs
+bool is_collective_opcode(Opcode opcode);  // what evaluate_collective runs: opcode.def's kCollective family
 // The one dimension an all-gather, reduce-scatter or all-to-all names (dimensions={d}), checked
 // against `operand`'s rank; a located error otherwise.
 StatusOr<int64_t> collective_dimension(const Instruction& instruction, const Shape& operand);

@@ -10,23 +10,17 @@ namespace {
 
 enum class OpFunction : uint8_t {
   kNone, kElementwise, kMap, kDataMovement, kReduce, kReduceWindow, kSelectAndScatter, kDot, kGather,
-  kScatter, kSort, kTopk, kLinalg, kConvolution, kFft, kRngBitGenerator, kApply, kScan, kGetDimensionSize,
-  kSetDimensionSize, kBatchNorm,
+  kScatter, kSort, kTopk, kLinalg, kConvolution, kFft, kRngBitGenerator, kApply, kScan, kDimensionSize, kBatchNorm,
 };
 
 // From opcode.def's runtime family: an opcode joins a family there, and the evaluator runs the
 // family's function for it (the function switches on the opcode where a family has several).
+// A bitcast (kForward: it moves nothing on a device) is evaluated as the data movement it is.
 OpFunction op_function(Opcode opcode) {
-  if (opcode == Opcode::kMap) return OpFunction::kMap;
-  if (opcode == Opcode::kScan) return OpFunction::kScan;
-  if (opcode == Opcode::kGetDimensionSize) return OpFunction::kGetDimensionSize;
-  if (opcode == Opcode::kSetDimensionSize) return OpFunction::kSetDimensionSize;
-  if (opcode == Opcode::kBatchNormTraining || opcode == Opcode::kBatchNormInference ||
-      opcode == Opcode::kBatchNormGrad)
-    return OpFunction::kBatchNorm;
   if (opcode == Opcode::kBitcast) return OpFunction::kDataMovement;
   switch (runtime_family(opcode)) {
     case RuntimeFamily::kElementwise: return OpFunction::kElementwise;
+    case RuntimeFamily::kMap: return OpFunction::kMap;
     case RuntimeFamily::kDataMovement:
     case RuntimeFamily::kDynamicSlice: return OpFunction::kDataMovement;
     case RuntimeFamily::kReduce: return OpFunction::kReduce;
@@ -41,9 +35,12 @@ OpFunction op_function(Opcode opcode) {
     case RuntimeFamily::kConvolution: return OpFunction::kConvolution;
     case RuntimeFamily::kFft: return OpFunction::kFft;
     case RuntimeFamily::kRngBitGenerator: return OpFunction::kRngBitGenerator;
+    case RuntimeFamily::kScan: return OpFunction::kScan;
+    case RuntimeFamily::kDimensionSize: return OpFunction::kDimensionSize;
+    case RuntimeFamily::kBatchNorm: return OpFunction::kBatchNorm;
     case RuntimeFamily::kCall:
     case RuntimeFamily::kFusion: return OpFunction::kApply;  // the called computation on the operands
-    default: return OpFunction::kNone;
+    default: return OpFunction::kNone;  // structural steps, collectives (evaluate_collective), kNone
   }
 }
 
@@ -75,8 +72,9 @@ StatusOr<Literal> evaluate_op(const Instruction& instruction, Operands operands,
     case OpFunction::kRngBitGenerator: return evaluate_rng_bit_generator(instruction, operands);
     case OpFunction::kApply: return runner.run(*instruction.to_apply(), operands);
     case OpFunction::kScan: return evaluate_scan(instruction, operands, runner);
-    case OpFunction::kGetDimensionSize: return evaluate_get_dimension_size(instruction, operands);
-    case OpFunction::kSetDimensionSize: return evaluate_set_dimension_size(instruction, operands);
+    case OpFunction::kDimensionSize:
+      return instruction.opcode() == Opcode::kGetDimensionSize ? evaluate_get_dimension_size(instruction, operands)
+                                                                : evaluate_set_dimension_size(instruction, operands);
     case OpFunction::kBatchNorm: return evaluate_batch_norm(instruction, operands);
     case OpFunction::kNone: break;
   }

@@ -27,9 +27,11 @@ enum class OpcodeKind : uint8_t {
   kOther,         // parameter, constant, rng, infeed, ...
 };
 
-// How the CPU runtime runs an opcode (opcode.def's fourth column): a native kernel family it
-// selects from once per step at Executable::create (runtime/kernel_table.cc), a structural
-// step, or kNone (the evaluator's per-op fallback, or a located "cannot run" error).
+// An opcode's family (opcode.def's fourth column): the one dispatch key. The CPU runtime selects
+// a family's native kernel once per step at Executable::create (runtime/kernel_table.cc), the
+// CUDA plan asks the family's planner (cuda/device_plan.cc), the evaluator runs the family's
+// function (evaluator/op_table.cc, which the runtime's fallback shares). kNone: parsed, and no
+// device or evaluator runs it yet (a located "cannot run" error at create).
 enum class RuntimeFamily : uint8_t {
   kNone,
   // structural steps
@@ -38,6 +40,15 @@ enum class RuntimeFamily : uint8_t {
   // native kernel families
   kElementwise, kDataMovement, kDynamicSlice, kDot, kReduce, kReduceWindow, kSelectAndScatter,
   kFusion, kSort, kTopk, kGather, kScatter, kLinalg, kConvolution, kFft, kRngBitGenerator,
+  // across devices: the CPU moves some natively (runtime/executable_build.cc native_collective),
+  // the evaluator runs them all (evaluator/collectives.h)
+  kCollective,
+  // the evaluator's only, so far (the CPU runs them through its fallback; CUDA refuses them)
+  kMap, kScan, kBatchNorm, kDimensionSize,
+  // an async wrapper of a computation (async-start/-update/-done): the evaluator runs the
+  // wrapped call; flatten-calls turns a chain that binds its operands into that call, so a
+  // device sees the call (a chain it cannot turn stays, and the devices refuse it)
+  kAsync,
 };
 
 OpcodeKind opcode_kind(Opcode opcode);

@@ -425,15 +425,18 @@ Status Executable::build() {
           assignment_.placed_for(assignment_.dataflow().value_at(instruction->operand(opcode == Opcode::kScatter ? 2 : 1))) ==
               instruction)
         continue;
-      if ((opcode == Opcode::kAllReduce || opcode == Opcode::kAllReduceStart) && native_all_reduce(*instruction, step)) {
-        step.run = &Executor::run_all_reduce;
-        program.steps.push_back(std::move(step));
-        continue;
-      }
-      if (const runtime_internal::StepRunner runner = native_collective(*instruction, step)) {
-        step.run = runner;
-        program.steps.push_back(std::move(step));
-        continue;
+      if (family == RuntimeFamily::kCollective) {  // natively where it can, else the evaluator's (default below)
+        const bool all_reduce = opcode == Opcode::kAllReduce || opcode == Opcode::kAllReduceStart;
+        if (all_reduce && native_all_reduce(*instruction, step)) {
+          step.run = &Executor::run_all_reduce;
+          program.steps.push_back(std::move(step));
+          continue;
+        }
+        if (const runtime_internal::StepRunner runner = native_collective(*instruction, step)) {
+          step.run = runner;
+          program.steps.push_back(std::move(step));
+          continue;
+        }
       }
       switch (family) {
         case RuntimeFamily::kConstant:
