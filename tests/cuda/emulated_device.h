@@ -111,9 +111,12 @@ class EmulatedDevice final : public Device {
         if (!call.empty()) call += ", ";
         call += pointer ? str_cat("(", type, ")(*(const uint64_t*)a[", index, "])") : str_cat("*(long long*)a[", index, "]");
       }
+      // Threads run one at a time, last to first (blocks and threads within them): a kernel whose
+      // threads read what others write (an output over an operand read at other positions)
+      // sees the other order from the one a sequential loop would hide it in.
       program += str_cat("extern \"C\" void launch_", name, "(void** a, long long threads) {\n  blockDim.x = 128;\n",
-                         "  for (blockIdx.x = 0; (long long)blockIdx.x * 128 < threads; ++blockIdx.x)\n",
-                         "    for (threadIdx.x = 0; threadIdx.x < 128; ++threadIdx.x) ", name, "(", call, ");\n}\n");
+                         "  for (long long b = (threads + 127) / 128; b-- > 0;) {\n    blockIdx.x = (unsigned)b;\n",
+                         "    for (int t = 128; t-- > 0;) { threadIdx.x = (unsigned)t; ", name, "(", call, "); }\n  }\n}\n");
     }
     const std::string base = str_cat(fs::temp_directory_path().string(), "/insitu_emulated_", ::getpid(), "_", loads_++);
     {
