@@ -3,9 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 #include "cli/arguments.h"
 #include "insitu/evaluator/collectives.h"
@@ -208,30 +206,16 @@ StatusOr<DeviceResults> run_devices(const Module& module, const RunOptions& opti
     out.values.push_back(std::move(value));
     return out;
   }
-  InProcessCommunicator communicator(options.collective_timeout_seconds);
-  std::vector<std::optional<StatusOr<Literal>>> results(grid.devices());
   std::vector<nlohmann::json> device_stats(grid.devices());
-  std::mutex first_mutex;
-  std::optional<Status> first_failure;
-  std::vector<std::thread> threads;
-  for (int64_t d = 0; d < grid.devices(); ++d) {
-    threads.emplace_back([&, d] {
-      DeviceContext context{&communicator, grid, d};
-      StatusOr<Literal> result = execute_once(*executable, arguments[d], options, &context, device_stats[d]);
-      if (!result.ok()) {
-        {
-          std::lock_guard<std::mutex> lock(first_mutex);
-          if (!first_failure) first_failure = result.status().with_context(str_cat("device ", d));
-        }
-        communicator.abort(d, result.status());
-      }
-      results[d] = std::move(result);
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  if (first_failure) return *first_failure;
+  INSITU_ASSIGN_OR_RETURN(
+      out.values, run_on_device_threads(
+                      grid, options.collective_timeout_seconds,
+                      [&](DeviceContext& context) {
+                        return execute_once(*executable, arguments[context.device], options, &context,
+                                            device_stats[context.device]);
+                      },
+                      /*name_device=*/true));
   stats.update(device_stats[0]);  // every device runs the same module: device 0's figures
-  for (auto& result : results) out.values.push_back(std::move(*result).value());
   return out;
 }
 

@@ -266,25 +266,34 @@ StatusOr<std::vector<Literal>> evaluate_devices(const Module& module, std::span<
     return invalid_argument(str_cat("module ", module.name(), " runs on ", grid.devices(), " device(s) (", grid.replicas,
                                     " replica(s) x ", grid.partitions, " partition(s)); got arguments for ",
                                     arguments.size()));
+  return run_on_device_threads(grid, timeout_seconds, [&](DeviceContext& context) {
+    EvaluatorOptions mine = options;
+    mine.device = &context;
+    return evaluate_module(module, arguments[context.device], mine);
+  });
+}
+
+StatusOr<std::vector<Literal>> run_on_device_threads(const DeviceGrid& grid, double timeout_seconds,
+                                                     const std::function<StatusOr<Literal>(DeviceContext&)>& run,
+                                                     bool name_device) {
   InProcessCommunicator communicator(timeout_seconds);
-  std::vector<std::optional<StatusOr<Literal>>> results(arguments.size());
+  std::vector<std::optional<StatusOr<Literal>>> results(static_cast<size_t>(grid.devices()));
   std::mutex first_mutex;
   std::optional<Status> first_failure;
   std::vector<std::thread> threads;
   for (int64_t d = 0; d < grid.devices(); ++d) {
     threads.emplace_back([&, d] {
       DeviceContext context{&communicator, grid, d};
-      EvaluatorOptions mine = options;
-      mine.device = &context;
-      StatusOr<Literal> result = evaluate_module(module, arguments[d], mine);
+      StatusOr<Literal> result = run(context);
       if (!result.ok()) {
         {
           std::lock_guard<std::mutex> lock(first_mutex);
-          if (!first_failure) first_failure = result.status();
+          if (!first_failure)
+            first_failure = name_device ? result.status().with_context(str_cat("device ", d)) : result.status();
         }
         communicator.abort(d, result.status());
       }
-      results[d] = std::move(result);
+      results[static_cast<size_t>(d)] = std::move(result);
     });
   }
   for (std::thread& thread : threads) thread.join();

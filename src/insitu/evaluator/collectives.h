@@ -50,6 +50,7 @@
 #include <optional>
 #include <memory>
 #include <mutex>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -188,5 +189,13 @@ StatusOr<std::vector<std::vector<int64_t>>> collective_device_groups(const Instr
 // failure (the device that failed first, not the ones it stopped) is the error.
 StatusOr<std::vector<Literal>> evaluate_devices(const Module& module, std::span<const std::vector<Literal>> arguments,
                                                 const EvaluatorOptions& options = {}, double timeout_seconds = 60.0);
+
+// `run(context)` for every device of `grid`, one thread each, the contexts sharing one
+// InProcessCommunicator: a device that fails aborts the communicator, so the others stop at
+// their next collective. The results by device, or the first failure ("device D: ..." where
+// `name_device`). evaluate_devices runs the evaluator so; `insitu run` the runtime.
+StatusOr<std::vector<Literal>> run_on_device_threads(const DeviceGrid& grid, double timeout_seconds,
+                                                     const std::function<StatusOr<Literal>(DeviceContext&)>& run,
+                                                     bool name_device = false);
 
 }  // namespace insitu
