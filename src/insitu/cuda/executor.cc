@@ -219,13 +219,16 @@ struct CudaExecutable::Run {
 };
 
 StatusOr<std::unique_ptr<CudaExecutable>> CudaExecutable::create(std::unique_ptr<Module> module, Device& device,
-                                                                 const CustomCallTable* custom_calls) {
+                                                                 const CustomCallTable* custom_calls,
+                                                                 const BufferAssignment* buffers) {
   std::unique_ptr<CudaExecutable> executable(new CudaExecutable(std::move(module), device));
   const Computation& entry = *executable->module_->entry();
-  INSITU_ASSIGN_OR_RETURN(BufferAssignment buffers,
-                          assign_buffers(*executable->module_, BufferAssignmentOptions::for_cuda()));
-  INSITU_ASSIGN_OR_RETURN(executable->plan_, plan_for_cuda(*executable->module_, buffers, custom_calls));
-  executable->buffers_ = std::make_unique<BufferAssignment>(std::move(buffers));
+  if (buffers == nullptr) {
+    INSITU_ASSIGN_OR_RETURN(BufferAssignment own, assign_buffers(*executable->module_, BufferAssignmentOptions::for_cuda()));
+    executable->buffers_ = std::make_unique<BufferAssignment>(std::move(own));
+    buffers = executable->buffers_.get();
+  }
+  INSITU_ASSIGN_OR_RETURN(executable->plan_, plan_for_cuda(*executable->module_, *buffers, custom_calls));
   Status leaves;
   auto array_leaves = [&](const Instruction& instruction, std::vector<Shape>& out) {
     instruction.shape().for_each_leaf([&](const Shape& leaf, const ShapeIndex&) {

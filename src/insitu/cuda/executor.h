@@ -28,6 +28,7 @@
 #include "insitu/cuda/device_plan.h"
 #include "insitu/ir/literal.h"
 #include "insitu/ir/module.h"
+#include "insitu/support/check.h"
 
 namespace insitu::cuda {
 
@@ -43,11 +44,14 @@ struct CudaStats {
 
 class CudaExecutable {
  public:
-  // Plans `module` (optimized: passes/optimize.h), loads the plan's kernels and uploads the
+  // Plans `module` (optimized: passes/optimize.h, fusions inlined for the device) on `buffers`,
+  // its assignment made with BufferAssignmentOptions::for_cuda (retarget_for_cuda makes both;
+  // null: assigned here and kept, buffers()), loads the plan's kernels and uploads the
   // constants and the custom kernels' grid tables. `device` must outlive the executable.
   // Custom-calls resolve through `custom_calls` (null: CustomCallTable::global()).
   static StatusOr<std::unique_ptr<CudaExecutable>> create(std::unique_ptr<Module> module, Device& device,
-                                                          const CustomCallTable* custom_calls = nullptr);
+                                                          const CustomCallTable* custom_calls = nullptr,
+                                                          const BufferAssignment* buffers = nullptr);
   ~CudaExecutable();
   CudaExecutable(const CudaExecutable&) = delete;
   CudaExecutable& operator=(const CudaExecutable&) = delete;
@@ -79,8 +83,11 @@ class CudaExecutable {
   Status release_result(DevicePointer result);
 
   const DevicePlan& plan() const { return plan_; }
-  // The buffer assignment the plan runs on (BufferAssignmentOptions::for_cuda): explain's.
-  const BufferAssignment& buffers() const { return *buffers_; }
+  // The buffer assignment create made the plan on, when it made one (no `buffers` given).
+  const BufferAssignment& buffers() const {
+    INSITU_CHECK(buffers_ != nullptr) << "the caller of CudaExecutable::create holds the assignment";
+    return *buffers_;
+  }
   const Module& module() const { return *module_; }
   Device& device() const { return device_; }
   // The entry's parameter leaves and result leaves, depth-first (all arrays: create refuses tokens).
@@ -104,7 +111,7 @@ class CudaExecutable {
   std::mutex pool_mutex_;
   std::unordered_map<int64_t, std::vector<DevicePointer>> free_blocks_;  // by byte size
   std::unordered_map<DevicePointer, int64_t> results_out_;  // pool blocks run_on_device returned: bytes
-  std::unique_ptr<BufferAssignment> buffers_;  // the plan's memory (assign_buffers, for_cuda)
+  std::unique_ptr<BufferAssignment> buffers_;  // the plan's memory, when create assigned it
   std::unordered_map<size_t, DevicePointer> constant_blocks_;          // constant allocations, filled at create
   std::unordered_map<const Instruction*, DevicePointer> constant_copies_;  // constants copied per run
   std::unordered_map<const Instruction*, DevicePointer> grid_tables_;  // custom-calls': likewise

@@ -12,7 +12,7 @@
 
 #include "insitu/cuda/driver.h"
 #include "insitu/cuda/executor.h"
-#include "insitu/passes/fusion.h"
+#include "insitu/passes/optimize.h"
 #include "insitu/runtime/executable.h"
 #include "insitu/runtime/program.h"  // ~Executable destroys the programs
 #include "insitu/support/str.h"
@@ -68,11 +68,10 @@ Status check_device_options(const ExecuteOptions& options) {
 }  // namespace
 
 StatusOr<std::unique_ptr<Executable>> Executable::create_on_cuda(OptimizedModule optimized, ExecutableOptions options) {
-  // The CUDA plan generates a fused loop or a reduce, not both in one kernel: reduce fusions
-  // become their ops again, and the device executable assigns the buffers on what runs, with
-  // what the device can do (BufferAssignmentOptions::for_cuda); that assignment is this
-  // executable's too, so explain and the stats give the device's plan.
-  inline_unlooped_fusions(*optimized.module);
+  // The module and its buffers as the device runs them (passes/optimize.h retarget_for_cuda:
+  // reduce fusions inlined, the assignment made with what the device can do): the plan's, and
+  // this executable's, so explain and the stats give the device's plan.
+  INSITU_RETURN_IF_ERROR(retarget_for_cuda(optimized));
   auto on_device = std::make_unique<OnDevice>();
   cuda::Device* device = options.cuda_device;
   if (device == nullptr) {
@@ -81,9 +80,10 @@ StatusOr<std::unique_ptr<Executable>> Executable::create_on_cuda(OptimizedModule
     device = on_device->opened.get();
   }
   INSITU_ASSIGN_OR_RETURN(on_device->executable,
-                          cuda::CudaExecutable::create(std::move(optimized.module), *device, options.custom_calls));
+                          cuda::CudaExecutable::create(std::move(optimized.module), *device, options.custom_calls,
+                                                       &*optimized.buffers));
   const Module& module = on_device->executable->module();
-  std::unique_ptr<Executable> executable(new Executable(module, on_device->executable->buffers(), options));
+  std::unique_ptr<Executable> executable(new Executable(module, std::move(*optimized.buffers), options));
   executable->describe_arguments();
   const std::vector<Shape>& results = on_device->executable->result_leaves();
   executable->result_count_ = results.size();
