@@ -3,7 +3,8 @@ XLA:CPU (jax.jit, interpret=True) vs the same op in jnp under jax.jit, in one pr
 alternating, median per call (bench/README.md has the figures):
 
   matmul-512 / matmul-128   1024^3 f32, a TPU-style blocked kernel (grid i, j, k; the output
-                            block accumulates over k) with blocks of 512 and 128
+                            block accumulates over k) with blocks of 512 and 128; beside it
+                            insitu's own dot (jnp's a @ b under insitu.jax.jit)
   layernorm-256             rows of 4096 x 1024 f32, 256 rows a block
   softmax-256               rows of 4096 x 1024 f32, 256 rows a block
   decode-attention          one query per head over a 4,096-position cache (8 heads of 64), a
@@ -172,6 +173,8 @@ def compare(name, runs, rounds, calls, view=lambda result: result):
         line += f", interpret/insitu {medians['interpret'] / insitu_ms:.1f}x"
     if "insitu-1t" in medians:
         line += f", insitu 1 thread/{insitu.default_threads} {medians['insitu-1t'] / insitu_ms:.2f}x"
+    if "insitu-dot" in medians:
+        line += f", insitu/insitu's own dot {insitu_ms / medians['insitu-dot']:.2f}x"
     if "memcpy" in medians:
         line += f", insitu/memcpy {insitu_ms / medians['memcpy']:.2f}x"
     print(line, flush=True)
@@ -189,11 +192,13 @@ def main():
     y = jnp.asarray(rng.standard_normal((1024, 1024)), jnp.float32)
     print(f"jax {jax.__version__}, insitu threads {options.threads}, median of {options.rounds} alternating rounds")
     dot = jax.jit(lambda a, b: a @ b)
+    own_dot = insitu.jax.jit(lambda a, b: a @ b)
     for block, calls in ((512, 3), (128, 1)):
         native, interpreted = insitu.jax.jit(matmul(block, False)), jax.jit(matmul(block, True))
         one = insitu.jax.jit(matmul(block, False), threads=1)
         compare(f"matmul-{block}", {"jnp": lambda: dot(x, y), "insitu": lambda: native(x, y),
-                                    "insitu-1t": lambda: one(x, y), "interpret": lambda: interpreted(x, y)},
+                                    "insitu-1t": lambda: one(x, y), "insitu-dot": lambda: own_dot(x, y),
+                                    "interpret": lambda: interpreted(x, y)},
                 options.rounds, calls)
     rows = jnp.asarray(rng.standard_normal((4096, 1024)), jnp.float32)
     for name, row_op, plain in (("layernorm-256", jnp_layernorm, jax.jit(jnp_layernorm)),

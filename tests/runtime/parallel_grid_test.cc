@@ -155,5 +155,69 @@ TEST(ParallelGrid, StepsRunInOrderWhenTheLoweringOrTheLoopSaysSo) {
   EXPECT_NE(grid.in_order_because.find("do not fit its grid 2x4"), std::string::npos) << grid.in_order_because;
 }
 
+// A step of the body that the reference evaluator runs (a variadic scatter: no native kernel)
+// writes its whole result back: on workers sharing the arrays, one worker's write-back would put
+// back the old rows of another's. The grid runs in order and says why; the rows all land.
+TEST(ParallelGrid, AStepTheEvaluatorRunsOverSharedArraysKeepsTheGridInOrder) {
+  const std::string text = R"(
+HloModule evaluator_step
+second {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = f32[] parameter(2)
+  d = f32[] parameter(3)
+  ROOT t = (f32[], f32[]) tuple(c, d)
+}
+body {
+  s = (s32[], f32[4,8], f32[4,8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  a = f32[4,8] get-tuple-element(s), index=1
+  b = f32[4,8] get-tuple-element(s), index=2
+  f = f32[] convert(i)
+  row = f32[1,8] broadcast(f), dimensions={}
+  at = s32[1] reshape(i)
+  both = (f32[4,8], f32[4,8]) scatter(a, b, at, row, row), update_window_dims={0,1}, inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=0, to_apply=second
+  a2 = f32[4,8] get-tuple-element(both), index=0
+  b2 = f32[4,8] get-tuple-element(both), index=1
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ROOT t = (s32[], f32[4,8], f32[4,8]) tuple(next, a2, b2)
+}
+cond {
+  s = (s32[], f32[4,8], f32[4,8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(4)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+ENTRY main {
+  zero = s32[] constant(0)
+  minus = f32[] constant(-1)
+  a0 = f32[4,8] broadcast(minus), dimensions={}
+  b0 = f32[4,8] broadcast(minus), dimensions={}
+  init = (s32[], f32[4,8], f32[4,8]) tuple(zero, a0, b0)
+  loop = (s32[], f32[4,8], f32[4,8]) while(init), condition=cond, body=body, frontend_attributes={insitu_pallas_kernel="rows",insitu_pallas_grid="4",insitu_pallas_parallel="1"}
+  a = f32[4,8] get-tuple-element(loop), index=1
+  b = f32[4,8] get-tuple-element(loop), index=2
+  ROOT r = (f32[4,8], f32[4,8]) tuple(a, b)
+})";
+  Compiled compiled = compile(text);
+  ASSERT_NE(compiled.executable, nullptr);
+  StatusOr<Literal> expected = evaluate_module(*compiled.original, {});
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  std::vector<Literal> leaves;
+  flatten(*expected, leaves);
+  ExecutionStats stats;
+  for (int round = 0; round < 50; ++round) {
+    StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute({}, {.threads = 2, .stats = &stats});
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    for (size_t k = 0; k < leaves.size(); ++k)
+      EXPECT_TRUE(*(*results)[k].to_literal() == leaves[k]) << "round " << round;
+  }
+  ASSERT_EQ(stats.kernel_grids.size(), 1u);
+  EXPECT_EQ(stats.kernel_grids[0].parallel_axes, 0);
+  EXPECT_NE(stats.kernel_grids[0].in_order_because.find("runs in the reference evaluator"), std::string::npos)
+      << stats.kernel_grids[0].in_order_because;
+}
+
 }  // namespace
 }  // namespace insitu

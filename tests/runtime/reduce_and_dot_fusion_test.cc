@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
+#include <cstring>
 
 #include "executable_test_util.h"
 #include "insitu/analysis/in_place.h"
@@ -327,6 +329,89 @@ ENTRY main {
         EXPECT_TRUE(*(*results)[0].to_literal() == expected->element(0)) << xr << ": " << i << " " << j << " " << k;
         EXPECT_EQ(stats.fallback_ops_executed, 0);
         EXPECT_EQ(stats.bytes_copied, 0);
+      }
+    }
+  }
+}
+
+// A dot accumulated into a window of a donated array, as a Pallas matmul step writes it
+// (`o_ref[...] += jnp.dot(x, y)` after zeroing under pl.when): the window's read, a select of it
+// against zero by a predicate (either order, or none), the add and the write-back become one
+// kCustom fusion aliasing its output to the array, whose GEMM writes the window where it lies
+// with beta 0 or 1. On the library (a [64, 48] window, depth 32) and the exact loops (a [4, 6]
+// window), starts in range and clamped, both predicate values: the evaluator's bits (small
+// integers sum exactly in any order), nothing copied, only the window written. The array
+// starts as NaN where the predicate picks zero: beta 0 never reads it.
+TEST(RuntimeSlicedDot, AccumulatedIntoAWindowInPlaceMatchesTheEvaluator) {
+  const std::vector<std::string> accumulations = {"select(p, w, zeros)", "select(p, zeros, w)", "w"};
+  for (const std::array<int64_t, 6>& size : std::vector<std::array<int64_t, 6>>{{256, 96, 160, 64, 32, 48},
+                                                                                 {16, 12, 10, 4, 3, 6}}) {
+    for (const std::string& accumulation : accumulations) {
+      const auto [xr, xc, yc, br, bk, bc] = size;
+      SCOPED_TRACE(str_cat(xr, " ", accumulation));
+      const std::string block = str_cat("f32[", br, ",", bc, "]");
+      testing_runtime::Compiled compiled = testing_runtime::compile(str_cat(R"(
+HloModule window_dot, input_output_alias={ {}: (0, {}, must-alias) }
+ENTRY main {
+  o = f32[)", xr, ",", yc, R"(] parameter(0)
+  x = f32[)", xr, ",", xc, R"(] parameter(1)
+  y = f32[)", xc, ",", yc, R"(] parameter(2)
+  i = s32[] parameter(3)
+  j = s32[] parameter(4)
+  k = s32[] parameter(5)
+  first = pred[] parameter(6)
+  a = f32[)", br, ",", bk, R"(] dynamic-slice(x, i, k), dynamic_slice_sizes={)", br, ",", bk, R"(}
+  b = f32[)", bk, ",", bc, R"(] dynamic-slice(y, k, j), dynamic_slice_sizes={)", bk, ",", bc, R"(}
+  d = )", block, R"( dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  w = )", block, R"( dynamic-slice(o, i, j), dynamic_slice_sizes={)", br, ",", bc, R"(}
+  zero = f32[] constant(0)
+  zeros = )", block, R"( broadcast(zero), dimensions={}
+  p = pred[)", br, ",", bc, R"(] broadcast(first), dimensions={}
+  s = )", block, " ", accumulation == "w" ? "negate(w)" : accumulation, R"(
+  r = )", block, " ", accumulation == "w" ? "add(w, d)" : "add(d, s)", R"(
+  ROOT u = f32[)", xr, ",", yc, R"(] dynamic-update-slice(o, r, i, j)
+})"));
+      ASSERT_TRUE(compiled.executable != nullptr);
+      int windows = 0, others = 0;
+      for (const Instruction* instruction : compiled.optimized->entry()->instructions()) {
+        const bool window = instruction->opcode() == Opcode::kFusion && instruction->fusion_kind == "kCustom" &&
+                            instruction->fusion_output_to_operand_aliasing.size() == 1;
+        windows += window;
+        others += !window && instruction->opcode() != Opcode::kParameter;
+      }
+      EXPECT_EQ(windows, 1);
+      EXPECT_EQ(others, 0);
+      auto integers = [](int64_t rows, int64_t columns, int seed, bool nan) {
+        std::vector<float> values(static_cast<size_t>(rows * columns));
+        for (size_t e = 0; e < values.size(); ++e)
+          values[e] = nan ? std::nanf("") : static_cast<float>(static_cast<int>((e * 7 + seed) % 9) - 4);
+        return Literal::from_values<float>({rows, columns}, values);
+      };
+      for (auto [i, j, k] : std::vector<std::array<int32_t, 3>>{{0, 0, 0}, {3, 2, 5}, {250, -3, 90}}) {
+        for (bool first : {false, true}) {
+          SCOPED_TRACE(str_cat(i, " ", j, " ", k, " first=", first));
+          // NaN where the zero is chosen (the first operand order picks w when `first`)
+          const bool zero_chosen = accumulation != "w" && (first != (accumulation == accumulations[0]));
+          const std::vector<Literal> arguments = {integers(xr, yc, 3, zero_chosen), integers(xr, xc, 1, false),
+                                                  integers(xc, yc, 2, false), Literal::scalar<int32_t>(i),
+                                                  Literal::scalar<int32_t>(j), Literal::scalar<int32_t>(k),
+                                                  Literal::scalar<bool>(first)};
+          StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+          ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+          for (int threads : {1, 2}) {
+            ExecutionStats stats;
+            StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute(
+                testing_runtime::to_handles(arguments), {.donate = {true}, .threads = threads, .stats = &stats});
+            ASSERT_TRUE(results.ok()) << results.status().to_string();
+            StatusOr<Literal> read = (*results)[0].to_literal();
+            ASSERT_TRUE(read.ok());
+            const Literal& result = *read;
+            EXPECT_EQ(std::memcmp(result.untyped_data(), expected->untyped_data(), result.size_bytes()), 0);
+            EXPECT_EQ(stats.fallback_ops_executed, 0);
+            EXPECT_EQ(stats.bytes_copied, 0);
+            EXPECT_EQ(stats.bytes_written, br * bc * 4);
+          }
+        }
       }
     }
   }

@@ -303,12 +303,15 @@ void outline(Module& module, Computation& computation, const Group& fused_group,
   fusion->set_location(root->location());
   fusion->fusion_kind = !kind.empty()                       ? std::string(kind)
                         : root->opcode() == Opcode::kReduce ? "kInput"
-                        : root->opcode() == Opcode::kDot    ? "kCustom"
+                        : root->opcode() == Opcode::kDot || root->opcode() == Opcode::kDynamicUpdateSlice ? "kCustom"
                                                             : "kLoop";
   fusion->metadata = root->metadata;
   fusion->has_metadata = root->has_metadata;
   fusion->set_called_computations({body});
   for (Instruction* operand : operands) fusion->append_operand(operand);
+  // a dynamic-update-slice root writes its array in place (fusion_internal.h's Group)
+  if (root->opcode() == Opcode::kDynamicUpdateSlice && outputs.size() == 1 && !members.count(root->operand(0)))
+    fusion->fusion_output_to_operand_aliasing.push_back({{}, parameter_of.at(root->operand(0)), {}});
   Instruction* placed = computation.insert_instruction_before(std::move(fusion), root);
 
   // Readers outside read the fusion (or its elements) from now on.
@@ -397,48 +400,6 @@ void remove_unread_constants(Computation& computation, std::vector<Instruction*>
 }  // namespace fusion_internal
 
 namespace {
-
-// A dynamic-slice whose block is not one contiguous run of its operand's bytes (a [128, 128]
-// block of a [1024, 1024] matrix): buffer assignment cannot make it a view, so unfused it is
-// copied out.
-bool is_strided_slice(const Instruction& slice) {
-  if (slice.opcode() != Opcode::kDynamicSlice || !slice.shape().is_array() || slice.operand_count() < 1) return false;
-  const Shape& source = slice.operand(0)->shape();
-  if (!source.is_array() || source.rank() != slice.shape().rank()) return false;
-  int64_t d = 0;
-  while (d < source.rank() && slice.shape().dimension(d) == 1) ++d;  // leading unit dimensions
-  for (++d; d < source.rank(); ++d)
-    if (slice.shape().dimension(d) != source.dimension(d)) return true;  // a later one partial
-  return false;
-}
-
-// Groups of an f32 dot and its operands that are strided dynamic-slices read by it alone (a
-// Pallas matmul's x and y blocks): the runtime's GEMM reads the blocks where they lie, with the
-// source's row length as its leading dimension (dot_kernels.cc, select_sliced_dot), instead of
-// copying each out first.
-std::vector<Group> sliced_dot_groups(Computation& computation, std::unordered_set<const Instruction*>& taken) {
-  std::vector<Group> groups;
-  for (Instruction* dot : computation.instructions()) {
-    // f32 without an algorithm= only: what the runtime's sliced dot runs (other dots run
-    // unfused, natively)
-    if (dot->opcode() != Opcode::kDot || dot->operand_count() != 2 || dot->has_control_edges() ||
-        !dot->shape().is_array() || dot->shape().element_type() != PrimitiveType::kF32 ||
-        dot->operand(0)->shape().element_type() != PrimitiveType::kF32 ||
-        dot->operand(1)->shape().element_type() != PrimitiveType::kF32 ||
-        std::any_of(dot->extra_attributes.begin(), dot->extra_attributes.end(),
-                    [](const RawAttribute& attribute) { return attribute.key == "algorithm"; }))
-      continue;
-    Group group{{dot}, {}};
-    for (Instruction* operand : dot->operands())
-      if (is_strided_slice(*operand) && !operand->has_control_edges() && operand->users().size() == 1 &&
-          computation.root() != operand && std::find(group.members.begin(), group.members.end(), operand) == group.members.end())
-        group.members.push_back(operand);
-    if (group.members.size() < 2) continue;
-    for (const Instruction* member : group.members) taken.insert(member);
-    groups.push_back(std::move(group));
-  }
-  return groups;
-}
 
 // The fusion pass; reduce fusions only with `reduces`.
 StatusOr<bool> fuse_computations(Module& module, bool reduces) {

@@ -44,6 +44,14 @@
 // not one contiguous run of their array, so buffer assignment cannot make them views) read by
 // the dot alone join it: the runtime's GEMM reads each block where it lies, the array's row
 // length its leading dimension (a Pallas matmul's x and y blocks are not copied out per step).
+// So does the dot's accumulation into a window of an array, `dynamic-update-slice(%o,
+// add(%w, %dot), %i, %j)` with %w the window's old value read at the same starts, or a select of
+// it against zero (Pallas's `o_ref[...] += jnp.dot(...)` after zeroing on the first reduction
+// step): the fusion's root is the dynamic-update-slice, the fusion aliases its output to %o, and
+// the runtime's GEMM writes the window where it lies with beta 0 or 1 (fusion_dots.cc). Before,
+// each step copied the window out, added, and copied it back. The library then sums the old value
+// with the products in its own order (library_gemm.h's tolerance, one term more); without it,
+// the exact loops compute the dot and then the add, as written.
 //
 // Row fusions (kind=kCustom too, their root not a dot) are row-fusion's (passes/row_fusion.h): it
 // runs after this pass and groups the fusions and reduces of one row computation.

@@ -337,86 +337,178 @@ Status dot_converted_kernel(const KernelCall& call) {
 
 // A dot fusion whose operands are blocks of larger arrays (the fusion pass's kCustom fusion of a
 // dot and its strided dynamic-slices): each operand a fusion parameter read whole, or a
-// dynamic-slice of one at scalar index parameters, read where it lies.
+// dynamic-slice of one at scalar index parameters, read where it lies. With a window, the
+// fusion's root writes the product into a window of an array in place (passes/fusion.h):
+// dynamic-update-slice(%o, add(%w, %dot)) with %w the window's old value, or a select of it
+// against zero by a scalar predicate.
 struct SlicedOperand {
   int64_t source = -1;                 // the fusion parameter holding the array
   std::vector<int64_t> starts;         // per dimension: the index parameter (a slice), or none
   std::vector<int64_t> limits;         // per dimension: the largest start (dimension - slice size)
   Dimensions strides;                  // the source's row-major element strides
+  int64_t fixed = 0;                   // the offset of the constant starts (clamped)
+
+  int64_t offset(std::span<const ArrayView> operands) const {  // of the block's first element
+    int64_t offset = fixed;
+    for (size_t d = 0; d < starts.size(); ++d)
+      if (starts[d] >= 0)  // clamped as dynamic-slice clamps: the block stays inside
+        offset += std::clamp<int64_t>(read_index(operands[starts[d]], 0), 0, limits[d]) * strides[d];
+    return offset;
+  }
 };
 
 struct SlicedDotPlan final : KernelPlan {
   SlicedOperand operands[2];
   DotPlan dot;                         // planned at the sources' strides
   KernelFn run = nullptr;              // the dot's kernel on operand views of the blocks' first elements
+  // The window form: the array written (the fusion's aliased operand, rank 2) and where.
+  bool window = false;
+  SlicedOperand target;
+  int64_t predicate = -1;              // the pred[] parameter choosing the old value, or -1: always
+  bool old_when = true;                // the old value is added when the predicate is this
+  float zero = 0.0f;                   // what is added otherwise (+0 or -0)
+  Shape product;                       // the dot's result (the exact loops' scratch)
 };
 
 Status sliced_dot_kernel(const KernelCall& call) {
   const SlicedDotPlan& plan = static_cast<const SlicedDotPlan&>(*call.plan);
   ArrayView views[2];
   for (int k = 0; k < 2; ++k) {
-    const SlicedOperand& operand = plan.operands[k];
-    int64_t offset = 0;
-    for (size_t d = 0; d < operand.starts.size(); ++d)
-      if (operand.starts[d] >= 0)  // clamped as dynamic-slice clamps: the block stays inside
-        offset += std::clamp<int64_t>(read_index(call.operands[operand.starts[d]], 0), 0, operand.limits[d]) *
-                  operand.strides[d];
-    views[k] = call.operands[operand.source];
-    views[k].data += offset * byte_width(views[k].type());
+    views[k] = call.operands[plan.operands[k].source];
+    views[k].data += plan.operands[k].offset(call.operands) * byte_width(views[k].type());
   }
-  const KernelCall dot{call.instruction, &plan.dot, std::span<const ArrayView>(views, 2), call.outputs, call.pool};
-  return plan.run(dot);
+  if (!plan.window) {
+    const KernelCall dot{call.instruction, &plan.dot, std::span<const ArrayView>(views, 2), call.outputs, call.pool};
+    return plan.run(dot);
+  }
+  const ArrayView& array = call.operands[plan.target.source];
+  if (call.out().data != array.data) copy_bytes_parallel(call.pool, call.out().data, array.data, array.byte_size());
+  float* window = reinterpret_cast<float*>(call.out().data) + plan.target.offset(call.operands);
+  const bool old = plan.predicate < 0 || (call.operands[plan.predicate].data[0] != 0) == plan.old_when;
+  const int64_t ldc = plan.target.strides[0], m = plan.product.dimension(0), n = plan.product.dimension(1);
+  if (plan.run == &dot_library_kernel) {  // beta 1 or 0: the old value is read or never read
+    library_gemm(plan.dot.gemm, reinterpret_cast<const float*>(views[0].data),
+                 reinterpret_cast<const float*>(views[1].data), window, call.pool, ldc, old);
+    return ok_status();
+  }
+  thread_local std::vector<float> product;  // the exact loops: the dot, then the add, as written
+  product.resize(static_cast<size_t>(m * n));
+  const ArrayView out{reinterpret_cast<uint8_t*>(product.data()), &plan.product, false};
+  const KernelCall dot{call.instruction, &plan.dot, std::span<const ArrayView>(views, 2),
+                       std::span<const ArrayView>(&out, 1), call.pool};
+  if (Status status = plan.run(dot); !status.ok()) return status;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      window[i * ldc + j] = (old ? window[i * ldc + j] : plan.zero) + product[i * n + j];
+  return ok_status();
 }
 
 }  // namespace
 }  // namespace kernels
 
+namespace {
+
+// The parameter number of a fusion parameter, or -1.
+int64_t parameter_number(const Instruction* instruction, size_t parameters) {
+  if (instruction->opcode() != Opcode::kParameter || instruction->parameter_number < 0 ||
+      instruction->parameter_number >= static_cast<int64_t>(parameters))
+    return -1;
+  return instruction->parameter_number;
+}
+
+// `sliced` for `value`: a parameter read whole, or a dynamic-slice of one at scalar integer
+// parameters or constants (what the fusion copied in). False when it is neither, or not f32 of
+// the value's rank.
+bool plan_sliced(const Instruction& value, std::span<const ArrayView> operands, kernels::SlicedOperand& sliced) {
+  const Instruction* source = value.opcode() == Opcode::kDynamicSlice ? value.operand(0) : &value;
+  sliced.source = parameter_number(source, operands.size());
+  if (sliced.source < 0) return false;
+  const ArrayView& array = operands[sliced.source];
+  if (array.scalar || !array.shape->is_array() || array.type() != PrimitiveType::kF32 ||
+      array.shape->dimensions() != source->shape().dimensions())
+    return false;
+  const int64_t rank = array.shape->rank();
+  sliced.strides = row_major_strides(array.shape->dimensions());
+  sliced.starts.assign(static_cast<size_t>(rank), -1);
+  sliced.limits.assign(static_cast<size_t>(rank), 0);
+  if (value.opcode() != Opcode::kDynamicSlice) return true;
+  if (value.operand_count() != rank + 1 || value.shape().rank() != rank) return false;
+  for (int64_t d = 0; d < rank; ++d) {
+    const Instruction& start = *value.operand(d + 1);
+    sliced.limits[d] = array.shape->dimension(d) - value.shape().dimension(d);
+    if (start.opcode() == Opcode::kConstant && start.shape().is_array() && start.shape().rank() == 0 &&
+        is_integral(start.shape().element_type())) {
+      sliced.fixed += std::clamp<int64_t>(start.literal.get_integer(0), 0, sliced.limits[d]) * sliced.strides[d];
+      continue;
+    }
+    const int64_t index = parameter_number(&start, operands.size());
+    if (index < 0 || !operands[index].shape->is_array() || operands[index].shape->rank() != 0 ||
+        !is_integral(operands[index].type()))
+      return false;
+    sliced.starts[d] = index;
+  }
+  return true;
+}
+
+// The window form's fields of `plan` from the fusion's root `write` (passes/fusion_dots.cc's
+// shape of it), and the dot it accumulates; null when the root is not that.
+const Instruction* plan_window(const Instruction& fusion, const Instruction& write, std::span<const ArrayView> operands,
+                               const ArrayView& out, kernels::SlicedDotPlan& plan) {
+  if (write.operand_count() != 4 || write.operand(1)->opcode() != Opcode::kAdd) return nullptr;
+  const Instruction& add = *write.operand(1);
+  const bool dot_first = add.operand(0)->opcode() == Opcode::kDot;
+  const Instruction* dot = add.operand(dot_first ? 0 : 1);
+  const Instruction* old = add.operand(dot_first ? 1 : 0);
+  if (dot->opcode() != Opcode::kDot || dot->shape().rank() != 2 || !dot->dot_dimension_numbers.lhs_batch_dimensions.empty())
+    return nullptr;
+  if (old->opcode() == Opcode::kSelect) {
+    const Instruction* predicate = old->operand(0);
+    plan.old_when = old->operand(2)->opcode() == Opcode::kBroadcast && old->operand(2)->operand(0)->opcode() == Opcode::kConstant;
+    const Instruction* zero = old->operand(plan.old_when ? 2 : 1);
+    if (predicate->opcode() != Opcode::kBroadcast || zero->opcode() != Opcode::kBroadcast ||
+        zero->operand(0)->opcode() != Opcode::kConstant || !zero->operand(0)->shape().is_array() ||
+        zero->operand(0)->shape().rank() != 0 || zero->operand(0)->shape().element_type() != PrimitiveType::kF32)
+      return nullptr;
+    plan.zero = zero->operand(0)->literal.data<float>()[0];
+    plan.predicate = parameter_number(predicate->operand(0), operands.size());
+    if (plan.zero != 0.0f || plan.predicate < 0 || operands[plan.predicate].type() != PrimitiveType::kPred ||
+        operands[plan.predicate].shape->rank() != 0)
+      return nullptr;
+    old = old->operand(plan.old_when ? 1 : 2);
+  }
+  if (old->opcode() != Opcode::kDynamicSlice || old->operand(0) != write.operand(0) ||
+      old->operand(1) != write.operand(2) || old->operand(2) != write.operand(3) || !plan_sliced(*old, operands, plan.target))
+    return nullptr;
+  const std::vector<OutputOperandAlias> in_place = {{{}, plan.target.source, {}}};
+  if (fusion.fusion_output_to_operand_aliasing != in_place || plan.target.strides.size() != 2 || out.scalar ||
+      out.type() != PrimitiveType::kF32 || out.shape->dimensions() != operands[plan.target.source].shape->dimensions())
+    return nullptr;
+  plan.window = true;
+  plan.product = dot->shape();
+  return dot;
+}
+
+}  // namespace
+
 SelectedKernel select_sliced_dot(const Instruction& fusion, std::span<const ArrayView> operands,
                                  std::span<const ArrayView> outputs) {
-  const Instruction* dot = fusion.called_computations()[0]->root();
-  if (dot->opcode() != Opcode::kDot || dot->operand_count() != 2 || outputs.size() != 1 || outputs[0].scalar ||
-      !outputs[0].shape->is_array() || outputs[0].type() != PrimitiveType::kF32)
+  const Instruction* root = fusion.called_computations()[0]->root();
+  if (outputs.size() != 1 || outputs[0].scalar || !outputs[0].shape->is_array() || outputs[0].type() != PrimitiveType::kF32)
     return std::nullopt;
+  auto plan = std::make_unique<kernels::SlicedDotPlan>();
+  const Instruction* dot =
+      root->opcode() == Opcode::kDynamicUpdateSlice ? plan_window(fusion, *root, operands, outputs[0], *plan) : root;
+  if (dot == nullptr || dot->opcode() != Opcode::kDot || dot->operand_count() != 2) return std::nullopt;
   for (const RawAttribute& attribute : dot->extra_attributes)
     if (attribute.key == "algorithm") return std::nullopt;  // select_dot decides those
-  auto plan = std::make_unique<kernels::SlicedDotPlan>();
-  auto parameter_of = [&](const Instruction* instruction) -> int64_t {
-    if (instruction->opcode() != Opcode::kParameter || instruction->parameter_number < 0 ||
-        instruction->parameter_number >= static_cast<int64_t>(operands.size()))
-      return -1;
-    return instruction->parameter_number;
-  };
-  for (int k = 0; k < 2; ++k) {
-    const Instruction* operand = dot->operand(k);
-    kernels::SlicedOperand& sliced = plan->operands[k];
-    const Instruction* source = operand->opcode() == Opcode::kDynamicSlice ? operand->operand(0) : operand;
-    sliced.source = parameter_of(source);
-    if (sliced.source < 0) return std::nullopt;
-    const ArrayView& array = operands[sliced.source];
-    if (array.scalar || !array.shape->is_array() || array.type() != PrimitiveType::kF32 ||
-        array.shape->dimensions() != source->shape().dimensions())
-      return std::nullopt;
-    const int64_t rank = array.shape->rank();
-    sliced.strides = row_major_strides(array.shape->dimensions());
-    sliced.starts.assign(static_cast<size_t>(rank), -1);
-    sliced.limits.assign(static_cast<size_t>(rank), 0);
-    if (operand->opcode() != Opcode::kDynamicSlice) continue;
-    if (operand->operand_count() != rank + 1 || operand->shape().rank() != rank) return std::nullopt;
-    for (int64_t d = 0; d < rank; ++d) {
-      const int64_t index = parameter_of(operand->operand(d + 1));
-      if (index < 0 || !operands[index].shape->is_array() || operands[index].shape->rank() != 0 ||
-          !is_integral(operands[index].type()))
-        return std::nullopt;
-      sliced.starts[d] = index;
-      sliced.limits[d] = array.shape->dimension(d) - operand->shape().dimension(d);
-    }
-  }
+  for (int k = 0; k < 2; ++k)
+    if (!plan_sliced(*dot->operand(k), operands, plan->operands[k])) return std::nullopt;
   kernels::DotPlan& planned = plan->dot;
   planned.lhs = dot->operand(0)->shape();
   planned.rhs = dot->operand(1)->shape();
   if (planned.lhs.element_type() != PrimitiveType::kF32 || planned.rhs.element_type() != PrimitiveType::kF32 ||
-      !kernels::plan_layout(*dot, planned.lhs, planned.rhs, *outputs[0].shape, planned.layout,
-                            &plan->operands[0].strides, &plan->operands[1].strides))
+      !kernels::plan_layout(*dot, planned.lhs, planned.rhs, plan->window ? plan->product : *outputs[0].shape,
+                            planned.layout, &plan->operands[0].strides, &plan->operands[1].strides))
     return std::nullopt;
   if (std::optional<kernels::GemmProblem> gemm = kernels::worth_library_gemm(planned.layout)) {
     planned.gemm = std::move(*gemm);

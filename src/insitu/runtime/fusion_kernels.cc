@@ -128,6 +128,11 @@ void run_scalar_program(const KernelPlan& plan, std::span<const uint8_t* const> 
 
 SelectedKernel select_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
                              std::span<const ArrayView> outputs) {
+  // a dot accumulated into a window of the array it updates in place (passes/fusion.h)
+  if (fusion.opcode() == Opcode::kFusion && fusion.fusion_kind == "kCustom" && fusion.called_computations().size() == 1 &&
+      fusion.called_computations()[0]->root() != nullptr &&
+      fusion.called_computations()[0]->root()->opcode() == Opcode::kDynamicUpdateSlice)
+    return select_sliced_dot(fusion, operands, outputs);
   if (fusion.opcode() == Opcode::kFusion && fusion.fusion_output_to_operand_aliasing.empty() &&
       fusion.called_computations().size() == 1 && fusion.called_computations()[0]->root() != nullptr) {
     const Instruction* root = fusion.called_computations()[0]->root();

@@ -145,7 +145,9 @@ SelectedKernel select_select_and_scatter(const Instruction&, std::span<const Arr
 // through the selected elementwise kernels (typed registers for a scalar chain).
 SelectedKernel select_fusion(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // A fusion of a dot and its strided dynamic-slice operands (kind=kCustom: passes/fusion.h): the
-// dot read where the blocks lie (dot_kernels.cc). select_fusion dispatches it.
+// dot read where the blocks lie, and where its root accumulates the dot into a window of the
+// array it updates in place, the product written there (dot_kernels.cc). select_fusion
+// dispatches it.
 SelectedKernel select_sliced_dot(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // row_fusion_kernels.cc: a row fusion (kind=kCustom, not a dot: passes/row_fusion.h), a chunk of
 // rows at a time through its members' kernels.

@@ -352,8 +352,10 @@ void run_matvec(const GemmProblem& p, const MatVec& mv, const float* lhs, const 
 
 }  // namespace
 
-void library_gemm(const GemmProblem& problem, const float* lhs, const float* rhs, float* out, ThreadPool& pool) {
-  if (problem.k > 0)
+void library_gemm(const GemmProblem& problem, const float* lhs, const float* rhs, float* out, ThreadPool& pool,
+                  int64_t ldc, bool accumulate) {
+  if (ldc == 0) ldc = problem.n;
+  if (problem.k > 0 && ldc == problem.n && !accumulate)
     if (std::optional<MatVec> matvec = plan_matvec(problem)) return run_matvec(problem, *matvec, lhs, rhs, out, pool);
   const int64_t batches = static_cast<int64_t>(problem.lhs_batch.size());
   if (batches == 0 || problem.n == 0 || problem.m == 0) return;
@@ -376,13 +378,14 @@ void library_gemm(const GemmProblem& problem, const float* lhs, const float* rhs
       if (count <= 0) continue;
       const float* a = lhs + problem.lhs_batch[batch];
       const float* b = rhs + problem.rhs_batch[batch];
-      float* c = out + batch * problem.m * problem.n;
+      float* c = out + batch * problem.m * ldc;
       if (by_rows)
         gemm_on_this_thread(count, problem.n, problem.k, a + first * problem.lhs_layout.row_stride,
-                            problem.lhs_layout, b, problem.rhs_layout, c + first * problem.n, problem.n);
+                            problem.lhs_layout, b, problem.rhs_layout, c + first * ldc, ldc, accumulate);
       else
         gemm_on_this_thread(problem.m, count, problem.k, a, problem.lhs_layout,
-                            b + first * problem.rhs_layout.column_stride, problem.rhs_layout, c + first, problem.n);
+                            b + first * problem.rhs_layout.column_stride, problem.rhs_layout, c + first, ldc,
+                            accumulate);
     }
   });
 }

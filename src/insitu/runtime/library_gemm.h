@@ -63,15 +63,18 @@ void gemm_on_this_thread(int64_t m, int64_t n, int64_t k, const float* a, const 
                          const GemmOperand& b_layout, float* c, int64_t ldc, bool accumulate = false);
 
 // out[b] = lhs[b] x rhs[b] for each batch b (lhs at lhs + lhs_batch[b], an m x k matrix as
-// `lhs_layout` says; rhs at rhs + rhs_batch[b], k x n; out contiguous row-major m x n, batches
-// one after another), split over the pool by batches and column blocks.
-// Pre: library_gemm_available(); the offsets and layouts fit the buffers.
+// `lhs_layout` says; rhs at rhs + rhs_batch[b], k x n; out row-major m x n, row i at
+// out + i * ldc, ldc 0 meaning n, batches m * ldc apart), or out[b] += lhs[b] x rhs[b] when
+// `accumulate` (the old value one more term of the library's sum), split over the pool by
+// batches and column blocks. Pre: library_gemm_available(); ldc 0 or >= n; the offsets and
+// layouts fit the buffers.
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
   GemmOperand lhs_layout, rhs_layout;
   std::vector<int64_t> lhs_batch, rhs_batch;  // element offsets, one per batch
 };
-void library_gemm(const GemmProblem& problem, const float* lhs, const float* rhs, float* out, ThreadPool& pool);
+void library_gemm(const GemmProblem& problem, const float* lhs, const float* rhs, float* out, ThreadPool& pool,
+                  int64_t ldc = 0, bool accumulate = false);
 
 // A convolution on the library's own convolution primitive (oneDNN's, with its weights in the
 // primitive's preferred blocked format, reordered from the caller's per call). Dimensions are

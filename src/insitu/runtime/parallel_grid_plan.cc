@@ -5,10 +5,29 @@
 
 #include "insitu/analysis/parallel_grid.h"
 #include "insitu/passes/buffer_assignment.h"
+#include "insitu/runtime/executor.h"
 #include "insitu/runtime/program.h"
 #include "insitu/support/str.h"
 
 namespace insitu::runtime_internal {
+namespace {
+
+// A step of `program` (or of a program it runs) that the reference evaluator runs and that
+// writes memory other than `allocation` (the per-worker one), or null. The evaluator writes the
+// whole of its result: a worker's write-back of an array the workers share would put back the
+// old values of blocks another worker wrote meanwhile.
+const Step* fallback_writing_shared_memory(const Program& program, int64_t allocation) {
+  for (const Step& step : program.steps) {
+    if (step.run == &Executor::run_fallback)
+      for (const Leaf& leaf : step.outputs)
+        if (leaf.allocation >= 0 && leaf.allocation != allocation) return &step;
+    for (const Program* callee : step.callees)
+      if (const Step* found = fallback_writing_shared_memory(*callee, allocation)) return found;
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 void plan_parallel_grid(const Instruction& loop, const BufferAssignment& assignment, Step& step) {
   std::variant<ParallelGrid, std::string> found = parallel_grid(loop);
@@ -28,6 +47,11 @@ void plan_parallel_grid(const Instruction& loop, const BufferAssignment& assignm
   }
   plan.allocation_size = assignment.allocations()[plan.allocation].size;
   const Program& body = *step.callees[1];
+  if (const Step* fallback = fallback_writing_shared_memory(body, plan.allocation)) {
+    step.in_order_because = str_cat("its %", fallback->instruction->name(),
+                                    " runs in the reference evaluator, which writes the whole array the workers share");
+    return;
+  }
   for (int64_t element : grid.private_state) {
     for (const Leaf& leaf : body.parameters[0]) {
       if (leaf.index.empty() || leaf.index[0] != element) continue;

@@ -67,6 +67,14 @@ int64_t bytes_written_by(const Step& step) {
                         step.outputs[0].same_memory(step.operands[0][0]);
   if (in_place && opcode == Opcode::kDynamicUpdateSlice) return size_of(step.operands[1]);
   if (in_place && opcode == Opcode::kScatter && step.operands.size() == 3) return size_of(step.operands[2]);
+  if (opcode == Opcode::kFusion && step.outputs.size() == 1) {  // a window of its aliased operand (passes/fusion.h)
+    const Instruction& root = *step.instruction->called_computations()[0]->root();
+    const std::vector<OutputOperandAlias>& aliasing = step.instruction->fusion_output_to_operand_aliasing;
+    if (root.opcode() == Opcode::kDynamicUpdateSlice && aliasing.size() == 1 &&
+        step.operands[aliasing[0].operand_number].size() == 1 &&
+        step.outputs[0].same_memory(step.operands[aliasing[0].operand_number][0]))
+      return root.operand(1)->shape().byte_size();
+  }
   int64_t bytes = 0;
   for (size_t i = 0; i < step.outputs.size(); ++i) {  // a copy onto itself writes nothing
     const Leaf& output = step.outputs[i];
