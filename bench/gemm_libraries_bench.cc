@@ -132,6 +132,30 @@ void BM_OneDnnSerialOnPool(benchmark::State& state) {
   report(state, m.n);
 }
 
+// The floor of a blocked matmul (a Pallas kernel's grid i, j, k in blocks of state.range(1)):
+// oneDNN on each block straight into C's window (beta 0 at k = 0, 1 after), the (i, j) blocks
+// split over the pool by rows of blocks, each thread's in grid order. Beside
+// BM_OneDnnSerialOnPool at the same n, what per-call packing of small blocks costs.
+void BM_OneDnnBlocksOnPool(benchmark::State& state) {
+  void* library = open_library(std::string(kLib) + "libdnnl.so.2");
+  auto sgemm = symbol<DnnlSgemm>(library, "dnnl_sgemm");
+  auto set_threads = symbol<SetThreads>(library, "omp_set_num_threads");
+  if (sgemm == nullptr || set_threads == nullptr) return state.SkipWithError("library not installed");
+  Matrices m(state.range(0));
+  const int64_t n = m.n, b = state.range(1), blocks = n / b;
+  for (auto _ : state) {
+    pool().parallel_for(blocks, [&](int64_t first, int64_t last) {
+      set_threads(1);
+      for (int64_t i = first; i < last; ++i)
+        for (int64_t j = 0; j < blocks; ++j)
+          for (int64_t k = 0; k < blocks; ++k)
+            sgemm('N', 'N', b, b, b, 1.0f, m.a.data() + i * b * n + k * b, n, m.b.data() + k * b * n + j * b, n,
+                  k == 0 ? 0.0f : 1.0f, m.c.data() + i * b * n + j * b, n);
+    });
+  }
+  report(state, m.n);
+}
+
 void BM_EigenSerialOnPool(benchmark::State& state) {
   using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Stride = Eigen::OuterStride<>;
@@ -176,6 +200,7 @@ BENCHMARK_CAPTURE(BM_CblasThreaded, blis_pthread, "blis-pthread") INSITU_GEMM_SI
 BENCHMARK_CAPTURE(BM_CblasSerialOnPool, blis_serial, "blis-serial") INSITU_GEMM_SIZES;
 BENCHMARK(BM_OneDnnThreaded) INSITU_GEMM_SIZES;
 BENCHMARK(BM_OneDnnSerialOnPool) INSITU_GEMM_SIZES;
+BENCHMARK(BM_OneDnnBlocksOnPool)->Args({1024, 128})->Args({1024, 512})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_EigenSerialOnPool) INSITU_GEMM_SIZES;
 BENCHMARK(BM_InsituDot) INSITU_GEMM_SIZES;
 
