@@ -14,7 +14,7 @@ namespace {
 
 const std::vector<Opcode>& every_opcode() {
   static const std::vector<Opcode> all = {
-#define INSITU_OPCODE(name, text, kind, family, effect) Opcode::name,
+#define INSITU_OPCODE(name, text, kind, family, effect, types) Opcode::name,
 #include "insitu/ir/opcode.def"
 #undef INSITU_OPCODE
   };
@@ -59,6 +59,23 @@ TEST(OpFamily, TheEvaluatorRunsWhatItsFamilySays) {
   // The opcodes insitu parses and nothing runs yet (ragged-dot, rng, infeed, send, domain, ...);
   // a new one lands here until a family takes it.
   EXPECT_LE(none, 16);
+}
+
+// The operand types (opcode.def's sixth column) are an elementwise op's: every other opcode's
+// shape inference checks its own types. The verifier reads the column (tests/ir/
+// shape_inference_test.cc: an exponential of s32 refused with its words).
+TEST(OpFamily, OperandTypesAreTheElementwiseOpsRows) {
+  int typed = 0;
+  for (Opcode opcode : every_opcode()) {
+    SCOPED_TRACE(opcode_name(opcode));
+    if (operand_types(opcode) == OperandTypes::kAnyArray) continue;
+    EXPECT_TRUE(is_elementwise(opcode));
+    ++typed;
+  }
+  EXPECT_GE(typed, 40);
+  EXPECT_EQ(operand_types(Opcode::kCbrt), OperandTypes::kFloatOrComplex);
+  EXPECT_EQ(operand_types(Opcode::kShiftLeft), OperandTypes::kInteger);
+  EXPECT_EQ(operand_types(Opcode::kAdd), OperandTypes::kAnyArray);
 }
 
 }  // namespace

@@ -11,13 +11,15 @@ struct OpcodeRow {
   OpcodeKind kind;
   RuntimeFamily family;
   bool side_effect;
+  OperandTypes types;
 };
 
 constexpr bool kPure = false;
 constexpr bool kEffect = true;
 
 constexpr OpcodeRow kOpcodes[] = {
-#define INSITU_OPCODE(name, text, kind, family, effect) {text, OpcodeKind::kind, RuntimeFamily::family, effect},
+#define INSITU_OPCODE(name, text, kind, family, effect, types) \
+  {text, OpcodeKind::kind, RuntimeFamily::family, effect, OperandTypes::types},
 #include "insitu/ir/opcode.def"
 #undef INSITU_OPCODE
 };
@@ -26,6 +28,7 @@ constexpr OpcodeRow kOpcodes[] = {
 
 std::string_view opcode_name(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].name; }
 OpcodeKind opcode_kind(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].kind; }
+OperandTypes operand_types(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].types; }
 RuntimeFamily runtime_family(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].family; }
 bool opcode_has_side_effect(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].side_effect; }
 

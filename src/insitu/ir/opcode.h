@@ -10,7 +10,7 @@
 namespace insitu {
 
 enum class Opcode : uint8_t {
-#define INSITU_OPCODE(name, text, kind, family, effect) name,
+#define INSITU_OPCODE(name, text, kind, family, effect, types) name,
 #include "insitu/ir/opcode.def"
 #undef INSITU_OPCODE
 };
@@ -51,7 +51,21 @@ enum class RuntimeFamily : uint8_t {
   kAsync,
 };
 
+// The element types an opcode's operands may have (opcode.def's sixth column): what shape
+// inference checks for the elementwise ops (XLA's rules; kAnyArray for the others, whose own
+// inference checks them).
+enum class OperandTypes : uint8_t {
+  kAnyArray,        // every array type
+  kPredOrInteger,   // and, or, xor, not
+  kInteger,         // shifts, clz, popcnt, mulhi
+  kFloat,           // floor, ceil, rounding, is-finite, erf, reduce-precision
+  kFloatOrComplex,  // exp, log, trig, sqrt, ...
+  kSigned,          // abs, sign: signed integers, floats, complex
+  kNumber,          // negate: integers, floats, complex
+};
+
 OpcodeKind opcode_kind(Opcode opcode);
+OperandTypes operand_types(Opcode opcode);
 RuntimeFamily runtime_family(Opcode opcode);
 // Whether every instance of the opcode has a side effect (opcode.def's fifth column).
 bool opcode_has_side_effect(Opcode opcode);

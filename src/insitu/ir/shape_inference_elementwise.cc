@@ -8,71 +8,34 @@
 namespace insitu::shape_inference_internal {
 namespace {
 
-enum class TypeRule {
-  kAny,             // every array type
-  kPredOrInteger,   // and, or, xor, not
-  kInteger,         // shifts, clz, popcnt, mulhi
-  kFloat,           // floor, ceil, rounding, is-finite, erf
-  kFloatOrComplex,  // exp, log, trig, sqrt, ...
-  kSigned,          // abs, sign, negate: signed integers, floats, complex
-  kNumber,          // arithmetic: integers, floats, complex (pred allowed as in XLA)
-};
-
-TypeRule type_rule(Opcode opcode) {
-  switch (opcode) {
-    case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor: case Opcode::kNot:
-      return TypeRule::kPredOrInteger;
-    case Opcode::kShiftLeft: case Opcode::kShiftRightArithmetic: case Opcode::kShiftRightLogical:
-    case Opcode::kClz: case Opcode::kPopulationCount: case Opcode::kMulhi:
-      return TypeRule::kInteger;
-    case Opcode::kFloor: case Opcode::kCeil: case Opcode::kRoundNearestAfz:
-    case Opcode::kRoundNearestEven: case Opcode::kIsFinite: case Opcode::kErf:
-    case Opcode::kReducePrecision:
-      return TypeRule::kFloat;
-    case Opcode::kExp: case Opcode::kExpm1: case Opcode::kLog: case Opcode::kLog1p:
-    case Opcode::kLogistic: case Opcode::kSqrt: case Opcode::kRsqrt: case Opcode::kCbrt:
-    case Opcode::kCos: case Opcode::kSin: case Opcode::kTan: case Opcode::kTanh:
-    case Opcode::kAcos: case Opcode::kAcosh: case Opcode::kAsin: case Opcode::kAsinh:
-    case Opcode::kAtan: case Opcode::kAtanh: case Opcode::kCosh: case Opcode::kSinh:
-    case Opcode::kAtan2: case Opcode::kReal: case Opcode::kImag:
-      return TypeRule::kFloatOrComplex;
-    case Opcode::kAbs: case Opcode::kSign:
-      return TypeRule::kSigned;
-    case Opcode::kNegate:
-      return TypeRule::kNumber;
-    default:
-      return TypeRule::kAny;
-  }
-}
-
-bool type_allowed(TypeRule rule, PrimitiveType type) {
+bool type_allowed(OperandTypes rule, PrimitiveType type) {
   switch (rule) {
-    case TypeRule::kAny: return is_array_type(type);
-    case TypeRule::kPredOrInteger: return type == PrimitiveType::kPred || is_integral(type);
-    case TypeRule::kInteger: return is_integral(type);
-    case TypeRule::kFloat: return is_floating(type);
-    case TypeRule::kFloatOrComplex: return is_floating(type) || is_complex(type);
-    case TypeRule::kSigned: return is_signed_integral(type) || is_floating(type) || is_complex(type);
-    case TypeRule::kNumber: return is_integral(type) || is_floating(type) || is_complex(type);
+    case OperandTypes::kAnyArray: return is_array_type(type);
+    case OperandTypes::kPredOrInteger: return type == PrimitiveType::kPred || is_integral(type);
+    case OperandTypes::kInteger: return is_integral(type);
+    case OperandTypes::kFloat: return is_floating(type);
+    case OperandTypes::kFloatOrComplex: return is_floating(type) || is_complex(type);
+    case OperandTypes::kSigned: return is_signed_integral(type) || is_floating(type) || is_complex(type);
+    case OperandTypes::kNumber: return is_integral(type) || is_floating(type) || is_complex(type);
   }
   return false;
 }
 
-std::string_view rule_text(TypeRule rule) {
+std::string_view rule_text(OperandTypes rule) {
   switch (rule) {
-    case TypeRule::kAny: return "array";
-    case TypeRule::kPredOrInteger: return "pred or integer";
-    case TypeRule::kInteger: return "integer";
-    case TypeRule::kFloat: return "floating-point";
-    case TypeRule::kFloatOrComplex: return "floating-point or complex";
-    case TypeRule::kSigned: return "signed integer, floating-point or complex";
-    case TypeRule::kNumber: return "integer, floating-point or complex";
+    case OperandTypes::kAnyArray: return "array";
+    case OperandTypes::kPredOrInteger: return "pred or integer";
+    case OperandTypes::kInteger: return "integer";
+    case OperandTypes::kFloat: return "floating-point";
+    case OperandTypes::kFloatOrComplex: return "floating-point or complex";
+    case OperandTypes::kSigned: return "signed integer, floating-point or complex";
+    case OperandTypes::kNumber: return "integer, floating-point or complex";
   }
   return "";
 }
 
 Status check_type_rule(const Instruction& instruction, PrimitiveType type) {
-  TypeRule rule = type_rule(instruction.opcode());
+  const OperandTypes rule = operand_types(instruction.opcode());
   if (type_allowed(rule, type)) return ok_status();
   return error_at(instruction, str_cat(opcode_name(instruction.opcode()), " needs ", rule_text(rule),
                                        " operands, got ", type_text(type)));
