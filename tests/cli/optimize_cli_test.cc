@@ -60,7 +60,7 @@ TEST(OptimizeCliTest, OptDumpsXlaStageFiles) {
   EXPECT_NE(result.out.find("input_output_alias={ {}: (0, {}, may-alias) }"), std::string::npos) << result.out;
   for (const char* suffix : {".before_optimizations.txt", ".after_optimizations.txt",
                              ".after_optimizations-buffer-assignment.txt",
-                             ".after_optimizations-memory-usage-report.txt", ".0014.after_copy-insertion.txt"})
+                             ".after_optimizations-memory-usage-report.txt", ".0015.after_copy-insertion.txt"})
     EXPECT_TRUE(fs::exists(dir / (std::string("module_0001.donated_update") + suffix))) << suffix;
   std::ifstream report(dir / "module_0001.donated_update.after_optimizations-memory-usage-report.txt");
   std::stringstream text;

@@ -115,7 +115,7 @@ TEST(PipelineTest, PassErrorCarriesThePassName) {
 
 TEST(PipelineTest, OptimizationPipelineReadsAsTheDesignedStages) {
   std::vector<std::string_view> names = optimization_pipeline().pass_names();
-  ASSERT_GE(names.size(), 12u);
+  ASSERT_GE(names.size(), 13u);
   EXPECT_EQ(names[0], "loop-peeling");
   EXPECT_EQ(names[1], "flatten-calls");
   EXPECT_EQ(names[2], "bitcast-lowering");
@@ -127,7 +127,8 @@ TEST(PipelineTest, OptimizationPipelineReadsAsTheDesignedStages) {
   EXPECT_EQ(names[8], "fusion");
   EXPECT_EQ(names[9], "reshape-bitcasts");
   EXPECT_EQ(names[10], "row-fusion");
-  EXPECT_EQ(names[11], "donor-matching");
+  EXPECT_EQ(names[11], "conditional-in-place");
+  EXPECT_EQ(names[12], "donor-matching");
   EXPECT_NE(std::find(names.begin(), names.end(), "copy-insertion"), names.end());
 }
 

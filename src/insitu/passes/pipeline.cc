@@ -5,6 +5,7 @@
 
 #include "insitu/ir/verifier.h"
 #include "insitu/passes/bitcast_lowering.h"
+#include "insitu/passes/conditional_in_place.h"
 #include "insitu/passes/scan_in_place.h"
 #include "insitu/passes/copy_elimination.h"
 #include "insitu/passes/copy_insertion.h"
@@ -136,6 +137,10 @@ constexpr PassEntry kPasses[] = {
      "reduces and fusions of one row computation (a layer norm, a softmax) become one kCustom fusion the runtime "
      "runs a chunk of rows at a time, each chunk through every member in cache",
      plain<fuse_rows>},
+    {"conditional-in-place",
+     "after row-fusion (a branch's computed results are fusions), before copies are decided: a result one branch "
+     "passes through and the others compute is written over the operand, so the passing branch copies nothing",
+     plain<write_conditionals_in_place>},
     {"donor-matching", "buffer_donor -> input_output_alias before copies are decided (by dataflow, then by size)",
      match_donors_pass},
     {"schedule", "readers of a buffer's old value before its in-place writer: copy insertion reads this order",
