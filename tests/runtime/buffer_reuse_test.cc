@@ -430,5 +430,64 @@ ENTRY main {
   }
 }
 
+// A Pallas step under pl.when reads its blocks inside a conditional's branch: a contiguous
+// block of a big array, passed to the branches in their operand tuples and only read there, is
+// read where it lies (a view carried into the branch), not copied out per step. Where a branch
+// returns the block, the result needs the bytes as a value of its own and the block is
+// materialized (bytes_staged). Both against the evaluator, for both branches and starts in and
+// past range.
+TEST(BufferReuse, ABlockReadInsideABranchIsReadWhereItLies) {
+  for (const bool returned : {false, true}) {
+    const std::string other = returned ? "ROOT block = f32[4,64] get-tuple-element(s), index=0"
+                                       : "block = f32[4,64] get-tuple-element(s), index=0\n  ROOT n = f32[4,64] negate(block)";
+    const std::string text = str_cat(R"(
+HloModule block_in_branch
+
+reads {
+  s = (f32[4,64], f32[4,64]) parameter(0)
+  block = f32[4,64] get-tuple-element(s), index=0
+  y = f32[4,64] get-tuple-element(s), index=1
+  ROOT sum = f32[4,64] add(block, y)
+}
+
+other {
+  s = (f32[4,64]) parameter(0)
+  )", other, R"(
+}
+
+ENTRY main {
+  x = f32[64,64] parameter(0)
+  y = f32[4,64] parameter(1)
+  i = s32[] parameter(2)
+  p = pred[] parameter(3)
+  zero = s32[] constant(0)
+  block = f32[4,64] dynamic-slice(x, i, zero), dynamic_slice_sizes={4,64}
+  a = (f32[4,64], f32[4,64]) tuple(block, y)
+  b = (f32[4,64]) tuple(block)
+  ROOT r = f32[4,64] conditional(p, a, b), true_computation=reads, false_computation=other
+})");
+    Compiled compiled = compile(text);
+    ASSERT_NE(compiled.executable, nullptr);
+    Literal x(Shape::array(PrimitiveType::kF32, {64, 64}));
+    for (size_t k = 0; k < x.data<float>().size(); ++k) x.data<float>()[k] = static_cast<float>(k % 97) - 40.0f;
+    Literal y(Shape::array(PrimitiveType::kF32, {4, 64}));
+    for (size_t k = 0; k < y.data<float>().size(); ++k) y.data<float>()[k] = static_cast<float>(k % 13);
+    for (bool reads : {true, false})
+      for (int32_t i : {0, 17, 70}) {
+        SCOPED_TRACE(str_cat("returned=", returned, " reads=", reads, " i=", i));
+        const std::vector<Literal> arguments = {x, y, Literal::scalar<int32_t>(i), Literal::scalar<bool>(reads)};
+        StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+        ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+        ExecutionStats stats;
+        StatusOr<std::vector<BufferHandle>> results =
+            compiled.executable->execute(to_handles(arguments), {.stats = &stats});
+        ASSERT_TRUE(results.ok()) << results.status().to_string();
+        EXPECT_TRUE(*(*results)[0].to_literal() == *expected);
+        EXPECT_EQ(stats.bytes_copied, 0);
+        EXPECT_EQ(stats.bytes_staged, returned ? 4 * 64 * 4 : 0);
+      }
+  }
+}
+
 }  // namespace
 }  // namespace insitu

@@ -46,8 +46,9 @@ struct BufferPlan {
 //     plain readers: a stacked layer's weights or cache read where they lie; also a dynamic
 //     view of a dynamic view (each based at run time on the last);
 //   - either kind carried unchanged through while loops as their state (the loop's body hands
-//     it back as it got it) and read only in place there: the view is that loop state too (a
-//     Pallas kernel body's inner loop reading its blocks).
+//     it back as it got it), or handed to a conditional's branch in its operand tuple, and read
+//     only in place there: the view is that loop state or branch operand too (a Pallas kernel
+//     body's inner loop, or a step under pl.when, reading its blocks).
 // Either way the borrowed buffer must hold the same bytes until the borrower's last reader,
 // so its live range is extended to there; when something writes it in between (an in-place
 // update scheduled before the last reader), the borrower is materialized after all.

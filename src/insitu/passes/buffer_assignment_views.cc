@@ -113,10 +113,12 @@ bool passes_through(const Dataflow& dataflow, const Instruction& loop, const Sha
 }
 
 // A value of a view's buffer that is the view carried unchanged through while loops (the view
-// itself as a loop's initial state, a body or condition parameter, a loop result), and read
-// there only in place: the view then is that loop state too, read where it lies. A Pallas
-// kernel body's inner fori_loop carries each block it reads this way; materialized, each grid
-// step copied its blocks out (a decode step's whole per-head cache).
+// itself as a loop's initial state, a body or condition parameter, a loop result) or handed to a
+// conditional's branch in its operand tuple (the branch parameter's element), and read there
+// only in place: the view then is that loop state or branch operand too, read where it lies. A
+// Pallas kernel body's inner fori_loop carries each block it reads this way, and a step under
+// pl.when hands its blocks to a branch; materialized, each grid step copied its blocks out (a
+// decode step's whole per-head cache).
 bool carried_read_only(const Dataflow& dataflow, const Value& value, bool is_view) {
   const Instruction* defining = value.defining.instruction;
   if (!is_view && defining->opcode() != Opcode::kWhile &&
@@ -136,12 +138,16 @@ bool carried_read_only(const Dataflow& dataflow, const Value& value, bool is_vie
         return false;
       continue;
     }
-    for (const Instruction* user : at->users())  // a loop's initial state, passed through
-      if (user->opcode() != Opcode::kWhile || !passes_through(dataflow, *user, position.index)) return false;
+    // a loop's initial state, passed through; or a branch's operand (the branch's parameter
+    // value is in the same buffer, and checked as one of its values)
+    for (const Instruction* user : at->users())
+      if (user->opcode() != Opcode::kConditional &&
+          (user->opcode() != Opcode::kWhile || !passes_through(dataflow, *user, position.index)))
+        return false;
   }
   for (const Use& use : value.uses) {
     const Opcode opcode = use.instruction->opcode();
-    if (opcode == Opcode::kConditional || opcode == Opcode::kCall) return false;
+    if (opcode == Opcode::kCall || (opcode == Opcode::kConditional && use.operand_number == 0)) return false;
     if (opcode == Opcode::kWhile && !passes_through(dataflow, *use.instruction, use.operand_index)) return false;
     for (const InPlacePair& pair : in_place_pairs(*use.instruction))
       if (pair.operand_number == use.operand_number) return false;
