@@ -11,6 +11,9 @@ alternating, median per call (bench/README.md has the figures):
                             head a grid step
   flash-attention           forward, B=1, H=8, S=2048, D=64: a grid step per head and 128 query
                             rows, an online softmax over 128-key blocks in a fori_loop
+  flash-attn-tpu            the same size, causal, written as published TPU kernels are
+                            (flash_attention_tpu: a 4-D grid over 128 x 128 blocks, VMEM scratch
+                            under pl.when, dimension_semantics); no interpret-mode column
   kv-update                 a 256-position chunk of each of 16 layers written into a donated
                             1 GiB f32 cache [16, 16384, 1024] through an aliased output whose
                             index map reads the position (scalar prefetch); beside it the time
@@ -124,6 +127,68 @@ def flash_attention(interpret, block_q=128, block_k=128):
     return call
 
 
+def flash_attention_tpu(interpret, causal=True, block_q=128, block_k=128):
+    """A forward flash attention written as published TPU kernels write it: a 4-D grid (batch,
+    head, query block, key block), the running max, sum and output in VMEM scratch reset under
+    pl.when at the first key block and written out at the last, key blocks past the diagonal
+    skipped under pl.when, dimension_semantics declaring the key axis "arbitrary"."""
+    def kernel(q_ref, k_ref, v_ref, o_ref, m_scratch, l_scratch, acc_scratch):
+        qi, ki = pl.program_id(2), pl.program_id(3)
+
+        @pl.when(ki == 0)
+        def _():
+            m_scratch[...] = jnp.full(m_scratch.shape, -jnp.inf, jnp.float32)
+            l_scratch[...] = jnp.zeros(l_scratch.shape, jnp.float32)
+            acc_scratch[...] = jnp.zeros(acc_scratch.shape, jnp.float32)
+
+        def step():
+            width = q_ref.shape[-1]
+            s = lax.dot_general(q_ref[...].astype(jnp.float32) * (1.0 / np.sqrt(width)),
+                                k_ref[...].astype(jnp.float32), (((1,), (1,)), ((), ())),
+                                preferred_element_type=jnp.float32)
+            if causal:
+                row = qi * block_q + lax.broadcasted_iota(jnp.int32, s.shape, 0)
+                column = ki * block_k + lax.broadcasted_iota(jnp.int32, s.shape, 1)
+                s = jnp.where(column <= row, s, -1e30)
+            m_old = m_scratch[...]
+            m_new = jnp.maximum(m_old, s.max(axis=-1, keepdims=True))
+            p = jnp.exp(s - m_new)
+            alpha = jnp.exp(m_old - m_new)
+            l_scratch[...] = alpha * l_scratch[...] + p.sum(axis=-1, keepdims=True)
+            acc_scratch[...] = alpha * acc_scratch[...] + jnp.dot(
+                p, v_ref[...].astype(jnp.float32), preferred_element_type=jnp.float32)
+            m_scratch[...] = m_new
+
+        if causal:
+            pl.when(ki * block_k <= qi * block_q + block_q - 1)(step)
+        else:
+            step()
+
+        @pl.when(ki == pl.num_programs(3) - 1)
+        def _():
+            o_ref[...] = (acc_scratch[...] / l_scratch[...]).astype(o_ref.dtype)
+
+    def call(q, k, v):  # [B, H, S, D] each
+        batch, heads, length, width = q.shape
+        q_spec = pl.BlockSpec((None, None, block_q, width), lambda b, h, i, j: (b, h, i, 0))
+        k_spec = pl.BlockSpec((None, None, block_k, width), lambda b, h, i, j: (b, h, j, 0))
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
+            grid=(batch, heads, length // block_q, length // block_k), in_specs=[q_spec, k_spec, k_spec],
+            out_specs=q_spec,
+            scratch_shapes=[pltpu.VMEM((block_q, 1), jnp.float32), pltpu.VMEM((block_q, 1), jnp.float32),
+                            pltpu.VMEM((block_q, width), jnp.float32)],
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "parallel", "arbitrary")),
+            interpret=interpret)(q, k, v)
+    return call
+
+
+def jnp_causal_attention(q, k, v):  # [B, H, S, D]
+    s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(q.shape[-1])
+    s = jnp.where(jnp.tril(jnp.ones(s.shape[-2:], bool)), s, -1e30)
+    return jax.nn.softmax(s, axis=-1) @ v
+
+
 def jnp_attention(q, k, v):
     return jax.nn.softmax(jnp.einsum("hqd,hkd->hqk", q * 0.125, k), axis=-1) @ v
 
@@ -222,12 +287,21 @@ def main():
     compare("flash-attention", {"jnp": lambda: plain(q, k, v), "insitu": lambda: native(q, k, v),
                                 "insitu-1t": lambda: one(q, k, v), "interpret": lambda: interpreted(q, k, v)},
             options.rounds, 1)
+    # the TPU-style kernel, causal, at the same size (interpret mode left out: 2,048 grid steps,
+    # each copying the whole q, k, v and output through XLA, take seconds)
+    q4, k4, v4 = (a[None] for a in (q, k, v))
+    tpu = insitu.jax.jit(flash_attention_tpu(False))
+    tpu_one = insitu.jax.jit(flash_attention_tpu(False), threads=1)
+    causal = jax.jit(jnp_causal_attention)
+    compare("flash-attn-tpu", {"jnp": lambda: causal(q4, k4, v4), "insitu": lambda: tpu(q4, k4, v4),
+                               "insitu-1t": lambda: tpu_one(q4, k4, v4)}, options.rounds, 1)
     for label, fn, args in (("matmul-128", insitu.jax.jit(matmul(128, False)), (x, y)),
-                            ("flash-attention", native, (q, k, v))):
+                            ("flash-attention", native, (q, k, v)), ("flash-attn-tpu", tpu, (q4, k4, v4))):
         jax.block_until_ready(fn(*args))
         (kernel,) = fn.executable(*args).stats["pallas_kernels"]
         print(f"  {label} insitu: grid {kernel['grid']}, parallel axes {kernel['parallel_axes']}"
-              + (f" ({kernel['in_order_because']})" if kernel["in_order_because"] else ""))
+              + (f" ({kernel['in_order_because']})" if kernel["in_order_because"] else "")
+              + f", bytes copied {kernel['bytes_copied']}, staged {kernel['bytes_staged']}")
     # the KV-cache chunk: each backend's 1 GiB cache is donated and fed back, as a decode loop does
     layers, positions, width, chunk = 16, 16384, 1024, 256
     caches = {label: jnp.zeros((layers, positions, width), jnp.float32) for label in ("jnp", "insitu", "interpret")}

@@ -3,6 +3,8 @@ against JAX's interpret mode on XLA:CPU, bit for bit where no sum is reordered, 
 and without donation in place, and the kernels insitu cannot run refused with their name; plus
 60 seeds of pallas_generator.py's random kernels (its docstring lists what they combine)."""
 import functools
+import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -15,6 +17,9 @@ from jax.experimental import pallas as pl  # noqa: E402
 import insitu  # noqa: E402
 import insitu.jax  # noqa: E402
 import pallas_generator  # noqa: E402  (beside this file)
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench" / "python"))
+import pallas_kernels  # noqa: E402  (bench/python: the benchmark's kernels)
 
 
 def _both(make_call, *args, donate=(), exact=True, tolerance=1e-5):
@@ -443,71 +448,13 @@ def test_an_output_every_step_writes_whole_is_made_without_a_fill():
     assert "insitu_unread_memory" not in insitu.jax.jit(make(some)(False)).lower(x).as_text(dialect="hlo")
 
 
-def tpu_flash_attention_call(causal, block_q=64, block_k=32):
-    """A forward flash attention written as published TPU kernels write it: a 4-D grid (batch,
-    head, query block, key block), the running max, sum and output in VMEM scratch reset under
-    pl.when at the first key block and written out at the last, key blocks past the diagonal
-    skipped under pl.when, dimension_semantics declaring the key axis "arbitrary"."""
-    from jax.experimental.pallas import tpu as pltpu
-
-    def make(interpret):
-        def call(q, k, v):
-            batch, heads, length, width = q.shape
-
-            def kernel(q_ref, k_ref, v_ref, o_ref, m_scratch, l_scratch, acc_scratch):
-                qi, ki = pl.program_id(2), pl.program_id(3)
-
-                @pl.when(ki == 0)
-                def _():
-                    m_scratch[...] = jnp.full(m_scratch.shape, -jnp.inf, jnp.float32)
-                    l_scratch[...] = jnp.zeros(l_scratch.shape, jnp.float32)
-                    acc_scratch[...] = jnp.zeros(acc_scratch.shape, jnp.float32)
-
-                def step():
-                    s = lax.dot_general(q_ref[...].astype(jnp.float32) * (1.0 / np.sqrt(width)),
-                                        k_ref[...].astype(jnp.float32), (((1,), (1,)), ((), ())),
-                                        preferred_element_type=jnp.float32)
-                    if causal:
-                        row = qi * block_q + lax.broadcasted_iota(jnp.int32, s.shape, 0)
-                        column = ki * block_k + lax.broadcasted_iota(jnp.int32, s.shape, 1)
-                        s = jnp.where(column <= row, s, -1e30)
-                    m_old = m_scratch[...]
-                    m_new = jnp.maximum(m_old, s.max(axis=-1, keepdims=True))
-                    p = jnp.exp(s - m_new)
-                    alpha = jnp.exp(m_old - m_new)
-                    l_scratch[...] = alpha * l_scratch[...] + p.sum(axis=-1, keepdims=True)
-                    acc_scratch[...] = alpha * acc_scratch[...] + jnp.dot(
-                        p, v_ref[...].astype(jnp.float32), preferred_element_type=jnp.float32)
-                    m_scratch[...] = m_new
-
-                if causal:
-                    pl.when(ki * block_k <= qi * block_q + block_q - 1)(step)
-                else:
-                    step()
-
-                @pl.when(ki == pl.num_programs(3) - 1)
-                def _():
-                    o_ref[...] = (acc_scratch[...] / l_scratch[...]).astype(o_ref.dtype)
-
-            q_spec = pl.BlockSpec((None, None, block_q, width), lambda b, h, i, j: (b, h, i, 0))
-            k_spec = pl.BlockSpec((None, None, block_k, width), lambda b, h, i, j: (b, h, j, 0))
-            return pl.pallas_call(
-                kernel, out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
-                grid=(batch, heads, length // block_q, length // block_k), in_specs=[q_spec, k_spec, k_spec],
-                out_specs=q_spec,
-                scratch_shapes=[pltpu.VMEM((block_q, 1), jnp.float32), pltpu.VMEM((block_q, 1), jnp.float32),
-                                pltpu.VMEM((block_q, width), jnp.float32)],
-                compiler_params=pltpu.CompilerParams(
-                    dimension_semantics=("parallel", "parallel", "parallel", "arbitrary")),
-                interpret=interpret)(q, k, v)
-        return call
-    return make
-
-
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_tpu_style_flash_attention_with_scratch_and_dimension_semantics(causal, dtype):
-    """The kernel above against interpret mode (and, in f32, against jnp's attention): its three
+    """bench/python/pallas_kernels.py's flash_attention_tpu (a flash attention written as published
+    TPU kernels write it: 4-D grid, VMEM scratch for the running max, sum and output reset and
+    written out under pl.when, causal key blocks skipped under pl.when, dimension_semantics with
+    an arbitrary key axis) against interpret mode (and, in f32, against jnp's attention): its three
     parallel axes run on threads, each worker with its own scratch. The pl.when branches write
     the scratch and the output block over their old values (conditional-in-place), so a step
     copies at most the running max (64 floats, read again after its update): 8.3 KB a step before.
@@ -515,7 +462,8 @@ def test_tpu_style_flash_attention_with_scratch_and_dimension_semantics(causal, 
     rng = np.random.default_rng(3)
     q, k, v = (jnp.asarray(rng.standard_normal((2, 3, 128, 32)), dtype) for _ in range(3))
     tolerance = 1e-5 if dtype == jnp.float32 else 1e-2
-    out, executable = _both(tpu_flash_attention_call(causal), q, k, v, exact=False, tolerance=tolerance)
+    make = lambda interpret: pallas_kernels.flash_attention_tpu(interpret, causal, block_q=64, block_k=32)  # noqa: E731
+    out, executable = _both(make, q, k, v, exact=False, tolerance=tolerance)
     (kernel,) = executable.stats["pallas_kernels"]
     if dtype == jnp.float32:
         s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(32)
