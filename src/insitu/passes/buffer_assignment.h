@@ -74,7 +74,10 @@ struct BufferAssignmentOptions {
   bool placed_updates = true;  // an update computed in its window of the stack (place_updates)
   bool sort_in_place = true;   // a sort's result i over its dying operand i (kSameSlot)
   bool per_worker_arenas = true;  // parallel grid loops' private buffers, one copy per worker
-  static BufferAssignmentOptions for_cuda() { return {false, false, false, false, false}; }
+  static BufferAssignmentOptions for_cuda() {
+    return {.scalar_broadcasts_read_in_place = false, .dynamic_views = false, .placed_updates = false,
+            .sort_in_place = false, .per_worker_arenas = false};
+  }
 };
 
 class BufferAssignment {
