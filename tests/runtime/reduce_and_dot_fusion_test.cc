@@ -343,6 +343,8 @@ ENTRY main {
 // integers sum exactly in any order), nothing copied, only the window written. The array
 // starts as NaN where the predicate picks zero: beta 0 never reads it.
 TEST(RuntimeSlicedDot, AccumulatedIntoAWindowInPlaceMatchesTheEvaluator) {
+  // what the dot is added to: the window's old value or zero by the predicate (either order), or
+  // the old value alone
   const std::vector<std::string> accumulations = {"select(p, w, zeros)", "select(p, zeros, w)", "w"};
   for (const std::array<int64_t, 6>& size : std::vector<std::array<int64_t, 6>>{{256, 96, 160, 64, 32, 48},
                                                                                  {16, 12, 10, 4, 3, 6}}) {
@@ -367,8 +369,7 @@ ENTRY main {
   zero = f32[] constant(0)
   zeros = )", block, R"( broadcast(zero), dimensions={}
   p = pred[)", br, ",", bc, R"(] broadcast(first), dimensions={}
-  s = )", block, " ", accumulation == "w" ? "negate(w)" : accumulation, R"(
-  r = )", block, " ", accumulation == "w" ? "add(w, d)" : "add(d, s)", R"(
+  r = )", block, " add(d, ", block, " ", accumulation == "w" ? "w" : accumulation, R"()
   ROOT u = f32[)", xr, ",", yc, R"(] dynamic-update-slice(o, r, i, j)
 })"));
       ASSERT_TRUE(compiled.executable != nullptr);
