@@ -425,3 +425,23 @@ def test_a_backward_that_fails_to_compile_late_runs_in_torch_with_right_gradient
     linear.weight.grad = None
     torch.tanh(linear(x)).sum().backward()
     assert torch.allclose(grad, linear.weight.grad, atol=1e-6)
+
+
+def test_remainder_takes_the_divisors_sign_as_torch_does():
+    """`x % n` (aten.remainder) lowers, bit for bit torch's values: the divisor's sign, for
+    integers and floats, positive and negative divisors, a tensor divisor, NaN and infinity;
+    the graph does not fall back (it ran eagerly before)."""
+    def f(i, x, d):
+        return i % 10, i % -7, x % 2.5, x % -0.75, x % d, torch.remainder(i, i.flip(0) * 2 + 1)
+
+    i = torch.arange(-40, 40, dtype=torch.int32)
+    x = torch.linspace(-9.0, 9.0, 80)
+    x[3], x[5] = float("nan"), float("inf")
+    d = torch.linspace(-3.0, 3.0, 80)
+    d[40] = 0.5
+    before = len(insitu.torch.compiled_graphs)
+    got = compile(f)(i, x, d)
+    assert all(g.fallback is None for g in insitu.torch.compiled_graphs[before:])
+    for g, e in zip(got, f(i, x, d)):
+        assert g.dtype == e.dtype
+        torch.testing.assert_close(g, e, rtol=0, atol=0, equal_nan=True)

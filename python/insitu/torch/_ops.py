@@ -50,6 +50,27 @@ def _div_mode(L, node, a, b, *, rounding_mode=None):
     raise Unsupported(f"div with rounding_mode={rounding_mode!r} on {dtype}")
 
 
+@_lower(aten.remainder.Tensor, aten.remainder.Scalar)
+def _remainder(L, node, a, b):
+    """torch's remainder takes the divisor's sign (Python's %), as torch's CPU kernel computes it:
+    the truncated remainder (HLO's, C's fmod), plus the divisor where that is nonzero and its
+    sign differs from the divisor's: the same operations, so the same values, NaN included."""
+    dtype, dims = _meta(node)
+    if dtype == torch.bool or dtype.is_complex:
+        raise Unsupported(f"remainder on {dtype}")
+    divisor = L.operand(b, dtype, dims)
+    truncated = L.emit("remainder", dtype, dims, f"remainder({L.operand(a, dtype, dims)}, {divisor})")
+    zero = L.constant(0, dtype, dims)
+
+    def compare(x, direction):
+        return L.emit("compare", torch.bool, dims, f"compare({x}, {zero}), direction={direction}")
+
+    signs_differ = L.emit("xor", torch.bool, dims, f"xor({compare(truncated, 'LT')}, {compare(divisor, 'LT')})")
+    shift = L.emit("and", torch.bool, dims, f"and({compare(truncated, 'NE')}, {signs_differ})")
+    shifted = L.emit("add", dtype, dims, f"add({truncated}, {divisor})")
+    return L.emit("select", dtype, dims, f"select({shift}, {shifted}, {truncated})")
+
+
 def _compare(direction):
     def lower(L, node, a, b):
         _, dims = _meta(node)
