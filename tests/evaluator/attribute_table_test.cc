@@ -24,11 +24,13 @@ namespace fs = std::filesystem;
 TEST(AttributeTableTest, EveryRuleSaysWhy) {
   for (const AttributeRule& rule : attribute_rules()) {
     SCOPED_TRACE(std::string(rule.name));
-    if (rule.use == AttributeUse::kModelled || rule.use == AttributeUse::kMetadataOnly)
+    if (rule.use == AttributeUse::kModelled || rule.use == AttributeUse::kMetadataOnly) {
       EXPECT_FALSE(rule.note.empty()) << "a modelled attribute names its consumer; a metadata-only one says why";
+    }
     // Only attributes that mean nothing for values (or order instructions) apply to every opcode.
-    if (rule.opcodes.empty())
+    if (rule.opcodes.empty()) {
       EXPECT_TRUE(rule.use == AttributeUse::kMetadataOnly || rule.name == "control-predecessors");
+    }
   }
 }
 

@@ -27,6 +27,7 @@ Instruction* Computation::insert_instruction_before(std::unique_ptr<Instruction>
     position = before->position_;
   }
   raw->position_ = instructions_.insert(position, std::move(instruction));
+  changed();
   return raw;
 }
 
@@ -38,6 +39,7 @@ void Computation::insert_instructions_before(std::vector<std::unique_ptr<Instruc
 void Computation::remove_instruction(Instruction* instruction) {
   detach(instruction);
   instructions_.erase(instruction->position_);
+  changed();
 }
 
 void Computation::remove_instructions(const std::vector<Instruction*>& instructions) {
@@ -47,6 +49,7 @@ void Computation::remove_instructions(const std::vector<Instruction*>& instructi
     if (removed.insert(instruction).second) detach(instruction);
   for (Instruction* instruction : instructions)
     if (removed.erase(instruction) != 0) instructions_.erase(instruction->position_);
+  changed();
 }
 
 void Computation::move_instruction_to(Instruction* instruction, Computation& to) {
@@ -54,6 +57,8 @@ void Computation::move_instruction_to(Instruction* instruction, Computation& to)
       << "moving %" << instruction->name() << " out of " << name_;
   to.instructions_.splice(to.instructions_.end(), instructions_, instruction->position_);
   instruction->parent_ = &to;
+  changed();
+  to.changed();
 }
 
 void Computation::detach(Instruction* instruction) {
@@ -76,10 +81,16 @@ void Computation::detach(Instruction* instruction) {
 }
 
 std::vector<Instruction*> Computation::instructions() const {
-  std::vector<Instruction*> out;
-  out.reserve(instructions_.size());
-  for (const auto& instruction : instructions_) out.push_back(instruction.get());
-  return out;
+  if (!order_valid_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(order_mutex_);
+    if (!order_valid_.load(std::memory_order_relaxed)) {
+      order_.clear();
+      order_.reserve(instructions_.size());
+      for (const auto& instruction : instructions_) order_.push_back(instruction.get());
+      order_valid_.store(true, std::memory_order_release);
+    }
+  }
+  return order_;
 }
 
 void Computation::set_instruction_order(const std::vector<Instruction*>& order) {
@@ -91,6 +102,7 @@ void Computation::set_instruction_order(const std::vector<Instruction*>& order) 
         << "reordering " << name_ << ": %" << instruction->name() << " is missing or listed twice";
     instructions_.splice(instructions_.end(), instructions_, instruction->position_);  // to the back, in order
   }
+  changed();
 }
 
 Instruction* Computation::find_instruction(std::string_view name) const {

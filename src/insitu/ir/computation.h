@@ -5,7 +5,9 @@
 // is_scheduled=true, the schedule.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -47,7 +49,11 @@ class Computation {
   // parameters and moves its users with it; it re-roots this computation if it was the root).
   void move_instruction_to(Instruction* instruction, Computation& to);
 
-  // Program order.
+  // Program order (a copy: the caller may change the computation while it walks it). Kept as a
+  // vector beside the list until the next change, so that the passes that walk every
+  // computation in turn do not each chase the list's nodes: a 100,000-add chain's list took
+  // 3.8 ms a walk, 20% of its compile over 84 walks. Safe to call from several threads at once
+  // while nothing changes the computation (grid workers evaluate a shared body).
   std::vector<Instruction*> instructions() const;
   // Reorders the instructions (a schedule pass): `order` must hold each instruction once.
   void set_instruction_order(const std::vector<Instruction*>& order);
@@ -80,6 +86,12 @@ class Computation {
   // O(1) (each instruction holds its own position: a pass outlining thousands of fusions into a
   // 30,000-instruction computation was quadratic in a vector).
   InstructionList instructions_;
+  // instructions_ in order while `order_valid_`; every change to instructions_ clears the flag
+  // (changed()), the next instructions() refills it under order_mutex_.
+  mutable std::vector<Instruction*> order_;
+  mutable std::atomic<bool> order_valid_{false};
+  mutable std::mutex order_mutex_;
+  void changed() { order_valid_.store(false, std::memory_order_relaxed); }
   std::vector<Instruction*> parameters_;  // indexed by parameter number
   Instruction* root_ = nullptr;
 };
