@@ -104,5 +104,60 @@ TEST(InstructionTest, ComputationOrderThroughInsertsRemovalsAndReordering) {
   EXPECT_EQ(computation.find_instruction("a"), a);
 }
 
+Instruction* add_copy(Computation& computation, const std::string& name, Instruction* of) {
+  auto copy = std::make_unique<Instruction>(Opcode::kCopy, name, Shape::array(PrimitiveType::kF32, {4}));
+  copy->append_operand(of);
+  return computation.add_instruction(std::move(copy));
+}
+
+// A trial removal (copy elimination's, on the module itself): undone, everything is as it was,
+// each user list in its order and the order in which later removals would reshuffle it (the
+// index past kIndexedUsers); kept, the readers read the operand and the copy is gone.
+TEST(InstructionTest, AForwardTrialUndoneLeavesEverythingAsItWas) {
+  Computation computation("c");
+  Instruction* p = add_parameter(computation, 0);
+  Instruction* q = add_parameter(computation, 1);
+  Instruction* before = add_sum(computation, "before", p, q);  // p's first user
+  Instruction* copy = add_copy(computation, "copy", p);
+  Instruction* both = add_sum(computation, "both", copy, p);  // reads the copy and its operand
+  Instruction* twice = add_sum(computation, "twice", copy, copy);
+  std::vector<Instruction*> many;
+  for (int i = 0; i < 40; ++i) many.push_back(add_sum(computation, str_cat("r", i), q, copy));
+  Instruction* second = add_copy(computation, "second", twice);
+  computation.set_root(second);
+  const std::vector<std::string> order = names(computation);
+  const std::vector<Instruction*> p_users = p->users(), copy_users = copy->users(), twice_users = twice->users();
+  ASSERT_GT(copy_users.size(), Instruction::kIndexedUsers);
+
+  {
+    ForwardTrial first(copy);
+    ForwardTrial root(second);  // the root: the computation returns `twice` meanwhile
+    EXPECT_EQ(computation.root(), twice);
+    EXPECT_EQ(both->operands(), (std::vector<Instruction*>{p, p}));
+    EXPECT_EQ(twice->operands(), (std::vector<Instruction*>{p, p}));
+    EXPECT_EQ(computation.instruction_count(), static_cast<int64_t>(order.size()) - 2);
+    EXPECT_TRUE(holds(p->users(), many[7]));
+    root.undo();  // the last first (leaving scope would do both)
+    first.undo();
+  }
+  EXPECT_EQ(names(computation), order);
+  EXPECT_EQ(computation.root(), second);
+  EXPECT_EQ(p->users(), p_users);
+  EXPECT_EQ(copy->users(), copy_users);
+  EXPECT_EQ(twice->users(), twice_users);
+  EXPECT_EQ(both->operands(), (std::vector<Instruction*>{copy, p}));
+  EXPECT_EQ(twice->operands(), (std::vector<Instruction*>{copy, copy}));
+  // The index came back: removing a middle user moves the last into its place, as before.
+  computation.remove_instruction(many[3]);
+  EXPECT_EQ(copy->users()[std::find(copy_users.begin(), copy_users.end(), many[3]) - copy_users.begin()], many.back());
+
+  ForwardTrial kept(copy);
+  kept.keep();
+  EXPECT_EQ(computation.find_instruction("copy"), nullptr);
+  EXPECT_EQ(twice->operands(), (std::vector<Instruction*>{p, p}));
+  EXPECT_EQ(p->users().front(), before);
+  EXPECT_TRUE(holds(p->users(), many[7]) && holds(p->users(), twice) && holds(p->users(), both));
+}
+
 }  // namespace
 }  // namespace insitu

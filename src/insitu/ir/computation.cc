@@ -122,4 +122,54 @@ std::string Computation::signature_string() const {
   return out;
 }
 
+namespace {
+
+// An instruction's user index as it was: rebuilt from its (restored) user list where it had one.
+void reindex(std::vector<Instruction*>& users, std::unique_ptr<std::unordered_map<Instruction*, size_t>>& index,
+             bool indexed) {
+  if (!indexed) {
+    index.reset();
+    return;
+  }
+  index = std::make_unique<std::unordered_map<Instruction*, size_t>>();
+  for (size_t i = 0; i < users.size(); ++i) index->emplace(users[i], i);
+}
+
+}  // namespace
+
+ForwardTrial::ForwardTrial(Instruction* value)
+    : computation_(value->parent_), value_(value), operand_(nullptr), next_(nullptr), was_root_(false),
+      operand_indexed_(false), value_indexed_(false) {
+  INSITU_CHECK(computation_ != nullptr && value->operand_count() == 1 && !value->has_control_edges() &&
+               value->operand(0) != value)
+      << "forwarding %" << value->name() << ": it needs one operand, a computation and no control edges";
+  operand_ = value->operand(0);
+  was_root_ = computation_->root_ == value;
+  auto after = std::next(value->position_);
+  next_ = after == computation_->instructions_.end() ? nullptr : after->get();
+  operand_users_ = operand_->users_;
+  value_users_ = value->users_;
+  operand_indexed_ = operand_->user_index_ != nullptr;
+  value_indexed_ = value->user_index_ != nullptr;
+  for (Instruction* reader : value->users_)
+    for (int64_t i = 0; i < reader->operand_count(); ++i)
+      if (reader->operands_[i] == value) slots_.emplace_back(reader, i);
+  value->replace_all_uses_with(operand_);
+  computation_->detach(value);
+  owned_ = std::move(*value->position_);
+  computation_->instructions_.erase(value->position_);
+  computation_->changed();
+}
+
+void ForwardTrial::undo() {
+  if (owned_ == nullptr) return;  // kept, or undone already
+  computation_->insert_instruction_before(std::move(owned_), next_);
+  for (const auto& [reader, i] : slots_) reader->operands_[i] = value_;
+  operand_->users_ = operand_users_;
+  value_->users_ = value_users_;
+  reindex(operand_->users_, operand_->user_index_, operand_indexed_);
+  reindex(value_->users_, value_->user_index_, value_indexed_);
+  if (was_root_) computation_->root_ = value_;
+}
+
 }  // namespace insitu

@@ -73,6 +73,7 @@ class Computation {
 
  private:
   friend class Module;
+  friend class ForwardTrial;
 
   std::string name_;
   Module* parent_ = nullptr;
@@ -94,6 +95,36 @@ class Computation {
   void changed() { order_valid_.store(false, std::memory_order_relaxed); }
   std::vector<Instruction*> parameters_;  // indexed by parameter number
   Instruction* root_ = nullptr;
+};
+
+// Forwards the readers of `value` (an instruction of one operand, without control edges: a
+// plain copy) to its operand and takes `value` out of its computation, reversibly, so that a
+// pass can try a removal on the module itself and keep it only where an analysis of the result
+// agrees (copy elimination; a trial on a clone of the module cost 94% of compiling XLA's own
+// optimized decode step). undo() puts back exactly what was there: each reader's operand
+// slots, both user lists in their order, the root, the place in program order; keep() destroys
+// `value`. A trial left alone is undone when it goes. Nothing else may change the computation
+// between a trial and its undo; trials over one computation are undone in reverse order.
+class ForwardTrial {
+ public:
+  explicit ForwardTrial(Instruction* value);
+  ForwardTrial(const ForwardTrial&) = delete;
+  ForwardTrial& operator=(const ForwardTrial&) = delete;
+  ~ForwardTrial() { undo(); }
+
+  void undo();
+  void keep() { owned_.reset(); }
+
+ private:
+  Computation* computation_;
+  Instruction* value_;
+  Instruction* operand_;
+  Instruction* next_;  // after value_ in program order; null at the end
+  bool was_root_;
+  std::vector<std::pair<Instruction*, int64_t>> slots_;  // (reader, operand number) that read value_
+  std::vector<Instruction*> operand_users_, value_users_;
+  bool operand_indexed_, value_indexed_;
+  std::unique_ptr<Instruction> owned_;  // value_, while it is out
 };
 
 }  // namespace insitu

@@ -24,6 +24,7 @@
 namespace insitu {
 
 class Computation;
+class ForwardTrial;
 class Instruction;
 // A computation's instructions in program order (Computation::instructions_).
 using InstructionList = std::list<std::unique_ptr<Instruction>>;
@@ -171,6 +172,7 @@ class Instruction : public InstructionAttributes {
 
  private:
   friend class Computation;
+  friend class ForwardTrial;
 
   Opcode opcode_;
   std::string name_;

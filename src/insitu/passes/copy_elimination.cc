@@ -1,20 +1,14 @@
-// eliminate_copies: try removing each plain copy on a clone; keep the removal when the
-// copy-insertion rules still hold (see copy_elimination.h); then pairs of copies chained through
-// in-place updates.
+// eliminate_copies: try removing each plain copy (a ForwardTrial on the module itself); keep the
+// removal when the copy-insertion rules still hold (see copy_elimination.h); then pairs of
+// copies chained through in-place updates.
 #include "insitu/passes/copy_elimination.h"
+
+#include <list>
 
 #include "insitu/passes/copy_insertion_internal.h"
 
 namespace insitu {
 namespace {
-
-// Readers of `copy` read its operand instead; the copy is removed.
-void forward_copy(Instruction* copy) {
-  Computation* computation = copy->parent();
-  copy->replace_all_uses_with(copy->operand(0));
-  if (computation->root() == copy) computation->set_root(copy->operand(0));
-  computation->remove_instruction(copy);
-}
 
 // Plain copies (no layout or memory-space change) in the computations that own buffers.
 std::vector<Instruction*> candidate_copies(const Module& module) {
@@ -29,8 +23,8 @@ std::vector<Instruction*> candidate_copies(const Module& module) {
 // A copy that copy insertion made so the caller does not receive a read-only buffer (R4), and
 // that is still exactly that: only the entry root reads it, and it copies a constant or a leaf
 // of an entry parameter that no input_output_alias or buffer_donor names. Removing it always
-// breaks R4, so it is kept without a trial (a trial clones the module: a 100,000-leaf tuple
-// returned as is would cost 100,000 clones).
+// breaks R4, so it is kept without a trial (each trial analyses the whole module: a
+// 100,000-leaf tuple returned as is would cost 100,000 analyses).
 bool keeps_read_only_output(const Module& module, const Instruction* copy) {
   std::optional<CopyReason> reason = copy_reason(*copy);
   const Computation* entry = module.entry();
@@ -49,15 +43,21 @@ bool keeps_read_only_output(const Module& module, const Instruction* copy) {
   return true;
 }
 
-// The violation removing `copies` would cause, if any.
-std::optional<copy_insertion::CopyFix> violation_without(const Module& module,
-                                                         std::initializer_list<const Instruction*> copies) {
-  std::unique_ptr<Module> trial = module.clone();
-  for (const Instruction* copy : copies)
-    forward_copy(trial->find_computation(copy->parent()->name())->find_instruction(copy->name()));
-  Dataflow dataflow = Dataflow::compute(*trial);
-  BufferFacts facts(*trial, dataflow);
-  return copy_insertion::find_violation(facts);
+// Removes `copies` (their readers read each one's operand) unless that causes a violation of
+// the copy rules; returns the violation, where there is one, with the module as it was.
+std::optional<copy_insertion::CopyFix> remove_unless_violated(Module& module,
+                                                              std::initializer_list<Instruction*> copies) {
+  std::list<ForwardTrial> trials;
+  for (Instruction* copy : copies) trials.emplace_back(copy);
+  const Dataflow dataflow = Dataflow::compute(module);
+  const BufferFacts facts(module, dataflow);
+  std::optional<copy_insertion::CopyFix> violation = copy_insertion::find_violation(facts);
+  if (violation) {
+    while (!trials.empty()) trials.pop_back();  // undone, the last first
+  } else {
+    for (ForwardTrial& trial : trials) trial.keep();
+  }
+  return violation;
 }
 
 // The plain copy that `copy`'s operand updates in place, through at most a few in-place writes
@@ -86,13 +86,12 @@ StatusOr<bool> eliminate_copies(Module& module) {
   bool changed = false;
   for (bool progress = true; progress;) {
     progress = false;
-    // Removing one candidate leaves the others in place (forward_copy deletes only that copy).
+    // Removing one candidate leaves the others in place (a kept trial deletes only that copy).
     const std::vector<Instruction*> candidates = candidate_copies(module);
     for (Instruction* copy : candidates) {
       if (keeps_read_only_output(module, copy)) continue;
-      std::optional<copy_insertion::CopyFix> violation = violation_without(module, {copy});
+      std::optional<copy_insertion::CopyFix> violation = remove_unless_violated(module, {copy});
       if (!violation) {
-        forward_copy(copy);
         progress = changed = true;
         continue;
       }
@@ -107,10 +106,8 @@ StatusOr<bool> eliminate_copies(Module& module) {
     for (Instruction* copy : progress ? std::vector<Instruction*>{} : candidates) {
       Instruction* updated = copy_updated_by(copy);
       if (updated == nullptr || keeps_read_only_output(module, copy) || keeps_read_only_output(module, updated) ||
-          violation_without(module, {copy, updated}))
+          remove_unless_violated(module, {copy, updated}))
         continue;
-      forward_copy(copy);
-      forward_copy(updated);
       progress = changed = true;
       break;  // the candidates changed
     }
