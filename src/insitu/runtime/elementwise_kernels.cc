@@ -29,6 +29,7 @@ void map_unary(const ArrayView& a, const ArrayView& out, ThreadPool& pool, Fn fn
   const bool scalar = a.scalar;
   run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
     if (!scalar) {
+      #pragma GCC unroll 4
       for (int64_t i = begin; i < end; ++i) o[i] = to_stored<Out>(fn(to_compute(x[i])));
     } else {
       const Out value = to_stored<Out>(fn(to_compute(x[0])));
@@ -47,12 +48,15 @@ struct BinaryLoop {
                                                 int64_t begin, int64_t end) {
     Fn fn;
     if (!x_scalar && !y_scalar) {
+      #pragma GCC unroll 4
       for (int64_t i = begin; i < end; ++i) o[i] = to_stored<Out>(fn(to_compute(x[i]), to_compute(y[i])));
     } else if (!x_scalar) {
       const auto rhs = to_compute(y[0]);
+      #pragma GCC unroll 4
       for (int64_t i = begin; i < end; ++i) o[i] = to_stored<Out>(fn(to_compute(x[i]), rhs));
     } else if (!y_scalar) {
       const auto lhs = to_compute(x[0]);
+      #pragma GCC unroll 4
       for (int64_t i = begin; i < end; ++i) o[i] = to_stored<Out>(fn(lhs, to_compute(y[i])));
     } else {
       const Out value = to_stored<Out>(fn(to_compute(x[0]), to_compute(y[0])));
@@ -201,6 +205,7 @@ struct FloatUnary {
 template <typename Fn>
 struct FloatUnaryLoop {
   [[gnu::always_inline]] static inline void run(const float* x, float* o, int64_t begin, int64_t end) {
+    #pragma GCC unroll 4
     for (int64_t i = begin; i < end; ++i) o[i] = Fn{}(x[i]);
   }
 };
