@@ -12,9 +12,12 @@
 #    steps in two spellings), dumped the same way into BUILD_DIR/peers/real with their floors;
 # 3. insitu side (insitu_measure): the same before_optimizations modules and inputs, and the
 #    memory bandwidth of this machine (insitu_measure --bandwidth: a 1 GiB copy);
-# 4. RESULTS.md from the JSON of steps 2-3 only.
+# 4. RESULTS.md from the JSON of steps 2-3 only;
+# 5. its section "Every spelling" from bench/peers/spellings_report.py (the decode and Adam
+#    spelling generators at real size, insitu.jax.jit beside jax.jit in one process).
 # XLA and insitu run one after the other, never at the same time. Knobs (environment):
-# PEER_COMPILE_REPS, PEER_CALLS, PEER_LARGE_COMPILE_REPS, PEER_LARGE_CALLS, PEER_REAL_CALLS.
+# PEER_COMPILE_REPS, PEER_CALLS, PEER_LARGE_COMPILE_REPS, PEER_LARGE_CALLS, PEER_REAL_CALLS;
+# PEER_PYTHON_BUILD (default build): the build whose python/ step 5 imports insitu from.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -56,5 +59,8 @@ cat "$work/insitu.jsonl" "$work/bandwidth.json"
 
 "$venv/bin/python" "$here/measure_xla.py" report "$work/xla_small.json" "$work/xla_large.json" \
   "$work/insitu.jsonl" "$here/RESULTS.md" "$command" "$work/xla_real.json" "$work/bandwidth.json"
+echo "== the spelling generators, real size"
+PYTHONPATH="$root/${PEER_PYTHON_BUILD:-build}/python" "$venv/bin/python" "$here/spellings_report.py" \
+  --results "$here/RESULTS.md" || status=$?
 echo "wrote $here/RESULTS.md"
 exit "$status"

@@ -1,0 +1,135 @@
+"""The spelling generators at real size, in one run, written into RESULTS.md (issue 36: "measured
+in one run and recorded in bench/peers/RESULTS.md"). Runs bench/python/decode_spellings.py's
+twelve GPT-2-small decode steps (with XLA's optimized module of each handed to insitu too) and
+bench/python/optimizer_spellings.py's nine Adam steps over 12 x [768, 768], each beside jax.jit
+in one process, and replaces the section between the markers below in RESULTS.md (appends it
+the first time); the rest of the file, the peer table's, is left as it is.
+
+Each row's floor is the bytes the step must move at the copy bandwidth numpy reaches on the
+same threads, measured in the same run: for a decode step, every weight and both whole caches
+read once (the attention reads all positions under a mask); for an Adam step, params, m, v and
+the gradients read and params, m, v written (7 x a state array).
+
+    PYTHONPATH=build/python $(scripts/python-env)/bin/python bench/peers/spellings_report.py
+        [--rounds 5] [--decode-steps 4] [--adam-steps 10] [--results bench/peers/RESULTS.md]
+"""
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import insitu
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "python"))
+import decode_spellings  # noqa: E402
+import optimizer_spellings  # noqa: E402
+
+BEGIN = "<!-- spellings_report.py: begin -->"
+END = "<!-- spellings_report.py: end -->"
+
+
+def bandwidth(threads):
+    """Bytes read plus written per second by numpy copies of 256 MiB (median of 3 bests of 5)."""
+    return statistics.median(optimizer_spellings.copy_bandwidth(256 << 20, threads) for _ in range(3))
+
+
+def decode_rows(options, moved_per_second):
+    decode_spellings.set_size("gpt2")
+    rng = np.random.default_rng(0)
+    d = decode_spellings
+
+    def weight(*shape):
+        return jnp.asarray(rng.standard_normal(shape) * 0.02, jnp.float32)
+
+    params = (weight(d.LAYERS, d.WIDTH, 3 * d.WIDTH), weight(d.LAYERS, d.WIDTH, d.WIDTH),
+              weight(d.LAYERS, d.WIDTH, 4 * d.WIDTH), weight(d.LAYERS, 4 * d.WIDTH, d.WIDTH))
+    x = jnp.asarray(rng.standard_normal(d.WIDTH), jnp.float32)
+    cache_bytes = 2 * d.LAYERS * d.HEADS * d.POSITIONS * d.HEAD * 4
+    floor_ms = (sum(w.nbytes for w in params) + cache_bytes) / moved_per_second * 1e3
+    run = argparse.Namespace(rounds=options.rounds, steps=options.decode_steps, xla_module=True,
+                             threads=options.threads)
+    lines = ["| spelling | values | bytes copied | insitu ms | XLA ms | insitu/XLA | /floor | XLA's module: copies "
+             "| insitu on it: copies |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for name in d.SPELLINGS:
+        row = d.measure(name, params, x, run)
+        if "insitu_ms" not in row:
+            lines.append(f"| {name} | failed: {row.get('insitu_error') or row.get('xla_error')} | | | | | | | |")
+            continue
+        lines.append(f"| {name} | {'ok' if row['ok'] else 'DIFFER'} | {row['bytes_copied']} | {row['insitu_ms']:.2f} "
+                     f"| {row['xla_ms']:.2f} | {row['insitu_ms'] / row['xla_ms']:.2f} | {row['insitu_ms'] / floor_ms:.2f} "
+                     f"| {row['xla_module_copies']} ({row['xla_module_copy_bytes']} B) | {row['insitu_on_xla_module']} |")
+        print(lines[-1], flush=True)
+    head = (f"**Decode step, GPT-2 small** ({d.LAYERS} layers, {d.HEADS} heads x {d.HEAD}, {d.POSITIONS} positions; "
+            f"caches {cache_bytes} bytes donated; floor {floor_ms:.2f} ms: weights and caches read once; "
+            f"{options.rounds} rounds of {options.decode_steps} steps, median)")
+    return [head, ""] + lines
+
+
+def adam_rows(options, moved_per_second):
+    layers, width = optimizer_spellings.SIZES["real"]
+    state_bytes = layers * width * width * 4
+    floor_ms = 7 * state_bytes / moved_per_second * 1e3
+    run = argparse.Namespace(rounds=options.rounds, steps=options.adam_steps, threads=options.threads)
+    lines = ["| spelling | values | bytes copied | bytes written | insitu ms | XLA ms | insitu/XLA | /floor |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for name in optimizer_spellings.SPELLINGS:
+        row = optimizer_spellings.measure(name, layers, width, run)
+        lines.append(f"| {name} | {'ok' if row['ok'] else 'DIFFER'} | {row['copied']} | {row['written']} "
+                     f"| {row['insitu_ms']:.2f} | {row['xla_ms']:.2f} | {row['insitu_ms'] / row['xla_ms']:.2f} "
+                     f"| {row['insitu_ms'] / floor_ms:.2f} |")
+        print(lines[-1], flush=True)
+    head = (f"**Adam step** ({layers} x [{width}, {width}] f32: params, m, v donated; floor {floor_ms:.2f} ms: 7 x "
+            f"{state_bytes} bytes; {options.rounds} rounds of {options.adam_steps} steps, median)")
+    return [head, ""] + lines
+
+
+def write_section(path, body):
+    text = path.read_text() if path.exists() else ""
+    section = f"{BEGIN}\n{body}\n{END}\n"
+    if BEGIN in text and END in text:
+        before, rest = text.split(BEGIN, 1)
+        text = before + section + rest.split(END, 1)[1].lstrip("\n")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--decode-steps", type=int, default=4)
+    parser.add_argument("--adam-steps", type=int, default=10, help="steps a round: fewer let each runtime's "
+                        "threads still spinning from the other's round slow the first calls")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--results", default=str(HERE / "RESULTS.md"))
+    options = parser.parse_args()
+    insitu.default_threads = options.threads
+    moved = bandwidth(options.threads)
+    print(f"copy bandwidth {moved / 1e9:.1f} GB/s (read + written)", flush=True)
+    decode = decode_rows(options, moved)
+    adam = adam_rows(options, moved)
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    body = "\n".join([
+        "## Every spelling (issue 36): the decode and Adam spelling generators at real size",
+        "",
+        f"Generated by `bench/peers/spellings_report.py` on {now}, one run; {os.cpu_count()} cores, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end, Python {platform.python_version()}, "
+        f"jax {jax.__version__}; insitu on {options.threads} threads, XLA:CPU as jax.jit runs it; copy bandwidth "
+        f"{moved / 1e9:.1f} GB/s (bytes read plus written, numpy, same threads). `values`: insitu's against "
+        "XLA's (and XLA's against a float64 reference for the decode step); `bytes copied`: insitu's runtime "
+        "count for one step; `/floor`: insitu's time over the floor.",
+        "", *decode, "", *adam])
+    write_section(Path(options.results), body)
+    print(f"wrote {options.results}")
+
+
+if __name__ == "__main__":
+    main()
