@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "executable_test_util.h"
+#include "insitu/runtime/cpu_level.h"
 
 namespace insitu {
 namespace {
@@ -180,6 +181,61 @@ ENTRY main {
     EXPECT_NE(std::find(operands.begin(), operands.end(), assignment.slice_at(fusion, {output})), operands.end())
         << "output " << output << " has a buffer of its own";
   expect_matches_evaluator(compiled);
+}
+
+// A fused op runs its block loop (kernels.h BlockLoop), compiled per CPU level for f32/f64: at
+// every level this CPU has, the fusion gives the evaluator's bits, for binary ops with array and
+// scalar operands on either side, the f32 functions, f64, f16 and integer ops.
+TEST(MultiOutputFusion, FusedOpsGiveTheEvaluatorsBitsAtEveryCpuLevel) {
+  Compiled compiled = compile(R"(
+HloModule levels
+
+ENTRY main {
+  x = f32[40,130] parameter(0)
+  y = f32[40,130] parameter(1)
+  d = f64[40,130] parameter(2)
+  h = f16[40,130] parameter(3)
+  i = s32[40,130] parameter(4)
+  c = f32[] constant(0.75)
+  bc = f32[40,130] broadcast(c), dimensions={}
+  a0 = f32[40,130] divide(bc, x)
+  a1 = f32[40,130] divide(a0, y)
+  a2 = f32[40,130] subtract(a1, bc)
+  a3 = f32[40,130] multiply(a2, y)
+  a4 = f32[40,130] maximum(a3, x)
+  a5 = f32[40,130] minimum(bc, a4)
+  a6 = f32[40,130] power(a5, bc)
+  a7 = f32[40,130] abs(a6)
+  a8 = f32[40,130] sqrt(a7)
+  a9 = f32[40,130] exponential(a8)
+  a10 = f32[40,130] tanh(a9)
+  a11 = f32[40,130] negate(a10)
+  a12 = f32[40,130] add(a11, x)
+  cd = f64[] constant(1.5)
+  bd = f64[40,130] broadcast(cd), dimensions={}
+  d0 = f64[40,130] divide(d, bd)
+  d1 = f64[40,130] add(d0, d)
+  d2 = f64[40,130] sqrt(d1)
+  ch = f16[] constant(0.5)
+  bh = f16[40,130] broadcast(ch), dimensions={}
+  h0 = f16[40,130] multiply(h, bh)
+  h1 = f16[40,130] add(h0, h)
+  ci = s32[] constant(7)
+  bi = s32[40,130] broadcast(ci), dimensions={}
+  i0 = s32[40,130] multiply(i, bi)
+  i1 = s32[40,130] xor(i0, i)
+  i2 = s32[40,130] remainder(i1, bi)
+  ROOT r = (f32[40,130], f64[40,130], f16[40,130], s32[40,130]) tuple(a12, d2, h1, i2)
+}
+)");
+  ASSERT_NE(compiled.executable, nullptr);
+  for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2Fma, CpuLevel::kAvx512}) {
+    if (level > detected_cpu_level()) continue;
+    SCOPED_TRACE("cpu level " + std::to_string(static_cast<int>(level)));
+    set_cpu_level_limit(level);
+    expect_matches_evaluator(compiled);
+  }
+  set_cpu_level_limit(CpuLevel::kAvx512);
 }
 
 }  // namespace

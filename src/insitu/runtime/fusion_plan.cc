@@ -31,6 +31,7 @@ bool select_op_kernels(Plan& plan) {
     if (!kernel.has_value()) return false;
     INSITU_CHECK(kernel->plan == nullptr) << "a fused op's kernel planned something BlockRunner does not keep";
     node.run = kernel->run;
+    node.loops = select_block_loops(*node.instruction, std::span<const ArrayView>(operand_views, node.operands.size()), out);
   }
   return true;
 }

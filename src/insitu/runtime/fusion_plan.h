@@ -58,6 +58,7 @@ struct Node {
   int64_t iota_size = 0;                // kIota: the index's dimension's size
   std::vector<int> operands;            // kOp: node indices
   KernelFn run = nullptr;               // kOp: the elementwise kernel selected for its types
+  const BlockLoops* loops = nullptr;    // kOp: its block loops, where it has them (run otherwise)
   int64_t scratch = -1;                 // kBroadcast/kOp (not the root): byte offset in the scratch
   int last_use = -1;                    // the last node reading this one (-1: none)
 };

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "insitu/runtime/cpu_level.h"
 #include "insitu/runtime/fusion_plan.h"
 #include "insitu/runtime/kernels.h"
 
@@ -24,7 +25,8 @@ class BlockRunner {
  public:
   BlockRunner(const Plan& plan, std::span<const ArrayView> operands, uint8_t* out, ThreadPool& pool,
               std::span<uint8_t* const> outs = {}, const bool* direct = nullptr)
-      : plan_(plan), operands_(operands), out_(out), outs_(outs), direct_(direct), pool_(pool) {
+      : plan_(plan), operands_(operands), out_(out), outs_(outs), direct_(direct), pool_(pool),
+        level_(static_cast<size_t>(cpu_level())) {
     thread_local std::vector<uint64_t> scratch;
     const size_t words = static_cast<size_t>((plan.scratch_bytes + 7) / 8 + 10);
     if (scratch.size() < words) scratch.resize(words);
@@ -124,10 +126,17 @@ class BlockRunner {
               static_cast<int>(n) == plan_.root ? out_ + (begin - out_first_) * node.width : scratch_ + node.scratch;
           for (size_t k = 0; k < outs_.size(); ++k)
             if (direct_[k] && plan_.outputs[k] == static_cast<int>(n)) view.data = outs_[k] + begin * node.width;
-          ArrayView operand_views[3];
           const size_t arity = node.operands.size();
+          const bool per_row = node.reads_row_scalar && length > plan_.row;
+          if (node.loops != nullptr && !per_row) {  // the loop alone (kernels.h BlockLoop)
+            const ArrayView& x = views_[node.operands[0]];
+            const ArrayView& y = views_[node.operands[arity > 1 ? 1 : 0]];
+            (*node.loops)[level_](x.data, y.data, view.data, x.scalar, y.scalar, length);
+            break;
+          }
+          ArrayView operand_views[3];
           for (size_t i = 0; i < arity; ++i) operand_views[i] = views_[node.operands[i]];
-          if (node.reads_row_scalar && length > plan_.row) {
+          if (per_row) {
             run_per_row(node, begin, length, operand_views, view);
             break;
           }
@@ -276,6 +285,7 @@ class BlockRunner {
   std::span<uint8_t* const> outs_;
   const bool* direct_;
   ThreadPool& pool_;
+  size_t level_;  // cpu_level() for this run: the index into a node's block loops
   uint8_t* scratch_ = nullptr;
   ArrayView* views_ = nullptr;
 };
