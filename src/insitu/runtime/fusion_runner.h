@@ -34,6 +34,13 @@ class BlockRunner {
     thread_local std::vector<ArrayView> views;
     views.resize(plan.nodes.size());
     views_ = views.data();
+    // Per node, the output it is computed straight into (a multi-output fusion's output written
+    // in place; the last such output where one node is several), else null.
+    thread_local std::vector<uint8_t*> direct_out;
+    direct_out.assign(plan.nodes.size(), nullptr);
+    for (size_t k = 0; k < outs_.size(); ++k)
+      if (direct_[k]) direct_out[static_cast<size_t>(plan.outputs[k])] = outs_[k];
+    direct_out_ = direct_out.data();
   }
 
   // The root writes position p at buffer[p - first] from now on, not into the result; the next
@@ -118,14 +125,16 @@ class BlockRunner {
           view.scalar = true;
           break;
         case NodeKind::kOp: {
-          for (const int64_t stop = std::min(bytes, fetched + per_op); fetched < stop; fetched += 64) {
-            for (size_t k = 0; k < streams; ++k) __builtin_prefetch(starts[k] + fetched, 0, 2);
-            for (size_t k = 0; k < written; ++k) __builtin_prefetch(writes[k] + fetched, 1, 2);
-          }
+          // this op's share of the next block's lines, stream by stream (a tight loop each)
+          const int64_t stop = std::min(bytes, fetched + per_op);
+          for (size_t k = 0; k < streams; ++k)
+            for (int64_t at = fetched; at < stop; at += 64) __builtin_prefetch(starts[k] + at, 0, 2);
+          for (size_t k = 0; k < written; ++k)
+            for (int64_t at = fetched; at < stop; at += 64) __builtin_prefetch(writes[k] + at, 1, 2);
+          fetched = std::max(fetched, stop);
           view.data =
               static_cast<int>(n) == plan_.root ? out_ + (begin - out_first_) * node.width : scratch_ + node.scratch;
-          for (size_t k = 0; k < outs_.size(); ++k)
-            if (direct_[k] && plan_.outputs[k] == static_cast<int>(n)) view.data = outs_[k] + begin * node.width;
+          if (direct_out_[n] != nullptr) view.data = direct_out_[n] + begin * node.width;
           const size_t arity = node.operands.size();
           const bool per_row = node.reads_row_scalar && length > plan_.row;
           if (node.loops != nullptr && !per_row) {  // the loop alone (kernels.h BlockLoop)
@@ -286,6 +295,7 @@ class BlockRunner {
   const bool* direct_;
   ThreadPool& pool_;
   size_t level_;  // cpu_level() for this run: the index into a node's block loops
+  uint8_t* const* direct_out_ = nullptr;  // per node (the constructor's direct_out)
   uint8_t* scratch_ = nullptr;
   ArrayView* views_ = nullptr;
 };
