@@ -21,8 +21,6 @@ import os
 import platform
 import statistics
 import sys
-import threading
-import time
 from pathlib import Path
 
 import jax
@@ -50,16 +48,7 @@ def read_bandwidth(threads):
     of 5): numpy's sum is compute-bound (18 GB/s on 2 threads here where max reads 27)."""
     data = np.ones(1 << 28, np.float32)
     bounds = np.linspace(0, data.size, threads + 1).astype(int)
-    best = float("inf")
-    for _ in range(5):
-        workers = [threading.Thread(target=np.max, args=(data[bounds[i]:bounds[i + 1]],)) for i in range(threads)]
-        start = time.perf_counter()
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        best = min(best, time.perf_counter() - start)
-    return data.nbytes / best
+    return data.nbytes / optimizer_spellings.best_threaded(lambda i: np.max(data[bounds[i]:bounds[i + 1]]), threads)
 
 
 def decode_rows(options):

@@ -158,6 +158,20 @@ SPELLINGS = {  # name: (function, stack -> its state form, its state form -> sta
 }
 
 
+def best_threaded(part, threads, tries=5):
+    """The best wall time of `threads` threads running part(0) ... part(threads - 1) at once."""
+    best = float("inf")
+    for _ in range(tries):
+        workers = [threading.Thread(target=part, args=(i,)) for i in range(threads)]
+        start = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def copy_bandwidth(nbytes, threads):
     """Bytes read plus written per second by copies of nbytes on `threads` threads (best of 5)."""
     source, target = np.ones(nbytes // 4, np.float32), np.zeros(nbytes // 4, np.float32)
@@ -166,16 +180,7 @@ def copy_bandwidth(nbytes, threads):
     def part(i):
         np.copyto(target[bounds[i]:bounds[i + 1]], source[bounds[i]:bounds[i + 1]])
 
-    best = float("inf")
-    for _ in range(5):
-        workers = [threading.Thread(target=part, args=(i,)) for i in range(threads)]
-        start = time.perf_counter()
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        best = min(best, time.perf_counter() - start)
-    return 2 * nbytes / best
+    return 2 * nbytes / best_threaded(part, threads)
 
 
 def measure(name, layers, d, options):

@@ -22,13 +22,11 @@ namespace insitu {
 namespace kernels {
 namespace {
 
-// out[i] = fn(a[i]) with the operand possibly a scalar.
+// out[i] = fn(x[i]) over [begin, end), or fn(x[0]) everywhere for a scalar operand.
 template <typename T, typename Out, typename Fn>
-void map_unary(const ArrayView& a, const ArrayView& out, ThreadPool& pool, Fn fn) {
-  const T* x = reinterpret_cast<const T*>(a.data);
-  Out* o = reinterpret_cast<Out*>(out.data);
-  const bool scalar = a.scalar;
-  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+struct UnaryLoop {
+  [[gnu::always_inline]] static inline void run(const T* x, Out* o, bool scalar, int64_t begin, int64_t end) {
+    Fn fn;
     if (!scalar) {
       #pragma GCC unroll 4
       for (int64_t i = begin; i < end; ++i) o[i] = to_stored<Out>(fn(to_compute(x[i])));
@@ -36,7 +34,16 @@ void map_unary(const ArrayView& a, const ArrayView& out, ThreadPool& pool, Fn fn
       const Out value = to_stored<Out>(fn(to_compute(x[0])));
       for (int64_t i = begin; i < end; ++i) o[i] = value;
     }
-  });
+  }
+};
+
+template <typename T, typename Out, typename Fn>
+void map_unary(const ArrayView& a, const ArrayView& out, ThreadPool& pool, Fn) {
+  const T* x = reinterpret_cast<const T*>(a.data);
+  Out* o = reinterpret_cast<Out*>(out.data);
+  const bool scalar = a.scalar;
+  run_range(pool, out.element_count(), kParallelElements,
+            [&](int64_t begin, int64_t end) { UnaryLoop<T, Out, Fn>::run(x, o, scalar, begin, end); });
 }
 
 // out[i] = fn(a[i], b[i]). Array-array and array-scalar (an unmaterialized broadcast) each get
@@ -103,16 +110,7 @@ template <typename T, typename Out, typename Fn>
 struct UnaryBlock {
   [[gnu::always_inline]] static inline void run(const uint8_t* x, const uint8_t*, uint8_t* o, bool x_scalar, bool,
                                                 int64_t n) {
-    const T* in = reinterpret_cast<const T*>(x);
-    Out* out = reinterpret_cast<Out*>(o);
-    Fn fn;
-    if (x_scalar) {
-      const Out value = to_stored<Out>(fn(to_compute(in[0])));
-      for (int64_t i = 0; i < n; ++i) out[i] = value;
-      return;
-    }
-    #pragma GCC unroll 4
-    for (int64_t i = 0; i < n; ++i) out[i] = to_stored<Out>(fn(to_compute(in[i])));
+    UnaryLoop<T, Out, Fn>::run(reinterpret_cast<const T*>(x), reinterpret_cast<Out*>(o), x_scalar, 0, n);
   }
 };
 
@@ -148,7 +146,6 @@ inline constexpr BlockLoops kBlockLoops = block_loops<Body, wide>();
 // What a choose_* function picked: the kernel, and where it has them its block loops.
 struct Choice {
   Choice(KernelFn kernel = nullptr, const BlockLoops* block = nullptr) : run(kernel), loops(block) {}
-  explicit operator bool() const { return run != nullptr; }
   KernelFn run;
   const BlockLoops* loops;
 };
@@ -257,11 +254,7 @@ struct FloatUnaryBlock {
                                                 int64_t n) {
     const float* in = reinterpret_cast<const float*>(x);
     float* out = reinterpret_cast<float*>(o);
-    if (x_scalar) {
-      const float value = Fn{}(in[0]);
-      for (int64_t i = 0; i < n; ++i) out[i] = value;
-      return;
-    }
+    if (x_scalar) return UnaryLoop<float, float, Fn>::run(in, out, true, 0, n);  // as float_unary_kernel
     FloatUnaryLoop<Fn>::run(in, out, 0, n);
   }
 };

@@ -131,7 +131,7 @@ class BlockRunner {
             for (int64_t at = fetched; at < stop; at += 64) __builtin_prefetch(starts[k] + at, 0, 2);
           for (size_t k = 0; k < written; ++k)
             for (int64_t at = fetched; at < stop; at += 64) __builtin_prefetch(writes[k] + at, 1, 2);
-          fetched = std::max(fetched, stop);
+          fetched = stop;  // never behind: stop >= fetched, as fetched <= bytes
           view.data =
               static_cast<int>(n) == plan_.root ? out_ + (begin - out_first_) * node.width : scratch_ + node.scratch;
           if (direct_out_[n] != nullptr) view.data = direct_out_[n] + begin * node.width;

@@ -117,15 +117,15 @@ inline bool run_native_kernel(const Instruction& instruction, std::span<const Ar
 
 // The family selectors (one per kernel file; kernel_table.cc maps runtime families to them).
 //
-// elementwise_kernels.cc: unary/binary arithmetic, compare, select, clamp, is-finite,
-// bitcast-convert of one width; convert_kernels.cc's convert.
+// elementwise_kernels.cc: unary/binary arithmetic, is-finite; compare_select_kernels.cc's
+// compare, select, clamp and bitcast-convert of one width; convert_kernels.cc's convert.
 SelectedKernel select_elementwise(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 // A fused elementwise op's loop over one block of BlockRunner (fusion_runner.h), the arithmetic
 // of select_elementwise's kernel without its call (a KernelCall, the shape's element count, the
 // split over the pool, the CPU level looked up): out[i] = f(x[i], y[i]) over n elements, x[0]
 // (y[0]) for a scalar operand, y unused by a unary op; on the calling thread. One function per
-// CpuLevel (cpu_level.h), indexed by it. A block of 512 elements took 24 ns of arithmetic and 55
-// of call in an Adam fusion's ops.
+// CpuLevel (cpu_level.h), indexed by it. Through the kernel, a multiply over a block of 256
+// f32 ran about 220 instructions of call beside its loop's 130 (callgrind, AVX2).
 using BlockLoop = void (*)(const uint8_t* x, const uint8_t* y, uint8_t* out, bool x_scalar, bool y_scalar, int64_t n);
 using BlockLoops = std::array<BlockLoop, 3>;
 // The block loops of an op select_elementwise runs natively on these views, where it has them
