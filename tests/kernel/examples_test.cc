@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "examples/kernels/example_kernels.h"
+#include "insitu/cuda/kernel_grid.h"
 #include "insitu/kernel/registry.h"
+#include "insitu/runtime/native_custom_call.h"
 #include "tests/kernel/kernel_test_util.h"
 
 namespace insitu {
@@ -52,7 +54,8 @@ TEST(KernelExamples, ExamplesAreRegistered) {
     ASSERT_NE(target, nullptr) << name;
     EXPECT_TRUE(target->signature.has_value()) << name;
     EXPECT_TRUE(target->evaluate != nullptr) << name;
-    EXPECT_TRUE(target->native != nullptr) << name;
+    EXPECT_NE(target->parts.get<NativeCustomCallPart>(), nullptr) << name;
+    EXPECT_NE(target->parts.get<KernelGridPart>(), nullptr) << name;
     EXPECT_EQ(target->origin, "builtin") << name;
   }
   EXPECT_EQ(table.find("plus_one")->signature->input_output_aliases, (std::vector<std::pair<int64_t, int64_t>>{{0, 0}}));
@@ -155,17 +158,18 @@ namespace insitu {
 namespace {
 
 // The CUDA layout of tiled_axpy over f32[70, 45] (kernel/bindings.h: the spec's
-// CustomCallTarget::grid_layout): 3 x 2 steps in row-major grid order, each with its x, y and
+// KernelGridPart): 3 x 2 steps in row-major grid order, each with its x, y and
 // out tile, clipped at the ragged edges (70 = 2 * 32 + 6, 45 = 32 + 13); the body's source.
 TEST(KernelExamples, TiledAxpyGridLayoutForADevice) {
   const CustomCallTarget* target = CustomCallTable::global().find("tiled_axpy");
   ASSERT_NE(target, nullptr);
-  ASSERT_TRUE(target->grid_layout);
+  const KernelGridPart* grid = target->parts.get<KernelGridPart>();
+  ASSERT_NE(grid, nullptr);
   const Shape shape = Shape::array(PrimitiveType::kF32, {70, 45});
   Instruction call(Opcode::kCustomCall, "axpy", shape);
   const Shape* operands[] = {&shape, &shape};
   const Shape* outputs[] = {&shape};
-  StatusOr<KernelGridLayout> layout = target->grid_layout(call, operands, outputs);
+  StatusOr<KernelGridLayout> layout = grid->plan(call, operands, outputs);
   ASSERT_TRUE(layout.ok()) << layout.status().to_string();
   EXPECT_EQ(layout->steps, 6);
   ASSERT_EQ(layout->blocks.size(), 18u);  // 6 steps x (2 inputs + 1 output)
@@ -189,7 +193,7 @@ TEST(KernelExamples, AKernelWithoutACudaBodyHasNoDeviceLayout) {
   Instruction call(Opcode::kCustomCall, "adam", Shape::tuple({shape, shape, shape}));
   const Shape* operands[] = {&shape, &shape, &shape, &shape};
   const Shape* outputs[] = {&shape, &shape, &shape};
-  StatusOr<KernelGridLayout> layout = target->grid_layout(call, operands, outputs);
+  StatusOr<KernelGridLayout> layout = target->parts.get<KernelGridPart>()->plan(call, operands, outputs);
   ASSERT_FALSE(layout.ok());
   EXPECT_NE(layout.status().message().find("kernel \"adam_step\" has no CUDA body"), std::string::npos)
       << layout.status().to_string();

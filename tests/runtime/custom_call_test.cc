@@ -4,6 +4,7 @@
 #include "executable_test_util.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/runtime/kernels.h"
+#include "insitu/runtime/native_custom_call.h"
 
 namespace insitu {
 namespace {
@@ -121,22 +122,18 @@ ENTRY main {
 TEST(RuntimeCustomCall, InjectedTableBindsNativeKernels) {
   CustomCallTable table;
   int prepared = 0;
-  ASSERT_TRUE(table
-                  .add({.name = "plus_one_inplace",
-                        .evaluate = plus_one,
-                        .native = [&](const Instruction&, std::span<const Shape* const>,
-                                      std::span<const Shape* const>) -> StatusOr<PreparedCustomCall> {
-                          ++prepared;
-                          return PreparedCustomCall([](const Instruction&, std::span<const ArrayView>,
-                                                       std::span<const ArrayView> outputs, ThreadPool&,
-                                                       ExecutionStats&) {
-                            auto* data = reinterpret_cast<int32_t*>(outputs[0].data);
-                            for (int64_t i = 0; i < outputs[0].element_count(); ++i) data[i] += 1;
-                            return ok_status();
-                          });
-                        },
-                        .origin = "this test"})
-                  .ok());
+  CustomCallTarget target{.name = "plus_one_inplace", .evaluate = plus_one, .origin = "this test"};
+  target.parts.set(NativeCustomCallPart{[&](const Instruction&, std::span<const Shape* const>,
+                                            std::span<const Shape* const>) -> StatusOr<PreparedCustomCall> {
+    ++prepared;
+    return PreparedCustomCall([](const Instruction&, std::span<const ArrayView>, std::span<const ArrayView> outputs,
+                                 ThreadPool&, ExecutionStats&) {
+      auto* data = reinterpret_cast<int32_t*>(outputs[0].data);
+      for (int64_t i = 0; i < outputs[0].element_count(); ++i) data[i] += 1;
+      return ok_status();
+    });
+  }});
+  ASSERT_TRUE(table.add(std::move(target)).ok());
   ASSERT_EQ(CustomCallTable::global().find("plus_one_inplace"), nullptr);
   Compiled compiled = compile(read_text(std::string(INSITU_SOURCE_DIR) + "/tests/corpus/custom_call_inplace.hlo"),
                               ExecutableOptions{.custom_calls = &table});

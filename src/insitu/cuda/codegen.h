@@ -23,7 +23,7 @@
 
 #include <vector>
 
-#include "insitu/evaluator/custom_call_table.h"
+#include "insitu/cuda/kernel_grid.h"
 #include "insitu/ir/instruction.h"
 #include "insitu/support/status.h"
 
@@ -230,7 +230,7 @@ StatusOr<GeneratedKernel> generate_data_movement_kernel(const Instruction& op, c
 GeneratedKernel generate_gemm_kernel(const GemmCall& call, const std::string& name);
 
 // A registered kernel's call site (kernel/kernel.h: cuda_source, laid out by its
-// CustomCallTarget::grid_layout): the wrapper `name` runs grid step s on the team of threads
+// KernelGridPart, cuda/kernel_grid.h): the wrapper `name` runs grid step s on the team of threads
 // [s * kTeamLanes, (s + 1) * kTeamLanes) (teams never straddle a CUDA block: 128 divides the
 // launch's block size), reads the step's blocks from `table` (kBlockEntry numbers per operand
 // and output: offset, rank, shape[6], stride[6]) and calls the body with them. Signature:

@@ -89,7 +89,8 @@ class Memory {
 Status plan_custom_call(const Instruction& call, const CustomCallTable& table, const Memory& memory,
                         const std::string& name, DeviceStep& step, DevicePlan& plan) {
   const CustomCallTarget* target = table.find(call.custom_call.target);
-  if (target == nullptr || !target->grid_layout)
+  const KernelGridPart* grid_part = target ? target->parts.get<KernelGridPart>() : nullptr;
+  if (grid_part == nullptr)
     return refuse(call, str_cat("custom_call_target \"", call.custom_call.target,
                                 "\" is not a registered kernel (kernel/registry.h) with a CUDA body"));
   std::vector<const Shape*> operands, outputs;
@@ -97,7 +98,7 @@ Status plan_custom_call(const Instruction& call, const CustomCallTable& table, c
   const Shape& result = call.shape();
   for (int64_t o = 0; o < (result.is_tuple() ? result.tuple_size() : 1); ++o)
     outputs.push_back(result.is_tuple() ? &result.tuple_shape(o) : &result);
-  INSITU_ASSIGN_OR_RETURN(KernelGridLayout grid, target->grid_layout(call, operands, outputs));
+  INSITU_ASSIGN_OR_RETURN(KernelGridLayout grid, grid_part->plan(call, operands, outputs));
   // The call's aliases must be the kernel's; a pair the kernel updates that the call does not
   // alias starts as a copy of the operand in the output's memory.
   std::vector<int64_t> output_operand(outputs.size(), -1);

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "insitu/cuda/codegen.h"
+#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/ir/computation.h"
 #include "insitu/passes/buffer_assignment.h"
 #include "insitu/support/status.h"

@@ -4,37 +4,32 @@
 //   signature  its outputs and input/output aliases, so tracing can emit a call (frontend
 //              call_kernel) without running it;
 //   evaluate   how the reference evaluator runs it over Literals (the oracle);
-//   native     how the runtime prepares it over its own buffers, once per call site at
-//              Executable::create (without it the runtime runs `evaluate` on copies);
-//   grid_layout  how a device that runs every grid step at once (a CUDA grid) lays the kernel
-//              out for a call site's shapes, with the kernel's CUDA body (cuda/ launches it);
-//   origin     where it came from ("builtin", a plugin's path), named when two entries clash.
+//   origin     where it came from ("builtin", a plugin's path), named when two entries clash;
+//   parts      what the layers above run, each typed by the layer that owns it: the runtime's
+//              native kernel, prepared once per call site at Executable::create (without it the
+//              runtime runs `evaluate` on copies), and the CUDA device's grid layout.
 // Every part but the name is optional: a target the frontend only traces has a signature
-// alone; a test kernel has only `evaluate`. The kernel layer fills all four from a KernelSpec
+// alone; a test kernel has only `evaluate`. The kernel layer fills them all from a KernelSpec
 // (kernel/registry.h). The process-wide table (global()) holds builtin kernels and plugins; a
 // test or a caller with kernels of its own builds a table and passes it (EvaluatorOptions,
 // ExecutableOptions).
-//
-// This layer stores `native` without calling it: its argument types belong to the runtime
-// (ArrayView in runtime/kernels.h, ThreadPool, ExecutionStats), which calls it.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <typeindex>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
 #include "insitu/ir/instruction.h"
 
 namespace insitu {
-
-struct ArrayView;
-class ThreadPool;
-struct ExecutionStats;
 
 // What tracing needs to emit a call.
 struct CustomCallSignature {
@@ -50,46 +45,34 @@ struct CustomCallSignature {
 using EvaluateCustomCall =
     std::function<Status(const Instruction& call, std::span<const Literal* const> operands, Literal& result)>;
 
-// One call site's native kernel, prepared for its shapes: runs once per call over one ArrayView
-// per operand (an array, row-major, in the runtime's buffers) and one per array leaf of the
-// result. For every output_to_operand_aliasing pair buffer assignment gives the output the
-// operand's memory; other outputs hold nothing the kernel may rely on (it initializes them,
-// counting any copy in `stats`).
-using PreparedCustomCall = std::function<Status(const Instruction& call, std::span<const ArrayView> operands,
-                                                std::span<const ArrayView> outputs, ThreadPool& pool,
-                                                ExecutionStats& stats)>;
-// Prepares a call site at Executable::create for its operand and result shapes (specialize,
-// validate, race-check there, not per call). An error fails create, located at the call.
-using NativeCustomCall = std::function<StatusOr<PreparedCustomCall>(
-    const Instruction& call, std::span<const Shape* const> operands, std::span<const Shape* const> outputs)>;
+// The parts of an entry that layers above this one define: the runtime's native kernel
+// (runtime/native_custom_call.h), the CUDA device's grid layout (cuda/kernel_grid.h). Each layer
+// defines its part as a struct and reads it back by that type, so this layer stores them without
+// naming a type of theirs (one table, review 2; no layer reaching up, review 3). At most one part
+// per type; set before the entry is added to a table, read-only after.
+class CustomCallParts {
+ public:
+  template <class Part>
+  void set(Part part) {
+    parts_[std::type_index(typeid(Part))] = std::make_shared<const Part>(std::move(part));
+  }
+  // The part of type Part, or null when the entry has none.
+  template <class Part>
+  const Part* get() const {
+    auto it = parts_.find(std::type_index(typeid(Part)));
+    return it == parts_.end() ? nullptr : static_cast<const Part*>(it->second.get());
+  }
 
-// A kernel's grid for one call site, laid out for a device that runs its steps at once: per
-// grid step, per operand then output, where its block starts in the array and its extent
-// (clipped at ragged edges), and the kernel's CUDA body: `cuda_source` defines the __device__
-// function `cuda_function` (kernel.h says how it is called).
-struct KernelGridBlock {
-  std::vector<int64_t> start, extent;  // elements, per dimension of the array
+ private:
+  std::map<std::type_index, std::shared_ptr<const void>> parts_;
 };
-struct KernelGridLayout {
-  int64_t steps = 1;
-  std::vector<std::vector<int64_t>> dimensions;  // per operand, then per output: the array's
-  std::vector<KernelGridBlock> blocks;           // steps x (operands + outputs), step-major
-  std::vector<std::pair<int64_t, int64_t>> input_output_aliases;  // the kernel's (input, output)
-  std::string cuda_source;
-  std::string cuda_function;
-};
-// Lays out a call site for its operand and result shapes; an error, located at the call, says
-// why the kernel cannot run on such a device (no CUDA body, a sequential grid axis, scratch).
-using PlanKernelGrid = std::function<StatusOr<KernelGridLayout>(
-    const Instruction& call, std::span<const Shape* const> operands, std::span<const Shape* const> outputs)>;
 
 struct CustomCallTarget {
   std::string name;
   std::optional<CustomCallSignature> signature;
   EvaluateCustomCall evaluate;
-  NativeCustomCall native;
-  PlanKernelGrid grid_layout;
   std::string origin = "builtin";
+  CustomCallParts parts;  // what the runtime and devices run (see CustomCallParts)
 };
 
 class CustomCallTable {

@@ -166,7 +166,7 @@ EvaluateCustomCall make_evaluator_kernel(std::shared_ptr<const KernelSpec> spec)
   };
 }
 
-PlanKernelGrid make_kernel_grid_layout(std::shared_ptr<const KernelSpec> spec) {
+decltype(KernelGridPart::plan) make_kernel_grid_layout(std::shared_ptr<const KernelSpec> spec) {
   return [spec](const Instruction& call, std::span<const Shape* const> operand_shapes,
                 std::span<const Shape* const> output_shapes) -> StatusOr<KernelGridLayout> {
     auto refuse = [&](const std::string& why) {
@@ -214,7 +214,7 @@ PlanKernelGrid make_kernel_grid_layout(std::shared_ptr<const KernelSpec> spec) {
   };
 }
 
-NativeCustomCall make_native_kernel(std::shared_ptr<const KernelSpec> spec) {
+decltype(NativeCustomCallPart::prepare) make_native_kernel(std::shared_ptr<const KernelSpec> spec) {
   return [spec](const Instruction& call, std::span<const Shape* const> operand_shapes,
                 std::span<const Shape* const> output_shapes) -> StatusOr<PreparedCustomCall> {
     std::vector<GridOperand> input_shapes, result_shapes;  // no data yet: shapes only

@@ -12,19 +12,22 @@
 
 #include <memory>
 
+#include "insitu/cuda/kernel_grid.h"
 #include "insitu/evaluator/custom_call_table.h"
 #include "insitu/kernel/grid_executor.h"
 #include "insitu/runtime/executable.h"
 #include "insitu/runtime/kernels.h"
+#include "insitu/runtime/native_custom_call.h"
 
 namespace insitu {
 
 EvaluateCustomCall make_evaluator_kernel(std::shared_ptr<const KernelSpec> spec);
-NativeCustomCall make_native_kernel(std::shared_ptr<const KernelSpec> spec);
-// The CUDA layout of a kernel's call sites (CustomCallTarget::grid_layout): the specialized
+// The runtime's preparation of a kernel's call sites (NativeCustomCallPart::prepare).
+decltype(NativeCustomCallPart::prepare) make_native_kernel(std::shared_ptr<const KernelSpec> spec);
+// The CUDA layout of a kernel's call sites (KernelGridPart::plan): the specialized
 // spec's every grid step with its blocks; refused for a kernel without a CUDA body, with a
 // sequential grid axis, scratch or staged blocks.
-PlanKernelGrid make_kernel_grid_layout(std::shared_ptr<const KernelSpec> spec);
+decltype(KernelGridPart::plan) make_kernel_grid_layout(std::shared_ptr<const KernelSpec> spec);
 
 // The spec for a call with these operand/result shapes: specialized (KernelSpec::specialize)
 // and validated, with the static race check run once per kernel and shapes.

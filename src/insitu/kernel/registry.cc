@@ -84,12 +84,13 @@ Status register_kernel(KernelSpec spec, std::string origin) {
 Status register_kernel(KernelSpec spec, std::string origin, CustomCallTable& table) {
   INSITU_RETURN_IF_ERROR(validate_kernel_spec(spec));
   auto shared = std::make_shared<const KernelSpec>(std::move(spec));
-  return table.add({.name = shared->name,
-                    .signature = kernel_signature(*shared),
-                    .evaluate = make_evaluator_kernel(shared),
-                    .native = make_native_kernel(shared),
-                    .grid_layout = make_kernel_grid_layout(shared),
-                    .origin = std::move(origin)});
+  CustomCallTarget target{.name = shared->name,
+                          .signature = kernel_signature(*shared),
+                          .evaluate = make_evaluator_kernel(shared),
+                          .origin = std::move(origin)};
+  target.parts.set(NativeCustomCallPart{make_native_kernel(shared)});
+  target.parts.set(KernelGridPart{make_kernel_grid_layout(shared)});
+  return table.add(std::move(target));
 }
 
 std::string current_library_origin(const void* address_in_library) {

@@ -465,11 +465,12 @@ Status Executable::build() {
         case RuntimeFamily::kCustomCall: {
           const std::string& name = instruction->custom_call.target;
           const CustomCallTarget* target = options_.custom_calls ? options_.custom_calls->find(name) : nullptr;
-          if (target != nullptr && target->native && takes_native_custom_call(step)) {
+          const NativeCustomCallPart* native = target ? target->parts.get<NativeCustomCallPart>() : nullptr;
+          if (native != nullptr && takes_native_custom_call(step)) {
             std::vector<const Shape*> operand_shapes, output_shapes;
             for (const std::vector<Leaf>& leaves : step.operands) operand_shapes.push_back(leaves[0].shape);
             for (const Leaf& leaf : step.outputs) output_shapes.push_back(leaf.shape);
-            StatusOr<PreparedCustomCall> prepared = target->native(*instruction, operand_shapes, output_shapes);
+            StatusOr<PreparedCustomCall> prepared = native->prepare(*instruction, operand_shapes, output_shapes);
             if (!prepared.ok()) return prepared.status().with_location(instruction->location());
             step.native_custom_call = std::move(prepared).value();
             step.run = &Executor::run_native_custom_call;

@@ -10,11 +10,11 @@
 #include <optional>
 #include <string>
 
-#include "insitu/evaluator/custom_call_table.h"
 #include "insitu/ir/grid_loop.h"
 #include "insitu/ir/instruction.h"
 #include "insitu/passes/buffer_assignment.h"
 #include "insitu/runtime/kernels.h"
+#include "insitu/runtime/native_custom_call.h"
 
 namespace insitu::runtime_internal {
 
