@@ -190,6 +190,37 @@ class DoublePlusRunner final : public eval::ComputationRunner {
   int calls = 0;
 };
 
+// stochastic-convert (XLA's decomposer): |x| rounds up when the random bits are below its fraction
+// times 2^bits, down otherwise; the sign is put back; NaN -> 0; the range saturates.
+TEST(ElementwiseConvert, StochasticConvertRoundsUpWhenTheRandomBitsAreBelowTheFraction) {
+  const float x[] = {2.25f, 2.25f, -2.25f, -2.75f, -2.75f, 0.5f, 5.0f, kNaN, kInf, -kInf, 3e9f, -3e9f, -0.0f, -0.5f};
+  const uint32_t bits[] = {0x3FFFFFFFu, 0x40000000u, 0u, 0xBFFFFFFFu, 0xC0000000u, 0x7FFFFFFFu, 0u,
+                           0u, 0u, 0u, 0u, 0u, 0u, 0x80000000u};
+  const Literal result = run(Opcode::kStochasticConvert, array(PT::kS32, {14}),
+                             {Literal::vector<float>(std::vector<float>(std::begin(x), std::end(x))),
+                              Literal::vector<uint32_t>(std::vector<uint32_t>(std::begin(bits), std::end(bits)))});
+  EXPECT_EQ(values<int32_t>(result),
+            (std::vector<int32_t>{3, 2, -3, -3, -2, 1, 5, 0, kMax32, kMin32, kMax32, kMin32, 0, 0}));
+  // bf16 with 16 random bits, to s8: 1.5 rounds up below 0x8000; 127.5 and -128.5 saturate; the
+  // sum that passes s8's max wraps before the clamp (-127.5 rounded up is -128).
+  auto bf16 = [](float f) { return BFloat16::from_float(f); };
+  const Literal narrow = run(Opcode::kStochasticConvert, array(PT::kS8, {5}),
+                             {Literal::vector<BFloat16>({bf16(1.5f), bf16(1.5f), bf16(127.5f), bf16(-128.5f), bf16(-127.5f)}),
+                              Literal::vector<uint16_t>({0x7FFF, 0x8000, 0, 0, 0})});
+  EXPECT_EQ(values<int8_t>(narrow), (std::vector<int8_t>{2, 1, 127, -128, -128}));
+  // Only signed integer results (XLA's decomposer), located.
+  Status unsigned_result = run_error(Opcode::kStochasticConvert, array(PT::kU32, {1}),
+                                     {Literal::vector<float>({1.5f}), Literal::vector<uint32_t>({0})});
+  EXPECT_NE(unsigned_result.message().find("from f32 to u32: insitu rounds f16, bf16, f32 and f64 to s8"),
+            std::string::npos)
+      << unsigned_result.to_string();
+  EXPECT_NE(unsigned_result.to_string().find("3:7"), std::string::npos) << unsigned_result.to_string();
+  Status wide_random = run_error(Opcode::kStochasticConvert, array(PT::kS32, {1}),
+                                 {Literal::vector<float>({1.5f}), Literal::vector<uint64_t>({0})});
+  EXPECT_NE(wide_random.message().find("must be unsigned of the operand's width"), std::string::npos)
+      << wide_random.to_string();
+}
+
 TEST(ElementwiseMap, AppliesToApplyPerElement) {
   Computation to_apply("double_plus");
   Instruction map(Opcode::kMap, "map", array(PT::kS32, {2, 2}));

@@ -14,7 +14,7 @@ namespace {
 
 const std::vector<Opcode>& every_opcode() {
   static const std::vector<Opcode> all = {
-#define INSITU_OPCODE(name, text, kind, family, effect, types) Opcode::name,
+#define INSITU_OPCODE(name, text, kind, family, effect, types, count, attributes) Opcode::name,
 #include "insitu/ir/opcode.def"
 #undef INSITU_OPCODE
   };

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "insitu/ir/parser.h"
+#include "insitu/ir/verifier.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
@@ -82,6 +83,19 @@ TEST(ParserErrorTest, NamesAndCounts) {
                "duplicate instruction name %p");
   expect_error("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT x = f32[] add(p)\n}\n", 4, 8,
                "instruction %x has 1 operand but add needs 2");
+  // opcode.def's operand-count and required-attribute columns, and stochastic-convert's types.
+  expect_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = s32[2] stochastic-convert(p, p, p)\n}\n",
+               4, 8, "instruction %x has 3 operands but stochastic-convert needs 2");
+  expect_error("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] transpose(p)\n}\n", 4, 8,
+               "transpose %x needs the attribute dimensions=...");
+  // (the written shape is taken; the verifier infers it)
+  auto wrong_random = parse_module("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = s32[2] stochastic-convert(p, p)\n}\n");
+  ASSERT_TRUE(wrong_random.ok()) << wrong_random.status().to_string();
+  const Status verified = verify_module(**wrong_random);
+  EXPECT_EQ(verified.location(), (SourceLocation{4, 8})) << verified.to_string();
+  EXPECT_NE(verified.message().find("stochastic-convert's random operand must be unsigned with the operand's 32 bits, got f32[2]"),
+            std::string::npos)
+      << verified.to_string();
   expect_error("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT x = f32[] custom-call(p)\n}\n", 4, 8,
                "custom-call %x needs custom_call_target=\"...\"");
   expect_error("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT x = f32[] call(p), to_apply=%nowhere\n}\n", 4,

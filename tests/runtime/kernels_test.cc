@@ -205,6 +205,38 @@ TEST(RuntimeElementwiseKernels, ConvertMatchesEvaluatorBetweenCommonTypes) {
   }
 }
 
+// Every operand type to every result type, random bits over the whole range, either operand a
+// scalar view; NaN, infinities and the saturating ends come from random_literal.
+TEST(RuntimeElementwiseKernels, StochasticConvertMatchesEvaluator) {
+  std::mt19937 rng(11);
+  const std::pair<PrimitiveType, PrimitiveType> operands[] = {{PrimitiveType::kF16, PrimitiveType::kU16},
+                                                             {PrimitiveType::kBF16, PrimitiveType::kU16},
+                                                             {PrimitiveType::kF32, PrimitiveType::kU32},
+                                                             {PrimitiveType::kF64, PrimitiveType::kU64}};
+  for (const auto& [from, random] : operands) {
+    for (PrimitiveType to : {PrimitiveType::kS8, PrimitiveType::kS16, PrimitiveType::kS32, PrimitiveType::kS64}) {
+      Instruction op(Opcode::kStochasticConvert, "op", Shape::array(to, {301}));
+      Literal bits(Shape::array(random, {301}));
+      for (int64_t i = 0; i < 301; ++i) {
+        const uint64_t value = (uint64_t{rng()} << 32) | rng();
+        std::memcpy(bits.untyped_data() + i * byte_width(random), &value, static_cast<size_t>(byte_width(random)));
+      }
+      Literal x = random_literal(from, {301}, rng);
+      Literal scaled = x;  // also values past s8 and s16's ends
+      dispatch_element_type(from, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (std::is_floating_point_v<T>) for (T& v : scaled.data<T>()) v *= T(40000);
+        else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+          for (T& v : scaled.data<T>()) v = T::from_float(v.to_float() * 100.0f);
+      });
+      expect_same_as_evaluator(op, {x, bits});
+      expect_same_as_evaluator(op, {scaled, bits});
+      expect_same_as_evaluator(op, {random_literal(from, {}, rng), bits}, {true, false});
+      expect_same_as_evaluator(op, {x, random_literal(random, {}, rng)}, {false, true});
+    }
+  }
+}
+
 TEST(RuntimeElementwiseKernels, LargeArraysGiveTheSameBitsOnFourThreads) {
   std::mt19937 rng(6);
   const int64_t n = 3 * kParallelElements + 17;  // uneven chunks

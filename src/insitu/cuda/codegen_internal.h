@@ -18,6 +18,12 @@ StatusOr<std::string> cuda_type(const Instruction& instruction, PrimitiveType ty
 // The type a value of storage type `type` is computed in: float for bf16 and f16 (stored as
 // the prelude's insitu_bf16 / insitu_f16), else the type itself.
 std::string compute_type(const std::string& type);
+// convert_codegen.cc: the expression of a convert or stochastic-convert of `x` (and `random`),
+// already in their compute types, to `type` (the result's CUDA type); a located refusal for the
+// pairs it does not generate.
+StatusOr<std::string> convert_expression(const Instruction& convert, const std::string& x, const std::string& type);
+StatusOr<std::string> stochastic_convert_expression(const Instruction& op, const std::string& x,
+                                                    const std::string& random, const std::string& type);
 // Row-major strides of `dims`.
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims);
 // Element i's coordinate along each dimension of a row-major array of `dims`, as expressions of

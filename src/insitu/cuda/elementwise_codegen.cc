@@ -65,8 +65,10 @@ std::vector<std::string> coordinates_of(const std::vector<int64_t>& dims) {
 namespace {
 
 using detail::compute_type;
+using detail::convert_expression;
 using detail::cuda_type;
 using detail::refuse;
+using detail::stochastic_convert_expression;
 using detail::strides_of;
 
 // A scalar constant as a CUDA literal of its type (exact: floats in hexadecimal).
@@ -407,29 +409,11 @@ StatusOr<GeneratedKernel> generate_for_body(const Computation& body, const Shape
         break;
       }
       case Opcode::kConvert: {
-        // Float to integer truncates toward zero and saturates, NaN -> 0 (the evaluator's, and
-        // XLA's rules); spelled out, since a C++ cast of an out-of-range float is undefined.
-        const PrimitiveType from = instruction->operand(0)->shape().element_type();
-        const PrimitiveType to = shape.element_type();
-        const bool float_to_int = is_floating(from) && to != PrimitiveType::kPred && !is_floating(to);
-        if (float_to_int) {
-          const std::string x = operand(0), suffix = from == PrimitiveType::kF64 ? "" : "f";
-          const int bits = static_cast<int>(bit_width(to));
-          const bool is_unsigned = is_unsigned_integral(to);
-          const std::string high = str_cat("0x1p", is_unsigned ? bits : bits - 1, suffix);
-          const std::string max_value = is_unsigned ? (bits == 64 ? std::string("18446744073709551615ull")
-                                                                  : str_cat((uint64_t{1} << bits) - 1, "u"))
-                                        : bits == 64 ? std::string("9223372036854775807ll")
-                                                     : str_cat((int64_t{1} << (bits - 1)) - 1);
-          const std::string min_value = is_unsigned ? std::string("0u")
-                                        : bits == 64 ? std::string("(-9223372036854775807ll - 1)")
-                                                     : str_cat("(", -((int64_t{1} << (bits - 1)) - 1), " - 1)");
-          const std::string low = is_unsigned ? str_cat("0", suffix == "f" ? ".0f" : ".0") : str_cat("-", high);
-          expression = str_cat("(", x, " != ", x, " ? (", type, ")0 : ", x, " >= ", high, " ? (", type, ")", max_value,
-                               " : ", x, " <= ", low, " ? (", type, ")", min_value, " : (", type, ")(", x, "))");
-          break;
-        }
-        expression = str_cat("(", type, ")(", operand(0), ")");
+        INSITU_ASSIGN_OR_RETURN(expression, convert_expression(*instruction, operand(0), type));
+        break;
+      }
+      case Opcode::kStochasticConvert: {
+        INSITU_ASSIGN_OR_RETURN(expression, stochastic_convert_expression(*instruction, operand(0), operand(1), type));
         break;
       }
       case Opcode::kSelect: expression = str_cat("(", operand(0), " ? ", operand(1), " : ", operand(2), ")"); break;

@@ -378,4 +378,49 @@ inline To convert_value(From value) {
   }
 }
 
+// stochastic-convert of one element (XLA's StochasticConvertDecomposer, float -> signed integer):
+// |x| rounds down, then up by one when `random` (unsigned, x's width) is below the fraction
+// scaled to 2^bits, so it rounds up with probability equal to the fraction; the sign is put back
+// (wrapping, as XLA's integer ops); x <= To's lowest gives lowest, x >= its max gives max (both
+// compared in x's type); NaN gives 0. f16 and bf16 compute in f32, exactly. One definition for
+// the evaluator and the runtime; cuda/convert_codegen.cc writes the same steps as source.
+template <typename To, typename From, typename Random>
+inline To stochastic_convert_value(From value, Random random) {
+  static_assert(std::is_signed_v<To> && std::is_integral_v<To> && std::is_unsigned_v<Random>);
+  using F = std::conditional_t<std::is_same_v<From, double>, double, float>;
+  using U = std::make_unsigned_t<To>;
+  const F x = convert_value<F>(value);
+  if (x <= static_cast<F>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+  if (x >= static_cast<F>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+  if (std::isnan(x)) return To(0);
+  const F magnitude = std::fabs(x), whole = std::floor(magnitude);
+  // The fraction times 2^bits, exact (a power of two) and below 2^bits, so it fits Random.
+  const F scaled = (magnitude - whole) * std::ldexp(F(1), static_cast<int>(8 * sizeof(Random)));
+  const U rounded = static_cast<U>(static_cast<U>(static_cast<To>(whole)) + (random < static_cast<Random>(scaled) ? 1 : 0));
+  return static_cast<To>(x < F(0) ? static_cast<U>(U(0) - rounded) : rounded);
+}
+
+// Calls fn(From{}, Random{}, To{}) for the types stochastic_convert_value takes: f16, bf16, f32,
+// f64 operands (random of their width) to s8, s16, s32, s64; false for any other pair (XLA's
+// decomposer converts to signed integers only; f8 operands are not done).
+template <typename Fn>
+inline bool dispatch_stochastic_convert(PrimitiveType from, PrimitiveType to, Fn&& fn) {
+  auto with_to = [&](auto from_tag, auto random_tag) {
+    switch (to) {
+      case PrimitiveType::kS8: fn(from_tag, random_tag, int8_t{}); return true;
+      case PrimitiveType::kS16: fn(from_tag, random_tag, int16_t{}); return true;
+      case PrimitiveType::kS32: fn(from_tag, random_tag, int32_t{}); return true;
+      case PrimitiveType::kS64: fn(from_tag, random_tag, int64_t{}); return true;
+      default: return false;
+    }
+  };
+  switch (from) {
+    case PrimitiveType::kF16: return with_to(Half{}, uint16_t{});
+    case PrimitiveType::kBF16: return with_to(BFloat16{}, uint16_t{});
+    case PrimitiveType::kF32: return with_to(float{}, uint32_t{});
+    case PrimitiveType::kF64: return with_to(double{}, uint64_t{});
+    default: return false;
+  }
+}
+
 }  // namespace insitu

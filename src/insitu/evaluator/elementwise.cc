@@ -134,6 +134,9 @@ StatusOr<Literal> evaluate_elementwise(const Instruction& instruction, Operands 
     case Opcode::kConvert:
       INSITU_RETURN_IF_ERROR(check_operand_count(instruction, operands, 1));
       return evaluate_convert(instruction, *operands[0]);
+    case Opcode::kStochasticConvert:
+      INSITU_RETURN_IF_ERROR(check_operand_count(instruction, operands, 2));
+      return evaluate_stochastic_convert(instruction, *operands[0], *operands[1]);
     case Opcode::kBitcastConvert:
       INSITU_RETURN_IF_ERROR(check_operand_count(instruction, operands, 1));
       return evaluate_bitcast_convert(instruction, *operands[0]);

@@ -6,6 +6,8 @@
 //   -> f16/bf16 goes through f32 and rounds to nearest even (as Eigen's half/bfloat16 do);
 //   real -> complex sets the imaginary part to 0; c64 <-> c128 converts both parts;
 //   complex -> real is rejected (XLA's shape inference: "not implemented").
+// stochastic-convert rounds a float to a signed integer up or down by a random operand
+// (element_arithmetic.h, stochastic_convert_value).
 // bitcast-convert reinterprets bits (little endian; s4 is 4 bits though stored in a byte). Equal
 // widths keep the shape; a wider input gains a minor dimension of size in_bits/out_bits, a
 // narrower one loses its minor dimension, which must be out_bits/in_bits.
@@ -85,6 +87,34 @@ StatusOr<Literal> evaluate_convert(const Instruction& instruction, const Literal
       }
     });
   });
+  return result;
+}
+
+StatusOr<Literal> evaluate_stochastic_convert(const Instruction& instruction, const Literal& x, const Literal& random) {
+  const PrimitiveType from = x.shape().element_type(), to = instruction.shape().element_type();
+  const PrimitiveType bits_type = random.shape().element_type();
+  if (!is_unsigned_integral(bits_type) || bit_width(bits_type) != bit_width(from) ||
+      random.shape().dimensions() != x.shape().dimensions())
+    return invalid_argument(str_cat("stochastic-convert %", instruction.name(), ": the random operand ",
+                                    random.shape().to_string(false), " must be unsigned of the operand's width, ",
+                                    "with its dimensions (", x.shape().to_string(false), ")"),
+                            instruction.location());
+  INSITU_RETURN_IF_ERROR(check_result_shape(instruction, to, x.shape().dimensions()));
+  Literal result(instruction.shape());
+  const bool done = dispatch_stochastic_convert(from, to, [&](auto from_tag, auto random_tag, auto to_tag) {
+    using From = decltype(from_tag);
+    using Random = decltype(random_tag);
+    using To = decltype(to_tag);
+    auto in = x.data<From>();
+    auto bits = random.data<Random>();
+    auto out = result.data<To>();
+    for (size_t i = 0; i < in.size(); ++i) out[i] = stochastic_convert_value<To>(in[i], bits[i]);
+  });
+  if (!done)
+    return unimplemented(str_cat("stochastic-convert %", instruction.name(), " from ", primitive_type_name(from), " to ",
+                                 primitive_type_name(to), ": insitu rounds f16, bf16, f32 and f64 to s8, s16, s32 ",
+                                 "and s64 only (XLA's decomposer: signed integers only)"),
+                         instruction.location());
   return result;
 }
 

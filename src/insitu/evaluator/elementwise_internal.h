@@ -143,6 +143,8 @@ StatusOr<Literal> evaluate_binary(const Instruction& instruction, const Literal&
 StatusOr<Literal> evaluate_compare(const Instruction& instruction, const Literal& a, const Literal& b);  // elementwise_compare.cc
 StatusOr<Literal> evaluate_convert(const Instruction& instruction, const Literal& x);        // elementwise_convert.cc
 StatusOr<Literal> evaluate_bitcast_convert(const Instruction& instruction, const Literal& x);  // elementwise_convert.cc
+StatusOr<Literal> evaluate_stochastic_convert(const Instruction& instruction, const Literal& x,
+                                              const Literal& random);  // elementwise_convert.cc
 StatusOr<Literal> evaluate_reduce_precision(const Instruction& instruction, const Literal& x);  // elementwise_convert.cc
 
 }  // namespace insitu::eval

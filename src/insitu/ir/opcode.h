@@ -4,13 +4,15 @@
 // execute is their business, and an unsupported one is a located error there.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace insitu {
 
 enum class Opcode : uint8_t {
-#define INSITU_OPCODE(name, text, kind, family, effect, types) name,
+#define INSITU_OPCODE(name, text, kind, family, effect, types, count, attributes) name,
 #include "insitu/ir/opcode.def"
 #undef INSITU_OPCODE
 };
@@ -64,7 +66,17 @@ enum class OperandTypes : uint8_t {
   kNumber,          // negate: integers, floats, complex
 };
 
+// How many operands an opcode takes (opcode.def's seventh column), checked by the parser.
+struct OperandCount {
+  int64_t at_least = 0;
+  int64_t at_most = -1;  // -1: no bound
+};
+
 OpcodeKind opcode_kind(Opcode opcode);
+OperandCount operand_count(Opcode opcode);
+// The attributes an instruction of the opcode must write (opcode.def's eighth column), in the
+// row's order; custom-call's target and conditional's branches are checked by the parser itself.
+std::span<const std::string_view> required_attributes(Opcode opcode);
 OperandTypes operand_types(Opcode opcode);
 RuntimeFamily runtime_family(Opcode opcode);
 // Whether every instance of the opcode has a side effect (opcode.def's fifth column).

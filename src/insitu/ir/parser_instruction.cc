@@ -17,37 +17,6 @@ namespace {
 // computation allocate a parameter table of that size.
 constexpr int64_t kMaxParameterNumber = 1 << 20;
 
-// The attributes XLA's parser requires, per opcode (conditional's alternatives are checked
-// separately). Without them an instruction has no meaning and would not print back.
-std::vector<std::string_view> required_attributes(Opcode opcode) {
-  switch (opcode) {
-    case Opcode::kBroadcast:
-    case Opcode::kConcatenate:
-    case Opcode::kTranspose:
-    case Opcode::kReverse: return {"dimensions"};
-    case Opcode::kReduce:
-    case Opcode::kSort: return {"dimensions", "to_apply"};
-    case Opcode::kMap:
-    case Opcode::kCall: return {"to_apply"};
-    case Opcode::kSlice: return {"slice"};
-    case Opcode::kDynamicSlice: return {"dynamic_slice_sizes"};
-    case Opcode::kPad: return {"padding"};
-    case Opcode::kIota: return {"iota_dimension"};
-    case Opcode::kGetTupleElement: return {"index"};
-    case Opcode::kCompare: return {"direction"};
-    case Opcode::kWhile: return {"condition", "body"};
-    case Opcode::kFusion: return {"kind", "calls"};
-    case Opcode::kReduceWindow: return {"window", "to_apply"};
-    case Opcode::kReducePrecision: return {"exponent_bits", "mantissa_bits"};
-    case Opcode::kGather:
-      return {"offset_dims", "collapsed_slice_dims", "start_index_map", "index_vector_dim", "slice_sizes"};
-    case Opcode::kScatter:
-      return {"update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims", "index_vector_dim",
-              "to_apply"};
-    default: return {};
-  }
-}
-
 }  // namespace
 
 Status Parser::parse_instruction(Scope& scope, bool& saw_root) {
@@ -182,7 +151,7 @@ StatusOr<Instruction*> Parser::parse_instruction_rhs(Scope& scope, std::string n
   }
   if (*opcode == Opcode::kCustomCall && instruction.custom_call.target.empty())
     return error_at(name_token, str_cat("custom-call %", name, " needs custom_call_target=\"...\""));
-  for (std::string_view required : required_attributes(*opcode)) {
+  for (std::string_view required : required_attributes(*opcode)) {  // opcode.def's column
     if (std::find(seen_attributes.begin(), seen_attributes.end(), required) != seen_attributes.end()) continue;
     // A broadcast of a scalar may leave out dimensions={} (XLA accepts it).
     if (*opcode == Opcode::kBroadcast && required == "dimensions" && instruction.operand_count() == 1 &&
@@ -299,55 +268,18 @@ Status Parser::parse_operands(Instruction& instruction, Scope& scope) {
 
 Status Parser::check_operand_count(const Instruction& instruction, const Token& name_token) const {
   const Opcode opcode = instruction.opcode();
-  int64_t exact = -1, at_least = -1;
-  switch (opcode) {
-    case Opcode::kIota: case Opcode::kPartitionId: case Opcode::kReplicaId:
-    case Opcode::kRngGetAndUpdateState:
-      exact = 0;
-      break;
-    case Opcode::kCopy: case Opcode::kConvert: case Opcode::kBitcast: case Opcode::kBitcastConvert:
-    case Opcode::kReshape: case Opcode::kBroadcast: case Opcode::kTranspose: case Opcode::kReverse:
-    case Opcode::kSlice: case Opcode::kGetTupleElement: case Opcode::kIsFinite: case Opcode::kReal:
-    case Opcode::kImag: case Opcode::kReducePrecision: case Opcode::kCopyStart: case Opcode::kCopyDone:
-    case Opcode::kCholesky: case Opcode::kFft: case Opcode::kGetDimensionSize: case Opcode::kWhile:
-    case Opcode::kDomain: case Opcode::kOptimizationBarrier: case Opcode::kRngBitGenerator:
-      exact = 1;
-      break;
-    case Opcode::kPad: case Opcode::kAddDependency: case Opcode::kSetDimensionSize: case Opcode::kDot:
-    case Opcode::kConvolution: case Opcode::kTriangularSolve: case Opcode::kStochasticConvert:
-    case Opcode::kGather:
-      exact = 2;
-      break;
-    case Opcode::kSelect: case Opcode::kClamp: case Opcode::kSelectAndScatter:
-    case Opcode::kBatchNormTraining:
-      exact = 3;
-      break;
-    case Opcode::kBatchNormInference: case Opcode::kBatchNormGrad:
-      exact = 5;
-      break;
-    case Opcode::kReduce: case Opcode::kDynamicUpdateSlice:
-      at_least = 2;
-      break;
-    case Opcode::kScatter:
-      at_least = 3;
-      break;
-    case Opcode::kDynamicSlice: case Opcode::kConcatenate: case Opcode::kMap: case Opcode::kSort: case Opcode::kConditional:
-    case Opcode::kReduceWindow:
-      at_least = 1;
-      break;
-    default:
-      if (is_elementwise_unary(opcode)) exact = 1;
-      if (is_elementwise_binary(opcode)) exact = 2;
-      break;
-  }
+  const OperandCount needs = operand_count(opcode);  // opcode.def's column
   const int64_t count = instruction.operand_count();
   auto operands = [](int64_t n) { return str_cat(n, n == 1 ? " operand" : " operands"); };
-  if (exact >= 0 && count != exact)
+  if (needs.at_least == needs.at_most && count != needs.at_most)
     return error_at(name_token, str_cat("instruction %", instruction.name(), " has ", operands(count), " but ",
-                                        opcode_name(opcode), " needs ", exact));
-  if (at_least >= 0 && count < at_least)
+                                        opcode_name(opcode), " needs ", needs.at_most));
+  if (count < needs.at_least)
     return error_at(name_token, str_cat("instruction %", instruction.name(), " has ", operands(count), " but ",
-                                        opcode_name(opcode), " needs at least ", at_least));
+                                        opcode_name(opcode), " needs at least ", needs.at_least));
+  if (needs.at_most >= 0 && count > needs.at_most)
+    return error_at(name_token, str_cat("instruction %", instruction.name(), " has ", operands(count), " but ",
+                                        opcode_name(opcode), " takes at most ", needs.at_most));
   return ok_status();
 }
 

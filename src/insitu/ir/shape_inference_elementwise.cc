@@ -151,6 +151,27 @@ StatusOr<Shape> infer_convert(const Instruction& instruction) {
   return with_element_type(operand, to);
 }
 
+// stochastic-convert(x, random): x a float array, random unsigned of x's width and dimensions
+// (XLA's rules); the result has x's dimensions and the written element type.
+StatusOr<Shape> infer_stochastic_convert(const Instruction& instruction) {
+  INSITU_RETURN_IF_ERROR(check_operand_count(instruction, 2));
+  for (int64_t i = 0; i < 2; ++i) INSITU_RETURN_IF_ERROR(check_array_operand(instruction, i));
+  const Shape& operand = instruction.operand(0)->shape();
+  const Shape& random = instruction.operand(1)->shape();
+  const PrimitiveType to = instruction.shape().element_type();
+  if (!is_floating(operand.element_type()))
+    return error_at(instruction, str_cat("stochastic-convert rounds a float array, got ", text(operand)));
+  if (!is_unsigned_integral(random.element_type()) || bit_width(random.element_type()) != bit_width(operand.element_type()))
+    return error_at(instruction, str_cat("stochastic-convert's random operand must be unsigned with the operand's ",
+                                         bit_width(operand.element_type()), " bits, got ", text(random)));
+  if (random.dimensions() != operand.dimensions())
+    return error_at(instruction, str_cat("stochastic-convert's random operand ", text(random),
+                                         " must have the operand's dimensions ", text(operand)));
+  if (!is_array_type(to))
+    return error_at(instruction, str_cat("stochastic-convert needs an array result, got ", text(instruction.shape())));
+  return with_element_type(operand, to);
+}
+
 StatusOr<Shape> infer_bitcast_convert(const Instruction& instruction) {
   INSITU_RETURN_IF_ERROR(check_operand_count(instruction, 1));
   INSITU_RETURN_IF_ERROR(check_array_operand(instruction, 0));
@@ -190,6 +211,7 @@ StatusOr<Shape> infer_elementwise_shape(const Instruction& instruction) {
     case Opcode::kClamp: return infer_clamp(instruction);
     case Opcode::kConvert: return infer_convert(instruction);
     case Opcode::kBitcastConvert: return infer_bitcast_convert(instruction);
+    case Opcode::kStochasticConvert: return infer_stochastic_convert(instruction);
     default: return infer_unary(instruction);
   }
 }

@@ -9,6 +9,7 @@ namespace insitu::kernels {
 // The convert kernel from the operand's element type to the output's; nullptr when either is
 // complex (the fallback converts those). The caller has checked that the shapes agree.
 KernelFn choose_convert(const ArrayView& operand, const ArrayView& out);
+KernelFn choose_stochastic_convert(const ArrayView& operand, const ArrayView& random, const ArrayView& out);
 // real and imag of c64/c128 (convert_kernels.cc).
 KernelFn choose_complex_part(Opcode opcode, const ArrayView& operand, const ArrayView& out);
 // compare_select_kernels.cc: compare (of any comparison type), select, clamp, and a

@@ -346,6 +346,8 @@ Choice choose_elementwise(const Instruction& instruction, std::span<const ArrayV
     case Opcode::kClamp: return operands.size() == 3 ? choose_clamp(operands, out) : nullptr;
     case Opcode::kBitcastConvert: return operands.size() == 1 ? choose_bitcast_convert(operands[0], out) : nullptr;
     case Opcode::kConvert: return operands.size() == 1 ? choose_convert(operands[0], out) : nullptr;
+    case Opcode::kStochasticConvert:
+      return operands.size() == 2 ? choose_stochastic_convert(operands[0], operands[1], out) : nullptr;
     case Opcode::kReal:
     case Opcode::kImag: return operands.size() == 1 ? choose_complex_part(opcode, operands[0], out) : nullptr;
     case Opcode::kIsFinite: return operands.size() == 1 ? choose_unary(opcode, operands[0], out) : nullptr;
