@@ -18,7 +18,8 @@ namespace insitu {
 namespace fusion_kernel {
 
 // Views of one block [begin, begin + length) of every node; runs the ops through their selected
-// kernels. Scratch and views are per thread and reused across calls. A multi-output fusion's
+// kernels. Scratch and views are per thread and reused across calls: one runner at a time per
+// thread (checked). A multi-output fusion's
 // outputs are `outs` (one per plan.outputs); `direct[k]`: output k is written in place, not
 // computed in scratch and copied out after the block.
 class BlockRunner {
@@ -27,6 +28,10 @@ class BlockRunner {
               std::span<uint8_t* const> outs = {}, const bool* direct = nullptr)
       : plan_(plan), operands_(operands), out_(out), outs_(outs), direct_(direct), pool_(pool),
         level_(static_cast<size_t>(cpu_level())) {
+    // Scratch and views below are this thread's: a second runner alive in the thread would
+    // move them under the first (a fold's scalar program runs its own once the chunk's is gone).
+    INSITU_CHECK(live_in_thread() == nullptr) << "two BlockRunners alive in one thread share its scratch";
+    live_in_thread() = this;
     thread_local std::vector<uint64_t> scratch;
     const size_t words = static_cast<size_t>((plan.scratch_bytes + 7) / 8 + 10);
     if (scratch.size() < words) scratch.resize(words);
@@ -42,6 +47,10 @@ class BlockRunner {
       if (direct_[k]) direct_out[static_cast<size_t>(plan.outputs[k])] = outs_[k];
     direct_out_ = direct_out.data();
   }
+
+  ~BlockRunner() { live_in_thread() = nullptr; }
+  BlockRunner(const BlockRunner&) = delete;
+  BlockRunner& operator=(const BlockRunner&) = delete;
 
   // The root writes position p at buffer[p - first] from now on, not into the result; the next
   // block's root is fetched for writing only with `prefetch` (not a reduce fusion's chunk in
@@ -295,6 +304,11 @@ class BlockRunner {
   const bool* direct_;
   ThreadPool& pool_;
   size_t level_;  // cpu_level() for this run: the index into a node's block loops
+
+  static const BlockRunner*& live_in_thread() {
+    thread_local const BlockRunner* live = nullptr;
+    return live;
+  }
   uint8_t* const* direct_out_ = nullptr;  // per node (the constructor's direct_out)
   uint8_t* scratch_ = nullptr;
   ArrayView* views_ = nullptr;
