@@ -1,3 +1,4 @@
+#include "test_util.h"
 #include "insitu/analysis/dataflow.h"
 
 #include <gtest/gtest.h>
@@ -7,11 +8,6 @@
 namespace insitu {
 namespace {
 
-std::unique_ptr<Module> parse(std::string_view text) {
-  auto module = parse_module(text);
-  EXPECT_TRUE(module.ok()) << module.status().to_string();
-  return module.ok() ? std::move(module).value() : nullptr;
-}
 
 const Instruction* find(const Module& module, std::string_view computation, std::string_view name) {
   const Instruction* instruction = module.find_computation(computation)->find_instruction(name);
@@ -57,7 +53,7 @@ ENTRY main {
 )";
 
 TEST(DataflowTest, ForwardersPassValuesThrough) {
-  auto module = parse(kDecodeLoop);
+  auto module = parse_text(kDecodeLoop);
   Dataflow dataflow = Dataflow::compute(*module);
   const Instruction* cache = find(*module, "main", "cache");
   const Instruction* init = find(*module, "main", "init");
@@ -70,7 +66,7 @@ TEST(DataflowTest, ForwardersPassValuesThrough) {
 }
 
 TEST(DataflowTest, UsesAreReadersNotForwarders) {
-  auto module = parse(kDecodeLoop);
+  auto module = parse_text(kDecodeLoop);
   Dataflow dataflow = Dataflow::compute(*module);
   const Value& cache = dataflow.value_of(find(*module, "main", "cache"));
   ASSERT_EQ(cache.uses.size(), 1u);  // the while reads it; the tuple only forwards it
@@ -80,7 +76,7 @@ TEST(DataflowTest, UsesAreReadersNotForwarders) {
 }
 
 TEST(DataflowTest, LoopStateAndInPlaceLinks) {
-  auto module = parse(kDecodeLoop);
+  auto module = parse_text(kDecodeLoop);
   Dataflow dataflow = Dataflow::compute(*module);
   const Instruction* loop = find(*module, "main", "loop");
   ValueId state = dataflow.value_at(loop, {1});
@@ -97,7 +93,7 @@ TEST(DataflowTest, LoopStateAndInPlaceLinks) {
 }
 
 TEST(DataflowTest, InPlacePairsOfEachOpcode) {
-  auto module = parse(R"(
+  auto module = parse_text(R"(
 HloModule pairs
 
 add {
@@ -124,7 +120,7 @@ ENTRY main {
 }
 
 TEST(DataflowTest, ConditionalBranchesAreLinkedToOperandsAndResult) {
-  auto module = parse(R"(
+  auto module = parse_text(R"(
 HloModule cond
 
 keep {

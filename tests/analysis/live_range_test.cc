@@ -1,5 +1,6 @@
 // Live ranges: the flattened schedule (callees inside their caller's span), value ranges and
 // buffer ranges (values unioned by must-share links).
+#include "test_util.h"
 #include "insitu/analysis/live_range.h"
 
 #include <gtest/gtest.h>
@@ -10,14 +11,6 @@
 namespace insitu {
 namespace {
 
-std::unique_ptr<Module> parse_verified(std::string_view text) {
-  auto module = parse_module(text);
-  EXPECT_TRUE(module.ok()) << module.status().to_string();
-  if (!module.ok()) return nullptr;
-  Status verified = verify_module(**module);
-  EXPECT_TRUE(verified.ok()) << verified.to_string();
-  return std::move(module).value();
-}
 
 const Instruction* find(const Module& module, std::string_view name) {
   for (const Computation* computation : module.computations())

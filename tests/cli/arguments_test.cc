@@ -1,4 +1,5 @@
 // Tests for binding `insitu run` arguments: parameter leaves, default values, .npy checks.
+#include "test_util.h"
 #include "cli/arguments.h"
 
 #include <gtest/gtest.h>
@@ -11,11 +12,6 @@
 namespace insitu::cli {
 namespace {
 
-std::unique_ptr<Module> parse(const char* text) {
-  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
-  EXPECT_TRUE(module.ok()) << module.status().to_string();
-  return module.ok() ? std::move(*module) : nullptr;
-}
 
 constexpr const char* kModule = R"(HloModule m
 
@@ -27,7 +23,7 @@ ENTRY main {
 )";
 
 TEST(ArgumentsTest, LeavesAreDepthFirstArraysOnly) {
-  std::unique_ptr<Module> module = parse(kModule);
+  std::unique_ptr<Module> module = parse_text(kModule);
   ASSERT_NE(module, nullptr);
   std::vector<ParameterLeaf> leaves = entry_parameter_leaves(*module);
   ASSERT_EQ(leaves.size(), 4u);
@@ -49,7 +45,7 @@ TEST(ArgumentsTest, DefaultValuesFollowTheDocumentedPattern) {
 }
 
 TEST(ArgumentsTest, DefaultBindingBuildsTupleParameters) {
-  std::unique_ptr<Module> module = parse(kModule);
+  std::unique_ptr<Module> module = parse_text(kModule);
   ASSERT_NE(module, nullptr);
   StatusOr<std::vector<Literal>> arguments = bind_arguments(*module, {});
   ASSERT_TRUE(arguments.ok()) << arguments.status().to_string();
@@ -62,7 +58,7 @@ TEST(ArgumentsTest, DefaultBindingBuildsTupleParameters) {
 }
 
 TEST(ArgumentsTest, Void2FilesFeedTwoByteParameters) {
-  std::unique_ptr<Module> module = parse(kModule);
+  std::unique_ptr<Module> module = parse_text(kModule);
   ASSERT_NE(module, nullptr);
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / ("insitu_arguments_test_" + std::to_string(::getpid()));

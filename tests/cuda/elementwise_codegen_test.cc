@@ -1,6 +1,7 @@
 // CUDA C++ for elementwise fusions, compiled through NVRTC for sm_90 (no GPU needed): every
 // elementwise loop fusion of the JAX corpus's optimized modules generates and compiles; what
 // the generator does not handle is a located "no CUDA kernel" error naming the op.
+#include "test_util.h"
 #include "insitu/cuda/codegen.h"
 
 #include <gtest/gtest.h>
@@ -19,11 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::unique_ptr<Module> parse(const std::string& text) {
-  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
-  EXPECT_TRUE(module.ok()) << module.status().to_string();
-  return module.ok() ? std::move(module).value() : nullptr;
-}
 
 const Instruction& root(const Module& module) { return *module.entry()->root(); }
 
@@ -54,7 +50,7 @@ ENTRY e {
 )";
 
 TEST(CudaCodegen, ElementwiseFusionBecomesOneKernel) {
-  std::unique_ptr<Module> module = parse(kGelu);
+  std::unique_ptr<Module> module = parse_text(kGelu);
   ASSERT_NE(module, nullptr);
   StatusOr<GeneratedKernel> kernel = generate_elementwise_kernel(root(*module), "gelu_kernel");
   ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
@@ -73,7 +69,7 @@ TEST(CudaCodegen, ElementwiseFusionBecomesOneKernel) {
 }
 
 TEST(CudaCodegen, WhatIsNotGeneratedIsALocatedErrorNamingTheOp) {
-  std::unique_ptr<Module> module = parse(R"(HloModule t
+  std::unique_ptr<Module> module = parse_text(R"(HloModule t
 
 fused {
   x = f32[4,8] parameter(0)
@@ -111,7 +107,7 @@ TEST(CudaCodegen, JaxCorpusElementwiseFusionsCompileForSm90) {
     std::ifstream in(entry.path() / "after_optimizations.hlo");
     std::stringstream text;
     text << in.rdbuf();
-    std::unique_ptr<Module> module = parse(text.str());
+    std::unique_ptr<Module> module = parse_text(text.str());
     ASSERT_NE(module, nullptr) << entry.path();
     std::string source;
     int here = 0;

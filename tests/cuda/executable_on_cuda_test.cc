@@ -189,16 +189,6 @@ TEST_F(ExecutableOnCuda, CallsFromManyThreadsAtOnceAgree) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
-TEST(ExecutableOnCudaCreate, OnlyAnOptimizedModuleGoesToTheDevice) {
-  std::unique_ptr<Module> module = parse_module(kStep).value();
-  OptimizedModule optimized = optimize_module(std::move(module)).value();
-  StatusOr<std::unique_ptr<Executable>> executable =
-      Executable::create(*optimized.module, std::move(*optimized.buffers), {.device = DeviceKind::kCuda});
-  ASSERT_FALSE(executable.ok());
-  EXPECT_NE(executable.status().message().find("optimize_module's result"), std::string::npos)
-      << executable.status().to_string();
-}
-
 TEST(ExecutableOnCudaCreate, AnOpTheDeviceCannotRunFailsCreateAtItsLocation) {
   EmulatedDevice device;
   StatusOr<std::unique_ptr<Executable>> executable = compile(R"(

@@ -2,6 +2,7 @@
 // collectives' values on hand-written modules, and the faults: mismatched collectives, a device
 // that fails, a device that never arrives. Each fault ends every device with an error naming the
 // devices and the instruction, within the communicator's timeout.
+#include "test_util.h"
 #include "insitu/evaluator/collectives.h"
 
 #include <gtest/gtest.h>
@@ -14,16 +15,11 @@
 namespace insitu {
 namespace {
 
-std::unique_ptr<Module> parse(const std::string& text) {
-  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
-  EXPECT_TRUE(module.ok()) << module.status().to_string();
-  return module.ok() ? std::move(module).value() : nullptr;
-}
 
 // The groups of the entry root, a collective written with `attributes`, on R x P devices.
 StatusOr<std::vector<std::vector<int64_t>>> groups_of(const std::string& attributes, int64_t replicas,
                                                       int64_t partitions) {
-  std::unique_ptr<Module> module = parse(
+  std::unique_ptr<Module> module = parse_text(
       "HloModule m\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] add(a, b)\n}\n\n"
       "ENTRY e {\n  x = f32[4] parameter(0)\n  ROOT s = f32[4] all-reduce(x), to_apply=add" +
       (attributes.empty() ? "" : ", " + attributes) + "\n}\n");
@@ -87,7 +83,7 @@ std::vector<std::vector<Literal>> per_device(std::vector<Literal> values) {
 }
 
 TEST(Collectives, ValuesOnThreeReplicas) {
-  std::unique_ptr<Module> module = parse(R"(HloModule m, replica_count=3
+  std::unique_ptr<Module> module = parse_text(R"(HloModule m, replica_count=3
 
 max {
   a = s32[] parameter(0)
@@ -123,7 +119,7 @@ ENTRY e {
 }
 
 TEST(Collectives, AsyncStartAndDonePairs) {
-  std::unique_ptr<Module> module = parse(R"(HloModule async, replica_count=2
+  std::unique_ptr<Module> module = parse_text(R"(HloModule async, replica_count=2
 
 ENTRY e {
   x = f32[2] parameter(0)
@@ -147,7 +143,7 @@ ENTRY e {
 // A module whose devices take different paths by partition-id: `branch0` and `branch1` are the
 // two branches' bodies over x = f32[2] (each ends in ROOT r).
 std::unique_ptr<Module> diverging(const std::string& branch0, const std::string& branch1) {
-  return parse(R"(HloModule m, num_partitions=2
+  return parse_text(R"(HloModule m, num_partitions=2
 
 add {
   a = f32[] parameter(0)
@@ -198,7 +194,7 @@ TEST(CollectiveFaults, MismatchedCollectivesNameBothDevicesAndInstructions) {
 }
 
 TEST(CollectiveFaults, DifferentShapesAtOneCollectiveAreAnError) {
-  std::unique_ptr<Module> module = parse(R"(HloModule m, num_partitions=2
+  std::unique_ptr<Module> module = parse_text(R"(HloModule m, num_partitions=2
 
 add {
   a = f32[] parameter(0)
@@ -223,7 +219,7 @@ ENTRY e {
 TEST(CollectiveFaults, AFailingDeviceEndsTheOthersWithItsError) {
   // Device 1 loops forever before the all-reduce; its evaluation is bounded by
   // max_while_iterations, so it fails, and device 0 (waiting at the all-reduce) ends too.
-  std::unique_ptr<Module> module = parse(R"(HloModule m, num_partitions=2
+  std::unique_ptr<Module> module = parse_text(R"(HloModule m, num_partitions=2
 
 add {
   a = f32[] parameter(0)
@@ -275,7 +271,7 @@ TEST(CollectiveFaults, ADeviceThatNeverArrivesTimesOutNamingIt) {
 }
 
 TEST(CollectiveFaults, AModuleForManyDevicesRunAloneSaysHowToRunIt) {
-  std::unique_ptr<Module> module = parse(R"(HloModule m, replica_count=2
+  std::unique_ptr<Module> module = parse_text(R"(HloModule m, replica_count=2
 
 ENTRY e {
   ROOT id = u32[] replica-id()
@@ -284,7 +280,7 @@ ENTRY e {
   ASSERT_NE(module, nullptr);
   // replica-id alone is fine (device 0); a collective needs every device.
   EXPECT_TRUE(evaluate_module(*module, {}).ok());
-  std::unique_ptr<Module> with_collective = parse(R"(HloModule m, replica_count=2
+  std::unique_ptr<Module> with_collective = parse_text(R"(HloModule m, replica_count=2
 
 ENTRY e {
   x = f32[2] parameter(0)

@@ -25,31 +25,31 @@ TEST(OpFamily, TheEvaluatorRunsWhatItsFamilySays) {
   int runs = 0, none = 0;
   for (Opcode opcode : every_opcode()) {
     SCOPED_TRACE(opcode_name(opcode));
-    const RuntimeFamily family = runtime_family(opcode);
+    const OpFamily family = op_family(opcode);
     const bool function = eval::has_op_function(opcode);
-    EXPECT_EQ(is_collective_opcode(opcode), family == RuntimeFamily::kCollective);
+    EXPECT_EQ(is_collective_opcode(opcode), family == OpFamily::kCollective);
     switch (family) {
-      case RuntimeFamily::kNone:  // parsed, nothing runs it: neither a function nor a collective
+      case OpFamily::kNone:  // parsed, nothing runs it: neither a function nor a collective
         EXPECT_FALSE(function);
         ++none;
         break;
-      case RuntimeFamily::kMap:
-      case RuntimeFamily::kScan:
-      case RuntimeFamily::kBatchNorm:
-      case RuntimeFamily::kDimensionSize:
-      case RuntimeFamily::kElementwise:
-      case RuntimeFamily::kDataMovement:
-      case RuntimeFamily::kDynamicSlice:
-      case RuntimeFamily::kReduce:
-      case RuntimeFamily::kDot:
-      case RuntimeFamily::kSort:
-      case RuntimeFamily::kFusion:
-      case RuntimeFamily::kCall:
+      case OpFamily::kMap:
+      case OpFamily::kScan:
+      case OpFamily::kBatchNorm:
+      case OpFamily::kDimensionSize:
+      case OpFamily::kElementwise:
+      case OpFamily::kDataMovement:
+      case OpFamily::kDynamicSlice:
+      case OpFamily::kReduce:
+      case OpFamily::kDot:
+      case OpFamily::kSort:
+      case OpFamily::kFusion:
+      case OpFamily::kCall:
         EXPECT_TRUE(function);  // a family of the evaluator's table
         ++runs;
         break;
-      case RuntimeFamily::kCollective:  // evaluate_collective's, with the device context
-      case RuntimeFamily::kAsync:       // the evaluator's structural steps, the wrapped call
+      case OpFamily::kCollective:  // evaluate_collective's, with the device context
+      case OpFamily::kAsync:       // the evaluator's structural steps, the wrapped call
         EXPECT_FALSE(function);
         break;
       default: break;

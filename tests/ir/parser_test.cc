@@ -1,5 +1,6 @@
 // Parser tests: the seed modules, long and short form, header attributes, shapes and layouts,
 // literals, and every family of instruction attributes.
+#include "test_util.h"
 #include "insitu/ir/parser.h"
 
 #include <gtest/gtest.h>
@@ -17,12 +18,6 @@ std::string read_file(const std::string& path) {
   return buffer.str();
 }
 
-std::unique_ptr<Module> parse_ok(std::string_view text) {
-  auto module = parse_module(text);
-  EXPECT_TRUE(module.ok()) << module.status().to_string();
-  if (!module.ok()) return nullptr;
-  return std::move(module).value();
-}
 
 Instruction* find(const Module& module, std::string_view name) {
   for (Computation* computation : module.computations())
@@ -33,7 +28,7 @@ Instruction* find(const Module& module, std::string_view name) {
 TEST(ParserSeedTest, IrToHlo) {
   std::string text = read_file(std::string(INSITU_SEED_DIR) + "/ir_to_hlo.hlo");
   ASSERT_FALSE(text.empty());
-  auto module = parse_ok(text);
+  auto module = parse_text(text);
   ASSERT_NE(module, nullptr);
   EXPECT_EQ(module->name(), "IrToHlo.4");
   ASSERT_EQ(module->computations().size(), 1u);
@@ -74,7 +69,7 @@ TEST(ParserSeedTest, IrToHlo) {
 
 TEST(ParserSeedTest, AfterOptimizations) {
   std::string text = read_file(std::string(INSITU_SEED_DIR) + "/sync_tensors_graph.after_optimizations.hlo");
-  auto module = parse_ok(text);
+  auto module = parse_text(text);
   ASSERT_NE(module, nullptr);
   const ModuleConfig& config = module->config();
   EXPECT_EQ(config.is_scheduled, true);
@@ -99,7 +94,7 @@ TEST(ParserSeedTest, AfterOptimizations) {
 
 TEST(ParserSeedTest, BeforeOptimizations) {
   std::string text = read_file(std::string(INSITU_SEED_DIR) + "/sync_tensors_graph.before_optimizations.hlo");
-  auto module = parse_ok(text);
+  auto module = parse_text(text);
   ASSERT_NE(module, nullptr);
   ASSERT_EQ(module->config().buffer_donors.size(), 1u);
   EXPECT_EQ(module->config().buffer_donors[0], (BufferDonor{0, {}}));
@@ -109,7 +104,7 @@ TEST(ParserSeedTest, BeforeOptimizations) {
 
 
 TEST(ParserModuleTest, LongFormWhile) {
-  auto module = parse_ok(R"(HloModule WhileWithScalarS32Result_module, entry_computation_layout={()->s32[]}
+  auto module = parse_text(R"(HloModule WhileWithScalarS32Result_module, entry_computation_layout={()->s32[]}
 
 %body.v3 (prev.1: s32[]) -> s32[] {
   %constant = s32[] constant(1)
@@ -143,7 +138,7 @@ ENTRY %WhileWithScalarS32Result.v2 () -> s32[] {
 }
 
 TEST(ParserModuleTest, ShortFormNoEntryAndExecutionThread) {
-  auto module = parse_ok(R"(HloModule short
+  auto module = parse_text(R"(HloModule short
 add {
   x = f32[] parameter(0)
   y = f32[] parameter(1)
@@ -172,7 +167,7 @@ main {
 }
 
 TEST(ParserModuleTest, HeaderAttributes) {
-  auto module = parse_ok(R"(HloModule m, is_scheduled=false, input_output_alias={ {0}: (0, {}, must-alias), {1}: (1, {1}) }, buffer_donor={ (1, {0}), (2, {}) }, alias_passthrough_params=true, allow_spmd_sharding_propagation_to_parameters={true,false}, allow_spmd_sharding_propagation_to_output={true}, replica_count=2, num_partitions=8, frontend_attributes={attr_a="x\"y",attr_b="2"}, xla_future_attribute={a=1, b={2}}
+  auto module = parse_text(R"(HloModule m, is_scheduled=false, input_output_alias={ {0}: (0, {}, must-alias), {1}: (1, {1}) }, buffer_donor={ (1, {0}), (2, {}) }, alias_passthrough_params=true, allow_spmd_sharding_propagation_to_parameters={true,false}, allow_spmd_sharding_propagation_to_output={true}, replica_count=2, num_partitions=8, frontend_attributes={attr_a="x\"y",attr_b="2"}, xla_future_attribute={a=1, b={2}}
 
 ENTRY e {
   a = f32[2] parameter(0)
@@ -215,7 +210,7 @@ FileLocations
 
 StackFrames
 1 {file_location_id=1 parent_frame_id=1})";
-  auto module = parse_ok("HloModule m, entry_computation_layout={()->pred[]}\n\n" + sections +
+  auto module = parse_text("HloModule m, entry_computation_layout={()->pred[]}\n\n" + sections +
                          "\n\nENTRY %c () -> pred[] {\n  ROOT %k = pred[] constant(true), metadata={op_type=\"const\" "
                          "stack_frame_id=1}\n}\n");
   ASSERT_NE(module, nullptr);
@@ -337,7 +332,7 @@ ENTRY %main (p0: f32[4], p1: s32[], p2: pred[]) -> f32[4] {
   ROOT %gte = f32[4]{0} get-tuple-element((f32[4]{0}) %tuple), index=0
 }
 )";
-  auto module = parse_ok(text);
+  auto module = parse_text(text);
   ASSERT_NE(module, nullptr);
   Computation* fused = module->find_computation("fused");
   Computation* add = module->find_computation("add");
@@ -416,7 +411,7 @@ ENTRY %main (p0: f32[4], p1: s32[], p2: pred[]) -> f32[4] {
 }
 
 TEST(ParserAttributeTest, CustomCallLiteralAndComments) {
-  auto module = parse_ok(R"(HloModule custom_call
+  auto module = parse_text(R"(HloModule custom_call
 // a line comment
 ENTRY %CustomCall () -> f32[1,2,3] {
   %constant = f32[1]{0} constant({12345}) /* block

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "test_util.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/parser.h"
 #include "insitu/passes/optimize.h"
@@ -17,10 +18,12 @@ struct RuntimeRun {
   std::vector<BufferHandle> arguments;
 };
 
+// parse_text (test_util.h), stopping the test binary where the text does not parse (its
+// callers return a StatusOr and have no test to fail).
 inline std::unique_ptr<Module> parse_or_die(std::string_view text) {
-  StatusOr<std::unique_ptr<Module>> module = parse_module(text);
-  INSITU_CHECK(module.ok()) << module.status().to_string();
-  return std::move(module).value();
+  std::unique_ptr<Module> module = parse_text(text);
+  INSITU_CHECK(module != nullptr) << "the test's module does not parse";
+  return module;
 }
 
 inline StatusOr<Literal> evaluate_text(std::string_view text, std::span<const Literal> arguments) {

@@ -11,11 +11,10 @@ namespace {
 using testing::assign_or_die;
 using testing::find;
 using testing::parse_checks;
-using testing::parse_or_fail;
 using testing::slice_of;
 
 TEST(BufferAssignmentTest, ClassifiesParametersOutputsConstantsAndTemps) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }
 ENTRY %main (p0: f32[4], p1: f32[4]) -> (f32[4], f32[4]) {
   %p0 = f32[4] parameter(0)
@@ -57,7 +56,7 @@ ENTRY %main (p0: f32[4], p1: f32[4]) -> (f32[4], f32[4]) {
 }
 
 TEST(BufferAssignmentTest, TempsReuseBytesOnlyWhenLiveRangesDoNotOverlap) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 ENTRY %main (p: f32[4]) -> f32[4] {
   %p = f32[4] parameter(0)
@@ -81,7 +80,7 @@ ENTRY %main (p: f32[4]) -> f32[4] {
 }
 
 TEST(BufferAssignmentTest, DynamicUpdateSliceSharesTheDonatedParameter) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, input_output_alias={ {}: (0, {}, may-alias) }
 ENTRY %main (cache: f32[8,4], row: f32[1,4], i: s32[]) -> f32[8,4] {
   %cache = f32[8,4] parameter(0)
@@ -145,7 +144,7 @@ CHECK-NEXT:      128B(100%);       128B;            0;                2; 2×f32[
 }
 
 TEST(BufferAssignmentTest, WritingAnUndonatedParameterNeedsCopyInsertion) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 ENTRY %main (cache: f32[8,4], row: f32[1,4], i: s32[]) -> f32[8,4] {
   %cache = f32[8,4] parameter(0)
@@ -198,7 +197,7 @@ ENTRY %main (cache.0: f32[8,4], start: s32[]) -> f32[8,4] {
 )";
 
 TEST(BufferAssignmentTest, LoopStateSharesOneSlice) {
-  auto module = parse_or_fail(kDecodeLoop);
+  auto module = parse_verified(kDecodeLoop);
   ASSERT_NE(module, nullptr);
   BufferAssignment assignment = assign_or_die(*module);
   const BufferSlice cache = slice_of(assignment, *module, "cache.0");
@@ -224,7 +223,7 @@ TEST(BufferAssignmentTest, LoopStateSharesOneSlice) {
 }
 
 TEST(BufferAssignmentTest, DecodeLoopPeakIsArgumentsPlusSmallTemps) {
-  auto module = parse_or_fail(kDecodeLoop);
+  auto module = parse_verified(kDecodeLoop);
   ASSERT_NE(module, nullptr);
   BufferAssignment assignment = assign_or_die(*module);
   // No second cache-sized buffer anywhere.
@@ -238,7 +237,7 @@ TEST(BufferAssignmentTest, DecodeLoopPeakIsArgumentsPlusSmallTemps) {
 }
 
 TEST(BufferAssignmentTest, ScalarBroadcastReadByElementwiseOpsIsNotMaterialized) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 ENTRY %main (p: f32[4]) -> (f32[4], f32[4]) {
   %p = f32[4] parameter(0)
@@ -259,7 +258,7 @@ ENTRY %main (p: f32[4]) -> (f32[4], f32[4]) {
 }
 
 TEST(BufferAssignmentTest, ElementwiseChainWritesIntoItsDyingOperand) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 ENTRY %main (p: f32[4]) -> (f32[4], pred[4]) {
   %p = f32[4] parameter(0)
@@ -283,7 +282,7 @@ ENTRY %main (p: f32[4]) -> (f32[4], pred[4]) {
 }
 
 TEST(BufferAssignmentTest, ElementwiseOpDoesNotTakeAnOperandThatStaysLive) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 ENTRY %main (p: f32[4]) -> f32[4] {
   %p = f32[4] parameter(0)
@@ -304,7 +303,7 @@ ENTRY %main (p: f32[4]) -> f32[4] {
 // scalar's bytes must stay reserved until the last reader: %t (born after %b) may not take
 // the bytes of %s (whose last dataflow use is %b). Found by shrinking a generated program.
 TEST(BufferAssignmentTest, BroadcastScalarStaysLiveUntilItsLastElementwiseReader) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 ENTRY %main (p: f32[], q: f32[4]) -> f32[4] {
   %p = f32[] parameter(0)
@@ -333,7 +332,7 @@ ENTRY %main (p: f32[], q: f32[4]) -> f32[4] {
 // is updated in place (%s2 writes %s's buffer between %b and %x2): reading the scalar lazily
 // would see the new state, so the broadcast is materialized and copies %s at %b.
 TEST(BufferAssignmentTest, BroadcastOfAScalarUpdatedInPlaceBeforeItsReaderIsMaterialized) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 %cond (st: (f32[], s32[], f32[4])) -> pred[] {
   %st = (f32[], s32[], f32[4]) parameter(0)

@@ -11,13 +11,12 @@ namespace {
 
 using testing::assign_or_die;
 using testing::find;
-using testing::parse_or_fail;
 using testing::slice_of;
 
 // The decode step's cache[0]/cache[1]: a contiguous slice of the cache and a row-major reshape
 // of it are read by the dot in the cache's own bytes; nothing is copied and no temp holds them.
 TEST(BufferAssignmentTest, ContiguousSliceAndRowMajorReshapeAreViewsIntoTheirOperand) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }
 ENTRY %main (cache: f32[2,3,4], row: f32[1,1,4], q: f32[4]) -> (f32[2,3,4], f32[3], f32[8]) {
   %cache = f32[2,3,4] parameter(0)
@@ -57,7 +56,7 @@ ENTRY %main (cache: f32[2,3,4], row: f32[1,1,4], q: f32[4]) -> (f32[2,3,4], f32[
 // allocation of no bytes, which a reshape of it views too. A window that is not one run of
 // the operand (two rows of a column range) is copied as before.
 TEST(BufferAssignmentTest, ContiguousDynamicSliceIsAViewAtARunTimeOffset) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 ENTRY %main (w: f32[4,3,5], i: s32[], x: f32[3]) -> (f32[5], f32[2,2]) {
   %w = f32[4,3,5] parameter(0)
@@ -92,7 +91,7 @@ ENTRY %main (w: f32[4,3,5], i: s32[], x: f32[3]) -> (f32[5], f32[2,2]) {
 // view inside the loop (the loop's slice of the block) is a view of the view, based at run
 // time on it. A loop that writes the state it got holds a buffer of its own.
 TEST(BufferAssignmentTest, DynamicViewCarriedThroughALoopAndSlicedInItIsReadInPlace) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 %body (s: (s32[], f32[8,4], f32[4])) -> (s32[], f32[8,4], f32[4]) {
@@ -175,7 +174,7 @@ ENTRY %main (cache: f32[3,8,4], h: s32[]) -> (f32[4], f32[8,4]) {
 }
 
 TEST(BufferAssignmentTest, StridedOrColumnSlicesAndReorderingReshapesAreNotViews) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 ENTRY %main (p: f32[4,6], c: f32[4,6]{0,1}) -> (f32[4,2], f32[2,6], f32[24]) {
   %p = f32[4,6] parameter(0)
@@ -201,7 +200,7 @@ ENTRY %main (p: f32[4,6], c: f32[4,6]{0,1}) -> (f32[4,2], f32[2,6], f32[24]) {
 // is materialized (copied at its own time) instead. A view that is an entry result, or whose
 // reader writes in place through it, has a buffer of its own too.
 TEST(BufferAssignmentTest, ViewOfABufferWrittenBeforeItsLastReaderIsMaterialized) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }
 ENTRY %main (x: f32[4,3], row: f32[1,3]) -> (f32[4,3], f32[1,3], f32[2,3], f32[3,3]) {
   %x = f32[4,3] parameter(0)

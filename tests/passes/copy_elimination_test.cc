@@ -49,7 +49,7 @@ ENTRY main {
 
 TEST(CopyEliminationTest, CopyInsertedToBeSafeIsRemovedWhenTheReadComesFirst) {
   // A copy that protects a read of %x, although the read already runs before the update.
-  auto module = copy_test::parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }
 ENTRY main {
   x = f32[4] parameter(0)

@@ -22,7 +22,6 @@
 
 namespace insitu::copy_test {
 
-using testing::parse_or_fail;
 
 // Copies in the module, reason code (or "none") per copy, in program order.
 inline std::vector<std::string> copy_reasons(const Module& module) {
@@ -103,7 +102,7 @@ struct Options {
 // Runs schedule, copy insertion and copy elimination; checks the verifier and that the
 // evaluator gives bit-identical results before and after. Returns the optimized module.
 inline std::unique_ptr<Module> optimize(std::string_view text, Options options = {}) {
-  std::unique_ptr<Module> module = parse_or_fail(text);
+  std::unique_ptr<Module> module = parse_verified(text);
   if (!module) return nullptr;
   Literal before = evaluate(*module);
   if (options.schedule) {

@@ -14,7 +14,6 @@ namespace insitu {
 namespace {
 
 using testing::expect_checks;
-using testing::parse_or_fail;
 
 class DonorMatchingTest : public ::testing::Test {
  protected:
@@ -42,7 +41,7 @@ std::string header(const Module& module) {
 TEST_F(DonorMatchingTest, DataflowPairsCrossedSameSizeDonors) {
   // Size-only pairing in order would give p0->{0}, p1->{1}: each DUS would then write into the
   // other parameter's buffer while that one is still needed, costing copies.
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, buffer_donor={ (0, {}), (1, {}) }
 
 ENTRY main {
@@ -66,7 +65,7 @@ ENTRY main {
 }
 
 TEST_F(DonorMatchingTest, ElementwiseOutputAfterEveryOtherReadIsCopyFree) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, buffer_donor={ (0, {}) }
 
 add {
@@ -90,7 +89,7 @@ ENTRY main {
 }
 
 TEST_F(DonorMatchingTest, UnorderedReaderMakesPairingCostACopy) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, buffer_donor={ (0, {}) }
 
 ENTRY main {
@@ -113,7 +112,7 @@ ENTRY main {
   EXPECT_EQ(attributes[0].first, "insitu_unused_donor:0:{}");
   EXPECT_EQ(attributes[0].second.rfind("output-needs-copy: %b still reads", 0), 0u);
   // the report survives printing and re-parsing, and reads back
-  auto reparsed = parse_or_fail(print_module(*after));
+  auto reparsed = parse_verified(print_module(*after));
   ASSERT_NE(reparsed, nullptr);
   std::vector<UnusedDonor> recorded = recorded_unused_donors(*reparsed);
   ASSERT_EQ(recorded.size(), 1u);
@@ -125,7 +124,7 @@ ENTRY main {
 }
 
 TEST_F(DonorMatchingTest, NoOutputOfTheDonorsSize) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, buffer_donor={ (1, {1}) }
 
 ENTRY main {
@@ -146,7 +145,7 @@ ENTRY main {
 }
 
 TEST_F(DonorMatchingTest, OutputAlreadyAliased) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, input_output_alias={ {}: (1, {}, may-alias) }, buffer_donor={ (0, {}) }
 
 ENTRY main {
@@ -163,7 +162,7 @@ ENTRY main {
 }
 
 TEST_F(DonorMatchingTest, DonorReturnedUnchangedPairsTrivially) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, buffer_donor={ (0, {}), (1, {}) }
 
 ENTRY main {
@@ -178,7 +177,7 @@ ENTRY main {
 }
 
 TEST_F(DonorMatchingTest, WhileStateAndInPlaceCustomCallFlowToOutputs) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, buffer_donor={ (0, {}), (1, {}) }
 
 cond {
@@ -217,7 +216,7 @@ ENTRY main {
 }
 
 TEST_F(DonorMatchingTest, NonElementwiseReaderCannotWriteIntoDonor) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, buffer_donor={ (0, {}) }
 
 ENTRY main {
@@ -234,7 +233,7 @@ ENTRY main {
 }
 
 TEST_F(DonorMatchingTest, NoDonorsIsUnchanged) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 ENTRY main {
@@ -250,7 +249,7 @@ TEST_F(DonorMatchingTest, SeedDonorThroughCustomCallWithoutAliasingIsExplained) 
   std::ifstream file(std::string(INSITU_SEED_DIR) + "/sync_tensors_graph.before_optimizations.hlo");
   std::stringstream text;
   text << file.rdbuf();
-  auto module = parse_or_fail(text.str());
+  auto module = parse_verified(text.str());
   ASSERT_NE(module, nullptr);
   ASSERT_TRUE(assign_layouts(*module).ok());
   DonorMatchingResult result;
@@ -273,7 +272,7 @@ CHECK-SAME: frontend_attributes={"insitu_unused_donor:0:{}"="output-needs-copy: 
 }
 
 TEST_F(DonorMatchingTest, SeedWithDeclaredAliasingPairsInPlace) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule fixed, buffer_donor={ (0, {}) }, entry_computation_layout={(s32[4]{0:T(128)})->(s32[4]{0:T(128)})}
 
 ENTRY main {

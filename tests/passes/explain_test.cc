@@ -10,11 +10,10 @@
 namespace insitu {
 namespace {
 
-using testing::parse_or_fail;
 
 // A copy the input program wrote has no recorded reason: it is user-copy, with a sentence.
 TEST(Explain, ACopyWithoutARecordedReasonIsAUserCopy) {
-  std::unique_ptr<Module> module = parse_or_fail(R"(HloModule m
+  std::unique_ptr<Module> module = parse_verified(R"(HloModule m
 ENTRY main {
   p = f32[4] parameter(0)
   ROOT c = f32[4] copy(p)
@@ -36,7 +35,7 @@ ENTRY main {
 // Donor matching's own result reaches the explanation, typed; the module records it too, so
 // explaining the re-parsed module alone says the same.
 TEST(Explain, UnusedDonorsComeFromDonorMatchingAndFromTheModule) {
-  std::unique_ptr<Module> module = parse_or_fail(R"(HloModule m, buffer_donor={ (0, {}) }
+  std::unique_ptr<Module> module = parse_verified(R"(HloModule m, buffer_donor={ (0, {}) }
 ENTRY main {
   p = f32[8] parameter(0)
   ROOT r = f32[2] slice(p), slice={[0:2]}

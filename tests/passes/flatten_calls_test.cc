@@ -9,11 +9,10 @@ namespace {
 
 using testing::count_opcode;
 using testing::expect_checks;
-using testing::parse_or_fail;
 using testing::run_and_compare;
 
 TEST(FlattenCallsTest, InlinesCallAndRemovesCallee) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 square_plus {
@@ -44,7 +43,7 @@ CHECK-NEXT: ROOT out = f32[4]{0} subtract(sum.1, a)
 }
 
 TEST(FlattenCallsTest, NestedCallsAndCallReturningParameter) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 identity {
@@ -116,7 +115,7 @@ ENTRY main {
 )";
 
 TEST(FlattenCallsTest, ClonesWhileBodySharedByTwoLoops) {
-  auto module = parse_or_fail(kSharedBody);
+  auto module = parse_verified(kSharedBody);
   auto after = run_and_compare(*module, flatten_calls, true);
   EXPECT_EQ(after->computations().size(), 5u);
   expect_checks(*after, R"(
@@ -139,7 +138,7 @@ CHECK: ROOT out.1 = (s32[], f32[4]{0}) tuple(j.1, w.1)
 }
 
 TEST(FlattenCallsTest, ConditionalWithOneBranchTwiceAndSharedReducer) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 add {
@@ -174,7 +173,7 @@ CHECK: branch_computations={branch, branch.clone}
 }
 
 TEST(FlattenCallsTest, NothingToDoIsUnchanged) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 unused {
@@ -192,7 +191,7 @@ ENTRY main {
 }
 
 TEST(FlattenCallsTest, CallKeepsControlEdges) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 f {

@@ -15,7 +15,6 @@ namespace {
 
 using testing::count_opcode;
 using testing::expect_checks;
-using testing::parse_or_fail;
 using testing::run_and_compare;
 
 class LayoutAssignmentTest : public ::testing::Test {
@@ -34,7 +33,7 @@ const Instruction* only_copy(const Module& module) {
 }
 
 TEST_F(LayoutAssignmentTest, ConstraintDifferingOnlyInTilesCostsNothing) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 ENTRY main {
@@ -47,7 +46,7 @@ ENTRY main {
 }
 
 TEST_F(LayoutAssignmentTest, ConstraintWithOtherMinorToMajorCopiesOnce) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 ENTRY main {
@@ -72,7 +71,7 @@ CHECK-NEXT: ROOT k = f32[2,3]{1,0} custom-call(copy, q)
 }
 
 TEST_F(LayoutAssignmentTest, ConstraintInAnotherMemorySpaceCopies) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 ENTRY main {
@@ -92,7 +91,7 @@ ENTRY main {
 }
 
 TEST_F(LayoutAssignmentTest, InputCopiesGetTheirReasons) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 ENTRY main {
@@ -123,7 +122,7 @@ ENTRY main {
 }
 
 TEST_F(LayoutAssignmentTest, EntryInterfaceDecidesParameterAndResultLayouts) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, entry_computation_layout={(f32[2,3]{0,1}, (s32[4]{0:T(128)}, f32[]))->(f32[2,3]{0,1}, s32[4]{0})}
 
 ENTRY main {
@@ -153,7 +152,7 @@ CHECK-NEXT: ROOT t.1 = (f32[2,3]{0,1}, s32[4]{0:T(128)}) tuple(copy, e)
 // wants {1,0}. The transpose is read by nothing but the root tuple, so it is computed in {1,0}
 // (no copy). A bitcast's layout is its meaning and a parameter's is the caller's: those are copied.
 TEST_F(LayoutAssignmentTest, ResultOpReadOnlyByTheRootComputesInTheInterfaceLayout) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, entry_computation_layout={(f32[5,4]{1,0}, f32[5,16]{1,0}, f32[2,3]{1,0})->(f32[16,4]{1,0}, f32[3,2]{1,0}, f32[2,3]{0,1})}
 
 ENTRY main {
@@ -187,7 +186,7 @@ std::string read_seed(std::string_view name) {
 TEST_F(LayoutAssignmentTest, SeedBeforeOptimizationsNeedsNoCopy) {
   std::string text = read_seed("sync_tensors_graph.before_optimizations.hlo");
   ASSERT_FALSE(text.empty());
-  auto module = parse_or_fail(text);
+  auto module = parse_verified(text);
   ASSERT_NE(module, nullptr);
   auto after = run_and_compare(*module, assign_layouts, true);
   EXPECT_EQ(count_opcode(*after, Opcode::kCopy), 0);
@@ -199,7 +198,7 @@ TEST_F(LayoutAssignmentTest, SeedBeforeOptimizationsNeedsNoCopy) {
 
 TEST_F(LayoutAssignmentTest, SeedAfterOptimizationsExplainsCopy3) {
   std::string text = read_seed("sync_tensors_graph.after_optimizations.hlo");
-  auto module = parse_or_fail(text);
+  auto module = parse_verified(text);
   ASSERT_NE(module, nullptr);
   auto after = run_and_compare(*module, assign_layouts, true);
   const Instruction* copy = after->entry()->find_instruction("copy.3");

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "file_check.h"
 #include "insitu/evaluator/evaluator.h"
 #include "insitu/ir/parser.h"
@@ -18,15 +19,6 @@
 #include "insitu/ir/verifier.h"
 
 namespace insitu::testing {
-
-inline std::unique_ptr<Module> parse_or_fail(std::string_view text) {
-  auto module = parse_module(text);
-  EXPECT_TRUE(module.ok()) << module.status().to_string();
-  if (!module.ok()) return nullptr;
-  Status verified = verify_module(**module);
-  EXPECT_TRUE(verified.ok()) << verified.to_string();
-  return std::move(module).value();
-}
 
 // "CHECK: x\nCHECK-NEXT: y" -> directives (lines without a directive are ignored).
 inline std::vector<golden::CheckDirective> parse_checks(std::string_view text) {

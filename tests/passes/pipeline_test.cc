@@ -8,7 +8,6 @@
 namespace insitu {
 namespace {
 
-using testing::parse_or_fail;
 
 constexpr std::string_view kSmall = R"(
 HloModule m
@@ -20,7 +19,7 @@ ENTRY main {
 )";
 
 TEST(PipelineTest, RunsPassesInOrderAndReportsEachStage) {
-  auto module = parse_or_fail(kSmall);
+  auto module = parse_verified(kSmall);
   std::vector<std::string> seen;
   Pipeline pipeline({.after_pass = [&](int index, std::string_view name, const Module& m) {
     seen.push_back(std::to_string(index) + ":" + std::string(name) + ":" + m.entry()->root()->name());
@@ -38,7 +37,7 @@ TEST(PipelineTest, RunsPassesInOrderAndReportsEachStage) {
 }
 
 TEST(PipelineTest, UnchangedWhenNoPassChanges) {
-  auto module = parse_or_fail(kSmall);
+  auto module = parse_verified(kSmall);
   Pipeline pipeline;
   pipeline.add(make_pass("nothing", [](Module&) -> StatusOr<bool> { return false; }));
   auto changed = pipeline.run(*module);
@@ -47,7 +46,7 @@ TEST(PipelineTest, UnchangedWhenNoPassChanges) {
 }
 
 TEST(PipelineTest, VerifierNamesThePassThatBrokeTheModule) {
-  auto module = parse_or_fail(kSmall);
+  auto module = parse_verified(kSmall);
   int later_passes_run = 0;
   Pipeline pipeline;
   pipeline.add(make_pass("break-shapes", [](Module& m) -> StatusOr<bool> {
@@ -65,7 +64,7 @@ TEST(PipelineTest, VerifierNamesThePassThatBrokeTheModule) {
   EXPECT_EQ(later_passes_run, 0);
 
   // without verification the broken module goes through
-  auto unverified = parse_or_fail(kSmall);
+  auto unverified = parse_verified(kSmall);
   Pipeline lenient({.verify_each = false});
   lenient.add(make_pass("break-shapes", [](Module& m) -> StatusOr<bool> {
     m.entry()->root()->set_shape(Shape::array(PrimitiveType::kF32, {5}));
@@ -103,7 +102,7 @@ ENTRY main {
 }
 
 TEST(PipelineTest, PassErrorCarriesThePassName) {
-  auto module = parse_or_fail(kSmall);
+  auto module = parse_verified(kSmall);
   Pipeline pipeline;
   pipeline.add(make_pass("fails", [](Module&) -> StatusOr<bool> {
     return invalid_argument("the module is not what this pass needs");
@@ -133,7 +132,7 @@ TEST(PipelineTest, OptimizationPipelineReadsAsTheDesignedStages) {
 }
 
 TEST(PipelineTest, OptimizationPipelineKeepsResultsAndPairsDonorsByDataflow) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, buffer_donor={ (0, {}), (1, {}) }
 
 update {

@@ -12,7 +12,7 @@ std::vector<std::string> names(const Computation& computation) {
 }
 
 TEST(ScheduleTest, ReadOfOldValueMovesBeforeInPlaceWrite) {
-  auto module = copy_test::parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m, input_output_alias={ {0}: (0, {}, may-alias) }
 ENTRY main {
   x = f32[4] parameter(0)
@@ -32,7 +32,7 @@ ENTRY main {
 }
 
 TEST(ScheduleTest, ReaderThatDependsOnTheWriteStaysAfterIt) {
-  auto module = copy_test::parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 ENTRY main {
   x = f32[4] parameter(0)
@@ -51,7 +51,7 @@ ENTRY main {
 }
 
 TEST(ScheduleTest, LoopBodyReadsOldStateBeforeNewStateIsDefined) {
-  auto module = copy_test::parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 body {
   s = (f32[4], f32[4]) parameter(0)
@@ -84,7 +84,7 @@ ENTRY main {
 }
 
 TEST(ScheduleTest, PrefersInstructionThatFreesABuffer) {
-  auto module = copy_test::parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 ENTRY main {
   p = f32[4] parameter(0)

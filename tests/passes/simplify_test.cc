@@ -9,13 +9,12 @@ namespace {
 
 using testing::count_opcode;
 using testing::expect_checks;
-using testing::parse_or_fail;
 using testing::run_and_compare;
 
 // JAX's softmax: reshape [6] -> [6,1], broadcast [6,1] -> [6,1], reshape back. The identity
 // broadcast and the same-shape ops are read through; ops that change something stay.
 TEST(SimplifyTest, IdentityOpsAreReadThrough) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 ENTRY main {
@@ -42,7 +41,7 @@ CHECK-NEXT: ROOT t
 }
 
 TEST(SimplifyTest, ForwardsTupleElementsAndRemovesPacking) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 ENTRY main {
@@ -72,7 +71,7 @@ CHECK-NEXT: }
 }
 
 TEST(SimplifyTest, RootGetTupleElementIsForwarded) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 ENTRY main {
@@ -88,7 +87,7 @@ ENTRY main {
 }
 
 TEST(SimplifyTest, KeepsSideEffectsParametersAndTupleOfWhile) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 cond {
@@ -142,7 +141,7 @@ CHECK-NEXT: ROOT r
 }
 
 TEST(SimplifyTest, DeadWhileWithSideEffectStaysPureOneGoes) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 cond {
@@ -191,7 +190,7 @@ ENTRY main {
 }
 
 TEST(SimplifyTest, ControlOrderThroughRemovedInstructionIsKept) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 ENTRY main {
@@ -210,7 +209,7 @@ ENTRY main {
 }
 
 TEST(SimplifyTest, CleanModuleIsUnchanged) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 ENTRY main {
@@ -225,7 +224,7 @@ ENTRY main {
 }
 
 TEST(SimplifyTest, LayoutChangingElementIsNotForwarded) {
-  auto module = parse_or_fail(R"(
+  auto module = parse_verified(R"(
 HloModule m
 
 ENTRY main {

@@ -1,6 +1,7 @@
-// `insitu run MODULE.hlo [--arg FILE.npy]... [--save DIR] [--stats FILE.json]
-//                        [--plugin LIB.so]... [--threads N] [--reference] [--check-races]
-//                        [--strict-donation]`
+// `insitu run MODULE.hlo [--arg FILE.npy]... [--save DIR] [--stats FILE.json] [--plugin LIB.so]...
+//                        [--max-memory BYTES] [--timeout SECONDS] [--collective-timeout SECONDS]
+//                        [--threads N] [--reference] [--check-races] [--strict-donation]
+//                        [--device cpu|cuda]`      (`insitu run --help` lists them with their meaning)
 //
 // Loads plugins, parses and verifies the module, binds arguments (arguments.h), executes the
 // entry computation, prints the result as XLA literal text (literal_format.h), and optionally
@@ -13,8 +14,8 @@
 //
 // By default the module is optimized (passes/optimize.h) and executed by the CPU runtime
 // (runtime/executable.h); every argument belongs to the run, so parameters the module aliases
-// to outputs are donated. --reference runs the reference evaluator instead. --check-races is
-// accepted for kernels (a later issue) and changes nothing yet.
+// to outputs are donated. --reference runs the reference evaluator instead. --check-races makes
+// kernel grids record their block accesses and report steps that race on a buffer.
 #pragma once
 
 #include <nlohmann/json.hpp>  // JSON output: Debian's nlohmann-json3-dev

@@ -1,5 +1,6 @@
 // CUDA C++ kernels generated from insitu's IR (issue 12), and NVRTC to compile them: elementwise
-// loop fusions and ops, reduces, dynamic-update-slices in place, and data movement.
+// loop fusions and ops, reduces, dynamic-update-slices in place, data movement, sorts, gathers,
+// scatters, dots, convolutions and registered custom kernels.
 //
 // A fusion whose computation is elementwise over one shape (parameters of the result's shape or
 // scalars, scalar constants and their broadcasts, unary and binary arithmetic, compare, select,
@@ -7,7 +8,8 @@
 // registers, reading each parameter once; a parameter of a smaller shape is read through its
 // broadcast at the element's coordinates. Anything else is an "unimplemented" Status naming the
 // instruction and its op, never a guess. Values are computed in the element type the HLO names
-// (f32 math in float, as the CPU runtime does; f16/bf16 are not generated yet).
+// (f32 math in float, as the CPU runtime does; f16 and bf16 are stored as such and computed in
+// float, as the CPU runtime computes them).
 //
 // Arrays on the device are in logical row-major order whatever their layout says, as in the CPU
 // runtime and the evaluator (runtime/buffer.h): a layout is metadata, so a transpose is a

@@ -177,7 +177,7 @@ Status check_shared(const Instruction& outer, const Instruction& at, const Memor
 StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, const CustomCallTable& custom_calls,
                                              const Memory& memory, DevicePlan& plan);
 
-// One instruction's step, as its runtime family's planner makes it (planner_of: the device's
+// One instruction's step, as its op family's planner makes it (planner_of: the device's
 // kernel table, keyed like the CPU's kernel_table.cc by opcode.def's fourth column).
 struct StepPlanner {
   const Instruction& instruction;
@@ -438,30 +438,30 @@ Status plan_convolution(StepPlanner& p) {
 
 using FamilyPlanner = Status (*)(StepPlanner&);
 
-// The device's kernel table: a planner per runtime family (opcode.def's fourth column); null
+// The device's kernel table: a planner per op family (opcode.def's fourth column); null
 // where the device has no form for the family yet. A new opcode of a family is a case in that
 // family's planner (or none, when the family's kernels take it as they are).
-FamilyPlanner planner_of(RuntimeFamily family) {
+FamilyPlanner planner_of(OpFamily family) {
   switch (family) {
-    case RuntimeFamily::kForward: return &plan_forward;
-    case RuntimeFamily::kConstant: return &plan_constant;
-    case RuntimeFamily::kCopy: return &plan_copy;
-    case RuntimeFamily::kWhile:
-    case RuntimeFamily::kConditional: return &plan_control_flow;
-    case RuntimeFamily::kCustomCall: return &plan_custom;
-    case RuntimeFamily::kElementwise: return &plan_elementwise;
-    case RuntimeFamily::kDataMovement: return &plan_data_movement;
-    case RuntimeFamily::kDynamicSlice: return &plan_dynamic_slice;
-    case RuntimeFamily::kDot: return &plan_dot;
-    case RuntimeFamily::kReduce: return &plan_reduce;
-    case RuntimeFamily::kReduceWindow: return &plan_reduce_window;
-    case RuntimeFamily::kSelectAndScatter: return &plan_select_and_scatter;
-    case RuntimeFamily::kFusion: return &plan_fusion;
-    case RuntimeFamily::kSort: return &plan_sort;
-    case RuntimeFamily::kTopk: return &plan_topk;
-    case RuntimeFamily::kGather: return &plan_gather;
-    case RuntimeFamily::kScatter: return &plan_scatter;
-    case RuntimeFamily::kConvolution: return &plan_convolution;
+    case OpFamily::kForward: return &plan_forward;
+    case OpFamily::kConstant: return &plan_constant;
+    case OpFamily::kCopy: return &plan_copy;
+    case OpFamily::kWhile:
+    case OpFamily::kConditional: return &plan_control_flow;
+    case OpFamily::kCustomCall: return &plan_custom;
+    case OpFamily::kElementwise: return &plan_elementwise;
+    case OpFamily::kDataMovement: return &plan_data_movement;
+    case OpFamily::kDynamicSlice: return &plan_dynamic_slice;
+    case OpFamily::kDot: return &plan_dot;
+    case OpFamily::kReduce: return &plan_reduce;
+    case OpFamily::kReduceWindow: return &plan_reduce_window;
+    case OpFamily::kSelectAndScatter: return &plan_select_and_scatter;
+    case OpFamily::kFusion: return &plan_fusion;
+    case OpFamily::kSort: return &plan_sort;
+    case OpFamily::kTopk: return &plan_topk;
+    case OpFamily::kGather: return &plan_gather;
+    case OpFamily::kScatter: return &plan_scatter;
+    case OpFamily::kConvolution: return &plan_convolution;
     default: return nullptr;  // kCall (flattened before), kCopyStart, kLinalg, kFft, kRngBitGenerator, kNone
   }
 }
@@ -473,7 +473,7 @@ StatusOr<std::vector<DeviceStep>> plan_steps(const Computation& computation, con
   for (const Instruction* instruction : computation.instructions()) {
     DeviceStep step;
     step.instruction = instruction;
-    const FamilyPlanner planner = planner_of(runtime_family(instruction->opcode()));
+    const FamilyPlanner planner = planner_of(op_family(instruction->opcode()));
     if (planner == nullptr)
       return refuse(*instruction, "no CUDA form for this op yet (the plan covers loop fusions, elementwise ops, "
                                   "broadcasts, iotas, reduces, reduce-windows, select-and-scatters, pads, sorts, "

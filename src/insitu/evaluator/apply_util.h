@@ -170,10 +170,4 @@ Status for_each_index_in_order(std::span<const int64_t> dimensions, const std::v
   }
 }
 
-// The shapes an instruction produces per operand: its shape, or its tuple's elements.
-inline std::vector<Shape> result_leaf_shapes(const Shape& shape) {
-  if (shape.is_tuple()) return shape.tuple_shapes();
-  return {shape};
-}
-
 }  // namespace insitu::eval

@@ -84,7 +84,7 @@ StatusOr<int64_t> one_dimension(const Instruction& instruction, const Literal& o
 
 }  // namespace
 
-bool is_collective_opcode(Opcode opcode) { return runtime_family(opcode) == RuntimeFamily::kCollective; }
+bool is_collective_opcode(Opcode opcode) { return op_family(opcode) == OpFamily::kCollective; }
 
 StatusOr<Literal> evaluate_collective(const Instruction& instruction, std::span<const Literal* const> operands,
                                       const DeviceContext* device, ComputationRunner& runner) {

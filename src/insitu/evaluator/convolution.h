@@ -1,4 +1,4 @@
-// convolution (runtime family kConvolution), as XLA's operation semantics define it: every
+// convolution (op family kConvolution), as XLA's operation semantics define it: every
 // dimension-number layout (dim_labels=), window stride, padding (negative too), lhs (base) and
 // rhs (window) dilation, window reversal, feature_group_count and batch_group_count.
 //

@@ -1,4 +1,4 @@
-// fft (runtime family kFft), as XLA's operation semantics define it:
+// fft (op family kFft), as XLA's operation semantics define it:
 //   fft(x), fft_type=FFT|IFFT|RFFT|IRFFT, fft_length={n1[,n2[,n3]]}
 // transforms the last len(fft_length) dimensions: FFT and IFFT complex to complex (IFFT scaled
 // by 1/N), RFFT real to complex (the last dimension keeps n/2+1 frequencies), IRFFT complex to

@@ -1,4 +1,4 @@
-// The linear-algebra ops (runtime family kLinalg): cholesky and triangular-solve, as XLA's
+// The linear-algebra ops (op family kLinalg): cholesky and triangular-solve, as XLA's
 // operation semantics and its CPU expanders define them.
 //
 // Each op is one algorithm on one row-major matrix (or one matrix pair) of a batch, written

@@ -13,33 +13,33 @@ enum class OpFunction : uint8_t {
   kScatter, kSort, kTopk, kLinalg, kConvolution, kFft, kRngBitGenerator, kApply, kScan, kDimensionSize, kBatchNorm,
 };
 
-// From opcode.def's runtime family: an opcode joins a family there, and the evaluator runs the
+// From opcode.def's op family: an opcode joins a family there, and the evaluator runs the
 // family's function for it (the function switches on the opcode where a family has several).
 // A bitcast (kForward: it moves nothing on a device) is evaluated as the data movement it is.
 OpFunction op_function(Opcode opcode) {
   if (opcode == Opcode::kBitcast) return OpFunction::kDataMovement;
-  switch (runtime_family(opcode)) {
-    case RuntimeFamily::kElementwise: return OpFunction::kElementwise;
-    case RuntimeFamily::kMap: return OpFunction::kMap;
-    case RuntimeFamily::kDataMovement:
-    case RuntimeFamily::kDynamicSlice: return OpFunction::kDataMovement;
-    case RuntimeFamily::kReduce: return OpFunction::kReduce;
-    case RuntimeFamily::kReduceWindow: return OpFunction::kReduceWindow;
-    case RuntimeFamily::kSelectAndScatter: return OpFunction::kSelectAndScatter;
-    case RuntimeFamily::kDot: return OpFunction::kDot;
-    case RuntimeFamily::kGather: return OpFunction::kGather;
-    case RuntimeFamily::kScatter: return OpFunction::kScatter;
-    case RuntimeFamily::kSort: return OpFunction::kSort;
-    case RuntimeFamily::kTopk: return OpFunction::kTopk;
-    case RuntimeFamily::kLinalg: return OpFunction::kLinalg;
-    case RuntimeFamily::kConvolution: return OpFunction::kConvolution;
-    case RuntimeFamily::kFft: return OpFunction::kFft;
-    case RuntimeFamily::kRngBitGenerator: return OpFunction::kRngBitGenerator;
-    case RuntimeFamily::kScan: return OpFunction::kScan;
-    case RuntimeFamily::kDimensionSize: return OpFunction::kDimensionSize;
-    case RuntimeFamily::kBatchNorm: return OpFunction::kBatchNorm;
-    case RuntimeFamily::kCall:
-    case RuntimeFamily::kFusion: return OpFunction::kApply;  // the called computation on the operands
+  switch (op_family(opcode)) {
+    case OpFamily::kElementwise: return OpFunction::kElementwise;
+    case OpFamily::kMap: return OpFunction::kMap;
+    case OpFamily::kDataMovement:
+    case OpFamily::kDynamicSlice: return OpFunction::kDataMovement;
+    case OpFamily::kReduce: return OpFunction::kReduce;
+    case OpFamily::kReduceWindow: return OpFunction::kReduceWindow;
+    case OpFamily::kSelectAndScatter: return OpFunction::kSelectAndScatter;
+    case OpFamily::kDot: return OpFunction::kDot;
+    case OpFamily::kGather: return OpFunction::kGather;
+    case OpFamily::kScatter: return OpFunction::kScatter;
+    case OpFamily::kSort: return OpFunction::kSort;
+    case OpFamily::kTopk: return OpFunction::kTopk;
+    case OpFamily::kLinalg: return OpFunction::kLinalg;
+    case OpFamily::kConvolution: return OpFunction::kConvolution;
+    case OpFamily::kFft: return OpFunction::kFft;
+    case OpFamily::kRngBitGenerator: return OpFunction::kRngBitGenerator;
+    case OpFamily::kScan: return OpFunction::kScan;
+    case OpFamily::kDimensionSize: return OpFunction::kDimensionSize;
+    case OpFamily::kBatchNorm: return OpFunction::kBatchNorm;
+    case OpFamily::kCall:
+    case OpFamily::kFusion: return OpFunction::kApply;  // the called computation on the operands
     default: return OpFunction::kNone;  // structural steps, collectives (evaluate_collective), kNone
   }
 }

@@ -1,4 +1,4 @@
-// rng-bit-generator (runtime family kRngBitGenerator): random bits from a counter-based
+// rng-bit-generator (op family kRngBitGenerator): random bits from a counter-based
 // generator, bit for bit as XLA's RngBitGeneratorExpander builds them (xla/client/lib/prng):
 //   (state', bits) = rng-bit-generator(state), algorithm=rng_default|rng_three_fry|rng_philox
 // state is u64[2] (key, counter) or, for philox, u64[3] (key, 128-bit counter); rng_default is

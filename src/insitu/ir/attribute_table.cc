@@ -184,14 +184,5 @@ std::vector<Opcode> opcodes_taking_attribute(std::string_view name) {
   return opcodes;
 }
 
-std::string_view attribute_use_name(AttributeUse use) {
-  switch (use) {
-    case kModelled: return "modelled";
-    case kMetadataOnly: return "metadata-only";
-    case kKernelInput: return "kernel input";
-    case kOwn: return "the opcode's own";
-  }
-  return "?";
-}
 
 }  // namespace insitu

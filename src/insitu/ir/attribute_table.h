@@ -42,6 +42,5 @@ const AttributeRule* find_attribute_rule(Opcode opcode, std::string_view name);
 // The opcodes `name` is accepted on (for an error message), empty when it is unknown.
 std::vector<Opcode> opcodes_taking_attribute(std::string_view name);
 
-std::string_view attribute_use_name(AttributeUse use);  // "modelled", "metadata-only", ...
 
 }  // namespace insitu

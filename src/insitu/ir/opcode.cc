@@ -10,7 +10,7 @@ namespace {
 struct OpcodeRow {
   std::string_view name;
   OpcodeKind kind;
-  RuntimeFamily family;
+  OpFamily family;
   bool side_effect;
   OperandTypes types;
   OperandCount count;
@@ -25,7 +25,7 @@ constexpr bool kEffect = true;
 
 constexpr OpcodeRow kOpcodes[] = {
 #define INSITU_OPCODE(name, text, kind, family, effect, types, count, attributes) \
-  {text, OpcodeKind::kind, RuntimeFamily::family, effect, OperandTypes::types, count, attributes},
+  {text, OpcodeKind::kind, OpFamily::family, effect, OperandTypes::types, count, attributes},
 #include "insitu/ir/opcode.def"
 #undef INSITU_OPCODE
 };
@@ -35,7 +35,7 @@ constexpr OpcodeRow kOpcodes[] = {
 std::string_view opcode_name(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].name; }
 OpcodeKind opcode_kind(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].kind; }
 OperandTypes operand_types(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].types; }
-RuntimeFamily runtime_family(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].family; }
+OpFamily op_family(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].family; }
 bool opcode_has_side_effect(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].side_effect; }
 OperandCount operand_count(Opcode opcode) { return kOpcodes[static_cast<size_t>(opcode)].count; }
 

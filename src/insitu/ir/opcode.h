@@ -34,7 +34,7 @@ enum class OpcodeKind : uint8_t {
 // CUDA plan asks the family's planner (cuda/device_plan.cc), the evaluator runs the family's
 // function (evaluator/op_table.cc, which the runtime's fallback shares). kNone: parsed, and no
 // device or evaluator runs it yet (a located "cannot run" error at create).
-enum class RuntimeFamily : uint8_t {
+enum class OpFamily : uint8_t {
   kNone,
   // structural steps
   kForward,      // moves no data (parameter, tuple, get-tuple-element, bitcast, ...)
@@ -78,7 +78,7 @@ OperandCount operand_count(Opcode opcode);
 // row's order; custom-call's target and conditional's branches are checked by the parser itself.
 std::span<const std::string_view> required_attributes(Opcode opcode);
 OperandTypes operand_types(Opcode opcode);
-RuntimeFamily runtime_family(Opcode opcode);
+OpFamily op_family(Opcode opcode);
 // Whether every instance of the opcode has a side effect (opcode.def's fifth column).
 bool opcode_has_side_effect(Opcode opcode);
 

@@ -301,14 +301,14 @@ constexpr std::pair<DonorReason, std::string_view> kDonorReasonNames[] = {
     {DonorReason::kOutputAlreadyAliased, "output-already-aliased"},
 };
 
+std::optional<DonorReason> parse_donor_reason(std::string_view name) {
+  return enum_from_name(kDonorReasonNames, name);
+}
+
 }  // namespace
 
 std::string_view donor_reason_name(DonorReason reason) {
   return name_of_enum(kDonorReasonNames, reason, "unknown");
-}
-
-std::optional<DonorReason> parse_donor_reason(std::string_view name) {
-  return enum_from_name(kDonorReasonNames, name);
 }
 
 std::vector<UnusedDonor> recorded_unused_donors(const Module& module) {

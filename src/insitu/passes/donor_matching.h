@@ -35,7 +35,6 @@ enum class DonorReason : uint8_t {
   kOutputAlreadyAliased,  // the outputs that fit are aliased to other parameters already
 };
 std::string_view donor_reason_name(DonorReason reason);  // "no-matching-output"
-std::optional<DonorReason> parse_donor_reason(std::string_view name);
 
 struct UnusedDonor {
   int64_t parameter_number = 0;

@@ -1,5 +1,6 @@
 // explain: what the optimizer decided about a module's memory, in one place for every surface
-// (`insitu explain` as text, JSON and Graphviz; run's --stats; the frontend's jit; Python).
+// (`insitu explain` as text and JSON, its Graphviz drawn by the CLI from them; run's --stats;
+// the frontend's jit; Python).
 //
 //   Explanation e = explain_module(optimized);   // after optimize_module
 //   std::string text = explanation_text(e);      // or explanation_json(e): DESIGN.md's schema

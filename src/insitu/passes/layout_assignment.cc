@@ -9,6 +9,12 @@
 namespace insitu {
 namespace {
 
+// Whether two array layouts differ in a way that needs a copy on CPU: minor_to_major or memory
+// space (tiles and other fields do not change dense bytes).
+bool layouts_need_copy(const Layout& from, const Layout& to) {
+  return from.minor_to_major != to.minor_to_major || from.memory_space != to.memory_space;
+}
+
 std::string layout_text(const Layout& layout) { return "{" + layout.fields_to_string() + "}"; }
 std::string memory_space_text(int64_t memory_space) { return str_cat("S(", memory_space, ")"); }
 
@@ -349,10 +355,6 @@ bool record_input_copies(const Module& module, Computation& computation) {
 }
 
 }  // namespace
-
-bool layouts_need_copy(const Layout& from, const Layout& to) {
-  return from.minor_to_major != to.minor_to_major || from.memory_space != to.memory_space;
-}
 
 StatusOr<bool> assign_layouts(Module& module) {
   if (module.entry() == nullptr) return failed_precondition("layout-assignment needs a module with an entry computation");

@@ -25,8 +25,4 @@ namespace insitu {
 
 StatusOr<bool> assign_layouts(Module& module);
 
-// Whether two array layouts differ in a way that needs a copy on CPU: minor_to_major or memory
-// space (tiles and other fields do not change dense bytes).
-bool layouts_need_copy(const Layout& from, const Layout& to);
-
 }  // namespace insitu

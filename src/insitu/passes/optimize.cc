@@ -22,8 +22,7 @@ Status write_dump(const std::string& directory, const std::string& name, const s
   return file.good() ? ok_status() : invalid_argument(str_cat("cannot write dump file '", path.string(), "'"));
 }
 
-}  // namespace
-
+// "module_0001.jit_f" with the characters XLA replaces in dump names (/ \ [ ] space) made '_'.
 std::string dump_file_prefix(const Module& module, int module_number) {
   char number[16];
   std::snprintf(number, sizeof(number), "%04d", module_number);
@@ -32,6 +31,8 @@ std::string dump_file_prefix(const Module& module, int module_number) {
     if (c == '/' || c == '\\' || c == '[' || c == ']' || c == ' ') c = '_';
   return str_cat("module_", number, ".", name);
 }
+
+}  // namespace
 
 StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const OptimizeOptions& options) {
   const auto start = std::chrono::steady_clock::now();

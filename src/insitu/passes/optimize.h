@@ -53,7 +53,5 @@ StatusOr<OptimizedModule> optimize_module(std::unique_ptr<Module> module, const 
 // the device holds.
 Status retarget_for_cuda(OptimizedModule& optimized);
 
-// "module_0001.jit_f" with the characters XLA replaces in dump names (/ \ [ ] space) made '_'.
-std::string dump_file_prefix(const Module& module, int module_number);
 
 }  // namespace insitu

@@ -1,7 +1,7 @@
 // Executable: runs an optimized module over real buffers laid out by buffer assignment.
 //
-//   module (after copy insertion) --assign_buffers--> BufferAssignment
-//   Executable::create(module, assignment) -> execute(arguments, {donate flags, threads})
+//   optimize_module(module) -> OptimizedModule (the module and its BufferAssignment)
+//   Executable::create(optimized) -> execute(arguments, {donate flags, threads})
 //
 // Arguments and results are one BufferHandle per entry parameter leaf / entry result leaf, in
 // leaf order. Each call:
@@ -31,8 +31,9 @@
 // counted in ExecutionStats::bytes_to_device / bytes_to_host. Calls on one CUDA executable run
 // one at a time (a driver serves one thread).
 //
-// Data is logical row-major (buffer.h). A bitcast whose layouts make it a physical transpose
-// rather than a reshape is rejected at create() with an "unimplemented" error.
+// Data is logical row-major (buffer.h). A bitcast whose layouts make it a physical transpose is
+// lowered to a transpose first (passes/bitcast_lowering.h); one that changes the element width
+// or reads a tiled layout is rejected at create() with an "unimplemented" error.
 #pragma once
 
 #include <array>
@@ -185,12 +186,6 @@ class Executor;
 
 class Executable {
  public:
-  // The module must outlive the executable (the assignment points into it).
-  static StatusOr<std::unique_ptr<Executable>> create(const Module& module, BufferAssignment assignment,
-                                                      ExecutableOptions options = {});
-  // Keeps the module alive itself.
-  static StatusOr<std::unique_ptr<Executable>> create(std::shared_ptr<const Module> module,
-                                                      BufferAssignment assignment, ExecutableOptions options = {});
   // What optimize_module produced (the whole pipeline: its buffer assignment is required); the
   // executable owns the module (module()).
   static StatusOr<std::unique_ptr<Executable>> create(OptimizedModule optimized, ExecutableOptions options = {});

@@ -3,7 +3,7 @@
 // each argument maps to entry parameters and input_output_alias entries.
 //
 // Every decision about how a step runs is taken here, once: its runner (by the opcode's
-// runtime family, opcode.def), the native kernel its family selects (kernels.h) with that
+// op family, opcode.def), the native kernel its family selects (kernels.h) with that
 // kernel's plan, which operands it stages because they overlap its output, a custom call's
 // native binding; the fallback where no kernel was selected. Calls only run what was chosen.
 #include <algorithm>
@@ -71,37 +71,16 @@ std::string Executable::Argument::describe() const {
   return str_cat("parameter ", parameter_number, " ", shape_index_to_string(index));
 }
 
-namespace {
-Status cuda_needs_optimized_module() {
-  return invalid_argument("an executable runs on a CUDA device only from optimize_module's result: "
-                          "Executable::create(OptimizedModule, options)");
-}
-}  // namespace
-
-StatusOr<std::unique_ptr<Executable>> Executable::create(const Module& module, BufferAssignment assignment,
-                                                         ExecutableOptions options) {
-  if (options.device != DeviceKind::kCpu) return cuda_needs_optimized_module();
-  std::unique_ptr<Executable> executable(new Executable(module, std::move(assignment), options));
-  INSITU_RETURN_IF_ERROR(executable->build());
-  return executable;
-}
-
-StatusOr<std::unique_ptr<Executable>> Executable::create(std::shared_ptr<const Module> module,
-                                                         BufferAssignment assignment, ExecutableOptions options) {
-  if (options.device != DeviceKind::kCpu) return cuda_needs_optimized_module();
-  std::unique_ptr<Executable> executable(new Executable(*module, std::move(assignment), options));
-  executable->owned_module_ = std::move(module);
-  INSITU_RETURN_IF_ERROR(executable->build());
-  return executable;
-}
-
 StatusOr<std::unique_ptr<Executable>> Executable::create(OptimizedModule optimized, ExecutableOptions options) {
   if (optimized.module == nullptr || !optimized.buffers)
     return invalid_argument("Executable::create needs a module through the whole pipeline (optimize_module without "
                             "OptimizeOptions::passes), with its buffer assignment");
   if (options.device == DeviceKind::kCuda) return create_on_cuda(std::move(optimized), options);
   std::shared_ptr<const Module> module(std::move(optimized.module));
-  return create(std::move(module), std::move(*optimized.buffers), options);
+  std::unique_ptr<Executable> executable(new Executable(*module, std::move(*optimized.buffers), options));
+  executable->owned_module_ = std::move(module);
+  INSITU_RETURN_IF_ERROR(executable->build());
+  return executable;
 }
 
 namespace {
@@ -361,7 +340,7 @@ Status Executable::build() {
       const Opcode opcode = instruction->opcode();
       // Moves no data and needs no memory resolved (a get-tuple-element of a tuple of thousands
       // of leaves would resolve them all, once per element: cubic in the tuple's size).
-      if (runtime_family(opcode) == RuntimeFamily::kForward && opcode != Opcode::kBitcast) continue;
+      if (op_family(opcode) == OpFamily::kForward && opcode != Opcode::kBitcast) continue;
       Step step;
       step.instruction = instruction;
       INSITU_ASSIGN_OR_RETURN(step.outputs, builder.resolve_leaves(instruction));
@@ -417,15 +396,15 @@ Status Executable::build() {
         program.steps.push_back(std::move(step));
         continue;
       }
-      const RuntimeFamily family = runtime_family(opcode);
-      if (family == RuntimeFamily::kForward || unmaterialized || view) continue;  // moves no data
+      const OpFamily family = op_family(opcode);
+      if (family == OpFamily::kForward || unmaterialized || view) continue;  // moves no data
       // An update computed straight into the window this dynamic-update-slice writes (buffer
       // assignment's placed values): the stack already holds it.
       if ((opcode == Opcode::kDynamicUpdateSlice || (opcode == Opcode::kScatter && instruction->operand_count() == 3)) &&
           assignment_.placed_for(assignment_.dataflow().value_at(instruction->operand(opcode == Opcode::kScatter ? 2 : 1))) ==
               instruction)
         continue;
-      if (family == RuntimeFamily::kCollective) {  // natively where it can, else the evaluator's (default below)
+      if (family == OpFamily::kCollective) {  // natively where it can, else the evaluator's (default below)
         const bool all_reduce = opcode == Opcode::kAllReduce || opcode == Opcode::kAllReduceStart;
         if (all_reduce && native_all_reduce(*instruction, step)) {
           step.run = &Executor::run_all_reduce;
@@ -439,19 +418,19 @@ Status Executable::build() {
         }
       }
       switch (family) {
-        case RuntimeFamily::kConstant:
+        case OpFamily::kConstant:
           if (builder.place_constant(*instruction, step.outputs)) continue;  // filled once, above
           step.run = &Executor::run_constant;
           break;
-        case RuntimeFamily::kCopy: step.run = &Executor::run_copy; break;
-        case RuntimeFamily::kCopyStart: step.run = &Executor::run_copy_start; break;
-        case RuntimeFamily::kWhile:
-        case RuntimeFamily::kConditional:
-        case RuntimeFamily::kCall:
-          step.run = family == RuntimeFamily::kWhile  ? &Executor::run_while
-                     : family == RuntimeFamily::kCall ? &Executor::run_call
+        case OpFamily::kCopy: step.run = &Executor::run_copy; break;
+        case OpFamily::kCopyStart: step.run = &Executor::run_copy_start; break;
+        case OpFamily::kWhile:
+        case OpFamily::kConditional:
+        case OpFamily::kCall:
+          step.run = family == OpFamily::kWhile  ? &Executor::run_while
+                     : family == OpFamily::kCall ? &Executor::run_call
                                                       : &Executor::run_conditional;
-          if (family == RuntimeFamily::kWhile) step.grid_loop = grid_loop_info(*instruction);
+          if (family == OpFamily::kWhile) step.grid_loop = grid_loop_info(*instruction);
           for (const Computation* callee : instruction->called_computations()) {
             auto it = programs_.find(callee);
             if (it == programs_.end())
@@ -462,7 +441,7 @@ Status Executable::build() {
           }
           if (step.grid_loop) plan_parallel_grid(*instruction, assignment_, step);
           break;
-        case RuntimeFamily::kCustomCall: {
+        case OpFamily::kCustomCall: {
           const std::string& name = instruction->custom_call.target;
           const CustomCallTarget* target = options_.custom_calls ? options_.custom_calls->find(name) : nullptr;
           const NativeCustomCallPart* native = target ? target->parts.get<NativeCustomCallPart>() : nullptr;

@@ -1,6 +1,6 @@
-// The native kernel families by runtime family (opcode.def's fourth column). Adding an opcode
+// The native kernel families by op family (opcode.def's fourth column). Adding an opcode
 // to a family is a line in opcode.def and a case in that family's selector; a new family is a
-// RuntimeFamily value, one row here and its kernel file.
+// OpFamily value, one row here and its kernel file.
 #include "insitu/runtime/kernels.h"
 
 namespace insitu {
@@ -12,25 +12,25 @@ SelectedKernel select_nothing(const Instruction&, std::span<const ArrayView>, st
 
 using Selector = SelectedKernel (*)(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
 
-Selector selector_of(RuntimeFamily family) {
+Selector selector_of(OpFamily family) {
   switch (family) {
-    case RuntimeFamily::kElementwise: return &select_elementwise;
-    case RuntimeFamily::kDataMovement: return &select_data_movement;
-    case RuntimeFamily::kDynamicSlice: return &select_dynamic_slice;
-    case RuntimeFamily::kDot: return &select_dot;
-    case RuntimeFamily::kReduce: return &select_reduce;
-    case RuntimeFamily::kReduceWindow: return &select_reduce_window;
-    case RuntimeFamily::kSelectAndScatter: return &select_select_and_scatter;
-    case RuntimeFamily::kFusion: return &select_fusion;
-    case RuntimeFamily::kSort: return &select_sort;
-    case RuntimeFamily::kTopk: return &select_topk;
-    case RuntimeFamily::kGather: return &select_gather;
-    case RuntimeFamily::kScatter: return &select_scatter;
-    case RuntimeFamily::kLinalg: return &select_linalg;
-    case RuntimeFamily::kConvolution: return &select_convolution;
-    case RuntimeFamily::kFft: return &select_fft;
-    case RuntimeFamily::kRngBitGenerator: return &select_rng_bit_generator;
-    case RuntimeFamily::kCustomCall: return &select_builtin_custom_call;  // without a table entry
+    case OpFamily::kElementwise: return &select_elementwise;
+    case OpFamily::kDataMovement: return &select_data_movement;
+    case OpFamily::kDynamicSlice: return &select_dynamic_slice;
+    case OpFamily::kDot: return &select_dot;
+    case OpFamily::kReduce: return &select_reduce;
+    case OpFamily::kReduceWindow: return &select_reduce_window;
+    case OpFamily::kSelectAndScatter: return &select_select_and_scatter;
+    case OpFamily::kFusion: return &select_fusion;
+    case OpFamily::kSort: return &select_sort;
+    case OpFamily::kTopk: return &select_topk;
+    case OpFamily::kGather: return &select_gather;
+    case OpFamily::kScatter: return &select_scatter;
+    case OpFamily::kLinalg: return &select_linalg;
+    case OpFamily::kConvolution: return &select_convolution;
+    case OpFamily::kFft: return &select_fft;
+    case OpFamily::kRngBitGenerator: return &select_rng_bit_generator;
+    case OpFamily::kCustomCall: return &select_builtin_custom_call;  // without a table entry
     default: return &select_nothing;  // structural steps and the fallback's opcodes
   }
 }
@@ -40,7 +40,7 @@ Selector selector_of(RuntimeFamily family) {
 SelectedKernel select_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
                              std::span<const ArrayView> outputs) {
   if (outputs.empty()) return std::nullopt;
-  return selector_of(runtime_family(instruction.opcode()))(instruction, operands, outputs);
+  return selector_of(op_family(instruction.opcode()))(instruction, operands, outputs);
 }
 
 bool run_native_kernel(const Instruction& instruction, std::span<const ArrayView> operands,

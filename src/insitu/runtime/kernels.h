@@ -73,7 +73,7 @@ void copy_bytes_parallel(ThreadPool& pool, uint8_t* to, const uint8_t* from, int
 
 // ---- Native kernels: selected once per step at Executable::create, run by every call ----
 //
-// A kernel family (opcode.def's runtime family column) offers a selector. Executable::create
+// A kernel family (opcode.def's op family column) offers a selector. Executable::create
 // calls it once per step with views whose shapes and scalar flags are final and whose
 // addresses are null; it takes every decision (element types, attributes, combiners, layout
 // tables) and returns the function to run with its plan, or nullopt when the family has no
@@ -101,7 +101,7 @@ struct NativeKernel {
 
 using SelectedKernel = std::optional<NativeKernel>;
 
-// The selector of the instruction's runtime family (kernel_table.cc); nullopt for families
+// The selector of the instruction's op family (kernel_table.cc); nullopt for families
 // without native kernels. Operand views may be scalar (unmaterialized broadcasts).
 SelectedKernel select_kernel(const Instruction& instruction, std::span<const ArrayView> operands,
                              std::span<const ArrayView> outputs);

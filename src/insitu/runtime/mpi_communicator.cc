@@ -24,7 +24,6 @@ bool launched_by_mpi() {
 #ifndef INSITU_HAVE_MPI
 
 struct MpiCommunicator::GroupCommunicators {};
-bool mpi_available() { return false; }
 MpiCommunicator::MpiCommunicator(int64_t rank, int64_t size, double timeout_seconds)
     : rank_(rank), size_(size), timeout_seconds_(timeout_seconds) {}
 MpiCommunicator::~MpiCommunicator() = default;
@@ -63,8 +62,6 @@ Status MpiCommunicator::broadcast(int64_t, std::span<const int64_t>, uint8_t*, i
 }
 
 #else
-
-bool mpi_available() { return true; }
 
 struct MpiCommunicator::GroupCommunicators {
   std::map<std::vector<int64_t>, MPI_Comm> made;

@@ -17,7 +17,7 @@
 // A failed rank cannot be waited for: the caller reports its error and calls abort(), which
 // ends every rank of the job (MPI_Abort), so nothing hangs.
 //
-// Built only when CMake finds MPI (INSITU_HAVE_MPI); mpi_available() says so at run time.
+// Built only when CMake finds MPI (INSITU_HAVE_MPI); without it, creating one is an error.
 #pragma once
 
 #include <memory>
@@ -27,9 +27,8 @@
 
 namespace insitu {
 
-// Whether this build has MPI, and whether this process was started by an MPI launcher
-// (mpirun/mpiexec set OMPI_COMM_WORLD_SIZE or PMI_SIZE).
-bool mpi_available();
+// Whether this process was started by an MPI launcher (mpirun/mpiexec set OMPI_COMM_WORLD_SIZE
+// or PMI_SIZE).
 bool launched_by_mpi();
 
 class MpiCommunicator final : public Communicator {
