@@ -160,3 +160,13 @@ def test_gradients_through_a_pallas_custom_op_match_eager_in_float64():
     for e, g in zip(eager, got):
         torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
     assert any("scale_kernel" in (g.text or "") for g in insitu.torch.compiled_graphs[-2:])
+
+
+def test_eagerly_a_strided_view_gets_the_kernels_result_copied_back():
+    """A donated tensor the kernel cannot write where it lies (every other column of a larger
+    tensor) runs on a copy and the result is written back into the view; the rest is untouched."""
+    base = torch.zeros(4, 16, dtype=torch.float32)
+    view = base[:, ::2]
+    assert not view.is_contiguous()
+    plus_one_pt(view)
+    assert torch.equal(base[:, ::2], torch.ones(4, 8)) and torch.equal(base[:, 1::2], torch.zeros(4, 8))

@@ -33,7 +33,7 @@ from . import _attention, _ops, _ops_index, _ops_nn, _optim  # noqa: F401  (each
 from ._kernels import donate, kernel, kernel_call
 from ._pallas import make_kernel_from_pallas
 from ._lowering import _Lowering
-from ._types import Unsupported
+from ._types import Unsupported, write_back
 
 __all__ = ["backend", "kernel", "kernel_call", "donate", "make_kernel_from_pallas", "compiled_graphs", "CompiledGraph",
            "Unsupported"]
@@ -120,10 +120,8 @@ def _compile_graph(gm, example_inputs):
         results = core(tuple(to_capsule(t) if isinstance(t, torch.Tensor) else t for t in tensors), donate=donate,
                        threads=insitu.default_threads, timeout=0.0)
         outs = [from_capsule(r._capsule()) for r in results]
-        for number, k in written.items():
-            if number not in donate:
-                tensors[number].copy_(outs[k])
-                record.copied_back_bytes += outs[k].numel() * outs[k].element_size()
+        record.copied_back_bytes += write_back(
+            (tensors[number], outs[k]) for number, k in written.items() if number not in donate)
         return [None if kind == "none" else originals[i] if kind == "input" else outs[i] if kind == "result"
                 else _replay(originals, i) for kind, i in plan]
 

@@ -5,7 +5,7 @@ import torch
 
 import insitu
 
-from ._types import _shape_text
+from ._types import _shape_text, write_back
 
 # op overload -> (insitu kernel name, {output index: operand index})
 _KERNEL_OPS = {}
@@ -44,9 +44,7 @@ def kernel_call(target, *tensors, writes=(0,)):
         exe = _kernel_executables[key] = insitu.compile(_kernel_module(target, shapes, aliases))
     donate = [i for i in writes if tensors[i].is_contiguous()]
     results = exe(*[t.detach() for t in tensors], donate=donate)
-    for k, i in enumerate(writes):
-        if i not in donate:
-            tensors[i].copy_(torch.from_dlpack(results[k]))
+    write_back((tensors[i], torch.from_dlpack(results[k])) for k, i in enumerate(writes) if i not in donate)
 
 
 def kernel(target, *, aliases=None):

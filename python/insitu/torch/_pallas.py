@@ -24,6 +24,8 @@ import torch
 
 import insitu
 
+from ._types import write_back
+
 _DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16",
            torch.int32: "int32", torch.int64: "int64", torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
            torch.bool: "bool"}
@@ -80,9 +82,7 @@ def make_kernel_from_pallas(kernel, output_shape_dtype_fn):
         pt.executable = executable
         results = results if isinstance(results, tuple) else (results,)
         outs = [torch.from_dlpack(r) for r in results]
-        for k in donated:
-            if k not in writable:
-                tensors[k].copy_(outs[executable.parameters[k]["aliased_output"]])
+        write_back((tensors[k], outs[executable.parameters[k]["aliased_output"]]) for k in donated if k not in writable)
         expected = output_shape_dtype_fn(*args)
         if len(expected) != len(outs):
             raise insitu.Error(f"make_kernel_from_pallas: output_shape_dtype_fn gives {len(expected)} results; "

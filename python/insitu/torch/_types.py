@@ -1,4 +1,5 @@
-"""Element types and static shapes of FX nodes, as HLO types; Unsupported, the lowering's refusal."""
+"""Element types and static shapes of FX nodes, as HLO types; Unsupported, the lowering's refusal;
+write_back, the one copy of a result into a tensor insitu could not write in place."""
 from __future__ import annotations
 
 import math
@@ -46,3 +47,14 @@ def _meta(node):
     except TypeError:
         raise Unsupported(f"{node.name} has a dynamic shape {tuple(value.shape)}") from None
     return value.dtype, dims
+
+
+def write_back(pairs):
+    """Copies each result into its tensor, for the tensors insitu did not write where they lie
+    (not donated: not contiguous, or sharing memory with another argument). `pairs` is
+    (tensor, result) pairs; returns the bytes copied, which every caller reports."""
+    copied = 0
+    for tensor, result in pairs:
+        tensor.copy_(result)
+        copied += result.numel() * result.element_size()
+    return copied
