@@ -238,5 +238,58 @@ ENTRY main {
   set_cpu_level_limit(CpuLevel::kAvx512);
 }
 
+// A multiply read only by an add or subtract is computed inside it (fusion_plan.cc,
+// fold_multiply_adds): the product on either side, a scalar in the product or as the addend, f64,
+// NaNs and infinities among the operands, and the multiplies it must leave alone (read twice,
+// an output) give the evaluator's bits at every level, the first output written over a donated x.
+// Fails with the two roundings contracted into one (an FMA) or the subtraction's sides swapped.
+TEST(MultiOutputFusion, AMultiplyFoldedIntoItsAddGivesTheEvaluatorsBits) {
+  Compiled compiled = compile(R"(
+HloModule multiply_add, input_output_alias={ {0}: (0, {}, may-alias) }
+
+ENTRY main {
+  x = f32[40,130] parameter(0)
+  y = f32[40,130] parameter(1)
+  z = f32[40,130] parameter(2)
+  d = f64[40,130] parameter(3)
+  c = f32[] constant(0.3)
+  bc = f32[40,130] broadcast(c), dimensions={}
+  nan = f32[] constant(nan)
+  bn = f32[40,130] broadcast(nan), dimensions={}
+  inf = f32[] constant(inf)
+  bi = f32[40,130] broadcast(inf), dimensions={}
+  big = pred[40,130] compare(y, bc), direction=GT
+  ys = f32[40,130] select(big, bn, y)
+  low = pred[40,130] compare(z, bc), direction=LT
+  zs = f32[40,130] select(low, bi, z)
+  p1 = f32[40,130] multiply(x, ys)
+  s1 = f32[40,130] add(p1, zs)
+  p2 = f32[40,130] multiply(bc, s1)
+  s2 = f32[40,130] subtract(zs, p2)
+  p3 = f32[40,130] multiply(s2, bc)
+  s3 = f32[40,130] subtract(p3, ys)
+  p4 = f32[40,130] multiply(s3, x)
+  s4 = f32[40,130] add(p4, z)
+  s5 = f32[40,130] subtract(p4, s4)
+  p6 = f32[40,130] multiply(s5, y)
+  s6 = f32[40,130] add(x, p6)
+  cd = f64[] constant(0.7)
+  bd = f64[40,130] broadcast(cd), dimensions={}
+  q = f64[40,130] multiply(d, d)
+  t = f64[40,130] subtract(bd, q)
+  ROOT r = (f32[40,130], f32[40,130], f32[40,130], f64[40,130]) tuple(s1, s6, p6, t)
+}
+)");
+  ASSERT_NE(compiled.executable, nullptr);
+  for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2Fma, CpuLevel::kAvx512}) {
+    if (level > detected_cpu_level()) continue;
+    SCOPED_TRACE("cpu level " + std::to_string(static_cast<int>(level)));
+    set_cpu_level_limit(level);
+    const ExecutionStats stats = expect_matches_evaluator(compiled, /*donated=*/1);
+    EXPECT_EQ(stats.bytes_copied, 0);
+  }
+  set_cpu_level_limit(CpuLevel::kAvx512);
+}
+
 }  // namespace
 }  // namespace insitu

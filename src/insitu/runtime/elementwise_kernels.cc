@@ -143,6 +143,63 @@ constexpr BlockLoops block_loops() {
 template <typename Body, bool wide>
 inline constexpr BlockLoops kBlockLoops = block_loops<Body, wide>();
 
+// MultiplyAddLoop's body (kernels.h): the product and the sum in the separate ops' order.
+template <typename T, bool kSubtract, bool kProductFirst>
+struct MultiplyAddBlock {
+  [[gnu::always_inline]] static inline void run(const uint8_t* xb, const uint8_t* yb, const uint8_t* zb, uint8_t* ob,
+                                                bool x_scalar, bool y_scalar, bool z_scalar, int64_t n) {
+    const T* x = reinterpret_cast<const T*>(xb);
+    const T* y = reinterpret_cast<const T*>(yb);
+    const T* z = reinterpret_cast<const T*>(zb);
+    T* o = reinterpret_cast<T*>(ob);
+    auto combine = [](T product, T other) -> T {
+      if constexpr (kProductFirst) return kSubtract ? product - other : product + other;
+      else return kSubtract ? other - product : other + product;
+    };
+    if (!x_scalar && !y_scalar && !z_scalar) {
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = combine(x[i] * y[i], z[i]);
+    } else if (!x_scalar && y_scalar && !z_scalar) {  // a weight times a block, plus a block
+      const T b = y[0];
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = combine(x[i] * b, z[i]);
+    } else if (x_scalar && !y_scalar && !z_scalar) {
+      const T a = x[0];
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = combine(a * y[i], z[i]);
+    } else {
+      const int64_t xs = x_scalar ? 0 : 1, ys = y_scalar ? 0 : 1, zs = z_scalar ? 0 : 1;
+      for (int64_t i = 0; i < n; ++i) o[i] = combine(x[i * xs] * y[i * ys], z[i * zs]);
+    }
+  }
+};
+
+template <typename Body>
+void baseline_multiply_add(const uint8_t* x, const uint8_t* y, const uint8_t* z, uint8_t* o, bool xs, bool ys, bool zs,
+                           int64_t n) {
+  Body::run(x, y, z, o, xs, ys, zs, n);
+}
+
+template <typename Body>
+constexpr MultiplyAddLoops multiply_add_loops() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return {&baseline_multiply_add<Body>,
+          &run_avx2_fma<Body, const uint8_t*, const uint8_t*, const uint8_t*, uint8_t*, bool, bool, bool, int64_t>,
+          &run_avx512<Body, const uint8_t*, const uint8_t*, const uint8_t*, uint8_t*, bool, bool, bool, int64_t>};
+#else
+  return {&baseline_multiply_add<Body>, &baseline_multiply_add<Body>, &baseline_multiply_add<Body>};
+#endif
+}
+
+template <typename T, bool kSubtract, bool kProductFirst>
+inline constexpr MultiplyAddLoops kMultiplyAddLoops = multiply_add_loops<MultiplyAddBlock<T, kSubtract, kProductFirst>>();
+
+template <typename T>
+const MultiplyAddLoops* multiply_add_loops_of(bool subtract, bool product_first) {
+  if (subtract) return product_first ? &kMultiplyAddLoops<T, true, true> : &kMultiplyAddLoops<T, true, false>;
+  return product_first ? &kMultiplyAddLoops<T, false, true> : &kMultiplyAddLoops<T, false, false>;
+}
+
 // What a choose_* function picked: the kernel, and where it has them its block loops.
 struct Choice {
   Choice(KernelFn kernel = nullptr, const BlockLoops* block = nullptr) : run(kernel), loops(block) {}
@@ -366,6 +423,12 @@ SelectedKernel select_elementwise(const Instruction& instruction, std::span<cons
   if (outputs.size() != 1) return std::nullopt;
   if (KernelFn run = kernels::choose_elementwise(instruction, operands, outputs[0]).run) return NativeKernel{run, nullptr};
   return std::nullopt;
+}
+
+const MultiplyAddLoops* select_multiply_add_loops(PrimitiveType type, bool subtract, bool product_first) {
+  if (type == PrimitiveType::kF32) return kernels::multiply_add_loops_of<float>(subtract, product_first);
+  if (type == PrimitiveType::kF64) return kernels::multiply_add_loops_of<double>(subtract, product_first);
+  return nullptr;
 }
 
 const BlockLoops* select_block_loops(const Instruction& instruction, std::span<const ArrayView> operands,

@@ -16,7 +16,7 @@ namespace {
 bool select_op_kernels(Plan& plan) {
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
     Node& node = plan.nodes[n];
-    if (node.kind != NodeKind::kOp) continue;
+    if (node.kind != NodeKind::kOp || node.multiply_add != nullptr) continue;
     ArrayView operand_views[3];
     for (size_t i = 0; i < node.operands.size(); ++i) {
       const int source = node.operands[i];
@@ -34,6 +34,45 @@ bool select_op_kernels(Plan& plan) {
     node.loops = select_block_loops(*node.instruction, std::span<const ArrayView>(operand_views, node.operands.size()), out);
   }
   return true;
+}
+
+// Folds each f32/f64 multiply that only an add or subtract reads into that reader (kFolded; the
+// reader's operands become the product's two and its other addend, its loop MultiplyAddLoop):
+// one pass over the block and one value less in scratch, the same roundings. Not in a scalar
+// program (its values are its outputs), not where a row scalar is read (those ops run per row),
+// not for a multiply that is an output.
+void fold_multiply_adds(Plan& plan) {
+  std::vector<int> readers(plan.nodes.size(), 0);
+  for (const Node& node : plan.nodes)
+    for (int source : node.operands) ++readers[static_cast<size_t>(source)];
+  for (int output : plan.outputs) ++readers[static_cast<size_t>(output)];
+  auto is_float_op = [&](const Node& node, Opcode opcode) {
+    const PrimitiveType type = node.instruction->shape().element_type();
+    return node.kind == NodeKind::kOp && node.instruction->opcode() == opcode && !node.reads_row_scalar &&
+           (type == PrimitiveType::kF32 || type == PrimitiveType::kF64) && node.operands.size() == 2;
+  };
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    Node& sum = plan.nodes[n];
+    const bool subtract = is_float_op(sum, Opcode::kSubtract);
+    if (!subtract && !is_float_op(sum, Opcode::kAdd)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int product_node = sum.operands[static_cast<size_t>(side)];
+      Node& product = plan.nodes[static_cast<size_t>(product_node)];
+      if (!is_float_op(product, Opcode::kMultiply) || readers[static_cast<size_t>(product_node)] != 1 ||
+          product.instruction->shape().element_type() != sum.instruction->shape().element_type())
+        continue;
+      const PrimitiveType type = sum.instruction->shape().element_type();
+      sum.multiply_add = select_multiply_add_loops(type, subtract, /*product_first=*/side == 0);
+      const int other = sum.operands[static_cast<size_t>(1 - side)];
+      sum.operands = {product.operands[0], product.operands[1], other};
+      for (int source : sum.operands)
+        plan.nodes[static_cast<size_t>(source)].last_use =
+            std::max(plan.nodes[static_cast<size_t>(source)].last_use, static_cast<int>(n));
+      product.kind = NodeKind::kFolded;
+      product.last_use = -1;
+      break;
+    }
+  }
 }
 
 // Gives each kOp, kBroadcast and kIota node a scratch slot, in bytes per element of a block
@@ -202,6 +241,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
   const bool row_scalars =
       std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kRowScalar; });
   plan.row = row_scalars || reduced_row > 0 ? row_length : 0;
+  if (!scalar_program) fold_multiply_adds(plan);
   const int64_t bytes_per_element = assign_scratch_slots(plan, scalar_program);
   plan.block = std::clamp(kScratchBudget / std::max<int64_t>(bytes_per_element, 1) / 64 * 64, kMinBlock, kBlock);
   if (flat) plan.block = std::bit_floor(static_cast<uint64_t>(plan.block));

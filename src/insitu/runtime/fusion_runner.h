@@ -133,6 +133,7 @@ class BlockRunner {
           view.data = row_scalar_at(node, begin);
           view.scalar = true;
           break;
+        case NodeKind::kFolded: break;  // computed inside its reader
         case NodeKind::kOp: {
           // this op's share of the next block's lines, stream by stream (a tight loop each)
           const int64_t stop = std::min(bytes, fetched + per_op);
@@ -146,6 +147,11 @@ class BlockRunner {
           if (direct_out_[n] != nullptr) view.data = direct_out_[n] + begin * node.width;
           const size_t arity = node.operands.size();
           const bool per_row = node.reads_row_scalar && length > plan_.row;
+          if (node.multiply_add != nullptr) {  // a multiply folded in (fusion_plan.cc; never per row)
+            const ArrayView &x = views_[node.operands[0]], &y = views_[node.operands[1]], &z = views_[node.operands[2]];
+            (*node.multiply_add)[level_](x.data, y.data, z.data, view.data, x.scalar, y.scalar, z.scalar, length);
+            break;
+          }
           if (node.loops != nullptr && !per_row) {  // the loop alone (kernels.h BlockLoop)
             const ArrayView& x = views_[node.operands[0]];
             const ArrayView& y = views_[node.operands[arity > 1 ? 1 : 0]];

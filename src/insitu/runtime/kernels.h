@@ -128,6 +128,14 @@ SelectedKernel select_elementwise(const Instruction&, std::span<const ArrayView>
 // f32 ran about 220 instructions of call beside its loop's 130 (callgrind, AVX2).
 using BlockLoop = void (*)(const uint8_t* x, const uint8_t* y, uint8_t* out, bool x_scalar, bool y_scalar, int64_t n);
 using BlockLoops = std::array<BlockLoop, 3>;
+// A multiply folded into the add or subtract that alone reads it (fusion_plan.cc): out[i] =
+// (x[i] * y[i]) + z[i], or - z[i], or z[i] + / - the product (`product_first` false), each
+// rounded as the two ops are (the build keeps a*b+c two roundings: -ffp-contract=off), so the
+// evaluator's bits, one pass over the block instead of two. f32 and f64; null for other types.
+using MultiplyAddLoop = void (*)(const uint8_t* x, const uint8_t* y, const uint8_t* z, uint8_t* out, bool x_scalar,
+                                 bool y_scalar, bool z_scalar, int64_t n);
+using MultiplyAddLoops = std::array<MultiplyAddLoop, 3>;
+const MultiplyAddLoops* select_multiply_add_loops(PrimitiveType type, bool subtract, bool product_first);
 // The block loops of an op select_elementwise runs natively on these views, where it has them
 // (binary arithmetic and bitwise ops, unary arithmetic and the float functions); else null.
 const BlockLoops* select_block_loops(const Instruction&, std::span<const ArrayView> operands, const ArrayView& out);
