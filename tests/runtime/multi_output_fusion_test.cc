@@ -4,6 +4,7 @@
 // m, v and p (0 copies); an output written over an operand that a later op of the fusion still
 // reads; outputs taking the buffers of temps that die at the fusion.
 #include <algorithm>
+#include <functional>
 
 #include "executable_test_util.h"
 #include "insitu/runtime/cpu_level.h"
@@ -55,6 +56,18 @@ ExecutionStats expect_matches_evaluator(const Compiled& compiled, size_t donated
     }
   }
   return stats;
+}
+
+// Runs `check` with the runtime limited to each CPU level this machine has (cpu_level.h), then
+// lifts the limit.
+void at_every_cpu_level(const std::function<void()>& check) {
+  for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2Fma, CpuLevel::kAvx512}) {
+    if (level > detected_cpu_level()) continue;
+    SCOPED_TRACE("cpu level " + std::to_string(static_cast<int>(level)));
+    set_cpu_level_limit(level);
+    check();
+  }
+  set_cpu_level_limit(CpuLevel::kAvx512);
 }
 
 // 64 x 320 = 20480 elements: three blocks of the fusion kernel, the last one short.
@@ -229,13 +242,7 @@ ENTRY main {
 }
 )");
   ASSERT_NE(compiled.executable, nullptr);
-  for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2Fma, CpuLevel::kAvx512}) {
-    if (level > detected_cpu_level()) continue;
-    SCOPED_TRACE("cpu level " + std::to_string(static_cast<int>(level)));
-    set_cpu_level_limit(level);
-    expect_matches_evaluator(compiled);
-  }
-  set_cpu_level_limit(CpuLevel::kAvx512);
+  at_every_cpu_level([&] { expect_matches_evaluator(compiled); });
 }
 
 // A multiply read only by an add or subtract is computed inside it (fusion_plan.cc,
@@ -281,14 +288,7 @@ ENTRY main {
 }
 )");
   ASSERT_NE(compiled.executable, nullptr);
-  for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2Fma, CpuLevel::kAvx512}) {
-    if (level > detected_cpu_level()) continue;
-    SCOPED_TRACE("cpu level " + std::to_string(static_cast<int>(level)));
-    set_cpu_level_limit(level);
-    const ExecutionStats stats = expect_matches_evaluator(compiled, /*donated=*/1);
-    EXPECT_EQ(stats.bytes_copied, 0);
-  }
-  set_cpu_level_limit(CpuLevel::kAvx512);
+  at_every_cpu_level([&] { EXPECT_EQ(expect_matches_evaluator(compiled, /*donated=*/1).bytes_copied, 0); });
 }
 
 }  // namespace
