@@ -66,6 +66,7 @@ PyExecutable* compile(const std::string& text, const std::string& file, bool str
       value_or_raise(Executable::create(std::move(optimized),
                                         {.max_memory_bytes = max_memory_bytes, .device = *kind}),
                      file);
+  executable->explain_grid_decisions(explanation);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return new PyExecutable(std::move(executable), file, std::move(explanation), seconds, unused_donors);
 }

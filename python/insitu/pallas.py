@@ -29,7 +29,8 @@ aliased pair.
 
 Grid steps on threads: the lowering evaluates every block's index map over the whole grid
 (_independent_axes) and finds the longest run of leading grid axes whose points are
-independent: no two points touch one block of an array where either writes it. The loop carries
+independent: no two points touch one element of an array where either writes it (a block, or
+where a ref is a whole array, the slices the body reads and writes: pallas_footprints.py). The loop carries
 that count (``insitu_pallas_parallel``) or why there is none (``insitu_pallas_in_order``: index
 maps reading scalar prefetch, a dynamic grid, a block shared between points, scratch along an
 axis not declared ``"parallel"``); the runtime runs those points on its workers, each point's
@@ -196,7 +197,6 @@ def _eval_equation(eqn, values, closed):
 
 _PARALLEL_SEMANTICS = ("parallel", "core_parallel", "subcore_parallel")
 _MAX_CHECKED_BLOCKS = 1 << 16  # blocks of one array past which the independence check gives up
-_MAX_PAIRWISE_BLOCKS = 1 << 11  # mixed block shapes compare all pairs: 2,048^2 x rank booleans at most
 
 
 def _declared_parallel(grid, grid_mapping, compiler_params):
@@ -272,44 +272,39 @@ def _covers(starts, block_shape, padded_shape):
     return bool(aligned) and len(np.unique(starts, axis=0)) == blocks
 
 
-def _conflicts(boxes, outer):
-    """Whether two outer iterations touch one array's bytes where at least one of them writes:
-    `boxes` is a list of (starts [steps, rank], block shape, written) for the refs over it. None
-    when the blocks have several shapes and are too many to compare pairwise."""
+def _touched(k, starts, block_shapes, squeezed, written, accesses):
+    """The boxes ref k touches at every step, in its array's coordinates: its block (`starts`:
+    _block_starts), or, for a ref whose block is its whole array at every step (no BlockSpec,
+    pl.ANY), the boxes of its accesses (pallas_footprints.access_boxes) where they are known.
+    Only there: a step may write a whole block back, which is its own unless the block is the
+    array, and the runtime keeps a loop whose step writes a whole shared array in order
+    (src/insitu/runtime/parallel_grid_plan.cc)."""
     import numpy as np
 
-    rows = []
-    for starts, shape, written in boxes:
-        keyed = np.concatenate([starts, np.broadcast_to(np.asarray(shape, np.int64), starts.shape),
-                                np.full((len(starts), 1), int(written)), outer[:, None]], axis=1)
-        rows.append(keyed)
-    rows = np.unique(np.concatenate(rows), axis=0)  # distinct (start, shape, written, outer)
-    rank = boxes[0][0].shape[1]
-    if len({tuple(shape) for _, shape, _ in boxes}) == 1:  # one block shape: blocks coincide or are apart
-        _, box = np.unique(rows[:, :rank], axis=0, return_inverse=True)
-        order = np.argsort(box.reshape(-1), kind="stable")
-        box, points, writes = box.reshape(-1)[order], rows[order, -1], rows[order, 2 * rank] == 1
-        first = np.flatnonzero(np.r_[True, box[1:] != box[:-1]])  # each block's first row
-        spread = np.minimum.reduceat(points, first) != np.maximum.reduceat(points, first)
-        return bool(np.any(np.logical_or.reduceat(writes, first) & spread))
-    if len(rows) > _MAX_PAIRWISE_BLOCKS:
-        return None  # too many to compare pairwise: not proven
-    lo, size = rows[:, :rank], rows[:, rank:2 * rank]
-    hi = lo + size
-    overlap = np.all((lo[:, None, :] < hi[None, :, :]) & (lo[None, :, :] < hi[:, None, :]), axis=2)
-    either_writes = (rows[:, 2 * rank, None] == 1) | (rows[None, :, 2 * rank] == 1)
-    other = rows[:, -1, None] != rows[None, :, -1]
-    return bool(np.any(overlap & either_writes & other))
+    if accesses is None or accesses[k] is None:
+        return [(starts[k], block_shapes[k], written[k])]
+    kept = [d for d, flag in enumerate(squeezed[k]) if not flag]
+    boxes = []
+    for lo, extent, writes in accesses[k]:
+        full_lo = np.zeros_like(starts[k])
+        full_lo[:, kept] = lo
+        full_extent = np.ones(len(block_shapes[k]), np.int64)
+        full_extent[kept] = extent
+        boxes.append((starts[k] + full_lo, tuple(full_extent), writes))
+    return boxes
 
 
 def _independent_axes(grid, grid_mapping, compiler_params, starts, block_shapes, array_of, written, carried,
-                      has_scratch):
+                      has_scratch, squeezed=None, accesses=None):
     """(p, None) when the leading p >= 1 grid axes are independent: steps of different points of
-    those axes write disjoint blocks of every array and read no block another point writes
-    (`starts`: _block_starts), so insitu may run those points on threads, each point's steps in
-    order; (0, why) otherwise. With scratch, only axes the kernel declares parallel count (a
-    worker's scratch persists across its own steps only, as on a TPU core)."""
+    those axes write disjoint parts of every array and read nothing another point writes
+    (`starts`: _block_starts; `accesses`: pallas_footprints.access_boxes, see _touched), so insitu
+    may run those points on threads, each point's steps in order; (0, why) otherwise. With
+    scratch, only axes the kernel declares parallel count (a worker's scratch persists across its
+    own steps only, as on a TPU core)."""
     import numpy as np
+
+    from insitu.pallas_footprints import MAX_CANDIDATE_PAIRS, conflicts
 
     if any(not isinstance(d, int) for d in grid):
         return 0, "its grid has a dynamic size"
@@ -329,21 +324,23 @@ def _independent_axes(grid, grid_mapping, compiler_params, starts, block_shapes,
     refs = [k for k in range(len(array_of)) if array_of[k] in carried]
     if any(starts[k] is None for k in refs):
         return 0, "the index maps of arrays it writes read scalar-prefetch operands, known only at run time"
-    per_array = {a: [(starts[k], block_shapes[k], written[k]) for k in refs if array_of[k] == a] for a in carried}
+    squeezed = squeezed or [(False,) * len(shape) for shape in block_shapes]
+    per_array = {a: [box for k in refs if array_of[k] == a
+                     for box in _touched(k, starts, block_shapes, squeezed, written, accesses)] for a in carried}
     unproven = False
     for p in range(limit, 0, -1):
         points = int(np.prod(grid[:p], dtype=np.int64))
         if points < 2:
             break
         outer = np.arange(steps, dtype=np.int64) // (steps // points)
-        found = [_conflicts(boxes, outer) for boxes in per_array.values()]
+        found = [conflicts(boxes, outer) if boxes else False for boxes in per_array.values()]
         if not any(found) and None not in found:
             return p, None
         unproven = unproven or (None in found and True not in found)
     if unproven:
-        return 0, (f"an array it writes has blocks of several shapes, over {_MAX_PAIRWISE_BLOCKS} distinct ones: "
-                   "more than insitu compares pairwise")
-    return 0, "two of its grid's leading points touch one block and at least one writes it"
+        return 0, (f"the parts of an array it writes overlap along every dimension in over {MAX_CANDIDATE_PAIRS} "
+                   "pairs: more than insitu compares")
+    return 0, "two of its grid's leading points touch one element and at least one writes it"
 
 
 def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, compiler_params, cost_estimate,
@@ -411,8 +408,18 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     carried = sorted({array_of[k] for k in range(input_count + output_count) if written[k]})
     scratch = [_uninitialized(a.shape, a.dtype) for a in scratch_avals]
     steps = functools.reduce(lambda a, b: a * b, grid, 1)
+    accesses = None
+    if starts is not None:
+        from insitu.pallas_footprints import access_boxes
+
+        ref_shapes = [tuple(size for size, flag in zip(block_shapes[k], squeezed[k]) if not flag)
+                      for k in range(input_count + output_count)]
+        accesses = access_boxes(jaxpr, grid, grid_mapping.vmapped_dims, scalar_count, ref_shapes, len(scratch_avals))
+        # followed only where the block is the whole array (see _touched)
+        accesses = [found if tuple(block_shapes[k]) == tuple(padded_shapes[k]) else None
+                    for k, found in enumerate(accesses)]
     parallel_axes, in_order = _independent_axes(grid, grid_mapping, compiler_params, starts, block_shapes, array_of,
-                                                written, carried, bool(scratch))
+                                                written, carried, bool(scratch), squeezed, accesses)
 
     def step(i, state_values):
         from jax.experimental.xla_metadata import set_xla_metadata

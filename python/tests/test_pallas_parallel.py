@@ -105,8 +105,8 @@ def test_a_step_reading_the_block_its_neighbour_writes_runs_in_order():
 
     kernel, explained = _run(make, X)
     assert kernel["parallel_axes"] == [], kernel
-    assert "touch one block" in kernel["in_order_because"], kernel
-    assert "steps in order: two of its grid's leading points touch one block" in explained
+    assert "touch one element" in kernel["in_order_because"], kernel
+    assert "steps in order: two of its grid's leading points touch one element" in explained
 
 
 def test_every_step_writing_one_block_runs_in_order():
@@ -125,7 +125,7 @@ def test_every_step_writing_one_block_runs_in_order():
         return call
 
     kernel, _ = _run(make, X, exact=False)
-    assert kernel["parallel_axes"] == [] and "touch one block" in kernel["in_order_because"], kernel
+    assert kernel["parallel_axes"] == [] and "touch one element" in kernel["in_order_because"], kernel
 
 
 def test_index_maps_reading_scalar_prefetch_run_in_order():
@@ -220,13 +220,158 @@ def _half_row_update(rows):
     return make
 
 
-def test_blocks_of_two_shapes_are_compared_pairwise_up_to_a_limit():
-    small = jnp.asarray(np.arange(64 * 16).reshape(64, 16), jnp.float32)
-    kernel, _ = _run(_half_row_update(64), small)
-    assert kernel["parallel_axes"] == [0], kernel
-    # 1,200 steps x 2 blocks: past the pairwise limit, so not proven and said so (not "touch one block")
-    large = jnp.asarray(np.arange(1200 * 16).reshape(1200, 16), jnp.float32)
-    kernel, explained = _run(_half_row_update(1200), large)
-    assert kernel["parallel_axes"] == [], kernel
-    assert "blocks of several shapes" in kernel["in_order_because"], kernel
-    assert "blocks of several shapes" in explained, explained
+def test_blocks_of_two_shapes_are_compared_at_any_grid_size():
+    """Boxes of several shapes are swept along a dimension, not compared pairwise: 1,200 steps
+    (2,400 boxes, once past the old pairwise limit) are proven independent too."""
+    for rows in (64, 1200):
+        x = jnp.asarray(np.arange(rows * 16).reshape(rows, 16), jnp.float32)
+        kernel, _ = _run(_half_row_update(rows), x)
+        assert kernel["parallel_axes"] == [0], kernel
+
+
+def test_the_sweep_gives_up_past_its_pair_limit_and_says_not_proven():
+    from insitu.pallas_footprints import conflicts
+
+    # eight steps, each writing one column of an [8, 8] array: every pair overlaps along rows,
+    # none along columns; sweeping along columns finds no candidate pair
+    starts = np.stack([np.zeros(8, np.int64), np.arange(8)], axis=1)
+    outer = np.arange(8)
+    assert conflicts([(starts, (8, 1), True)], outer) is False
+    # one box per step that overlaps every other along both dimensions (a diagonal band): with a
+    # limit of 4 pairs the answer is "not proven" (None), with room, a conflict
+    band = np.stack([np.arange(8), np.arange(8)], axis=1)
+    assert conflicts([(band, (3, 3), True)], outer, max_pairs=4) is None
+    assert conflicts([(band, (3, 3), True)], outer) is True
+    # reads alone never conflict; one step's own boxes never conflict with each other
+    assert conflicts([(band, (3, 3), False)], outer) is False
+    assert conflicts([(band, (3, 3), True)], np.zeros(8, np.int64)) is False
+
+
+# --- Triton-style kernels: whole-array refs, each step its own slice through pl.ds --------------
+
+N = 4096
+BLOCK = 256
+V = jnp.asarray(np.random.default_rng(2).standard_normal(N), jnp.float32)
+
+
+def _whole_refs(kernel, outputs=1, grid=N // BLOCK, aliases=None):
+    """A pallas_call with no BlockSpec (every ref its whole array) over `grid` steps."""
+    def make(interpret):
+        def call(*xs):
+            shape = jax.ShapeDtypeStruct(xs[0].shape, xs[0].dtype)
+            return pl.pallas_call(kernel, out_shape=shape if outputs == 1 else [shape] * outputs, grid=(grid,),
+                                  input_output_aliases=aliases or {}, interpret=interpret)(*xs)
+        return call
+    return make
+
+
+def test_whole_array_refs_sliced_by_program_id_run_on_threads():
+    def kernel(x_ref, y_ref, o_ref):
+        at = pl.ds(pl.program_id(0) * BLOCK, BLOCK)
+        o_ref[at] = x_ref[at] * 2.0 + y_ref[at]
+
+    kernel_stats, explained = _run(_whole_refs(kernel), V, V + 1.0)
+    assert kernel_stats["parallel_axes"] == [0] and kernel_stats["bytes_copied"] == 0, kernel_stats
+    assert "grid axis 0 on threads" in explained, explained
+
+
+def test_masked_triton_stores_that_rewrite_their_whole_array_run_in_order():
+    """4,000 elements in 16 steps of 256, the last step's slice past the end and masked. The
+    proof finds the slices disjoint (the masked discharge pads the array rather than moving the
+    slice back), but that discharge writes each step's result back as the whole padded array
+    sliced down (pad, update, pad back): on two workers each would put back the other's old
+    values (half the output came back NaN before the runtime checked for it). The runtime keeps
+    such a loop in order and names the step."""
+    from jax.experimental.pallas import triton as plgpu
+
+    n = 4000
+
+    def kernel(x_ref, o_ref):
+        first = pl.program_id(0) * BLOCK
+        mask = first + jnp.arange(BLOCK) < n
+        x = plgpu.load(x_ref.at[pl.ds(first, BLOCK)], mask=mask, other=0.0)
+        plgpu.store(o_ref.at[pl.ds(first, BLOCK)], jnp.exp(x), mask=mask)
+
+    kernel_stats, explained = _run(_whole_refs(kernel, grid=16), V[:n], exact=False)
+    assert kernel_stats["parallel_axes"] == [], kernel_stats
+    assert "writes the whole of state element" in kernel_stats["in_order_because"], kernel_stats
+    assert "an array the workers share" in explained, explained
+
+
+def test_whole_array_slices_clamped_into_overlap_run_in_order():
+    """x_ref[pl.ds(i * 256, 512)]: dynamic_slice moves the last step's slice back to [3584, 4096),
+    which the step before writes too; and a step writing its neighbour's slice: both in order."""
+    def reading_ahead(x_ref, o_ref):
+        i = pl.program_id(0)
+        o_ref[pl.ds(i * BLOCK, 2 * BLOCK)] = x_ref[pl.ds(i * BLOCK, 2 * BLOCK)] + 1.0
+
+    kernel_stats, _ = _run(_whole_refs(reading_ahead, grid=N // BLOCK), V)
+    assert kernel_stats["parallel_axes"] == [] and "touch one element" in kernel_stats["in_order_because"], kernel_stats
+
+    def neighbour(x_ref, o_ref):
+        i = pl.program_id(0)
+        o_ref[pl.ds(i * BLOCK, BLOCK)] = x_ref[pl.ds(i * BLOCK, BLOCK)]
+        o_ref[pl.ds(((i + 1) % (N // BLOCK)) * BLOCK, 1)] = jnp.zeros((1,), jnp.float32)
+
+    kernel_stats, _ = _run(_whole_refs(neighbour), V)
+    assert kernel_stats["parallel_axes"] == [], kernel_stats
+
+
+def test_a_start_read_from_data_or_a_loop_counts_the_whole_dimension():
+    """A start loaded from an input, or a fori_loop's counter, is not followed: the slice counts
+    as the whole dimension. Along rows the 2-D kernel's steps stay disjoint (row i by program
+    id), so it still runs on threads; the 1-D one, whose start comes from data, does not."""
+    def from_data(x_ref, where_ref, o_ref):
+        start = where_ref[pl.program_id(0)]
+        o_ref[pl.ds(start, BLOCK)] = x_ref[pl.ds(start, BLOCK)] * 3.0
+
+    where = jnp.arange(N // BLOCK, dtype=jnp.int32) * BLOCK
+    kernel_stats, _ = _run(_whole_refs(from_data), V, where)
+    assert kernel_stats["parallel_axes"] == [], kernel_stats
+
+    def rows_by_columns(x_ref, o_ref):
+        row = pl.program_id(0)
+
+        def chunk(j, carry):
+            at = (pl.ds(row, 1), pl.ds(j * 16, 16))
+            o_ref[at] = x_ref[at] + 1.0
+            return carry
+
+        lax.fori_loop(0, 4, chunk, 0)
+
+    x = jnp.asarray(np.arange(32 * 64).reshape(32, 64), jnp.float32)
+    kernel_stats, _ = _run(_whole_refs(rows_by_columns, grid=32), x)
+    assert kernel_stats["parallel_axes"] == [0], kernel_stats
+
+
+def test_a_write_under_pl_when_counts_at_every_step():
+    def kernel(x_ref, o_ref):
+        i = pl.program_id(0)
+        o_ref[pl.ds(i * BLOCK, BLOCK)] = x_ref[pl.ds(i * BLOCK, BLOCK)]
+
+        @pl.when(i == 0)
+        def _():
+            o_ref[3] = -1.0
+
+    kernel_stats, _ = _run(_whole_refs(kernel), V)
+    assert kernel_stats["parallel_axes"] == [], kernel_stats
+
+
+def test_an_atomic_add_counts_its_whole_ref():
+    from jax.experimental.pallas import triton as plgpu
+
+    def kernel(x_ref, acc_ref, o_ref):
+        i = pl.program_id(0)
+        plgpu.atomic_add(o_ref, pl.ds(i * BLOCK, BLOCK), x_ref[pl.ds(i * BLOCK, BLOCK)])
+
+    kernel_stats, _ = _run(_whole_refs(kernel, aliases={1: 0}), V, jnp.zeros(N, jnp.float32))
+    assert kernel_stats["parallel_axes"] == [], kernel_stats
+
+
+def test_donated_whole_array_updated_in_place_on_threads():
+    def kernel(x_ref, o_ref):
+        at = pl.ds(pl.program_id(0) * BLOCK, BLOCK)
+        o_ref[at] = x_ref[at] + 1.0
+
+    kernel_stats, _ = _run(_whole_refs(kernel, aliases={0: 0}), V, donate=(0,))
+    assert kernel_stats["parallel_axes"] == [0] and kernel_stats["bytes_copied"] == 0, kernel_stats

@@ -6,6 +6,7 @@
 
 #include "executable_test_util.h"
 #include "insitu/evaluator/evaluator.h"
+#include "insitu/passes/explain.h"
 
 namespace insitu {
 namespace {
@@ -217,6 +218,69 @@ ENTRY main {
   EXPECT_EQ(stats.kernel_grids[0].parallel_axes, 0);
   EXPECT_NE(stats.kernel_grids[0].in_order_because.find("runs in the reference evaluator"), std::string::npos)
       << stats.kernel_grids[0].in_order_because;
+}
+
+// Each step writes its row of a shared array through a padded copy of the whole array (pad,
+// update, pad back: what JAX's discharge of a masked Pallas store makes): the lowering's proof
+// sees disjoint rows, but every step rewrites the whole array from its worker's copy, so on two
+// workers one would put back the old rows of the other (half the rows came back as the initial
+// values before the runtime looked for such a step). The grid runs in order, says which step,
+// and explain says so too.
+TEST(ParallelGrid, AStepRewritingAWholeSharedArrayKeepsTheGridInOrder) {
+  const std::string text = R"(
+HloModule whole_rewrite
+body {
+  s = (s32[], f32[4,8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  a = f32[4,8] get-tuple-element(s), index=1
+  nan = f32[] constant(nan)
+  padded = f32[5,8] pad(a, nan), padding=0_1x0_0
+  f = f32[] convert(i)
+  row = f32[1,8] broadcast(f), dimensions={}
+  zero = s32[] constant(0)
+  updated = f32[5,8] dynamic-update-slice(padded, row, i, zero)
+  a2 = f32[4,8] pad(updated, nan), padding=0_-1x0_0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ROOT t = (s32[], f32[4,8]) tuple(next, a2)
+}
+cond {
+  s = (s32[], f32[4,8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(4)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+ENTRY main {
+  zero = s32[] constant(0)
+  minus = f32[] constant(-1)
+  a0 = f32[4,8] broadcast(minus), dimensions={}
+  init = (s32[], f32[4,8]) tuple(zero, a0)
+  loop = (s32[], f32[4,8]) while(init), condition=cond, body=body, frontend_attributes={insitu_pallas_kernel="rows",insitu_pallas_grid="4",insitu_pallas_parallel="1"}
+  ROOT a = f32[4,8] get-tuple-element(loop), index=1
+})";
+  Compiled compiled = compile(text);
+  ASSERT_NE(compiled.executable, nullptr);
+  StatusOr<Literal> expected = evaluate_module(*compiled.original, {});
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  ExecutionStats stats;
+  for (int round = 0; round < 50; ++round) {
+    StatusOr<std::vector<BufferHandle>> results = compiled.executable->execute({}, {.threads = 2, .stats = &stats});
+    ASSERT_TRUE(results.ok()) << results.status().to_string();
+    EXPECT_TRUE(*(*results)[0].to_literal() == *expected) << "round " << round;
+  }
+  ASSERT_EQ(stats.kernel_grids.size(), 1u);
+  EXPECT_EQ(stats.kernel_grids[0].parallel_axes, 0);
+  const std::string& why = stats.kernel_grids[0].in_order_because;
+  EXPECT_NE(why.find("writes the whole of state element 1, an array the workers share"), std::string::npos) << why;
+
+  Explanation explanation = explain_module(compiled.executable->module());
+  ASSERT_EQ(explanation.kernels.size(), 1u);
+  EXPECT_EQ(explanation.kernels[0].parallel_axes, 1);  // the analysis alone
+  compiled.executable->explain_grid_decisions(explanation);
+  EXPECT_EQ(explanation.kernels[0].parallel_axes, 0);
+  EXPECT_EQ(explanation.kernels[0].in_order_because, why);
+  EXPECT_NE(explanation_text(explanation).find("steps in order: its %"), std::string::npos)
+      << explanation_text(explanation);
 }
 
 }  // namespace

@@ -98,9 +98,7 @@ StatusOr<std::shared_ptr<Compiled>> compile(std::string program) {
 
   StatusOr<OptimizedModule> optimized = optimize_module(std::move(module));
   if (!optimized.ok()) return located(optimized.status());
-  const Explanation explanation = explain_module(*optimized);
-  compiled->explanation_text = explanation_text(explanation);
-  compiled->explanation_json = explanation_json(explanation);
+  Explanation explanation = explain_module(*optimized);
   compiled->copies = static_cast<int64_t>(explanation.copies.size());
   compiled->copied_bytes = explanation.copied_bytes();
   compiled->peak_memory_bytes = explanation.peak_memory_bytes.value_or(0);
@@ -108,6 +106,9 @@ StatusOr<std::shared_ptr<Compiled>> compile(std::string program) {
   StatusOr<std::unique_ptr<Executable>> executable = Executable::create(std::move(optimized).value());
   if (!executable.ok()) return located(executable.status());
   compiled->executable = std::move(executable).value();
+  compiled->executable->explain_grid_decisions(explanation);
+  compiled->explanation_text = explanation_text(explanation);
+  compiled->explanation_json = explanation_json(explanation);
 
   for (const Executable::Argument& argument : compiled->executable->arguments()) {
     const bool consumed = consumable.contains({argument.parameter_number, argument.index});

@@ -49,6 +49,7 @@
 
 #include "insitu/evaluator/custom_call_table.h"
 #include "insitu/passes/buffer_assignment.h"
+#include "insitu/passes/explain.h"
 #include "insitu/passes/optimize.h"
 #include "insitu/runtime/buffer.h"
 #include "insitu/runtime/thread_pool.h"
@@ -216,6 +217,11 @@ class Executable {
     std::string describe() const;  // "parameter 0 {}"
   };
   const std::vector<Argument>& arguments() const { return arguments_; }
+  // `explanation` (explain_module of the module this was created from) with the runtime's own
+  // decision for each Pallas grid loop: the analysis may let a loop's steps run on threads that
+  // this executable still runs in order (a step that rewrites a whole array the workers share,
+  // a step left to the evaluator, no memory of the loop's own); such a kernel then says why.
+  void explain_grid_decisions(Explanation& explanation) const;
   const Module& module() const { return *module_; }
   const BufferAssignment& assignment() const { return assignment_; }
   // The statistics of the last call that finished, by value (safe while another call runs).

@@ -1,10 +1,13 @@
 // plan_parallel_grid (program.h): whether a Pallas grid loop's steps run on the pool's workers,
-// decided once at Executable::create from analysis/parallel_grid.h and buffer assignment's
-// per-worker arena.
+// decided once at Executable::create from analysis/parallel_grid.h, buffer assignment's
+// per-worker arena and the body's steps; Executable::explain_grid_decisions tells explain.
+#include <string>
+#include <unordered_map>
 #include <variant>
 
 #include "insitu/analysis/parallel_grid.h"
 #include "insitu/passes/buffer_assignment.h"
+#include "insitu/runtime/executable.h"
 #include "insitu/runtime/executor.h"
 #include "insitu/runtime/program.h"
 #include "insitu/support/str.h"
@@ -23,6 +26,30 @@ const Step* fallback_writing_shared_memory(const Program& program, int64_t alloc
         if (leaf.allocation >= 0 && leaf.allocation != allocation) return &step;
     for (const Program* callee : step.callees)
       if (const Step* found = fallback_writing_shared_memory(*callee, allocation)) return found;
+  }
+  return nullptr;
+}
+
+// A step of `program` (or of a program it runs) that writes the whole of a leaf of `shared` (the
+// body parameter's leaves outside the per-worker allocation): a copy, a pad or any op whose
+// result replaces the array rather than updating part of it in place. The proof
+// (python/insitu/pallas.py) shows the steps' blocks, or for a ref that is its whole array the
+// slices its body touches, disjoint; a worker writing the whole array would put back the old
+// values of what another worker wrote meanwhile. Sets `element` to its state element.
+const Step* step_writing_a_whole_shared_array(const Program& program, const std::vector<Leaf>& shared,
+                                              int64_t& element) {
+  for (const Step& step : program.steps) {
+    for (const Leaf& written : step.outputs) {
+      for (const Leaf& array : shared) {
+        if (written.allocation != array.allocation || written.offset > array.offset ||
+            written.offset + written.size < array.offset + array.size || step.bytes_written < array.size)
+          continue;
+        element = array.index.empty() ? -1 : array.index[0];
+        return &step;
+      }
+    }
+    for (const Program* callee : step.callees)
+      if (const Step* found = step_writing_a_whole_shared_array(*callee, shared, element)) return found;
   }
   return nullptr;
 }
@@ -52,6 +79,16 @@ void plan_parallel_grid(const Instruction& loop, const BufferAssignment& assignm
                                     " runs in the reference evaluator, which writes the whole array the workers share");
     return;
   }
+  std::vector<Leaf> shared;
+  for (const Leaf& leaf : body.parameters[0])
+    if (leaf.allocation >= 0 && leaf.allocation != plan.allocation && !leaf.scalar && leaf.size > 0)
+      shared.push_back(leaf);
+  int64_t element = -1;
+  if (const Step* whole = step_writing_a_whole_shared_array(body, shared, element)) {
+    step.in_order_because = str_cat("its %", whole->instruction->name(), " writes the whole of state element ", element,
+                                    ", an array the workers share, not a part of it in place");
+    return;
+  }
   for (int64_t element : grid.private_state) {
     for (const Leaf& leaf : body.parameters[0]) {
       if (leaf.index.empty() || leaf.index[0] != element) continue;
@@ -77,3 +114,20 @@ void plan_parallel_grid(const Instruction& loop, const BufferAssignment& assignm
 }
 
 }  // namespace insitu::runtime_internal
+
+namespace insitu {
+
+void Executable::explain_grid_decisions(Explanation& explanation) const {
+  std::unordered_map<std::string, const runtime_internal::Step*> loops;  // by the loop's name
+  for (const auto& [computation, program] : programs_)
+    for (const runtime_internal::Step& step : program->steps)
+      if (step.grid_loop) loops[step.instruction->name()] = &step;
+  for (KernelLoopExplanation& kernel : explanation.kernels) {
+    auto it = loops.find(kernel.loop->name());
+    if (it == loops.end() || kernel.parallel_axes == 0 || it->second->parallel_grid) continue;
+    kernel.parallel_axes = 0;
+    kernel.in_order_because = it->second->in_order_because;
+  }
+}
+
+}  // namespace insitu

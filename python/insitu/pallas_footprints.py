@@ -1,0 +1,311 @@
+"""Which elements a Pallas kernel's grid steps touch, for the lowering's independence proof
+(pallas.py, _independent_axes).
+
+Two parts:
+
+- :func:`access_boxes`: where the kernel body reads and writes inside its refs at every grid
+  step. Each ref access (``x_ref[pl.ds(i * 256, 256)]``, ``o_ref[3] = ...``,
+  ``plgpu.load``/``plgpu.store`` with or without a mask, ``ref.at[...]`` views) is a box whose start
+  is integer arithmetic on ``pl.program_id``, ``pl.num_programs`` and constants, evaluated here
+  for every grid point at once. A kernel whose refs are whole arrays (no BlockSpec, ``pl.ANY``:
+  Triton's style) and that touches its own slice of them per step is then proven independent.
+  What this does not follow widens the box, never narrows it: a start computed from data, a loop
+  counter or a scalar-prefetch operand keeps the whole dimension; a gather index stops the
+  narrowing; a ref handed to anything but get/swap/addupdate/masked load/store (an atomic, a DMA,
+  a bitcast view) counts as touching all of it; a masked store counts its whole slice as written
+  (the discharge writes the old values back where the mask is off); an access under ``pl.when``
+  counts at every step. So the boxes always cover what the body may touch.
+- :func:`conflicts`: whether two steps of different outer iterations touch a common element where
+  either writes, over boxes of any shapes (a sweep along the dimension that leaves the fewest
+  candidate pairs).
+
+Where the data goes is what JAX's state discharge makes of an access (the lowering runs that
+discharge): ``x_ref[...]`` indexing clamps a start the way dynamic_slice does; the last indexer of
+a masked load or store pads the ref instead, so its slice may run past the end and is not moved
+back. A negative start is treated as unknown (the whole dimension), since a static negative index
+may count from the end.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+MAX_CANDIDATE_PAIRS = 1 << 22  # box pairs overlapping along the sweep dimension compared at most
+
+
+class _Ref:
+    """A kernel ref the proof follows: number k among [*inputs, *outputs]."""
+
+    def __init__(self, k):
+        self.k = k
+
+
+class _Scratch:
+    """A scratch ref (per worker: never shared between steps of different workers)."""
+
+
+class _Walker:
+    """Walks a kernel jaxpr (and the bodies it holds) with integer scalars as arrays over the grid's
+    steps (None: not known), recording every access of a followed ref."""
+
+    def __init__(self, indices, grid, axes, ref_shapes):
+        self.indices, self.grid, self.axes, self.ref_shapes = indices, grid, axes, ref_shapes
+        self.steps = len(indices)
+        self.accesses = {}   # k -> [(starts [steps, rank], extent tuple, writes)]
+        self.opaque = set()  # refs counted as touching their whole block
+        self.lost = False    # a ref of unknown origin was accessed: nothing is proven
+
+    # --- values ---------------------------------------------------------------------------------
+
+    def value(self, v, env):
+        from jax._src import core as jax_core
+
+        if isinstance(v, (int, np.integer, bool, np.bool_)):
+            return np.full(self.steps, int(v), np.int64)
+        if isinstance(v, jax_core.Literal):
+            val = np.asarray(v.val)
+            if val.shape == () and val.dtype.kind in "iub":
+                return np.full(self.steps, int(val), np.int64)
+            return None
+        return env.get(v)
+
+    def scalar(self, values, outvar):
+        """`values` (int64 over the steps) as `outvar`'s type, or None when it is not an integer or
+        bool scalar or a value leaves its range (the kernel's arithmetic would wrap)."""
+        aval = outvar.aval
+        if values is None or getattr(aval, "shape", None) != () or np.dtype(aval.dtype).kind not in "iub":
+            return None
+        dtype = np.dtype(aval.dtype)
+        if dtype.kind == "b":
+            return (values != 0).astype(np.int64)
+        info = np.iinfo(dtype)
+        if values.min(initial=0) < info.min or values.max(initial=0) > info.max:
+            return None
+        return values
+
+    def arithmetic(self, name, params, xs):
+        """An integer primitive on known values, or None."""
+        if not xs or any(x is None for x in xs):
+            return None
+        a = xs[0]
+        b = xs[1] if len(xs) > 1 else None
+        with np.errstate(all="ignore"):
+            if name == "add":
+                return a + b
+            if name == "sub":
+                return a - b
+            if name == "mul":
+                return a * b
+            if name == "neg":
+                return -a
+            if name == "max":
+                return np.maximum(a, b)
+            if name == "min":
+                return np.minimum(a, b)
+            if name in ("div", "rem"):
+                if np.any(b == 0):
+                    return None
+                quotient = np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))  # C's: toward zero
+                return quotient if name == "div" else a - b * quotient
+            if name == "sign":
+                return np.sign(a)
+            if name == "abs":
+                return np.abs(a)
+            if name in ("eq", "ne", "lt", "le", "gt", "ge"):
+                return getattr(np, {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+                                    "gt": "greater", "ge": "greater_equal"}[name])(a, b).astype(np.int64)
+            if name in ("and", "or", "xor"):
+                return getattr(np, f"bitwise_{name}")(a, b)
+            if name == "not":
+                return None  # bitwise on ints, logical on bools: the out type decides; not followed
+            if name == "select_n":
+                cases = np.stack(xs[1:])
+                if np.any((a < 0) | (a >= len(xs) - 1)):
+                    return None
+                return cases[a, np.arange(len(a))]
+            if name == "clamp":
+                return np.minimum(np.maximum(xs[1], a), xs[2])
+            if name == "convert_element_type":
+                return a
+        return None
+
+    # --- the walk -------------------------------------------------------------------------------
+
+    def walk(self, jaxpr, env):
+        """Walks `jaxpr` with `env` (invars to values); returns its outvars' values."""
+        from jax import tree_util
+        from jax._src import core as jax_core
+        from jax._src.lax import control_flow
+        from jax._src.pallas import primitives as pallas
+        from jax._src.pjit import jit_p
+        from jax._src.state import primitives as state
+
+        for eqn in jaxpr.eqns:
+            p, params, invars = eqn.primitive, eqn.params, eqn.invars
+            outs = [None] * len(eqn.outvars)
+            if p is pallas.program_id_p or p is pallas.num_programs_p:
+                axis = params["axis"]
+                if axis < len(self.axes):
+                    d = self.axes[axis]
+                    outs = [self.indices[:, d].copy() if p is pallas.program_id_p
+                            else np.full(self.steps, self.grid[d], np.int64)]
+            elif p is state.get_p:
+                self.access(env.get(invars[0]), tree_util.tree_unflatten(params["tree"], invars[1:]), False, env)
+            elif p is state.swap_p or p is state.addupdate_p:
+                self.access(env.get(invars[0]), tree_util.tree_unflatten(params["tree"], invars[2:]), True, env)
+            elif p is pallas.load_p or p is pallas.swap_p:
+                args = tree_util.tree_unflatten(params["args_tree"], invars)
+                self.access(env.get(args[0]), args[1], p is pallas.swap_p, env, padded=True)
+            elif p is control_flow.cond_p:
+                operands = [self.passed(v, env) for v in invars[1:]]
+                for branch in params["branches"]:
+                    self.walk(branch.jaxpr, dict(zip(branch.jaxpr.invars, operands)))
+            elif p is control_flow.while_p:
+                cn, bn = params["cond_nconsts"], params["body_nconsts"]
+                values = [self.passed(v, env) for v in invars]
+                self.walk(params["cond_jaxpr"].jaxpr, dict(zip(params["cond_jaxpr"].jaxpr.invars, values[:cn])))
+                self.walk(params["body_jaxpr"].jaxpr, dict(zip(params["body_jaxpr"].jaxpr.invars, values[cn:cn + bn])))
+            elif p is control_flow.scan_p:
+                if "ft_in" in params:  # jax 0.12: the (consts, carry, xs) trees of the operands
+                    consts_tree = params["ft_in"].unpack()[0]
+                    nc = len(list(consts_tree.vals))
+                else:
+                    nc = params["num_consts"]
+                body = params["jaxpr"].jaxpr
+                self.walk(body, dict(zip(body.invars, [self.passed(v, env) for v in invars[:nc]])))
+            elif p is jit_p:
+                body = params["jaxpr"].jaxpr
+                outs = self.walk(body, dict(zip(body.invars, [self.passed(v, env) for v in invars])))
+            else:
+                values = [self.passed(v, env) for v in invars]
+                refs = [x for x in values if isinstance(x, (_Ref, _Scratch))]
+                for ref in refs:  # a ref handed to anything else (its bodies see refs only this way)
+                    if isinstance(ref, _Ref):
+                        self.opaque.add(ref.k)
+                if not refs and len(eqn.outvars) == 1 and not any(True for _ in jax_core.jaxprs_in_params(params)):
+                    outs = [self.arithmetic(p.name, params, values)]
+            for v, value in zip(eqn.outvars, outs):
+                if not isinstance(v, jax_core.DropVar):
+                    env[v] = value if isinstance(value, (_Ref, _Scratch)) else self.scalar(value, v)
+        return [env.get(v) if isinstance(v, jax_core.Var) else self.value(v, env) for v in jaxpr.outvars]
+
+    def passed(self, v, env):
+        """What an operand holds: a ref as itself, a scalar's values (None: not known)."""
+        from jax._src import core as jax_core
+
+        held = env.get(v) if isinstance(v, jax_core.Var) else None
+        return held if isinstance(held, (_Ref, _Scratch)) else self.value(v, env)
+
+    def access(self, ref, transforms, writes, env, padded=False):
+        if isinstance(ref, _Scratch):
+            return
+        if not isinstance(ref, _Ref):
+            self.lost = True
+            return
+        box = self.box(self.ref_shapes[ref.k], transforms, env, padded)
+        if box is None:
+            self.opaque.add(ref.k)
+            return
+        self.accesses.setdefault(ref.k, []).append((*box, writes))
+
+    def box(self, shape, transforms, env, padded):
+        """(starts [steps, rank], extent) of an access through `transforms` on a ref of `shape`, or
+        None for a transform this does not follow. `padded`: the last indexer's slices are not
+        moved back from the end (a masked load or store's discharge)."""
+        from jax._src.state.indexing import NDIndexer, Slice
+
+        rank = len(shape)
+        starts = np.zeros((self.steps, rank), np.int64)
+        extent = list(shape)
+        view = list(range(rank))  # the current view's dimensions: the ref dimension each narrows, or None
+        transforms = tuple(transforms)
+        for level, transform in enumerate(transforms):
+            if not isinstance(transform, NDIndexer) or len(transform.indices) != len(view):
+                return None
+            pads = padded and level == len(transforms) - 1
+            narrowed = []
+            for j, index in enumerate(transform.indices):
+                d = view[j]
+                if isinstance(index, Slice):
+                    size, stride = index.size, index.stride
+                    start = self.value(index.start, env)
+                    span = (size - 1) * stride + 1 if isinstance(size, int) and size > 0 else None
+                    if (d is None or span is None or not isinstance(stride, int) or stride < 1 or start is None
+                            or (span > extent[d] and not pads) or np.any(start < 0)):
+                        narrowed.append(None)  # not followed: the interval so far stands
+                        continue
+                    starts[:, d] += start if pads else np.minimum(start, extent[d] - span)
+                    extent[d] = span
+                    narrowed.append(d if stride == 1 else None)
+                elif _is_scalar(index):
+                    at = self.value(index, env)  # an integer index: the dimension goes
+                    if d is not None and at is not None and not np.any(at < 0):
+                        starts[:, d] += np.minimum(at, extent[d] - 1)
+                        extent[d] = 1
+                else:  # a gather index: numpy's rules move dimensions; stop narrowing here
+                    return starts, tuple(extent)
+            view = narrowed
+        return starts, tuple(extent)
+
+
+def _is_scalar(index):
+    """Whether an indexer entry that is not a Slice is one integer (else a gather's array)."""
+    if isinstance(index, (int, np.integer)):
+        return True
+    aval = getattr(index, "aval", None)
+    return aval is not None and tuple(aval.shape) == ()
+
+
+def access_boxes(jaxpr, grid, vmapped_dims, scalar_count, ref_shapes, scratch_count):
+    """Per ref k among the kernel's [*inputs, *outputs] refs (after `scalar_count` scalar-prefetch
+    operands; `ref_shapes` as the kernel sees them, squeezed dimensions gone): a list of
+    (starts [steps, rank], extent, writes), one per access (steps row-major over `grid`), or None
+    where the ref is used in a way this does not follow. None for every ref when an access cannot
+    be traced to its ref."""
+    steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
+    indices = np.indices(grid).reshape(len(grid), -1).T.astype(np.int64) if grid else np.zeros((1, 0), np.int64)
+    walker = _Walker(indices, tuple(grid), [d for d in range(len(grid)) if d not in vmapped_dims], ref_shapes)
+    refs = len(ref_shapes)
+    env = {v: _Ref(k) for k, v in enumerate(jaxpr.invars[scalar_count:scalar_count + refs])}
+    env.update({v: _Scratch() for v in jaxpr.invars[scalar_count + refs:scalar_count + refs + scratch_count]})
+    walker.walk(jaxpr, env)
+    if walker.lost or steps != len(indices):
+        return [None] * refs
+    return [None if k in walker.opaque else walker.accesses.get(k, []) for k in range(refs)]
+
+
+def conflicts(boxes, outer, max_pairs=MAX_CANDIDATE_PAIRS):
+    """Whether two steps of different outer iterations touch a common element where at least one
+    of them writes. `boxes`: (starts [steps, rank], extent (rank,), writes) in one array's
+    coordinates; `outer` [steps]: each step's outer iteration. None when more than `max_pairs`
+    pairs of boxes overlap along the best sweep dimension (not proven either way)."""
+    rank = boxes[0][0].shape[1]
+    rows = np.unique(np.concatenate([
+        np.concatenate([starts, np.broadcast_to(np.asarray(extent, np.int64), starts.shape),
+                        np.full((len(starts), 1), int(writes)), outer[:, None]], axis=1)
+        for starts, extent, writes in boxes]), axis=0)
+    lo, extent, writes, point = rows[:, :rank], rows[:, rank:2 * rank], rows[:, 2 * rank] == 1, rows[:, -1]
+    keep = np.all(extent > 0, axis=1)
+    lo, extent, writes, point = lo[keep], extent[keep], writes[keep], point[keep]
+    if not np.any(writes) or len(np.unique(point)) < 2:
+        return False
+    if rank == 0:  # one element: every access touches it
+        return True
+    hi = lo + extent
+    best = None
+    for d in range(rank):  # the dimension along which the fewest pairs overlap
+        order = np.argsort(lo[:, d], kind="stable")
+        ends = np.searchsorted(lo[order, d], hi[order, d], side="left")
+        counts = np.maximum(ends - np.arange(len(order)) - 1, 0)
+        total = int(counts.sum())
+        if best is None or total < best[0]:
+            best = (total, order, counts)
+    total, order, counts = best
+    if total > max_pairs:
+        return None
+    if total == 0:
+        return False
+    first = np.repeat(np.arange(len(order)), counts)
+    second = first + 1 + np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    i, j = order[first], order[second]
+    overlap = np.all((lo[i] < hi[j]) & (lo[j] < hi[i]), axis=1)
+    return bool(np.any(overlap & (point[i] != point[j]) & (writes[i] | writes[j])))
