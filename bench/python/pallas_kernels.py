@@ -209,6 +209,18 @@ def kv_update(interpret, chunk=256):
     return call
 
 
+def triton_axpy(interpret, block=1 << 16):
+    """Triton's style: no BlockSpec (every ref the whole array), each step its slice by pl.ds."""
+    def kernel(x_ref, y_ref, o_ref):
+        at = pl.ds(pl.program_id(0) * block, block)
+        o_ref[at] = 2.5 * x_ref[at] + y_ref[at]
+
+    def call(x, y):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(x.shape[0] // block,),
+                              interpret=interpret)(x, y)
+    return call
+
+
 def median_ms(fn, rounds, calls):
     times = []
     for _ in range(rounds):
@@ -272,6 +284,13 @@ def main():
         one = insitu.jax.jit(by_rows(row_op, 256, False), threads=1)
         compare(name, {"jnp": lambda: plain(rows), "insitu": lambda: native(rows), "insitu-1t": lambda: one(rows),
                        "interpret": lambda: interpreted(rows)}, options.rounds, 3)
+    flat_x, flat_y = (jnp.asarray(rng.standard_normal(1 << 22), jnp.float32) for _ in range(2))
+    native, interpreted = insitu.jax.jit(triton_axpy(False)), jax.jit(triton_axpy(True))
+    one = insitu.jax.jit(triton_axpy(False), threads=1)
+    plain = jax.jit(lambda a, b: 2.5 * a + b)
+    compare("triton-axpy", {"jnp": lambda: plain(flat_x, flat_y), "insitu": lambda: native(flat_x, flat_y),
+                            "insitu-1t": lambda: one(flat_x, flat_y), "interpret": lambda: interpreted(flat_x, flat_y)},
+            options.rounds, 3)
     q = jnp.asarray(rng.standard_normal((8, 64)), jnp.float32)
     k, v = (jnp.asarray(rng.standard_normal((8, 4096, 64)), jnp.float32) for _ in range(2))
     native, interpreted = insitu.jax.jit(decode_attention(False)), jax.jit(decode_attention(True))

@@ -379,14 +379,33 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     padded_shapes = [tuple(-(-size // block) * block for size, block in zip(shape, block_shapes[k]))
                      for k, shape in enumerate(shapes)]
     starts = _block_starts(grid, grid_mapping, padded_shapes, block_shapes)
+    # Where the body reads and writes inside refs that are whole arrays (pallas_footprints.py):
+    # finer than their blocks for the independence proof, and whether the grid sets every
+    # element of such an output without reading it.
+    accesses, fills = None, [False] * (input_count + output_count)
+    if starts is not None:
+        from insitu.pallas_footprints import access_boxes
+
+        ref_shapes = [tuple(size for size, flag in zip(block_shapes[k], squeezed[k]) if not flag)
+                      for k in range(input_count + output_count)]
+        try:
+            accesses, fills = access_boxes(jaxpr, grid, grid_mapping.vmapped_dims, scalar_count, ref_shapes,
+                                           len(scratch_avals))
+        except Exception:  # noqa: BLE001 -- a form the walk does not know: whole blocks, as before it
+            accesses, fills = [None] * len(ref_shapes), [False] * len(ref_shapes)
+        # followed only where the block is the whole array (see _touched)
+        whole = [tuple(block_shapes[k]) == tuple(padded_shapes[k]) for k in range(len(ref_shapes))]
+        accesses = [found if whole[k] else None for k, found in enumerate(accesses)]
+        fills = [fill and whole[k] for k, fill in enumerate(fills)]
     # An output whose block's old value no result of the kernel body depends on (every step
     # writes the whole block, on every path, and reads none of it first), and whose blocks cover
-    # it, starts as memory no one reads; other outputs start as JAX defines them.
+    # it, starts as memory no one reads; so does a whole-array output the grid sets everywhere
+    # without reading it (fills); other outputs start as JAX defines them.
     old_value_read = _inputs_read(body)
 
     def unread(k):
-        return (starts is not None and written[k] and not old_value_read[scalar_count + k]
-                and _covers(starts[k], block_shapes[k], padded_shapes[k]))
+        return starts is not None and written[k] and (fills[k] or (
+            not old_value_read[scalar_count + k] and _covers(starts[k], block_shapes[k], padded_shapes[k])))
 
     # Arrays: one per input and one per output not aliased to an input (an aliased output is
     # its input's array). array_of[k] for ref k among [*inputs, *outputs].
@@ -408,16 +427,6 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     carried = sorted({array_of[k] for k in range(input_count + output_count) if written[k]})
     scratch = [_uninitialized(a.shape, a.dtype) for a in scratch_avals]
     steps = functools.reduce(lambda a, b: a * b, grid, 1)
-    accesses = None
-    if starts is not None:
-        from insitu.pallas_footprints import access_boxes
-
-        ref_shapes = [tuple(size for size, flag in zip(block_shapes[k], squeezed[k]) if not flag)
-                      for k in range(input_count + output_count)]
-        accesses = access_boxes(jaxpr, grid, grid_mapping.vmapped_dims, scalar_count, ref_shapes, len(scratch_avals))
-        # followed only where the block is the whole array (see _touched)
-        accesses = [found if tuple(block_shapes[k]) == tuple(padded_shapes[k]) else None
-                    for k, found in enumerate(accesses)]
     parallel_axes, in_order = _independent_axes(grid, grid_mapping, compiler_params, starts, block_shapes, array_of,
                                                 written, carried, bool(scratch), squeezed, accesses)
 

@@ -52,6 +52,8 @@ class _Walker:
         self.steps = len(indices)
         self.accesses = {}   # k -> [(starts [steps, rank], extent tuple, writes)]
         self.opaque = set()  # refs counted as touching their whole block
+        self.not_only_set = set()  # refs read, or written under a branch, loop or mask, somewhere
+        self.nested = 0      # > 0 inside a cond branch or loop body: what runs there may not run
         self.lost = False    # a ref of unknown origin was accessed: nothing is proven
 
     # --- values ---------------------------------------------------------------------------------
@@ -151,19 +153,25 @@ class _Walker:
             elif p is state.get_p:
                 self.access(env.get(invars[0]), tree_util.tree_unflatten(params["tree"], invars[1:]), False, env)
             elif p is state.swap_p or p is state.addupdate_p:
-                self.access(env.get(invars[0]), tree_util.tree_unflatten(params["tree"], invars[2:]), True, env)
+                self.access(env.get(invars[0]), tree_util.tree_unflatten(params["tree"], invars[2:]), True, env,
+                            sets=p is state.swap_p)
             elif p is pallas.load_p or p is pallas.swap_p:
                 args = tree_util.tree_unflatten(params["args_tree"], invars)
-                self.access(env.get(args[0]), args[1], p is pallas.swap_p, env, padded=True)
+                self.access(env.get(args[0]), args[1], p is pallas.swap_p, env, padded=True,
+                            sets=p is pallas.swap_p and args[3] is None)
             elif p is control_flow.cond_p:
                 operands = [self.passed(v, env) for v in invars[1:]]
+                self.nested += 1
                 for branch in params["branches"]:
                     self.walk(branch.jaxpr, dict(zip(branch.jaxpr.invars, operands)))
+                self.nested -= 1
             elif p is control_flow.while_p:
                 cn, bn = params["cond_nconsts"], params["body_nconsts"]
                 values = [self.passed(v, env) for v in invars]
+                self.nested += 1
                 self.walk(params["cond_jaxpr"].jaxpr, dict(zip(params["cond_jaxpr"].jaxpr.invars, values[:cn])))
                 self.walk(params["body_jaxpr"].jaxpr, dict(zip(params["body_jaxpr"].jaxpr.invars, values[cn:cn + bn])))
+                self.nested -= 1
             elif p is control_flow.scan_p:
                 if "ft_in" in params:  # jax 0.12: the (consts, carry, xs) trees of the operands
                     consts_tree = params["ft_in"].unpack()[0]
@@ -171,7 +179,9 @@ class _Walker:
                 else:
                     nc = params["num_consts"]
                 body = params["jaxpr"].jaxpr
+                self.nested += 1
                 self.walk(body, dict(zip(body.invars, [self.passed(v, env) for v in invars[:nc]])))
+                self.nested -= 1
             elif p is jit_p:
                 body = params["jaxpr"].jaxpr
                 outs = self.walk(body, dict(zip(body.invars, [self.passed(v, env) for v in invars])))
@@ -195,12 +205,16 @@ class _Walker:
         held = env.get(v) if isinstance(v, jax_core.Var) else None
         return held if isinstance(held, (_Ref, _Scratch)) else self.value(v, env)
 
-    def access(self, ref, transforms, writes, env, padded=False):
+    def access(self, ref, transforms, writes, env, padded=False, sets=False):
+        """Records an access of `ref`; `sets`: it writes every element of its box without reading
+        any (an unmasked store, not an accumulation)."""
         if isinstance(ref, _Scratch):
             return
         if not isinstance(ref, _Ref):
             self.lost = True
             return
+        if not sets or self.nested:
+            self.not_only_set.add(ref.k)
         box = self.box(self.ref_shapes[ref.k], transforms, env, padded)
         if box is None:
             self.opaque.add(ref.k)
@@ -256,11 +270,13 @@ def _is_scalar(index):
 
 
 def access_boxes(jaxpr, grid, vmapped_dims, scalar_count, ref_shapes, scratch_count):
-    """Per ref k among the kernel's [*inputs, *outputs] refs (after `scalar_count` scalar-prefetch
-    operands; `ref_shapes` as the kernel sees them, squeezed dimensions gone): a list of
-    (starts [steps, rank], extent, writes), one per access (steps row-major over `grid`), or None
-    where the ref is used in a way this does not follow. None for every ref when an access cannot
-    be traced to its ref."""
+    """(boxes, fills). boxes: per ref k among the kernel's [*inputs, *outputs] refs (after
+    `scalar_count` scalar-prefetch operands; `ref_shapes` as the kernel sees them, squeezed
+    dimensions gone), a list of (starts [steps, rank], extent, writes), one per access (steps
+    row-major over `grid`), or None where the ref is used in a way this does not follow; None for
+    every ref when an access cannot be traced to its ref. fills: per ref, whether the grid
+    writes every element of it and nothing reads it (every access an unmasked store outside any
+    branch or loop, their boxes together covering the ref): its initial value is never seen."""
     steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
     indices = np.indices(grid).reshape(len(grid), -1).T.astype(np.int64) if grid else np.zeros((1, 0), np.int64)
     walker = _Walker(indices, tuple(grid), [d for d in range(len(grid)) if d not in vmapped_dims], ref_shapes)
@@ -269,8 +285,23 @@ def access_boxes(jaxpr, grid, vmapped_dims, scalar_count, ref_shapes, scratch_co
     env.update({v: _Scratch() for v in jaxpr.invars[scalar_count + refs:scalar_count + refs + scratch_count]})
     walker.walk(jaxpr, env)
     if walker.lost or steps != len(indices):
-        return [None] * refs
-    return [None if k in walker.opaque else walker.accesses.get(k, []) for k in range(refs)]
+        return [None] * refs, [False] * refs
+    boxes = [None if k in walker.opaque else walker.accesses.get(k, []) for k in range(refs)]
+    fills = [found is not None and k not in walker.not_only_set and _covers(found, ref_shapes[k])
+             for k, found in enumerate(boxes)]
+    return boxes, fills
+
+
+def _covers(boxes, shape, limit=1 << 26):
+    """Whether `boxes` (clipped to `shape`) cover every element of it; False past `limit` elements."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if not boxes or size > limit:
+        return False
+    seen = np.zeros(shape, bool)
+    for starts, extent, _ in boxes:
+        for lo in np.unique(starts, axis=0):
+            seen[tuple(slice(max(int(a), 0), max(int(a) + int(e), 0)) for a, e in zip(lo, extent))] = True
+    return bool(seen.all())
 
 
 def conflicts(boxes, outer, max_pairs=MAX_CANDIDATE_PAIRS):

@@ -375,3 +375,35 @@ def test_donated_whole_array_updated_in_place_on_threads():
 
     kernel_stats, _ = _run(_whole_refs(kernel, aliases={0: 0}), V, donate=(0,))
     assert kernel_stats["parallel_axes"] == [0] and kernel_stats["bytes_copied"] == 0, kernel_stats
+
+
+def test_a_whole_array_output_every_step_sets_a_slice_of_is_not_filled_first():
+    """The steps' unmasked stores together set every element and nothing reads the output: insitu
+    writes only what the stores write (no fill with interpret mode's NaN first); one that sets
+    half of it, or reads what it set, keeps the fill (the NaN shows where nothing was set)."""
+    def sets_all(x_ref, o_ref):
+        at = pl.ds(pl.program_id(0) * BLOCK, BLOCK)
+        o_ref[at] = x_ref[at] * 2.0
+
+    fn = insitu.jax.jit(_whole_refs(sets_all)(False))
+    jax.block_until_ready(fn(V))
+    stats = fn.executable(V).stats
+    assert stats["bytes_written"] < N * 4 + 1024, stats  # the output once, not a fill and then the output
+
+    def sets_half(x_ref, o_ref):
+        at = pl.ds(pl.program_id(0) * BLOCK // 2, BLOCK // 2)
+        o_ref[at] = x_ref[at] * 2.0
+
+    kernel_stats, _ = _run(_whole_refs(sets_half), V)  # exact: NaN where nothing was set, as interpret
+    assert kernel_stats["parallel_axes"] == [0], kernel_stats
+    assert np.isnan(np.asarray(insitu.jax.jit(_whole_refs(sets_half)(False))(V))[N // 2:]).all()
+
+    def reads_back(x_ref, o_ref):
+        at = pl.ds(pl.program_id(0) * BLOCK, BLOCK)
+        o_ref[at] = x_ref[at]
+        o_ref[at] = o_ref[at] + 1.0
+
+    _run(_whole_refs(reads_back), V)
+    fn = insitu.jax.jit(_whole_refs(reads_back)(False))
+    jax.block_until_ready(fn(V))
+    assert fn.executable(V).stats["bytes_written"] >= 2 * N * 4, fn.executable(V).stats  # filled first
