@@ -357,7 +357,10 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     dynamic_sizes, args = args[:grid_mapping.num_dynamic_grid_bounds], args[grid_mapping.num_dynamic_grid_bounds:]
     sizes = iter(dynamic_sizes)
     grid = tuple(next(sizes) if isinstance(d, pallas_core.DynamicGridDim) else d for d in grid_mapping.grid)
-    body, body_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
+    from insitu.pallas_discharge import masked_access_rules
+
+    with masked_access_rules():  # masked loads and stores touch their window, not the whole ref
+        body, body_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
     evaluate = _eval_retracing if _reads_grid_in_nested_bodies(body) else jax_core.eval_jaxpr
     if debug:
         print(f"insitu: the discharged body of {kernel}:\n{body}")

@@ -12,18 +12,18 @@ Two parts:
   What this does not follow widens the box, never narrows it: a start computed from data, a loop
   counter or a scalar-prefetch operand keeps the whole dimension; a gather index stops the
   narrowing; a ref handed to anything but get/swap/addupdate/masked load/store (an atomic, a DMA,
-  a bitcast view) counts as touching all of it; a masked store counts its whole slice as written
+  a bitcast view) counts as touching all of it; a masked store counts its whole window as written
   (the discharge writes the old values back where the mask is off); an access under ``pl.when``
   counts at every step. So the boxes always cover what the body may touch.
 - :func:`conflicts`: whether two steps of different outer iterations touch a common element where
   either writes, over boxes of any shapes (a sweep along the dimension that leaves the fewest
   candidate pairs).
 
-Where the data goes is what JAX's state discharge makes of an access (the lowering runs that
-discharge): ``x_ref[...]`` indexing clamps a start the way dynamic_slice does; the last indexer of
-a masked load or store pads the ref instead, so its slice may run past the end and is not moved
-back. A negative start is treated as unknown (the whole dimension), since a static negative index
-may count from the end.
+Where the data goes is what the lowering's state discharge makes of an access: ``x_ref[...]``
+indexing clamps a start the way dynamic_slice does, and so does the window a masked load or store
+reads and writes (pallas_discharge.py; a slice past the end is shifted inside that window). A
+negative start is treated as unknown (the whole dimension), since a static negative index may
+count from the end.
 """
 from __future__ import annotations
 
@@ -157,8 +157,8 @@ class _Walker:
                             sets=p is state.swap_p)
             elif p is pallas.load_p or p is pallas.swap_p:
                 args = tree_util.tree_unflatten(params["args_tree"], invars)
-                self.access(env.get(args[0]), args[1], p is pallas.swap_p, env, padded=True,
-                            sets=p is pallas.swap_p and args[3] is None)
+                self.access(env.get(args[0]), args[1], p is pallas.swap_p, env,
+                            sets=p is pallas.swap_p and args[3] is None, keeps_below_shift=True)
             elif p is control_flow.cond_p:
                 operands = [self.passed(v, env) for v in invars[1:]]
                 self.nested += 1
@@ -205,37 +205,37 @@ class _Walker:
         held = env.get(v) if isinstance(v, jax_core.Var) else None
         return held if isinstance(held, (_Ref, _Scratch)) else self.value(v, env)
 
-    def access(self, ref, transforms, writes, env, padded=False, sets=False):
-        """Records an access of `ref`; `sets`: it writes every element of its box without reading
-        any (an unmasked store, not an accumulation)."""
+    def access(self, ref, transforms, writes, env, sets=False, keeps_below_shift=False):
+        """Records an access of `ref`. `sets`: it writes every element of its box without reading
+        any (an unmasked store, not an accumulation), except, with `keeps_below_shift` (a masked
+        store's discharge), where its slice was moved back into bounds."""
         if isinstance(ref, _Scratch):
             return
         if not isinstance(ref, _Ref):
             self.lost = True
             return
-        if not sets or self.nested:
+        box = self.box(self.ref_shapes[ref.k], transforms, env)
+        if not sets or self.nested or box is None or (keeps_below_shift and box[2]):
             self.not_only_set.add(ref.k)
-        box = self.box(self.ref_shapes[ref.k], transforms, env, padded)
         if box is None:
             self.opaque.add(ref.k)
             return
-        self.accesses.setdefault(ref.k, []).append((*box, writes))
+        self.accesses.setdefault(ref.k, []).append((box[0], box[1], writes))
 
-    def box(self, shape, transforms, env, padded):
-        """(starts [steps, rank], extent) of an access through `transforms` on a ref of `shape`, or
-        None for a transform this does not follow. `padded`: the last indexer's slices are not
-        moved back from the end (a masked load or store's discharge)."""
+    def box(self, shape, transforms, env):
+        """(starts [steps, rank], extent, moved) of an access through `transforms` on a ref of
+        `shape` (moved: some step's slice was moved back to fit), or None for a transform this does
+        not follow."""
         from jax._src.state.indexing import NDIndexer, Slice
 
         rank = len(shape)
         starts = np.zeros((self.steps, rank), np.int64)
         extent = list(shape)
         view = list(range(rank))  # the current view's dimensions: the ref dimension each narrows, or None
-        transforms = tuple(transforms)
-        for level, transform in enumerate(transforms):
+        moved = False
+        for transform in transforms:
             if not isinstance(transform, NDIndexer) or len(transform.indices) != len(view):
                 return None
-            pads = padded and level == len(transforms) - 1
             narrowed = []
             for j, index in enumerate(transform.indices):
                 d = view[j]
@@ -244,21 +244,23 @@ class _Walker:
                     start = self.value(index.start, env)
                     span = (size - 1) * stride + 1 if isinstance(size, int) and size > 0 else None
                     if (d is None or span is None or not isinstance(stride, int) or stride < 1 or start is None
-                            or (span > extent[d] and not pads) or np.any(start < 0)):
+                            or span > extent[d] or np.any(start < 0)):
                         narrowed.append(None)  # not followed: the interval so far stands
                         continue
-                    starts[:, d] += start if pads else np.minimum(start, extent[d] - span)
+                    moved = moved or bool(np.any(start > extent[d] - span))
+                    starts[:, d] += np.minimum(start, extent[d] - span)
                     extent[d] = span
                     narrowed.append(d if stride == 1 else None)
                 elif _is_scalar(index):
                     at = self.value(index, env)  # an integer index: the dimension goes
                     if d is not None and at is not None and not np.any(at < 0):
+                        moved = moved or bool(np.any(at > extent[d] - 1))
                         starts[:, d] += np.minimum(at, extent[d] - 1)
                         extent[d] = 1
                 else:  # a gather index: numpy's rules move dimensions; stop narrowing here
-                    return starts, tuple(extent)
+                    return starts, tuple(extent), moved
             view = narrowed
-        return starts, tuple(extent)
+        return starts, tuple(extent), moved
 
 
 def _is_scalar(index):

@@ -1,0 +1,190 @@
+"""Masked Pallas loads and stores (``plgpu.load``/``plgpu.store``: the ``masked_load`` and
+``masked_swap`` primitives) discharged without rewriting the whole ref, used while insitu's
+lowering discharges a kernel (pallas.py, :func:`masked_access_rules`).
+
+JAX's own discharge rules (jax/_src/pallas/primitives.py) pad the whole ref at its end by the
+slice's size, so that a slice running past the end is not moved back the way dynamic_slice moves
+it, then slice or update and pad back: every masked load and store copies the whole array, and a
+grid of such steps costs steps x array size (a Triton-style axpy over 4M f32 in 64 steps wrote
+4.4 GB a call and took 5.6 s; 9-11 ms with these rules).
+
+These rules give the same values while touching only the slice's clamped window: the window
+``r = clamp(start, 0, size_of_dim - slice)`` (what dynamic_slice reads), and the slice's
+elements at ``shift = max(start - r, 0)`` inside it (a negative start first wraps once, past the
+end of JAX's padded ref, as lax.dynamic_slice wraps it there). Where no slice moved (every step but
+a ragged grid's last, decided per step by a cond), the window is the slice, read and written where
+it lies. Otherwise a load reads the window and shifts it down by `shift`, filling from past the
+end with JAX's uninitialized value (as the padding holds); a store shifts its values up by `shift`, keeps the window's own values below it (and where the
+mask is off), and writes the window back with dynamic_update_slice: in place. The window is what
+the step reads and writes, so pallas_footprints.py counts masked accesses as clamped windows.
+
+Only a single indexer of unit-stride slices and integer indices whose slices fit their
+dimensions is rewritten; anything else goes to JAX's rule (the runtime then keeps such a grid's
+steps in order: they rewrite a whole array).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import jax.numpy as jnp
+from jax import lax
+
+
+def _plan(ref_shape, transforms):
+    """(starts, sizes, integer dims) of the single indexer in `transforms`, or None when this
+    does not handle it."""
+    from jax._src.state.indexing import NDIndexer, Slice
+
+    transforms = list(transforms)
+    if len(transforms) != 1 or not isinstance(transforms[0], NDIndexer):
+        return None
+    indices = transforms[0].indices
+    if len(indices) != len(ref_shape):
+        return None
+    starts, sizes, integers = [], [], []
+    for d, index in enumerate(indices):
+        if isinstance(index, Slice):
+            if not isinstance(index.size, int) or index.stride != 1 or index.size > ref_shape[d]:
+                return None
+            starts.append(index.start)
+            sizes.append(index.size)
+        elif not getattr(index, "shape", ()):
+            starts.append(index)
+            sizes.append(1)
+            integers.append(d)
+        else:
+            return None
+    return starts, sizes, integers
+
+
+def _windows(ref_shape, starts, sizes):
+    """Per dimension: the clamped window start, and the slice's shift inside it (None where the
+    slice is static and in bounds: no shift)."""
+    windows, shifts = [], []
+    for d, (start, size) in enumerate(zip(starts, sizes)):
+        if isinstance(start, int) and 0 <= start <= ref_shape[d] - size:
+            windows.append(jnp.int32(start))
+            shifts.append(None)
+            continue
+        start = jnp.asarray(start, jnp.int32)
+        # a negative start counts from the end of JAX's padded ref (lax.dynamic_slice wraps it once)
+        start = jnp.where(start < 0, start + ref_shape[d] + size, start)
+        window = jnp.clip(start, 0, ref_shape[d] - size).astype(jnp.int32)
+        windows.append(window)
+        shifts.append(jnp.maximum(start - window, 0))
+    return windows, shifts
+
+
+def _shift_down(block, shifts, fill):
+    """block[j + shift] at j (per dimension), `fill` past the block's end."""
+    for d, shift in enumerate(shifts):
+        if shift is None:
+            continue
+        padded = jnp.concatenate([block, jnp.full(block.shape, fill, block.dtype)], axis=d)
+        block = lax.dynamic_slice_in_dim(padded, jnp.minimum(shift, block.shape[d]), block.shape[d], axis=d)
+    return block
+
+
+def _shift_up(block, shifts):
+    """(block[j - shift] at j, where j >= shift in every dimension) per dimension."""
+    inside = jnp.ones(block.shape, bool)
+    for d, shift in enumerate(shifts):
+        if shift is None:
+            continue
+        size = block.shape[d]
+        padded = jnp.concatenate([block, block], axis=d)  # the first half only fills j < shift
+        block = lax.dynamic_slice_in_dim(padded, size - jnp.minimum(shift, size), size, axis=d)
+        inside = inside & (lax.broadcasted_iota(jnp.int32, block.shape, d) >= shift)
+    return block, inside
+
+
+def _unshifted(shifts):
+    """Whether no slice was moved back into bounds (a traced bool), or None when none can be."""
+    moved = [shift for shift in shifts if shift is not None]
+    if not moved:
+        return None
+    return jnp.all(jnp.stack(moved) == 0)
+
+
+def _load_rule(jax_rule):
+    def rule(ctx, *args_flat, args_tree, **params):
+        from jax._src.pallas import primitives
+
+        ref, transforms, mask, other = args_tree.unflatten(args_flat)
+        plan = _plan(ref.shape, transforms)
+        if plan is None:
+            return jax_rule(ctx, *args_flat, args_tree=args_tree, **params)
+        starts, sizes, integers = plan
+        windows, shifts = _windows(ref.shape, starts, sizes)
+        fill = primitives.uninitialized_value((), ref.dtype)
+
+        def read(array, shifted):
+            block = lax.dynamic_slice(array, windows, sizes)
+            return _shift_down(block, shifts, fill) if shifted else block
+
+        # the shift only where a slice ran past the end (a grid's last step): a cond, so that the
+        # other steps read their window where it lies
+        unshifted = _unshifted(shifts)
+        out = read(ref, False) if unshifted is None else lax.cond(
+            unshifted, lambda array: read(array, False), lambda array: read(array, True), ref)
+        out = jnp.squeeze(out, integers)
+        if mask is not None and other is not None:
+            out = jnp.where(mask, out, other)
+        return (None,) * len(ctx.in_avals), out
+    return rule
+
+
+def _swap_rule(jax_rule):
+    def rule(ctx, *args_flat, args_tree, **params):
+        from jax._src.pallas import primitives
+
+        ref, transforms, val, mask = args_tree.unflatten(args_flat)
+        plan = _plan(ref.shape, transforms)
+        if plan is None:
+            return jax_rule(ctx, *args_flat, args_tree=args_tree, **params)
+        starts, sizes, integers = plan
+        windows, shifts = _windows(ref.shape, starts, sizes)
+        fill = primitives.uninitialized_value((), ref.dtype)
+
+        def swap(array, val, mask, shifted):
+            window = lax.dynamic_slice(array, windows, sizes)
+            old = jnp.squeeze(_shift_down(window, shifts, fill) if shifted else window, integers)
+            out = old
+            if mask is not None:
+                out = jnp.where(mask, old, val)
+                val = jnp.where(mask, val, old)
+            val = jnp.expand_dims(val, integers)
+            if shifted:
+                placed, inside = _shift_up(val, shifts)
+                val = jnp.where(inside, placed, window)
+            return lax.dynamic_update_slice(array, val, windows), out
+
+        unshifted = _unshifted(shifts)
+        if unshifted is None:
+            updated, out = swap(ref, val, mask, False)
+        else:
+            updated, out = lax.cond(unshifted, lambda a, v, m: swap(a, v, m, False),
+                                    lambda a, v, m: swap(a, v, m, True), ref, val, mask)
+        return (updated,) + (None,) * (len(ctx.in_avals) - 1), out
+    return rule
+
+
+@contextlib.contextmanager
+def masked_access_rules():
+    """Within: the state discharge of masked_load and masked_swap uses the rules above (JAX's
+    own outside it, and for what they do not handle)."""
+    from jax._src.pallas import primitives
+    from jax._src.state import discharge
+
+    rules = discharge._discharge_rules
+    saved = {p: rules.get(p) for p in (primitives.load_p, primitives.swap_p)}
+    rules[primitives.load_p] = _load_rule(saved[primitives.load_p])
+    rules[primitives.swap_p] = _swap_rule(saved[primitives.swap_p])
+    try:
+        yield
+    finally:
+        for p, rule in saved.items():
+            if rule is None:
+                rules.pop(p, None)
+            else:
+                rules[p] = rule
