@@ -106,6 +106,20 @@ def _unshifted(shifts):
     return jnp.all(jnp.stack(moved) == 0)
 
 
+def _read(ref, windows, sizes, shifts, fill):
+    """The slice's values (JAX's padded meaning): its window, shifted only where a slice ran past
+    the end (a grid's last step), decided by a cond, so that the other steps read their window
+    where it lies."""
+    def read(array, shifted):
+        block = lax.dynamic_slice(array, windows, sizes)
+        return _shift_down(block, shifts, fill) if shifted else block
+
+    unshifted = _unshifted(shifts)
+    if unshifted is None:
+        return read(ref, False)
+    return lax.cond(unshifted, lambda array: read(array, False), lambda array: read(array, True), ref)
+
+
 def _load_rule(jax_rule):
     def rule(ctx, *args_flat, args_tree, **params):
         from jax._src.pallas import primitives
@@ -116,18 +130,7 @@ def _load_rule(jax_rule):
             return jax_rule(ctx, *args_flat, args_tree=args_tree, **params)
         starts, sizes, integers = plan
         windows, shifts = _windows(ref.shape, starts, sizes)
-        fill = primitives.uninitialized_value((), ref.dtype)
-
-        def read(array, shifted):
-            block = lax.dynamic_slice(array, windows, sizes)
-            return _shift_down(block, shifts, fill) if shifted else block
-
-        # the shift only where a slice ran past the end (a grid's last step): a cond, so that the
-        # other steps read their window where it lies
-        unshifted = _unshifted(shifts)
-        out = read(ref, False) if unshifted is None else lax.cond(
-            unshifted, lambda array: read(array, False), lambda array: read(array, True), ref)
-        out = jnp.squeeze(out, integers)
+        out = jnp.squeeze(_read(ref, windows, sizes, shifts, primitives.uninitialized_value((), ref.dtype)), integers)
         if mask is not None and other is not None:
             out = jnp.where(mask, out, other)
         return (None,) * len(ctx.in_avals), out
@@ -145,26 +148,27 @@ def _swap_rule(jax_rule):
         starts, sizes, integers = plan
         windows, shifts = _windows(ref.shape, starts, sizes)
         fill = primitives.uninitialized_value((), ref.dtype)
+        # the old values the swap returns: a read of their own, dead code where nothing uses them
+        old = jnp.squeeze(_read(ref, windows, sizes, shifts, fill), integers)
+        out = old if mask is None else jnp.where(mask, old, val)
 
-        def swap(array, val, mask, shifted):
+        def store(array, val, mask, shifted):
             window = lax.dynamic_slice(array, windows, sizes)
-            old = jnp.squeeze(_shift_down(window, shifts, fill) if shifted else window, integers)
-            out = old
-            if mask is not None:
-                out = jnp.where(mask, old, val)
-                val = jnp.where(mask, val, old)
+            if mask is not None:  # the window's own values where the mask is off
+                kept = jnp.squeeze(_shift_down(window, shifts, fill) if shifted else window, integers)
+                val = jnp.where(mask, val, kept)
             val = jnp.expand_dims(val, integers)
             if shifted:
                 placed, inside = _shift_up(val, shifts)
                 val = jnp.where(inside, placed, window)
-            return lax.dynamic_update_slice(array, val, windows), out
+            return lax.dynamic_update_slice(array, val, windows)
 
         unshifted = _unshifted(shifts)
         if unshifted is None:
-            updated, out = swap(ref, val, mask, False)
+            updated = store(ref, val, mask, False)
         else:
-            updated, out = lax.cond(unshifted, lambda a, v, m: swap(a, v, m, False),
-                                    lambda a, v, m: swap(a, v, m, True), ref, val, mask)
+            updated = lax.cond(unshifted, lambda a, v, m: store(a, v, m, False), lambda a, v, m: store(a, v, m, True),
+                               ref, val, mask)
         return (updated,) + (None,) * (len(ctx.in_avals) - 1), out
     return rule
 
