@@ -215,7 +215,8 @@ class _Walker:
             self.lost = True
             return
         box = self.box(self.ref_shapes[ref.k], transforms, env)
-        if not sets or self.nested or box is None or (keeps_below_shift and box[2]):
+        # what sets its box only: not a widened box (a superset), nor a masked store moved back
+        if not sets or self.nested or box is None or not box[3] or (keeps_below_shift and box[2]):
             self.not_only_set.add(ref.k)
         if box is None:
             self.opaque.add(ref.k)
@@ -223,16 +224,16 @@ class _Walker:
         self.accesses.setdefault(ref.k, []).append((box[0], box[1], writes))
 
     def box(self, shape, transforms, env):
-        """(starts [steps, rank], extent, moved) of an access through `transforms` on a ref of
-        `shape` (moved: some step's slice was moved back to fit), or None for a transform this does
-        not follow."""
+        """(starts [steps, rank], extent, moved, exact) of an access through `transforms` on a
+        ref of `shape` (moved: some step's slice was moved back to fit; exact: the box is what the
+        access touches, not a wider one), or None for a transform this does not follow."""
         from jax._src.state.indexing import NDIndexer, Slice
 
         rank = len(shape)
         starts = np.zeros((self.steps, rank), np.int64)
         extent = list(shape)
         view = list(range(rank))  # the current view's dimensions: the ref dimension each narrows, or None
-        moved = False
+        moved, exact = False, True
         for transform in transforms:
             if not isinstance(transform, NDIndexer) or len(transform.indices) != len(view):
                 return None
@@ -246,10 +247,12 @@ class _Walker:
                     if (d is None or span is None or not isinstance(stride, int) or stride < 1 or start is None
                             or span > extent[d] or np.any(start < 0)):
                         narrowed.append(None)  # not followed: the interval so far stands
+                        exact = exact and isinstance(size, int) and span == extent[d] if d is not None else False
                         continue
                     moved = moved or bool(np.any(start > extent[d] - span))
                     starts[:, d] += np.minimum(start, extent[d] - span)
                     extent[d] = span
+                    exact = exact and stride == 1
                     narrowed.append(d if stride == 1 else None)
                 elif _is_scalar(index):
                     at = self.value(index, env)  # an integer index: the dimension goes
@@ -257,10 +260,12 @@ class _Walker:
                         moved = moved or bool(np.any(at > extent[d] - 1))
                         starts[:, d] += np.minimum(at, extent[d] - 1)
                         extent[d] = 1
+                    else:
+                        exact = False
                 else:  # a gather index: numpy's rules move dimensions; stop narrowing here
-                    return starts, tuple(extent), moved
+                    return starts, tuple(extent), moved, False
             view = narrowed
-        return starts, tuple(extent), moved
+        return starts, tuple(extent), moved, exact
 
 
 def _is_scalar(index):
