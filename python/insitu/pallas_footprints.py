@@ -14,7 +14,11 @@ Two parts:
   narrowing; a ref handed to anything but get/swap/addupdate/masked load/store (an atomic, a DMA,
   a bitcast view) counts as touching all of it; a masked store counts its whole window as written
   (the discharge writes the old values back where the mask is off); an access under ``pl.when``
-  counts at every step. So the boxes always cover what the body may touch.
+  counts at every step. So the boxes always cover what the body may touch. Whether the grid sets
+  every element of an output (so that it need not start as interpret mode's NaN) asks the
+  opposite, boxes no wider than what is written: only exact boxes of stores count there, a
+  masked store where its mask (evaluated over the steps when it is made of iotas, program ids
+  and constants, as ``offsets < n`` is) is true.
 - :func:`conflicts`: whether two steps of different outer iterations touch a common element where
   either writes, over boxes of any shapes (a sweep along the dimension that leaves the fewest
   candidate pairs).
@@ -30,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 MAX_CANDIDATE_PAIRS = 1 << 22  # box pairs overlapping along the sweep dimension compared at most
+MAX_VALUE_ELEMENTS = 1 << 22   # a value followed over the grid's steps (a mask: steps x slice) holds at most
 
 
 class _Ref:
@@ -51,6 +56,7 @@ class _Walker:
         self.indices, self.grid, self.axes, self.ref_shapes = indices, grid, axes, ref_shapes
         self.steps = len(indices)
         self.accesses = {}   # k -> [(starts [steps, rank], extent tuple, writes)]
+        self.masks = {}      # k -> per access: a masked store's mask [steps, *slice] where known, else None
         self.opaque = set()  # refs counted as touching their whole block
         self.not_only_set = set()  # refs read, or written under a branch, loop or mask, somewhere
         self.nested = 0      # > 0 inside a cond branch or loop body: what runs there may not run
@@ -71,10 +77,13 @@ class _Walker:
         return env.get(v)
 
     def scalar(self, values, outvar):
-        """`values` (int64 over the steps) as `outvar`'s type, or None when it is not an integer or
-        bool scalar or a value leaves its range (the kernel's arithmetic would wrap)."""
+        """`values` (int64 [steps, *shape]) as `outvar`'s type, or None when it is not an integer or
+        bool value of that shape (at most MAX_VALUE_ELEMENTS over the steps) or a value leaves
+        its range (the kernel's arithmetic would wrap)."""
         aval = outvar.aval
-        if values is None or getattr(aval, "shape", None) != () or np.dtype(aval.dtype).kind not in "iub":
+        shape = tuple(getattr(aval, "shape", (None,)))
+        if (values is None or not hasattr(values, "shape") or values.shape != (self.steps, *shape)
+                or values.size > MAX_VALUE_ELEMENTS or np.dtype(aval.dtype).kind not in "iub"):
             return None
         dtype = np.dtype(aval.dtype)
         if dtype.kind == "b":
@@ -84,10 +93,27 @@ class _Walker:
             return None
         return values
 
-    def arithmetic(self, name, params, xs):
-        """An integer primitive on known values, or None."""
+    def arithmetic(self, name, params, xs, out):
+        """An integer or bool primitive on known values (scalars and the small arrays a mask is
+        made of: iota, broadcast_in_dim, elementwise ops), or None. `out`: the result's aval."""
+        shape = tuple(getattr(out, "shape", ()))
+        if int(np.prod(shape, dtype=np.int64)) * self.steps > MAX_VALUE_ELEMENTS:
+            return None
+        if name == "iota" and not xs:
+            index = np.arange(shape[params["dimension"]], dtype=np.int64)
+            index = index.reshape([-1 if d == params["dimension"] else 1 for d in range(len(shape))])
+            return np.broadcast_to(index, (self.steps, *shape)).copy()
         if not xs or any(x is None for x in xs):
             return None
+        if name == "broadcast_in_dim":
+            operand = xs[0]
+            dims = params["broadcast_dimensions"]
+            placed = [1] * len(shape)
+            for i, d in enumerate(dims):
+                placed[d] = operand.shape[1 + i]
+            return np.broadcast_to(operand.reshape(self.steps, *placed), (self.steps, *shape)).copy()
+        # a scalar beside an array broadcasts along the array's dimensions
+        xs = [x.reshape(x.shape + (1,) * (1 + len(shape) - x.ndim)) if x.ndim < 1 + len(shape) else x for x in xs]
         a = xs[0]
         b = xs[1] if len(xs) > 1 else None
         with np.errstate(all="ignore"):
@@ -117,13 +143,13 @@ class _Walker:
                                     "gt": "greater", "ge": "greater_equal"}[name])(a, b).astype(np.int64)
             if name in ("and", "or", "xor"):
                 return getattr(np, f"bitwise_{name}")(a, b)
-            if name == "not":
-                return None  # bitwise on ints, logical on bools: the out type decides; not followed
+            if name == "not":  # logical on bools; bitwise on integers is not followed
+                return 1 - a if np.dtype(out.dtype).kind == "b" else None
             if name == "select_n":
-                cases = np.stack(xs[1:])
                 if np.any((a < 0) | (a >= len(xs) - 1)):
                     return None
-                return cases[a, np.arange(len(a))]
+                return np.choose(np.broadcast_to(a, (self.steps, *shape)), [np.broadcast_to(c, (self.steps, *shape))
+                                                                             for c in xs[1:]])
             if name == "clamp":
                 return np.minimum(np.maximum(xs[1], a), xs[2])
             if name == "convert_element_type":
@@ -157,8 +183,13 @@ class _Walker:
                             sets=p is state.swap_p)
             elif p is pallas.load_p or p is pallas.swap_p:
                 args = tree_util.tree_unflatten(params["args_tree"], invars)
+                mask = None
+                if p is pallas.swap_p and args[3] is not None:
+                    mask = self.value(args[3], env)
+                    mask = False if mask is None else mask  # False: a mask this cannot evaluate
                 self.access(env.get(args[0]), args[1], p is pallas.swap_p, env,
-                            sets=p is pallas.swap_p and args[3] is None, keeps_below_shift=True)
+                            sets=p is pallas.swap_p and mask is not False, keeps_below_shift=True,
+                            mask=None if mask is False else mask)
             elif p is control_flow.cond_p:
                 operands = [self.passed(v, env) for v in invars[1:]]
                 self.nested += 1
@@ -192,7 +223,7 @@ class _Walker:
                     if isinstance(ref, _Ref):
                         self.opaque.add(ref.k)
                 if not refs and len(eqn.outvars) == 1 and not any(True for _ in jax_core.jaxprs_in_params(params)):
-                    outs = [self.arithmetic(p.name, params, values)]
+                    outs = [self.arithmetic(p.name, params, values, eqn.outvars[0].aval)]
             for v, value in zip(eqn.outvars, outs):
                 if not isinstance(v, jax_core.DropVar):
                     env[v] = value if isinstance(value, (_Ref, _Scratch)) else self.scalar(value, v)
@@ -205,10 +236,11 @@ class _Walker:
         held = env.get(v) if isinstance(v, jax_core.Var) else None
         return held if isinstance(held, (_Ref, _Scratch)) else self.value(v, env)
 
-    def access(self, ref, transforms, writes, env, sets=False, keeps_below_shift=False):
-        """Records an access of `ref`. `sets`: it writes every element of its box without reading
-        any (an unmasked store, not an accumulation), except, with `keeps_below_shift` (a masked
-        store's discharge), where its slice was moved back into bounds."""
+    def access(self, ref, transforms, writes, env, sets=False, keeps_below_shift=False, mask=None):
+        """Records an access of `ref`. `sets`: it writes every element of its box (where `mask`,
+        [steps, *slice], is true) without reading any (a store, not an accumulation), except,
+        with `keeps_below_shift` (a masked store's discharge), where its slice was moved back into
+        bounds."""
         if isinstance(ref, _Scratch):
             return
         if not isinstance(ref, _Ref):
@@ -222,6 +254,7 @@ class _Walker:
             self.opaque.add(ref.k)
             return
         self.accesses.setdefault(ref.k, []).append((box[0], box[1], writes))
+        self.masks.setdefault(ref.k, []).append(mask)
 
     def box(self, shape, transforms, env):
         """(starts [steps, rank], extent, moved, exact) of an access through `transforms` on a
@@ -294,20 +327,28 @@ def access_boxes(jaxpr, grid, vmapped_dims, scalar_count, ref_shapes, scratch_co
     if walker.lost or steps != len(indices):
         return [None] * refs, [False] * refs
     boxes = [None if k in walker.opaque else walker.accesses.get(k, []) for k in range(refs)]
-    fills = [found is not None and k not in walker.not_only_set and _covers(found, ref_shapes[k])
+    fills = [found is not None and k not in walker.not_only_set and _covers(found, walker.masks.get(k, []), ref_shapes[k])
              for k, found in enumerate(boxes)]
     return boxes, fills
 
 
-def _covers(boxes, shape, limit=1 << 26):
-    """Whether `boxes` (clipped to `shape`) cover every element of it; False past `limit` elements."""
+def _covers(boxes, masks, shape, limit=1 << 26):
+    """Whether `boxes` (clipped to `shape`), each where its mask ([steps, *slice] or None: all of
+    it) is true, cover every element of it; False past `limit` elements."""
     size = int(np.prod(shape, dtype=np.int64))
     if not boxes or size > limit:
         return False
     seen = np.zeros(shape, bool)
-    for starts, extent, _ in boxes:
-        for lo in np.unique(starts, axis=0):
-            seen[tuple(slice(max(int(a), 0), max(int(a) + int(e), 0)) for a, e in zip(lo, extent))] = True
+    for (starts, extent, _), mask in zip(boxes, masks):
+        if mask is None:
+            for lo in np.unique(starts, axis=0):
+                seen[tuple(slice(max(int(a), 0), max(int(a) + int(e), 0)) for a, e in zip(lo, extent))] = True
+            continue
+        for lo, step_mask in zip(starts, mask):
+            region = seen[tuple(slice(int(a), int(a) + int(e)) for a, e in zip(lo, extent))]
+            if region.size != step_mask.size:
+                return False
+            region[step_mask.reshape(region.shape) != 0] = True
     return bool(seen.all())
 
 

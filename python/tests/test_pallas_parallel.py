@@ -511,3 +511,32 @@ def test_random_triton_kernels_match_interpret_mode_on_threads():
         if status != "ok":
             failures.append(f"{triton_generator.Case(seed).describe()} || {status}: {text}")
     assert not failures, "\n".join(failures)
+
+
+def test_masked_stores_whose_masks_cover_the_output_do_not_fill_it_first():
+    """The masks (`offsets < n`, evaluated over the grid by the proof) cover every element: no
+    fill. A mask that leaves holes keeps the fill: interpret mode's NaN shows there."""
+    from jax.experimental.pallas import triton as plgpu
+
+    def covering(x_ref, o_ref):
+        first = pl.program_id(0) * BLOCK
+        mask = first + jnp.arange(BLOCK) < N
+        plgpu.store(o_ref.at[pl.ds(first, BLOCK)], x_ref[pl.ds(first, BLOCK)] + 1.0, mask=mask)
+
+    _run(_whole_refs(covering), V)
+
+    def holes(x_ref, o_ref):
+        first = pl.program_id(0) * BLOCK
+        mask = jnp.arange(BLOCK) % 2 == 0
+        plgpu.store(o_ref.at[pl.ds(first, BLOCK)], x_ref[pl.ds(first, BLOCK)] + 1.0, mask=mask)
+
+    _run(_whole_refs(holes), V)  # exact: NaN at the odd elements, as interpret mode
+    assert np.isnan(np.asarray(insitu.jax.jit(_whole_refs(holes)(False))(V))[1::2]).all()
+
+    def written(kernel):
+        fn = insitu.jax.jit(_whole_refs(kernel)(False))
+        jax.block_until_ready(fn(V))
+        return fn.executable(V).stats["bytes_written"]
+
+    # the same steps; the kernel with holes also fills the output (N f32) first
+    assert written(holes) - written(covering) == N * 4, (written(holes), written(covering))
