@@ -12,7 +12,7 @@ A kernel draws, for a 1-D array of 40-700 elements or a 2-D one of [4-24, 8-40]:
 - a grid over blocks of B (the last block ragged or not), and per access a start
   `pid * B + shift` (shift 0 mostly; -1, 1 or B: a neighbour's slice) of size B or B + 1;
 - unmasked `ref[pl.ds(...)]` accesses, or masked `plgpu.load`/`plgpu.store` with the mask
-  `offsets < n` (the Triton idiom; `other=` or not);
+  `offsets < n` (the Triton idiom; `other=` or not; a store's mask sometimes with holes);
 - 2-D: rows by program id, columns whole, by static halves, or by a fori_loop over chunks;
 - extras: a pl.when(pid == k) write of one element, a start read from data (a prefetched
   offset in an input), an aliased input/output (donated or not) read at a neighbour's slice;
@@ -51,6 +51,7 @@ class Case:
             self.grid = self.shape[0]
             self.columns = str(rng.choice(["whole", "halves", "loop"]))
         self.masked = self.rank == 1 and rng.random() < 0.4
+        self.store_holes = self.masked and rng.random() < 0.3  # the store's mask skips every third lane
         self.other = bool(rng.random() < 0.5)
         self.read_shift = int(rng.choice([0, 0, 0, -1, 1, self.block]))
         self.write_shift = int(rng.choice([0, 0, 0, 0, 0, 1, -1]))
@@ -63,7 +64,7 @@ class Case:
         self.values = [rng.standard_normal(self.shape).astype(np.float32) for _ in range(2)]
 
     def describe(self):
-        fields = ("rank", "shape", "grid", "block", "masked", "other", "read_shift", "write_shift",
+        fields = ("rank", "shape", "grid", "block", "masked", "store_holes", "other", "read_shift", "write_shift",
                   "write_size_extra", "when_write", "data_start", "aliased", "donate", "op")
         text = ", ".join(f"{name}={getattr(self, name)}" for name in fields)
         if self.rank == 2:
@@ -89,6 +90,8 @@ class Case:
                     return None
                 return ref[pl.ds(start, size)]
             mask = start + jnp.arange(size) < n
+            if store and self.store_holes:
+                mask = mask & (jnp.arange(size) % 3 != 0)
             if store:
                 plgpu.store(ref.at[pl.ds(start, size)], value, mask=mask)
                 return None
