@@ -344,11 +344,17 @@ def _covers(boxes, masks, shape, limit=1 << 26):
             for lo in np.unique(starts, axis=0):
                 seen[tuple(slice(max(int(a), 0), max(int(a) + int(e), 0)) for a, e in zip(lo, extent))] = True
             continue
-        for lo, step_mask in zip(starts, mask):
-            region = seen[tuple(slice(int(a), int(a) + int(e)) for a, e in zip(lo, extent))]
-            if region.size != step_mask.size:
-                return False
-            region[step_mask.reshape(region.shape) != 0] = True
+        rank = len(extent)
+        if mask.size != len(starts) * int(np.prod(extent, dtype=np.int64)):
+            return False
+        mask = mask.reshape(len(starts), *extent) != 0
+        if np.any(starts < 0) or np.any(starts + np.asarray(extent, np.int64) > np.asarray(shape, np.int64)):
+            return False  # (exact boxes of stores lie inside the ref)
+        # every step's set elements at once: per dimension, start + offset over [steps, *extent]
+        where = tuple(np.broadcast_to(starts[(slice(None), d) + (None,) * rank]
+                                      + np.arange(extent[d]).reshape([-1 if e == d else 1 for e in range(rank)]),
+                                      mask.shape)[mask] for d in range(rank))
+        seen[where] = True
     return bool(seen.all())
 
 
