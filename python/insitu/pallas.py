@@ -357,13 +357,6 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     dynamic_sizes, args = args[:grid_mapping.num_dynamic_grid_bounds], args[grid_mapping.num_dynamic_grid_bounds:]
     sizes = iter(dynamic_sizes)
     grid = tuple(next(sizes) if isinstance(d, pallas_core.DynamicGridDim) else d for d in grid_mapping.grid)
-    from insitu.pallas_discharge import masked_access_rules
-
-    with masked_access_rules():  # masked loads and stores touch their window, not the whole ref
-        body, body_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
-    evaluate = _eval_retracing if _reads_grid_in_nested_bodies(body) else jax_core.eval_jaxpr
-    if debug:
-        print(f"insitu: the discharged body of {kernel}:\n{body}")
     scalar_count = grid_mapping.num_index_operands
     scalars = tuple(s.astype(jnp.int32) if isinstance(s.dtype, jax_core.bint) else s for s in args[:scalar_count])
     inputs = list(args[scalar_count:])
@@ -385,21 +378,30 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     # Where the body reads and writes inside refs that are whole arrays (pallas_footprints.py):
     # finer than their blocks for the independence proof, and whether the grid sets every
     # element of such an output without reading it.
-    accesses, fills = None, [False] * (input_count + output_count)
+    accesses, fills, in_bounds = None, [False] * (input_count + output_count), False
     if starts is not None:
         from insitu.pallas_footprints import access_boxes
 
         ref_shapes = [tuple(size for size, flag in zip(block_shapes[k], squeezed[k]) if not flag)
                       for k in range(input_count + output_count)]
         try:
-            accesses, fills = access_boxes(jaxpr, grid, grid_mapping.vmapped_dims, scalar_count, ref_shapes,
-                                           len(scratch_avals))
+            accesses, fills, in_bounds = access_boxes(jaxpr, grid, grid_mapping.vmapped_dims, scalar_count,
+                                                      ref_shapes, len(grid_mapping.scratch_avals))
         except Exception:  # noqa: BLE001 -- a form the walk does not know: whole blocks, as before it
             accesses, fills = [None] * len(ref_shapes), [False] * len(ref_shapes)
         # followed only where the block is the whole array (see _touched)
         whole = [tuple(block_shapes[k]) == tuple(padded_shapes[k]) for k in range(len(ref_shapes))]
         accesses = [found if whole[k] else None for k, found in enumerate(accesses)]
         fills = [fill and whole[k] for k, fill in enumerate(fills)]
+    from insitu.pallas_discharge import masked_access_rules
+
+    # masked loads and stores touch their window, not the whole ref; where the walk above saw
+    # every masked slice inside its ref at every step, without the shift a slice past the end needs
+    with masked_access_rules(in_bounds=in_bounds):
+        body, body_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
+    evaluate = _eval_retracing if _reads_grid_in_nested_bodies(body) else jax_core.eval_jaxpr
+    if debug:
+        print(f"insitu: the discharged body of {kernel}:\n{body}")
     # An output whose block's old value no result of the kernel body depends on (every step
     # writes the whole block, on every path, and reads none of it first), and whose blocks cover
     # it, starts as memory no one reads; so does a whole-array output the grid sets everywhere

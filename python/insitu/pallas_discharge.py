@@ -57,11 +57,15 @@ def _plan(ref_shape, transforms):
     return starts, sizes, integers
 
 
-def _windows(ref_shape, starts, sizes):
+def _windows(ref_shape, starts, sizes, in_bounds):
     """Per dimension: the clamped window start, and the slice's shift inside it (None where the
-    slice is static and in bounds: no shift)."""
+    slice is static and in bounds, or `in_bounds` says every slice is: no shift)."""
     windows, shifts = [], []
     for d, (start, size) in enumerate(zip(starts, sizes)):
+        if in_bounds and not isinstance(start, int):
+            windows.append(jnp.asarray(start, jnp.int32))  # what dynamic_slice takes as it is
+            shifts.append(None)
+            continue
         if isinstance(start, int) and 0 <= start <= ref_shape[d] - size:
             windows.append(jnp.int32(start))
             shifts.append(None)
@@ -120,7 +124,7 @@ def _read(ref, windows, sizes, shifts, fill):
     return lax.cond(unshifted, lambda array: read(array, False), lambda array: read(array, True), ref)
 
 
-def _load_rule(jax_rule):
+def _load_rule(jax_rule, in_bounds):
     def rule(ctx, *args_flat, args_tree, **params):
         from jax._src.pallas import primitives
 
@@ -129,7 +133,7 @@ def _load_rule(jax_rule):
         if plan is None:
             return jax_rule(ctx, *args_flat, args_tree=args_tree, **params)
         starts, sizes, integers = plan
-        windows, shifts = _windows(ref.shape, starts, sizes)
+        windows, shifts = _windows(ref.shape, starts, sizes, in_bounds)
         out = jnp.squeeze(_read(ref, windows, sizes, shifts, primitives.uninitialized_value((), ref.dtype)), integers)
         if mask is not None and other is not None:
             out = jnp.where(mask, out, other)
@@ -137,7 +141,7 @@ def _load_rule(jax_rule):
     return rule
 
 
-def _swap_rule(jax_rule):
+def _swap_rule(jax_rule, in_bounds):
     def rule(ctx, *args_flat, args_tree, **params):
         from jax._src.pallas import primitives
 
@@ -146,7 +150,7 @@ def _swap_rule(jax_rule):
         if plan is None:
             return jax_rule(ctx, *args_flat, args_tree=args_tree, **params)
         starts, sizes, integers = plan
-        windows, shifts = _windows(ref.shape, starts, sizes)
+        windows, shifts = _windows(ref.shape, starts, sizes, in_bounds)
         fill = primitives.uninitialized_value((), ref.dtype)
         # the old values the swap returns: a read of their own, dead code where nothing uses them
         old = jnp.squeeze(_read(ref, windows, sizes, shifts, fill), integers)
@@ -174,16 +178,18 @@ def _swap_rule(jax_rule):
 
 
 @contextlib.contextmanager
-def masked_access_rules():
+def masked_access_rules(in_bounds=False):
     """Within: the state discharge of masked_load and masked_swap uses the rules above (JAX's
-    own outside it, and for what they do not handle)."""
+    own outside it, and for what they do not handle). `in_bounds`: the caller proved that every
+    masked slice lies inside its ref at every step (pallas_footprints.access_boxes), so none needs
+    the shift: each reads and writes its slice where it lies, with no cond."""
     from jax._src.pallas import primitives
     from jax._src.state import discharge
 
     rules = discharge._discharge_rules
     saved = {p: rules.get(p) for p in (primitives.load_p, primitives.swap_p)}
-    rules[primitives.load_p] = _load_rule(saved[primitives.load_p])
-    rules[primitives.swap_p] = _swap_rule(saved[primitives.swap_p])
+    rules[primitives.load_p] = _load_rule(saved[primitives.load_p], in_bounds)
+    rules[primitives.swap_p] = _swap_rule(saved[primitives.swap_p], in_bounds)
     try:
         yield
     finally:

@@ -60,6 +60,7 @@ class _Walker:
         self.opaque = set()  # refs counted as touching their whole block
         self.not_only_set = set()  # refs read, or written under a branch, loop or mask, somewhere
         self.nested = 0      # > 0 inside a cond branch or loop body: what runs there may not run
+        self.masked_may_move = False  # a masked load or store whose slice may run past its ref's end
         self.lost = False    # a ref of unknown origin was accessed: nothing is proven
 
     # --- values ---------------------------------------------------------------------------------
@@ -241,12 +242,15 @@ class _Walker:
         [steps, *slice], is true) without reading any (a store, not an accumulation), except,
         with `keeps_below_shift` (a masked store's discharge), where its slice was moved back into
         bounds."""
-        if isinstance(ref, _Scratch):
-            return
-        if not isinstance(ref, _Ref):
-            self.lost = True
+        if isinstance(ref, _Scratch) or not isinstance(ref, _Ref):
+            if keeps_below_shift:
+                self.masked_may_move = True  # (scratch refs are not followed)
+            if not isinstance(ref, _Scratch):
+                self.lost = True
             return
         box = self.box(self.ref_shapes[ref.k], transforms, env)
+        if keeps_below_shift and (box is None or box[2] or box[4]):
+            self.masked_may_move = True
         # what sets its box only: not a widened box (a superset), nor a masked store moved back
         if not sets or self.nested or box is None or not box[3] or (keeps_below_shift and box[2]):
             self.not_only_set.add(ref.k)
@@ -257,16 +261,17 @@ class _Walker:
         self.masks.setdefault(ref.k, []).append(mask)
 
     def box(self, shape, transforms, env):
-        """(starts [steps, rank], extent, moved, exact) of an access through `transforms` on a
-        ref of `shape` (moved: some step's slice was moved back to fit; exact: the box is what the
-        access touches, not a wider one), or None for a transform this does not follow."""
+        """(starts [steps, rank], extent, moved, exact, unknown) of an access through `transforms`
+        on a ref of `shape` (moved: some step's slice was moved back to fit; exact: the box is what
+        the access touches, not a wider one; unknown: some start was not followed, so whether it
+        was moved is not known), or None for a transform this does not follow."""
         from jax._src.state.indexing import NDIndexer, Slice
 
         rank = len(shape)
         starts = np.zeros((self.steps, rank), np.int64)
         extent = list(shape)
         view = list(range(rank))  # the current view's dimensions: the ref dimension each narrows, or None
-        moved, exact = False, True
+        moved, exact, unknown = False, True, False
         for transform in transforms:
             if not isinstance(transform, NDIndexer) or len(transform.indices) != len(view):
                 return None
@@ -280,6 +285,7 @@ class _Walker:
                     if (d is None or span is None or not isinstance(stride, int) or stride < 1 or start is None
                             or span > extent[d] or np.any(start < 0)):
                         narrowed.append(None)  # not followed: the interval so far stands
+                        unknown = True
                         exact = exact and isinstance(size, int) and span == extent[d] if d is not None else False
                         continue
                     moved = moved or bool(np.any(start > extent[d] - span))
@@ -294,11 +300,11 @@ class _Walker:
                         starts[:, d] += np.minimum(at, extent[d] - 1)
                         extent[d] = 1
                     else:
-                        exact = False
+                        exact, unknown = False, True
                 else:  # a gather index: numpy's rules move dimensions; stop narrowing here
-                    return starts, tuple(extent), moved, False
+                    return starts, tuple(extent), moved, False, True
             view = narrowed
-        return starts, tuple(extent), moved, exact
+        return starts, tuple(extent), moved, exact, unknown
 
 
 def _is_scalar(index):
@@ -310,13 +316,15 @@ def _is_scalar(index):
 
 
 def access_boxes(jaxpr, grid, vmapped_dims, scalar_count, ref_shapes, scratch_count):
-    """(boxes, fills). boxes: per ref k among the kernel's [*inputs, *outputs] refs (after
+    """(boxes, fills, in_bounds). boxes: per ref k among the kernel's [*inputs, *outputs] refs (after
     `scalar_count` scalar-prefetch operands; `ref_shapes` as the kernel sees them, squeezed
     dimensions gone), a list of (starts [steps, rank], extent, writes), one per access (steps
     row-major over `grid`), or None where the ref is used in a way this does not follow; None for
     every ref when an access cannot be traced to its ref. fills: per ref, whether the grid
     writes every element of it and nothing reads it (every access an unmasked store outside any
-    branch or loop, their boxes together covering the ref): its initial value is never seen."""
+    branch or loop, their boxes together covering the ref): its initial value is never seen.
+    in_bounds: every masked load and store's slice lies inside its ref at every step (none is
+    moved back, none has a start this does not know)."""
     steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
     indices = np.indices(grid).reshape(len(grid), -1).T.astype(np.int64) if grid else np.zeros((1, 0), np.int64)
     walker = _Walker(indices, tuple(grid), [d for d in range(len(grid)) if d not in vmapped_dims], ref_shapes)
@@ -325,11 +333,11 @@ def access_boxes(jaxpr, grid, vmapped_dims, scalar_count, ref_shapes, scratch_co
     env.update({v: _Scratch() for v in jaxpr.invars[scalar_count + refs:scalar_count + refs + scratch_count]})
     walker.walk(jaxpr, env)
     if walker.lost or steps != len(indices):
-        return [None] * refs, [False] * refs
+        return [None] * refs, [False] * refs, False
     boxes = [None if k in walker.opaque else walker.accesses.get(k, []) for k in range(refs)]
     fills = [found is not None and k not in walker.not_only_set and _covers(found, walker.masks.get(k, []), ref_shapes[k])
              for k, found in enumerate(boxes)]
-    return boxes, fills
+    return boxes, fills, not walker.masked_may_move
 
 
 def _covers(boxes, masks, shape, limit=1 << 26):

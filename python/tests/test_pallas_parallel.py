@@ -293,8 +293,11 @@ def test_masked_triton_loads_and_stores_touch_their_window_in_place_on_threads()
     assert kernel_stats["parallel_axes"] == [0] and kernel_stats["bytes_copied"] == 0, kernel_stats
     fn = insitu.jax.jit(_whole_refs(_masked_exp(N), grid=16)(False))
     jax.block_until_ready(fn(V))
-    # JAX's rule rewrote the whole 16 KB array twice a step (16 steps: 512 KB and more)
-    assert fn.executable(V).stats["bytes_written"] < 8 * N * 4, fn.executable(V).stats
+    # JAX's rule rewrote the whole 16 KB array twice a step (16 steps: 512 KB and more); every
+    # slice here lies inside the array, so each is read and written where it lies: the output
+    # once (its masks cover it: no fill), nothing staged
+    stats = fn.executable(V).stats
+    assert stats["bytes_written"] < N * 4 + 1024 and stats["bytes_staged"] == 0, stats
 
 
 def test_a_masked_slice_past_the_end_keeps_its_window_and_runs_in_order():
@@ -539,4 +542,4 @@ def test_masked_stores_whose_masks_cover_the_output_do_not_fill_it_first():
         return fn.executable(V).stats["bytes_written"]
 
     # the same steps; the kernel with holes also fills the output (N f32) first
-    assert written(holes) - written(covering) == N * 4, (written(holes), written(covering))
+    assert written(holes) - written(covering) >= N * 4 - 256, (written(holes), written(covering))
