@@ -25,6 +25,7 @@ steps in order: they rewrite a whole array).
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import jax.numpy as jnp
 from jax import lax
@@ -186,15 +187,19 @@ def masked_access_rules(in_bounds=False):
     from jax._src.pallas import primitives
     from jax._src.state import discharge
 
-    rules = discharge._discharge_rules
-    saved = {p: rules.get(p) for p in (primitives.load_p, primitives.swap_p)}
-    rules[primitives.load_p] = _load_rule(saved[primitives.load_p], in_bounds)
-    rules[primitives.swap_p] = _swap_rule(saved[primitives.swap_p], in_bounds)
-    try:
-        yield
-    finally:
-        for p, rule in saved.items():
-            if rule is None:
-                rules.pop(p, None)
-            else:
-                rules[p] = rule
+    with _SWAPPING:  # two threads lowering at once: each restores what it found, in turn
+        rules = discharge._discharge_rules
+        saved = {p: rules.get(p) for p in (primitives.load_p, primitives.swap_p)}
+        rules[primitives.load_p] = _load_rule(saved[primitives.load_p], in_bounds)
+        rules[primitives.swap_p] = _swap_rule(saved[primitives.swap_p], in_bounds)
+        try:
+            yield
+        finally:
+            for p, rule in saved.items():
+                if rule is None:
+                    rules.pop(p, None)
+                else:
+                    rules[p] = rule
+
+
+_SWAPPING = threading.Lock()

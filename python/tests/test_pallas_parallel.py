@@ -543,3 +543,14 @@ def test_masked_stores_whose_masks_cover_the_output_do_not_fill_it_first():
 
     # the same steps; the kernel with holes also fills the output (N f32) first
     assert written(holes) - written(covering) >= N * 4 - 256, (written(holes), written(covering))
+
+
+def test_the_masked_rules_are_insitus_only_while_it_lowers():
+    """After insitu lowered a masked kernel, JAX's discharge rules are JAX's own again (a plain
+    jax.jit keeps JAX's meaning, here the same values by a different route)."""
+    from jax._src.pallas import primitives
+    from jax._src.state import discharge
+
+    kernel_stats, _ = _run(_whole_refs(_masked_exp(N), grid=16), V, exact=False)
+    for primitive in (primitives.load_p, primitives.swap_p):
+        assert discharge._discharge_rules[primitive].__module__ == "jax._src.pallas.primitives"
