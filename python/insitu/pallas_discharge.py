@@ -125,17 +125,26 @@ def _read(ref, windows, sizes, shifts, fill):
     return lax.cond(unshifted, lambda array: read(array, False), lambda array: read(array, True), ref)
 
 
+def _window_plan(ref, transforms, in_bounds):
+    """(sizes, integer dims, windows, shifts, fill) of an access these rules take, or None."""
+    from jax._src.pallas import primitives
+
+    plan = _plan(ref.shape, transforms)
+    if plan is None:
+        return None
+    starts, sizes, integers = plan
+    windows, shifts = _windows(ref.shape, starts, sizes, in_bounds)
+    return sizes, integers, windows, shifts, primitives.uninitialized_value((), ref.dtype)
+
+
 def _load_rule(jax_rule, in_bounds):
     def rule(ctx, *args_flat, args_tree, **params):
-        from jax._src.pallas import primitives
-
         ref, transforms, mask, other = args_tree.unflatten(args_flat)
-        plan = _plan(ref.shape, transforms)
+        plan = _window_plan(ref, transforms, in_bounds)
         if plan is None:
             return jax_rule(ctx, *args_flat, args_tree=args_tree, **params)
-        starts, sizes, integers = plan
-        windows, shifts = _windows(ref.shape, starts, sizes, in_bounds)
-        out = jnp.squeeze(_read(ref, windows, sizes, shifts, primitives.uninitialized_value((), ref.dtype)), integers)
+        sizes, integers, windows, shifts, fill = plan
+        out = jnp.squeeze(_read(ref, windows, sizes, shifts, fill), integers)
         if mask is not None and other is not None:
             out = jnp.where(mask, out, other)
         return (None,) * len(ctx.in_avals), out
@@ -144,15 +153,11 @@ def _load_rule(jax_rule, in_bounds):
 
 def _swap_rule(jax_rule, in_bounds):
     def rule(ctx, *args_flat, args_tree, **params):
-        from jax._src.pallas import primitives
-
         ref, transforms, val, mask = args_tree.unflatten(args_flat)
-        plan = _plan(ref.shape, transforms)
+        plan = _window_plan(ref, transforms, in_bounds)
         if plan is None:
             return jax_rule(ctx, *args_flat, args_tree=args_tree, **params)
-        starts, sizes, integers = plan
-        windows, shifts = _windows(ref.shape, starts, sizes, in_bounds)
-        fill = primitives.uninitialized_value((), ref.dtype)
+        sizes, integers, windows, shifts, fill = plan
         # the old values the swap returns: a read of their own, dead code where nothing uses them
         old = jnp.squeeze(_read(ref, windows, sizes, shifts, fill), integers)
         out = old if mask is None else jnp.where(mask, old, val)
