@@ -378,15 +378,15 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     # Where the body reads and writes inside refs that are whole arrays (pallas_footprints.py):
     # finer than their blocks for the independence proof, and whether the grid sets every
     # element of such an output without reading it.
-    accesses, fills, in_bounds = None, [False] * (input_count + output_count), False
+    accesses, fills, in_bounds, masks_true = None, [False] * (input_count + output_count), False, False
     if starts is not None:
         from insitu.pallas_footprints import access_boxes
 
         ref_shapes = [tuple(size for size, flag in zip(block_shapes[k], squeezed[k]) if not flag)
                       for k in range(input_count + output_count)]
         try:
-            accesses, fills, in_bounds = access_boxes(jaxpr, grid, grid_mapping.vmapped_dims, scalar_count,
-                                                      ref_shapes, len(grid_mapping.scratch_avals))
+            accesses, fills, in_bounds, masks_true = access_boxes(
+                jaxpr, grid, grid_mapping.vmapped_dims, scalar_count, ref_shapes, len(grid_mapping.scratch_avals))
         except Exception:  # noqa: BLE001 -- a form the walk does not know: whole blocks, as before it
             accesses, fills = [None] * len(ref_shapes), [False] * len(ref_shapes)
         # followed only where the block is the whole array (see _touched)
@@ -396,8 +396,9 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     from insitu.pallas_discharge import masked_access_rules
 
     # masked loads and stores touch their window, not the whole ref; where the walk above saw
-    # every masked slice inside its ref at every step, without the shift a slice past the end needs
-    with masked_access_rules(in_bounds=in_bounds):
+    # every masked slice inside its ref at every step, without the shift a slice past the end
+    # needs, and where it saw every mask true everywhere, without the masks
+    with masked_access_rules(in_bounds=in_bounds, masks_true=masks_true):
         body, body_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
     evaluate = _eval_retracing if _reads_grid_in_nested_bodies(body) else jax_core.eval_jaxpr
     if debug:

@@ -137,9 +137,11 @@ def _window_plan(ref, transforms, in_bounds):
     return sizes, integers, windows, shifts, primitives.uninitialized_value((), ref.dtype)
 
 
-def _load_rule(jax_rule, in_bounds):
+def _load_rule(jax_rule, in_bounds, masks_true):
     def rule(ctx, *args_flat, args_tree, **params):
         ref, transforms, mask, other = args_tree.unflatten(args_flat)
+        if masks_true:
+            mask = None  # true at every lane: where(mask, out, other) is out
         plan = _window_plan(ref, transforms, in_bounds)
         if plan is None:
             return jax_rule(ctx, *args_flat, args_tree=args_tree, **params)
@@ -151,9 +153,11 @@ def _load_rule(jax_rule, in_bounds):
     return rule
 
 
-def _swap_rule(jax_rule, in_bounds):
+def _swap_rule(jax_rule, in_bounds, masks_true):
     def rule(ctx, *args_flat, args_tree, **params):
         ref, transforms, val, mask = args_tree.unflatten(args_flat)
+        if masks_true:
+            mask = None  # true at every lane: the store writes val, the swap returns the old values
         plan = _window_plan(ref, transforms, in_bounds)
         if plan is None:
             return jax_rule(ctx, *args_flat, args_tree=args_tree, **params)
@@ -184,19 +188,20 @@ def _swap_rule(jax_rule, in_bounds):
 
 
 @contextlib.contextmanager
-def masked_access_rules(in_bounds=False):
+def masked_access_rules(in_bounds=False, masks_true=False):
     """Within: the state discharge of masked_load and masked_swap uses the rules above (JAX's
     own outside it, and for what they do not handle). `in_bounds`: the caller proved that every
     masked slice lies inside its ref at every step (pallas_footprints.access_boxes), so none needs
-    the shift: each reads and writes its slice where it lies, with no cond."""
+    the shift: each reads and writes its slice where it lies, with no cond. `masks_true`: the
+    caller proved every mask true at every lane of every step: they are dropped."""
     from jax._src.pallas import primitives
     from jax._src.state import discharge
 
     with _SWAPPING:  # two threads lowering at once: each restores what it found, in turn
         rules = discharge._discharge_rules
         saved = {p: rules.get(p) for p in (primitives.load_p, primitives.swap_p)}
-        rules[primitives.load_p] = _load_rule(saved[primitives.load_p], in_bounds)
-        rules[primitives.swap_p] = _swap_rule(saved[primitives.swap_p], in_bounds)
+        rules[primitives.load_p] = _load_rule(saved[primitives.load_p], in_bounds, masks_true)
+        rules[primitives.swap_p] = _swap_rule(saved[primitives.swap_p], in_bounds, masks_true)
         try:
             yield
         finally:

@@ -61,6 +61,7 @@ class _Walker:
         self.not_only_set = set()  # refs read, or written under a branch, loop or mask, somewhere
         self.nested = 0      # > 0 inside a cond branch or loop body: what runs there may not run
         self.masked_may_move = False  # a masked load or store whose slice may run past its ref's end
+        self.masks_all_true = True    # every mask of a masked load or store is known and true everywhere
         self.lost = False    # a ref of unknown origin was accessed: nothing is proven
 
     # --- values ---------------------------------------------------------------------------------
@@ -184,6 +185,10 @@ class _Walker:
                             sets=p is state.swap_p)
             elif p is pallas.load_p or p is pallas.swap_p:
                 args = tree_util.tree_unflatten(params["args_tree"], invars)
+                given = args[3] if p is pallas.swap_p else args[2]
+                if given is not None:
+                    known = self.value(given, env)
+                    self.masks_all_true &= known is not None and bool(np.all(known != 0))
                 mask = None
                 if p is pallas.swap_p and args[3] is not None:
                     mask = self.value(args[3], env)
@@ -316,7 +321,7 @@ def _is_scalar(index):
 
 
 def access_boxes(jaxpr, grid, vmapped_dims, scalar_count, ref_shapes, scratch_count):
-    """(boxes, fills, in_bounds). boxes: per ref k among the kernel's [*inputs, *outputs] refs (after
+    """(boxes, fills, in_bounds, masks_true). boxes: per ref k among the kernel's [*inputs, *outputs] refs (after
     `scalar_count` scalar-prefetch operands; `ref_shapes` as the kernel sees them, squeezed
     dimensions gone), a list of (starts [steps, rank], extent, writes), one per access (steps
     row-major over `grid`), or None where the ref is used in a way this does not follow; None for
@@ -324,7 +329,8 @@ def access_boxes(jaxpr, grid, vmapped_dims, scalar_count, ref_shapes, scratch_co
     writes every element of it and nothing reads it (every access an unmasked store outside any
     branch or loop, their boxes together covering the ref): its initial value is never seen.
     in_bounds: every masked load and store's slice lies inside its ref at every step (none is
-    moved back, none has a start this does not know)."""
+    moved back, none has a start this does not know). masks_true: every mask of a masked load or
+    store is known and true at every lane of every step (`offsets < n` over a grid that tiles n)."""
     steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
     indices = np.indices(grid).reshape(len(grid), -1).T.astype(np.int64) if grid else np.zeros((1, 0), np.int64)
     walker = _Walker(indices, tuple(grid), [d for d in range(len(grid)) if d not in vmapped_dims], ref_shapes)
@@ -333,11 +339,11 @@ def access_boxes(jaxpr, grid, vmapped_dims, scalar_count, ref_shapes, scratch_co
     env.update({v: _Scratch() for v in jaxpr.invars[scalar_count + refs:scalar_count + refs + scratch_count]})
     walker.walk(jaxpr, env)
     if walker.lost or steps != len(indices):
-        return [None] * refs, [False] * refs, False
+        return [None] * refs, [False] * refs, False, False
     boxes = [None if k in walker.opaque else walker.accesses.get(k, []) for k in range(refs)]
     fills = [found is not None and k not in walker.not_only_set and _covers(found, walker.masks.get(k, []), ref_shapes[k])
              for k, found in enumerate(boxes)]
-    return boxes, fills, not walker.masked_may_move
+    return boxes, fills, not walker.masked_may_move, walker.masks_all_true
 
 
 def _covers(boxes, masks, shape, limit=1 << 26):

@@ -554,3 +554,28 @@ def test_the_masked_rules_are_insitus_only_while_it_lowers():
     kernel_stats, _ = _run(_whole_refs(_masked_exp(N), grid=16), V, exact=False)
     for primitive in (primitives.load_p, primitives.swap_p):
         assert discharge._discharge_rules[primitive].__module__ == "jax._src.pallas.primitives"
+
+
+def test_masks_true_at_every_lane_of_every_step_are_dropped():
+    """`offsets < n` over a grid that tiles n is true everywhere (the proof evaluates it): the
+    masked kernel compiles to the unmasked one (the same bytes written: no select reading the
+    old output, no mask computed), with the same values."""
+    from jax.experimental.pallas import triton as plgpu
+
+    def masked(x_ref, o_ref):
+        first = pl.program_id(0) * BLOCK
+        mask = first + jnp.arange(BLOCK) < N
+        x = plgpu.load(x_ref.at[pl.ds(first, BLOCK)], mask=mask, other=0.0)
+        plgpu.store(o_ref.at[pl.ds(first, BLOCK)], x * 2.0, mask=mask)
+
+    def plain(x_ref, o_ref):
+        at = pl.ds(pl.program_id(0) * BLOCK, BLOCK)
+        o_ref[at] = x_ref[at] * 2.0
+
+    def written(kernel):
+        fn = insitu.jax.jit(_whole_refs(kernel)(False))
+        jax.block_until_ready(fn(V))
+        return fn.executable(V).stats["bytes_written"]
+
+    _run(_whole_refs(masked), V)
+    assert written(masked) == written(plain), (written(masked), written(plain))
