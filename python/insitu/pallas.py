@@ -378,14 +378,14 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
     # Where the body reads and writes inside refs that are whole arrays (pallas_footprints.py):
     # finer than their blocks for the independence proof, and whether the grid sets every
     # element of such an output without reading it.
-    accesses, fills, in_bounds, masks_true = None, [False] * (input_count + output_count), False, False
+    accesses, fills, special = None, [False] * (input_count + output_count), None
     if starts is not None:
         from insitu.pallas_footprints import access_boxes
 
         ref_shapes = [tuple(size for size, flag in zip(block_shapes[k], squeezed[k]) if not flag)
                       for k in range(input_count + output_count)]
         try:
-            accesses, fills, in_bounds, masks_true = access_boxes(
+            accesses, fills, special = access_boxes(
                 jaxpr, grid, grid_mapping.vmapped_dims, scalar_count, ref_shapes, len(grid_mapping.scratch_avals))
         except Exception:  # noqa: BLE001 -- a form the walk does not know: whole blocks, as before it
             accesses, fills = [None] * len(ref_shapes), [False] * len(ref_shapes)
@@ -395,12 +395,34 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
         fills = [fill and whole[k] for k, fill in enumerate(fills)]
     from insitu.pallas_discharge import masked_access_rules
 
-    # masked loads and stores touch their window, not the whole ref; where the walk above saw
-    # every masked slice inside its ref at every step, without the shift a slice past the end
-    # needs, and where it saw every mask true everywhere, without the masks
-    with masked_access_rules(in_bounds=in_bounds, masks_true=masks_true):
-        body, body_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
+    # Masked loads and stores touch their window, not the whole ref. At a step where the walk
+    # above saw every masked slice inside its ref and every mask true at every lane, they are
+    # plain slices without masks (the `plain` body); the other steps need the shift a slice past
+    # the end takes and the masks (the general body). Where both kinds of steps occur (a ragged
+    # grid's last step), a cond picks the body per step.
+    if special is None or special.all():
+        plain_steps = None  # every step general
+    elif not special.any():
+        plain_steps = True  # every step plain
+    else:
+        plain_steps = ~special
+    body = plain = None
+    if plain_steps is not True:
+        with masked_access_rules():
+            body, body_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
+    if plain_steps is not None:
+        with masked_access_rules(in_bounds=True, masks_true=True):
+            plain, plain_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
+    if body is None:
+        body, body_consts = plain, plain_consts
     evaluate = _eval_retracing if _reads_grid_in_nested_bodies(body) else jax_core.eval_jaxpr
+
+    def run_body(i, *values):
+        if plain is None or plain_steps is True:
+            return evaluate(body if plain is None else plain, body_consts if plain is None else plain_consts, *values)
+        return lax.cond(jnp.asarray(plain_steps)[i], lambda *v: list(evaluate(plain, plain_consts, *v)),
+                        lambda *v: list(evaluate(body, body_consts, *v)), *values)
+
     if debug:
         print(f"insitu: the discharged body of {kernel}:\n{body}")
     # An output whose block's old value no result of the kernel body depends on (every step
@@ -460,7 +482,7 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
             starts = [m.compute_start_indices_interpret(indices, *scalars) for m in grid_mapping.block_mappings]
             blocks = [_read_block(current[array_of[k]], starts[k], block_shapes[k], squeezed[k])
                       for k in range(input_count + output_count)]
-            results = evaluate(body, body_consts, *scalars, *blocks, *scratch_values)
+            results = run_body(i, *scalars, *blocks, *scratch_values)
         new_blocks = results[scalar_count:scalar_count + input_count + output_count]
         new_scratch = results[scalar_count + input_count + output_count:]
         # Write back the written refs' blocks; for an aliased pair written through both refs the

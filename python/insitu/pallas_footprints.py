@@ -60,8 +60,9 @@ class _Walker:
         self.opaque = set()  # refs counted as touching their whole block
         self.not_only_set = set()  # refs read, or written under a branch, loop or mask, somewhere
         self.nested = 0      # > 0 inside a cond branch or loop body: what runs there may not run
-        self.masked_may_move = False  # a masked load or store whose slice may run past its ref's end
-        self.masks_all_true = True    # every mask of a masked load or store is known and true everywhere
+        # per step: a masked load or store there may need more than a plain slice (its slice may
+        # run past its ref's end, or its mask may be false somewhere or is not known)
+        self.special = np.zeros(self.steps, bool)
         self.lost = False    # a ref of unknown origin was accessed: nothing is proven
 
     # --- values ---------------------------------------------------------------------------------
@@ -188,7 +189,10 @@ class _Walker:
                 given = args[3] if p is pallas.swap_p else args[2]
                 if given is not None:
                     known = self.value(given, env)
-                    self.masks_all_true &= known is not None and bool(np.all(known != 0))
+                    if known is None or known.shape[0] != self.steps:
+                        self.special[:] = True
+                    else:
+                        self.special |= ~np.all(known.reshape(self.steps, -1) != 0, axis=1)
                 mask = None
                 if p is pallas.swap_p and args[3] is not None:
                     mask = self.value(args[3], env)
@@ -249,15 +253,18 @@ class _Walker:
         bounds."""
         if isinstance(ref, _Scratch) or not isinstance(ref, _Ref):
             if keeps_below_shift:
-                self.masked_may_move = True  # (scratch refs are not followed)
+                self.special[:] = True  # (scratch refs are not followed)
             if not isinstance(ref, _Scratch):
                 self.lost = True
             return
         box = self.box(self.ref_shapes[ref.k], transforms, env)
-        if keeps_below_shift and (box is None or box[2] or box[4]):
-            self.masked_may_move = True
+        if keeps_below_shift:
+            if box is None or box[4]:
+                self.special[:] = True
+            else:
+                self.special |= box[2]
         # what sets its box only: not a widened box (a superset), nor a masked store moved back
-        if not sets or self.nested or box is None or not box[3] or (keeps_below_shift and box[2]):
+        if not sets or self.nested or box is None or not box[3] or (keeps_below_shift and box[2].any()):
             self.not_only_set.add(ref.k)
         if box is None:
             self.opaque.add(ref.k)
@@ -267,7 +274,7 @@ class _Walker:
 
     def box(self, shape, transforms, env):
         """(starts [steps, rank], extent, moved, exact, unknown) of an access through `transforms`
-        on a ref of `shape` (moved: some step's slice was moved back to fit; exact: the box is what
+        on a ref of `shape` (moved [steps]: the step's slice was moved back to fit; exact: the box is what
         the access touches, not a wider one; unknown: some start was not followed, so whether it
         was moved is not known), or None for a transform this does not follow."""
         from jax._src.state.indexing import NDIndexer, Slice
@@ -276,7 +283,7 @@ class _Walker:
         starts = np.zeros((self.steps, rank), np.int64)
         extent = list(shape)
         view = list(range(rank))  # the current view's dimensions: the ref dimension each narrows, or None
-        moved, exact, unknown = False, True, False
+        moved, exact, unknown = np.zeros(self.steps, bool), True, False
         for transform in transforms:
             if not isinstance(transform, NDIndexer) or len(transform.indices) != len(view):
                 return None
@@ -293,7 +300,7 @@ class _Walker:
                         unknown = True
                         exact = exact and isinstance(size, int) and span == extent[d] if d is not None else False
                         continue
-                    moved = moved or bool(np.any(start > extent[d] - span))
+                    moved = moved | (start > extent[d] - span)
                     starts[:, d] += np.minimum(start, extent[d] - span)
                     extent[d] = span
                     exact = exact and stride == 1
@@ -301,7 +308,7 @@ class _Walker:
                 elif _is_scalar(index):
                     at = self.value(index, env)  # an integer index: the dimension goes
                     if d is not None and at is not None and not np.any(at < 0):
-                        moved = moved or bool(np.any(at > extent[d] - 1))
+                        moved = moved | (at > extent[d] - 1)
                         starts[:, d] += np.minimum(at, extent[d] - 1)
                         extent[d] = 1
                     else:
@@ -321,16 +328,17 @@ def _is_scalar(index):
 
 
 def access_boxes(jaxpr, grid, vmapped_dims, scalar_count, ref_shapes, scratch_count):
-    """(boxes, fills, in_bounds, masks_true). boxes: per ref k among the kernel's [*inputs, *outputs] refs (after
+    """(boxes, fills, special). boxes: per ref k among the kernel's [*inputs, *outputs] refs (after
     `scalar_count` scalar-prefetch operands; `ref_shapes` as the kernel sees them, squeezed
     dimensions gone), a list of (starts [steps, rank], extent, writes), one per access (steps
     row-major over `grid`), or None where the ref is used in a way this does not follow; None for
     every ref when an access cannot be traced to its ref. fills: per ref, whether the grid
     writes every element of it and nothing reads it (every access an unmasked store outside any
     branch or loop, their boxes together covering the ref): its initial value is never seen.
-    in_bounds: every masked load and store's slice lies inside its ref at every step (none is
-    moved back, none has a start this does not know). masks_true: every mask of a masked load or
-    store is known and true at every lane of every step (`offsets < n` over a grid that tiles n)."""
+    special: per step (bool [steps]), whether a masked load or store there needs more than a
+    plain slice of its ref: its slice may run past the end (moved back, or a start this does not
+    know) or its mask may be false at some lane (or is not known). Where a step is not special,
+    its masked accesses are plain slices and their masks may be dropped."""
     steps = int(np.prod(grid, dtype=np.int64)) if grid else 1
     indices = np.indices(grid).reshape(len(grid), -1).T.astype(np.int64) if grid else np.zeros((1, 0), np.int64)
     walker = _Walker(indices, tuple(grid), [d for d in range(len(grid)) if d not in vmapped_dims], ref_shapes)
@@ -339,11 +347,11 @@ def access_boxes(jaxpr, grid, vmapped_dims, scalar_count, ref_shapes, scratch_co
     env.update({v: _Scratch() for v in jaxpr.invars[scalar_count + refs:scalar_count + refs + scratch_count]})
     walker.walk(jaxpr, env)
     if walker.lost or steps != len(indices):
-        return [None] * refs, [False] * refs, False, False
+        return [None] * refs, [False] * refs, np.ones(max(steps, 1), bool)
     boxes = [None if k in walker.opaque else walker.accesses.get(k, []) for k in range(refs)]
     fills = [found is not None and k not in walker.not_only_set and _covers(found, walker.masks.get(k, []), ref_shapes[k])
              for k, found in enumerate(boxes)]
-    return boxes, fills, not walker.masked_may_move, walker.masks_all_true
+    return boxes, fills, walker.special
 
 
 def _covers(boxes, masks, shape, limit=1 << 26):
