@@ -90,19 +90,6 @@ def _shift_down(block, shifts, fill):
     return block
 
 
-def _shift_up(block, shifts):
-    """(block[j - shift] at j, where j >= shift in every dimension) per dimension."""
-    inside = jnp.ones(block.shape, bool)
-    for d, shift in enumerate(shifts):
-        if shift is None:
-            continue
-        size = block.shape[d]
-        padded = jnp.concatenate([block, block], axis=d)  # the first half only fills j < shift
-        block = lax.dynamic_slice_in_dim(padded, size - jnp.minimum(shift, size), size, axis=d)
-        inside = inside & (lax.broadcasted_iota(jnp.int32, block.shape, d) >= shift)
-    return block, inside
-
-
 def _unshifted(shifts):
     """Whether no slice was moved back into bounds (a traced bool), or None when none can be."""
     moved = [shift for shift in shifts if shift is not None]
@@ -137,6 +124,26 @@ def _window_plan(ref, transforms, in_bounds):
     return sizes, integers, windows, shifts, primitives.uninitialized_value((), ref.dtype)
 
 
+def _scatter_lanes(ref, val, mask, windows, shifts, sizes, integers):
+    """`ref` with the slice's lanes (where `mask` is true) set to `val` and nothing else written: a
+    scatter of single elements at the slice's own positions (the window plus its shift), a lane
+    past the end or masked off sent past the end of dimension 0, which the scatter drops. A
+    masked store of a slice past the end thus writes only its in-bounds lanes, so its footprint
+    is its slice, not its window."""
+    rank = len(sizes)
+    positions = []
+    for d in range(rank):
+        start = windows[d] if shifts[d] is None else windows[d] + shifts[d]
+        positions.append(start + lax.broadcasted_iota(jnp.int32, tuple(sizes), d))
+    if mask is not None:
+        off = ~jnp.broadcast_to(jnp.expand_dims(mask, integers), tuple(sizes))
+        positions[0] = jnp.where(off, ref.shape[0], positions[0])
+    numbers = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=tuple(range(rank)),
+                                          scatter_dims_to_operand_dims=tuple(range(rank)))
+    return lax.scatter(ref, jnp.stack(positions, axis=-1), jnp.expand_dims(val, integers), numbers,
+                       mode=lax.GatherScatterMode.FILL_OR_DROP)
+
+
 def _load_rule(jax_rule, in_bounds, masks_true):
     def rule(ctx, *args_flat, args_tree, **params):
         ref, transforms, mask, other = args_tree.unflatten(args_flat)
@@ -166,23 +173,13 @@ def _swap_rule(jax_rule, in_bounds, masks_true):
         old = jnp.squeeze(_read(ref, windows, sizes, shifts, fill), integers)
         out = old if mask is None else jnp.where(mask, old, val)
 
-        def store(array, val, mask, shifted):
-            window = lax.dynamic_slice(array, windows, sizes)
-            if mask is not None:  # the window's own values where the mask is off
-                kept = jnp.squeeze(_shift_down(window, shifts, fill) if shifted else window, integers)
-                val = jnp.where(mask, val, kept)
-            val = jnp.expand_dims(val, integers)
-            if shifted:
-                placed, inside = _shift_up(val, shifts)
-                val = jnp.where(inside, placed, window)
-            return lax.dynamic_update_slice(array, val, windows)
-
-        unshifted = _unshifted(shifts)
-        if unshifted is None:
-            updated = store(ref, val, mask, False)
-        else:
-            updated = lax.cond(unshifted, lambda a, v, m: store(a, v, m, False), lambda a, v, m: store(a, v, m, True),
-                               ref, val, mask)
+        if _unshifted(shifts) is not None:  # a slice that may run past the end: its lanes, one by one
+            updated = _scatter_lanes(ref, val, mask, windows, shifts, sizes, integers)
+        else:  # the slice is its window: a read-modify-write where a mask is off
+            window = lax.dynamic_slice(ref, windows, sizes)
+            if mask is not None:
+                val = jnp.where(mask, val, jnp.squeeze(window, integers))
+            updated = lax.dynamic_update_slice(ref, jnp.expand_dims(val, integers), windows)
         return (updated,) + (None,) * (len(ctx.in_avals) - 1), out
     return rule
 

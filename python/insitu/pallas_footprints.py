@@ -199,7 +199,7 @@ class _Walker:
                     mask = False if mask is None else mask  # False: a mask this cannot evaluate
                 self.access(env.get(args[0]), args[1], p is pallas.swap_p, env,
                             sets=p is pallas.swap_p and mask is not False, keeps_below_shift=True,
-                            mask=None if mask is False else mask)
+                            mask=None if mask is False else mask, unclamped=p is pallas.swap_p)
             elif p is control_flow.cond_p:
                 operands = [self.passed(v, env) for v in invars[1:]]
                 self.nested += 1
@@ -246,7 +246,7 @@ class _Walker:
         held = env.get(v) if isinstance(v, jax_core.Var) else None
         return held if isinstance(held, (_Ref, _Scratch)) else self.value(v, env)
 
-    def access(self, ref, transforms, writes, env, sets=False, keeps_below_shift=False, mask=None):
+    def access(self, ref, transforms, writes, env, sets=False, keeps_below_shift=False, mask=None, unclamped=False):
         """Records an access of `ref`. `sets`: it writes every element of its box (where `mask`,
         [steps, *slice], is true) without reading any (a store, not an accumulation), except,
         with `keeps_below_shift` (a masked store's discharge), where its slice was moved back into
@@ -257,7 +257,7 @@ class _Walker:
             if not isinstance(ref, _Scratch):
                 self.lost = True
             return
-        box = self.box(self.ref_shapes[ref.k], transforms, env)
+        box = self.box(self.ref_shapes[ref.k], transforms, env, unclamped)
         if keeps_below_shift:
             if box is None or box[4]:
                 self.special[:] = True
@@ -272,11 +272,13 @@ class _Walker:
         self.accesses.setdefault(ref.k, []).append((box[0], box[1], writes))
         self.masks.setdefault(ref.k, []).append(mask)
 
-    def box(self, shape, transforms, env):
+    def box(self, shape, transforms, env, unclamped=False):
         """(starts [steps, rank], extent, moved, exact, unknown) of an access through `transforms`
         on a ref of `shape` (moved [steps]: the step's slice was moved back to fit; exact: the box is what
         the access touches, not a wider one; unknown: some start was not followed, so whether it
-        was moved is not known), or None for a transform this does not follow."""
+        was moved is not known), or None for a transform this does not follow. `unclamped`: the
+        last indexer's slices stay where they start, past the end too (a masked store writes only
+        its in-bounds lanes there: pallas_discharge.py)."""
         from jax._src.state.indexing import NDIndexer, Slice
 
         rank = len(shape)
@@ -284,7 +286,9 @@ class _Walker:
         extent = list(shape)
         view = list(range(rank))  # the current view's dimensions: the ref dimension each narrows, or None
         moved, exact, unknown = np.zeros(self.steps, bool), True, False
-        for transform in transforms:
+        transforms = tuple(transforms)
+        for level, transform in enumerate(transforms):
+            stays = unclamped and level == len(transforms) - 1
             if not isinstance(transform, NDIndexer) or len(transform.indices) != len(view):
                 return None
             narrowed = []
@@ -301,7 +305,7 @@ class _Walker:
                         exact = exact and isinstance(size, int) and span == extent[d] if d is not None else False
                         continue
                     moved = moved | (start > extent[d] - span)
-                    starts[:, d] += np.minimum(start, extent[d] - span)
+                    starts[:, d] += start if stays else np.minimum(start, extent[d] - span)
                     extent[d] = span
                     exact = exact and stride == 1
                     narrowed.append(d if stride == 1 else None)

@@ -300,17 +300,33 @@ def test_masked_triton_loads_and_stores_touch_their_window_in_place_on_threads()
     assert stats["bytes_written"] < N * 4 + 1024 and stats["bytes_staged"] == 0, stats
 
 
-def test_a_masked_slice_past_the_end_keeps_its_window_and_runs_in_order():
-    """4,000 elements in 16 steps of 256: the last step's window is moved back to [3744, 4000),
-    which the step before writes too (the masked store writes its window's old values back where
-    the mask is off): in order, with interpret mode's values."""
+def test_a_masked_slice_past_the_end_writes_only_its_lanes_on_threads():
+    """4,000 elements in 16 steps of 256: the last step's slice runs past the end. Its store
+    writes its in-bounds lanes only (a scatter of single elements: pallas_discharge.py), not its
+    window moved back over its neighbour's slice, so the steps stay disjoint and run on threads;
+    its load reads the window and shifts it. Only the last step takes that general body (a cond
+    per step picks it), so only its window is staged."""
     n = 4000
     kernel_stats, _ = _run(_whole_refs(_masked_exp(n), grid=16), V[:n], exact=False)
-    assert kernel_stats["parallel_axes"] == [], kernel_stats
-    assert "touch one element" in kernel_stats["in_order_because"], kernel_stats
-    # only the last step takes the general body (a cond per step picks it): the others read and
-    # write their slices where they lie, so only that step's windows are staged
+    assert kernel_stats["parallel_axes"] == [0], kernel_stats
     assert 0 < kernel_stats["bytes_staged"] <= 2 * BLOCK * 4, kernel_stats
+
+
+def test_an_in_place_masked_kernel_reading_past_its_slice_runs_in_order():
+    """x aliased to the output, each step reading its slice moved back at the ragged end: the
+    last step's window read overlaps its neighbour's write, so the steps stay in order."""
+    from jax.experimental.pallas import triton as plgpu
+
+    n = 4000
+
+    def kernel(x_ref, o_ref):
+        first = pl.program_id(0) * BLOCK
+        mask = first + jnp.arange(BLOCK) < n
+        x = plgpu.load(x_ref.at[pl.ds(first, BLOCK)], mask=mask, other=0.0)
+        plgpu.store(o_ref.at[pl.ds(first, BLOCK)], x * 2.0, mask=mask)
+
+    kernel_stats, _ = _run(_whole_refs(kernel, grid=16, aliases={0: 0}), V[:n])
+    assert kernel_stats["parallel_axes"] == [], kernel_stats
 
 
 @pytest.mark.parametrize("start", [0, 5, 12, 13, 16, 19, 40, -1, -3, -8, -20, -27, -40])

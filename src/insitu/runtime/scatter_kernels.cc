@@ -110,6 +110,26 @@ void scatter_updates(const KernelCall& call, const ScatterPlan& plan, bool runs,
   const int64_t vector_dim = numbers.index_vector_dim;
   // Not in place (distinct slices): start from the operand's value.
   if (out.data != operand.data) copy_bytes_parallel(call.pool, out.data, operand.data, out.byte_size());
+  // Single elements (no update window dimension, no batching), the index vectors the indices'
+  // last dimension: update element u's vector is the u-th, read and bounds-checked alone, in
+  // the same order as below. (A Pallas masked store past an array's end lowers to this,
+  // pallas_discharge.py: 65,536 lanes took 2.1 ms through the general walk.)
+  if (numbers.update_window_dims.empty() && numbers.input_batching_dims.empty() && vector_dim == indices_rank - 1 &&
+      operand_rank <= 8 && plan.vector_size <= 8) {
+    const int64_t count = updates_shape.element_count();
+    for (int64_t u = 0; u < count; ++u) {
+      int64_t linear = 0;
+      bool inside = true;
+      for (int64_t k = 0; k < plan.vector_size; ++k) {
+        const int64_t d = numbers.scatter_dims_to_operand_dims[k];
+        const int64_t at = read_index(indices, u * plan.vector_size + k);
+        inside &= at >= 0 && at < operand_shape.dimension(d);
+        linear += at * plan.operand_strides[d];
+      }
+      if (inside && !apply(linear, u, 1)) return;
+    }
+    return;
+  }
   std::vector<int64_t> position(indices_rank, 0);
   std::vector<int64_t> start(operand_rank, 0);
   int64_t run = 1;
