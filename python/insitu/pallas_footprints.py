@@ -198,7 +198,7 @@ class _Walker:
                     mask = self.value(args[3], env)
                     mask = False if mask is None else mask  # False: a mask this cannot evaluate
                 self.access(env.get(args[0]), args[1], p is pallas.swap_p, env,
-                            sets=p is pallas.swap_p and mask is not False, keeps_below_shift=True,
+                            sets=p is pallas.swap_p and mask is not False, masked_access=True,
                             mask=None if mask is False else mask, unclamped=p is pallas.swap_p)
             elif p is control_flow.cond_p:
                 operands = [self.passed(v, env) for v in invars[1:]]
@@ -246,25 +246,25 @@ class _Walker:
         held = env.get(v) if isinstance(v, jax_core.Var) else None
         return held if isinstance(held, (_Ref, _Scratch)) else self.value(v, env)
 
-    def access(self, ref, transforms, writes, env, sets=False, keeps_below_shift=False, mask=None, unclamped=False):
-        """Records an access of `ref`. `sets`: it writes every element of its box (where `mask`,
-        [steps, *slice], is true) without reading any (a store, not an accumulation), except,
-        with `keeps_below_shift` (a masked store's discharge), where its slice was moved back into
-        bounds."""
+    def access(self, ref, transforms, writes, env, sets=False, masked_access=False, mask=None, unclamped=False):
+        """Records an access of `ref`. `sets`: it writes every element of its box inside the ref
+        (where `mask`, [steps, *slice], is true) without reading any (a store, not an
+        accumulation). `masked_access`: a masked load or store (pallas_discharge.py), whose
+        steps are special where its slice runs past the end."""
         if isinstance(ref, _Scratch) or not isinstance(ref, _Ref):
-            if keeps_below_shift:
+            if masked_access:
                 self.special[:] = True  # (scratch refs are not followed)
             if not isinstance(ref, _Scratch):
                 self.lost = True
             return
         box = self.box(self.ref_shapes[ref.k], transforms, env, unclamped)
-        if keeps_below_shift:
+        if masked_access:
             if box is None or box[4]:
                 self.special[:] = True
             else:
                 self.special |= box[2]
         # what sets its box only: not a widened box (a superset), nor a masked store moved back
-        if not sets or self.nested or box is None or not box[3] or (keeps_below_shift and box[2].any()):
+        if not sets or self.nested or box is None or not box[3]:
             self.not_only_set.add(ref.k)
         if box is None:
             self.opaque.add(ref.k)
@@ -374,13 +374,15 @@ def _covers(boxes, masks, shape, limit=1 << 26):
         if mask.size != len(starts) * int(np.prod(extent, dtype=np.int64)):
             return False
         mask = mask.reshape(len(starts), *extent) != 0
-        if np.any(starts < 0) or np.any(starts + np.asarray(extent, np.int64) > np.asarray(shape, np.int64)):
-            return False  # (exact boxes of stores lie inside the ref)
-        # every step's set elements at once: per dimension, start + offset over [steps, *extent]
-        where = tuple(np.broadcast_to(starts[(slice(None), d) + (None,) * rank]
-                                      + np.arange(extent[d]).reshape([-1 if e == d else 1 for e in range(rank)]),
-                                      mask.shape)[mask] for d in range(rank))
-        seen[where] = True
+        # every step's set elements at once: per dimension, start + offset over [steps, *extent];
+        # a masked store's lanes past the end are dropped (pallas_discharge.py)
+        where = [np.broadcast_to(starts[(slice(None), d) + (None,) * rank]
+                                 + np.arange(extent[d]).reshape([-1 if e == d else 1 for e in range(rank)]),
+                                 mask.shape)[mask] for d in range(rank)]
+        inside = np.ones(len(where[0]) if rank else 0, bool)
+        for d in range(rank):
+            inside &= (where[d] >= 0) & (where[d] < shape[d])
+        seen[tuple(w[inside] for w in where)] = True
     return bool(seen.all())
 
 
