@@ -12,7 +12,7 @@ Two parts:
   What this does not follow widens the box, never narrows it: a start computed from data, a loop
   counter or a scalar-prefetch operand keeps the whole dimension; a gather index stops the
   narrowing; a ref handed to anything but get/swap/addupdate/masked load/store (an atomic, a DMA,
-  a bitcast view) counts as touching all of it; a masked store counts its whole window as written
+  a bitcast view) counts as touching all of it; a masked store counts its whole slice as written
   (the discharge writes the old values back where the mask is off); an access under ``pl.when``
   counts at every step. So the boxes always cover what the body may touch. Whether the grid sets
   every element of an output (so that it need not start as interpret mode's NaN) asks the
@@ -24,10 +24,12 @@ Two parts:
   candidate pairs).
 
 Where the data goes is what the lowering's state discharge makes of an access: ``x_ref[...]``
-indexing clamps a start the way dynamic_slice does, and so does the window a masked load or store
-reads and writes (pallas_discharge.py; a slice past the end is shifted inside that window). A
-negative start is treated as unknown (the whole dimension), since a static negative index may
-count from the end.
+indexing clamps a start the way dynamic_slice does, and so does a masked load (it reads the
+clamped window and shifts the slice inside it); a masked store writes its slice where it starts,
+its lanes past the end dropped (pallas_discharge.py). A negative start is treated as unknown (the
+whole dimension), since a static negative index may count from the end. Per step, the walk also
+says whether a masked access there is more than a plain slice (`special`: its slice may run past
+the end, or its mask may be false somewhere), which picks the body the lowering runs there.
 """
 from __future__ import annotations
 
