@@ -25,10 +25,23 @@ std::string scatter_module(const std::string& type, const std::string& combiner)
          "}\n";
 }
 
+// Runs `module`'s root scatter natively, in place in operands[0], and expects the evaluator's
+// result of the whole entry on the same operands.
+void expect_in_place_matches(const Module& module, std::vector<Literal>& operands, const std::string& what) {
+  std::vector<const Literal*> pointers = {&operands[0], &operands[1], &operands[2]};
+  StatusOr<Literal> expected = evaluate_computation(*module.entry(), pointers);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  ThreadPool pool(2);
+  std::vector<ArrayView> views = {view_of(operands[0]), view_of(operands[1]), view_of(operands[2])};
+  Status status;
+  ASSERT_TRUE(run_native_kernel(*module.entry()->root(), views, views[0], pool, &status));
+  ASSERT_TRUE(status.ok()) << status.to_string();
+  EXPECT_TRUE(operands[0] == *expected) << what;
+}
+
 void expect_scatter_matches(const std::string& text, PrimitiveType type, uint32_t seed) {
   StatusOr<std::unique_ptr<Module>> module = parse_module(text);
   ASSERT_TRUE(module.ok()) << module.status().to_string();
-  const Instruction* scatter = (*module)->entry()->root();
   std::mt19937 rng(seed);
   std::vector<Literal> operands = {random_literal(type, {9, 5}, rng),
                                    Literal(Shape::array(PrimitiveType::kS32, {12, 2})),
@@ -38,16 +51,7 @@ void expect_scatter_matches(const std::string& text, PrimitiveType type, uint32_
   for (int32_t& index : operands[1].data<int32_t>()) index = static_cast<int32_t>(rng() % 4);
   operands[1].data<int32_t>()[0] = 9;
   operands[1].data<int32_t>()[3] = -1;
-  std::vector<const Literal*> pointers = {&operands[0], &operands[1], &operands[2]};
-  StatusOr<Literal> expected = evaluate_computation(*(*module)->entry(), pointers);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-
-  ThreadPool pool(2);
-  std::vector<ArrayView> views = {view_of(operands[0]), view_of(operands[1]), view_of(operands[2])};
-  Status status;
-  ASSERT_TRUE(run_native_kernel(*scatter, views, views[0], pool, &status));  // in place
-  ASSERT_TRUE(status.ok()) << status.to_string();
-  EXPECT_TRUE(operands[0] == *expected) << text;
+  expect_in_place_matches(**module, operands, text);
 }
 
 TEST(RuntimeScatterKernels, InPlaceScatterMatchesEvaluator) {
@@ -104,15 +108,7 @@ ENTRY main {
       }
       at[1] = 5;  // column 5: past the end of 5
       at[3] = -1;
-      std::vector<const Literal*> pointers = {&operands[0], &operands[1], &operands[2]};
-      StatusOr<Literal> expected = evaluate_computation(*(*module)->entry(), pointers);
-      ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-      ThreadPool pool(2);
-      std::vector<ArrayView> views = {view_of(operands[0]), view_of(operands[1]), view_of(operands[2])};
-      Status status;
-      ASSERT_TRUE(run_native_kernel(*(*module)->entry()->root(), views, views[0], pool, &status));
-      ASSERT_TRUE(status.ok()) << status.to_string();
-      EXPECT_TRUE(operands[0] == *expected) << combiner << " seed " << seed;
+      expect_in_place_matches(**module, operands, combiner + " seed " + std::to_string(seed));
     }
   }
 }
