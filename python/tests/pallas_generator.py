@@ -538,39 +538,48 @@ def run_case(seed):
     return "ok", "parallel" if any(kernel["parallel_axes"] for kernel in kernels) else ""
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def seed_main(doc, run_case, describe, argv=None):
+    """The command line of a kernel generator (this one and triton_generator.py): --seeds A:B runs
+    run_case(seed) -> (status, text) for each and prints a line per failure (describe(seed)) and a
+    summary; --describe SEED prints one kernel. Exits 1 when a kernel failed."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--seeds", help="A:B, the seeds A..B-1")
     parser.add_argument("--describe", type=int, metavar="SEED", help="print the kernel of SEED and exit")
     parser.add_argument("--stop-on-failure", action="store_true")
     parser.add_argument("--verbose", action="store_true", help="a line for every seed, passing ones too")
     options = parser.parse_args(argv)
     if options.describe is not None:
-        print(Case(options.describe).describe())
+        print(describe(options.describe))
         return 0
     if not options.seeds:
         parser.error("--seeds A:B or --describe SEED")
     start, stop = (int(v) for v in options.seeds.split(":"))
-    matched = failed = parallel = 0
+    matched = failed = parallel = skipped = 0
     for seed in range(start, stop):
         status, text = run_case(seed)
         if status == "ok":
             matched += 1
             parallel += text == "parallel"
+            skipped += text.startswith("skipped")
             if options.verbose:
-                print(f"seed {seed} ok", flush=True)
+                print(f"seed {seed} ok {text}", flush=True)
             continue
         failed += 1
         try:
-            description = Case(seed).describe()
+            description = describe(seed)
         except Exception as error:  # noqa: BLE001
             description = f"seed {seed} (no description: {_short(error)})"
         print(f"FAIL {status}: {description} || {text}", flush=True)
         if options.stop_on_failure:
             break
-    print(f"{matched + failed} kernels, {matched} matched ({parallel} with grid steps on threads), {failed} failed",
-          flush=True)
+    refused = f", {skipped} refused by interpret mode" if skipped else ""
+    print(f"{matched + failed} kernels, {matched} matched ({parallel} with grid steps on threads{refused}), "
+          f"{failed} failed", flush=True)
     return 1 if failed else 0
+
+
+def main(argv=None):
+    return seed_main(__doc__, run_case, lambda seed: Case(seed).describe(), argv)
 
 
 if __name__ == "__main__":

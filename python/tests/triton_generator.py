@@ -20,7 +20,6 @@ A kernel draws, for a 1-D array of 40-700 elements or a 2-D one of [4-24, 8-40]:
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
@@ -173,35 +172,9 @@ def run_case(seed, runs=3):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", help="A:B, the seeds A..B-1")
-    parser.add_argument("--describe", type=int, metavar="SEED", help="print the kernel of SEED and exit")
-    parser.add_argument("--stop-on-failure", action="store_true")
-    parser.add_argument("--verbose", action="store_true", help="a line for every seed, passing ones too")
-    options = parser.parse_args(argv)
-    if options.describe is not None:
-        print(Case(options.describe).describe())
-        return 0
-    if not options.seeds:
-        parser.error("--seeds A:B or --describe SEED")
-    start, stop = (int(v) for v in options.seeds.split(":"))
-    matched = failed = parallel = skipped = 0
-    for seed in range(start, stop):
-        status, text = run_case(seed)
-        if status == "ok":
-            matched += 1
-            parallel += text == "parallel"
-            skipped += text.startswith("skipped")
-            if options.verbose:
-                print(f"seed {seed} ok {text}", flush=True)
-            continue
-        failed += 1
-        print(f"FAIL {status}: {Case(seed).describe()} || {text}", flush=True)
-        if options.stop_on_failure:
-            break
-    print(f"{matched + failed} kernels, {matched} matched ({parallel} with grid steps on threads, {skipped} "
-          f"refused by interpret mode), {failed} failed", flush=True)
-    return 1 if failed else 0
+    from pallas_generator import seed_main  # beside this file
+
+    return seed_main(__doc__, run_case, lambda seed: Case(seed).describe(), argv)
 
 
 if __name__ == "__main__":
