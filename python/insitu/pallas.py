@@ -406,22 +406,21 @@ def _grid_loop(*args, jaxpr, debug, input_output_aliases, grid_mapping, mesh, co
         plain_steps = True  # every step plain
     else:
         plain_steps = ~special
-    body = plain = None
+    general = plain = None  # (discharged body, its consts)
     if plain_steps is not True:
         with masked_access_rules():
-            body, body_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
+            *general, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
     if plain_steps is not None:
         with masked_access_rules(in_bounds=True, masks_true=True):
-            plain, plain_consts, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
-    if body is None:
-        body, body_consts = plain, plain_consts
+            *plain, scratch_avals = hlo_interpreter.kernel_to_hlo_jaxpr(jaxpr, (), grid_mapping)
+    body = (general or plain)[0]  # for the analyses below: the general body reads all the plain one does
     evaluate = _eval_retracing if _reads_grid_in_nested_bodies(body) else jax_core.eval_jaxpr
 
     def run_body(i, *values):
-        if plain is None or plain_steps is True:
-            return evaluate(body if plain is None else plain, body_consts if plain is None else plain_consts, *values)
-        return lax.cond(jnp.asarray(plain_steps)[i], lambda *v: list(evaluate(plain, plain_consts, *v)),
-                        lambda *v: list(evaluate(body, body_consts, *v)), *values)
+        if general is None or plain is None:
+            return evaluate(*(general or plain), *values)
+        return lax.cond(jnp.asarray(plain_steps)[i], lambda *v: list(evaluate(*plain, *v)),
+                        lambda *v: list(evaluate(*general, *v)), *values)
 
     if debug:
         print(f"insitu: the discharged body of {kernel}:\n{body}")

@@ -381,7 +381,10 @@ def _covers(boxes, masks, shape, limit=1 << 26):
         where = [np.broadcast_to(starts[(slice(None), d) + (None,) * rank]
                                  + np.arange(extent[d]).reshape([-1 if e == d else 1 for e in range(rank)]),
                                  mask.shape)[mask] for d in range(rank)]
-        inside = np.ones(len(where[0]) if rank else 0, bool)
+        if rank == 0:  # one element, set where some step's mask is true
+            seen[()] |= bool(mask.any())
+            continue
+        inside = np.ones(len(where[0]), bool)
         for d in range(rank):
             inside &= (where[d] >= 0) & (where[d] < shape[d])
         seen[tuple(w[inside] for w in where)] = True

@@ -114,8 +114,7 @@ void scatter_updates(const KernelCall& call, const ScatterPlan& plan, bool runs,
   // last dimension: update element u's vector is the u-th, read and bounds-checked alone, in
   // the same order as below. (A Pallas masked store past an array's end lowers to this,
   // pallas_discharge.py: 65,536 lanes took 2.1 ms through the general walk.)
-  if (numbers.update_window_dims.empty() && numbers.input_batching_dims.empty() && vector_dim == indices_rank - 1 &&
-      operand_rank <= 8 && plan.vector_size <= 8) {
+  if (numbers.update_window_dims.empty() && numbers.input_batching_dims.empty() && vector_dim == indices_rank - 1) {
     const int64_t count = updates_shape.element_count();
     for (int64_t u = 0; u < count; ++u) {
       int64_t linear = 0;
