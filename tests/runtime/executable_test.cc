@@ -231,7 +231,7 @@ ENTRY main {
 // block (the ops reading a row scalar once per row, a short last block), rows of exactly two
 // blocks (4096) and of a block and a tail (2500) run as pieces; 2-D and 3-D results, row scalars
 // with one source element per row and ones repeated across rows (c_scale, d_scale), single- and
-// multi-output fusions. Bit for bit the evaluator's.
+// multi-output fusions, a row scalar on either side of an op. Bit for bit the evaluator's.
 TEST(RuntimeExecutable, RowConstantBroadcastsRunAsScalarsPerRow) {
   testing_runtime::Compiled compiled = testing_runtime::compile(R"(
 HloModule rows
@@ -246,6 +246,7 @@ ENTRY main {
   a_b = f32[7,300] broadcast(a_max), dimensions={0}
   a_shifted = f32[7,300] subtract(a, a_b)
   a_exp = f32[7,300] exponential(a_shifted)
+  a_left = f32[7,300] subtract(a_b, a)
   b_b = f32[3,4096] broadcast(b_sum), dimensions={0}
   b_div = f32[3,4096] divide(b, b_b)
   b_neg = f32[3,4096] negate(b_div)
@@ -258,7 +259,7 @@ ENTRY main {
   d_s = f32[3,5,200] broadcast(d_scale), dimensions={0}
   d_scaled = f32[3,5,200] multiply(d, d_s)
   d_exp = f32[3,5,200] exponential(d_scaled)
-  ROOT out = (f32[7,300], f32[7,300], f32[3,4096], f32[3,4096], f32[2,3,2500], f32[3,5,200]) tuple(a_shifted, a_exp, b_div, b_neg, c_scaled, d_exp)
+  ROOT out = (f32[7,300], f32[7,300], f32[7,300], f32[3,4096], f32[3,4096], f32[2,3,2500], f32[3,5,200]) tuple(a_shifted, a_exp, a_left, b_div, b_neg, c_scaled, d_exp)
 })");
   ASSERT_TRUE(compiled.executable != nullptr);
   testing_runtime::expect_matches_evaluator_natively(compiled, 5);
