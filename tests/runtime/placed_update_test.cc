@@ -365,5 +365,96 @@ ENTRY main {
   }
 }
 
+// A block read out, handed to a conditional and written back where it was read
+// (slice-update-folding's form 3: a Pallas output block under pl.when): each branch reads and
+// writes the block in the array itself. `o` donated: the evaluator's values, 0 bytes copied,
+// and at most the block written, whichever branch runs and wherever the (clamped) starts put it.
+TEST(PlacedUpdate, ABlockHandedToAConditionalIsReadAndWrittenInItsBranches) {
+  const std::string finish_under_when = R"(
+HloModule finish_under_when, input_output_alias={ {0}: (0, {}, must-alias) }
+keep {
+  ROOT block = f32[4,8] parameter(0)
+}
+finish {
+  p = (f32[4,8], f32[4]) parameter(0)
+  acc = f32[4,8] get-tuple-element(p), index=0
+  sum = f32[4] get-tuple-element(p), index=1
+  b = f32[4,8] broadcast(sum), dimensions={0}
+  ROOT out = f32[4,8] divide(acc, b)
+}
+ENTRY main {
+  o = f32[2,16,8] parameter(0)
+  acc = f32[4,8] parameter(1)
+  sum = f32[4] parameter(2)
+  i = s32[] parameter(3)
+  j = s32[] parameter(4)
+  last = s32[] parameter(5)
+  zero = s32[] constant(0)
+  read = f32[1,4,8] dynamic-slice(o, i, j, zero), dynamic_slice_sizes={1,4,8}
+  block = f32[4,8] reshape(read)
+  operands = (f32[4,8], f32[4]) tuple(acc, sum)
+  new = f32[4,8] conditional(last, block, operands), branch_computations={keep, finish}
+  back = f32[1,4,8] reshape(new)
+  o2 = f32[2,16,8] dynamic-update-slice(o, back, i, j, zero)
+  ROOT t = (f32[2,16,8]) tuple(o2)
+})";
+  // one operand tuple for both branches, the block read by the branch that updates it (m is
+  // computed: an entry parameter handed on by one branch is copied, conditional-in-place)
+  const std::string add_or_keep = R"(
+HloModule add_or_keep, input_output_alias={ {0}: (0, {}, must-alias) }
+keep {
+  p = (f32[4,8], f32[4]) parameter(0)
+  block = f32[4,8] get-tuple-element(p), index=0
+  m = f32[4] get-tuple-element(p), index=1
+  ROOT r = (f32[4,8], f32[4]) tuple(block, m)
+}
+add_one {
+  p = (f32[4,8], f32[4]) parameter(0)
+  block = f32[4,8] get-tuple-element(p), index=0
+  m = f32[4] get-tuple-element(p), index=1
+  one = f32[] constant(1)
+  ones = f32[4,8] broadcast(one), dimensions={}
+  sum = f32[4,8] add(block, ones)
+  m2 = f32[4] negate(m)
+  ROOT r = (f32[4,8], f32[4]) tuple(sum, m2)
+}
+ENTRY main {
+  o = f32[16,8] parameter(0)
+  m0 = f32[4] parameter(1)
+  m = f32[4] negate(m0)
+  i = s32[] parameter(2)
+  which = s32[] parameter(3)
+  zero = s32[] constant(0)
+  block = f32[4,8] dynamic-slice(o, i, zero), dynamic_slice_sizes={4,8}
+  operands = (f32[4,8], f32[4]) tuple(block, m)
+  r = (f32[4,8], f32[4]) conditional(which, operands, operands), branch_computations={keep, add_one}
+  new = f32[4,8] get-tuple-element(r), index=0
+  m3 = f32[4] get-tuple-element(r), index=1
+  o2 = f32[16,8] dynamic-update-slice(o, new, i, zero)
+  ROOT t = (f32[16,8], f32[4]) tuple(o2, m3)
+})";
+  for (const std::string* text : {&finish_under_when, &add_or_keep}) {
+    const Compiled compiled = compile(*text);
+    ASSERT_NE(compiled.executable, nullptr);
+    for (uint32_t seed = 0; seed < 24; ++seed) {
+      const std::vector<Literal> arguments = testing_runtime::make_arguments(*compiled.original, seed);
+      StatusOr<Literal> expected = evaluate_module(*compiled.original, arguments);
+      ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+      std::vector<bool> donate(arguments.size(), false);
+      donate[0] = true;
+      ExecutionStats stats;
+      StatusOr<std::vector<BufferHandle>> results =
+          compiled.executable->execute(to_handles(arguments), {.donate = donate, .threads = 1 + seed % 2, .stats = &stats});
+      ASSERT_TRUE(results.ok()) << results.status().to_string();
+      std::vector<Literal> leaves;
+      flatten(*expected, leaves);
+      ASSERT_EQ(leaves.size(), results->size());
+      for (size_t k = 0; k < leaves.size(); ++k) EXPECT_TRUE(*(*results)[k].to_literal() == leaves[k]) << "seed " << seed;
+      EXPECT_EQ(stats.bytes_copied, 0) << *text;
+      EXPECT_LE(stats.bytes_written, 4 * 8 * 4 + 64) << "the block written, not the array: seed " << seed;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace insitu

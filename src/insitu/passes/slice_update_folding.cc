@@ -14,6 +14,8 @@ namespace insitu {
 namespace {
 
 using slice_update_folding_internal::Block;
+using slice_update_folding_internal::ConditionalBlock;
+using slice_update_folding_internal::match_conditional_write_back;
 using slice_update_folding_internal::inner_dimensions;
 using slice_update_folding_internal::match_stack;
 using slice_update_folding_internal::match_stacked_pieces;
@@ -254,6 +256,121 @@ bool fold_stacked_pieces(Computation& computation, Folder& folder, Instruction* 
   return true;
 }
 
+// Form 3 (slice_update_folding.h): each branch gets the array and the block's starts in its
+// operand tuple, reads the block out of the array itself and returns the array: as it came in
+// where it handed the block on, else with its result written back at the block's starts. The
+// conditional's result leaf becomes the array, which the write-back's readers read.
+void fold_into_conditional(Computation& computation, Folder& folder, Instruction* z, const ConditionalBlock& found) {
+  Instruction* conditional = found.conditional;
+  Instruction* read = found.read;
+  Instruction* array = read->operand(0);
+  const Shape& array_shape = array->shape();
+  const std::vector<Instruction*> starts(read->operands().begin() + 1, read->operands().end());
+  const std::vector<Computation*>& branches = conditional->called_computations();
+  std::vector<Instruction*> dead = {z};
+  for (Instruction* link = z->operand(1); link != found.result; link = link->operand(0)) dead.push_back(link);
+  for (size_t b = 0; b < branches.size(); ++b) {
+    Computation& branch = *branches[b];
+    Instruction* operand = conditional->operand(static_cast<int64_t>(b) + 1);
+    Instruction* parameter = branch.parameter(0);
+    const int64_t element = found.element[b];
+    // the operand tuple: the array where %x was (or after the elements), then the starts
+    std::vector<Instruction*> elements;
+    if (element != -1) elements.assign(operand->operands().begin(), operand->operands().end());
+    int64_t at = element >= 0 ? element : static_cast<int64_t>(elements.size());
+    if (element >= 0) elements[static_cast<size_t>(element)] = array;
+    else elements.push_back(array);
+    const int64_t first_start = static_cast<int64_t>(elements.size());
+    elements.insert(elements.end(), starts.begin(), starts.end());
+    std::vector<Shape> shapes;
+    for (const Instruction* piece : elements) shapes.push_back(piece->shape());
+    Instruction* tuple = folder.insert(computation, conditional, Opcode::kTuple, "with_array", Shape::tuple(shapes), elements);
+    conditional->replace_operand(static_cast<int64_t>(b) + 1, tuple);
+    if (operand != found.block) dead.push_back(operand);
+    // in the branch: the old readers of the block read it out of the array
+    const Instruction* root = branch.root();
+    Instruction* value = found.leaf < 0 ? branch.root() : root->operand(found.leaf);
+    std::vector<Instruction*> readers;  // what read the block: the parameter, or its element
+    if (element == -1) readers.push_back(parameter);
+    else
+      for (Instruction* user : parameter->users())
+        if (user->tuple_index == element) readers.push_back(user);
+    // new instructions go where the order set below puts them: the block's read right after the
+    // parameter, the write-back right before the root (or as the root)
+    const std::vector<Instruction*> original = branch.instructions();
+    std::vector<Instruction*> head, tail;
+    auto add = [&](std::vector<Instruction*>& into, Opcode opcode, const std::string& base, Shape shape,
+                   const std::vector<Instruction*>& operands) {
+      into.push_back(folder.insert(branch, parameter, opcode, base, std::move(shape), operands));
+      return into.back();
+    };
+    parameter->set_shape(tuple->shape());
+    Instruction* array_in = add(head, Opcode::kGetTupleElement, "array", array_shape, {parameter});
+    array_in->tuple_index = at;
+    std::vector<Instruction*> starts_in;
+    for (size_t d = 0; d < starts.size(); ++d) {
+      Instruction* start = add(head, Opcode::kGetTupleElement, "start", starts[d]->shape(), {parameter});
+      start->tuple_index = first_start + static_cast<int64_t>(d);
+      starts_in.push_back(start);
+    }
+    std::vector<Instruction*> read_operands = {array_in};
+    read_operands.insert(read_operands.end(), starts_in.begin(), starts_in.end());
+    Instruction* block = add(head, Opcode::kDynamicSlice, "block", read->shape(), read_operands);
+    block->dynamic_slice_sizes = read->dynamic_slice_sizes;
+    if (!(block->shape() == found.block->shape())) block = add(head, Opcode::kReshape, "block", found.block->shape(), {block});
+    for (Instruction* reader : readers) {
+      if (reader == parameter) {
+        for (Instruction* user : std::vector<Instruction*>(parameter->users()))
+          if (std::find(head.begin(), head.end(), user) == head.end())
+            for (int64_t i = 0; i < user->operand_count(); ++i)
+              if (user->operand(i) == parameter) user->replace_operand(i, block);
+      } else {
+        reader->replace_all_uses_with(block);
+      }
+    }
+    // the leaf: the array as it came in, or the result written back into it
+    Instruction* leaf = array_in;
+    if (!found.passes_through[b]) {
+      Instruction* update = value;
+      if (!(update->shape() == read->shape())) update = add(tail, Opcode::kReshape, "written", read->shape(), {update});
+      std::vector<Instruction*> write_operands = {array_in, update};
+      write_operands.insert(write_operands.end(), starts_in.begin(), starts_in.end());
+      leaf = add(tail, Opcode::kDynamicUpdateSlice, "written_back", array_shape, write_operands);
+    }
+    std::vector<Instruction*> order = {parameter};
+    order.insert(order.end(), head.begin(), head.end());
+    for (Instruction* instruction : original)
+      if (instruction != parameter && (found.leaf < 0 || instruction != root)) order.push_back(instruction);
+    order.insert(order.end(), tail.begin(), tail.end());
+    if (found.leaf >= 0) order.push_back(branch.root());
+    branch.set_instruction_order(order);
+    if (found.leaf < 0) {
+      branch.set_root(leaf);
+    } else {
+      Instruction* root_tuple = branch.root();
+      root_tuple->replace_operand(found.leaf, leaf);
+      Shape shape = root_tuple->shape();
+      shape.mutable_tuple_shapes()[static_cast<size_t>(found.leaf)] = array_shape;
+      root_tuple->set_shape(std::move(shape));
+    }
+    for (Instruction* reader : readers)
+      if (reader != parameter && reader->users().empty()) branch.remove_instruction(reader);
+    for (auto it = head.rbegin(); it != head.rend(); ++it)  // what no reader was left for (a branch handing the block on)
+      if ((*it)->users().empty() && branch.root() != *it) branch.remove_instruction(*it);
+  }
+  Shape result_shape = array_shape;
+  if (found.leaf >= 0) {
+    result_shape = conditional->shape();
+    result_shape.mutable_tuple_shapes()[static_cast<size_t>(found.leaf)] = array_shape;
+    found.result->set_shape(array_shape);
+  }
+  conditional->set_shape(std::move(result_shape));
+  z->replace_all_uses_with(found.result);
+  if (computation.root() == z) computation.set_root(found.result);
+  dead.push_back(found.block);
+  remove_dead(computation, std::move(dead));
+}
+
 // Folds the first match in `computation`; false when there is none.
 bool fold_one(Computation& computation, Folder& folder) {
   const std::vector<Instruction*> instructions = computation.instructions();
@@ -265,6 +382,10 @@ bool fold_one(Computation& computation, Folder& folder) {
       dead.push_back(through_unit_reshape(block->updated->operand(0)));
       z->replace_all_uses_with(folder.fold(computation, block->source, *block));
       remove_dead(computation, std::move(dead));
+      return true;
+    }
+    if (std::optional<ConditionalBlock> found = match_conditional_write_back(z)) {
+      fold_into_conditional(computation, folder, z, *found);
       return true;
     }
     if (fold_stacked_pieces(computation, folder, z, position)) return true;

@@ -53,6 +53,23 @@
 // the pieces again. Needs every %c_l defined before the first update (parameters and constants
 // move to the front) and the updates in program order.
 //
+// Form 3: a block read out, handed to a conditional and written back where it was read (a
+// Pallas output block under pl.when: the finishing step computes it, the others hand it on):
+//
+//   %x = f32[4,8] reshape(dynamic-slice(%o, %i, %j, 0))
+//   %r = f32[4,8] conditional(%p, %x, (%acc, %sum)), branch_computations={%keep, %finish}
+//   %z = f32[2,16,8] dynamic-update-slice(%o, reshape(%r), %i, %j, 0)
+// ==>
+//   %z' = f32[2,16,8] conditional(%p, (%o, %i, %j, 0), (%acc, %sum, %o, %i, %j, 0))
+//   %keep: the array as it came in; %finish: dynamic-update-slice(array, reshape(out), starts)
+//
+// Each branch's operand gets the array (where %x was, or appended) and the starts; a branch that
+// reads the block reads it out of the array itself. The block then moves only where a branch
+// computes it, into the array in place (conditional operands that die there), instead of out
+// and back on every step. Needs %x read by the conditional alone (as a branch operand, or in
+// operand tuples only it reads), the result leaf read by the write-back alone, every branch
+// parameter that is a tuple read element by element, and the same starts (by value).
+//
 // Index expressions are compared by value (same opcode, attributes and operands, recursively;
 // no side effects), since JAX computes the read's and the write's index separately. Runs after
 // simplify and before fusion (index expressions are still plain instructions). Instructions

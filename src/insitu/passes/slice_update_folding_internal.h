@@ -41,6 +41,21 @@ std::optional<PrimitiveType> update_index_type(const Instruction* updated, Primi
 // Which dimension of the updated block each array dimension is (-1: one the block holds once).
 std::vector<int64_t> inner_dimensions(std::span<const int64_t> sizes, const Shape& updated);
 
+// Form 3 (slice_update_folding.h): a block read out, handed to a conditional whose result
+// (leaf `leaf`; -1: the whole result) is written back at the same start.
+struct ConditionalBlock {
+  Instruction* conditional = nullptr;
+  int64_t leaf = -1;
+  Instruction* read = nullptr;     // %d: the dynamic-slice
+  Instruction* block = nullptr;    // %x: %d through unit reshapes, what the branches receive
+  Instruction* result = nullptr;   // the conditional, or its get-tuple-element of `leaf`
+  // Per branch: the element of its operand tuple holding %x (-1: the operand is %x, -2: the
+  // operand is a tuple without it) and whether its root hands the block on unchanged.
+  std::vector<int64_t> element;
+  std::vector<bool> passes_through;
+};
+std::optional<ConditionalBlock> match_conditional_write_back(Instruction* z);
+
 // Form 1 (a block read out, updated and written back at the same start), form 2 (unrolled
 // layers' blocks of one array stacked back) and the stacked-pieces form (per-layer arrays
 // updated and stacked): slice_update_folding.h draws each.

@@ -237,6 +237,101 @@ std::optional<Block> match_write_back(Instruction* z) {
   return block;
 }
 
+// Form 3: %z = dynamic-update-slice(%cache, %w, starts') with %w = unit reshapes of %r, %r the
+// conditional's result (or its get-tuple-element), read by nothing else; a branch operand is %x
+// (unit reshapes of dynamic-slice(%cache, starts), read only by the conditional) or a tuple only
+// the conditional reads (for one branch or several), holding %x once or not at all; every branch root hands its result
+// leaf on (the parameter, or its element holding %x) or computes it; starts' = starts.
+std::optional<ConditionalBlock> match_conditional_write_back(Instruction* z) {
+  if (z->opcode() != Opcode::kDynamicUpdateSlice || z->operand_count() < 2 || z->has_control_edges()) return std::nullopt;
+  const Shape& shape = z->operand(0)->shape();
+  if (!is_row_major(shape) || shape.rank() == 0 || z->operand_count() != 2 + shape.rank()) return std::nullopt;
+  ConditionalBlock found;
+  Instruction* written = z->operand(1);
+  for (Instruction* link = written; link != through_unit_reshape(written); link = link->operand(0))
+    if (link->users().size() != 1 || link->has_control_edges()) return std::nullopt;
+  found.result = through_unit_reshape(written);
+  Instruction* conditional = found.result;
+  if (found.result->opcode() == Opcode::kGetTupleElement) {
+    conditional = found.result->operand(0);
+    found.leaf = found.result->tuple_index;
+    if (conditional->opcode() != Opcode::kConditional) return std::nullopt;
+    for (const Instruction* user : conditional->users())  // nothing else reads the leaf
+      if (user != found.result && (user->opcode() != Opcode::kGetTupleElement || user->tuple_index == found.leaf))
+        return std::nullopt;
+  }
+  if (conditional->opcode() != Opcode::kConditional || conditional->has_control_edges() ||
+      found.result->users().size() != 1 || found.result->has_control_edges() || conditional->parent()->root() == conditional)
+    return std::nullopt;
+  found.conditional = conditional;
+  const std::vector<Computation*>& branches = conditional->called_computations();
+  const size_t count = branches.size();
+  if (count == 0 || conditional->operand_count() != 1 + static_cast<int64_t>(count)) return std::nullopt;
+  // The value of the leaf each branch's root returns.
+  auto leaf_value = [&](const Computation* branch) -> Instruction* {
+    Instruction* root = branch->root();
+    if (found.leaf < 0) return root;
+    return root->opcode() == Opcode::kTuple && found.leaf < root->operand_count() ? root->operand(found.leaf) : nullptr;
+  };
+  // %x: the operand value a branch hands on unchanged
+  for (size_t b = 0; b < count && found.block == nullptr; ++b) {
+    const Instruction* value = leaf_value(branches[b]);
+    const Instruction* parameter = branches[b]->parameter(0);
+    Instruction* operand = conditional->operand(static_cast<int64_t>(b) + 1);
+    if (value == parameter) found.block = operand;
+    else if (value != nullptr && value->opcode() == Opcode::kGetTupleElement && value->operand(0) == parameter &&
+             operand->opcode() == Opcode::kTuple)
+      found.block = operand->operand(value->tuple_index);
+  }
+  if (found.block == nullptr || !found.block->shape().is_array()) return std::nullopt;
+  found.read = through_unit_reshape(found.block);
+  Instruction* read = found.read;
+  if (read->opcode() != Opcode::kDynamicSlice || !same_array(read->operand(0), z->operand(0)) ||
+      read->operand_count() != 1 + shape.rank() || read->dynamic_slice_sizes != written->shape().dimensions() ||
+      read->has_control_edges())
+    return std::nullopt;
+  for (int64_t d = 0; d < shape.rank(); ++d)
+    if (!same_value(read->operand(1 + d), z->operand(2 + d))) return std::nullopt;
+  for (Instruction* link = found.block; link != read; link = link->operand(0))
+    if (link->has_control_edges() || (link != found.block && link->users().size() != 1)) return std::nullopt;
+  if (read->users().size() != 1 && read != found.block) return std::nullopt;
+  // %x goes to the conditional alone: as a branch's operand, or in operand tuples only it reads
+  for (const Instruction* user : found.block->users()) {
+    if (user == conditional) continue;
+    if (user->opcode() != Opcode::kTuple || user->parent()->root() == user || user->users().size() != 1 ||
+        user->users()[0] != conditional)
+      return std::nullopt;
+  }
+  for (size_t b = 0; b < count; ++b) {
+    const Computation& branch = *branches[b];
+    Instruction* operand = conditional->operand(static_cast<int64_t>(b) + 1);
+    const Instruction* parameter = branch.parameter(0);
+    const Instruction* value = leaf_value(&branch);
+    if (value == nullptr || branch.parameter_count() != 1 || parameter->has_control_edges()) return std::nullopt;
+    int64_t element = -1;
+    if (operand != found.block) {
+      if (operand->opcode() != Opcode::kTuple || operand->parent()->root() == operand || !parameter->shape().is_tuple())
+        return std::nullopt;
+      element = -2;
+      for (int64_t k = 0; k < operand->operand_count(); ++k) {
+        if (operand->operand(k) != found.block) continue;
+        if (element != -2) return std::nullopt;  // held twice
+        element = k;
+      }
+      for (const Instruction* user : parameter->users())  // the parameter is read element by element
+        if (user->opcode() != Opcode::kGetTupleElement || user->has_control_edges()) return std::nullopt;
+    }
+    const bool hands_on = element == -1 ? value == parameter
+                                        : element >= 0 && value->opcode() == Opcode::kGetTupleElement &&
+                                              value->operand(0) == parameter && value->tuple_index == element;
+    if (!hands_on && !(value->shape() == found.block->shape())) return std::nullopt;
+    if (found.leaf >= 0 && branch.root()->has_control_edges()) return std::nullopt;
+    found.element.push_back(element);
+    found.passes_through.push_back(hands_on);
+  }
+  return found;
+}
+
 // Form 2 (unrolled layers, then jnp.stack): %z = concatenate(%r_0, ..., %r_n) along one
 // dimension of %cache's shape, %r_l = unit reshape of %y_l or of the block itself, each block a
 // unit-stride slice of %cache, the blocks in order covering %cache. Returns the blocks that are
