@@ -410,7 +410,7 @@ std::vector<Value> Generator::emit_while(Scope& scope, const std::vector<Value>&
   return loop_results;
 }
 
-std::vector<Value> Generator::emit_conditional(Scope& scope, const std::vector<Value>& state) {
+std::vector<Value> Generator::emit_conditional(Scope& scope, const std::vector<Value>& state, bool publish) {
   const std::string state_shape = tuple_shape_text(state, false);
   std::vector<std::string> names;
   for (const Value& value : state) names.push_back(value.name);
@@ -460,8 +460,9 @@ std::vector<Value> Generator::emit_conditional(Scope& scope, const std::vector<V
   scope.lines.push_back(str_cat("  ", result, " = ", expression));
   std::vector<Value> results;
   for (size_t i = 0; i < state.size(); ++i) {
-    results.push_back(emit(scope, "r", state[i].type, state[i].dims, str_cat("get-tuple-element(", result, "), index=", i)));
-    if (scope.depth == 0) structural_results_.push_back(results.back());
+    results.push_back(emit(scope, "r", state[i].type, state[i].dims, str_cat("get-tuple-element(", result, "), index=", i),
+                           publish));
+    if (scope.depth == 0 && publish) structural_results_.push_back(results.back());
   }
   return results;
 }

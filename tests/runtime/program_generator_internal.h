@@ -113,6 +113,7 @@ class Generator {
   std::vector<ViewStep> random_view_chain(Scope& scope, const std::vector<int64_t>& dims);
   Value apply_view_chain(Scope& scope, const Value& source, const std::vector<ViewStep>& chain, bool visible);
   void emit_view(Scope& scope);
+  void emit_block_through_conditional(Scope& scope, const Value& source);
   Value emit_view_hazard(Scope& scope, const Value& target, bool counter_first);
   void emit_entry_view_hazard(Scope& scope);
   std::vector<std::string> state_hazard(Scope& scope, const std::vector<Value>& slots, bool counter_first);
@@ -122,7 +123,8 @@ class Generator {
   std::vector<std::string> finish_state(Scope& scope, const std::vector<Value>& slots,
                                         const std::vector<std::string>& fixed);
   std::vector<Value> emit_while(Scope& scope, const std::vector<Value>& state);
-  std::vector<Value> emit_conditional(Scope& scope, const std::vector<Value>& state);
+  // `publish` false: the results are read by nothing the generator adds later (the caller's own).
+  std::vector<Value> emit_conditional(Scope& scope, const std::vector<Value>& state, bool publish = true);
   void add_computation(const std::string& name, const Scope& scope, const std::string& root);
 
   SplitMix64 rng_;

@@ -133,12 +133,36 @@ void Generator::emit_view(Scope& scope) {
     if (scope.depth == 0) structural_results_.push_back(result);
     return;
   }
+  if (choice < 8 && scope.depth < 2 && !source.dims.empty() && rng_.chance(2, 3))
+    return emit_block_through_conditional(scope, source);
   if (choice < 8 && scope.depth < 2) {
     std::vector<Value> state = {view};
     if (rng_.chance(1, 2)) state.push_back(pick(scope));
     if (rng_.chance(1, 2)) emit_while(scope, state);
     else emit_conditional(scope, state);
   }
+}
+
+// A block of `source` read by a dynamic-slice (sometimes reshaped), handed to a conditional (its
+// state's first element) and written back at the same indices: a Pallas output block under
+// pl.when (slice-update-folding's form 3 moves the read and the write-back into the branches).
+void Generator::emit_block_through_conditional(Scope& scope, const Value& source) {
+  std::vector<int64_t> sizes = source.dims;
+  sizes[0] = rng_.uniform(1, sizes[0]);
+  const std::string indices = index_list(scope, source.dims, false);
+  const bool visible = rng_.chance(1, 4);  // read by later ops too at times (then not folded)
+  Value handed = emit(scope, "blk", source.type, sizes,
+                      str_cat("dynamic-slice(", source.name, ", ", indices, "), dynamic_slice_sizes={", str_join(sizes, ","), "}"),
+                      visible);
+  if (rng_.chance(1, 2))
+    handed = emit(scope, "blkshape", source.type, reshape_step(sizes).dims, str_cat("reshape(", handed.name, ")"), visible);
+  std::vector<Value> state = {handed};
+  if (rng_.chance(1, 2)) state.push_back(pick(scope));
+  Value back = emit_conditional(scope, state, /*publish=*/false)[0];
+  if (back.dims != sizes) back = emit(scope, "back", source.type, sizes, str_cat("reshape(", back.name, ")"), false);
+  const Value written = emit(scope, "written_back", source.type, source.dims,
+                             str_cat("dynamic-update-slice(", source.name, ", ", back.name, ", ", indices, ")"));
+  if (scope.depth == 0) structural_results_.push_back(written);
 }
 
 // A view of `target`, then something that may write target's bytes in place (a
