@@ -265,4 +265,41 @@ ENTRY main {
   testing_runtime::expect_matches_evaluator_natively(compiled, 5);
 }
 
+// An f32 add, subtract or multiply that one arithmetic op alone reads runs inside it (fusion_plan.cc
+// fold_pairs): (x - mean) * rstd over rows of 300 (several a block) and of 4096 (pieces of one),
+// (x - mean)^2 (the same value twice), a quotient with the pair on its right, a product divided
+// by a block, a sum read twice (not folded). Bit for bit the evaluator's.
+TEST(RuntimeExecutable, ArithmeticPairsRunAsOnePass) {
+  testing_runtime::Compiled compiled = testing_runtime::compile(R"(
+HloModule pairs
+ENTRY main {
+  a = f32[7,300] parameter(0)
+  a_mean = f32[7] parameter(1)
+  a_rstd = f32[7] parameter(2)
+  b = f32[3,4096] parameter(3)
+  b_mean = f32[3] parameter(4)
+  c = f32[5,200] parameter(5)
+  d = f32[5,200] parameter(6)
+  m = f32[7,300] broadcast(a_mean), dimensions={0}
+  r = f32[7,300] broadcast(a_rstd), dimensions={0}
+  centred = f32[7,300] subtract(a, m)
+  normed = f32[7,300] multiply(centred, r)
+  bm = f32[3,4096] broadcast(b_mean), dimensions={0}
+  bc = f32[3,4096] subtract(b, bm)
+  squared = f32[3,4096] multiply(bc, bc)
+  sum = f32[5,200] add(c, d)
+  two = f32[] constant(2)
+  twos = f32[5,200] broadcast(two), dimensions={}
+  quotient = f32[5,200] divide(twos, sum)
+  product = f32[5,200] multiply(c, d)
+  ratio = f32[5,200] divide(product, d)
+  shared = f32[5,200] add(c, twos)
+  twice = f32[5,200] multiply(shared, c)
+  again = f32[5,200] subtract(twice, shared)
+  ROOT out = (f32[7,300], f32[3,4096], f32[5,200], f32[5,200], f32[5,200]) tuple(normed, squared, quotient, ratio, again)
+})");
+  ASSERT_TRUE(compiled.executable != nullptr);
+  for (uint32_t seed : {5u, 6u}) testing_runtime::expect_matches_evaluator_natively(compiled, seed);
+}
+
 }  // namespace insitu

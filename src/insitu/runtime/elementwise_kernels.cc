@@ -200,6 +200,71 @@ const MultiplyAddLoops* multiply_add_loops_of(bool subtract, bool product_first)
   return product_first ? &kMultiplyAddLoops<T, false, true> : &kMultiplyAddLoops<T, false, false>;
 }
 
+// A pair's body (select_pair_loops): the inner op, then the outer, each rounded.
+template <typename T, Opcode kInner, Opcode kOuter, int kForm>
+struct PairBlock {
+  [[gnu::always_inline]] static inline T apply(Opcode op, T a, T b) {
+    switch (op) {
+      case Opcode::kAdd: return a + b;
+      case Opcode::kSubtract: return a - b;
+      case Opcode::kMultiply: return a * b;
+      default: return a / b;
+    }
+  }
+  [[gnu::always_inline]] static inline T pair(T x, T y, T z) {
+    const T t = apply(kInner, x, y);
+    if constexpr (kForm == 0) return apply(kOuter, t, z);
+    else if constexpr (kForm == 1) return apply(kOuter, z, t);
+    else return apply(kOuter, t, t);
+  }
+  [[gnu::always_inline]] static inline void run(const uint8_t* xb, const uint8_t* yb, const uint8_t* zb, uint8_t* ob,
+                                                bool x_scalar, bool y_scalar, bool z_scalar, int64_t n) {
+    const T* x = reinterpret_cast<const T*>(xb);
+    const T* y = reinterpret_cast<const T*>(yb);
+    const T* z = reinterpret_cast<const T*>(zb);
+    T* o = reinterpret_cast<T*>(ob);
+    if (!x_scalar && y_scalar && (z_scalar || kForm == 2)) {  // a block and row scalars: (x - mean) * rstd
+      const T b = y[0], c = z[0];
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i], b, c);
+    } else if (!x_scalar && !y_scalar && !z_scalar) {
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i], y[i], z[i]);
+    } else if (!x_scalar && y_scalar && !z_scalar) {
+      const T b = y[0];
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i], b, z[i]);
+    } else {
+      const int64_t xs = x_scalar ? 0 : 1, ys = y_scalar ? 0 : 1, zs = z_scalar ? 0 : 1;
+      for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i * xs], y[i * ys], z[i * zs]);
+    }
+  }
+};
+
+template <Opcode kInner, Opcode kOuter, int kForm>
+inline constexpr MultiplyAddLoops kPairLoops = multiply_add_loops<PairBlock<float, kInner, kOuter, kForm>>();
+
+template <Opcode kInner, Opcode kOuter>
+const MultiplyAddLoops* pair_loops_of(int form) {
+  switch (form) {
+    case 0: return &kPairLoops<kInner, kOuter, 0>;
+    case 1: return &kPairLoops<kInner, kOuter, 1>;
+    case 2: return &kPairLoops<kInner, kOuter, 2>;
+    default: return nullptr;
+  }
+}
+
+template <Opcode kInner>
+const MultiplyAddLoops* pair_loops_of(Opcode outer, int form) {
+  switch (outer) {
+    case Opcode::kAdd: return pair_loops_of<kInner, Opcode::kAdd>(form);
+    case Opcode::kSubtract: return pair_loops_of<kInner, Opcode::kSubtract>(form);
+    case Opcode::kMultiply: return pair_loops_of<kInner, Opcode::kMultiply>(form);
+    case Opcode::kDivide: return pair_loops_of<kInner, Opcode::kDivide>(form);
+    default: return nullptr;
+  }
+}
+
 // What a choose_* function picked: the kernel, and where it has them its block loops.
 struct Choice {
   Choice(KernelFn kernel = nullptr, const BlockLoops* block = nullptr) : run(kernel), loops(block) {}
@@ -429,6 +494,16 @@ const MultiplyAddLoops* select_multiply_add_loops(PrimitiveType type, bool subtr
   if (type == PrimitiveType::kF32) return kernels::multiply_add_loops_of<float>(subtract, product_first);
   if (type == PrimitiveType::kF64) return kernels::multiply_add_loops_of<double>(subtract, product_first);
   return nullptr;
+}
+
+const MultiplyAddLoops* select_pair_loops(PrimitiveType type, Opcode inner, Opcode outer, int form) {
+  if (type != PrimitiveType::kF32) return nullptr;
+  switch (inner) {
+    case Opcode::kAdd: return kernels::pair_loops_of<Opcode::kAdd>(outer, form);
+    case Opcode::kSubtract: return kernels::pair_loops_of<Opcode::kSubtract>(outer, form);
+    case Opcode::kMultiply: return kernels::pair_loops_of<Opcode::kMultiply>(outer, form);
+    default: return nullptr;
+  }
 }
 
 const BlockLoops* select_block_loops(const Instruction& instruction, std::span<const ArrayView> operands,

@@ -75,6 +75,52 @@ void fold_multiply_adds(Plan& plan) {
   }
 }
 
+// Folds each f32 add, subtract or multiply that one arithmetic op alone reads into that reader
+// (kFolded; the reader's operands become the inner op's two and its other operand, its loop a
+// pair loop, kernels.h select_pair_loops): one pass over the block instead of two, the same
+// roundings. Row scalars may be read (the reader then runs once per row): a layer norm's
+// (x - mean) * rstd and (x - mean)^2. After fold_multiply_adds, which keeps its folds.
+void fold_pairs(Plan& plan) {
+  std::vector<int> readers(plan.nodes.size(), 0);
+  for (const Node& node : plan.nodes)
+    if (node.kind != NodeKind::kFolded)
+      for (int source : node.operands) ++readers[static_cast<size_t>(source)];
+  for (int output : plan.outputs) ++readers[static_cast<size_t>(output)];
+  auto is_f32_op = [&](const Node& node, std::initializer_list<Opcode> opcodes) {
+    return node.kind == NodeKind::kOp && node.multiply_add == nullptr && node.operands.size() == 2 &&
+           node.instruction->shape().element_type() == PrimitiveType::kF32 &&
+           std::find(opcodes.begin(), opcodes.end(), node.instruction->opcode()) != opcodes.end();
+  };
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    Node& outer = plan.nodes[n];
+    if (!is_f32_op(outer, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply, Opcode::kDivide})) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int inner_node = outer.operands[static_cast<size_t>(side)];
+      Node& inner = plan.nodes[static_cast<size_t>(inner_node)];
+      const bool square = outer.operands[0] == outer.operands[1];
+      if (!is_f32_op(inner, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply}) ||
+          readers[static_cast<size_t>(inner_node)] != (square ? 2 : 1))
+        continue;
+      const int form = square ? 2 : side;
+      const MultiplyAddLoops* loops =
+          select_pair_loops(PrimitiveType::kF32, inner.instruction->opcode(), outer.instruction->opcode(), form);
+      if (loops == nullptr) continue;
+      const int other = square ? inner.operands[0] : outer.operands[static_cast<size_t>(1 - side)];
+      outer.multiply_add = loops;
+      outer.operands = {inner.operands[0], inner.operands[1], other};
+      outer.reads_row_scalar = false;
+      for (int source : outer.operands) {
+        Node& read = plan.nodes[static_cast<size_t>(source)];
+        read.last_use = std::max(read.last_use, static_cast<int>(n));
+        outer.reads_row_scalar |= read.kind == NodeKind::kRowScalar;
+      }
+      inner.kind = NodeKind::kFolded;
+      inner.last_use = -1;
+      break;
+    }
+  }
+}
+
 // Gives each kOp, kBroadcast and kIota node a scratch slot, in bytes per element of a block
 // (BlockRunner's views start at slot times the block's length rounded up to 64), but a single-
 // output fusion's root (written straight into the result): a slot is reused once its value's
@@ -241,7 +287,10 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
   const bool row_scalars =
       std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kRowScalar; });
   plan.row = row_scalars || reduced_row > 0 ? row_length : 0;
-  if (!scalar_program) fold_multiply_adds(plan);
+  if (!scalar_program) {
+    fold_multiply_adds(plan);
+    fold_pairs(plan);
+  }
   const int64_t bytes_per_element = assign_scratch_slots(plan, scalar_program);
   plan.block = std::clamp(kScratchBudget / std::max<int64_t>(bytes_per_element, 1) / 64 * 64, kMinBlock, kBlock);
   if (flat) plan.block = std::bit_floor(static_cast<uint64_t>(plan.block));

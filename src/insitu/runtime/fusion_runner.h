@@ -147,7 +147,11 @@ class BlockRunner {
           if (direct_out_[n] != nullptr) view.data = direct_out_[n] + begin * node.width;
           const size_t arity = node.operands.size();
           const bool per_row = node.reads_row_scalar && length > plan_.row;
-          if (node.multiply_add != nullptr) {  // a multiply folded in (fusion_plan.cc; never per row)
+          if (node.multiply_add != nullptr) {  // an op folded in (fusion_plan.cc), per row where it reads a row scalar
+            if (per_row) {
+              run_loop_per_row(node, begin, length, view.data);
+              break;
+            }
             const ArrayView &x = views_[node.operands[0]], &y = views_[node.operands[1]], &z = views_[node.operands[2]];
             (*node.multiply_add)[level_](x.data, y.data, z.data, view.data, x.scalar, y.scalar, z.scalar, length);
             break;
@@ -188,21 +192,33 @@ class BlockRunner {
   // operands' views read field by field once per block. (Copying whole views per row stalled:
   // a 16-byte load of a view written as two 8-byte fields just before waits for both stores,
   // about a tenth of a Pallas layer norm's time in BlockRunner.)
+  // (An op with an op folded in, node.multiply_add, the same with its three operands.)
   void run_loop_per_row(const Node& node, int64_t begin, int64_t length, uint8_t* out) const {
     const int64_t row = plan_.row;
-    const int a = node.operands[0], b = node.operands[node.operands.size() > 1 ? 1 : 0];
-    const Node &x_node = plan_.nodes[a], &y_node = plan_.nodes[b];
-    const uint8_t* const x = views_[a].data;
-    const uint8_t* const y = views_[b].data;
-    const bool x_scalar = views_[a].scalar, y_scalar = views_[b].scalar;
-    const BlockLoop loop = (*node.loops)[level_];
-    auto at_row = [&](const Node& from, const uint8_t* block, bool scalar, int64_t first) -> const uint8_t* {
+    const size_t arity = node.multiply_add != nullptr ? 3 : 2;
+    int index[3];
+    const uint8_t* block[3];
+    bool scalar[3];
+    for (size_t i = 0; i < arity; ++i) {
+      index[i] = node.operands[std::min(i, node.operands.size() - 1)];
+      block[i] = views_[index[i]].data;
+      scalar[i] = views_[index[i]].scalar;
+    }
+    auto at_row = [&](size_t i, int64_t first) -> const uint8_t* {
+      const Node& from = plan_.nodes[index[i]];
       if (from.kind == NodeKind::kRowScalar) return row_scalar_at(from, begin + first);
-      return scalar ? block : block + first * from.width;
+      return scalar[i] ? block[i] : block[i] + first * from.width;
     };
+    if (node.multiply_add != nullptr) {
+      const MultiplyAddLoop loop = (*node.multiply_add)[level_];
+      for (int64_t first = 0; first < length; first += row)
+        loop(at_row(0, first), at_row(1, first), at_row(2, first), out + first * node.width, scalar[0], scalar[1],
+             scalar[2], row);
+      return;
+    }
+    const BlockLoop loop = (*node.loops)[level_];
     for (int64_t first = 0; first < length; first += row)
-      loop(at_row(x_node, x, x_scalar, first), at_row(y_node, y, y_scalar, first), out + first * node.width, x_scalar,
-           y_scalar, row);
+      loop(at_row(0, first), at_row(1, first), out + first * node.width, scalar[0], scalar[1], row);
   }
 
   // An op reading a row scalar over a block of whole rows: once per row, each row scalar read at

@@ -136,6 +136,13 @@ using MultiplyAddLoop = void (*)(const uint8_t* x, const uint8_t* y, const uint8
                                  bool y_scalar, bool z_scalar, int64_t n);
 using MultiplyAddLoops = std::array<MultiplyAddLoop, 3>;
 const MultiplyAddLoops* select_multiply_add_loops(PrimitiveType type, bool subtract, bool product_first);
+// An f32 add, subtract or multiply folded into the arithmetic op that alone reads it
+// (fusion_plan.cc), on MultiplyAddLoop's signature: t = inner(x[i], y[i]), then out[i] =
+// outer(t, z[i]) (form 0), outer(z[i], t) (form 1) or outer(t, t) (form 2, z unread), each op
+// rounded as alone: the evaluator's bits in one pass (a layer norm's (x - mean) * rstd and
+// (x - mean)^2). Null where not one of these: inner add, subtract or multiply; outer add,
+// subtract, multiply or divide.
+const MultiplyAddLoops* select_pair_loops(PrimitiveType type, Opcode inner, Opcode outer, int form);
 // The block loops of an op select_elementwise runs natively on these views, where it has them
 // (binary arithmetic and bitwise ops, unary arithmetic and the float functions); else null.
 const BlockLoops* select_block_loops(const Instruction&, std::span<const ArrayView> operands, const ArrayView& out);
