@@ -143,37 +143,6 @@ constexpr BlockLoops block_loops() {
 template <typename Body, bool wide>
 inline constexpr BlockLoops kBlockLoops = block_loops<Body, wide>();
 
-// MultiplyAddLoop's body (kernels.h): the product and the sum in the separate ops' order.
-template <typename T, bool kSubtract, bool kProductFirst>
-struct MultiplyAddBlock {
-  [[gnu::always_inline]] static inline void run(const uint8_t* xb, const uint8_t* yb, const uint8_t* zb, uint8_t* ob,
-                                                bool x_scalar, bool y_scalar, bool z_scalar, int64_t n) {
-    const T* x = reinterpret_cast<const T*>(xb);
-    const T* y = reinterpret_cast<const T*>(yb);
-    const T* z = reinterpret_cast<const T*>(zb);
-    T* o = reinterpret_cast<T*>(ob);
-    auto combine = [](T product, T other) -> T {
-      if constexpr (kProductFirst) return kSubtract ? product - other : product + other;
-      else return kSubtract ? other - product : other + product;
-    };
-    if (!x_scalar && !y_scalar && !z_scalar) {
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = combine(x[i] * y[i], z[i]);
-    } else if (!x_scalar && y_scalar && !z_scalar) {  // a weight times a block, plus a block
-      const T b = y[0];
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = combine(x[i] * b, z[i]);
-    } else if (x_scalar && !y_scalar && !z_scalar) {
-      const T a = x[0];
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = combine(a * y[i], z[i]);
-    } else {
-      const int64_t xs = x_scalar ? 0 : 1, ys = y_scalar ? 0 : 1, zs = z_scalar ? 0 : 1;
-      for (int64_t i = 0; i < n; ++i) o[i] = combine(x[i * xs] * y[i * ys], z[i * zs]);
-    }
-  }
-};
-
 template <typename Body>
 void baseline_multiply_add(const uint8_t* x, const uint8_t* y, const uint8_t* z, uint8_t* o, bool xs, bool ys, bool zs,
                            int64_t n) {
@@ -191,16 +160,9 @@ constexpr MultiplyAddLoops multiply_add_loops() {
 #endif
 }
 
-template <typename T, bool kSubtract, bool kProductFirst>
-inline constexpr MultiplyAddLoops kMultiplyAddLoops = multiply_add_loops<MultiplyAddBlock<T, kSubtract, kProductFirst>>();
 
-template <typename T>
-const MultiplyAddLoops* multiply_add_loops_of(bool subtract, bool product_first) {
-  if (subtract) return product_first ? &kMultiplyAddLoops<T, true, true> : &kMultiplyAddLoops<T, true, false>;
-  return product_first ? &kMultiplyAddLoops<T, false, true> : &kMultiplyAddLoops<T, false, false>;
-}
-
-// A pair's body (select_pair_loops): the inner op, then the outer, each rounded.
+// A pair's body (select_pair_loops; a multiply-add is the pair multiply, then add or subtract):
+// the inner op, then the outer, each rounded as alone.
 template <typename T, Opcode kInner, Opcode kOuter, int kForm>
 struct PairBlock {
   [[gnu::always_inline]] static inline T apply(Opcode op, T a, T b) {
@@ -230,10 +192,14 @@ struct PairBlock {
     } else if (!x_scalar && !y_scalar && !z_scalar) {
       #pragma GCC unroll 4
       for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i], y[i], z[i]);
-    } else if (!x_scalar && y_scalar && !z_scalar) {
+    } else if (!x_scalar && y_scalar && !z_scalar) {  // a weight times a block, plus a block
       const T b = y[0];
       #pragma GCC unroll 4
       for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i], b, z[i]);
+    } else if (x_scalar && !y_scalar && !z_scalar) {
+      const T a = x[0];
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = pair(a, y[i], z[i]);
     } else {
       const int64_t xs = x_scalar ? 0 : 1, ys = y_scalar ? 0 : 1, zs = z_scalar ? 0 : 1;
       for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i * xs], y[i * ys], z[i * zs]);
@@ -241,17 +207,25 @@ struct PairBlock {
   }
 };
 
-template <Opcode kInner, Opcode kOuter, int kForm>
-inline constexpr MultiplyAddLoops kPairLoops = multiply_add_loops<PairBlock<float, kInner, kOuter, kForm>>();
+template <typename T, Opcode kInner, Opcode kOuter, int kForm>
+inline constexpr MultiplyAddLoops kPairLoops = multiply_add_loops<PairBlock<T, kInner, kOuter, kForm>>();
 
 template <Opcode kInner, Opcode kOuter>
 const MultiplyAddLoops* pair_loops_of(int form) {
   switch (form) {
-    case 0: return &kPairLoops<kInner, kOuter, 0>;
-    case 1: return &kPairLoops<kInner, kOuter, 1>;
-    case 2: return &kPairLoops<kInner, kOuter, 2>;
+    case 0: return &kPairLoops<float, kInner, kOuter, 0>;
+    case 1: return &kPairLoops<float, kInner, kOuter, 1>;
+    case 2: return &kPairLoops<float, kInner, kOuter, 2>;
     default: return nullptr;
   }
+}
+
+template <typename T>
+const MultiplyAddLoops* multiply_add_loops_of(bool subtract, bool product_first) {
+  if (subtract)
+    return product_first ? &kPairLoops<T, Opcode::kMultiply, Opcode::kSubtract, 0>
+                         : &kPairLoops<T, Opcode::kMultiply, Opcode::kSubtract, 1>;
+  return product_first ? &kPairLoops<T, Opcode::kMultiply, Opcode::kAdd, 0> : &kPairLoops<T, Opcode::kMultiply, Opcode::kAdd, 1>;
 }
 
 template <Opcode kInner>
