@@ -267,6 +267,8 @@ std::optional<ConditionalBlock> match_conditional_write_back(Instruction* z) {
   const std::vector<Computation*>& branches = conditional->called_computations();
   const size_t count = branches.size();
   if (count == 0 || conditional->operand_count() != 1 + static_cast<int64_t>(count)) return std::nullopt;
+  for (size_t b = 0; b < count; ++b)  // each branch rewritten once (flatten-calls gives each its own)
+    if (std::count(branches.begin(), branches.end(), branches[b]) != 1) return std::nullopt;
   // The value of the leaf each branch's root returns.
   auto leaf_value = [&](const Computation* branch) -> Instruction* {
     Instruction* root = branch->root();
