@@ -268,7 +268,8 @@ ENTRY main {
 // An f32 add, subtract or multiply that one arithmetic op alone reads runs inside it (fusion_plan.cc
 // fold_pairs): (x - mean) * rstd over rows of 300 (several a block) and of 4096 (pieces of one),
 // (x - mean)^2 (the same value twice), a quotient with the pair on its right, a product divided
-// by a block, a sum read twice (not folded). Bit for bit the evaluator's.
+// by a block, a sum read twice (not folded), exp(x - max) per row, tanh(x * 2), erf(d - c). Bit
+// for bit the evaluator's.
 TEST(RuntimeExecutable, ArithmeticPairsRunAsOnePass) {
   testing_runtime::Compiled compiled = testing_runtime::compile(R"(
 HloModule pairs
@@ -296,7 +297,13 @@ ENTRY main {
   shared = f32[5,200] add(c, twos)
   twice = f32[5,200] multiply(shared, c)
   again = f32[5,200] subtract(twice, shared)
-  ROOT out = (f32[7,300], f32[3,4096], f32[5,200], f32[5,200], f32[5,200]) tuple(normed, squared, quotient, ratio, again)
+  shifted = f32[7,300] subtract(a, r)
+  e = f32[7,300] exponential(shifted)
+  scaled = f32[5,200] multiply(c, twos)
+  t = f32[5,200] tanh(scaled)
+  both = f32[5,200] subtract(d, c)
+  g = f32[5,200] erf(both)
+  ROOT out = (f32[7,300], f32[3,4096], f32[5,200], f32[5,200], f32[5,200], f32[7,300], f32[5,200], f32[5,200]) tuple(normed, squared, quotient, ratio, again, e, t, g)
 })");
   ASSERT_TRUE(compiled.executable != nullptr);
   for (uint32_t seed : {5u, 6u}) testing_runtime::expect_matches_evaluator_natively(compiled, seed);

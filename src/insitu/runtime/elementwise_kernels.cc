@@ -161,6 +161,12 @@ constexpr MultiplyAddLoops multiply_add_loops() {
 }
 
 
+// One of with_float_unary's functions (a captureless lambda) as a kernel's element function.
+template <typename C, typename Function>
+struct FloatUnary {
+  C operator()(C x) const { return static_cast<C>(Function{}(x)); }
+};
+
 // A pair's body (select_pair_loops; a multiply-add is the pair multiply, then add or subtract):
 // the inner op, then the outer, each rounded as alone.
 template <typename T, Opcode kInner, Opcode kOuter, int kForm>
@@ -228,8 +234,48 @@ const MultiplyAddLoops* multiply_add_loops_of(bool subtract, bool product_first)
   return product_first ? &kPairLoops<T, Opcode::kMultiply, Opcode::kAdd, 0> : &kPairLoops<T, Opcode::kMultiply, Opcode::kAdd, 1>;
 }
 
+// A unary pair's body (select_pair_loops, form 3): an f32 function of the inner op's result.
+template <Opcode kInner, typename Fn>
+struct UnaryPairBlock {
+  [[gnu::always_inline]] static inline void run(const uint8_t* xb, const uint8_t* yb, const uint8_t*, uint8_t* ob,
+                                                bool x_scalar, bool y_scalar, bool, int64_t n) {
+    const float* x = reinterpret_cast<const float*>(xb);
+    const float* y = reinterpret_cast<const float*>(yb);
+    float* o = reinterpret_cast<float*>(ob);
+    using Inner = PairBlock<float, kInner, kInner, 0>;
+    if (!x_scalar && y_scalar) {  // exp(x - max) along a row
+      const float b = y[0];
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(Inner::apply(kInner, x[i], b));
+    } else if (!x_scalar && !y_scalar) {
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(Inner::apply(kInner, x[i], y[i]));
+    } else {
+      const int64_t xs = x_scalar ? 0 : 1, ys = y_scalar ? 0 : 1;
+      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(Inner::apply(kInner, x[i * xs], y[i * ys]));
+    }
+  }
+};
+
+template <Opcode kInner>
+const MultiplyAddLoops* unary_pair_loops_of(Opcode outer) {
+  // float_functions.h's vectorizable functions only (the others are library calls a pass saves
+  // little of)
+  if (outer != Opcode::kExp && outer != Opcode::kExpm1 && outer != Opcode::kLog && outer != Opcode::kTanh &&
+      outer != Opcode::kLogistic && outer != Opcode::kErf)
+    return nullptr;
+  const MultiplyAddLoops* found = nullptr;
+  with_float_unary(outer, [&](auto function, auto) {
+    using Fn = FloatUnary<float, decltype(function)>;
+    static constexpr MultiplyAddLoops kLoops = multiply_add_loops<UnaryPairBlock<kInner, Fn>>();
+    found = &kLoops;
+  });
+  return found;
+}
+
 template <Opcode kInner>
 const MultiplyAddLoops* pair_loops_of(Opcode outer, int form) {
+  if (form == 3) return unary_pair_loops_of<kInner>(outer);
   switch (outer) {
     case Opcode::kAdd: return pair_loops_of<kInner, Opcode::kAdd>(form);
     case Opcode::kSubtract: return pair_loops_of<kInner, Opcode::kSubtract>(form);
@@ -327,12 +373,6 @@ Choice choose_binary(Opcode opcode, const ArrayView& a, const ArrayView& b, cons
   });
   return chosen;
 }
-
-// One of with_float_unary's functions (a captureless lambda) as a kernel's element function.
-template <typename C, typename Function>
-struct FloatUnary {
-  C operator()(C x) const { return static_cast<C>(Function{}(x)); }
-};
 
 // An f32 unary function over [begin, end) (float_functions.h's exp, log, tanh, logistic and
 // expm1 are branch-free and run 2-4x faster in wider vectors), at this CPU's level.

@@ -78,8 +78,9 @@ void fold_multiply_adds(Plan& plan) {
 // Folds each f32 add, subtract or multiply that one arithmetic op alone reads into that reader
 // (kFolded; the reader's operands become the inner op's two and its other operand, its loop a
 // pair loop, kernels.h select_pair_loops): one pass over the block instead of two, the same
-// roundings. Row scalars may be read (the reader then runs once per row): a layer norm's
-// (x - mean) * rstd and (x - mean)^2. After fold_multiply_adds, which keeps its folds.
+// roundings; so too one that an f32 function (exp, log, tanh, ...) alone reads. Row scalars may
+// be read (the reader then runs once per row): a layer norm's (x - mean) * rstd and
+// (x - mean)^2, a softmax's exp(x - max). After fold_multiply_adds, which keeps its folds.
 void fold_pairs(Plan& plan) {
   std::vector<int> readers(plan.nodes.size(), 0);
   for (const Node& node : plan.nodes)
@@ -91,8 +92,32 @@ void fold_pairs(Plan& plan) {
            node.instruction->shape().element_type() == PrimitiveType::kF32 &&
            std::find(opcodes.begin(), opcodes.end(), node.instruction->opcode()) != opcodes.end();
   };
+  auto fold = [&](Node& outer, size_t n, Node& inner, const MultiplyAddLoops* loops, int other) {
+    outer.multiply_add = loops;
+    outer.operands = {inner.operands[0], inner.operands[1], other};
+    outer.reads_row_scalar = false;
+    for (int source : outer.operands) {
+      Node& read = plan.nodes[static_cast<size_t>(source)];
+      read.last_use = std::max(read.last_use, static_cast<int>(n));
+      outer.reads_row_scalar |= read.kind == NodeKind::kRowScalar;
+    }
+    inner.kind = NodeKind::kFolded;
+    inner.last_use = -1;
+  };
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
     Node& outer = plan.nodes[n];
+    if (outer.kind == NodeKind::kOp && outer.multiply_add == nullptr && outer.operands.size() == 1 &&
+        outer.instruction->shape().element_type() == PrimitiveType::kF32) {  // a function of a pair's inner op
+      const int inner_node = outer.operands[0];
+      Node& inner = plan.nodes[static_cast<size_t>(inner_node)];
+      if (!is_f32_op(inner, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply}) ||
+          readers[static_cast<size_t>(inner_node)] != 1)
+        continue;
+      if (const MultiplyAddLoops* loops =
+              select_pair_loops(PrimitiveType::kF32, inner.instruction->opcode(), outer.instruction->opcode(), 3))
+        fold(outer, n, inner, loops, inner.operands[0]);
+      continue;
+    }
     if (!is_f32_op(outer, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply, Opcode::kDivide})) continue;
     for (int side = 0; side < 2; ++side) {
       const int inner_node = outer.operands[static_cast<size_t>(side)];
@@ -105,17 +130,7 @@ void fold_pairs(Plan& plan) {
       const MultiplyAddLoops* loops =
           select_pair_loops(PrimitiveType::kF32, inner.instruction->opcode(), outer.instruction->opcode(), form);
       if (loops == nullptr) continue;
-      const int other = square ? inner.operands[0] : outer.operands[static_cast<size_t>(1 - side)];
-      outer.multiply_add = loops;
-      outer.operands = {inner.operands[0], inner.operands[1], other};
-      outer.reads_row_scalar = false;
-      for (int source : outer.operands) {
-        Node& read = plan.nodes[static_cast<size_t>(source)];
-        read.last_use = std::max(read.last_use, static_cast<int>(n));
-        outer.reads_row_scalar |= read.kind == NodeKind::kRowScalar;
-      }
-      inner.kind = NodeKind::kFolded;
-      inner.last_use = -1;
+      fold(outer, n, inner, loops, square ? inner.operands[0] : outer.operands[static_cast<size_t>(1 - side)]);
       break;
     }
   }

@@ -138,10 +138,11 @@ using MultiplyAddLoops = std::array<MultiplyAddLoop, 3>;
 const MultiplyAddLoops* select_multiply_add_loops(PrimitiveType type, bool subtract, bool product_first);
 // An f32 add, subtract or multiply folded into the arithmetic op that alone reads it
 // (fusion_plan.cc), on MultiplyAddLoop's signature: t = inner(x[i], y[i]), then out[i] =
-// outer(t, z[i]) (form 0), outer(z[i], t) (form 1) or outer(t, t) (form 2, z unread), each op
-// rounded as alone: the evaluator's bits in one pass (a layer norm's (x - mean) * rstd and
-// (x - mean)^2). Null where not one of these: inner add, subtract or multiply; outer add,
-// subtract, multiply or divide.
+// outer(t, z[i]) (form 0), outer(z[i], t) (form 1), outer(t, t) (form 2, z unread) or, for a
+// unary outer op, outer(t) (form 3, z unread), each op rounded as alone: the evaluator's bits in
+// one pass (a layer norm's (x - mean) * rstd and (x - mean)^2, a softmax's exp(x - max)). Null
+// where not one of these: inner add, subtract or multiply; outer add, subtract, multiply or
+// divide, or (form 3) exp, expm1, log, tanh, logistic or erf.
 const MultiplyAddLoops* select_pair_loops(PrimitiveType type, Opcode inner, Opcode outer, int form);
 // The block loops of an op select_elementwise runs natively on these views, where it has them
 // (binary arithmetic and bitwise ops, unary arithmetic and the float functions); else null.
