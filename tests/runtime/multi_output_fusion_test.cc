@@ -246,7 +246,7 @@ ENTRY main {
 }
 
 // A multiply read only by an add or subtract is computed inside it (fusion_plan.cc,
-// fold_multiply_adds): the product on either side, a scalar in the product or as the addend, f64,
+// fold_pairs): the product on either side, a scalar in the product or as the addend, f64,
 // NaNs and infinities among the operands, and the multiplies it must leave alone (read twice,
 // an output) give the evaluator's bits at every level, the first output written over a donated x.
 // Fails with the two roundings contracted into one (an FMA) or the subtraction's sides swapped.

@@ -144,19 +144,19 @@ template <typename Body, bool wide>
 inline constexpr BlockLoops kBlockLoops = block_loops<Body, wide>();
 
 template <typename Body>
-void baseline_multiply_add(const uint8_t* x, const uint8_t* y, const uint8_t* z, uint8_t* o, bool xs, bool ys, bool zs,
+void baseline_pair(const uint8_t* x, const uint8_t* y, const uint8_t* z, uint8_t* o, bool xs, bool ys, bool zs,
                            int64_t n) {
   Body::run(x, y, z, o, xs, ys, zs, n);
 }
 
 template <typename Body>
-constexpr MultiplyAddLoops multiply_add_loops() {
+constexpr PairLoops pair_loop_table() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  return {&baseline_multiply_add<Body>,
+  return {&baseline_pair<Body>,
           &run_avx2_fma<Body, const uint8_t*, const uint8_t*, const uint8_t*, uint8_t*, bool, bool, bool, int64_t>,
           &run_avx512<Body, const uint8_t*, const uint8_t*, const uint8_t*, uint8_t*, bool, bool, bool, int64_t>};
 #else
-  return {&baseline_multiply_add<Body>, &baseline_multiply_add<Body>, &baseline_multiply_add<Body>};
+  return {&baseline_pair<Body>, &baseline_pair<Body>, &baseline_pair<Body>};
 #endif
 }
 
@@ -169,21 +169,23 @@ struct FloatUnary {
 
 // A pair's body (select_pair_loops; a multiply-add is the pair multiply, then add or subtract):
 // the inner op, then the outer, each rounded as alone.
+template <typename T>
+[[gnu::always_inline]] inline T arithmetic(Opcode op, T a, T b) {  // add, subtract, multiply, divide
+  switch (op) {
+    case Opcode::kAdd: return a + b;
+    case Opcode::kSubtract: return a - b;
+    case Opcode::kMultiply: return a * b;
+    default: return a / b;
+  }
+}
+
 template <typename T, Opcode kInner, Opcode kOuter, int kForm>
 struct PairBlock {
-  [[gnu::always_inline]] static inline T apply(Opcode op, T a, T b) {
-    switch (op) {
-      case Opcode::kAdd: return a + b;
-      case Opcode::kSubtract: return a - b;
-      case Opcode::kMultiply: return a * b;
-      default: return a / b;
-    }
-  }
   [[gnu::always_inline]] static inline T pair(T x, T y, T z) {
-    const T t = apply(kInner, x, y);
-    if constexpr (kForm == 0) return apply(kOuter, t, z);
-    else if constexpr (kForm == 1) return apply(kOuter, z, t);
-    else return apply(kOuter, t, t);
+    const T t = arithmetic<T>(kInner, x, y);
+    if constexpr (kForm == 0) return arithmetic<T>(kOuter, t, z);
+    else if constexpr (kForm == 1) return arithmetic<T>(kOuter, z, t);
+    else return arithmetic<T>(kOuter, t, t);
   }
   [[gnu::always_inline]] static inline void run(const uint8_t* xb, const uint8_t* yb, const uint8_t* zb, uint8_t* ob,
                                                 bool x_scalar, bool y_scalar, bool z_scalar, int64_t n) {
@@ -214,10 +216,10 @@ struct PairBlock {
 };
 
 template <typename T, Opcode kInner, Opcode kOuter, int kForm>
-inline constexpr MultiplyAddLoops kPairLoops = multiply_add_loops<PairBlock<T, kInner, kOuter, kForm>>();
+inline constexpr PairLoops kPairLoops = pair_loop_table<PairBlock<T, kInner, kOuter, kForm>>();
 
 template <Opcode kInner, Opcode kOuter>
-const MultiplyAddLoops* pair_loops_of(int form) {
+const PairLoops* pair_loops_of(int form) {
   switch (form) {
     case 0: return &kPairLoops<float, kInner, kOuter, 0>;
     case 1: return &kPairLoops<float, kInner, kOuter, 1>;
@@ -226,13 +228,6 @@ const MultiplyAddLoops* pair_loops_of(int form) {
   }
 }
 
-template <typename T>
-const MultiplyAddLoops* multiply_add_loops_of(bool subtract, bool product_first) {
-  if (subtract)
-    return product_first ? &kPairLoops<T, Opcode::kMultiply, Opcode::kSubtract, 0>
-                         : &kPairLoops<T, Opcode::kMultiply, Opcode::kSubtract, 1>;
-  return product_first ? &kPairLoops<T, Opcode::kMultiply, Opcode::kAdd, 0> : &kPairLoops<T, Opcode::kMultiply, Opcode::kAdd, 1>;
-}
 
 // A unary pair's body (select_pair_loops, form 3): an f32 function of the inner op's result.
 template <Opcode kInner, typename Fn>
@@ -242,39 +237,38 @@ struct UnaryPairBlock {
     const float* x = reinterpret_cast<const float*>(xb);
     const float* y = reinterpret_cast<const float*>(yb);
     float* o = reinterpret_cast<float*>(ob);
-    using Inner = PairBlock<float, kInner, kInner, 0>;
     if (!x_scalar && y_scalar) {  // exp(x - max) along a row
       const float b = y[0];
       #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(Inner::apply(kInner, x[i], b));
+      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(arithmetic<float>(kInner, x[i], b));
     } else if (!x_scalar && !y_scalar) {
       #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(Inner::apply(kInner, x[i], y[i]));
+      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(arithmetic<float>(kInner, x[i], y[i]));
     } else {
       const int64_t xs = x_scalar ? 0 : 1, ys = y_scalar ? 0 : 1;
-      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(Inner::apply(kInner, x[i * xs], y[i * ys]));
+      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(arithmetic<float>(kInner, x[i * xs], y[i * ys]));
     }
   }
 };
 
 template <Opcode kInner>
-const MultiplyAddLoops* unary_pair_loops_of(Opcode outer) {
+const PairLoops* unary_pair_loops_of(Opcode outer) {
   // float_functions.h's vectorizable functions only (the others are library calls a pass saves
   // little of)
   if (outer != Opcode::kExp && outer != Opcode::kExpm1 && outer != Opcode::kLog && outer != Opcode::kTanh &&
       outer != Opcode::kLogistic && outer != Opcode::kErf)
     return nullptr;
-  const MultiplyAddLoops* found = nullptr;
+  const PairLoops* found = nullptr;
   with_float_unary(outer, [&](auto function, auto) {
     using Fn = FloatUnary<float, decltype(function)>;
-    static constexpr MultiplyAddLoops kLoops = multiply_add_loops<UnaryPairBlock<kInner, Fn>>();
+    static constexpr PairLoops kLoops = pair_loop_table<UnaryPairBlock<kInner, Fn>>();
     found = &kLoops;
   });
   return found;
 }
 
 template <Opcode kInner>
-const MultiplyAddLoops* pair_loops_of(Opcode outer, int form) {
+const PairLoops* pair_loops_of(Opcode outer, int form) {
   if (form == 3) return unary_pair_loops_of<kInner>(outer);
   switch (outer) {
     case Opcode::kAdd: return pair_loops_of<kInner, Opcode::kAdd>(form);
@@ -504,13 +498,17 @@ SelectedKernel select_elementwise(const Instruction& instruction, std::span<cons
   return std::nullopt;
 }
 
-const MultiplyAddLoops* select_multiply_add_loops(PrimitiveType type, bool subtract, bool product_first) {
-  if (type == PrimitiveType::kF32) return kernels::multiply_add_loops_of<float>(subtract, product_first);
-  if (type == PrimitiveType::kF64) return kernels::multiply_add_loops_of<double>(subtract, product_first);
-  return nullptr;
-}
 
-const MultiplyAddLoops* select_pair_loops(PrimitiveType type, Opcode inner, Opcode outer, int form) {
+const PairLoops* select_pair_loops(PrimitiveType type, Opcode inner, Opcode outer, int form) {
+  if (type == PrimitiveType::kF64) {  // a product added (f32 and f64 are what fused loops compute in)
+    if (inner != Opcode::kMultiply || form > 1) return nullptr;
+    if (outer == Opcode::kAdd) return form == 0 ? &kernels::kPairLoops<double, Opcode::kMultiply, Opcode::kAdd, 0>
+                                                : &kernels::kPairLoops<double, Opcode::kMultiply, Opcode::kAdd, 1>;
+    if (outer == Opcode::kSubtract)
+      return form == 0 ? &kernels::kPairLoops<double, Opcode::kMultiply, Opcode::kSubtract, 0>
+                       : &kernels::kPairLoops<double, Opcode::kMultiply, Opcode::kSubtract, 1>;
+    return nullptr;
+  }
   if (type != PrimitiveType::kF32) return nullptr;
   switch (inner) {
     case Opcode::kAdd: return kernels::pair_loops_of<Opcode::kAdd>(outer, form);

@@ -16,7 +16,7 @@ namespace {
 bool select_op_kernels(Plan& plan) {
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
     Node& node = plan.nodes[n];
-    if (node.kind != NodeKind::kOp || node.multiply_add != nullptr) continue;
+    if (node.kind != NodeKind::kOp || node.pair != nullptr) continue;
     ArrayView operand_views[3];
     for (size_t i = 0; i < node.operands.size(); ++i) {
       const int source = node.operands[i];
@@ -36,64 +36,27 @@ bool select_op_kernels(Plan& plan) {
   return true;
 }
 
-// Folds each f32/f64 multiply that only an add or subtract reads into that reader (kFolded; the
-// reader's operands become the product's two and its other addend, its loop MultiplyAddLoop):
-// one pass over the block and one value less in scratch, the same roundings. Not in a scalar
-// program (its values are its outputs), not where a row scalar is read (those ops run per row),
-// not for a multiply that is an output.
-void fold_multiply_adds(Plan& plan) {
+// Folds each f32 add, subtract or multiply that one arithmetic op alone reads into that reader
+// (kFolded; the reader's operands become the inner op's two and its other operand, its loop a
+// pair loop, kernels.h select_pair_loops): one pass over the block instead of two, the same
+// roundings (the build keeps a*b+c two roundings: -ffp-contract=off); so too one that an f32
+// function (exp, log, tanh, ...) alone reads, and an f64 multiply that an add or subtract alone
+// reads. Row scalars may be read (the reader then runs once per row): a layer norm's
+// (x - mean) * rstd and (x - mean)^2, a softmax's exp(x - max), Adam's b * m + (1 - b) * g.
+// Not in a scalar program (its values are its outputs), not for an inner op that is an output.
+void fold_pairs(Plan& plan) {
   std::vector<int> readers(plan.nodes.size(), 0);
   for (const Node& node : plan.nodes)
     for (int source : node.operands) ++readers[static_cast<size_t>(source)];
   for (int output : plan.outputs) ++readers[static_cast<size_t>(output)];
-  auto is_float_op = [&](const Node& node, Opcode opcode) {
-    const PrimitiveType type = node.instruction->shape().element_type();
-    return node.kind == NodeKind::kOp && node.instruction->opcode() == opcode && !node.reads_row_scalar &&
-           (type == PrimitiveType::kF32 || type == PrimitiveType::kF64) && node.operands.size() == 2;
-  };
-  for (size_t n = 0; n < plan.nodes.size(); ++n) {
-    Node& sum = plan.nodes[n];
-    const bool subtract = is_float_op(sum, Opcode::kSubtract);
-    if (!subtract && !is_float_op(sum, Opcode::kAdd)) continue;
-    for (int side = 0; side < 2; ++side) {
-      const int product_node = sum.operands[static_cast<size_t>(side)];
-      Node& product = plan.nodes[static_cast<size_t>(product_node)];
-      if (!is_float_op(product, Opcode::kMultiply) || readers[static_cast<size_t>(product_node)] != 1 ||
-          product.instruction->shape().element_type() != sum.instruction->shape().element_type())
-        continue;
-      const PrimitiveType type = sum.instruction->shape().element_type();
-      sum.multiply_add = select_multiply_add_loops(type, subtract, /*product_first=*/side == 0);
-      const int other = sum.operands[static_cast<size_t>(1 - side)];
-      sum.operands = {product.operands[0], product.operands[1], other};
-      for (int source : sum.operands)
-        plan.nodes[static_cast<size_t>(source)].last_use =
-            std::max(plan.nodes[static_cast<size_t>(source)].last_use, static_cast<int>(n));
-      product.kind = NodeKind::kFolded;
-      product.last_use = -1;
-      break;
-    }
-  }
-}
-
-// Folds each f32 add, subtract or multiply that one arithmetic op alone reads into that reader
-// (kFolded; the reader's operands become the inner op's two and its other operand, its loop a
-// pair loop, kernels.h select_pair_loops): one pass over the block instead of two, the same
-// roundings; so too one that an f32 function (exp, log, tanh, ...) alone reads. Row scalars may
-// be read (the reader then runs once per row): a layer norm's (x - mean) * rstd and
-// (x - mean)^2, a softmax's exp(x - max). After fold_multiply_adds, which keeps its folds.
-void fold_pairs(Plan& plan) {
-  std::vector<int> readers(plan.nodes.size(), 0);
-  for (const Node& node : plan.nodes)
-    if (node.kind != NodeKind::kFolded)
-      for (int source : node.operands) ++readers[static_cast<size_t>(source)];
-  for (int output : plan.outputs) ++readers[static_cast<size_t>(output)];
-  auto is_f32_op = [&](const Node& node, std::initializer_list<Opcode> opcodes) {
-    return node.kind == NodeKind::kOp && node.multiply_add == nullptr && node.operands.size() == 2 &&
-           node.instruction->shape().element_type() == PrimitiveType::kF32 &&
+  auto type_of = [](const Node& node) { return node.instruction->shape().element_type(); };
+  auto is_f32_op = [&](const Node& node, std::initializer_list<Opcode> opcodes) {  // (or f64, checked by the selector)
+    return node.kind == NodeKind::kOp && node.pair == nullptr && node.operands.size() == 2 &&
+           (type_of(node) == PrimitiveType::kF32 || type_of(node) == PrimitiveType::kF64) &&
            std::find(opcodes.begin(), opcodes.end(), node.instruction->opcode()) != opcodes.end();
   };
-  auto fold = [&](Node& outer, size_t n, Node& inner, const MultiplyAddLoops* loops, int other) {
-    outer.multiply_add = loops;
+  auto fold = [&](Node& outer, size_t n, Node& inner, const PairLoops* loops, int other) {
+    outer.pair = loops;
     outer.operands = {inner.operands[0], inner.operands[1], other};
     outer.reads_row_scalar = false;
     for (int source : outer.operands) {
@@ -106,14 +69,14 @@ void fold_pairs(Plan& plan) {
   };
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
     Node& outer = plan.nodes[n];
-    if (outer.kind == NodeKind::kOp && outer.multiply_add == nullptr && outer.operands.size() == 1 &&
+    if (outer.kind == NodeKind::kOp && outer.pair == nullptr && outer.operands.size() == 1 &&
         outer.instruction->shape().element_type() == PrimitiveType::kF32) {  // a function of a pair's inner op
       const int inner_node = outer.operands[0];
       Node& inner = plan.nodes[static_cast<size_t>(inner_node)];
-      if (!is_f32_op(inner, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply}) ||
+      if (!is_f32_op(inner, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply}) || type_of(inner) != PrimitiveType::kF32 ||
           readers[static_cast<size_t>(inner_node)] != 1)
         continue;
-      if (const MultiplyAddLoops* loops =
+      if (const PairLoops* loops =
               select_pair_loops(PrimitiveType::kF32, inner.instruction->opcode(), outer.instruction->opcode(), 3))
         fold(outer, n, inner, loops, inner.operands[0]);
       continue;
@@ -123,12 +86,12 @@ void fold_pairs(Plan& plan) {
       const int inner_node = outer.operands[static_cast<size_t>(side)];
       Node& inner = plan.nodes[static_cast<size_t>(inner_node)];
       const bool square = outer.operands[0] == outer.operands[1];
-      if (!is_f32_op(inner, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply}) ||
+      if (!is_f32_op(inner, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply}) || type_of(inner) != type_of(outer) ||
           readers[static_cast<size_t>(inner_node)] != (square ? 2 : 1))
         continue;
       const int form = square ? 2 : side;
-      const MultiplyAddLoops* loops =
-          select_pair_loops(PrimitiveType::kF32, inner.instruction->opcode(), outer.instruction->opcode(), form);
+      const PairLoops* loops =
+          select_pair_loops(type_of(outer), inner.instruction->opcode(), outer.instruction->opcode(), form);
       if (loops == nullptr) continue;
       fold(outer, n, inner, loops, square ? inner.operands[0] : outer.operands[static_cast<size_t>(1 - side)]);
       break;
@@ -302,10 +265,7 @@ bool plan_computation(const Computation& body, std::span<const ArrayView> operan
   const bool row_scalars =
       std::any_of(plan.nodes.begin(), plan.nodes.end(), [](const Node& node) { return node.kind == NodeKind::kRowScalar; });
   plan.row = row_scalars || reduced_row > 0 ? row_length : 0;
-  if (!scalar_program) {
-    fold_multiply_adds(plan);
-    fold_pairs(plan);
-  }
+  if (!scalar_program) fold_pairs(plan);
   const int64_t bytes_per_element = assign_scratch_slots(plan, scalar_program);
   plan.block = std::clamp(kScratchBudget / std::max<int64_t>(bytes_per_element, 1) / 64 * 64, kMinBlock, kBlock);
   if (flat) plan.block = std::bit_floor(static_cast<uint64_t>(plan.block));

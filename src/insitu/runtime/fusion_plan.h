@@ -1,8 +1,7 @@
 // The plan of a native kLoop fusion (fusion_kernels.cc runs it): one node per fused instruction
 // saying where its block of values comes from (a scalar, a block of an operand, a broadcast
-// gathered into scratch, a row scalar, or an op's elementwise kernel selected once here; a
-// multiply only an add or subtract reads is folded into it, and an f32 add, subtract or multiply
-// only one arithmetic op reads into that op, kFolded), the
+// gathered into scratch, a row scalar, or an op's elementwise kernel selected once here; an
+// add, subtract or multiply only one op reads is folded into that op, kFolded), the
 // scratch slot each intermediate takes (slots are reused once a value is dead, and a block's
 // live values fit kScratchBudget so that they stay in L1 across a chain's ops), and the blocks
 // the result is cut into (rows' pieces when a row scalar is read). Planned once per step at
@@ -44,9 +43,8 @@ constexpr int64_t kMinRowScalar = 128;
 // kRowScalar: a broadcast constant along each row of the result, read as a scalar per row (a
 // block then holds whole rows or a piece of one row).
 // kIota: an integer iota, its block of indices computed into scratch.
-// kFolded: a multiply computed inside the add or subtract that alone reads it, or an f32 add,
-// subtract or multiply inside the arithmetic op that alone reads it (that node's multiply_add
-// loops); it has no value of its own.
+// kFolded: an add, subtract or multiply computed inside the op that alone reads it (that node's
+// pair loops, kernels.h select_pair_loops); it has no value of its own.
 enum class NodeKind : uint8_t { kScalar, kBlock, kFull, kBroadcast, kRowScalar, kIota, kOp, kFolded };
 
 // One fused instruction and where its block of values comes from.
@@ -64,10 +62,9 @@ struct Node {
   std::vector<int> operands;            // kOp: node indices
   KernelFn run = nullptr;               // kOp: the elementwise kernel selected for its types
   const BlockLoops* loops = nullptr;    // kOp: its block loops, where it has them (run otherwise)
-  // kOp: an add or subtract with a multiply folded in (operands: the product's two, then the
-  // other addend), or an op with a pair folded in (select_pair_loops: the inner op's two, then
-  // the other operand); `run` and `loops` are unused.
-  const MultiplyAddLoops* multiply_add = nullptr;
+  // kOp: an op with an inner op folded in; operands are the inner op's two, then the op's other
+  // operand (the first again where it has none); `run` and `loops` are unused.
+  const PairLoops* pair = nullptr;
   int64_t scratch = -1;                 // kBroadcast/kOp (not the root): byte offset in the scratch
   int last_use = -1;                    // the last node reading this one (-1: none)
 };

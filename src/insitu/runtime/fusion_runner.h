@@ -147,20 +147,16 @@ class BlockRunner {
           if (direct_out_[n] != nullptr) view.data = direct_out_[n] + begin * node.width;
           const size_t arity = node.operands.size();
           const bool per_row = node.reads_row_scalar && length > plan_.row;
-          if (node.multiply_add != nullptr) {  // an op folded in (fusion_plan.cc), per row where it reads a row scalar
-            if (per_row) {
-              run_loop_per_row(node, begin, length, view.data);
-              break;
-            }
-            const ArrayView &x = views_[node.operands[0]], &y = views_[node.operands[1]], &z = views_[node.operands[2]];
-            (*node.multiply_add)[level_](x.data, y.data, z.data, view.data, x.scalar, y.scalar, z.scalar, length);
+          if (per_row && (node.pair != nullptr || node.loops != nullptr)) {  // its loop once per row
+            run_loop_per_row(node, begin, length, view.data);
             break;
           }
-          if (node.loops != nullptr) {  // the loop alone (kernels.h BlockLoop), per row where it reads a row scalar
-            if (per_row) {
-              run_loop_per_row(node, begin, length, view.data);
-              break;
-            }
+          if (node.pair != nullptr) {  // an op folded in (fusion_plan.cc fold_pairs)
+            const ArrayView &x = views_[node.operands[0]], &y = views_[node.operands[1]], &z = views_[node.operands[2]];
+            (*node.pair)[level_](x.data, y.data, z.data, view.data, x.scalar, y.scalar, z.scalar, length);
+            break;
+          }
+          if (node.loops != nullptr) {  // the loop alone (kernels.h BlockLoop)
             const ArrayView& x = views_[node.operands[0]];
             const ArrayView& y = views_[node.operands[arity > 1 ? 1 : 0]];
             (*node.loops)[level_](x.data, y.data, view.data, x.scalar, y.scalar, length);
@@ -192,10 +188,10 @@ class BlockRunner {
   // operands' views read field by field once per block. (Copying whole views per row stalled:
   // a 16-byte load of a view written as two 8-byte fields just before waits for both stores,
   // about a tenth of a Pallas layer norm's time in BlockRunner.)
-  // (An op with an op folded in, node.multiply_add, the same with its three operands.)
+  // (An op with an op folded in, node.pair: the same with its three operands.)
   void run_loop_per_row(const Node& node, int64_t begin, int64_t length, uint8_t* out) const {
     const int64_t row = plan_.row;
-    const size_t arity = node.multiply_add != nullptr ? 3 : 2;
+    const size_t arity = node.pair != nullptr ? 3 : 2;
     int index[3];
     const uint8_t* block[3];
     bool scalar[3];
@@ -209,8 +205,8 @@ class BlockRunner {
       if (from.kind == NodeKind::kRowScalar) return row_scalar_at(from, begin + first);
       return scalar[i] ? block[i] : block[i] + first * from.width;
     };
-    if (node.multiply_add != nullptr) {
-      const MultiplyAddLoop loop = (*node.multiply_add)[level_];
+    if (node.pair != nullptr) {
+      const PairLoop loop = (*node.pair)[level_];
       for (int64_t first = 0; first < length; first += row)
         loop(at_row(0, first), at_row(1, first), at_row(2, first), out + first * node.width, scalar[0], scalar[1],
              scalar[2], row);

@@ -128,22 +128,19 @@ SelectedKernel select_elementwise(const Instruction&, std::span<const ArrayView>
 // f32 ran about 220 instructions of call beside its loop's 130 (callgrind, AVX2).
 using BlockLoop = void (*)(const uint8_t* x, const uint8_t* y, uint8_t* out, bool x_scalar, bool y_scalar, int64_t n);
 using BlockLoops = std::array<BlockLoop, 3>;
-// A multiply folded into the add or subtract that alone reads it (fusion_plan.cc): out[i] =
-// (x[i] * y[i]) + z[i], or - z[i], or z[i] + / - the product (`product_first` false), each
-// rounded as the two ops are (the build keeps a*b+c two roundings: -ffp-contract=off), so the
-// evaluator's bits, one pass over the block instead of two. f32 and f64; null for other types.
-using MultiplyAddLoop = void (*)(const uint8_t* x, const uint8_t* y, const uint8_t* z, uint8_t* out, bool x_scalar,
-                                 bool y_scalar, bool z_scalar, int64_t n);
-using MultiplyAddLoops = std::array<MultiplyAddLoop, 3>;
-const MultiplyAddLoops* select_multiply_add_loops(PrimitiveType type, bool subtract, bool product_first);
-// An f32 add, subtract or multiply folded into the arithmetic op that alone reads it
-// (fusion_plan.cc), on MultiplyAddLoop's signature: t = inner(x[i], y[i]), then out[i] =
-// outer(t, z[i]) (form 0), outer(z[i], t) (form 1), outer(t, t) (form 2, z unread) or, for a
-// unary outer op, outer(t) (form 3, z unread), each op rounded as alone: the evaluator's bits in
-// one pass (a layer norm's (x - mean) * rstd and (x - mean)^2, a softmax's exp(x - max)). Null
-// where not one of these: inner add, subtract or multiply; outer add, subtract, multiply or
-// divide, or (form 3) exp, expm1, log, tanh, logistic or erf.
-const MultiplyAddLoops* select_pair_loops(PrimitiveType type, Opcode inner, Opcode outer, int form);
+// An add, subtract or multiply folded into the op that alone reads it (fusion_plan.cc
+// fold_pairs): t = inner(x[i], y[i]), then out[i] = outer(t, z[i]) (form 0), outer(z[i], t)
+// (form 1), outer(t, t) (form 2, z unread) or, for a unary outer op, outer(t) (form 3, z unread),
+// each op rounded as alone (the build keeps a*b+c two roundings: -ffp-contract=off): the
+// evaluator's bits in one pass over the block instead of two (a layer norm's (x - mean) * rstd
+// and (x - mean)^2, a softmax's exp(x - max), Adam's products added). One function per CpuLevel.
+using PairLoop = void (*)(const uint8_t* x, const uint8_t* y, const uint8_t* z, uint8_t* out, bool x_scalar,
+                          bool y_scalar, bool z_scalar, int64_t n);
+using PairLoops = std::array<PairLoop, 3>;
+// The pair loops of `type`, or null: f32 with inner add, subtract or multiply and outer add,
+// subtract, multiply or divide, or (form 3) exp, expm1, log, tanh, logistic or erf; f64 with
+// inner multiply and outer add or subtract (forms 0 and 1).
+const PairLoops* select_pair_loops(PrimitiveType type, Opcode inner, Opcode outer, int form);
 // The block loops of an op select_elementwise runs natively on these views, where it has them
 // (binary arithmetic and bitwise ops, unary arithmetic and the float functions); else null.
 const BlockLoops* select_block_loops(const Instruction&, std::span<const ArrayView> operands, const ArrayView& out);
