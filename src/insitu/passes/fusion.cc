@@ -103,15 +103,15 @@ namespace {
 
 using namespace fusion_internal;
 
-// True if `user` only writes `value` into a stack the computation returns: a dynamic-update-
-// slice with `value` as its update (directly or through a reshape read by it alone) whose only
-// reader is `returned_by`, both after `after` (the fusion's root: the fusion is placed there).
-// A scan's body writes each layer's new m and v so; buffer assignment then computes the update
-// straight into the stack's window (place_updates), a fusion output as well as a single result,
-// and nothing reads it after the fusion but the update-slice.
-bool written_into_returned_stack(const Instruction& value, const Instruction& user, const Instruction& returned_by,
-                                 const Instruction& after,
-                                 const std::unordered_map<const Instruction*, size_t>& position) {
+// True if `user` only writes `value` into a stack: a dynamic-update-slice with `value` as its
+// update, or a scatter with `value` as its updates (directly or through a reshape read by it
+// alone), after `after` (the fusion's root: the fusion is placed there). A scan's body writes
+// each layer's new m and v so, and an unrolled loop's `.at[i].set` too; buffer assignment then
+// computes the update straight into the stack's window (place_updates), a fusion output as well
+// as a single result, and nothing reads it after the fusion but the update. Whatever reads the
+// updated stack comes after the update, so after the fusion.
+bool written_into_stack(const Instruction& value, const Instruction& user, const Instruction& after,
+                        const std::unordered_map<const Instruction*, size_t>& position) {
   if (position.at(&user) <= position.at(&after)) return false;
   const Instruction* update = &user;
   const Instruction* written = &value;
@@ -120,18 +120,17 @@ bool written_into_returned_stack(const Instruction& value, const Instruction& us
     written = &user;
     update = user.users()[0];
   }
-  if (update->opcode() != Opcode::kDynamicUpdateSlice || update->operand_count() < 2 || update->operand(1) != written ||
-      position.at(update) <= position.at(&after))
+  const bool scatter = update->opcode() == Opcode::kScatter && update->operand_count() == 3;
+  if ((update->opcode() != Opcode::kDynamicUpdateSlice && !scatter) || update->operand_count() < 2 ||
+      update->operand(scatter ? 2 : 1) != written || position.at(update) <= position.at(&after))
     return false;
   // the stack comes from outside the fusion: not an op that could be (or become) one of its
   // outputs, which the update would then be written into while the fusion writes it
   const Instruction* stack = update->operand(0);
   if (stack == written || is_fusible_elementwise(*stack) || stack->opcode() == Opcode::kBroadcast) return false;
-  for (int64_t i = 2; i < update->operand_count(); ++i)
-    if (update->operand(i) == written) return false;
-  const auto& readers = update->users();
-  return !readers.empty() &&
-         std::all_of(readers.begin(), readers.end(), [&](const Instruction* reader) { return reader == &returned_by; });
+  for (int64_t i = 0; i < update->operand_count(); ++i)
+    if (i != (scatter ? 2 : 1) && update->operand(i) == written) return false;
+  return true;
 }
 
 // The fusion grown from `root` backwards: root first, then producers whose users are all in it.
@@ -176,7 +175,7 @@ Group grow_group(Instruction* root, const std::unordered_set<const Instruction*>
                             returned_by->opcode() == Opcode::kTuple &&
                             std::all_of(users.begin(), users.end(), [&](const Instruction* user) {
                               return in_group.count(user) || user == returned_by ||
-                                     written_into_returned_stack(*operand, *user, *returned_by, *root, position);
+                                     written_into_stack(*operand, *user, *root, position);
                             });
         if (!only_members && !output && !reduced_output) continue;
         members.push_back(operand);

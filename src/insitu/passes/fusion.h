@@ -21,9 +21,9 @@
 // the fused computation's root is a tuple of its outputs, the fusion's readers take
 // get-tuple-elements): Adam's m' and v' join the update of p that reads them, so m, v, g and p
 // are each read once. So does a value otherwise only written into a stack from outside the
-// fusion by a dynamic-update-slice that only the root tuple reads (after the fusion's root):
-// a scan's or fori_loop's per-layer m' and v', which buffer assignment then computes straight
-// into their stacks' windows. A fusion holds at least two instructions and at least one
+// fusion by a dynamic-update-slice or a scatter (after the fusion's root): a scan's, a
+// fori_loop's or an unrolled `.at[i].set` loop's per-layer m' and v', which buffer assignment
+// then computes straight into their stacks' windows. A fusion holds at least two instructions and at least one
 // elementwise op. Runs in the entry and the computations control flow calls, after
 // layout-assignment and before the schedule and copy insertion, which then treat each fusion
 // as one op reading all its operands.
