@@ -185,6 +185,20 @@ def best_threaded(part, threads, tries=5):
     return best
 
 
+_FLUSH = None
+
+
+def flush_caches():
+    """Writes 512 MiB (twice this machine's 260 MiB L3) so that each runtime's round starts from
+    memory: the state (4 x 28 MB at real size) would otherwise stay cached across rounds for one
+    runtime and be evicted by the other's (XLA's fori_loop spelling touches several times the
+    state), which made the same insitu step 1.4x slower after some XLA rows than after others."""
+    global _FLUSH
+    if _FLUSH is None:
+        _FLUSH = np.empty(128 << 20, np.float32)
+    _FLUSH.fill(1.0)
+
+
 def copy_bandwidth(nbytes, threads):
     """Bytes read plus written per second by copies of nbytes on `threads` threads (best of 5)."""
     source, target = np.ones(nbytes // 4, np.float32), np.zeros(nbytes // 4, np.float32)
@@ -215,6 +229,7 @@ def measure(name, layers, d, options):
     for _ in range(options.rounds + 1):
         bandwidths.append(copy_bandwidth(params0.nbytes, options.threads))
         for which, run in runners.items():
+            flush_caches()
             start = time.perf_counter()
             for _ in range(options.steps):
                 state[which] = run(*state[which][:3], grads_form, state[which][3])
