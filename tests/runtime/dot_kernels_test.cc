@@ -187,6 +187,12 @@ TEST(RuntimeDotKernel, LibrarySizedProductsMatchEvaluatorWithinTolerance) {
   expect_native_matches({{40, 2100}, {40, 70}, {2100, 70}, {{}, {0}, {}, {0}}}, 39);
   // the same with a contracted length that is not a multiple of the 8 x 8 tiles the copy transposes
   expect_native_matches({{43, 2101}, {43, 70}, {2101, 70}, {{}, {0}, {}, {0}}}, 40);
+  // long contractions (library_gemm.cc's chunks of 2,048, summed in order): a remainder chunk,
+  // rhs transposed, lhs transposed, and batched (chunks of each batch side by side)
+  expect_native_matches({{20, 5000}, {5000, 30}, {20, 30}, {{}, {1}, {}, {0}}}, 41);
+  expect_native_matches({{20, 6200}, {30, 6200}, {20, 30}, {{}, {1}, {}, {1}}}, 42);
+  expect_native_matches({{4200, 20}, {4200, 30}, {20, 30}, {{}, {0}, {}, {0}}}, 43);
+  expect_native_matches({{3, 9, 4500}, {3, 4500, 10}, {3, 9, 10}, {{0}, {2}, {0}, {1}}}, 44);
 }
 
 // bf16, f16 and 8-bit float operands into an f32 result at the library's size: converted to

@@ -338,16 +338,17 @@ ENTRY main {
 // (`o_ref[...] += jnp.dot(x, y)` after zeroing under pl.when): the window's read, a select of it
 // against zero by a predicate (either order, or none), the add and the write-back become one
 // kCustom fusion aliasing its output to the array, whose GEMM writes the window where it lies
-// with beta 0 or 1. On the library (a [64, 48] window, depth 32) and the exact loops (a [4, 6]
-// window), starts in range and clamped, both predicate values: the evaluator's bits (small
+// with beta 0 or 1. On the library (a [64, 48] window, depth 32; an [8, 12] window of depth
+// 4,100, a long contraction) and the exact loops (a [4, 6] window), starts in range and clamped, both predicate values: the evaluator's bits (small
 // integers sum exactly in any order), nothing copied, only the window written. The array
 // starts as NaN where the predicate picks zero: beta 0 never reads it.
 TEST(RuntimeSlicedDot, AccumulatedIntoAWindowInPlaceMatchesTheEvaluator) {
   // what the dot is added to: the window's old value or zero by the predicate (either order), or
   // the old value alone
   const std::vector<std::string> accumulations = {"select(p, w, zeros)", "select(p, zeros, w)", "w"};
-  for (const std::array<int64_t, 6>& size : std::vector<std::array<int64_t, 6>>{{256, 96, 160, 64, 32, 48},
-                                                                                 {16, 12, 10, 4, 3, 6}}) {
+  // (the third: a depth of 4,100, which the library sums in two chunks, the first into the window)
+  for (const std::array<int64_t, 6>& size : std::vector<std::array<int64_t, 6>>{
+           {256, 96, 160, 64, 32, 48}, {16, 12, 10, 4, 3, 6}, {24, 4200, 20, 8, 4100, 12}}) {
     for (const std::string& accumulation : accumulations) {
       const auto [xr, xc, yc, br, bk, bc] = size;
       SCOPED_TRACE(str_cat(xr, " ", accumulation));

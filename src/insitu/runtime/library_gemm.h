@@ -66,7 +66,9 @@ void gemm_on_this_thread(int64_t m, int64_t n, int64_t k, const float* a, const 
 // `lhs_layout` says; rhs at rhs + rhs_batch[b], k x n; out row-major m x n, row i at
 // out + i * ldc, ldc 0 meaning n, batches m * ldc apart), or out[b] += lhs[b] x rhs[b] when
 // `accumulate` (the old value one more term of the library's sum), split over the pool by
-// batches and column blocks. Pre: library_gemm_available(); ldc 0 or >= n; the offsets and
+// batches and column (or row) blocks; a long contraction (k at least 4x the longer of m and n,
+// two chunks or more) by chunks of k, whose products are added in chunk order (the chunks
+// depend on k alone, not on the threads). Pre: library_gemm_available(); ldc 0 or >= n; the offsets and
 // layouts fit the buffers.
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
