@@ -271,9 +271,16 @@ TEST(RuntimeElementwiseKernels, FloatFunctionsGiveTheEvaluatorsBitsAtEveryCpuLev
       SCOPED_TRACE(std::string(opcode_name(opcode)) + " at level " + std::to_string(static_cast<int>(level)));
       expect_same_as_evaluator(Instruction(opcode, "op", Shape::array(PrimitiveType::kF32, {n})), {input}, {}, 2);
     }
-    // binary f32 and f64 loops run at every level too (divide, the four scalar cases)
+    // binary f32 and f64 loops run at every level too (divide, the four scalar cases), and the
+    // exact unary ones (is-finite into pred, negate, abs, sign) on the edge values above
     std::mt19937 rng(15);
     for (PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kF64}) {
+      const Literal edges = type == PrimitiveType::kF32 ? input : eval::convert_literal(input, PrimitiveType::kF64);
+      for (Opcode opcode : {Opcode::kIsFinite, Opcode::kNegate, Opcode::kAbs, Opcode::kSign}) {
+        SCOPED_TRACE(std::string(opcode_name(opcode)) + " at level " + std::to_string(static_cast<int>(level)));
+        const PrimitiveType out = opcode == Opcode::kIsFinite ? PrimitiveType::kPred : type;
+        expect_same_as_evaluator(Instruction(opcode, "op", Shape::array(out, {n})), {edges});
+      }
       for (Opcode opcode : {Opcode::kAdd, Opcode::kDivide, Opcode::kMaximum, Opcode::kPower}) {
         SCOPED_TRACE(std::string(opcode_name(opcode)) + " at level " + std::to_string(static_cast<int>(level)));
         const Instruction op(opcode, "op", Shape::array(type, {1031}));

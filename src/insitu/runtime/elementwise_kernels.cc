@@ -37,13 +37,33 @@ struct UnaryLoop {
   }
 };
 
+// f32/f64 loops also run in AVX-512/AVX2 variants (cpu_level.h): divide and sqrt are 4x faster
+// in wider vectors, and every variant performs the same IEEE operations, so the same bits.
+template <typename T>
+inline constexpr bool kWideVariants = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+// The exact f32/f64 unary ops (is-finite, negate, abs, sign: no rounding at all) run in those
+// variants too, marked by their lambda type being an ExactUnary; the others (FloatUnary of f64,
+// integer ops) once, at the baseline. `all(isfinite(g))` over an optimizer's gradients ran its
+// f32 -> pred loop at the baseline's four lanes: 8% of a skip-unless-finite Adam step.
+template <typename Fn>
+struct ExactUnary : Fn {};
+template <typename Fn>
+struct is_exact_unary : std::false_type {};
+template <typename Fn>
+struct is_exact_unary<ExactUnary<Fn>> : std::true_type {};
+template <typename T, typename Fn>
+inline constexpr bool kWideUnary = kWideVariants<T> && is_exact_unary<Fn>::value;
+
 template <typename T, typename Out, typename Fn>
 void map_unary(const ArrayView& a, const ArrayView& out, ThreadPool& pool, Fn) {
   const T* x = reinterpret_cast<const T*>(a.data);
   Out* o = reinterpret_cast<Out*>(out.data);
   const bool scalar = a.scalar;
-  run_range(pool, out.element_count(), kParallelElements,
-            [&](int64_t begin, int64_t end) { UnaryLoop<T, Out, Fn>::run(x, o, scalar, begin, end); });
+  run_range(pool, out.element_count(), kParallelElements, [&](int64_t begin, int64_t end) {
+    if constexpr (kWideUnary<T, Fn>) run_at_cpu_level<UnaryLoop<T, Out, Fn>>(x, o, scalar, begin, end);
+    else UnaryLoop<T, Out, Fn>::run(x, o, scalar, begin, end);
+  });
 }
 
 // out[i] = fn(a[i], b[i]). Array-array and array-scalar (an unmaterialized broadcast) each get
@@ -73,10 +93,6 @@ struct BinaryLoop {
   }
 };
 
-// f32/f64 loops also run in AVX-512/AVX2 variants (cpu_level.h): divide and sqrt are 4x faster
-// in wider vectors, and every variant performs the same IEEE operations, so the same bits.
-template <typename T>
-inline constexpr bool kWideVariants = std::is_same_v<T, float> || std::is_same_v<T, double>;
 
 template <typename T, typename Out, typename Fn>
 void map_binary(const ArrayView& a, const ArrayView& b, const ArrayView& out, ThreadPool& pool, Fn) {
@@ -105,7 +121,7 @@ Status binary_kernel(const KernelCall& call) {
 
 // The loops of map_unary and map_binary over one block of untyped pointers (BlockLoop), the
 // same loop bodies at the same levels: map_binary's are compiled per CPU level for f32/f64,
-// map_unary's once.
+// map_unary's for the exact f32/f64 ops (kWideUnary), the others once.
 template <typename T, typename Out, typename Fn>
 struct UnaryBlock {
   [[gnu::always_inline]] static inline void run(const uint8_t* x, const uint8_t*, uint8_t* o, bool x_scalar, bool,
@@ -290,7 +306,13 @@ struct Choice {
 // own): out[i] = fn(a[i]) or fn(a[i], b[i]) with operands of storage type T.
 template <typename T, typename Out, typename Fn>
 Choice unary_kernel_of(Fn) {
-  return {&unary_kernel<T, Out, Fn>, &kBlockLoops<UnaryBlock<T, Out, Fn>, false>};
+  return {&unary_kernel<T, Out, Fn>, &kBlockLoops<UnaryBlock<T, Out, Fn>, kWideUnary<T, Fn>>};
+}
+
+// An exact f32/f64 unary op (kWideUnary): every CPU level.
+template <typename T, typename Out, typename Fn>
+Choice exact_unary_kernel_of(Fn) {
+  return unary_kernel_of<T, Out>(ExactUnary<Fn>{});
 }
 
 template <typename T, typename Out, typename Fn>
@@ -407,7 +429,7 @@ Choice choose_unary(Opcode opcode, const ArrayView& a, const ArrayView& out) {
     dispatch_native_numeric(a.type(), [&](auto tag) {
       using T = decltype(tag);
       if constexpr (!std::is_integral_v<T>)
-        chosen = unary_kernel_of<T, bool>([](ComputeType<T> x) { return static_cast<bool>(std::isfinite(x)); });
+        chosen = exact_unary_kernel_of<T, bool>([](ComputeType<T> x) { return static_cast<bool>(std::isfinite(x)); });
     });
     return chosen;
   }
@@ -438,9 +460,9 @@ Choice choose_unary(Opcode opcode, const ArrayView& a, const ArrayView& out) {
       }
     } else {
       switch (opcode) {
-        case Opcode::kNegate: chosen = unary_kernel_of<T, T>([](C x) { return -x; }); break;
-        case Opcode::kAbs: chosen = unary_kernel_of<T, T>([](C x) { return std::abs(x); }); break;
-        case Opcode::kSign: chosen = unary_kernel_of<T, T>([](C x) { return sign_value(x); }); break;
+        case Opcode::kNegate: chosen = exact_unary_kernel_of<T, T>([](C x) { return -x; }); break;
+        case Opcode::kAbs: chosen = exact_unary_kernel_of<T, T>([](C x) { return std::abs(x); }); break;
+        case Opcode::kSign: chosen = exact_unary_kernel_of<T, T>([](C x) { return sign_value(x); }); break;
         default:
           with_float_unary(opcode, [&](auto function, auto) {
             using Fn = FloatUnary<C, decltype(function)>;
