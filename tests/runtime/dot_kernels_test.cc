@@ -187,6 +187,10 @@ TEST(RuntimeDotKernel, LibrarySizedProductsMatchEvaluatorWithinTolerance) {
   expect_native_matches({{40, 2100}, {40, 70}, {2100, 70}, {{}, {0}, {}, {0}}}, 39);
   // the same with a contracted length that is not a multiple of the 8 x 8 tiles the copy transposes
   expect_native_matches({{43, 2101}, {43, 70}, {2101, 70}, {{}, {0}, {}, {0}}}, 40);
+  // wide results (library_gemm.cc's calls of at most 2,048 columns: three on one thread, two
+  // each on two and three), rhs row-major and transposed
+  expect_native_matches({{8, 64}, {64, 5000}, {8, 5000}, {{}, {1}, {}, {0}}}, 45);
+  expect_native_matches({{8, 64}, {5000, 64}, {8, 5000}, {{}, {1}, {}, {1}}}, 46);
   // long contractions (library_gemm.cc's chunks of 2,048, summed in order): a remainder chunk,
   // rhs transposed, lhs transposed, and batched (chunks of each batch side by side)
   expect_native_matches({{20, 5000}, {5000, 30}, {20, 30}, {{}, {1}, {}, {0}}}, 41);
