@@ -8,6 +8,7 @@
 
 #include "executable_test_util.h"
 #include "insitu/ir/printer.h"
+#include "insitu/runtime/kernels.h"
 #include "insitu/support/str.h"
 
 namespace insitu {
@@ -137,6 +138,39 @@ ENTRY main {
   ROOT out = (f32[4,6,700], f32[4,6], f32[4,6]) tuple(y, m, s)
 })";
   expect_grouped_and_exact(text, 1, 33);
+}
+
+// A row fusion of two reduces alone (a logsumexp's max and sum of exp over 8,192-long rows):
+// its chunks cost their rows' inputs, not their one result per row. Counted by results, a task
+// took every chunk (1,024 chunks a task), and at [512, 8192] two threads ran 1.4x slower than one.
+TEST(RuntimeRowFusion, ChunksOfReducesAloneAreSplitOverThreads) {
+  const std::string text = std::string("HloModule logsumexp\n") + kCombiners + R"(
+ENTRY main {
+  x = f32[64,8192] parameter(0)
+  ninf = f32[] constant(-inf)
+  zero = f32[] constant(0)
+  m = f32[64] reduce(x, ninf), dimensions={1}, to_apply=max
+  mb = f32[64,8192] broadcast(m), dimensions={0}
+  d = f32[64,8192] subtract(x, mb)
+  e = f32[64,8192] exponential(d)
+  s = f32[64] reduce(e, zero), dimensions={1}, to_apply=add
+  ROOT t = (f32[64], f32[64]) tuple(m, s)
+})";
+  testing_runtime::Compiled compiled = testing_runtime::compile(text);
+  ASSERT_TRUE(compiled.executable != nullptr);
+  const Instruction* fusion = nullptr;
+  for (const Instruction* instruction : compiled.optimized->entry()->instructions())
+    if (instruction->opcode() == Opcode::kFusion && instruction->fusion_kind == "kCustom") fusion = instruction;
+  ASSERT_NE(fusion, nullptr) << print_module(*compiled.optimized);
+  std::vector<ArrayView> operands, outputs;
+  for (const Instruction* operand : fusion->operands()) operands.push_back(ArrayView{nullptr, &operand->shape(), false});
+  for (const Shape& leaf : fusion->shape().tuple_shapes()) outputs.push_back(ArrayView{nullptr, &leaf, false});
+  const SelectedKernel selected = select_row_fusion(*fusion, operands, outputs);
+  ASSERT_TRUE(selected.has_value());
+  const int64_t per_task = row_fusion_chunks_per_task(*selected->plan);
+  EXPECT_GE(per_task, 1);
+  EXPECT_LE(per_task, 2);  // 4 chunks of 16 rows: at least 2 tasks
+  testing_runtime::expect_matches_evaluator_natively(compiled, 41);
 }
 
 // Not grouped: a reader of the row sum that reads it across rows (a transpose-like broadcast) ends

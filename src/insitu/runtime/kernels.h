@@ -177,6 +177,10 @@ SelectedKernel select_sliced_dot(const Instruction&, std::span<const ArrayView>,
 // row_fusion_kernels.cc: a row fusion (kind=kCustom, not a dot: passes/row_fusion.h), a chunk of
 // rows at a time through its members' kernels.
 SelectedKernel select_row_fusion(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);
+// The chunks of rows one task of a row fusion takes (the pool splits the chunks into tasks of
+// at least that many: what a chunk reads and writes per row against kParallelElements), or 0
+// when `plan` is not a row fusion's.
+int64_t row_fusion_chunks_per_task(const KernelPlan& plan);
 // sort_kernels.cc: sort by a comparator planned as a scalar program (output i may be operand
 // i's memory); topk over the last dimension.
 SelectedKernel select_sort(const Instruction&, std::span<const ArrayView>, std::span<const ArrayView>);

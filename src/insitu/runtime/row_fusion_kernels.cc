@@ -107,12 +107,16 @@ void chunk_shapes(const Instruction& reduce, int64_t rows, Shape& input, Shape& 
   input = Shape::array(full.element_type(), dimensions);
 }
 
+int64_t chunks_per_task(const RowFusion& plan) {
+  return std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, plan.chunk_rows * plan.row_elements));
+}
+
 Status row_fusion_kernel(const KernelCall& call) {
   const RowFusion& plan = static_cast<const RowFusion&>(*call.plan);
   const int64_t chunks = (plan.rows + plan.chunk_rows - 1) / plan.chunk_rows;
   Status status = ok_status();
   std::mutex failed;
-  const int64_t per_task = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, plan.chunk_rows * plan.row_elements));
+  const int64_t per_task = chunks_per_task(plan);
   run_range(call.pool, chunks, per_task, [&](int64_t begin, int64_t end) {
     thread_local std::vector<uint64_t> scratch_words;
     const size_t words = static_cast<size_t>(plan.scratch_bytes / 8 + 8);
@@ -323,7 +327,13 @@ std::unique_ptr<RowFusion> plan_row_fusion(const Instruction& fusion, std::span<
   const int64_t tail_rows = plan->rows % plan->chunk_rows == 0 ? plan->chunk_rows : plan->rows % plan->chunk_rows;
 
   for (Member& member : plan->members) {
-    for (int v : member.results) plan->row_elements += plan->values[static_cast<size_t>(v)].row_bytes / kElementBytes;
+    // what the member reads or writes per row, the larger: a reduce's input row, not its one
+    // result (two reduces of 8,192-long rows counted 2 elements a row, and the chunks ran on one
+    // thread)
+    int64_t row_bytes = 0;
+    for (int v : member.results) row_bytes = std::max(row_bytes, plan->values[static_cast<size_t>(v)].row_bytes);
+    for (int v : member.operands) row_bytes = std::max(row_bytes, plan->values[static_cast<size_t>(v)].row_bytes);
+    plan->row_elements += row_bytes / kElementBytes;
     if (member.kind == MemberKind::kReduce) {
       const Instruction& reduce = *member.instruction;
       chunk_shapes(reduce, plan->chunk_rows, member.chunk_input, member.chunk_output);
@@ -359,6 +369,11 @@ std::unique_ptr<RowFusion> plan_row_fusion(const Instruction& fusion, std::span<
 }
 
 }  // namespace
+
+int64_t row_fusion_chunks_per_task(const KernelPlan& plan) {
+  const auto* rows = dynamic_cast<const RowFusion*>(&plan);
+  return rows != nullptr ? chunks_per_task(*rows) : 0;
+}
 
 SelectedKernel select_row_fusion(const Instruction& fusion, std::span<const ArrayView> operands,
                                  std::span<const ArrayView> outputs) {
