@@ -268,8 +268,9 @@ ENTRY main {
 // An f32 add, subtract or multiply that one arithmetic op alone reads runs inside it (fusion_plan.cc
 // fold_pairs): (x - mean) * rstd over rows of 300 (several a block) and of 4096 (pieces of one),
 // (x - mean)^2 (the same value twice), a quotient with the pair on its right, a product divided
-// by a block, a sum read twice (not folded), exp(x - max) per row, tanh(x * 2), erf(d - c). Bit
-// for bit the evaluator's.
+// by a block, a sum read twice (not folded), exp(x - max) per row, tanh(x * 2), erf(d - c),
+// (x + w) - mean (two blocks, then a row scalar), (2 - c) * 2, exp(2 * d). Bit for bit the
+// evaluator's.
 TEST(RuntimeExecutable, ArithmeticPairsRunAsOnePass) {
   testing_runtime::Compiled compiled = testing_runtime::compile(R"(
 HloModule pairs
@@ -303,7 +304,14 @@ ENTRY main {
   t = f32[5,200] tanh(scaled)
   both = f32[5,200] subtract(d, c)
   g = f32[5,200] erf(both)
-  ROOT out = (f32[7,300], f32[3,4096], f32[5,200], f32[5,200], f32[5,200], f32[7,300], f32[5,200], f32[5,200]) tuple(normed, squared, quotient, ratio, again, e, t, g)
+  w = f32[7,300] parameter(7)
+  biased = f32[7,300] add(a, w)
+  lowered = f32[7,300] subtract(biased, m)
+  complement = f32[5,200] subtract(twos, c)
+  halved = f32[5,200] multiply(complement, twos)
+  left = f32[5,200] multiply(twos, d)
+  grown = f32[5,200] exponential(left)
+  ROOT out = (f32[7,300], f32[3,4096], f32[5,200], f32[5,200], f32[5,200], f32[7,300], f32[5,200], f32[5,200], f32[7,300], f32[5,200], f32[5,200]) tuple(normed, squared, quotient, ratio, again, e, t, g, lowered, halved, grown)
 })");
   ASSERT_TRUE(compiled.executable != nullptr);
   for (uint32_t seed : {5u, 6u}) testing_runtime::expect_matches_evaluator_natively(compiled, seed);

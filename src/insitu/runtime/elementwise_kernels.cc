@@ -224,7 +224,15 @@ struct PairBlock {
       const T a = x[0];
       #pragma GCC unroll 4
       for (int64_t i = 0; i < n; ++i) o[i] = pair(a, y[i], z[i]);
-    } else {
+    } else if (!x_scalar && !y_scalar && z_scalar) {  // (x + bias) - max: two blocks, then a row scalar
+      const T c = z[0];
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i], y[i], c);
+    } else if (x_scalar && !y_scalar && z_scalar) {  // (1 - y) * c
+      const T a = x[0], c = z[0];
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = pair(a, y[i], c);
+    } else {  // (the inner op of two scalars, or every operand a scalar: one value)
       const int64_t xs = x_scalar ? 0 : 1, ys = y_scalar ? 0 : 1, zs = z_scalar ? 0 : 1;
       for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i * xs], y[i * ys], z[i * zs]);
     }
@@ -260,7 +268,11 @@ struct UnaryPairBlock {
     } else if (!x_scalar && !y_scalar) {
       #pragma GCC unroll 4
       for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(arithmetic<float>(kInner, x[i], y[i]));
-    } else {
+    } else if (x_scalar && !y_scalar) {  // exp(c * y), tanh(1 - y)
+      const float a = x[0];
+      #pragma GCC unroll 4
+      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(arithmetic<float>(kInner, a, y[i]));
+    } else {  // (both scalars: one value)
       const int64_t xs = x_scalar ? 0 : 1, ys = y_scalar ? 0 : 1;
       for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(arithmetic<float>(kInner, x[i * xs], y[i * ys]));
     }
