@@ -122,6 +122,10 @@ class BlockRunner {
         case NodeKind::kBlock: view.data = const_cast<uint8_t*>(source) + begin * node.width; break;
         case NodeKind::kFull: break;
         case NodeKind::kBroadcast:
+          if (const int64_t run = contiguous_run(node, begin, length, plan_.dimensions); run >= 0) {
+            view.data = const_cast<uint8_t*>(source) + run * node.width;  // read where it lies
+            break;
+          }
           view.data = scratch_ + node.scratch;
           gather_broadcast(node, source, begin, length, plan_.dimensions, view.data);
           break;
@@ -290,6 +294,17 @@ class BlockRunner {
       at /= dimensions[d];
     }
     return source;
+  }
+
+  // Where the broadcast's elements at result positions [begin, begin + length) lie in its source
+  // when they are one contiguous run of it (the block within one row of the innermost dimension,
+  // which the source walks with stride 1: a bias along the rows of a block of one row or a
+  // piece of one), else -1 (gather_broadcast copies them). A bias add read each block's bias
+  // into scratch with a memcpy: 7% of a logsumexp's time over rows of 8,192.
+  static int64_t contiguous_run(const Node& node, int64_t begin, int64_t length, const std::vector<int64_t>& dimensions) {
+    if (dimensions.empty() || node.source_strides.back() != 1 || begin % dimensions.back() + length > dimensions.back())
+      return -1;
+    return source_offset(node, begin, dimensions);
   }
 
   // The broadcast's elements at result positions [begin, begin + length), row-major, one run
