@@ -139,48 +139,48 @@ nb::object Array::to_ndarray(bool capsule) const {
   return nb::cast(array, nb::rv_policy::reference);
 }
 
-// One call argument as a BufferHandle. `bytes_copied` grows by what a non-row-major input cost.
-BufferHandle to_handle(nb::handle object, const Executable::Argument& parameter, bool donate, const std::string& what,
+BufferHandle to_handle(nb::handle object, const Executable::Argument& parameter, bool donate, size_t index,
                        int64_t& bytes_copied) {
   if (nb::isinstance<Array>(object)) return nb::cast<const Array&>(object).handle();
+  const auto named = [&] { return str_cat("argument ", index, " (", parameter.describe(), ")"); };
   nb::object source = nb::borrow(object);
   if (!PyCapsule_CheckExact(source.ptr()) && !nb::hasattr(source, "__dlpack__")) {  // a capsule: DLPack already
     const DtypeRow* row = row_of(parameter.shape.element_type());
     if (row == nullptr || row->numpy_name == nullptr)
-      throw nb::type_error(str_cat(what, ": expected an array with __dlpack__ (numpy, torch, jax, insitu.Array) for ",
+      throw nb::type_error(str_cat(named(), ": expected an array with __dlpack__ (numpy, torch, jax, insitu.Array) for ",
                                    shape_text(parameter.shape), ", got ", nb::type_name(object).c_str())
                                .c_str());
     source = nb::module_::import_("numpy").attr("asarray")(source, row->numpy_name);
   }
   nb::ndarray<nb::ro> array;
   if (!nb::try_cast(source, array))
-    throw nb::type_error(str_cat(what, ": its __dlpack__ gave no array nanobind can read (", nb::type_name(source).c_str(),
+    throw nb::type_error(str_cat(named(), ": its __dlpack__ gave no array nanobind can read (", nb::type_name(source).c_str(),
                                  ")")
                              .c_str());
   if (array.device_type() != nb::device::cpu::value)
-    raise(invalid_argument(str_cat(what, ": the array is on DLPack device ", array.device_type(),
+    raise(invalid_argument(str_cat(named(), ": the array is on DLPack device ", array.device_type(),
                                    "; insitu runs on the CPU (move it with .cpu() or numpy.asarray)")));
   const DtypeRow* row = row_of(array.dtype());
   if (row == nullptr)
-    raise(invalid_argument(str_cat(what, ": element type ", dtype_text(array.dtype()), " has no insitu type")));
+    raise(invalid_argument(str_cat(named(), ": element type ", dtype_text(array.dtype()), " has no insitu type")));
   std::vector<int64_t> dimensions;
   for (size_t i = 0; i < array.ndim(); ++i) dimensions.push_back(static_cast<int64_t>(array.shape(i)));
   Shape shape = Shape::array(row->type, dimensions);
   if (!shape.compatible(parameter.shape))
-    raise(invalid_argument(str_cat(what, ": expected ", shape_text(parameter.shape), ", got ", shape_text(shape))));
+    raise(invalid_argument(str_cat(named(), ": expected ", shape_text(parameter.shape), ", got ", shape_text(shape))));
   // The parameter's shape, layout included: the bytes are logical row-major either way.
   shape = parameter.shape;
   if (is_row_major(array)) {
     if (reinterpret_cast<uintptr_t>(array.data()) % std::max<int64_t>(byte_width(row->type), 1) != 0)
-      raise(invalid_argument(str_cat(what, ": the array's data is not aligned to its element size")));
+      raise(invalid_argument(str_cat(named(), ": the array's data is not aligned to its element size")));
     auto* data = const_cast<uint8_t*>(static_cast<const uint8_t*>(array.data()));
     return BufferHandle(Buffer::external(std::move(shape), data, python_owner(std::move(array))));
   }
   if (donate)
-    raise(invalid_argument(str_cat(what, " is donated but not compact row-major (its strides say it is a view), so it "
+    raise(invalid_argument(str_cat(named(), " is donated but not compact row-major (its strides say it is a view), so it "
                                          "cannot be written in place; donate a contiguous array (x.contiguous(), "
                                          "numpy.ascontiguousarray)")));
-  std::shared_ptr<Buffer> buffer = value_or_raise(Buffer::allocate(std::move(shape), false, what));
+  std::shared_ptr<Buffer> buffer = value_or_raise(Buffer::allocate(std::move(shape), false, named()));
   gather_row_major(array, buffer->data());
   bytes_copied += buffer->size_bytes();
   return BufferHandle(std::move(buffer));

@@ -36,8 +36,7 @@ nb::object PyExecutable::call(nb::tuple args, nb::object donate, int threads, do
   std::vector<BufferHandle> handles;
   int64_t argument_bytes_copied = 0;
   for (size_t i = 0; i < parameters.size(); ++i)
-    handles.push_back(to_handle(args[i], parameters[i], flags[i], str_cat("argument ", i, " (", parameters[i].describe(), ")"),
-                                argument_bytes_copied));
+    handles.push_back(to_handle(args[i], parameters[i], flags[i], i, argument_bytes_copied));
   ExecuteOptions options{.donate = flags, .threads = threads, .timeout_seconds = timeout_seconds};
   StatusOr<std::vector<BufferHandle>> results = [&] {
     nb::gil_scoped_release release;
