@@ -383,8 +383,9 @@ int64_t contraction_chunks(const GemmProblem& problem, int64_t batches) {
 }
 
 // library_gemm over `chunks` contraction chunks (the last takes the remainder): chunk 0 into
-// `out` (accumulating where asked), the others into partials, then out += partial 1, 2, ... in
-// order, rows split over the pool.
+// `out` (accumulating where asked), the others into partials, each product's columns split in
+// blocks where the pool has more threads than products; then out += partial 1, 2, ... in order,
+// rows split over the pool.
 void split_contraction_gemm(const GemmProblem& problem, int64_t chunks, const float* lhs, const float* rhs, float* out,
                             ThreadPool& pool, int64_t ldc, bool accumulate) {
   const int64_t batches = static_cast<int64_t>(problem.lhs_batch.size());
@@ -393,18 +394,26 @@ void split_contraction_gemm(const GemmProblem& problem, int64_t chunks, const fl
   held.resize(static_cast<size_t>((chunks - 1) * batches * size));
   float* const partials = held.data();
   const GemmOperand &a_layout = problem.lhs_layout, &b_layout = problem.rhs_layout;
-  pool.parallel_for(batches * chunks, [&](int64_t begin, int64_t end) {
+  // more threads than chunk products: each product's columns split too (whole vector registers)
+  const int64_t quanta = (n + kColumnQuantum - 1) / kColumnQuantum;
+  const int64_t blocks = std::clamp<int64_t>((pool.thread_count() + batches * chunks - 1) / (batches * chunks), 1, quanta);
+  pool.parallel_for(batches * chunks * blocks, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t batch = task / chunks, chunk = task % chunks;
+      const int64_t product = task / blocks, block = task % blocks;
+      const int64_t batch = product / chunks, chunk = product % chunks;
+      const auto [first_quantum, last_quantum] = ThreadPool::chunk_range(quanta, blocks, block);
+      const int64_t column = first_quantum * kColumnQuantum;
+      const int64_t width = std::min(n, last_quantum * kColumnQuantum) - column;
+      if (width <= 0) continue;
       const int64_t first = chunk * kSplitChunk;
       const int64_t length = chunk + 1 == chunks ? problem.k - first : kSplitChunk;
       const float* a = lhs + problem.lhs_batch[batch] + first * a_layout.column_stride;
-      const float* b = rhs + problem.rhs_batch[batch] + first * b_layout.row_stride;
+      const float* b = rhs + problem.rhs_batch[batch] + first * b_layout.row_stride + column * b_layout.column_stride;
       if (chunk == 0)
-        gemm_on_this_thread(m, n, length, a, a_layout, b, b_layout, out + batch * m * ldc, ldc, accumulate);
+        gemm_on_this_thread(m, width, length, a, a_layout, b, b_layout, out + batch * m * ldc + column, ldc, accumulate);
       else
-        gemm_on_this_thread(m, n, length, a, a_layout, b, b_layout, partials + ((chunk - 1) * batches + batch) * size, n,
-                            false);
+        gemm_on_this_thread(m, width, length, a, a_layout, b, b_layout,
+                            partials + ((chunk - 1) * batches + batch) * size + column, n, false);
     }
   });
   pool.parallel_for(batches * m, [&](int64_t begin, int64_t end) {
