@@ -333,6 +333,29 @@ def test_gather_and_scatter_along_a_dimension():
     assert insitu.torch.compiled_graphs[-1].executable is not None
 
 
+def test_a_scatter_of_one_position_per_line_is_a_select():
+    """x.scatter(dim, index, src) with one index per line along dim (a one-hot, nll_loss's
+    backward) lowers to select(iota == index, src, x): elementwise, so it fuses with its readers
+    where a scatter wrote the whole array first. Along the last and the first dimension, a
+    value and a tensor source, rank 1 and 3, and the one-hot of a cross entropy's gradient."""
+    def f(x, rows, columns, src, v, target):
+        return (x.scatter(1, columns, src), x.scatter(0, rows, -2.5), v.scatter(0, target[:1], 4.0),
+                torch.zeros(6, 9).scatter(1, target.view(6, 1), -1.0),
+                torch.ones(2, 3, 5).scatter(2, (target % 5).view(2, 3, 1), 7.0))
+
+    x = torch.arange(20.0).view(4, 5)
+    columns = torch.tensor([[4], [0], [2], [2]])
+    rows = torch.tensor([[3, 1, 0, 2, 2]])
+    src = torch.full((4, 1), 10.0)
+    v = torch.arange(9.0)
+    target = torch.tensor([8, 0, 3, 3, 4, 1])
+    for got, want in zip(compile(f)(x, rows, columns, src, v, target), f(x, rows, columns, src, v, target)):
+        assert torch.equal(got, want)
+    graph = insitu.torch.compiled_graphs[-1]
+    assert graph.executable is not None
+    assert " scatter(" not in graph.text, graph.text
+
+
 def test_attention_and_reductions_lower_and_match_eager():
     x = torch.randn(2, 4, 8, 16)
     cases = {

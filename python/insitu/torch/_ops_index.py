@@ -186,6 +186,10 @@ def _scatter(L, node, x, dim, index, source):
             updates = L.emit("slice", dtype, index_dims, f"slice({updates}), slice={{{bounds}}}")
     else:
         updates = L.constant(source, dtype, index_dims)
+    d = dim % rank
+    if (node.target is not aten.scatter_add.default and index_dims[d] == 1 and
+            all(index_dims[k] == dims[k] for k in range(rank) if k != d)):
+        return _scatter_one_per_line(L, L.operand(x, dtype, dims), index_value, updates, d, dtype, dims)
     indices = _full_indices(L, index_value, dim % rank, rank)
     every = ",".join(map(str, range(rank)))
     combine = L.region("add" if node.target is aten.scatter_add.default else "second", dtype)
@@ -193,6 +197,28 @@ def _scatter(L, node, x, dim, index, source):
                   f"scatter({L.operand(x, dtype, dims)}, {indices}, {updates}), update_window_dims={{}}, "
                   f"inserted_window_dims={{{every}}}, scatter_dims_to_operand_dims={{{every}}}, "
                   f"index_vector_dim={rank}, to_apply={combine}")
+
+
+def _scatter_one_per_line(L, base, index, updates, dim, dtype, dims):
+    """x.scatter(dim, index, src) where index holds one position per line along `dim` (its size 1
+    there, x's elsewhere: a one-hot, nll_loss's backward `zeros.scatter(1, target, -1)`):
+    select(iota(dim) == index, src, x) (an index out of range matches nothing, as the scatter
+    skips it). An elementwise select fuses with what reads it, where the scatter wrote a whole
+    array (the transformer's [512, 8192] logits gradient: a 16 MB fill, then the scatter, then
+    a pass reading it)."""
+    index_dtype = L.types[index][0]
+    lines = tuple(n for k, n in enumerate(dims) if k != dim)
+    along = tuple(k for k in range(len(dims)) if k != dim)
+
+    def stretched(value):  # [.., 1 at dim, ..] -> dims, the same value along `dim`
+        kind = L.types[value][0]
+        flat = L.reshape(value, lines)
+        mapping = ",".join(map(str, along))
+        return L.emit("broadcast", kind, dims, f"broadcast({flat}), dimensions={{{mapping}}}")
+
+    position = L.emit("iota", index_dtype, dims, f"iota(), iota_dimension={dim}")
+    hit = L.emit("compare", torch.bool, dims, f"compare({position}, {stretched(index)}), direction=EQ")
+    return L.emit("select", dtype, dims, f"select({hit}, {stretched(updates)}, {base})")
 
 
 @_lower(aten.embedding_dense_backward.default)
