@@ -205,7 +205,7 @@ def _scatter_one_per_line(L, base, index, updates, dim, dtype, dims):
     select(iota(dim) == index, src, x) (an index out of range matches nothing, as the scatter
     skips it). An elementwise select fuses with what reads it, where the scatter wrote a whole
     array (the transformer's [512, 8192] logits gradient: a 16 MB fill, then the scatter, then
-    a pass reading it)."""
+    a pass reading it). An s64 index is compared in s32 when the dimension allows."""
     index_dtype = L.types[index][0]
     lines = tuple(n for k, n in enumerate(dims) if k != dim)
     along = tuple(k for k in range(len(dims)) if k != dim)
@@ -216,6 +216,12 @@ def _scatter_one_per_line(L, base, index, updates, dim, dtype, dims):
         mapping = ",".join(map(str, along))
         return L.emit("broadcast", kind, dims, f"broadcast({flat}), dimensions={{{mapping}}}")
 
+    if index_dtype == torch.int64 and dims[dim] < 2**31 - 1:
+        # compared in s32 (twice the lanes of s64 over the whole array): the index clamped to
+        # [-1, size] first, so an index out of range still matches nothing
+        low, high = L.constant(-1, index_dtype, L.types[index][1]), L.constant(dims[dim], index_dtype, L.types[index][1])
+        index = L.convert(L.emit("clamp", index_dtype, L.types[index][1], f"clamp({low}, {index}, {high})"), torch.int32)
+        index_dtype = torch.int32
     position = L.emit("iota", index_dtype, dims, f"iota(), iota_dimension={dim}")
     hit = L.emit("compare", torch.bool, dims, f"compare({position}, {stretched(index)}), direction=EQ")
     return L.emit("select", dtype, dims, f"select({hit}, {stretched(updates)}, {base})")
