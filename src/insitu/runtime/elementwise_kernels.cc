@@ -93,7 +93,6 @@ struct BinaryLoop {
   }
 };
 
-
 template <typename T, typename Out, typename Fn>
 void map_binary(const ArrayView& a, const ArrayView& b, const ArrayView& out, ThreadPool& pool, Fn) {
   const T* x = reinterpret_cast<const T*>(a.data);
@@ -161,7 +160,7 @@ inline constexpr BlockLoops kBlockLoops = block_loops<Body, wide>();
 
 template <typename Body>
 void baseline_pair(const uint8_t* x, const uint8_t* y, const uint8_t* z, uint8_t* o, bool xs, bool ys, bool zs,
-                           int64_t n) {
+                   int64_t n) {
   Body::run(x, y, z, o, xs, ys, zs, n);
 }
 
@@ -175,7 +174,6 @@ constexpr PairLoops pair_loop_table() {
   return {&baseline_pair<Body>, &baseline_pair<Body>, &baseline_pair<Body>};
 #endif
 }
-
 
 // One of with_float_unary's functions (a captureless lambda) as a kernel's element function.
 template <typename C, typename Function>
@@ -203,38 +201,31 @@ struct PairBlock {
     else if constexpr (kForm == 1) return arithmetic<T>(kOuter, z, t);
     else return arithmetic<T>(kOuter, t, t);
   }
+  // Each scalar operand read once before the loop (a scalar's element read in the loop could
+  // alias the output and keep the loop from vectorizing), each block read element by element:
+  // one vector loop for each of the eight cases.
+  template <bool kXs, bool kYs, bool kZs>
+  [[gnu::always_inline]] static inline void loop(const T* x, const T* y, const T* z, T* o, int64_t n) {
+    const T a = x[0], b = y[0], c = z[0];
+    #pragma GCC unroll 4
+    for (int64_t i = 0; i < n; ++i) o[i] = pair(kXs ? a : x[i], kYs ? b : y[i], kZs ? c : z[i]);
+  }
   [[gnu::always_inline]] static inline void run(const uint8_t* xb, const uint8_t* yb, const uint8_t* zb, uint8_t* ob,
                                                 bool x_scalar, bool y_scalar, bool z_scalar, int64_t n) {
+    if (n <= 0) return;
     const T* x = reinterpret_cast<const T*>(xb);
     const T* y = reinterpret_cast<const T*>(yb);
     const T* z = reinterpret_cast<const T*>(zb);
     T* o = reinterpret_cast<T*>(ob);
-    if (!x_scalar && y_scalar && (z_scalar || kForm == 2)) {  // a block and row scalars: (x - mean) * rstd
-      const T b = y[0], c = z[0];
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i], b, c);
-    } else if (!x_scalar && !y_scalar && !z_scalar) {
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i], y[i], z[i]);
-    } else if (!x_scalar && y_scalar && !z_scalar) {  // a weight times a block, plus a block
-      const T b = y[0];
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i], b, z[i]);
-    } else if (x_scalar && !y_scalar && !z_scalar) {
-      const T a = x[0];
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = pair(a, y[i], z[i]);
-    } else if (!x_scalar && !y_scalar && z_scalar) {  // (x + bias) - max: two blocks, then a row scalar
-      const T c = z[0];
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i], y[i], c);
-    } else if (x_scalar && !y_scalar && z_scalar) {  // (1 - y) * c
-      const T a = x[0], c = z[0];
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = pair(a, y[i], c);
-    } else {  // (the inner op of two scalars, or every operand a scalar: one value)
-      const int64_t xs = x_scalar ? 0 : 1, ys = y_scalar ? 0 : 1, zs = z_scalar ? 0 : 1;
-      for (int64_t i = 0; i < n; ++i) o[i] = pair(x[i * xs], y[i * ys], z[i * zs]);
+    switch ((x_scalar ? 4 : 0) | (y_scalar ? 2 : 0) | (z_scalar ? 1 : 0)) {
+      case 0: return loop<false, false, false>(x, y, z, o, n);
+      case 1: return loop<false, false, true>(x, y, z, o, n);  // (x + bias) - max
+      case 2: return loop<false, true, false>(x, y, z, o, n);  // a weight times a block, plus a block
+      case 3: return loop<false, true, true>(x, y, z, o, n);   // (x - mean) * rstd
+      case 4: return loop<true, false, false>(x, y, z, o, n);
+      case 5: return loop<true, false, true>(x, y, z, o, n);   // (1 - y) * c
+      case 6: return loop<true, true, false>(x, y, z, o, n);
+      default: return loop<true, true, true>(x, y, z, o, n);
     }
   }
 };
@@ -252,30 +243,23 @@ const PairLoops* pair_loops_of(int form) {
   }
 }
 
-
 // A unary pair's body (select_pair_loops, form 3): an f32 function of the inner op's result.
 template <Opcode kInner, typename Fn>
 struct UnaryPairBlock {
+  template <bool kXs, bool kYs>  // (as PairBlock::loop)
+  [[gnu::always_inline]] static inline void loop(const float* x, const float* y, float* o, int64_t n) {
+    const float a = x[0], b = y[0];
+    #pragma GCC unroll 4
+    for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(arithmetic<float>(kInner, kXs ? a : x[i], kYs ? b : y[i]));
+  }
   [[gnu::always_inline]] static inline void run(const uint8_t* xb, const uint8_t* yb, const uint8_t*, uint8_t* ob,
                                                 bool x_scalar, bool y_scalar, bool, int64_t n) {
+    if (n <= 0) return;
     const float* x = reinterpret_cast<const float*>(xb);
     const float* y = reinterpret_cast<const float*>(yb);
     float* o = reinterpret_cast<float*>(ob);
-    if (!x_scalar && y_scalar) {  // exp(x - max) along a row
-      const float b = y[0];
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(arithmetic<float>(kInner, x[i], b));
-    } else if (!x_scalar && !y_scalar) {
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(arithmetic<float>(kInner, x[i], y[i]));
-    } else if (x_scalar && !y_scalar) {  // exp(c * y), tanh(1 - y)
-      const float a = x[0];
-      #pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(arithmetic<float>(kInner, a, y[i]));
-    } else {  // (both scalars: one value)
-      const int64_t xs = x_scalar ? 0 : 1, ys = y_scalar ? 0 : 1;
-      for (int64_t i = 0; i < n; ++i) o[i] = Fn{}(arithmetic<float>(kInner, x[i * xs], y[i * ys]));
-    }
+    if (!x_scalar) return y_scalar ? loop<false, true>(x, y, o, n) : loop<false, false>(x, y, o, n);  // exp(x - max)
+    return y_scalar ? loop<true, true>(x, y, o, n) : loop<true, false>(x, y, o, n);  // exp(c * y)
   }
 };
 
@@ -488,7 +472,6 @@ Choice choose_unary(Opcode opcode, const ArrayView& a, const ArrayView& out) {
   return chosen;
 }
 
-
 Choice choose_elementwise(const Instruction& instruction, std::span<const ArrayView> operands, const ArrayView& out) {
   if (!out.shape->is_array()) return nullptr;
   const Opcode opcode = instruction.opcode();
@@ -531,7 +514,6 @@ SelectedKernel select_elementwise(const Instruction& instruction, std::span<cons
   if (KernelFn run = kernels::choose_elementwise(instruction, operands, outputs[0]).run) return NativeKernel{run, nullptr};
   return std::nullopt;
 }
-
 
 const PairLoops* select_pair_loops(PrimitiveType type, Opcode inner, Opcode outer, int form) {
   if (type == PrimitiveType::kF64) {  // a product added (f32 and f64 are what fused loops compute in)

@@ -50,7 +50,7 @@ void fold_pairs(Plan& plan) {
     for (int source : node.operands) ++readers[static_cast<size_t>(source)];
   for (int output : plan.outputs) ++readers[static_cast<size_t>(output)];
   auto type_of = [](const Node& node) { return node.instruction->shape().element_type(); };
-  auto is_f32_op = [&](const Node& node, std::initializer_list<Opcode> opcodes) {  // (or f64, checked by the selector)
+  auto is_float_op = [&](const Node& node, std::initializer_list<Opcode> opcodes) {  // f32 or f64 (the selector picks)
     return node.kind == NodeKind::kOp && node.pair == nullptr && node.operands.size() == 2 &&
            (type_of(node) == PrimitiveType::kF32 || type_of(node) == PrimitiveType::kF64) &&
            std::find(opcodes.begin(), opcodes.end(), node.instruction->opcode()) != opcodes.end();
@@ -73,7 +73,7 @@ void fold_pairs(Plan& plan) {
         outer.instruction->shape().element_type() == PrimitiveType::kF32) {  // a function of a pair's inner op
       const int inner_node = outer.operands[0];
       Node& inner = plan.nodes[static_cast<size_t>(inner_node)];
-      if (!is_f32_op(inner, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply}) || type_of(inner) != PrimitiveType::kF32 ||
+      if (!is_float_op(inner, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply}) || type_of(inner) != PrimitiveType::kF32 ||
           readers[static_cast<size_t>(inner_node)] != 1)
         continue;
       if (const PairLoops* loops =
@@ -81,12 +81,12 @@ void fold_pairs(Plan& plan) {
         fold(outer, n, inner, loops, inner.operands[0]);
       continue;
     }
-    if (!is_f32_op(outer, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply, Opcode::kDivide})) continue;
+    if (!is_float_op(outer, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply, Opcode::kDivide})) continue;
     for (int side = 0; side < 2; ++side) {
       const int inner_node = outer.operands[static_cast<size_t>(side)];
       Node& inner = plan.nodes[static_cast<size_t>(inner_node)];
       const bool square = outer.operands[0] == outer.operands[1];
-      if (!is_f32_op(inner, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply}) || type_of(inner) != type_of(outer) ||
+      if (!is_float_op(inner, {Opcode::kAdd, Opcode::kSubtract, Opcode::kMultiply}) || type_of(inner) != type_of(outer) ||
           readers[static_cast<size_t>(inner_node)] != (square ? 2 : 1))
         continue;
       const int form = square ? 2 : side;
