@@ -96,6 +96,11 @@ TEST(FloatFunctions, SpecialValuesFollowC) {
   EXPECT_EQ(float_functions::exp(-0.0f), 1.0f);
   EXPECT_EQ(float_functions::exp(89.0f), inf);
   EXPECT_EQ(float_functions::exp(-200.0f), 0.0f);
+  // around the underflow: at or below -104 the result is chosen (0), just above it computed
+  EXPECT_EQ(float_functions::exp(-104.0f), 0.0f);
+  EXPECT_EQ(float_functions::exp(-1e30f), 0.0f);
+  EXPECT_EQ(float_functions::exp(-103.9f), std::ldexp(1.0f, -149));  // e^-103.9 > 2^-150: rounds up
+  EXPECT_EQ(float_functions::exp(-87.5f), static_cast<float>(std::exp(-87.5)));  // subnormal, exact here
   EXPECT_TRUE(std::isnan(float_functions::exp(nan)));
   EXPECT_EQ(float_functions::expm1(-inf), -1.0f);
   EXPECT_EQ(float_functions::expm1(inf), inf);
