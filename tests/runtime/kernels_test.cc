@@ -105,57 +105,77 @@ TEST(RuntimeElementwiseKernels, IsFiniteMatchesEvaluator) {
   }
 }
 
+// fn() with the kernels capped at each CPU level this machine has (cpu_level.h), then uncapped.
+template <typename Fn>
+void at_every_cpu_level(Fn fn) {
+  for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2Fma, CpuLevel::kAvx512}) {
+    if (level > detected_cpu_level()) continue;
+    SCOPED_TRACE("at level " + std::to_string(static_cast<int>(level)));
+    set_cpu_level_limit(level);
+    fn();
+  }
+  set_cpu_level_limit(CpuLevel::kAvx512);
+}
+
+// (compare's 4- and 8-byte loops and select's run at every CPU level: at_every_cpu_level)
 TEST(RuntimeElementwiseKernels, CompareMatchesEvaluatorInEveryDirection) {
-  std::mt19937 rng(3);
-  std::vector<PrimitiveType> types(std::begin(kNumericTypes), std::end(kNumericTypes));
-  types.insert(types.end(), {PrimitiveType::kPred, PrimitiveType::kS8, PrimitiveType::kU8, PrimitiveType::kU32,
-                             PrimitiveType::kU64});
-  for (PrimitiveType type : types) {
-    std::vector<ComparisonType> kinds = {ComparisonType::kDefault};
-    if (is_floating(type)) kinds.push_back(ComparisonType::kTotalOrder);
-    if (is_unsigned_integral(type) || type == PrimitiveType::kPred) kinds.push_back(ComparisonType::kUnsigned);
-    for (ComparisonType kind : kinds) {
-      for (ComparisonDirection direction : {ComparisonDirection::kEq, ComparisonDirection::kNe, ComparisonDirection::kLt,
-                                            ComparisonDirection::kLe, ComparisonDirection::kGt, ComparisonDirection::kGe}) {
-        Instruction op(Opcode::kCompare, "op", Shape::array(PrimitiveType::kPred, {257}));
-        op.comparison_direction = direction;
-        op.comparison_type = kind;
-        Literal a = random_literal(type, {257}, rng);
-        Literal b = random_literal(type, {257}, rng);
-        // Equal pairs too, so EQ/LE/GE see true.
-        std::memcpy(b.untyped_data(), a.untyped_data(), static_cast<size_t>(a.size_bytes() / 2));
-        expect_same_as_evaluator(op, {a, b});
-        expect_same_as_evaluator(op, {a, random_literal(type, {}, rng)}, {false, true});
+  at_every_cpu_level([] {
+    std::mt19937 rng(3);
+    std::vector<PrimitiveType> types(std::begin(kNumericTypes), std::end(kNumericTypes));
+    types.insert(types.end(), {PrimitiveType::kPred, PrimitiveType::kS8, PrimitiveType::kU8, PrimitiveType::kU32,
+                               PrimitiveType::kU64});
+    for (PrimitiveType type : types) {
+      std::vector<ComparisonType> kinds = {ComparisonType::kDefault};
+      if (is_floating(type)) kinds.push_back(ComparisonType::kTotalOrder);
+      if (is_unsigned_integral(type) || type == PrimitiveType::kPred) kinds.push_back(ComparisonType::kUnsigned);
+      for (ComparisonType kind : kinds) {
+        for (ComparisonDirection direction :
+             {ComparisonDirection::kEq, ComparisonDirection::kNe, ComparisonDirection::kLt, ComparisonDirection::kLe,
+              ComparisonDirection::kGt, ComparisonDirection::kGe}) {
+          Instruction op(Opcode::kCompare, "op", Shape::array(PrimitiveType::kPred, {257}));
+          op.comparison_direction = direction;
+          op.comparison_type = kind;
+          Literal a = random_literal(type, {257}, rng);
+          Literal b = random_literal(type, {257}, rng);
+          // Equal pairs too, so EQ/LE/GE see true.
+          std::memcpy(b.untyped_data(), a.untyped_data(), static_cast<size_t>(a.size_bytes() / 2));
+          expect_same_as_evaluator(op, {a, b});
+          expect_same_as_evaluator(op, {a, random_literal(type, {}, rng)}, {false, true});
+          expect_same_as_evaluator(op, {random_literal(type, {}, rng), b}, {true, false});
+        }
       }
     }
-  }
+  });
 }
 
 TEST(RuntimeElementwiseKernels, SelectMatchesEvaluator) {
-  std::mt19937 rng(4);
-  for (PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kBF16, PrimitiveType::kS64, PrimitiveType::kPred}) {
-    Instruction op(Opcode::kSelect, "op", Shape::array(type, {5, 40}));
-    expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng), random_literal(type, {5, 40}, rng),
-                                  random_literal(type, {5, 40}, rng)});
-    // Scalar pred (allowed by select itself; one operand copied whole) either way, a scalar
-    // chosen operand (filled), and a scalar-broadcast on_false.
-    for (bool pick : {true, false}) {
-      expect_same_as_evaluator(op, {Literal::scalar(pick), random_literal(type, {5, 40}, rng),
-                                    random_literal(type, {5, 40}, rng)});
-      expect_same_as_evaluator(op, {Literal::scalar(pick), random_literal(type, {}, rng), random_literal(type, {}, rng)},
+  at_every_cpu_level([] {
+    std::mt19937 rng(4);
+    for (PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kBF16, PrimitiveType::kS64, PrimitiveType::kPred}) {
+      Instruction op(Opcode::kSelect, "op", Shape::array(type, {5, 40}));
+      expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng),
+                                    random_literal(type, {5, 40}, rng), random_literal(type, {5, 40}, rng)});
+      // Scalar pred (allowed by select itself; one operand copied whole) either way, a scalar
+      // chosen operand (filled), and a scalar-broadcast on_false.
+      for (bool pick : {true, false}) {
+        expect_same_as_evaluator(op, {Literal::scalar(pick), random_literal(type, {5, 40}, rng),
+                                      random_literal(type, {5, 40}, rng)});
+        expect_same_as_evaluator(op,
+                                 {Literal::scalar(pick), random_literal(type, {}, rng), random_literal(type, {}, rng)},
+                                 {false, true, true});
+      }
+      expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng),
+                                    random_literal(type, {5, 40}, rng), random_literal(type, {}, rng)},
+                               {false, false, true});
+      // Each scalar combination has its own loop (select_words).
+      expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng), random_literal(type, {}, rng),
+                                    random_literal(type, {5, 40}, rng)},
+                               {false, true, false});
+      expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng), random_literal(type, {}, rng),
+                                    random_literal(type, {}, rng)},
                                {false, true, true});
     }
-    expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng),
-                                  random_literal(type, {5, 40}, rng), random_literal(type, {}, rng)},
-                             {false, false, true});
-    // Each scalar combination has its own loop (select_words).
-    expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng), random_literal(type, {}, rng),
-                                  random_literal(type, {5, 40}, rng)},
-                             {false, true, false});
-    expect_same_as_evaluator(op, {random_literal(PrimitiveType::kPred, {5, 40}, rng), random_literal(type, {}, rng),
-                                  random_literal(type, {}, rng)},
-                             {false, true, true});
-  }
+  });
 }
 
 // `where(ok, new, old)` written over old (an optimizer step skipped unless its gradients are

@@ -247,6 +247,16 @@ class BlockRunner {
     }
   }
 
+  // out[j] = first + j for j < n, counted in T (unsigned: wraps as a cast would), at the CPU's
+  // vector width: 64-bit indices narrowed per element at the baseline were 13% of a one-hot
+  // row fusion (`iota == broadcast(target)` over [512, 8192]).
+  template <typename T>
+  struct CountUp {
+    [[gnu::always_inline]] static inline void run(T* out, T first, int64_t n) {
+      for (int64_t j = 0; j < n; ++j, ++first) out[j] = first;
+    }
+  };
+
   // An iota's elements at result positions [begin, begin + length): the index along its
   // dimension, in runs: a run of one value `stride` long, or (stride 1: the last dimension's
   // index) a run counting up to the dimension's end; each run a loop the compiler vectorizes.
@@ -258,7 +268,7 @@ class BlockRunner {
       if (stride == 1) {
         for (int64_t done = 0; done < length; index = 0) {
           const int64_t run = std::min(length - done, size - index);
-          for (int64_t j = 0; j < run; ++j) out[done + j] = static_cast<T>(index + j);
+          run_at_cpu_level<CountUp<T>>(out + done, static_cast<T>(index), run);
           done += run;
         }
         return;
