@@ -276,7 +276,7 @@ TEST(RuntimeElementwiseKernels, LargeArraysGiveTheSameBitsOnFourThreads) {
 TEST(RuntimeElementwiseKernels, FloatFunctionsGiveTheEvaluatorsBitsAtEveryCpuLevel) {
   std::vector<float> values;
   for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 65521) values.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
-  for (float x : {0.0f, -0.0f, 88.72f, 88.73f, -103.97f, -104.0f, 9.0f, -9.0f, 0.3466f, 1e-30f,
+  for (float x : {0.0f, -0.0f, 88.72f, 88.73f, -103.97f, -104.0f, 9.0f, -9.0f, 0.3466f, 1e-30f, 1.0f, 3.9192059f,
                   std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                   std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min()})
     values.push_back(x);
@@ -286,8 +286,8 @@ TEST(RuntimeElementwiseKernels, FloatFunctionsGiveTheEvaluatorsBitsAtEveryCpuLev
   for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2Fma, CpuLevel::kAvx512}) {
     if (level > detected_cpu_level()) continue;
     set_cpu_level_limit(level);
-    for (Opcode opcode : {Opcode::kExp, Opcode::kExpm1, Opcode::kLog, Opcode::kTanh, Opcode::kLogistic, Opcode::kSqrt,
-                          Opcode::kRsqrt}) {
+    for (Opcode opcode : {Opcode::kExp, Opcode::kExpm1, Opcode::kLog, Opcode::kTanh, Opcode::kLogistic, Opcode::kErf,
+                          Opcode::kSqrt, Opcode::kRsqrt}) {
       SCOPED_TRACE(std::string(opcode_name(opcode)) + " at level " + std::to_string(static_cast<int>(level)));
       expect_same_as_evaluator(Instruction(opcode, "op", Shape::array(PrimitiveType::kF32, {n})), {input}, {}, 2);
     }

@@ -72,6 +72,14 @@ inline float expm1_tail(float r) {
   return r * r * std::fma(r, p, 0.5f);
 }
 
+// e^x for x in [-87, 88], where e^x is a normal float: exp's bits without its clamps and
+// special cases (er 2^k is exact here as exp's er 2^half 2^(k-half) is). Pre: x in that range.
+inline float exp_of_normal(float x) {
+  const Reduced reduced = reduce_by_ln2(x);
+  const float er = 1.0f + (reduced.r + expm1_tail(reduced.r));
+  return er * power_of_two(reduced.k);
+}
+
 inline float exp(float x) {
   // At or below -104 (and for a NaN, put back at the end) the result rounds to 0; it is chosen,
   // not computed: the scaling below would underflow there, and a multiply whose result is
@@ -170,7 +178,8 @@ inline float erf(float x) {
   s = std::fma(s, u, 5.610634014e-02f);
   s = std::fma(s, u, -3.526807129e-01f);
   s = std::fma(s, u, -1.556815267e+00f);
-  const float magnitude = a < kErfOne ? 1.0f - exp(std::fma(-a, a, s)) : 1.0f;
+  // -a^2 + s is in [-17.4, 0.001] for every a in [0, kErfOne] (s extrapolated below 1 too)
+  const float magnitude = a < kErfOne ? 1.0f - exp_of_normal(std::fma(-a, a, s)) : 1.0f;
   const float far = from_bits(to_bits(magnitude) | (to_bits(x) & 0x80000000u));
   const float result = a < 1.0f ? near_zero : far;
   return x != x ? x : result;
