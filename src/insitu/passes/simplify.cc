@@ -579,6 +579,7 @@ StatusOr<bool> simplify(Module& module) {
     changed |= forward_tuple_elements(*computation);
     changed |= fold_integer_scalars(*computation, names);
     changed |= simplify_internal::fold_slices_of_updates(*computation);
+    changed |= simplify_internal::elementwise_windows(*computation, names);
     changed |= simplify_internal::fold_layout_copies_into_transposes(*computation, names);
     changed |= forward_layout_copies_into_dots(*computation);
     changed |= compose_transposes(*computation);

@@ -24,6 +24,16 @@
 // slice the next layer out of the cache after writing this one (slice(dus(cache, row, 0..)),
 // [1:2]), which kept the old cache alive past its in-place update and cost a copy of it.
 //
+// Elementwise ops over updates of broadcast scalars at disjoint constant windows are computed
+// per window (simplify_movement.cc elementwise_windows): a tree of elementwise binary ops of
+// one shape whose leaves are dynamic-update-slices of a broadcast scalar (each read only by
+// the tree) or broadcast scalars is the tree over the broadcasts, with each window's value --
+// the tree over that window's update and the other leaves' scalars -- written into it by a
+// dynamic-update-slice. The same ops on the same values at every element, so the same bits.
+// Torch's backward of `q, k, v = qkv` (three selects) sums three zero arrays with one gradient
+// written into each: 3 full-size fills, 3 updates and a 3-way add over [3, 4, 8, 128, 64]
+// became one fill and three windows written in place.
+//
 // A copy of a transpose that only changes its layout (XLA's modules write a transpose as a
 // layout, [64,32,32,16]{0,2,1,3}, and the data movement as a copy to {3,2,1,0}) is one transpose
 // of the same operand computed in the copy's layout: the program's transpose, not a copy, and
