@@ -5,12 +5,14 @@
 #include <limits>
 #include <string>
 
+#include "cpu_level_test_util.h"
 #include "kernel_test_util.h"
 #include "insitu/runtime/cpu_level.h"
 
 namespace insitu {
 namespace {
 
+using testing_runtime::at_every_cpu_level;
 using testing_runtime::evaluate;
 using testing_runtime::random_literal;
 using testing_runtime::splat;
@@ -103,18 +105,6 @@ TEST(RuntimeElementwiseKernels, IsFiniteMatchesEvaluator) {
     Instruction finite(Opcode::kIsFinite, "finite", Shape::array(PrimitiveType::kPred, {301}));
     expect_same_as_evaluator(finite, {random_literal(type, {301}, rng)});
   }
-}
-
-// fn() with the kernels capped at each CPU level this machine has (cpu_level.h), then uncapped.
-template <typename Fn>
-void at_every_cpu_level(Fn fn) {
-  for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2Fma, CpuLevel::kAvx512}) {
-    if (level > detected_cpu_level()) continue;
-    SCOPED_TRACE("at level " + std::to_string(static_cast<int>(level)));
-    set_cpu_level_limit(level);
-    fn();
-  }
-  set_cpu_level_limit(CpuLevel::kAvx512);
 }
 
 // (compare's 4- and 8-byte loops and select's run at every CPU level: at_every_cpu_level)

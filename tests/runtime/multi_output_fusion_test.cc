@@ -4,14 +4,15 @@
 // m, v and p (0 copies); an output written over an operand that a later op of the fusion still
 // reads; outputs taking the buffers of temps that die at the fusion.
 #include <algorithm>
-#include <functional>
 
+#include "cpu_level_test_util.h"
 #include "executable_test_util.h"
 #include "insitu/runtime/cpu_level.h"
 
 namespace insitu {
 namespace {
 
+using testing_runtime::at_every_cpu_level;
 using testing_runtime::compile;
 using testing_runtime::Compiled;
 using testing_runtime::flatten;
@@ -56,18 +57,6 @@ ExecutionStats expect_matches_evaluator(const Compiled& compiled, size_t donated
     }
   }
   return stats;
-}
-
-// Runs `check` with the runtime limited to each CPU level this machine has (cpu_level.h), then
-// lifts the limit.
-void at_every_cpu_level(const std::function<void()>& check) {
-  for (CpuLevel level : {CpuLevel::kBaseline, CpuLevel::kAvx2Fma, CpuLevel::kAvx512}) {
-    if (level > detected_cpu_level()) continue;
-    SCOPED_TRACE("cpu level " + std::to_string(static_cast<int>(level)));
-    set_cpu_level_limit(level);
-    check();
-  }
-  set_cpu_level_limit(CpuLevel::kAvx512);
 }
 
 // 64 x 320 = 20480 elements: three blocks of the fusion kernel, the last one short.
