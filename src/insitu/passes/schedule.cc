@@ -84,7 +84,8 @@ class Graph {
     successors_[index(from)].push_back(index(to));
     ++predecessor_count_[index(to)];
   }
-  bool reaches(int64_t from, int64_t to) const {
+  // Whether a path leads from `from` to `to`; past `budget` nodes visited, says it may (true).
+  bool reaches(int64_t from, int64_t to, int64_t budget = -1) const {
     std::vector<bool> seen(successors_.size(), false);
     std::vector<int64_t> stack{from};
     while (!stack.empty()) {
@@ -93,6 +94,7 @@ class Graph {
       if (node == to) return true;
       if (seen[node]) continue;
       seen[node] = true;
+      if (budget >= 0 && --budget < 0) return true;
       for (int64_t next : successors_[node]) stack.push_back(next);
     }
     return false;
@@ -239,6 +241,9 @@ class ReadyList {
   std::unordered_map<int64_t, std::vector<ValueId>> reads_by_node_;  // freeable values each node reads
 };
 
+// The most nodes one fresh-stack edge's cycle check visits (schedule_computation).
+constexpr int64_t kFreshStackSearch = 4096;
+
 bool schedule_computation(Computation* computation, const BufferFacts& facts) {
   const std::vector<Instruction*> original = computation->instructions();
   Graph graph(original);
@@ -256,6 +261,31 @@ bool schedule_computation(Computation* computation, const BufferFacts& facts) {
       if (is_plain_copy(*use.instruction))
         for (const Instruction* reader : use.instruction->users()) read_first(reader);
     }
+  }
+  // An update written into a fresh stack (a fill, then dynamic-update-slices into it) is
+  // computed after the stack is: buffer assignment computes it straight into its window only
+  // when the stack's bytes are in place when it runs (placed_for), and the list scheduler,
+  // preferring instructions that free a buffer, ran the updates first and the fill after them,
+  // so each update was computed apart and copied in. Added after the readers-first edges, and
+  // only where no cycle forms (searched within a budget: past it, no edge), so it never costs
+  // one of those.
+  std::unordered_map<const Instruction*, bool> fresh;  // per update-slice: its chain starts at a fill
+  for (const Instruction* update_slice : original) {  // (operands first: a chain's earlier links known)
+    if (update_slice->opcode() != Opcode::kDynamicUpdateSlice || update_slice->operand_count() < 2) continue;
+    const Instruction* stack = update_slice->operand(0);
+    const auto earlier = fresh.find(stack);
+    const bool on_fill = earlier != fresh.end() ? earlier->second
+                         : stack->operand_count() == 0 ||
+                               (stack->opcode() == Opcode::kBroadcast && stack->operand(0)->operand_count() == 0);
+    fresh[update_slice] = on_fill;
+    const Instruction* producer = update_slice->operand(1);
+    while ((producer->opcode() == Opcode::kBitcast || producer->opcode() == Opcode::kReshape) &&
+           producer->users().size() == 1)
+      producer = producer->operand(0);
+    if (!on_fill || producer->users().size() != 1 || producer->operand_count() == 0 || !graph.contains(producer) ||
+        !graph.contains(stack) || producer->parent()->root() == producer)
+      continue;
+    if (!graph.reaches(graph.index(producer), graph.index(stack), kFreshStackSearch)) graph.add_edge(stack, producer);
   }
   std::vector<int64_t> waiting = graph.predecessor_counts();
   ReadyList ready(facts, original, computation->root(), graph);

@@ -13,7 +13,11 @@
 //   the definition of body root leaf i (new state)    body parameter leaf i
 //   the definition of an entry output aliased to p    parameter p
 // For every other reader Y of an old value with no path X ~> Y, a soft edge Y -> X is added
-// (never one that would close a cycle). Then a list schedule: among ready instructions, one
+// (never one that would close a cycle). An update written into a fresh stack (a
+// dynamic-update-slice chain that starts at a fill: an instruction without operands, or a
+// broadcast of one) gets a soft edge from the stack to the update's producer, so that the fill
+// runs first and buffer assignment computes the update straight into its window (a cycle check
+// within a budget of nodes). Then a list schedule: among ready instructions, one
 // that frees a buffer first, else the original order; parameters first (they are defined at
 // entry: a copy of one may be needed before any instruction), the root last.
 //
