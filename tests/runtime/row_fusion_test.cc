@@ -83,6 +83,46 @@ ENTRY main {
   expect_grouped_and_exact(text, 1, 31);
 }
 
+// A layer norm's backward, 301 rows of 300: the group grown from sum(dy * gamma) to the loop
+// computing dx takes in the other row sum, sum(dy * gamma * xhat), which reads no member (a
+// sibling: row_fusion.cc); it runs first in every chunk.
+TEST(RuntimeRowFusion, ASiblingRowSumJoinsAndMatchesTheEvaluator) {
+  const std::string text = std::string("HloModule layer_norm_backward\n") + kCombiners + R"(
+ENTRY main {
+  dy = f32[301,300] parameter(0)
+  xhat = f32[301,300] parameter(1)
+  gamma = f32[300] parameter(2)
+  rstd = f32[301] parameter(3)
+  zero = f32[] constant(0)
+  gb = f32[301,300] broadcast(gamma), dimensions={1}
+  g = f32[301,300] multiply(dy, gb)
+  sg = f32[301] reduce(g, zero), dimensions={1}, to_apply=add
+  gx = f32[301,300] multiply(g, xhat)
+  sx = f32[301] reduce(gx, zero), dimensions={1}, to_apply=add
+  n = f32[] constant(300)
+  nb = f32[301,300] broadcast(n), dimensions={}
+  sgb = f32[301,300] broadcast(sg), dimensions={0}
+  sxb = f32[301,300] broadcast(sx), dimensions={0}
+  g2 = f32[301,300] multiply(dy, gb)
+  t1 = f32[301,300] multiply(g2, nb)
+  t2 = f32[301,300] subtract(t1, sgb)
+  xs = f32[301,300] multiply(xhat, sxb)
+  t3 = f32[301,300] subtract(t2, xs)
+  rb = f32[301,300] broadcast(rstd), dimensions={0}
+  dx = f32[301,300] multiply(t3, rb)
+  ROOT t = (f32[301,300]) tuple(dx)
+})";
+  testing_runtime::Compiled compiled = testing_runtime::compile(text);
+  ASSERT_TRUE(compiled.executable != nullptr);
+  const std::vector<int> sizes = row_fusion_sizes(*compiled.optimized);
+  ASSERT_EQ(sizes.size(), 1u) << print_module(*compiled.optimized);
+  for (const Computation* computation : compiled.optimized->computations())  // no reduce left outside
+    if (computation == compiled.optimized->entry())
+      for (const Instruction* instruction : computation->instructions())
+        EXPECT_NE(instruction->fusion_kind, "kInput") << instruction->name();
+  testing_runtime::expect_matches_evaluator_natively(compiled, 43);
+}
+
 // A softmax over rows of 5000 (a loop block is a piece of a row) and one over 1000 rows of 64
 // (a reduce fusion's chunk is 256 rows: four chunks over three threads, the last short).
 TEST(RuntimeRowFusion, SoftmaxOfLongAndShortRowsMatchesTheEvaluator) {

@@ -179,6 +179,26 @@ Group grow_rows(const std::vector<Instruction*>& order, size_t start, const Rows
       outside.insert(instruction);
     }
   }
+  // Siblings: a reduce (or reduce fusion) of the same rows that reads no member, read only by
+  // members (a layer norm backward's sum(dy * gamma * xhat) beside the group of sum(dy * gamma)
+  // and dx), joins too, so that its inputs are not streamed from memory once more. It is
+  // computed before the group anyway, so the group has what it reads.
+  for (size_t m = 0; m < members.size(); ++m) {  // (members grows as siblings join)
+    for (Instruction* operand : members[m]->operands()) {
+      if (in.count(operand) || taken.count(operand) || position.count(operand) == 0 || operand == computation.root())
+        continue;
+      const std::optional<Rows> sibling_rows = seed_rows(*operand);
+      if (!sibling_rows || *sibling_rows != rows) continue;
+      bool only_members = true, reads_member = false;
+      for (const Instruction* user : operand->users()) only_members &= in.count(user) > 0;
+      for (const Instruction* read : operand->operands()) reads_member |= in.count(read) > 0;
+      bool sibling_heavy = false;
+      if (!only_members || reads_member || !row_local(*operand, rows, in, sibling_heavy)) continue;
+      members.push_back(operand);
+      in.insert(operand);
+      heavy += sibling_heavy ? 1 : 0;
+    }
+  }
   if (heavy < 2) return {};
   // the values read outside, each read only after the last member
   std::vector<Instruction*> outputs;

@@ -20,7 +20,10 @@
 // read of a member inside a fused body is elementwise at the same position or a broadcast that
 // keeps the row dimensions in place (a row's mean stretched along it). Anything else that reads
 // a member, or reads something that does, is a reader outside, and nothing after it that also
-// reads it may join (no cycle through the outside). The group is kept when it holds at least two
+// reads it may join (no cycle through the outside). A sibling joins too: a reduce or reduce
+// fusion of the same rows that reads no member and is read only by members (a layer norm
+// backward's second row sum beside the group grown from its first), so its inputs are not
+// streamed once more. The group is kept when it holds at least two
 // members over whole rows (reduces, reduce fusions, loop fusions over more than the rows), every
 // value read outside is read only after its last member, and it has at most kMaxRowOutputs such
 // values (a tuple when several). Runs after reshape-bitcasts (the bitcasts between [rows] and
