@@ -170,7 +170,8 @@ bool elementwise_windows(Computation& computation, NameTable& names) {
       const Shape& window_shape = update->operand(1)->shape();
       Instruction* in_window = rebuild(tree, window_shape, computation, root, names, [&](Instruction* leaf) {
         if (leaf == update) return update->operand(1);
-        Instruction* scalar = leaf->opcode() == Opcode::kDynamicUpdateSlice ? leaf->operand(0)->operand(0) : leaf->operand(0);
+        const bool update_leaf = leaf->opcode() == Opcode::kDynamicUpdateSlice;
+        Instruction* scalar = update_leaf ? leaf->operand(0)->operand(0) : leaf->operand(0);
         auto broadcast = std::make_unique<Instruction>(Opcode::kBroadcast, names.unique("broadcast"), window_shape);
         broadcast->append_operand(scalar);
         return computation.insert_instruction_before(std::move(broadcast), root);
