@@ -444,7 +444,7 @@ ENTRY main {
       donate[0] = true;
       ExecutionStats stats;
       StatusOr<std::vector<BufferHandle>> results =
-          compiled.executable->execute(to_handles(arguments), {.donate = donate, .threads = 1 + seed % 2, .stats = &stats});
+          compiled.executable->execute(to_handles(arguments), {.donate = donate, .threads = static_cast<int>(1 + seed % 2), .stats = &stats});
       ASSERT_TRUE(results.ok()) << results.status().to_string();
       std::vector<Literal> leaves;
       flatten(*expected, leaves);
