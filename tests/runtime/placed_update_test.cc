@@ -443,8 +443,9 @@ ENTRY main {
       std::vector<bool> donate(arguments.size(), false);
       donate[0] = true;
       ExecutionStats stats;
+      const int threads = static_cast<int>(1 + seed % 2);
       StatusOr<std::vector<BufferHandle>> results =
-          compiled.executable->execute(to_handles(arguments), {.donate = donate, .threads = static_cast<int>(1 + seed % 2), .stats = &stats});
+          compiled.executable->execute(to_handles(arguments), {.donate = donate, .threads = threads, .stats = &stats});
       ASSERT_TRUE(results.ok()) << results.status().to_string();
       std::vector<Literal> leaves;
       flatten(*expected, leaves);
