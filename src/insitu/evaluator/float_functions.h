@@ -72,12 +72,14 @@ inline float expm1_tail(float r) {
   return r * r * std::fma(r, p, 0.5f);
 }
 
+// e^r of a reduced argument (|r| <= ln2/2): the factor exp and exp_of_normal scale by 2^k.
+inline float exp_of_remainder(const Reduced& reduced) { return 1.0f + (reduced.r + expm1_tail(reduced.r)); }
+
 // e^x for x in [-87, 88], where e^x is a normal float: exp's bits without its clamps and
 // special cases (er 2^k is exact here as exp's er 2^half 2^(k-half) is). Pre: x in that range.
 inline float exp_of_normal(float x) {
   const Reduced reduced = reduce_by_ln2(x);
-  const float er = 1.0f + (reduced.r + expm1_tail(reduced.r));
-  return er * power_of_two(reduced.k);
+  return exp_of_remainder(reduced) * power_of_two(reduced.k);
 }
 
 inline float exp(float x) {
@@ -89,7 +91,7 @@ inline float exp(float x) {
   const bool zero = !(x > -104.0f);
   const float clamped = zero ? 0.0f : min_of(x, 89.0f);
   const Reduced reduced = reduce_by_ln2(clamped);
-  const float er = 1.0f + (reduced.r + expm1_tail(reduced.r));
+  const float er = exp_of_remainder(reduced);
   const int32_t half = reduced.k >> 1;  // both halves in [-75, 65]: normal scales
   const float result = zero ? 0.0f : er * power_of_two(half) * power_of_two(reduced.k - half);
   return x != x ? x : result;

@@ -124,7 +124,6 @@ namespace {
 // o[i] = p[i] ? t[i] : f[i] with t's and f's strides constants (0: a scalar, 1: an array),
 // written as a mask so that the loop vectorizes (GCC leaves `p ? t : f` a branch per element,
 // mispredicted half the time on a ReLU gradient: 4 ns per element).
-// Copies of words: the same result at every CPU level, so run at the CPU's vector width.
 template <typename Word, int kSt, int kSf>
 [[gnu::always_inline]] inline void select_words(const bool* p, const Word* t, const Word* f, Word* o, int64_t begin,
                                                 int64_t end) {
@@ -135,6 +134,8 @@ template <typename Word, int kSt, int kSf>
   }
 }
 
+// select_words per scalar case. Copies of words give the same result at every CPU level, so
+// this runs at the CPU's vector width (run_at_cpu_level).
 template <typename Word>
 struct SelectLoop {
   [[gnu::always_inline]] static inline void run(const bool* p, const Word* t, const Word* f, Word* o, bool t_scalar,
